@@ -1,0 +1,171 @@
+"""Filesystem catalog: ``<warehouse>/<db>.db/<table>``, as Paimon's FileSystemCatalog."""
+from __future__ import annotations
+
+import time
+from typing import Any, Mapping, Sequence
+
+import pyarrow as pa
+
+from .errors import (CatalogError, DatabaseAlreadyExistsError, DatabaseNotFoundError, SchemaError,
+                     TableAlreadyExistsError, TableNotFoundError)
+from .fileio import FileIO
+from .options import validate_table_options
+from .schema import TableSchema
+from .schema_manager import SchemaManager
+from .paths import TablePaths
+from .table import FileStoreTable
+
+DB_SUFFIX = ".db"
+
+
+def _split_identifier(identifier: str) -> tuple[str, str]:
+    parts = identifier.split(".")
+    if len(parts) != 2 or not all(parts):
+        raise CatalogError(f"table identifier {identifier!r} must be 'database.table'")
+    return parts[0], parts[1]
+
+
+class Catalog:
+    def __init__(self, warehouse: str, storage_options: Mapping[str, Any] | None = None):
+        if "://" not in warehouse:
+            import os
+            warehouse = "file://" + os.path.abspath(warehouse)
+        self.warehouse = warehouse.rstrip("/")
+        self.storage_options = dict(storage_options or {})
+        self.fileio = FileIO(self.warehouse, self.storage_options)
+
+    def __reduce__(self):
+        return (Catalog, (self.warehouse, self.storage_options))
+
+    # -- databases ------------------------------------------------------------------------------
+    def _db_path(self, name: str) -> str:
+        return f"{self.warehouse}/{name}{DB_SUFFIX}"
+
+    def database_exists(self, name: str) -> bool:
+        if self.fileio.is_local:
+            return self.fileio.exists(self._db_path(name))
+        return name in self.list_databases()
+
+    def create_database(self, name: str, ignore_if_exists: bool = False, properties: dict | None = None) -> None:
+        if self.database_exists(name):
+            if ignore_if_exists:
+                return
+            raise DatabaseAlreadyExistsError(f"database '{name}' already exists in {self.warehouse}")
+        if self.fileio.is_local:
+            self.fileio.mkdirs(self._db_path(name))
+        else:
+            # Object stores have no directories: a zero-byte "dir/" marker makes the database
+            # visible to listings, as Hadoop's S3A does.
+            fs = self.fileio.fs
+            bucket, _, key = self.fileio._p(self._db_path(name)).partition("/")
+            fs.call_s3("put_object", Bucket=bucket, Key=key + "/", Body=b"")
+
+    def list_databases(self) -> list[str]:
+        return sorted(n[: -len(DB_SUFFIX)] for n in self.fileio.list_names(self.warehouse) if n.endswith(DB_SUFFIX))
+
+    def drop_database(self, name: str, ignore_if_not_exists: bool = False, cascade: bool = False) -> None:
+        if not self.database_exists(name):
+            if ignore_if_not_exists:
+                return
+            raise DatabaseNotFoundError(f"database '{name}' does not exist in {self.warehouse}")
+        tables = self.list_tables(name)
+        if tables and not cascade:
+            raise CatalogError(f"database '{name}' is not empty (tables: {tables}); pass cascade=True to drop it")
+        self.fileio.delete_dir(self._db_path(name))
+
+    # -- tables ---------------------------------------------------------------------------------
+    def table_path(self, identifier: str) -> str:
+        db, tbl = _split_identifier(identifier)
+        return f"{self._db_path(db)}/{tbl}"
+
+    def list_tables(self, database: str) -> list[str]:
+        if not self.database_exists(database):
+            raise DatabaseNotFoundError(f"database '{database}' does not exist in {self.warehouse}")
+        out = []
+        for name in self.fileio.list_names(self._db_path(database)):
+            if self.fileio.list_names(f"{self._db_path(database)}/{name}/schema"):
+                out.append(name)
+        return sorted(out)
+
+    def table_exists(self, identifier: str) -> bool:
+        return bool(SchemaManager(self.fileio, TablePaths(self.table_path(identifier))).list_ids())
+
+    def create_table(self, identifier: str, schema: pa.Schema, primary_keys: Sequence[str] = (),
+                     partition_keys: Sequence[str] = (), options: Mapping[str, Any] | None = None,
+                     comment: str | None = None, ignore_if_exists: bool = False) -> FileStoreTable:
+        db, _ = _split_identifier(identifier)
+        if not self.database_exists(db):
+            raise DatabaseNotFoundError(f"database '{db}' does not exist in {self.warehouse}; "
+                                        f"create it first with create_database('{db}')")
+        if self.table_exists(identifier):
+            if ignore_if_exists:
+                return self.get_table(identifier)
+            raise TableAlreadyExistsError(f"table {identifier} already exists in {self.warehouse}")
+        if not isinstance(schema, pa.Schema):
+            raise SchemaError(f"create_table({identifier!r}) expects a pyarrow.Schema, got {type(schema).__name__}")
+        opts = {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in (options or {}).items()}
+        core = validate_table_options(opts, has_primary_key=bool(primary_keys))
+        table_schema = TableSchema.create(schema, partition_keys=tuple(partition_keys),
+                                          primary_keys=tuple(primary_keys), options=opts, comment=comment)
+        _validate_table_definition(identifier, table_schema, core)
+        table = FileStoreTable(self.fileio, self.table_path(identifier), identifier, table_schema)
+        table.merge_engine()  # engine validation (aggregate types, sequence groups...) before anything is written
+        table.schema_manager.create(table_schema)
+        return table
+
+    def get_table(self, identifier: str) -> FileStoreTable:
+        db, _ = _split_identifier(identifier)
+        path = self.table_path(identifier)
+        schema = SchemaManager(self.fileio, TablePaths(path)).latest()
+        if schema is None:
+            if not self.database_exists(db):
+                raise DatabaseNotFoundError(f"database '{db}' does not exist in {self.warehouse}")
+            raise TableNotFoundError(f"table {identifier} does not exist in {self.warehouse}")
+        return FileStoreTable(self.fileio, path, identifier, schema)
+
+    def drop_table(self, identifier: str, ignore_if_not_exists: bool = False) -> None:
+        if not self.table_exists(identifier):
+            if ignore_if_not_exists:
+                return
+            raise TableNotFoundError(f"table {identifier} does not exist in {self.warehouse}")
+        self.fileio.delete_dir(self.table_path(identifier))
+
+
+def _validate_table_definition(identifier: str, schema: TableSchema, core) -> None:
+    from .errors import InvalidOptionError, UnsupportedOptionError
+    names = [f.name for f in schema.fields]
+    bucket = core.bucket
+    if schema.primary_keys:
+        missing_parts = [p for p in schema.partition_keys if p not in schema.primary_keys]
+        if bucket >= 1 and missing_parts:
+            raise InvalidOptionError(
+                f"table {identifier}: primary key {list(schema.primary_keys)} omits partition column(s) "
+                f"{missing_parts}, which needs cross-partition upsert; either add {missing_parts} to the primary "
+                "key, or drop the fixed 'bucket' option to use dynamic bucket mode")
+        if bucket == -1:
+            raise UnsupportedOptionError(
+                f"table {identifier}: a primary-key table without a fixed 'bucket' uses Paimon's dynamic bucket "
+                "mode, which lake_core does not support yet; set 'bucket' to a positive number")
+    else:
+        if bucket >= 1 and not core.get("bucket-key"):
+            raise InvalidOptionError(
+                f"table {identifier}: an append table with fixed 'bucket' = {bucket} needs the option "
+                "'bucket-key' (comma-separated columns), or use 'bucket' = '-1'")
+    for key in ("bucket-key", "sequence.field"):
+        v = core.get(key)
+        if v:
+            for col in (c.strip() for c in v.split(",")):
+                if col not in names:
+                    raise InvalidOptionError(f"option '{key}' names column '{col}', which is not in table "
+                                             f"{identifier}; columns: {names}")
+    if schema.primary_keys and core.get("bucket-key"):
+        bad = [c for c in core.get("bucket-key").split(",") if c.strip() not in schema.primary_keys]
+        if bad:
+            raise InvalidOptionError(f"option 'bucket-key' of {identifier} must be a subset of the primary key "
+                                     f"{list(schema.primary_keys)}; {bad} are not key columns")
+    rk = core.rowkind_field
+    if rk:
+        if rk not in names:
+            raise InvalidOptionError(f"option 'rowkind.field' names column '{rk}', which is not in table {identifier}")
+        if not pa.types.is_string(schema.field(rk).type) and not pa.types.is_large_string(schema.field(rk).type):
+            raise InvalidOptionError(f"option 'rowkind.field' column '{rk}' of {identifier} must be a STRING column")

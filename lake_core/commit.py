@@ -1,0 +1,283 @@
+"""Atomic, idempotent, conflict-checked commits (FORMAT.md §8.1, ARCHITECTURE D3).
+
+A commit turns CommitMessages into manifest entries and one or two snapshots (APPEND/OVERWRITE
+for new data, then COMPACT for compaction results). ``snapshot-N`` is created exclusively; a lost
+race re-plans against the new latest snapshot, with backoff. Retries with the same commit user and
+identifier recognise a commit that already landed.
+"""
+from __future__ import annotations
+
+import logging
+import random
+import time
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
+
+from .errors import CommitConflictError, CommitFailedError
+from .manifest_merge import merge_manifests
+from .metadata import FileKind, IndexManifestEntry, ManifestEntry
+from .messages import CommitMessage
+from .paths import FileNamer
+from .snapshot import CommitKind, Snapshot
+
+if TYPE_CHECKING:
+    from .table import FileStoreTable
+
+log = logging.getLogger(__name__)
+
+BATCH_IDENTIFIER = 2**63 - 1  # Java Long.MAX_VALUE: what batch jobs commit with
+WRITER_VERSION = "lake_core-0.1"
+
+
+@dataclass
+class _Plan:
+    kind: CommitKind
+    entries: list[ManifestEntry]
+    changelog: list[ManifestEntry]
+    index_changes: list[IndexManifestEntry]
+    check_conflicts: bool
+
+
+class FileStoreCommit:
+    def __init__(self, table: "FileStoreTable", commit_user: str | None = None):
+        self.table = table
+        self.explicit_user = commit_user is not None
+        self.commit_user = commit_user or str(uuid.uuid4())
+        self.snapshots = table.snapshot_manager
+        self.manifests = table.manifest_store
+        self.options = table.options
+
+    # -- public -------------------------------------------------------------------------------
+    def commit(self, messages: Sequence[CommitMessage], identifier: int = BATCH_IDENTIFIER,
+               overwrite: bool | dict | None = None, properties: dict | None = None) -> list[Snapshot]:
+        """Commit the messages; returns the snapshots created (or found already committed)."""
+        messages = [m for m in messages if not m.is_empty()]
+        out: list[Snapshot] = []
+        data_entries, changelog, index_changes, compact_entries = self._entries(messages)
+        is_overwrite = overwrite is not None and overwrite is not False
+        if data_entries or changelog or index_changes or is_overwrite:
+            kind = CommitKind.OVERWRITE if is_overwrite else CommitKind.APPEND
+            build = self._overwrite_builder(data_entries, overwrite) if is_overwrite else (lambda _l: data_entries)
+            out.append(self._commit_with_retry(kind, build, changelog, index_changes, identifier, properties,
+                                               check_conflicts=is_overwrite or any(
+                                                   e.kind == FileKind.DELETE for e in data_entries)))
+        if compact_entries:
+            out.append(self._commit_with_retry(CommitKind.COMPACT, lambda _l: compact_entries, [], [],
+                                               identifier, properties, check_conflicts=True))
+        return out
+
+    # -- building entries ---------------------------------------------------------------------
+    @staticmethod
+    def _entries(messages: Iterable[CommitMessage]):
+        data, changelog, index, compact = [], [], [], []
+        for m in messages:
+            for f in m.deleted_files:
+                data.append(ManifestEntry(FileKind.DELETE, m.partition, m.bucket, m.total_buckets, f))
+            for f in m.new_files:
+                data.append(ManifestEntry(FileKind.ADD, m.partition, m.bucket, m.total_buckets, f))
+            for f in m.changelog_files + m.compact_changelog:
+                changelog.append(ManifestEntry(FileKind.ADD, m.partition, m.bucket, m.total_buckets, f))
+            for f in m.compact_before:
+                compact.append(ManifestEntry(FileKind.DELETE, m.partition, m.bucket, m.total_buckets, f))
+            for f in m.compact_after:
+                compact.append(ManifestEntry(FileKind.ADD, m.partition, m.bucket, m.total_buckets, f))
+            index.extend(m.deleted_index_files)
+            index.extend(m.new_index_files)
+        return data, changelog, index, compact
+
+    def _overwrite_builder(self, new_entries: list[ManifestEntry], overwrite) -> Callable:
+        part_names = list(self.table.schema.partition_keys)
+        spec = overwrite if isinstance(overwrite, dict) else {}
+        for k in spec:
+            if k not in part_names:
+                from .errors import InvalidDataError
+                raise InvalidDataError(f"overwrite partition spec names '{k}', which is not a partition column "
+                                       f"of {self.table.identifier} (partition columns: {part_names})")
+
+        def matches(partition: bytes) -> bool:
+            if not spec:
+                return True
+            values = self.manifests.partition_values(partition)
+            return all(values[part_names.index(k)] == v for k, v in spec.items())
+
+        def build(latest: Snapshot | None) -> list[ManifestEntry]:
+            deletes = [ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file)
+                       for e in self.manifests.live_entries(latest) if matches(e.partition)]
+            return deletes + list(new_entries)
+
+        return build
+
+    # -- the retry loop -----------------------------------------------------------------------
+    def _commit_with_retry(self, kind: CommitKind, build: Callable, changelog, index_changes, identifier,
+                           properties, check_conflicts: bool) -> Snapshot:
+        opts = self.options
+        max_retries = opts.commit_max_retries
+        wait_ms = opts.commit_min_retry_wait_ms
+        max_wait = opts.commit_max_retry_wait_ms
+        timeout = opts.commit_timeout_ms
+        started = time.monotonic()
+        checked_up_to: int | None = None if self.explicit_user else self.snapshots.latest_id()
+        attempt = 0
+        while True:
+            latest = self.snapshots.latest()
+            done = self._already_committed(kind, identifier, latest, checked_up_to)
+            if done is not None:
+                log.info("commit of %s (user %s, identifier %s) was already committed as snapshot %d",
+                         kind.value, self.commit_user, identifier, done.id)
+                return done
+            checked_up_to = latest.id if latest else 0
+            entries = build(latest)
+            if check_conflicts:
+                self._check_conflicts(latest, entries, kind)
+            snapshot, written = self._write_snapshot_files(kind, latest, entries, changelog, index_changes,
+                                                           identifier, properties)
+            try:
+                if self.snapshots.try_create(snapshot):
+                    log.info("committed snapshot %d (%s): %d entries", snapshot.id, kind.value, len(entries))
+                    return snapshot
+            except Exception:
+                # Outcome uncertain: the snapshot may exist. Do not clean up; re-check on retry.
+                written = []
+                if self.snapshots.exists(snapshot.id) and self._is_ours(snapshot.id, snapshot):
+                    return snapshot
+                if attempt >= max_retries:
+                    raise
+            for path in written:  # lost the race: these manifests are referenced by nobody
+                self.table.fileio.delete(path)
+            attempt += 1
+            elapsed_ms = (time.monotonic() - started) * 1000
+            if attempt > max_retries or (timeout is not None and elapsed_ms > timeout):
+                raise CommitFailedError(
+                    f"commit to {self.table.identifier} failed after {attempt} attempts: other committers kept "
+                    f"creating snapshot {snapshot.id} first; nothing was committed. Raise 'commit.max-retries' "
+                    f"(now {max_retries}) or retry the job")
+            time.sleep(random.uniform(0.5, 1.0) * wait_ms / 1000)
+            wait_ms = min(wait_ms * 2, max_wait)
+
+    def _is_ours(self, snapshot_id: int, snapshot: Snapshot) -> bool:
+        try:
+            other = self.snapshots.get(snapshot_id)
+        except Exception:
+            return False
+        return other.uuid == snapshot.uuid
+
+    def _already_committed(self, kind: CommitKind, identifier: int, latest: Snapshot | None,
+                           checked_up_to: int | None) -> Snapshot | None:
+        """A snapshot newer than ``checked_up_to`` by this (user, identifier, kind) means done."""
+        if latest is None:
+            return None
+        stop = checked_up_to if checked_up_to is not None else (self.snapshots.earliest_id() or 1) - 1
+        sid = latest.id
+        while sid > stop:
+            try:
+                s = self.snapshots.get(sid)
+            except Exception:
+                break  # expired underneath us
+            if (s.commit_user == self.commit_user and s.commit_identifier == identifier
+                    and s.commit_kind == kind):
+                return s
+            sid -= 1
+        return None
+
+    # -- conflicts (Java FileStoreCommitImpl.noConflictsOrFail) --------------------------------
+    def _check_conflicts(self, latest: Snapshot | None, entries: list[ManifestEntry], kind: CommitKind) -> None:
+        live = self.manifests.live_entries(latest)
+        live_ids = {e.identifier() for e in live}
+        for e in entries:
+            if e.kind == FileKind.DELETE and e.identifier() not in live_ids:
+                raise CommitConflictError(
+                    f"file deletion conflict in {self.table.identifier}: {e.file.file_name} "
+                    f"(bucket {e.bucket}) is no longer live (another job compacted or overwrote it); "
+                    "nothing was committed — re-run the job against the latest snapshot")
+        if kind != CommitKind.OVERWRITE:
+            buckets_by_partition: dict[bytes, int] = {}
+            for e in live:
+                buckets_by_partition.setdefault(e.partition, e.total_buckets)
+            for e in entries:
+                have = buckets_by_partition.get(e.partition)
+                if e.kind == FileKind.ADD and have is not None and have != e.total_buckets:
+                    raise CommitConflictError(
+                        f"total buckets of partition {self.manifests.partition_values(e.partition)} of "
+                        f"{self.table.identifier} changed from {have} to {e.total_buckets}; only an OVERWRITE "
+                        "(or a rescale) may change a partition's bucket count")
+        if self.table.schema.primary_keys:
+            self._check_lsm_overlap(live, entries)
+
+    def _check_lsm_overlap(self, live: list[ManifestEntry], entries: list[ManifestEntry]) -> None:
+        touched = {(e.partition, e.bucket) for e in entries}
+        removed = {e.identifier() for e in entries if e.kind == FileKind.DELETE}
+        by_level: dict[tuple, list] = {}
+        for e in list(live) + [e for e in entries if e.kind == FileKind.ADD]:
+            if (e.partition, e.bucket) in touched and e.file.level > 0 and e.identifier() not in removed:
+                by_level.setdefault((e.partition, e.bucket, e.file.level), []).append(e.file)
+        key_types = self.table.key_types
+        from .binary_row import deserialize_row
+        for (partition, bucket, level), files in by_level.items():
+            if len(files) < 2:
+                continue
+            ranges = sorted((tuple(deserialize_row(f.min_key, key_types)), tuple(deserialize_row(f.max_key, key_types)),
+                             f.file_name) for f in files)
+            for a, b in zip(ranges, ranges[1:]):
+                if b[0] <= a[1]:
+                    raise CommitConflictError(
+                        f"LSM conflict in {self.table.identifier}: files {a[2]} and {b[2]} on level {level} of "
+                        f"bucket {bucket} overlap in key range; nothing was committed")
+
+    # -- writing the metadata of one attempt ---------------------------------------------------
+    def _write_snapshot_files(self, kind, latest: Snapshot | None, entries, changelog, index_changes,
+                              identifier, properties) -> tuple[Snapshot, list[str]]:
+        namer = FileNamer()
+        written: list[str] = []
+        schema_id = self.table.schema.id
+        try:
+            base_metas = self.manifests.data_manifests(latest) if latest else []
+            base_metas, merged_new = merge_manifests(self.manifests, base_metas, self.options, schema_id, namer)
+            written += [self.manifests.paths.manifest(m.file_name) for m in merged_new]
+            delta_metas = self.manifests.write_manifests(entries, schema_id, namer) if entries else []
+            written += [self.manifests.paths.manifest(m.file_name) for m in delta_metas]
+            base_name, base_size = self.manifests.write_manifest_list(base_metas, namer)
+            delta_name, delta_size = self.manifests.write_manifest_list(delta_metas, namer)
+            written += [self.manifests.paths.manifest(base_name), self.manifests.paths.manifest(delta_name)]
+            cl_name = cl_size = None
+            if changelog:
+                cl_metas = self.manifests.write_manifests(changelog, schema_id, namer)
+                written += [self.manifests.paths.manifest(m.file_name) for m in cl_metas]
+                cl_name, cl_size = self.manifests.write_manifest_list(cl_metas, namer)
+                written.append(self.manifests.paths.manifest(cl_name))
+            index_manifest = latest.index_manifest if latest else None
+            if index_changes:
+                index_manifest = self._new_index_manifest(latest, index_changes, namer)
+                written.append(self.manifests.paths.manifest(index_manifest))
+        except Exception:
+            for p in written:  # preparing the attempt failed: leave nothing behind
+                self.table.fileio.delete(p)
+            raise
+        added = sum(e.file.row_count for e in entries if e.kind == FileKind.ADD)
+        deleted = sum(e.file.row_count for e in entries if e.kind == FileKind.DELETE)
+        snapshot = Snapshot(
+            id=(latest.id + 1) if latest else 1,
+            schema_id=schema_id,
+            base_manifest_list=base_name, delta_manifest_list=delta_name,
+            changelog_manifest_list=cl_name,
+            index_manifest=index_manifest,
+            commit_user=self.commit_user, commit_identifier=identifier, commit_kind=kind,
+            time_millis=int(time.time() * 1000),
+            total_record_count=(latest.total_record_count if latest else 0) + added - deleted,
+            delta_record_count=added - deleted,
+            changelog_record_count=sum(e.file.row_count for e in changelog) if changelog else None,
+            properties=properties or None,
+            base_manifest_list_size=base_size, delta_manifest_list_size=delta_size,
+            changelog_manifest_list_size=cl_size,
+            uuid=str(uuid.uuid4()), writer_version=WRITER_VERSION)
+        return snapshot, written
+
+    def _new_index_manifest(self, latest: Snapshot | None, changes: list[IndexManifestEntry], namer) -> str:
+        current = {(e.partition, e.bucket, e.index_type, e.file_name): e for e in self.manifests.index_entries(latest)}
+        for c in changes:
+            key = (c.partition, c.bucket, c.index_type, c.file_name)
+            if c.kind == FileKind.DELETE:
+                current.pop(key, None)
+            else:
+                current[key] = c
+        return self.manifests.write_index_manifest(list(current.values()), namer)

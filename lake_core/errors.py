@@ -1,0 +1,74 @@
+"""Exception hierarchy of lake_core.
+
+Every error raised on bad input is a ``LakeError`` subclass whose message names the
+offending table, column, option, value or file, and says what to do about it.
+"""
+from __future__ import annotations
+
+
+class LakeError(Exception):
+    """Root of every error lake_core raises on purpose."""
+
+
+class CatalogError(LakeError):
+    """Problems with databases and tables as catalog objects."""
+
+
+class DatabaseNotFoundError(CatalogError):
+    pass
+
+
+class DatabaseAlreadyExistsError(CatalogError):
+    pass
+
+
+class TableNotFoundError(CatalogError):
+    pass
+
+
+class TableAlreadyExistsError(CatalogError):
+    pass
+
+
+class SchemaError(LakeError):
+    """A table definition is invalid (keys not in schema, unsupported type, ...)."""
+
+
+class SchemaMismatchError(LakeError):
+    """Data handed to a write does not match the table schema."""
+
+
+class InvalidOptionError(LakeError):
+    """A table option has an invalid value."""
+
+
+class UnsupportedOptionError(InvalidOptionError):
+    """A Paimon option that lake_core does not support (yet), or an unknown option."""
+
+
+class InvalidDataError(LakeError):
+    """Row-level problems: NULL primary key, invalid row kind, rejected delete."""
+
+
+class CommitConflictError(LakeError):
+    """Paimon's commit conflict checks failed; nothing was committed."""
+
+
+class CommitFailedError(LakeError):
+    """A commit could not be completed (retries exhausted); nothing became visible."""
+
+
+class SnapshotNotFoundError(LakeError):
+    pass
+
+
+class TagNotFoundError(LakeError):
+    pass
+
+
+class FormatError(LakeError):
+    """A metadata or data file could not be decoded."""
+
+
+class PredicateError(LakeError):
+    """A filter names an unknown column or has an invalid literal."""

@@ -1,0 +1,52 @@
+"""Minor manifest compaction run inside every commit (FORMAT.md §8.2, step 2).
+
+Without it every commit adds one manifest to the base list and scan planning slows down without
+bound (pitfall P5). Full manifest compaction is a maintenance operation of its own.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+from .metadata import ManifestFileMeta, merge_entries
+from .options import CoreOptions, parse_memory_size
+from .paths import FileNamer
+
+if TYPE_CHECKING:
+    from .manifest_store import ManifestStore
+
+
+def merge_manifests(store: "ManifestStore", metas: Sequence[ManifestFileMeta], options: CoreOptions,
+                    schema_id: int, namer: FileNamer) -> tuple[list[ManifestFileMeta], list[ManifestFileMeta]]:
+    """Returns (new base list, manifests newly written). Groups consecutive manifests until their
+    size reaches the target; a trailing group is merged only if it has >= merge-min-count files."""
+    target = parse_memory_size("manifest.target-file-size", options.get("manifest.target-file-size"))
+    min_count = int(options.get("manifest.merge-min-count"))
+    if len(metas) < min_count:
+        return list(metas), []
+    result: list[ManifestFileMeta] = []
+    written: list[ManifestFileMeta] = []
+    group: list[ManifestFileMeta] = []
+    size = 0
+
+    def flush():
+        entries = merge_entries(store.read_entries(group))
+        if entries:
+            new = store.write_manifests(entries, schema_id, namer)
+            written.extend(new)
+            result.extend(new)
+
+    for m in metas:
+        if m.file_size >= target and not group:
+            result.append(m)  # already big: keep as is
+            continue
+        group.append(m)
+        size += m.file_size
+        if size >= target:
+            flush()
+            group, size = [], 0
+    if group:
+        if len(group) >= min_count:
+            flush()
+        else:
+            result.extend(group)
+    return result, written

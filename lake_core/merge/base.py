@@ -1,0 +1,86 @@
+"""The merge-engine contract shared by the write path (folding a batch, compaction) and the
+read path (merge-on-read), so the two can never disagree.
+
+Input of :meth:`MergeEngine.merge`: one bucket's rows as an Arrow table with every table column
+plus ``_SEQUENCE_NUMBER`` (int64) and ``_VALUE_KIND`` (int8, see :mod:`lake_core.rowkind`), in
+any order. Output: one row per key (or none, when the key's result is a delete and deletes are
+dropped), ordered by key, with the same columns; ``_SEQUENCE_NUMBER`` is the group's newest.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from ..options import CoreOptions
+from ..schema import TableSchema
+from .. import rowkind
+from .sort import KIND, SEQ, Groups, group_rows
+
+
+@dataclass(frozen=True)
+class MergeContext:
+    schema: TableSchema
+    options: CoreOptions
+    key_columns: tuple[str, ...]  # trimmed primary key: identifies a row inside a bucket
+    sequence_fields: tuple[str, ...]
+    sequence_descending: bool
+
+    @staticmethod
+    def of(schema: TableSchema, options: CoreOptions | None = None) -> "MergeContext":
+        options = options or CoreOptions(schema.options)
+        return MergeContext(schema=schema, options=options, key_columns=tuple(schema.trimmed_primary_keys),
+                            sequence_fields=options.sequence_fields,
+                            sequence_descending=options.sequence_descending)
+
+    @property
+    def value_columns(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.schema.fields)
+
+
+class MergeEngine(ABC):
+    """One engine instance per table; stateless between calls."""
+
+    name: str = ""
+    #: first-row and similar engines require level-0 files to be compacted before they are visible.
+    hides_level0: bool = False
+
+    def __init__(self, ctx: MergeContext):
+        self.ctx = ctx
+        self.validate()
+
+    def validate(self) -> None:
+        """Check table options/types at table creation; raise LakeError subclasses naming the problem."""
+
+    def prepare_input(self, rows: pa.Table) -> pa.Table:
+        """Write-time treatment of incoming rows (already carrying _VALUE_KIND): drop ignored deletes,
+        reject unsupported retractions with an error naming the table option to set."""
+        if self.ctx.options.ignore_delete:
+            kinds = rows[KIND].to_numpy()
+            retract = rowkind.is_retract(kinds)
+            if retract.any():
+                rows = rows.filter(pa.array(~retract))
+        return rows
+
+    def groups(self, rows: pa.Table) -> Groups:
+        return group_rows(rows, self.ctx.key_columns, self.ctx.sequence_fields, self.ctx.sequence_descending)
+
+    @abstractmethod
+    def merge(self, rows: pa.Table, drop_deletes: bool) -> pa.Table:
+        """Reduce every key group to its merged row (see module docstring)."""
+
+
+def drop_retracts(rows: pa.Table) -> pa.Table:
+    """Remove -U/-D rows (a fully merged view shows only live rows)."""
+    kinds = rows[KIND].to_numpy()
+    retract = rowkind.is_retract(kinds)
+    return rows.filter(pa.array(~retract)) if retract.any() else rows
+
+
+def take(rows: pa.Table, indices: np.ndarray) -> pa.Table:
+    return rows.take(pa.array(indices, type=pa.int64()))
+
+
+__all__ = ["MergeContext", "MergeEngine", "drop_retracts", "take", "SEQ", "KIND"]

@@ -1,0 +1,20 @@
+"""merge-engine = deduplicate: the newest row per key wins (a -D as newest removes the key)."""
+from __future__ import annotations
+
+import pyarrow as pa
+
+from .. import rowkind
+from .base import KIND, MergeEngine, take
+
+
+class DeduplicateEngine(MergeEngine):
+    name = "deduplicate"
+
+    def merge(self, rows: pa.Table, drop_deletes: bool) -> pa.Table:
+        if rows.num_rows == 0:
+            return rows
+        idx = self.groups(rows).last
+        if drop_deletes:
+            kinds = rows[KIND].to_numpy()[idx]
+            idx = idx[~rowkind.is_retract(kinds)]
+        return take(rows, idx)

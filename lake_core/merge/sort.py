@@ -1,0 +1,111 @@
+"""Ordering a bucket's rows for merging, vectorized (PERFORMANCE.md "What makes it fast").
+
+Rows of several sorted runs (or one unsorted write batch) are ordered by
+(key, user sequence fields, _SEQUENCE_NUMBER); every merge engine then reduces each key group.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+SEQ = "_SEQUENCE_NUMBER"
+KIND = "_VALUE_KIND"
+
+
+@dataclass(frozen=True)
+class Groups:
+    """``order`` gathers rows into merge order; ``starts``/``ends`` delimit key groups in it."""
+
+    order: np.ndarray  # int64 indices into the input
+    starts: np.ndarray  # int64 positions (into order) where each key group starts
+    ends: np.ndarray  # exclusive ends
+
+    @property
+    def last(self) -> np.ndarray:
+        """Input index of the newest row of every group."""
+        return self.order[self.ends - 1]
+
+    @property
+    def first(self) -> np.ndarray:
+        return self.order[self.starts]
+
+    @property
+    def count(self) -> int:
+        return len(self.starts)
+
+
+def _np_column(col: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
+    """NumPy view of a null-free primitive column, or None when it needs Arrow's comparator."""
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    t = col.type
+    if col.null_count:
+        return None
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t):
+        return col.to_numpy(zero_copy_only=False)
+    if pa.types.is_date(t) or pa.types.is_timestamp(t) or pa.types.is_time(t):
+        return col.cast(pa.int64() if t.bit_width == 64 else pa.int32()).to_numpy(zero_copy_only=False)
+    return None
+
+
+def merge_order(rows: pa.Table, key_columns: tuple[str, ...], sequence_fields: tuple[str, ...] = (),
+                sequence_descending: bool = False) -> np.ndarray:
+    """Indices ordering rows by key, then user sequence, then _SEQUENCE_NUMBER (all stable)."""
+    n = rows.num_rows
+    seq = rows[SEQ].to_numpy()
+    if not sequence_fields and len(key_columns) == 1:
+        key = _np_column(rows[key_columns[0]])
+        if key is not None:
+            # Runs arrive oldest -> newest, so a stable sort on the key alone usually leaves each
+            # group in sequence order; verify cheaply and fall back to a full lexsort if not.
+            order = np.argsort(key, kind="stable")
+            ks, ss = key[order], seq[order]
+            same = ks[1:] == ks[:-1]
+            if not np.any(same & (ss[1:] < ss[:-1])):
+                return order
+            return np.lexsort((seq, key))
+    sort_keys = [(k, "ascending") for k in key_columns]
+    direction = "descending" if sequence_descending else "ascending"
+    sort_keys += [(f, direction) for f in sequence_fields]
+    sort_keys.append((SEQ, "ascending"))
+    cols = list(dict.fromkeys([k for k, _ in sort_keys]))
+    # NULL user sequence values sort first: they lose against any set value (Java comparator).
+    idx = pc.sort_indices(rows.select(cols), sort_keys=sort_keys, null_placement="at_start")
+    return idx.to_numpy().astype(np.int64, copy=False) if n else np.zeros(0, np.int64)
+
+
+def _boundaries(rows: pa.Table, key_columns: tuple[str, ...], order: np.ndarray) -> np.ndarray:
+    """Boolean mask over sorted positions: True where a new key group starts."""
+    n = len(order)
+    new = np.zeros(n, dtype=bool)
+    if n == 0:
+        return new
+    new[0] = True
+    for k in key_columns:
+        arr = _np_column(rows[k])
+        if arr is not None:
+            s = arr[order]
+            new[1:] |= s[1:] != s[:-1]
+        else:
+            s = rows[k].take(pa.array(order)).combine_chunks() if isinstance(rows[k], pa.ChunkedArray) else rows[k].take(order)
+            diff = pc.not_equal(s.slice(1), s.slice(0, n - 1))
+            # NULL vs value counts as different; NULL vs NULL as equal.
+            both_null = pc.and_(pc.is_null(s.slice(1)), pc.is_null(s.slice(0, n - 1)))
+            diff = pc.if_else(pc.is_null(diff), pc.invert(both_null), diff)
+            new[1:] |= diff.to_numpy(zero_copy_only=False)
+    return new
+
+
+def group_rows(rows: pa.Table, key_columns: tuple[str, ...], sequence_fields: tuple[str, ...] = (),
+               sequence_descending: bool = False) -> Groups:
+    order = merge_order(rows, key_columns, sequence_fields, sequence_descending)
+    new = _boundaries(rows, key_columns, order)
+    starts = np.flatnonzero(new).astype(np.int64)
+    ends = np.empty_like(starts)
+    if len(starts):
+        ends[:-1] = starts[1:]
+        ends[-1] = len(order)
+    return Groups(order=order, starts=starts, ends=ends)

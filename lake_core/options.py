@@ -1,0 +1,357 @@
+"""Table options: Paimon's names and defaults, validated strictly.
+
+Paimon silently ignores options it does not know (FORMAT.md P17); we reject them so a typo never
+turns into a silently different table. Options Paimon has but lake_core does not implement yet are
+named as such, so the user knows the difference between "typo" and "not yet".
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Mapping
+
+from .errors import InvalidOptionError, UnsupportedOptionError
+
+MERGE_ENGINES = ("deduplicate", "partial-update", "aggregation", "first-row")
+CHANGELOG_PRODUCERS = ("none", "input", "lookup", "full-compaction")
+FILE_FORMATS = ("parquet", "orc", "avro")
+
+# Exact option names lake_core understands, with their Paimon defaults (None = no default).
+KNOWN: dict[str, str | None] = {
+    "bucket": "-1",
+    "bucket-key": None,
+    "bucket-function.type": "default",
+    "merge-engine": "deduplicate",
+    "ignore-delete": "false",
+    "first-row.ignore-delete": "false",
+    "deduplicate.ignore-delete": "false",
+    "partial-update.ignore-delete": "false",
+    "partial-update.remove-record-on-delete": "false",
+    "partial-update.remove-record-on-sequence-group": None,
+    "aggregation.remove-record-on-delete": "false",
+    "fields.default-aggregate-function": None,
+    "sequence.field": None,
+    "sequence.field.sort-order": "ascending",
+    "sequence.auto-padding": None,
+    "rowkind.field": None,
+    "changelog-producer": "none",
+    "changelog-producer.row-deduplicate": "false",
+    "file.format": "parquet",
+    "file.compression": "zstd",
+    "file.compression.zstd-level": "1",
+    "metadata.stats-mode": "truncate(16)",
+    "manifest.compression": "zstd",
+    "manifest.format": "avro",
+    "manifest.target-file-size": "8 mb",
+    "manifest.merge-min-count": "30",
+    "manifest.full-compaction-threshold-size": "16 mb",
+    "target-file-size": None,
+    "write-buffer-size": "256 mb",
+    "page-size": "64 kb",
+    "num-sorted-run.compaction-trigger": "5",
+    "num-sorted-run.stop-trigger": None,
+    "num-levels": None,
+    "compaction.max-size-amplification-percent": "200",
+    "compaction.size-ratio": "1",
+    "compaction.min.file-num": "5",
+    "compaction.small-file-ratio": "0.7",
+    "full-compaction.delta-commits": None,
+    "commit.force-compact": "false",
+    "write-only": "false",
+    "snapshot.num-retained.min": "10",
+    "snapshot.num-retained.max": "2147483647",
+    "snapshot.time-retained": "1 h",
+    "snapshot.expire.limit": "50",
+    "snapshot.clean-empty-directories": "false",
+    "commit.max-retries": "10",
+    "commit.min-retry-wait": "10 ms",
+    "commit.max-retry-wait": "10 s",
+    "commit.timeout": None,
+    "partition.default-name": "__DEFAULT_PARTITION__",
+    "data-file.prefix": "data-",
+    "changelog-file.prefix": "changelog-",
+    "file.suffix.include.compression": "false",
+    "dynamic-bucket.target-row-num": "2000000",
+    "dynamic-bucket.initial-buckets": None,
+    "dynamic-bucket.max-buckets": "-1",
+    "cross-partition-upsert.index-ttl": None,
+    "cross-partition-upsert.bootstrap-parallelism": "10",
+    "record-level.expire-time": None,
+    "record-level.time-field": None,
+    "partition.expiration-time": None,
+    "partition.timestamp-formatter": None,
+    "partition.timestamp-pattern": None,
+    "deletion-vectors.enabled": "false",
+    "path": None,
+    "owner": None,
+    "comment": None,
+}
+
+# Per-field options: fields.<name>.<suffix>
+FIELD_OPTION_SUFFIXES = (
+    "aggregate-function",
+    "ignore-retract",
+    "sequence-group",
+    "list-agg-delimiter",
+    "distinct",
+    "nested-key",
+    "count-limit",
+    "stats-mode",
+    "default-value",
+)
+
+# Paimon options we know exist but do not implement: rejected with "not supported yet".
+UNSUPPORTED_PREFIXES = (
+    "file-index.",
+    "changelog.",
+    "tag.",
+    "consumer.",
+    "lookup.",
+    "data-file.thin-mode",
+    "deletion-vectors.",
+    "row-tracking.",
+    "data-evolution.",
+    "scan.",
+    "incremental-between",
+    "streaming-read",
+    "local-merge-buffer-size",
+    "sink.",
+    "index-file-in-data-file-dir",
+    "data-file.external-paths",
+    "global-index.",
+    "bucket-append-ordered",
+    "sequence.snapshot-ordering",
+    "metadata.stats-keep-first-n-columns",
+)
+
+_SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?i?b?|bytes?)?\s*$", re.I)
+_DURATION = re.compile(
+    r"^\s*(\d+)\s*(ms|milli|millis|millisecond|milliseconds|s|sec|secs|second|seconds|"
+    r"min|mins|minute|minutes|m|h|hour|hours|d|day|days)?\s*$",
+    re.I,
+)
+_DURATION_MS = {"ms": 1, "milli": 1, "millis": 1, "millisecond": 1, "milliseconds": 1,
+                "s": 1000, "sec": 1000, "secs": 1000, "second": 1000, "seconds": 1000,
+                "min": 60_000, "mins": 60_000, "minute": 60_000, "minutes": 60_000, "m": 60_000,
+                "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
+                "d": 86_400_000, "day": 86_400_000, "days": 86_400_000}
+
+
+def parse_memory_size(key: str, value: str) -> int:
+    m = _SIZE.match(str(value))
+    if not m:
+        raise InvalidOptionError(f"option '{key}' = {value!r} is not a memory size (e.g. '128 mb')")
+    unit = (m.group(2) or "b").lower().rstrip("s")
+    mult = {"b": 1, "byte": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20,
+            "mb": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30,
+            "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}.get(unit)
+    if mult is None:
+        raise InvalidOptionError(f"option '{key}' = {value!r}: unknown size unit {m.group(2)!r}")
+    return int(m.group(1)) * mult
+
+
+def parse_duration_ms(key: str, value: str) -> int:
+    m = _DURATION.match(str(value))
+    if not m:
+        raise InvalidOptionError(f"option '{key}' = {value!r} is not a duration (e.g. '1 h', '30 min')")
+    return int(m.group(1)) * _DURATION_MS[(m.group(2) or "ms").lower()]
+
+
+def _parse_bool(key: str, value: str) -> bool:
+    v = str(value).strip().lower()
+    if v in ("true", "false"):
+        return v == "true"
+    raise InvalidOptionError(f"option '{key}' = {value!r} must be 'true' or 'false'")
+
+
+def _parse_int(key: str, value: str) -> int:
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        raise InvalidOptionError(f"option '{key}' = {value!r} must be an integer") from None
+
+
+def validate_option_names(options: Mapping[str, str]) -> None:
+    """Reject unknown options and known-but-unsupported ones, naming each."""
+    for key in options:
+        if key in KNOWN:
+            continue
+        if key.startswith("fields."):
+            suffix = key.rsplit(".", 1)[-1]
+            if key.count(".") >= 2 and suffix in FIELD_OPTION_SUFFIXES:
+                continue
+            raise UnsupportedOptionError(
+                f"unknown per-field option '{key}'; supported suffixes: "
+                + ", ".join(f"fields.<name>.{s}" for s in FIELD_OPTION_SUFFIXES))
+        if key.startswith(UNSUPPORTED_PREFIXES):
+            raise UnsupportedOptionError(
+                f"option '{key}' is a Paimon option that lake_core does not support yet; remove it")
+        raise UnsupportedOptionError(f"unknown table option '{key}' (check the spelling against Paimon's CoreOptions)")
+
+
+@dataclass(frozen=True)
+class CoreOptions:
+    """Typed view over a table's option map (strings, as stored in schema-N)."""
+
+    raw: Mapping[str, str]
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        if key in self.raw:
+            return self.raw[key]
+        return KNOWN.get(key, default) if default is None else default
+
+    def get_bool(self, key: str) -> bool:
+        return _parse_bool(key, self.get(key) or "false")
+
+    def get_int(self, key: str) -> int:
+        return _parse_int(key, self.get(key))
+
+    # -- the options the write/read paths consult --------------------------------------------
+    @property
+    def bucket(self) -> int:
+        return _parse_int("bucket", self.get("bucket"))
+
+    @property
+    def bucket_function(self) -> str:
+        return (self.get("bucket-function.type") or "default").lower()
+
+    @property
+    def merge_engine(self) -> str:
+        return self.get("merge-engine")
+
+    @property
+    def ignore_delete(self) -> bool:
+        # Paimon's 'ignore-delete' has fallback keys per merge engine.
+        return any(self.get_bool(k) for k in (
+            "ignore-delete", "first-row.ignore-delete", "deduplicate.ignore-delete",
+            "partial-update.ignore-delete") if k in self.raw)
+
+    @property
+    def sequence_fields(self) -> tuple[str, ...]:
+        v = self.get("sequence.field")
+        return tuple(f.strip() for f in v.split(",") if f.strip()) if v else ()
+
+    @property
+    def sequence_descending(self) -> bool:
+        return (self.get("sequence.field.sort-order") or "ascending").lower() == "descending"
+
+    @property
+    def rowkind_field(self) -> str | None:
+        return self.get("rowkind.field")
+
+    @property
+    def changelog_producer(self) -> str:
+        return self.get("changelog-producer")
+
+    @property
+    def file_format(self) -> str:
+        return self.get("file.format").lower()
+
+    @property
+    def file_compression(self) -> str:
+        return self.get("file.compression").lower()
+
+    @property
+    def stats_mode(self) -> str:
+        return self.get("metadata.stats-mode")
+
+    def field_stats_mode(self, name: str) -> str:
+        return self.raw.get(f"fields.{name}.stats-mode", self.stats_mode)
+
+    @property
+    def target_file_size(self) -> int:
+        v = self.get("target-file-size")
+        return parse_memory_size("target-file-size", v) if v else 128 << 20
+
+    @property
+    def partition_default_name(self) -> str:
+        return self.get("partition.default-name")
+
+    @property
+    def data_file_prefix(self) -> str:
+        return self.get("data-file.prefix")
+
+    @property
+    def changelog_file_prefix(self) -> str:
+        return self.get("changelog-file.prefix")
+
+    @property
+    def commit_max_retries(self) -> int:
+        return self.get_int("commit.max-retries")
+
+    @property
+    def commit_min_retry_wait_ms(self) -> int:
+        return parse_duration_ms("commit.min-retry-wait", self.get("commit.min-retry-wait"))
+
+    @property
+    def commit_max_retry_wait_ms(self) -> int:
+        return parse_duration_ms("commit.max-retry-wait", self.get("commit.max-retry-wait"))
+
+    @property
+    def commit_timeout_ms(self) -> int | None:
+        v = self.get("commit.timeout")
+        return parse_duration_ms("commit.timeout", v) if v else None
+
+    @property
+    def num_sorted_run_compaction_trigger(self) -> int:
+        return self.get_int("num-sorted-run.compaction-trigger")
+
+    @property
+    def num_levels(self) -> int:
+        v = self.get("num-levels")
+        return int(v) if v else self.num_sorted_run_compaction_trigger + 1
+
+
+def validate_table_options(options: Mapping[str, str], *, has_primary_key: bool) -> CoreOptions:
+    """Validate names and the values the core relies on; return the typed view."""
+    validate_option_names(options)
+    opts = CoreOptions(dict(options))
+    if "bucket" in options:
+        b = _parse_int("bucket", options["bucket"])
+        if b == 0 or b < -2:
+            raise InvalidOptionError(
+                f"option 'bucket' = {options['bucket']!r} is invalid: use a positive bucket count, "
+                "or -1 for dynamic (primary-key) / unaware (append) bucket mode")
+        if b == -2:
+            raise UnsupportedOptionError(
+                "option 'bucket' = '-2' (postpone bucket mode) is not supported by lake_core yet")
+    if opts.merge_engine not in MERGE_ENGINES:
+        raise InvalidOptionError(
+            f"option 'merge-engine' = {opts.merge_engine!r} is invalid; choose one of {', '.join(MERGE_ENGINES)}")
+    if opts.changelog_producer not in CHANGELOG_PRODUCERS:
+        raise InvalidOptionError(
+            f"option 'changelog-producer' = {opts.changelog_producer!r} is invalid; choose one of "
+            + ", ".join(CHANGELOG_PRODUCERS))
+    if opts.file_format not in FILE_FORMATS:
+        raise InvalidOptionError(
+            f"option 'file.format' = {opts.file_format!r} is invalid; choose one of {', '.join(FILE_FORMATS)}")
+    if opts.bucket_function not in ("default", "mod", "hive"):
+        raise InvalidOptionError(
+            f"option 'bucket-function.type' = {opts.bucket_function!r} is invalid; choose default, mod or hive")
+    for key in ("ignore-delete", "first-row.ignore-delete", "deduplicate.ignore-delete",
+                "partial-update.ignore-delete", "write-only", "partial-update.remove-record-on-delete",
+                "aggregation.remove-record-on-delete", "commit.force-compact",
+                "file.suffix.include.compression", "changelog-producer.row-deduplicate"):
+        if key in options:
+            _parse_bool(key, options[key])
+    for key in ("commit.max-retries", "num-sorted-run.compaction-trigger", "snapshot.num-retained.min",
+                "snapshot.num-retained.max", "snapshot.expire.limit", "dynamic-bucket.target-row-num",
+                "dynamic-bucket.max-buckets", "manifest.merge-min-count"):
+        if key in options:
+            _parse_int(key, options[key])
+    for key in ("target-file-size", "write-buffer-size", "page-size", "manifest.target-file-size",
+                "manifest.full-compaction-threshold-size"):
+        if key in options:
+            parse_memory_size(key, options[key])
+    for key in ("commit.min-retry-wait", "commit.max-retry-wait", "commit.timeout",
+                "snapshot.time-retained"):
+        if key in options:
+            parse_duration_ms(key, options[key])
+    if _parse_bool("deletion-vectors.enabled", options.get("deletion-vectors.enabled", "false")):
+        raise UnsupportedOptionError("option 'deletion-vectors.enabled' = 'true' is not supported by lake_core yet")
+    if not has_primary_key:
+        for key in ("merge-engine", "sequence.field", "changelog-producer"):
+            if key in options:
+                raise InvalidOptionError(
+                    f"option '{key}' only applies to primary-key tables; this table has no primary key")
+    return opts

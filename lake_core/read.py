@@ -1,0 +1,140 @@
+"""The read path: Split → data files → sections of overlapping files → merge engine → Arrow.
+
+Non-overlapping files need no merge; a single file without retract rows is read raw
+(Java MergeTreeSplitGenerator + raw-file split read, FORMAT.md §8.4).
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Iterator, Sequence
+
+import pyarrow as pa
+
+from .binary_row import deserialize_row
+from .data_file_format import read_data_file
+from .merge.base import drop_retracts
+from .merge.sort import KIND, SEQ
+from .messages import Split
+from .metadata import DataFileMeta
+from .predicate import Predicate
+
+if TYPE_CHECKING:
+    from .table import FileStoreTable
+
+
+class SplitRead:
+    def __init__(self, table: "FileStoreTable", projection: Sequence[str] | None = None,
+                 predicate: Predicate | None = None):
+        self.table = table
+        schema = table.schema
+        self.schema = schema
+        names = [f.name for f in schema.fields]
+        if projection is not None:
+            from .errors import PredicateError
+            for c in projection:
+                if c not in names:
+                    raise PredicateError(f"column '{c}' requested from {table.identifier} does not exist; "
+                                         f"columns: {names}")
+        self.projection = list(projection) if projection is not None else names
+        self.predicate = predicate
+        self.is_pk = bool(schema.primary_keys)
+        self.key_names = list(schema.trimmed_primary_keys) if self.is_pk else []
+        self.engine = table.merge_engine() if self.is_pk else None
+        needed = set(self.projection) | (predicate.fields() if predicate else set())
+        if self.is_pk:
+            if table.options.merge_engine in ("deduplicate", "first-row"):
+                needed |= set(self.key_names) | set(table.options.sequence_fields)
+            else:
+                needed = set(names)  # partial-update/aggregation combine every value column
+        self.read_columns = [n for n in names if n in needed]
+        self.read_schema = pa.schema([schema.arrow_schema().field(n) for n in self.read_columns])
+        self.key_types = [schema.field(k).type for k in self.key_names]
+
+    # -- files -----------------------------------------------------------------------------------
+    def _read_file(self, split: Split, f: DataFileMeta, with_system: bool) -> pa.Table:
+        cols = list(self.read_columns) + ([SEQ, KIND] if with_system else [])
+        schema = self.read_schema
+        if with_system:
+            schema = schema.append(pa.field(SEQ, pa.int64(), nullable=False)).append(
+                pa.field(KIND, pa.int8(), nullable=False))
+        fmt = f.file_name.rsplit(".", 1)[-1] if "." in f.file_name else self.table.options.file_format
+        path = split.file_path(f)
+        fio = self.table.fileio
+        if fio.is_local:
+            return read_data_file(fio._p(path), fmt, cols, schema)
+        with fio.open_input(path) as src:
+            return read_data_file(src, fmt, cols, schema)
+
+    def _sections(self, files: Sequence[DataFileMeta]) -> list[list[DataFileMeta]]:
+        """Group files whose key ranges overlap (Java IntervalPartition)."""
+        if len(files) <= 1:
+            return [list(files)]
+        ranged = sorted(((tuple(deserialize_row(f.min_key, self.key_types)),
+                          tuple(deserialize_row(f.max_key, self.key_types)), i, f) for i, f in enumerate(files)),
+                        key=lambda r: (r[0], r[1], r[2]))
+        sections: list[list[DataFileMeta]] = []
+        bound = None
+        for lo, hi, _i, f in ranged:
+            if bound is not None and lo <= bound:
+                sections[-1].append(f)
+                bound = max(bound, hi)
+            else:
+                sections.append([f])
+                bound = hi
+        return sections
+
+    # -- splits -------------------------------------------------------------------------------------
+    def read_split(self, split: Split) -> pa.Table:
+        if not split.files:
+            return self.read_schema.empty_table().select(self.projection)
+        if not self.is_pk:
+            parts = [self._read_file(split, f, False) for f in split.files]
+            out = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+        else:
+            parts = []
+            for section in self._sections(split.files):
+                if len(section) == 1 and section[0].delete_row_count == 0:
+                    parts.append(self._read_file(split, section[0], False))
+                    continue
+                rows = [self._read_file(split, f, True) for f in section]
+                rows = pa.concat_tables(rows) if len(rows) > 1 else rows[0]
+                if len(section) == 1 and self.engine.name == "deduplicate":
+                    merged = drop_retracts(rows)  # one file already holds each key once
+                else:
+                    merged = self.engine.merge(rows, drop_deletes=True)
+                parts.append(merged.drop_columns([SEQ, KIND]))
+            out = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+        if self.predicate is not None:
+            out = self.predicate.filter(out)
+        return out.select(self.projection)
+
+    def iter_batches(self, splits: Sequence[Split], threads: int = 2) -> Iterator[pa.Table]:
+        """One table per split, in order; at most ``threads`` splits in memory at a time."""
+        if threads <= 1 or len(splits) <= 1:
+            for s in splits:
+                yield self.read_split(s)
+            return
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            pending = []
+            for s in splits:
+                pending.append(pool.submit(self.read_split, s))
+                if len(pending) >= threads:
+                    yield pending.pop(0).result()
+            for p in pending:
+                yield p.result()
+
+    def to_arrow(self, splits: Sequence[Split]) -> pa.Table:
+        parts = list(self.iter_batches(splits))
+        empty = pa.schema([self.schema.arrow_schema().field(n) for n in self.projection]).empty_table()
+        if not parts:
+            return empty
+        return pa.concat_tables(parts)
+
+    def to_arrow_batch_reader(self, splits: Sequence[Split]) -> pa.RecordBatchReader:
+        schema = pa.schema([self.schema.arrow_schema().field(n) for n in self.projection])
+
+        def gen():
+            for t in self.iter_batches(splits):
+                yield from t.to_batches()
+
+        return pa.RecordBatchReader.from_batches(schema, gen())

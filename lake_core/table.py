@@ -1,0 +1,244 @@
+"""A Paimon table: its schema and options, snapshots, and the write/read builders."""
+from __future__ import annotations
+
+import functools
+import json
+import uuid
+from typing import Any, Sequence
+
+import pyarrow as pa
+
+from .commit import BATCH_IDENTIFIER, FileStoreCommit
+from .errors import InvalidOptionError, SnapshotNotFoundError, TagNotFoundError
+from .fileio import FileIO
+from .manifest_store import ManifestStore
+from .messages import CommitMessage, Split
+from .options import CoreOptions
+from .paths import TablePaths
+from .predicate import Predicate, PredicateBuilder
+from .read import SplitRead
+from .scan import TableScan
+from .schema import TableSchema
+from .schema_manager import SchemaManager
+from .snapshot import Snapshot
+from .snapshot_manager import SnapshotManager
+from .write import TableWrite
+
+
+class FileStoreTable:
+    def __init__(self, fileio: FileIO, root: str, identifier: str, schema: TableSchema):
+        self.fileio = fileio
+        self.identifier = identifier
+        self.paths = TablePaths(root)
+        self._schema = schema
+        self.options = CoreOptions(schema.options)
+        self.snapshot_manager = SnapshotManager(fileio, self.paths)
+        self.schema_manager = SchemaManager(fileio, self.paths)
+        self.manifest_store = ManifestStore(fileio, self.paths,
+                                            [schema.field(n).type for n in schema.partition_keys])
+
+    # -- pickling (Spark tasks carry tables) ------------------------------------------------------
+    def __reduce__(self):
+        return (FileStoreTable, (self.fileio, self.paths.root, self.identifier, self._schema))
+
+    # -- metadata ----------------------------------------------------------------------------------
+    @property
+    def schema(self) -> TableSchema:
+        return self._schema
+
+    @property
+    def key_types(self) -> list[pa.DataType]:
+        return [self._schema.field(k).type for k in self._schema.trimmed_primary_keys]
+
+    def arrow_schema(self) -> pa.Schema:
+        return self._schema.arrow_schema()
+
+    def merge_engine(self):
+        engine = self.__dict__.get("_engine")
+        if engine is None:
+            from .merge import create_merge_engine
+            engine = self.__dict__["_engine"] = create_merge_engine(self._schema, self.options)
+        return engine
+
+    def require_fixed_bucket(self) -> None:
+        from .errors import UnsupportedOptionError
+        raise UnsupportedOptionError(
+            f"table {self.identifier} is a primary-key table in dynamic bucket mode ('bucket' = "
+            f"{self.options.get('bucket')!r}); lake_core does not support dynamic buckets yet — "
+            "set the option 'bucket' to a fixed positive number of buckets")
+
+    def latest_snapshot(self) -> Snapshot | None:
+        return self.snapshot_manager.latest()
+
+    def snapshot(self, snapshot_id: int) -> Snapshot:
+        return self.snapshot_manager.get(snapshot_id)
+
+    def snapshots(self) -> list[Snapshot]:
+        return list(self.snapshot_manager.snapshots())
+
+    # -- tags (time travel by name) ------------------------------------------------------------------
+    def create_tag(self, name: str, snapshot_id: int | None = None) -> None:
+        snap = self.snapshot_manager.get(snapshot_id) if snapshot_id is not None else self.latest_snapshot()
+        if snap is None:
+            raise SnapshotNotFoundError(f"cannot tag {self.identifier}: it has no snapshots yet")
+        if not self.fileio.try_create(self.paths.tag(name), snap.to_json().encode("utf-8")):
+            raise InvalidOptionError(f"tag '{name}' already exists on {self.identifier}")
+
+    def tag(self, name: str) -> Snapshot:
+        try:
+            return Snapshot.from_json(self.fileio.read_text(self.paths.tag(name)))
+        except FileNotFoundError:
+            raise TagNotFoundError(f"tag '{name}' does not exist on {self.identifier}") from None
+
+    def list_tags(self) -> list[str]:
+        return sorted(n[4:] for n in self.fileio.list_names(self.paths.tag_dir) if n.startswith("tag-"))
+
+    def delete_tag(self, name: str) -> None:
+        if not self.fileio.delete(self.paths.tag(name)):
+            raise TagNotFoundError(f"tag '{name}' does not exist on {self.identifier}")
+
+    def resolve_snapshot(self, snapshot_id: int | None = None, tag: str | None = None,
+                         timestamp_millis: int | None = None) -> Snapshot | None:
+        given = [x is not None for x in (snapshot_id, tag, timestamp_millis)]
+        if sum(given) > 1:
+            raise InvalidOptionError("time travel takes one of snapshot_id, tag or timestamp_millis, not several")
+        if snapshot_id is not None:
+            return self.snapshot_manager.get(snapshot_id)
+        if tag is not None:
+            return self.tag(tag)
+        if timestamp_millis is not None:
+            return self.snapshot_manager.at_or_before_time(timestamp_millis)
+        return self.latest_snapshot()
+
+    # -- builders (pypaimon names) ------------------------------------------------------------------
+    def new_batch_write_builder(self) -> "BatchWriteBuilder":
+        return BatchWriteBuilder(self)
+
+    def new_read_builder(self) -> "ReadBuilder":
+        return ReadBuilder(self)
+
+    def predicate_builder(self) -> PredicateBuilder:
+        return PredicateBuilder([f.name for f in self._schema.fields], {f.name: f.type for f in self._schema.fields})
+
+    # -- one-call conveniences -------------------------------------------------------------------------
+    def write_arrow(self, data: Any, overwrite: bool | dict = False, commit_user: str | None = None) -> Snapshot | None:
+        """Write ``data`` in one commit and return the new snapshot (None if nothing to commit)."""
+        wb = self.new_batch_write_builder()
+        if commit_user:
+            wb = wb.with_commit_user(commit_user)
+        if overwrite:
+            wb = wb.overwrite(overwrite if isinstance(overwrite, dict) else None)
+        w = wb.new_write()
+        w.write_arrow(data)
+        snaps = wb.new_commit().commit(w.prepare_commit())
+        return snaps[0] if snaps else None
+
+    def to_arrow(self, snapshot_id: int | None = None, tag: str | None = None, timestamp_millis: int | None = None,
+                 columns: Sequence[str] | None = None, filter: Predicate | None = None) -> pa.Table:
+        rb = self.new_read_builder()
+        if columns is not None:
+            rb = rb.with_projection(list(columns))
+        if filter is not None:
+            rb = rb.with_filter(filter)
+        snap = self.resolve_snapshot(snapshot_id, tag, timestamp_millis)
+        return rb.new_read().to_arrow(rb.new_scan(snapshot=snap).plan().splits())
+
+    def delete_where(self, predicate: Predicate) -> Snapshot | None:
+        """One commit of -D records for every live row matching ``predicate`` (PK tables)."""
+        from .errors import LakeError
+        from . import rowkind
+        if not self._schema.primary_keys:
+            raise LakeError(f"delete_where needs a primary-key table; {self.identifier} is an append table")
+        rows = self.to_arrow(filter=predicate)
+        if rows.num_rows == 0:
+            return None
+        wb = self.new_batch_write_builder()
+        w = wb.new_write()
+        w.write_rows_with_kind(rows, rowkind.DELETE)
+        snaps = wb.new_commit().commit(w.prepare_commit())
+        return snaps[0] if snaps else None
+
+
+class BatchWriteBuilder:
+    def __init__(self, table: FileStoreTable):
+        self.table = table
+        self._overwrite: dict | None = None
+        self._is_overwrite = False
+        self.commit_user = str(uuid.uuid4())
+        self._explicit_user = False
+
+    def overwrite(self, static_partition: dict | None = None) -> "BatchWriteBuilder":
+        self._is_overwrite = True
+        self._overwrite = dict(static_partition or {})
+        return self
+
+    def with_commit_user(self, commit_user: str) -> "BatchWriteBuilder":
+        self.commit_user = commit_user
+        self._explicit_user = True
+        return self
+
+    def new_write(self) -> "BatchTableWrite":
+        return BatchTableWrite(self.table, self._overwrite if self._is_overwrite else None)
+
+    def new_commit(self) -> "BatchTableCommit":
+        return BatchTableCommit(self.table, self.commit_user if self._explicit_user else None,
+                                self._overwrite if self._is_overwrite else None, self._is_overwrite)
+
+
+class BatchTableWrite(TableWrite):
+    def write_rows_with_kind(self, data: pa.Table, kind: int) -> None:
+        """Write rows with one fixed row kind (used by delete_where)."""
+        from .rowkind import SHORT_STRINGS
+        rk = self.table.options.rowkind_field
+        if rk:
+            data = data.set_column(data.schema.get_field_index(rk), rk, pa.array([SHORT_STRINGS[kind]] * data.num_rows))
+            self.write_arrow(data)
+            return
+        self._fixed_kind = kind
+        try:
+            self.write_arrow(data)
+        finally:
+            self._fixed_kind = None
+
+
+class BatchTableCommit:
+    def __init__(self, table: FileStoreTable, commit_user: str | None, static_partition: dict | None, overwrite: bool):
+        self.table = table
+        self._commit = FileStoreCommit(table, commit_user)
+        self._overwrite = (static_partition or True) if overwrite else None
+
+    @property
+    def commit_user(self) -> str:
+        return self._commit.commit_user
+
+    def commit(self, messages: Sequence[CommitMessage], identifier: int = BATCH_IDENTIFIER) -> list[Snapshot]:
+        return self._commit.commit(list(messages), identifier=identifier, overwrite=self._overwrite)
+
+    def close(self) -> None:
+        pass
+
+
+class ReadBuilder:
+    def __init__(self, table: FileStoreTable):
+        self.table = table
+        self._projection: list[str] | None = None
+        self._predicate: Predicate | None = None
+
+    def with_projection(self, columns: Sequence[str]) -> "ReadBuilder":
+        self._projection = list(columns)
+        return self
+
+    def with_filter(self, predicate: Predicate | None) -> "ReadBuilder":
+        self._predicate = predicate
+        return self
+
+    def new_predicate_builder(self) -> PredicateBuilder:
+        return self.table.predicate_builder()
+
+    def new_scan(self, snapshot: Snapshot | None = None, snapshot_id: int | None = None) -> TableScan:
+        if snapshot is None:
+            snapshot = self.table.resolve_snapshot(snapshot_id)
+        return TableScan(self.table, snapshot, self._predicate)
+
+    def new_read(self) -> SplitRead:
+        return SplitRead(self.table, self._projection, self._predicate)

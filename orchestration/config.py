@@ -1,0 +1,339 @@
+"""The tables config file (``tables.yaml``): which warehouse, which tables, their maintenance policy.
+
+Validated with pydantic when loaded; any error is raised as :class:`TablesConfigError` whose
+message names the file, the table and the field (``table 'demo.orders': field
+'maintenance.snapshot_expiry.retain_min': ...``). Nothing here reads the environment: S3
+credentials are given as environment variable *names*, resolved by Dagster's ``EnvVar`` at run
+time (ARCHITECTURE D6).
+"""
+from __future__ import annotations
+
+import functools
+import importlib
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import pyarrow as pa
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+_DURATION = re.compile(r"^\s*(\d+)\s*(s|sec|min|m|h|d)\s*$")
+_SECONDS = {"s": 1, "sec": 1, "min": 60, "m": 60, "h": 3600, "d": 86400}
+
+
+class TablesConfigError(ValueError):
+    """The tables config file is invalid; the message names the table and field."""
+
+
+def duration_seconds(text: str) -> int:
+    """'90 s', '30 min', '1 h', '7 d' → seconds (Paimon-style durations)."""
+    m = _DURATION.match(text)
+    if not m:
+        raise ValueError(f"invalid duration {text!r}; use a number and s, min, h or d, e.g. '1 h'")
+    return int(m.group(1)) * _SECONDS[m.group(2)]
+
+
+class _Strict(BaseModel):
+    # A typo in a policy field must fail loudly rather than silently use a default.
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class S3Settings(_Strict):
+    """S3/MinIO connection; credentials are environment variable NAMES, never values."""
+
+    endpoint_url_env: str | None = Field(None, description="env var holding the endpoint URL (MinIO)")
+    access_key_env: str = "AWS_ACCESS_KEY_ID"
+    secret_key_env: str = "AWS_SECRET_ACCESS_KEY"
+    region: str = "us-east-1"
+    path_style: bool = True
+
+
+class WarehouseConfig(_Strict):
+    uri: str = Field(description="local path (relative to the config file), file:// URI or s3://bucket/prefix")
+    s3: S3Settings | None = None
+
+    @model_validator(mode="after")
+    def _s3_only_for_s3(self) -> "WarehouseConfig":
+        if self.is_s3 and not self.uri.removeprefix("s3://").strip("/"):
+            raise ValueError(f"uri {self.uri!r} needs a bucket: s3://bucket/prefix")
+        if self.s3 is not None and not self.is_s3:
+            raise ValueError("s3 settings given but uri is not an s3:// URI")
+        return self
+
+    @property
+    def is_s3(self) -> bool:
+        return self.uri.startswith(("s3://", "s3a://"))
+
+
+# -- maintenance policy: stored and validated now, used by the maintenance issues --------------
+class CompactionPolicy(_Strict):
+    enabled: bool = True
+    max_sorted_runs: int = Field(5, ge=1, description="compact a bucket once it has more sorted runs")
+    small_file_mb: int = Field(16, ge=1)
+
+
+class ManifestCompactionPolicy(_Strict):
+    enabled: bool = True
+    max_manifests: int = Field(30, ge=2)
+
+
+class SnapshotExpiryPolicy(_Strict):
+    enabled: bool = True
+    retain_min: int = Field(10, ge=1)  # D4: never 0
+    retain_max: int = Field(100, ge=1)
+    time_retained: str = "1 h"
+
+    @field_validator("time_retained")
+    @classmethod
+    def _duration(cls, v: str) -> str:
+        duration_seconds(v)
+        return v
+
+    @model_validator(mode="after")
+    def _min_le_max(self) -> "SnapshotExpiryPolicy":
+        if self.retain_min > self.retain_max:
+            raise ValueError(f"retain_min ({self.retain_min}) must be <= retain_max ({self.retain_max})")
+        return self
+
+
+class PartitionExpiryPolicy(_Strict):
+    expiration_time: str | None = None  # e.g. '30 d'; None keeps every partition
+    timestamp_formatter: str = "yyyy-MM-dd"
+
+    @field_validator("expiration_time")
+    @classmethod
+    def _duration(cls, v: str | None) -> str | None:
+        if v is not None:
+            duration_seconds(v)
+        return v
+
+
+class RecordExpiryPolicy(_Strict):
+    field: str | None = None  # a timestamp column; rows older than `retention` are dropped
+    retention: str | None = None
+
+    @model_validator(mode="after")
+    def _both_or_none(self) -> "RecordExpiryPolicy":
+        if (self.field is None) != (self.retention is None):
+            raise ValueError("record expiry needs both 'field' and 'retention' (or neither)")
+        if self.retention is not None:
+            duration_seconds(self.retention)
+        return self
+
+
+class OrphanCleanupPolicy(_Strict):
+    enabled: bool = True
+    older_than: str = "1 d"
+
+    @field_validator("older_than")
+    @classmethod
+    def _floor(cls, v: str) -> str:
+        if duration_seconds(v) < 3600:  # D4: an age floor so in-flight writes are never removed
+            raise ValueError(f"older_than {v!r} is below the 1 h safety floor")
+        return v
+
+
+class RescalePolicy(_Strict):
+    target_buckets: int | None = Field(None, ge=1)
+
+
+class MaintenancePolicy(_Strict):
+    compaction: CompactionPolicy = CompactionPolicy()
+    manifest_compaction: ManifestCompactionPolicy = ManifestCompactionPolicy()
+    snapshot_expiry: SnapshotExpiryPolicy = SnapshotExpiryPolicy()
+    partition_expiry: PartitionExpiryPolicy = PartitionExpiryPolicy()
+    record_expiry: RecordExpiryPolicy = RecordExpiryPolicy()
+    orphan_cleanup: OrphanCleanupPolicy = OrphanCleanupPolicy()
+    rescale: RescalePolicy = RescalePolicy()
+    cron: str | None = Field(None, description="cron schedule for maintenance runs")
+
+
+class SensorPolicy(_Strict):
+    enabled: bool = True
+    minimum_interval_seconds: int = Field(30, ge=1)
+    max_requests_per_tick: int = Field(10, ge=1)
+
+
+# -- schemas ------------------------------------------------------------------------------------
+_SIMPLE_TYPES: dict[str, pa.DataType] = {
+    "BOOLEAN": pa.bool_(), "TINYINT": pa.int8(), "SMALLINT": pa.int16(), "INT": pa.int32(),
+    "INTEGER": pa.int32(), "BIGINT": pa.int64(), "FLOAT": pa.float32(), "DOUBLE": pa.float64(),
+    "STRING": pa.string(), "BYTES": pa.binary(), "DATE": pa.date32(),
+}
+_PARAM_TYPE = re.compile(r"^(DECIMAL|TIMESTAMP|TIMESTAMP_LTZ)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?$")
+
+
+def parse_type(text: str) -> pa.DataType:
+    """A Paimon SQL type string ('BIGINT', 'DECIMAL(12, 2)', 'TIMESTAMP(6)', 'STRING NOT NULL')."""
+    t = text.strip().upper().removesuffix("NOT NULL").strip()
+    if t in _SIMPLE_TYPES:
+        return _SIMPLE_TYPES[t]
+    m = _PARAM_TYPE.match(t)
+    if m:
+        kind, a, b = m.group(1), m.group(2), m.group(3)
+        if kind == "DECIMAL":
+            return pa.decimal128(int(a or 10), int(b or 0))
+        precision = int(a or 6)
+        unit = "ms" if precision <= 3 else ("us" if precision <= 6 else "ns")
+        return pa.timestamp(unit, tz="UTC" if kind == "TIMESTAMP_LTZ" else None)
+    raise ValueError(f"unsupported column type {text!r}; use a Paimon type such as BIGINT, STRING, DECIMAL(p, s)")
+
+
+def load_source(spec: str) -> Any:
+    """Resolve 'package.module:callable' to the object the callable returns (a change source)."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise ValueError(f"source {spec!r} must look like 'package.module:callable'")
+    try:
+        target = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as e:
+        raise ValueError(f"source {spec!r} cannot be loaded: {e}") from e
+    return target() if callable(target) else target
+
+
+@functools.lru_cache(maxsize=None)
+def _source_schema(spec: str) -> pa.Schema:
+    # Validation asks for the schema several times; build the source once per spec.
+    return load_source(spec).schema
+
+
+class TableConfig(_Strict):
+    name: str = Field(pattern=rf"^{_NAME}\.{_NAME}$", description="database.table")
+    source: str | None = Field(None, description="'module:callable' returning a change source (.schema, .batch(i))")
+    schema_: dict[str, str] | None = Field(None, alias="schema", description="column → Paimon type")
+    primary_keys: list[str] = []
+    partition_keys: list[str] = []
+    options: dict[str, str] = {}
+    sensor: SensorPolicy = SensorPolicy()
+    maintenance: MaintenancePolicy = MaintenancePolicy()
+
+    @field_validator("options", mode="before")
+    @classmethod
+    def _options_as_strings(cls, v: Any) -> Any:
+        # Paimon options are strings; YAML turns `bucket: 4` into an int, which is what people write.
+        if isinstance(v, dict):
+            return {str(k): str(val).lower() if isinstance(val, bool) else str(val) for k, val in v.items()}
+        return v
+
+    @field_validator("schema_")
+    @classmethod
+    def _types_parse(cls, v: dict[str, str] | None) -> dict[str, str] | None:
+        for column, type_text in (v or {}).items():
+            try:
+                parse_type(type_text)
+            except ValueError as e:
+                raise ValueError(f"column {column!r}: {e}") from None
+        return v
+
+    @model_validator(mode="after")
+    def _keys_in_schema(self) -> "TableConfig":
+        if self.source is None and self.schema_ is None:
+            raise ValueError("give a schema source: 'source' (module:callable) or 'schema' (column: type)")
+        columns = self.arrow_schema().names
+        for what in ("primary_keys", "partition_keys"):
+            missing = [k for k in getattr(self, what) if k not in columns]
+            if missing:
+                raise ValueError(f"{what} {missing} are not columns of the schema {columns}")
+        if self.primary_keys and not set(self.partition_keys) <= set(self.primary_keys):
+            raise ValueError(f"primary_keys {self.primary_keys} must include the partition keys {self.partition_keys}")
+        bucket = self.options.get("bucket")
+        if bucket is not None and (not bucket.lstrip("-").isdigit() or int(bucket) == 0 or int(bucket) < -2):
+            raise ValueError(f"options.bucket {bucket!r} must be a positive integer (or -1/-2)")
+        return self
+
+    def arrow_schema(self) -> pa.Schema:
+        """Schema from the inline column list, else from the source."""
+        if self.schema_ is not None:
+            keys = set(self.primary_keys)
+            return pa.schema(
+                [pa.field(c, parse_type(t), nullable=c not in keys and "NOT NULL" not in t.upper()) for c, t in self.schema_.items()]
+            )
+        return _source_schema(self.source or "")
+
+    def make_source(self) -> Any:
+        if self.source is None:
+            raise ValueError(f"table {self.name!r} has no 'source' to ingest from")
+        return load_source(self.source)
+
+    @property
+    def database(self) -> str:
+        return self.name.split(".")[0]
+
+    @property
+    def table(self) -> str:
+        return self.name.split(".")[1]
+
+
+class DownstreamConfig(_Strict):
+    name: str = Field(pattern=rf"^{_NAME}\.{_NAME}$", description="database.table of the derived table")
+    source_table: str = Field(description="a table of this file whose snapshots feed it")
+    transform: Literal["orders_by_day"] = Field(description="a transform of jobs.downstream.TRANSFORMS")
+
+
+class TablesConfig(_Strict):
+    warehouse: WarehouseConfig
+    tables: list[TableConfig] = Field(min_length=1)
+    downstream: list[DownstreamConfig] = []
+
+    @model_validator(mode="after")
+    def _references(self) -> "TablesConfig":
+        names = [t.name for t in self.tables] + [d.name for d in self.downstream]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"table names must be unique; repeated: {dupes}")
+        known = {t.name for t in self.tables}
+        for d in self.downstream:
+            if d.source_table not in known:
+                raise ValueError(f"downstream {d.name!r}: source_table {d.source_table!r} is not a configured table {sorted(known)}")
+        return self
+
+    def table(self, name: str) -> TableConfig:
+        return next(t for t in self.tables if t.name == name)
+
+
+def resolve_warehouse_uri(uri: str, base_dir: Path) -> str:
+    """A relative local path is relative to the config file; the result is a URI."""
+    if "://" in uri:
+        return uri
+    path = Path(uri).expanduser()
+    return (path if path.is_absolute() else (base_dir / path)).resolve().as_uri()
+
+
+def _describe(loc: tuple[Any, ...], raw: Any) -> str:
+    """('tables', 0, 'maintenance', 'x') → "table 'demo.orders': field 'maintenance.x'"."""
+    parts = [p for p in loc if not (isinstance(p, str) and p.startswith(("function-", "model-")))]
+    if len(parts) >= 2 and parts[0] in ("tables", "downstream") and isinstance(parts[1], int):
+        entries = raw.get(parts[0]) if isinstance(raw, dict) else None
+        entry = entries[parts[1]] if isinstance(entries, list) and parts[1] < len(entries) else None
+        name = entry.get("name") if isinstance(entry, dict) else None
+        who = f"{'table' if parts[0] == 'tables' else 'downstream table'} {name or f'#{parts[1] + 1}'!r}"
+        field = ".".join(str(p) for p in parts[2:])
+        return f"{who}: field {field!r}" if field else who
+    field = ".".join(str(p) for p in parts)
+    return f"field {field!r}" if field else "top level"
+
+
+def parse_tables_config(raw: Any, *, source: str = "<config>", base_dir: Path | None = None) -> TablesConfig:
+    if not isinstance(raw, dict):
+        raise TablesConfigError(f"{source}: expected a mapping with 'warehouse' and 'tables'")
+    try:
+        config = TablesConfig.model_validate(raw)
+    except ValidationError as e:
+        lines = [f"{source}: {_describe(err['loc'], raw)}: {err['msg'].removeprefix('Value error, ')}" for err in e.errors()]
+        raise TablesConfigError("invalid tables config:\n  " + "\n  ".join(lines)) from None
+    if base_dir is not None and not config.warehouse.is_s3:
+        config = config.model_copy(
+            update={"warehouse": config.warehouse.model_copy(update={"uri": resolve_warehouse_uri(config.warehouse.uri, base_dir)})}
+        )
+    return config
+
+
+def load_tables_config(path: str | Path) -> TablesConfig:
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise TablesConfigError(f"cannot read tables config {path}: {e}") from e
+    return parse_tables_config(raw, source=str(path), base_dir=path.parent.resolve())
