@@ -143,6 +143,7 @@ def distributed_write(
     ``identifier`` should increase per commit user (Paimon's convention for resumable writers).
     """
     from pyspark.sql import functions as F
+    from pyspark.sql.types import IntegerType, StructField, StructType
 
     table = Catalog(warehouse, storage_options=dict(storage_options or {})).get_table(table_name)
     # Fast path for a retried run: the identity already landed, so skip all the work.
@@ -152,7 +153,7 @@ def distributed_write(
 
     table.new_batch_write_builder().new_write()  # fails early (dynamic bucket mode etc.)
     ordered = df.withColumn(ORDER_COL, F.monotonically_increasing_id()) if not order_by else df
-    with_bucket_schema = ordered.schema.add(BUCKET_COL, "int", nullable=False)
+    with_bucket_schema = StructType([*ordered.schema.fields, StructField(BUCKET_COL, IntegerType(), False)])
     bucketed = ordered.mapInArrow(_bucket_udf(table), with_bucket_schema)
     partition_cols = [F.col(c) for c in table.schema.partition_keys] + [F.col(BUCKET_COL)]
     n = num_tasks or int(df.sparkSession.conf.get("spark.sql.shuffle.partitions", "2"))

@@ -272,8 +272,16 @@ class DownstreamConfig(_Strict):
     transform: Literal["orders_by_day"] = Field(description="a transform of jobs.downstream.TRANSFORMS")
 
 
+class SparkSettings(_Strict):
+    master: str = "local[2]"
+    driver_memory: str = Field("2g", pattern=r"^\d+[kmgt]?$")
+    shuffle_partitions: int = Field(2, ge=1)
+    conf: dict[str, str] = {}
+
+
 class TablesConfig(_Strict):
     warehouse: WarehouseConfig
+    spark: SparkSettings = SparkSettings()
     tables: list[TableConfig] = Field(min_length=1)
     downstream: list[DownstreamConfig] = []
 

@@ -207,7 +207,11 @@ def test_pypaimon_errors_surface_with_their_type(pypaimon, warehouse):
         pypaimon.read(warehouse, "db.missing")
     assert info.value.error_type  # e.g. TableNotExistException
     assert "missing" in str(info.value)
-    # The worker survives an error.
+    # The worker survives an error...
+    assert pypaimon.ping()["pypaimon"] == "2.1.0"
+    # ...and a dead worker is replaced on the next call.
+    pypaimon._proc.kill()
+    pypaimon._proc.wait()
     assert pypaimon.ping()["pypaimon"] == "2.1.0"
 
 

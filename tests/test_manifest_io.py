@@ -410,6 +410,23 @@ def test_zstd_blocks_decompress_with_plain_zstandard():
         zstandard.ZstdDecompressor().decompressobj().decompress(payload)
 
 
+def test_zstd_stream_frames_without_content_size():
+    """zstd-jni's ZstdOutputStream (Java's Avro codec) writes frames without a content size;
+    a block may also hold several frames."""
+    import zstandard
+
+    entries = [full_entry(), minimal_entry(), full_entry()]
+    plain = mio.encode_manifest_entries(entries, codec="null")
+    meta, sync, ((count, payload),) = mio._parse_container(plain)
+    cobj = zstandard.ZstdCompressor(level=3).compressobj()
+    half = len(payload) // 2
+    frame1 = cobj.compress(payload[:half]) + cobj.flush()
+    cobj = zstandard.ZstdCompressor(level=3).compressobj()
+    frame2 = cobj.compress(payload[half:]) + cobj.flush()
+    data = mio._container(meta["avro.schema"], b"zstandard", sync, [(count, frame1 + frame2)])
+    assert mio.decode_manifest_entries(data) == entries
+
+
 @pytest.mark.parametrize("codec", ["null", "deflate", "zstandard", "zstd", "bzip2", "xz"])
 def test_codecs_round_trip(codec):
     entries = [full_entry(), minimal_entry()]

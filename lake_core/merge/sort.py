@@ -67,13 +67,13 @@ def merge_order(rows: pa.Table, key_columns: tuple[str, ...], sequence_fields: t
             if not np.any(same & (ss[1:] < ss[:-1])):
                 return order
             return np.lexsort((seq, key))
-    sort_keys = [(k, "ascending") for k in key_columns]
-    direction = "descending" if sequence_descending else "ascending"
-    sort_keys += [(f, direction) for f in sequence_fields]
-    sort_keys.append((SEQ, "ascending"))
-    cols = list(dict.fromkeys([k for k, _ in sort_keys]))
     # NULL user sequence values sort first: they lose against any set value (Java comparator).
-    idx = pc.sort_indices(rows.select(cols), sort_keys=sort_keys, null_placement="at_start")
+    sort_keys = [(k, "ascending", "at_start") for k in key_columns]
+    direction = "descending" if sequence_descending else "ascending"
+    sort_keys += [(f, direction, "at_start") for f in sequence_fields]
+    sort_keys.append((SEQ, "ascending", "at_start"))
+    cols = list(dict.fromkeys([k[0] for k in sort_keys]))
+    idx = pc.sort_indices(rows.select(cols), sort_keys=sort_keys)
     return idx.to_numpy().astype(np.int64, copy=False) if n else np.zeros(0, np.int64)
 
 

@@ -12,8 +12,9 @@ with the pypaimon venv's interpreter (see ``tests/fixtures/pypaimon_env.py``) an
 ``python pypaimon_driver.py --request REQ.json``
     One request, response JSON on stdout. Handy for debugging by hand.
 
-Request: ``{"op": NAME, "args": {...}}``. Response: ``{"ok": true, "result": ...}`` or
-``{"ok": false, "error_type": ..., "message": ..., "traceback": ...}``.
+Request: ``{"op": NAME, "args": {...}, "id": ANY}``. Response: ``{"ok": true, "result": ...}``
+or ``{"ok": false, "error_type": ..., "message": ..., "traceback": ...}``, with the request's
+``id`` echoed in server mode.
 
 Every op builds a fresh catalog (``CatalogFactory.create``) so nothing is cached between
 requests: the tests' own writer changes the table between calls.
@@ -196,6 +197,7 @@ def serve():
             if request.get("op") == "exit":
                 break
             response = handle(request)
+            response["id"] = request.get("id")
         out.write(json.dumps(response, default=str) + "\n")
         out.flush()
 
