@@ -62,8 +62,8 @@ class _Field:
 
     kind: bool | int | float | bytes | date | time | ts | dec | nested.
     ``width`` is the little-endian byte width of int/float/date/time slots; ``compact`` tells
-    whether a TIMESTAMP/DECIMAL lives in the slot (p<=3 / p<=18) or in a var slot
-    (``var_size`` = 8 / 16 bytes, reserved even when the value is null — P9).
+    whether a TIMESTAMP/DECIMAL lives in the slot (p<=3 / p<=18) or in an 8/16-byte var slot
+    that is reserved even when the value is null (``null_var_size``, P9).
     """
 
     kind: str
@@ -503,6 +503,7 @@ def _unaligned_words(data: np.ndarray) -> np.ndarray:
 
 # _LOW_BYTES[r] keeps the first r (0..8) bytes of a little-endian word.
 _LOW_BYTES = np.array([(1 << (8 * r)) - 1 for r in range(9)], dtype=np.uint64)
+_BIT_LENGTH_U8 = np.array([i.bit_length() for i in range(256)], dtype=np.int64)
 
 
 def _bytes_layout(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -604,7 +605,7 @@ def _encode_column(col: Any, t: pa.DataType) -> _ColumnEncoding:
         nonzero = mag != 0
         first = np.where(nonzero.any(axis=1), nonzero.argmax(axis=1), 16)
         top = mag[np.arange(n), np.minimum(first, 15)]
-        bit_len = np.where(first < 16, (15 - first) * 8 + _bit_length_u8(top), 0)
+        bit_len = np.where(first < 16, (15 - first) * 8 + _BIT_LENGTH_U8[top], 0)
         length = bit_len // 8 + 1
         if null is not None:
             length[null] = 0
@@ -618,11 +619,6 @@ def _encode_column(col: Any, t: pa.DataType) -> _ColumnEncoding:
     if k == "bytes":
         return _encode_bytes_column(arr, null)
     raise AssertionError(k)
-
-
-def _bit_length_u8(x: np.ndarray) -> np.ndarray:
-    table = np.array([int(i).bit_length() for i in range(256)], np.int64)
-    return table[x]
 
 
 def encode_rows(columns: Sequence[Any], types: Sequence[pa.DataType]
