@@ -605,6 +605,14 @@ def _write_avro(table: pa.Table, sink, compression: str, options: Mapping[str, s
     codec, level = _codec("avro", compression, options)
     if codec == "zstandard":
         ensure_avro_zstandard()
+    elif codec == "snappy":
+        try:
+            import cramjam  # noqa: F401
+        except ImportError:
+            raise InvalidOptionError(
+                "Option 'file.compression'='snappy' with file.format=avro needs the 'cramjam' package; "
+                "install it or use zstd"
+            ) from None
     schema = fastavro.parse_schema(_avro_record(list(table.schema), _AVRO_ROOT))
     names = table.column_names
     columns = []

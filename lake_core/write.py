@@ -195,16 +195,21 @@ class TableWrite:
                                        f"got {bad} row(s) whose '{k}' is not {v!r}")
 
     # -- output ---------------------------------------------------------------------------------
+    def _live_files(self) -> dict[tuple[bytes, int], list]:
+        """Live data files per (partition, bucket) at the latest snapshot, read once per writer."""
+        live = self.__dict__.get("_live")
+        if live is None:
+            live = {}
+            for e in self.table.manifest_store.live_entries(self.table.snapshot_manager.latest()):
+                live.setdefault((e.partition, e.bucket), []).append(e.file)
+            self._live = live
+        return live
+
     def _restore_sequences(self) -> dict[tuple[bytes, int], int]:
         """Sequence numbers continue per bucket from the live files (Java 'scan' init mode)."""
         if self._next_seq is None:
-            nxt: dict[tuple[bytes, int], int] = {}
-            self._restored_total: dict[bytes, int] = {}
-            for e in self.table.manifest_store.live_entries(self.table.snapshot_manager.latest()):
-                k = (e.partition, e.bucket)
-                nxt[k] = max(nxt.get(k, 0), e.file.max_sequence_number + 1)
-                self._restored_total[e.partition] = e.total_buckets
-            self._next_seq = nxt
+            self._next_seq = {k: max(f.max_sequence_number for f in files) + 1
+                              for k, files in self._live_files().items()}
         return self._next_seq
 
     def _flush_bucket(self, buf: _BucketBuffer) -> CommitMessage:
@@ -226,6 +231,15 @@ class TableWrite:
                 changelog = [w.meta for w in writer.write(rows, level=0, changelog=True)]
             rows = self.engine.merge(rows, drop_deletes=False)
         files = [w.meta for w in writer.write(rows, level=0)]
+        if self.is_pk and self.engine.hides_level0:
+            # Batch readers skip level 0 for this engine (FORMAT.md P4): compact the bucket up in the
+            # same commit, as Paimon's writer does, so committed data is visible at once.
+            from .compact import compact_bucket
+            live = self._live_files().get((partition, buf.bucket), [])
+            msg = compact_bucket(self.table, partition, buf.bucket, self._total_buckets(), live, files, self.namer)
+            return CommitMessage(partition, buf.bucket, self._total_buckets(), new_files=tuple(files),
+                                 changelog_files=tuple(changelog), compact_before=msg.compact_before,
+                                 compact_after=msg.compact_after)
         return CommitMessage(partition, buf.bucket, self._total_buckets(), new_files=tuple(files),
                              changelog_files=tuple(changelog))
 

@@ -1,0 +1,312 @@
+"""Data file encode / decode (Parquet, ORC, Avro)."""
+from __future__ import annotations
+
+import datetime
+import io
+import math
+from decimal import Decimal
+
+import fastavro
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from lake_core.data_file_format import (
+    _decimal_bytes,
+    avro_schema_for,
+    ensure_avro_zstandard,
+    file_extension,
+    read_data_file,
+    read_file_schema,
+    write_data_file,
+)
+from lake_core.errors import FormatError, InvalidOptionError, SchemaMismatchError
+from lake_core.schema import TableSchema
+
+FORMATS = ["parquet", "orc", "avro"]
+
+ALL_TYPES = pa.schema([
+    ("dt", pa.string()), ("id", pa.int64()), ("t8", pa.int8()), ("t16", pa.int16()), ("i", pa.int32()),
+    ("f", pa.float32()), ("d", pa.float64()), ("s", pa.string()), ("b", pa.binary()), ("flag", pa.bool_()),
+    ("day", pa.date32()), ("tm", pa.time32("ms")),
+    ("ts0", pa.timestamp("s")), ("ts3", pa.timestamp("ms")), ("ts6", pa.timestamp("us")), ("ts9", pa.timestamp("ns")),
+    ("ltz3", pa.timestamp("ms", tz="UTC")), ("ltz6", pa.timestamp("us", tz="UTC")), ("ltz9", pa.timestamp("ns", tz="UTC")),
+    ("d9", pa.decimal128(9, 2)), ("d18", pa.decimal128(18, 4)), ("d38", pa.decimal128(38, 10)),
+    ("arr", pa.list_(pa.int32())), ("m", pa.map_(pa.string(), pa.int64())),
+    ("mi", pa.map_(pa.int32(), pa.decimal128(38, 10))),
+    ("st", pa.struct([("a", pa.int32()), ("ts", pa.timestamp("ns"))])),
+    ("ats", pa.list_(pa.timestamp("ns"))),
+])
+
+ROWS = {
+    "dt": ["a", "a", "b"], "id": [1, 2, 3], "t8": [-128, None, 127], "t16": [1, None, -32768],
+    "i": [2**31 - 1, None, -2**31], "f": [1.5, None, float("nan")], "d": [2.5, None, -0.0],
+    "s": ["x" * 40, None, "é\U0010ffff"], "b": [b"\x00\xff", None, b""], "flag": [True, None, False],
+    "day": [datetime.date(2024, 1, 1), None, datetime.date(1, 1, 1)],
+    "tm": [datetime.time(12, 0, 0, 123000), None, datetime.time(0)],
+    "ts0": [datetime.datetime(2024, 1, 1, 12), None, datetime.datetime(1900, 1, 1)],
+    "ts3": [datetime.datetime(2024, 1, 1, 12, 0, 0, 123000), None, datetime.datetime(1969, 12, 31, 23, 59, 59, 999000)],
+    "ts6": [datetime.datetime(2024, 1, 1, 12, 0, 0, 123456), None, datetime.datetime(1901, 1, 1)],
+    "ts9": [1704110400123456789, None, -1],
+    "ltz3": [1704110400123, None, 0], "ltz6": [1704110400123456, None, -5], "ltz9": [1704110400123456789, None, 7],
+    "d9": [Decimal("1234567.89"), None, Decimal("-0.01")],
+    "d18": [Decimal("12345678901234.5678"), None, Decimal("-1")],
+    "d38": [Decimal("1234567890123456789012345678.0123456789"), None, Decimal("-0.0000000001")],
+    "arr": [[1, None, 3], None, []], "m": [[("k", 1), ("z", None)], None, []],
+    "mi": [[(1, Decimal("1.5"))], None, [(2, None)]],
+    "st": [{"a": 1, "ts": 5}, None, {"a": None, "ts": None}], "ats": [[1, None], None, []],
+}
+
+
+@pytest.fixture(scope="module")
+def schema() -> TableSchema:
+    return TableSchema.create(ALL_TYPES, ["dt"], ["dt", "id"])
+
+
+@pytest.fixture(scope="module")
+def kv_table(schema) -> pa.Table:
+    data = pa.table(ROWS, schema=schema.arrow_schema())
+    return (data.append_column("_KEY_id", data.column("id"))
+                .append_column("_SEQUENCE_NUMBER", pa.array([0, 1, 2], pa.int64()))
+                .append_column("_VALUE_KIND", pa.array([0, 0, 3], pa.int8())))
+
+
+def _assert_tables_equal(got: pa.Table, exp: pa.Table):
+    assert got.schema.names == exp.schema.names
+    for name in exp.schema.names:
+        g, e = got.column(name), exp.column(name)
+        assert g.type == e.type, name
+        gl, el = g.to_pylist(), e.to_pylist()
+        if pa.types.is_floating(e.type):
+            assert [None if v is None else (str(v) if math.isnan(v) else v) for v in gl] == \
+                   [None if v is None else (str(v) if math.isnan(v) else v) for v in el], name
+        else:
+            assert gl == el, name
+
+
+def _write(table, fields, fmt, **kw) -> bytes:
+    buf = io.BytesIO()
+    write_data_file(table, fields, fmt, buf, **kw)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_round_trip_every_type(fmt, schema, kv_table):
+    raw = _write(kv_table, schema.kv_fields(), fmt)
+    kv = schema.kv_arrow_schema()
+    back = read_data_file(io.BytesIO(raw), fmt, arrow_schema=kv)
+    assert back.schema.equals(kv, check_metadata=True)
+    _assert_tables_equal(back, kv_table.select(kv.names).cast(kv))
+    assert read_file_schema(io.BytesIO(raw), fmt).names == kv.names
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_round_trip_from_path_and_projection(fmt, schema, kv_table, tmp_path):
+    path = tmp_path / f"data-x-0.{file_extension(fmt)}"
+    with open(path, "wb") as fo:
+        write_data_file(kv_table, schema.kv_fields(), fmt, fo)
+    target = pa.schema([("id", pa.int64()), ("added", pa.string()), ("d38", pa.decimal128(38, 10))])
+    t = read_data_file(str(path), fmt, columns=["d38", "added", "id"], arrow_schema=target)
+    assert t.column_names == ["d38", "added", "id"]
+    assert t.column("added").type == pa.string() and t.column("added").null_count == 3
+    assert t.column("id").to_pylist() == [1, 2, 3]
+    # no arrow_schema: file types; unknown column -> null type
+    t2 = read_data_file(str(path), fmt, columns=["s", "nope"])
+    assert t2.column("s").to_pylist() == ROWS["s"]
+    assert t2.column("nope").type == pa.null() and len(t2) == 3
+    # no columns at all requested that exist
+    t3 = read_data_file(str(path), fmt, columns=["nope"])
+    assert t3.num_rows == 3
+    # default: every column of the file
+    assert read_data_file(str(path), fmt).column_names == schema.kv_arrow_schema().names
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_empty_file(fmt, schema, kv_table):
+    raw = _write(kv_table.slice(0, 0), schema.kv_fields(), fmt)
+    t = read_data_file(io.BytesIO(raw), fmt, arrow_schema=schema.kv_arrow_schema())
+    assert t.num_rows == 0 and t.schema.names == schema.kv_arrow_schema().names
+
+
+def test_parquet_physical_types(schema, kv_table):
+    raw = _write(kv_table, schema.kv_fields(), "parquet")
+    pf = pq.ParquetFile(io.BytesIO(raw))
+    cols = {pf.schema.column(i).path: pf.schema.column(i) for i in range(len(pf.schema))}
+    assert cols["d9"].physical_type == "INT32"
+    assert cols["d18"].physical_type == "INT64"
+    assert cols["d38"].physical_type == "FIXED_LEN_BYTE_ARRAY" and cols["d38"].length == 16
+    assert cols["t8"].physical_type == "INT32" and "Int(bitWidth=8" in str(cols["t8"].logical_type)
+    assert cols["t16"].physical_type == "INT32"
+    assert cols["ts3"].physical_type == "INT64" and "milliseconds" in str(cols["ts3"].logical_type)
+    assert "isAdjustedToUTC=false" in str(cols["ts6"].logical_type)
+    assert "isAdjustedToUTC=true" in str(cols["ltz6"].logical_type)
+    assert cols["ts9"].physical_type == "INT64"
+    assert "arr.list.element" in cols and "m.key_value.key" in cols and "m.key_value.value" in cols
+    arrow_schema = pf.schema_arrow
+    # field ids and repetition
+    text = str(pf.metadata.schema)
+    assert "required int64 field_id=1073741824 _KEY_id" in text
+    assert "required int64 field_id=2147483646 _SEQUENCE_NUMBER" in text
+    assert "required int32 field_id=2147483645 _VALUE_KIND" in text
+    assert "required binary field_id=0 dt" in text
+    assert "required int64 field_id=1 id" in text
+    assert "optional int32 field_id=2 t8" in text
+    for f in schema.fields:
+        assert arrow_schema.field(f.name).metadata[b"PARQUET:field_id"] == str(f.id).encode()
+    rg = pf.metadata.row_group(0)
+    assert all(rg.column(i).compression == "ZSTD" for i in range(rg.num_columns))
+
+
+def test_parquet_dictionary_only_for_low_cardinality():
+    n = 20_000
+    t = pa.table({"uid": pa.array(range(n), pa.int64()), "cat": pa.array(["a", "b", "c", "d"] * (n // 4)),
+                  "name": pa.array([f"name-{i}" for i in range(n)])})
+    raw = _write(t, list(t.schema), "parquet")
+    rg = pq.ParquetFile(io.BytesIO(raw)).metadata.row_group(0)
+    has_dict = {rg.column(i).path_in_schema: rg.column(i).has_dictionary_page for i in range(rg.num_columns)}
+    assert has_dict == {"uid": False, "cat": True, "name": False}
+    raw = _write(t, list(t.schema), "parquet", options={"parquet.enable.dictionary": "false"})
+    rg = pq.ParquetFile(io.BytesIO(raw)).metadata.row_group(0)
+    assert not any(rg.column(i).has_dictionary_page for i in range(rg.num_columns))
+
+
+def test_compression_options():
+    t = pa.table({"a": [1, 2, 3]})
+    raw = _write(t, list(t.schema), "parquet", options={"file.compression": "snappy"})
+    assert pq.ParquetFile(io.BytesIO(raw)).metadata.row_group(0).column(0).compression == "SNAPPY"
+    raw = _write(t, list(t.schema), "parquet", compression="none")
+    assert pq.ParquetFile(io.BytesIO(raw)).metadata.row_group(0).column(0).compression == "UNCOMPRESSED"
+    raw = _write(t, list(t.schema), "parquet", options={"file.compression.zstd-level": "9"})
+    assert read_data_file(io.BytesIO(raw), "parquet").column("a").to_pylist() == [1, 2, 3]
+    with pytest.raises(InvalidOptionError, match="file.compression"):
+        _write(t, list(t.schema), "parquet", options={"file.compression": "lzma-9000"})
+    with pytest.raises(InvalidOptionError, match="zstd-level"):
+        _write(t, list(t.schema), "parquet", options={"file.compression.zstd-level": "high"})
+    with pytest.raises(InvalidOptionError, match="parquet.enable.dictionary"):
+        _write(t, list(t.schema), "parquet", options={"parquet.enable.dictionary": "maybe"})
+    for fmt in ("orc", "avro"):
+        for codec in ("zstd", "gzip", "none"):
+            raw = _write(t, list(t.schema), fmt, compression=codec)
+            assert read_data_file(io.BytesIO(raw), fmt).column("a").to_pylist() == [1, 2, 3]
+
+
+def test_avro_layout(schema, kv_table):
+    raw = _write(kv_table, schema.kv_fields(), "avro")
+    ensure_avro_zstandard()
+    r = fastavro.reader(io.BytesIO(raw))
+    assert r.codec == "zstandard"
+    ws = r.writer_schema
+    assert ws["name"] == "org.apache.paimon.avro.generated.record"
+    f = {x["name"]: x for x in ws["fields"]}
+    assert f["_SEQUENCE_NUMBER"]["type"] == "long"
+    assert f["_VALUE_KIND"]["type"] == "int"
+    assert f["id"]["type"] == "long" and "default" not in f["id"]
+    assert f["t8"]["type"] == ["null", "int"] and f["t8"]["default"] is None
+    assert f["d38"]["type"][1] == {"type": "bytes", "logicalType": "decimal", "precision": 38, "scale": 10}
+    assert f["ts3"]["type"][1]["logicalType"] == "timestamp-millis"
+    assert f["ts6"]["type"][1]["logicalType"] == "timestamp-micros"
+    assert f["ltz6"]["type"][1]["logicalType"] == "local-timestamp-micros"
+    assert f["day"]["type"][1]["logicalType"] == "date"
+    assert f["tm"]["type"][1]["logicalType"] == "time-millis"
+    assert f["m"]["type"][1]["type"] == "map"
+    mi = f["mi"]["type"][1]
+    assert mi["type"] == "array" and mi["logicalType"] == "map"
+    assert mi["items"]["name"] == "org.apache.paimon.avro.generated.record_mi"
+    assert [x["name"] for x in mi["items"]["fields"]] == ["key", "value"]
+    assert f["st"]["type"][1]["name"] == "org.apache.paimon.avro.generated.record_st"
+    recs = list(r)
+    assert recs[0]["m"] == {"k": 1, "z": None}
+    assert recs[0]["mi"] == [{"key": 1, "value": Decimal("1.5000000000")}]
+
+
+def test_avro_decimal_bytes_are_minimal_twos_complement():
+    vals = [Decimal(v) for v in ("0", "1", "-1", "127", "128", "-128", "-129", "255", "32767", "-32768")]
+    t = pa.table({"d": pa.array(vals, pa.decimal128(10, 0))})
+    assert _decimal_bytes(t.column("d").chunk(0)) == [b"\x00", b"\x01", b"\xff", b"\x7f", b"\x00\x80", b"\x80", b"\xff\x7f", b"\x00\xff",
+                   b"\x7f\xff", b"\x80\x00"]
+    # sliced arrays with nulls
+    arr = pa.array([None, Decimal("-2"), None, Decimal("300")], pa.decimal128(38, 0)).slice(1)
+    assert _decimal_bytes(arr) == [b"\xfe", None, b"\x01\x2c"]
+    raw = _write(t, [pa.field("d", pa.decimal128(10, 0), False)], "avro", compression="none")
+    assert read_data_file(io.BytesIO(raw), "avro").column("d").to_pylist() == vals
+    assert avro_schema_for([pa.field("d", pa.decimal128(10, 0), False)])["fields"][0]["type"]["logicalType"] == "decimal"
+
+
+def test_reads_foreign_parquet_and_casts(tmp_path):
+    # what pypaimon / pyarrow defaults produce: FLBA decimals, large_string, list<element>, INT96 ts
+    t = pa.table({
+        "dec": pa.array([Decimal("1.25"), None], pa.decimal128(10, 2)),
+        "s": pa.array(["x", None], pa.large_string()),
+        "arr": pa.array([[1], None], pa.list_(pa.field("element", pa.int32()))),
+        "ts": pa.array([1704110400123456789, None], pa.timestamp("ns")),
+        "ltz": pa.array([5, None], pa.timestamp("us", tz="UTC")),
+    })
+    path = str(tmp_path / "foreign.parquet")
+    pq.write_table(t, path, store_schema=False, use_deprecated_int96_timestamps=True)
+    assert pq.ParquetFile(path).schema.column(0).physical_type == "FIXED_LEN_BYTE_ARRAY"
+    target = pa.schema([("dec", pa.decimal128(10, 2)), ("s", pa.string()), ("arr", pa.list_(pa.int32())),
+                        ("ts", pa.timestamp("ns")), ("ltz", pa.timestamp("us", tz="UTC")), ("new", pa.int64())])
+    got = read_data_file(path, "parquet", arrow_schema=target)
+    assert got.schema == target
+    assert got.to_pylist()[0]["dec"] == Decimal("1.25")
+    assert got.column("ts").to_pylist()[0].nanosecond == 789
+    assert got.column("ltz").cast(pa.int64()).to_pylist() == [5, None]
+    assert got.column("new").null_count == 2
+
+
+def test_reads_tz_aware_file_timestamp_as_naive():
+    # older Java writers annotate TIMESTAMP(3) with isAdjustedToUTC=true
+    t = pa.table({"ts": pa.array([1000, None], pa.timestamp("ms", tz="UTC"))})
+    raw = _write(t, list(t.schema), "parquet")
+    got = read_data_file(io.BytesIO(raw), "parquet", arrow_schema=pa.schema([("ts", pa.timestamp("ms"))]))
+    assert got.column("ts").cast(pa.int64()).to_pylist() == [1000, None]
+
+
+def test_cast_errors_name_the_column():
+    t = pa.table({"s": ["abc"]})
+    raw = _write(t, list(t.schema), "parquet")
+    with pytest.raises(FormatError, match="'s'"):
+        read_data_file(io.BytesIO(raw), "parquet", arrow_schema=pa.schema([("s", pa.int64())]))
+
+
+def test_write_validation(schema, kv_table):
+    with pytest.raises(SchemaMismatchError, match="'_KEY_id'"):
+        _write(kv_table.drop_columns(["_KEY_id"]), schema.kv_fields(), "parquet")
+    bad = kv_table.set_column(kv_table.schema.get_field_index("id"), "id", pa.array([1, None, 3], pa.int64()))
+    with pytest.raises(SchemaMismatchError, match="'id'.*NOT NULL"):
+        _write(bad, schema.kv_fields(), "parquet")
+    bad = kv_table.set_column(kv_table.schema.get_field_index("i"), "i", pa.array(["x", "y", "z"]))
+    with pytest.raises(SchemaMismatchError, match="'i'"):
+        _write(bad, schema.kv_fields(), "orc")
+
+
+def test_write_casts_compatible_types():
+    fields = [pa.field("s", pa.string()), pa.field("n", pa.int64())]
+    t = pa.table({"n": pa.array([1, 2], pa.int32()), "s": pa.array(["a", "b"]).dictionary_encode(), "extra": [0, 0]})
+    for fmt in FORMATS:
+        got = read_data_file(io.BytesIO(_write(t, fields, fmt)), fmt)
+        assert got.schema.names == ["s", "n"]
+        assert got.column("n").type == pa.int64() and got.column("s").to_pylist() == ["a", "b"]
+
+
+def test_format_names():
+    assert [file_extension(f) for f in FORMATS] == FORMATS
+    assert file_extension("PARQUET") == "parquet"
+    with pytest.raises(InvalidOptionError, match="file.format"):
+        file_extension("csv")
+    with pytest.raises(InvalidOptionError, match="'json'"):
+        read_data_file(io.BytesIO(b""), "json")
+
+
+def test_corrupt_files_raise_format_error():
+    for fmt in FORMATS:
+        with pytest.raises(FormatError):
+            read_data_file(io.BytesIO(b"garbage" * 10), fmt)
+
+
+def test_chunked_input_many_rows():
+    n = 10_000
+    t = pa.Table.from_batches([pa.record_batch({"k": pa.array(range(i, i + 1000), pa.int64())}) for i in range(0, n, 1000)])
+    for fmt in FORMATS:
+        got = read_data_file(io.BytesIO(_write(t, [pa.field("k", pa.int64(), False)], fmt)), fmt)
+        assert got.column("k").to_pylist() == list(range(n))
