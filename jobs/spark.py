@@ -39,6 +39,7 @@ def spark_session(
     driver_memory: str = "2g",
     shuffle_partitions: int = 2,
     conf: Mapping[str, str] | None = None,
+    log_level: str = "ERROR",
 ) -> "SparkSession":
     """Get or create the session, with the `paimon` data source registered.
 
@@ -56,6 +57,7 @@ def spark_session(
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
         .config("spark.ui.enabled", "false")  # no extra server/port per run
+        .config("spark.ui.showConsoleProgress", "false")  # progress bars garble logs and demo output
         .config("spark.sql.session.timeZone", "UTC")  # timestamps round-trip unchanged
         # Arrow batches in both directions (createDataFrame from Arrow, applyInArrow).
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
@@ -63,6 +65,7 @@ def spark_session(
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(log_level)
     from jobs.datasource import register
 
     register(spark)
