@@ -383,8 +383,14 @@ def ensure_avro_zstandard() -> None:
         return zstandard.ZstdCompressor(level=3 if level is None else int(level)).compress(data)
 
     def _decompress(data: bytes) -> bytes:
-        # Java (zstd-jni streams) writes frames without a content size: stream-decompress
-        return zstandard.ZstdDecompressor().decompressobj().decompress(data)
+        # Java (zstd-jni streams) writes frames without a content size: stream-decompress, and
+        # accept several concatenated frames
+        dctx = zstandard.ZstdDecompressor()
+        try:
+            obj = dctx.decompressobj(read_across_frames=True)
+        except TypeError:  # zstandard < 0.23
+            obj = dctx.decompressobj()
+        return obj.decompress(data)
 
     def c_writer(fo, block_bytes, level):
         data = _compress(block_bytes, level)

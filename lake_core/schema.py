@@ -34,9 +34,12 @@ __all__ = [
     "VALUE_KIND",
     "VALUE_KIND_ID",
     "CURRENT_VERSION",
+    "java_hashmap_order",
 ]
 
 CURRENT_VERSION = 3
+PAIMON_07_VERSION = 1
+PAIMON_08_VERSION = 2
 
 #: Java ``SpecialFields``: KV data-file system columns and their field ids.
 KEY_FIELD_PREFIX = "_KEY_"
@@ -117,9 +120,39 @@ def jackson_pretty(value: Any) -> str:
     return "".join(out)
 
 
+def _java_string_hash(s: str) -> int:
+    h = 0
+    data = s.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h
+
+
+def java_hashmap_order(keys: Iterable[str]) -> list[str]:
+    """The iteration order of a ``java.util.HashMap<String, ?>`` filled by ``put`` in the given
+    order (what Java's SchemaSerializer writes ``options`` in: it deserialises into a HashMap).
+    Buckets are ``(h ^ h >>> 16) & (capacity - 1)``; the capacity starts at 16 and doubles
+    whenever the size exceeds 3/4 of it; entries of one bucket keep insertion order."""
+    keys = list(dict.fromkeys(keys))
+    cap = 16
+    while len(keys) > cap * 3 // 4:
+        cap *= 2
+    def bucket(k: str) -> int:
+        h = _java_string_hash(k)
+        return (h ^ (h >> 16)) & (cap - 1)
+    return [k for _, _, k in sorted((bucket(k), i, k) for i, k in enumerate(keys))]
+
+
 # ------------------------------------------------------------------------------------------------
 # TableSchema
 # ------------------------------------------------------------------------------------------------
+
+
+def _option_text(v: Any) -> str:
+    # Jackson asText(): booleans/numbers become their JSON text
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
 
 
 def _fmt_list(names: Iterable[str]) -> str:
@@ -148,7 +181,8 @@ class TableSchema:
             "highestFieldId": self.highest_field_id,
             "partitionKeys": list(self.partition_keys),
             "primaryKeys": list(self.primary_keys),
-            "options": dict(self.options),
+            # Java keeps options in a HashMap: reproduce its iteration order
+            "options": {k: self.options[k] for k in java_hashmap_order(self.options)},
         }
         if self.comment is not None:
             d["comment"] = self.comment
@@ -173,11 +207,16 @@ class TableSchema:
     def from_dict(d: Mapping[str, Any]) -> "TableSchema":
         try:
             fields = tuple(DataField.from_json(f) for f in d["fields"])
-            version = int(d.get("version", 1))
+            version = int(d.get("version", PAIMON_07_VERSION))
             highest = d.get("highestFieldId")
             if highest is None:
                 highest = max([f.id for f in fields] + [-1])
-            options = {str(k): str(v) for k, v in (d.get("options") or {}).items()}
+            options = {str(k): _option_text(v) for k, v in (d.get("options") or {}).items()}
+            # Java SchemaSerializer: defaults of old versions
+            if version <= PAIMON_07_VERSION and "bucket" not in options:
+                options["bucket"] = "1"
+            if version <= PAIMON_08_VERSION and "file.format" not in options:
+                options["file.format"] = "orc"
             return TableSchema(
                 id=int(d["id"]),
                 fields=fields,
@@ -212,7 +251,7 @@ class TableSchema:
             primary_keys = [primary_keys]
         partition_keys = tuple(partition_keys or ())
         primary_keys = tuple(primary_keys or ())
-        options = {str(k): str(v) for k, v in (options or {}).items()}
+        options = {str(k): _option_text(v) for k, v in (options or {}).items()}
         names = list(arrow_schema.names)
 
         seen: set[str] = set()

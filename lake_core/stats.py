@@ -22,11 +22,12 @@ booleans false < true.
 
 Values are Python objects: int, float, bool, str, bytes, decimal.Decimal, datetime.date,
 datetime.time, datetime.datetime (naive for TIMESTAMP, tz-aware for TIMESTAMP WITH LOCAL TIME
-ZONE; nanosecond precision columns give ``pandas.Timestamp``, a datetime subclass with
-``.nanosecond``).
+ZONE, in UTC; nanosecond precision columns give ``lake_core.binary_row.NanoDatetime``, a datetime
+subclass with ``.nanosecond``, when the value is not a whole microsecond).
 """
 from __future__ import annotations
 
+import datetime
 import math
 import re
 from dataclasses import dataclass
@@ -179,9 +180,14 @@ def column_stats(arr: Union[pa.Array, pa.ChunkedArray], mode: Union[StatsMode, s
         if pc.any(pc.is_nan(arr)).as_py():
             return ColumnStats(None, None, null_count)
 
-    mm = pc.min_max(arr)
-    lo = mm["min"].as_py()
-    hi = mm["max"].as_py()
+    if pa.types.is_timestamp(t) and t.unit == "ns":
+        mm = pc.min_max(arr.cast(pa.int64()))
+        lo = _ns_value(mm["min"].as_py(), t.tz)
+        hi = _ns_value(mm["max"].as_py(), t.tz)
+    else:
+        mm = pc.min_max(arr)
+        lo = mm["min"].as_py()
+        hi = mm["max"].as_py()
     if lo is None or hi is None:
         return ColumnStats(None, None, null_count)
 
@@ -197,6 +203,26 @@ def column_stats(arr: Union[pa.Array, pa.ChunkedArray], mode: Union[StatsMode, s
             return ColumnStats(None, None, null_count)
         lo, hi = truncate_min(lo, n), hi_t
     return ColumnStats(lo, hi, null_count)
+
+
+_EPOCH = datetime.datetime(1970, 1, 1)
+
+
+def _ns_value(v: Optional[int], tz: Optional[str]) -> Any:
+    """A nanosecond epoch value as a datetime (``binary_row.NanoDatetime`` when the nanoseconds
+    are not a whole microsecond), without needing pandas."""
+    if v is None:
+        return None
+    from lake_core.binary_row import NanoDatetime
+
+    micros, nano = divmod(v, 1000)
+    base = _EPOCH + datetime.timedelta(microseconds=micros)
+    if tz is not None:
+        base = base.replace(tzinfo=datetime.timezone.utc)
+    if not nano:
+        return base
+    return NanoDatetime(base.year, base.month, base.day, base.hour, base.minute, base.second,
+                        base.microsecond, base.tzinfo, nanosecond=nano)
 
 
 def table_stats(

@@ -10,6 +10,8 @@ import fastavro
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lake_core.data_file_format import (
     _decimal_bytes,
@@ -310,3 +312,34 @@ def test_chunked_input_many_rows():
     for fmt in FORMATS:
         got = read_data_file(io.BytesIO(_write(t, [pa.field("k", pa.int64(), False)], fmt)), fmt)
         assert got.column("k").to_pylist() == list(range(n))
+
+
+def test_avro_zstandard_blocks_without_content_size_and_several_frames():
+    import zstandard
+
+    from lake_core.data_file_format import _zigzag_varint
+
+    ensure_avro_zstandard()
+    import fastavro._read as c_read
+
+    frames = zstandard.ZstdCompressor(write_content_size=False).compress(b"abc") + \
+        zstandard.ZstdCompressor().compress(b"def")
+    block = io.BytesIO(_zigzag_varint(len(frames)) + frames)
+    assert c_read.BLOCK_READERS["zstandard"](block).read() == b"abcdef"
+
+
+_values = st.lists(st.tuples(st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1)),
+                             st.one_of(st.none(), st.text(max_size=12)),
+                             st.one_of(st.none(), st.decimals(min_value=-10**8, max_value=10**8, places=2, allow_nan=False))),
+                   max_size=25)
+
+
+@settings(max_examples=25, deadline=None)
+@given(_values)
+def test_round_trip_property(rows):
+    fields = [pa.field("i", pa.int64()), pa.field("s", pa.string()), pa.field("d", pa.decimal128(12, 2))]
+    t = pa.table({"i": [r[0] for r in rows], "s": [r[1] for r in rows], "d": [r[2] for r in rows]},
+                 schema=pa.schema(fields))
+    for fmt in FORMATS:
+        got = read_data_file(io.BytesIO(_write(t, fields, fmt)), fmt, arrow_schema=pa.schema(fields))
+        assert got.to_pylist() == t.to_pylist(), fmt

@@ -444,3 +444,29 @@ def test_from_json_errors():
         TableSchema.from_json('{"id": 0}')
     with pytest.raises(SchemaError, match="'x'"):
         TableSchema.from_json('{"id": 0, "fields": [{"id": 0, "name": "x", "type": "WHAT"}]}')
+
+
+def test_options_follow_java_hashmap_order():
+    # orders seen in Java-written schema files
+    # (deletion-vectors.enabled and commit.force-compact share a bucket: insertion order)
+    opts = {"file.format": "orc", "deletion-vectors.enabled": "true", "commit.force-compact": "true",
+            "manifest.format": "orc", "bucket": "1"}
+    s = dataclasses.replace(_format42(), options=opts)
+    assert list(json.loads(s.to_json())["options"]) == [
+        "bucket", "manifest.format", "file.format", "deletion-vectors.enabled", "commit.force-compact"]
+    s = dataclasses.replace(_format42(), options={"changelog-producer": "input", "bucket": "1"})
+    assert list(json.loads(s.to_json())["options"]) == ["bucket", "changelog-producer"]
+    # a Java file re-serialises unchanged
+    text = TableSchema.from_json(s.to_json()).to_json()
+    assert text == s.to_json()
+
+
+def test_legacy_schema_versions_get_old_defaults():
+    base = {"id": 0, "fields": [{"id": 0, "name": "k", "type": "INT NOT NULL"}], "highestFieldId": 0,
+            "partitionKeys": [], "primaryKeys": ["k"], "options": {}, "timeMillis": 5}
+    v1 = TableSchema.from_json(json.dumps(base))  # no version -> Paimon 0.7
+    assert v1.version == 1 and v1.options == {"bucket": "1", "file.format": "orc"}
+    v2 = TableSchema.from_json(json.dumps({**base, "version": 2, "options": {"bucket": "3"}}))
+    assert v2.options == {"bucket": "3", "file.format": "orc"}
+    v3 = TableSchema.from_json(json.dumps({**base, "version": 3}))
+    assert v3.options == {}
