@@ -135,12 +135,7 @@ class FileIO:
         crash never leaves a half-written file under the final name."""
         if self.is_local:
             p = self._p(path)
-            d = os.path.dirname(p)
-            os.makedirs(d, exist_ok=True)
-            tmp = os.path.join(d, f".{os.path.basename(p)}.{uuid.uuid4()}.tmp")
-            with open(tmp, "wb") as f:
-                f.write(data)
-            os.replace(tmp, p)
+            os.replace(_write_temp_sibling(p, data, sync=False), p)
         else:
             self.fs.pipe_file(self._p(path), data)
 
@@ -152,13 +147,7 @@ class FileIO:
         """Exclusively create ``path`` with ``data``; False if it already exists. Never overwrites."""
         if self.is_local:
             p = self._p(path)
-            d = os.path.dirname(p)
-            os.makedirs(d, exist_ok=True)
-            tmp = os.path.join(d, f".{os.path.basename(p)}.{uuid.uuid4()}.tmp")
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
+            tmp = _write_temp_sibling(p, data, sync=True)
             try:
                 os.link(tmp, p)  # atomic, fails if p exists (unlike rename, which replaces)
                 return True
@@ -195,6 +184,19 @@ class FileIO:
                 self.fs.rm(self._p(directory), recursive=True)
             except FileNotFoundError:
                 pass
+
+
+def _write_temp_sibling(path: str, data: bytes, sync: bool) -> str:
+    """Write ``data`` to a hidden temp file next to ``path`` (Paimon's ``.<name>.<uuid>.tmp``)."""
+    d = os.path.dirname(path)
+    os.makedirs(d, exist_ok=True)
+    tmp = os.path.join(d, f".{os.path.basename(path)}.{uuid.uuid4()}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        if sync:  # a snapshot must be durable before it becomes visible
+            f.flush()
+            os.fsync(f.fileno())
+    return tmp
 
 
 def _is_precondition_failed(e: BaseException) -> bool:
