@@ -82,12 +82,10 @@ log "environment ready in ${SECONDS}s"
 # the Dagster issue replaces this function (e.g. materialise the assets of
 # orchestration.definitions once, or start `dagster dev`).
 run_main_job() {
-  if .venv/bin/python -c 'import importlib.util, sys; sys.exit(0 if importlib.util.find_spec("lake_core.demo") else 1)' 2>/dev/null; then
-    log "running the main job: python -m lake_core.demo"
-    .venv/bin/python -m lake_core.demo
-  else
-    log "no main job yet (lake_core/demo.py does not exist); skipping"
-  fi
+  # The main job: ingest change data with Spark, tick the snapshot sensor, run the downstream
+  # Dagster run it requests, print a summary (local warehouse .demo/lake, Dagster storage .dagster/).
+  log "running the main job: python -m orchestration.demo"
+  .venv/bin/python -m orchestration.demo
 }
 
 if [[ "$RUN_DEMO" == "1" ]]; then

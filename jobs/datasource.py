@@ -98,6 +98,8 @@ class PaimonReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator["pa.RecordBatch"]:
         """Worker side: merge one split with lake_core and stream it as Arrow batches."""
+        if partition.value is None:  # Spark turns an empty partition list into one None partition
+            return
         table = _open_table(self.options)
         split = pickle.loads(partition.value)
         data = table.new_read_builder().with_projection(self.columns).new_read().to_arrow([split])

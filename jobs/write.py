@@ -57,11 +57,21 @@ class WriteResult:
 def find_commit(table: "FileStoreTable", commit_user: str, identifier: int | None = None) -> Snapshot | None:
     """The newest live snapshot committed by ``commit_user`` (with ``identifier`` if given).
 
-    Newest first, so a retry normally stops after one or two snapshot files.
+    Newest first, reading one snapshot file at a time, so a retry right after its commit stops
+    at once; the walk ends at the oldest snapshot still kept (older ones were expired).
     """
-    for snap in sorted(table.snapshots(), key=lambda s: s.id, reverse=True):
+    from lake_core.errors import SnapshotNotFoundError
+
+    latest = table.latest_snapshot()
+    sid = latest.id if latest is not None else 0
+    while sid >= 1:
+        try:
+            snap = table.snapshot(sid)
+        except (SnapshotNotFoundError, FileNotFoundError):
+            break
         if snap.commit_user == commit_user and (identifier is None or snap.commit_identifier == identifier):
             return snap
+        sid -= 1
     return None
 
 
@@ -76,11 +86,7 @@ def committed_result(table: "FileStoreTable", commit_user: str, identifier: int)
 
 def _snapshot_stats(table: "FileStoreTable", snap: Snapshot) -> tuple[int, int]:
     """(files, bytes) added by a snapshot, from its delta manifests: for an already-committed retry."""
-    try:
-        entries = table.manifest_store.delta_entries(snap)  # type: ignore[attr-defined]
-    except AttributeError:
-        return 0, 0
-    added = [e.file for e in entries if getattr(e.kind, "name", str(e.kind)) == "ADD"]
+    added = [e.file for e in table.manifest_store.delta_entries(snap) if e.kind.name == "ADD"]
     return len(added), sum(f.file_size for f in added)
 
 
@@ -115,10 +121,11 @@ def _writer_udf(table: "FileStoreTable", commit_user: str):
                 rows += batch.num_rows
         messages = writer.prepare_commit()
         writer.close()
-        payload = [pickle.dumps(m, protocol=pickle.HIGHEST_PROTOCOL) for m in messages]
-        # Row counts ride on the first message so the driver can report rows without a second job.
+        payload: list[bytes | None] = [pickle.dumps(m, protocol=pickle.HIGHEST_PROTOCOL) for m in messages]
+        # One extra row (no message) carries the task's input row count, so the driver reports
+        # rows without a second Spark job.
         yield pa.RecordBatch.from_pydict(
-            {"message": payload, "rows": [rows] + [0] * (len(payload) - 1)} if payload else {"message": [], "rows": []},
+            {"message": [*payload, None], "rows": [0] * len(payload) + [rows]},
             schema=pa.schema([("message", pa.binary()), ("rows", pa.int64())]),
         )
 
@@ -160,7 +167,7 @@ def distributed_write(
     shuffled = bucketed.repartition(n, *partition_cols).sortWithinPartitions(*(order_by or [ORDER_COL]))
     collected = shuffled.mapInArrow(_writer_udf(table, commit_user), _MESSAGES_SCHEMA).collect()
 
-    messages: list[CommitMessage] = [pickle.loads(r["message"]) for r in collected]
+    messages: list[CommitMessage] = [pickle.loads(r["message"]) for r in collected if r["message"] is not None]
     rows = sum(r["rows"] for r in collected)
     files = [f for m in messages for f in m.new_files]
     if not any(not m.is_empty() for m in messages):

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from orchestration.assets import build_downstream_asset, build_write_asset, table_asset_key
+from orchestration.assets import build_downstream_asset, build_table_asset, table_asset_key
 from orchestration.config import TablesConfig, WarehouseConfig, load_tables_config
 from orchestration.resources import LakeCatalogResource, SparkResource
 from orchestration.sensors import build_snapshot_sensor
@@ -44,7 +44,7 @@ def lake_resource(warehouse: WarehouseConfig) -> LakeCatalogResource:
 
 
 def build_definitions(config: TablesConfig) -> dg.Definitions:
-    assets: list[dg.AssetsDefinition] = [build_write_asset(t) for t in config.tables]
+    assets: list[dg.AssetsDefinition | dg.AssetSpec] = [build_table_asset(t) for t in config.tables]
     assets += [build_downstream_asset(d) for d in config.downstream]
     jobs: list[UnresolvedAssetJobDefinition] = []
     sensors: list[dg.SensorDefinition] = []

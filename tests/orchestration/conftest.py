@@ -1,17 +1,56 @@
-"""Fixtures for the Spark job tests: one local Spark session for the whole test run."""
+"""Fixtures for the Dagster tests: one Spark session per run, and temp tables configs."""
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any, Callable
+
 import pytest
+import yaml
+
+
+def pytest_configure(config):
+    # Registered here so --strict-markers accepts it even before pyproject.toml lists it.
+    config.addinivalue_line("markers", "browser: drives a real headless Chromium against `dagster dev`")
 
 
 @pytest.fixture(scope="session")
 def spark():
     """The session every Spark test shares (start-up costs 6–15 s; two cores, so one JVM).
 
-    jobs.spark.spark_session is getOrCreate: tests/orchestration's fixture gets this same session.
+    jobs.spark.spark_session is getOrCreate: tests/jobs' fixture gets this same session.
     """
     from jobs.spark import spark_session
 
     session = spark_session(master="local[2]", app_name="lake-tests", driver_memory="2g", shuffle_partitions=2)
     yield session
     session.stop()
+
+
+def tables_config_dict(warehouse: str, **warehouse_extra: Any) -> dict:
+    """The demo pipeline's config (orders + orders_by_day) against ``warehouse``."""
+    return {
+        "warehouse": {"uri": warehouse, **warehouse_extra},
+        "tables": [
+            {
+                "name": "demo.orders",
+                "source": "lake_core.demo_source:orders",
+                "primary_keys": ["dt", "order_id"],
+                "partition_keys": ["dt"],
+                "options": {"bucket": 2, "rowkind.field": "op"},
+                "sensor": {"minimum_interval_seconds": 5},
+            }
+        ],
+        "downstream": [{"name": "demo.orders_by_day", "source_table": "demo.orders", "transform": "orders_by_day"}],
+    }
+
+
+@pytest.fixture
+def write_tables_config(tmp_path: Path) -> Callable[..., Path]:
+    """Write a tables.yaml for ``warehouse`` into tmp_path and return its path."""
+
+    def write(warehouse: str, **kwargs: Any) -> Path:
+        path = tmp_path / "tables.yaml"
+        path.write_text(yaml.safe_dump(tables_config_dict(warehouse, **kwargs)))
+        return path
+
+    return write
