@@ -27,7 +27,7 @@ import math
 import re
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -41,6 +41,9 @@ SKIP, ADD, ADD_REVERSED, RETRACT = 0, 1, 2, 3
 # ------------------------------------------------------------------------------------------------
 # Segments (key groups over rows already in merge order)
 # ------------------------------------------------------------------------------------------------
+
+
+SMALL_GROUP = 64
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,26 @@ class Segments:
     def positions(self) -> np.ndarray:
         return np.arange(self.n, dtype=np.int64)
 
+    @cached_property
+    def rounds(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """For j = 1, 2, ...: (groups of at most SMALL_GROUP rows having a row j, that row's
+        position). Folding round by round visits every small group's rows in order, vectorized
+        across groups; most groups hold one or two rows, so this beats ``ufunc.reduceat`` (whose
+        cost is per group)."""
+        sizes = self.sizes
+        active = np.flatnonzero((sizes > 1) & (sizes <= SMALL_GROUP))
+        out = []
+        j = 1
+        while len(active):
+            out.append((active, self.starts[active] + j))
+            j += 1
+            active = active[sizes[active] > j]
+        return out
+
+    @cached_property
+    def large(self) -> np.ndarray:
+        return np.flatnonzero(self.sizes > SMALL_GROUP)
+
     def subset(self, groups: np.ndarray) -> tuple["Segments", np.ndarray]:
         """The segments of ``groups`` (sorted group numbers) re-based onto their gathered rows,
         and the row indices to gather."""
@@ -81,27 +104,40 @@ class Segments:
         return Segments(new_starts.astype(np.int64), new_ends.astype(np.int64)), rows
 
 
+def seg_reduce(ufunc: np.ufunc, x: np.ndarray, seg: Segments, ordered: bool = False) -> np.ndarray:
+    """Per-group ``ufunc`` fold. With ``ordered`` (floating-point add/multiply) the fold is the
+    exact left fold ``((x0 op x1) op x2) ...``, as Java's accumulator computes it."""
+    if seg.count == 0:
+        return x[:0].copy()
+    out = x[seg.starts]
+    for groups, rows in seg.rounds:
+        out[groups] = ufunc(out[groups], x[rows])
+    large = seg.large
+    if len(large):
+        if ordered:
+            for g in large.tolist():
+                out[g] = ufunc.accumulate(x[seg.starts[g]:seg.ends[g]])[-1]
+        else:
+            sub, rows = seg.subset(large)
+            out[large] = ufunc.reduceat(x[rows], sub.starts, dtype=x.dtype)
+    return out
+
+
 def last_index(seg: Segments, mask: np.ndarray) -> np.ndarray:
     """Per group, the last row where ``mask`` holds (-1: none)."""
-    if seg.count == 0:
-        return np.zeros(0, np.int64)
-    return np.maximum.reduceat(np.where(mask, seg.positions, -1), seg.starts)
+    return seg_reduce(np.maximum, np.where(mask, seg.positions, -1), seg)
 
 
 def first_index(seg: Segments, mask: np.ndarray) -> np.ndarray:
     """Per group, the first row where ``mask`` holds (-1: none)."""
-    if seg.count == 0:
-        return np.zeros(0, np.int64)
     big = np.int64(seg.n)
-    r = np.minimum.reduceat(np.where(mask, seg.positions, big), seg.starts)
+    r = seg_reduce(np.minimum, np.where(mask, seg.positions, big), seg)
     r[r == big] = -1
     return r
 
 
 def any_per_group(seg: Segments, mask: np.ndarray) -> np.ndarray:
-    if seg.count == 0:
-        return np.zeros(0, bool)
-    return np.logical_or.reduceat(mask, seg.starts)
+    return seg_reduce(np.logical_or, np.asarray(mask, dtype=bool), seg)
 
 
 def take_or_null(values: pa.Array, idx: np.ndarray) -> pa.Array:
@@ -110,24 +146,6 @@ def take_or_null(values: pa.Array, idx: np.ndarray) -> pa.Array:
     if neg.any():
         return values.take(pa.array(np.where(neg, 0, idx), type=pa.int64(), mask=neg))
     return values.take(pa.array(idx, type=pa.int64()))
-
-
-def seq_fold(ufunc: np.ufunc, x: np.ndarray, seg: Segments, small: int = 64) -> np.ndarray:
-    """Exact left fold ``((x0 op x1) op x2) ...`` per group (floating point order matters; NumPy's
-    ``reduceat`` does not promise it). Small groups advance one position per round across all
-    groups; large groups use ``ufunc.accumulate``, which is sequential by definition."""
-    out = x[seg.starts].copy()
-    sizes = seg.sizes
-    small_groups = np.flatnonzero(sizes <= small)
-    active = small_groups[sizes[small_groups] > 1]
-    j = 1
-    while len(active):
-        out[active] = ufunc(out[active], x[seg.starts[active] + j])
-        j += 1
-        active = active[sizes[active] > j]
-    for g in np.flatnonzero(sizes > small).tolist():
-        out[g] = ufunc.accumulate(x[seg.starts[g]:seg.ends[g]])[-1]
-    return out
 
 
 def combine_groups(fast: pa.Array, slow: pa.Array, slow_groups: np.ndarray) -> pa.Array:
@@ -307,7 +325,7 @@ class _Arith:
 
 # Java Character.isWhitespace (StringUtils.isBlank): space separators except no-break ones,
 # plus \t \n \x0b \f \r and \x1c-\x1f.
-_BLANK_RE = r"^[\t\n\x0b\f\r\x1c-\x1f \u1680\u2000-\u2006\u2008-\u200a\u2028\u2029\u205f\u3000]*$"
+_BLANK_RE = "^[\t\n\x0b\f\r\x1c-\x1f \u1680\u2000-\u2006\u2008-\u200a\u2028\u2029\u205f\u3000]*$"
 _BLANK_PY = re.compile(_BLANK_RE)
 
 
@@ -493,9 +511,9 @@ class SumAgg(AggFunction):
         if seg.count == 0:
             return pa.array([], type=t)
         if x.dtype.kind == "f":
-            res = seq_fold(np.add, x, seg)
+            res = seg_reduce(np.add, x, seg, ordered=True)
         else:
-            res = np.add.reduceat(x, seg.starts, dtype=x.dtype)
+            res = seg_reduce(np.add, x, seg)
         return _from_numeric(res, any_per_group(seg, contrib), t)
 
 
@@ -524,7 +542,7 @@ class CountAgg(SumAgg):
         x = np.where(ops == SKIP, np.zeros(1, x.dtype), np.where(retract, -x, x))
         if seg.count == 0:
             return pa.array([], type=values.type)
-        res = np.add.reduceat(x, seg.starts, dtype=x.dtype)
+        res = seg_reduce(np.add, x, seg)
         return _from_numeric(res, any_per_group(seg, ops != SKIP), values.type)
 
 
@@ -567,9 +585,9 @@ class ProductAgg(AggFunction):
         if seg.count == 0:
             return pa.array([], type=t)
         if x.dtype.kind == "f":
-            res = seq_fold(np.multiply, x, seg)
+            res = seg_reduce(np.multiply, x, seg, ordered=True)
         else:
-            res = np.multiply.reduceat(x, seg.starts, dtype=x.dtype)
+            res = seg_reduce(np.multiply, x, seg)
         return _from_numeric(res, any_per_group(seg, contrib), t)
 
 
@@ -611,17 +629,17 @@ class _ExtremeAgg(AggFunction):
                 plain = contrib & ~nan
                 if self.is_max:
                     filled = np.where(plain, x, -np.inf)
-                    res = np.maximum.reduceat(filled, seg.starts)
+                    res = seg_reduce(np.maximum, filled, seg)
                     res = np.where(any_per_group(seg, nan), np.nan, res)
                 else:
                     filled = np.where(plain, x, np.inf)
-                    res = np.minimum.reduceat(filled, seg.starts)
+                    res = seg_reduce(np.minimum, filled, seg)
                     res = np.where(any_per_group(seg, plain), res, np.nan)
             else:
                 info = np.iinfo(x.dtype)
                 filled = np.where(contrib, x, info.min if self.is_max else info.max)
                 uf = np.maximum if self.is_max else np.minimum
-                res = uf.reduceat(filled, seg.starts)
+                res = seg_reduce(uf, filled, seg)
             return _from_numeric(res.astype(x.dtype, copy=False), has, t)
         # strings, wide decimals: Arrow's hash aggregation over the group numbers
         mask = _valid(values) & contrib_ops
@@ -751,15 +769,15 @@ class ListaggAgg(AggFunction):
             return self.reduce_seq(values, seg, ops)
         keep = (ops == ADD) & _valid(values)
         if keep.any():
-            blank = pc.match_substring_regex(values, _BLANK_RE).to_numpy(zero_copy_only=False)
-            keep &= ~np.asarray(blank, dtype=bool)
-        counts = np.add.reduceat(keep.astype(np.int64), seg.starts) if seg.count else np.zeros(0, np.int64)
-        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32 if pa.types.is_string(values.type) else np.int64)
+            blank = pc.fill_null(pc.match_substring_regex(values, _BLANK_RE), True)
+            keep &= ~blank.to_numpy(zero_copy_only=False)
+        counts = seg_reduce(np.add, keep.astype(np.int64), seg)
         kept = values.filter(pa.array(keep))
-        lists_type = pa.list_(values.type) if offsets.dtype == np.int32 else pa.large_list(values.type)
-        lists = pa.ListArray.from_arrays(pa.array(offsets), kept) if offsets.dtype == np.int32 \
-            else pa.LargeListArray.from_arrays(pa.array(offsets), kept)
-        del lists_type
+        if pa.types.is_large_string(values.type):
+            lists = pa.LargeListArray.from_arrays(pa.array(np.concatenate([[0], np.cumsum(counts)])), kept)
+        else:
+            lists = pa.ListArray.from_arrays(
+                pa.array(np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)), kept)
         joined = pc.binary_join(lists, self.delimiter)
         return pc.if_else(pa.array(counts > 0), joined, pa.scalar(None, values.type))
 
@@ -969,7 +987,7 @@ class _BlobUnionAgg(AggFunction):
             return v if acc is None else acc
         try:
             return self.union(acc, v)
-        except (ValueError, RuntimeError, TypeError) as e:
+        except (ValueError, RuntimeError, TypeError, IndexError, KeyError, OverflowError) as e:
             raise InvalidDataError(
                 f"column '{self.column}': cannot aggregate with '{self.name}', a value is not a valid "
                 f"serialized {self.what}: {e}") from e
@@ -1076,4 +1094,4 @@ def ignore_retract(options: CoreOptions, column: str) -> bool:
 
 __all__ = ["ADD", "ADD_REVERSED", "RETRACT", "SKIP", "Segments", "AggFunction", "FUNCTIONS", "ALIASES",
            "create_function", "count_contributions", "ignore_retract", "retract_error", "last_index",
-           "first_index", "any_per_group", "take_or_null", "seq_fold", "combine_groups"]
+           "first_index", "any_per_group", "take_or_null", "seg_reduce", "combine_groups"]

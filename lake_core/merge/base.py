@@ -65,7 +65,9 @@ class MergeEngine(ABC):
         return rows
 
     def groups(self, rows: pa.Table) -> Groups:
-        return group_rows(rows, self.ctx.key_columns, self.ctx.sequence_fields, self.ctx.sequence_descending)
+        from .sequence import rowkind_tiebreak
+        return group_rows(rows, self.ctx.key_columns, self.ctx.sequence_fields, self.ctx.sequence_descending,
+                          rowkind_tiebreak(self.ctx.options))
 
     @abstractmethod
     def merge(self, rows: pa.Table, drop_deletes: bool) -> pa.Table:

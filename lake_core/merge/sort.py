@@ -52,8 +52,11 @@ def _np_column(col: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
 
 
 def merge_order(rows: pa.Table, key_columns: tuple[str, ...], sequence_fields: tuple[str, ...] = (),
-                sequence_descending: bool = False) -> np.ndarray:
-    """Indices ordering rows by key, then user sequence, then _SEQUENCE_NUMBER (all stable)."""
+                sequence_descending: bool = False, rowkind_tiebreak: bool = False) -> np.ndarray:
+    """Indices ordering rows by key, then user sequence, then _SEQUENCE_NUMBER (all stable).
+
+    ``rowkind_tiebreak`` ('sequence.auto-padding' = 'row-kind-flag'): on equal user sequence
+    values, -U/-D rows sort before +I/+U rows."""
     n = rows.num_rows
     seq = rows[SEQ].to_numpy()
     if not sequence_fields and len(key_columns) == 1:
@@ -71,9 +74,17 @@ def merge_order(rows: pa.Table, key_columns: tuple[str, ...], sequence_fields: t
     sort_keys = [(k, "ascending", "at_start") for k in key_columns]
     direction = "descending" if sequence_descending else "ascending"
     sort_keys += [(f, direction, "at_start") for f in sequence_fields]
+    flag_col = "__lake_core_add_flag"
+    tiebreak = rowkind_tiebreak and bool(sequence_fields)
+    if tiebreak:
+        sort_keys.append((flag_col, "ascending", "at_start"))
     sort_keys.append((SEQ, "ascending", "at_start"))
-    cols = list(dict.fromkeys([k[0] for k in sort_keys]))
-    idx = pc.sort_indices(rows.select(cols), sort_keys=sort_keys)
+    cols = list(dict.fromkeys([k[0] for k in sort_keys if k[0] != flag_col]))
+    sel = rows.select(cols)
+    if tiebreak:
+        kinds = rows[KIND].to_numpy()
+        sel = sel.append_column(flag_col, pa.array(((kinds == 0) | (kinds == 2)).astype(np.int8)))
+    idx = pc.sort_indices(sel, sort_keys=sort_keys)
     return idx.to_numpy().astype(np.int64, copy=False) if n else np.zeros(0, np.int64)
 
 
@@ -100,8 +111,8 @@ def _boundaries(rows: pa.Table, key_columns: tuple[str, ...], order: np.ndarray)
 
 
 def group_rows(rows: pa.Table, key_columns: tuple[str, ...], sequence_fields: tuple[str, ...] = (),
-               sequence_descending: bool = False) -> Groups:
-    order = merge_order(rows, key_columns, sequence_fields, sequence_descending)
+               sequence_descending: bool = False, rowkind_tiebreak: bool = False) -> Groups:
+    order = merge_order(rows, key_columns, sequence_fields, sequence_descending, rowkind_tiebreak)
     new = _boundaries(rows, key_columns, order)
     starts = np.flatnonzero(new).astype(np.int64)
     ends = np.empty_like(starts)
