@@ -29,6 +29,7 @@ nanosecond timestamps) come back with lake_core's types.
 """
 from __future__ import annotations
 
+import contextlib
 import io
 import re
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
@@ -554,33 +555,21 @@ def _prepare_avro_array(arr: pa.Array) -> pa.Array:
     return arr
 
 
-def _map_fixer(t: pa.DataType) -> Optional[Callable[[Any], Any]]:
-    """Python post-processing of ``to_pylist`` values needed by fastavro (maps), or None."""
+def _nested_fixer(t: pa.DataType, map_fixer: Callable[[pa.DataType], Callable[[Any], Any]]
+                  ) -> Optional[Callable[[Any], Any]]:
+    """A function converting one Python value of type ``t`` between Arrow's and fastavro's forms,
+    or None when no value of ``t`` needs it (the column then skips the per-value pass). Only maps
+    differ (``map_fixer(t)`` converts one, recursing for its key and value types); lists and
+    structs just carry their children's conversions. Shared by the Avro writer and reader."""
     if pa.types.is_map(t):
-        kf, vf = t.key_field, t.item_field
-        vfix = _map_fixer(vf.type)
-        kfix = _map_fixer(kf.type)
-        if pa.types.is_string(kf.type) or pa.types.is_large_string(kf.type):
-            def fix_map(v, vfix=vfix):
-                if v is None:
-                    return None
-                if vfix is None:
-                    return {k: x for k, x in _pairs(v)}
-                return {k: vfix(x) for k, x in _pairs(v)}
-            return fix_map
-
-        def fix_kv(v, vfix=vfix, kfix=kfix):
-            if v is None:
-                return None
-            return [{"key": kfix(k) if kfix else k, "value": vfix(x) if vfix else x} for k, x in _pairs(v)]
-        return fix_kv
+        return map_fixer(t)
     if pa.types.is_list(t) or pa.types.is_large_list(t):
-        ef = _map_fixer(t.value_type)
+        ef = _nested_fixer(t.value_type, map_fixer)
         if ef is None:
             return None
         return lambda v, ef=ef: None if v is None else [ef(x) for x in v]
     if pa.types.is_struct(t):
-        fixers = [(t.field(i).name, _map_fixer(t.field(i).type)) for i in range(t.num_fields)]
+        fixers = [(t.field(i).name, _nested_fixer(t.field(i).type, map_fixer)) for i in range(t.num_fields)]
         fixers = [(n, f) for n, f in fixers if f is not None]
         if not fixers:
             return None
@@ -590,10 +579,37 @@ def _map_fixer(t: pa.DataType) -> Optional[Callable[[Any], Any]]:
                 return None
             v = dict(v)
             for n, f in fixers:
-                v[n] = f(v[n])
+                v[n] = f(v.get(n))  # a record lacking the field reads as NULL
             return v
         return fix_struct
     return None
+
+
+def _map_fixer(t: pa.DataType) -> Optional[Callable[[Any], Any]]:
+    """Python post-processing of ``to_pylist`` values needed by fastavro (maps), or None."""
+    return _nested_fixer(t, _map_to_avro)
+
+
+def _map_to_avro(t: pa.DataType) -> Callable[[Any], Any]:
+    """A map value for fastavro: an Avro map (dict) for string keys, else the array of
+    key/value records Paimon writes."""
+    kf, vf = t.key_field, t.item_field
+    vfix = _map_fixer(vf.type)
+    kfix = _map_fixer(kf.type)
+    if pa.types.is_string(kf.type) or pa.types.is_large_string(kf.type):
+        def fix_map(v, vfix=vfix):
+            if v is None:
+                return None
+            if vfix is None:
+                return {k: x for k, x in _pairs(v)}
+            return {k: vfix(x) for k, x in _pairs(v)}
+        return fix_map
+
+    def fix_kv(v, vfix=vfix, kfix=kfix):
+        if v is None:
+            return None
+        return [{"key": kfix(k) if kfix else k, "value": vfix(x) if vfix else x} for k, x in _pairs(v)]
+    return fix_kv
 
 
 def _pairs(v):
@@ -634,15 +650,19 @@ def _write_avro(table: pa.Table, sink, compression: str, options: Mapping[str, s
             values = [fix(v) for v in values]
         columns.append(values)
     records = [dict(zip(names, row)) for row in zip(*columns)] if columns else [{}] * table.num_rows
-    close = False
-    if isinstance(sink, str):
-        sink = open(sink, "wb")
-        close = True
-    try:
-        fastavro.writer(sink, schema, records, codec=codec, codec_compression_level=level)
-    finally:
-        if close:
-            sink.close()
+    with _binary_file(sink, "wb") as fo:
+        fastavro.writer(fo, schema, records, codec=codec, codec_compression_level=level)
+
+
+@contextlib.contextmanager
+def _binary_file(target, mode: str):
+    """``target`` as a binary file object: a path is opened in ``mode`` and closed on exit; a
+    file-like belongs to the caller and stays open."""
+    if isinstance(target, str):
+        with open(target, mode) as fo:
+            yield fo
+    else:
+        yield target
 
 
 # ------------------------------------------------------------------------------------------------
@@ -829,39 +849,24 @@ def _avro_to_arrow(s: Any) -> tuple[pa.DataType, bool]:
 
 
 def _avro_values_fixer(t: pa.DataType) -> Optional[Callable[[Any], Any]]:
-    """Python conversion of fastavro values to what ``pa.array`` accepts for type ``t``."""
-    if pa.types.is_timestamp(t) and t.unit == "ns":
-        return None  # raw ints (fastavro has no nanos logical type); handled by cast
-    if pa.types.is_map(t):
-        kfix = _avro_values_fixer(t.key_type)
-        vfix = _avro_values_fixer(t.item_type)
+    """Python conversion of fastavro values to what ``pa.array`` accepts for type ``t``
+    (nanosecond timestamps stay raw ints, fastavro having no nanos logical type: a cast fixes
+    them)."""
+    return _nested_fixer(t, _map_from_avro)
 
-        def fix(v, kfix=kfix, vfix=vfix):
-            if v is None:
-                return None
-            items = v.items() if isinstance(v, dict) else ((e["key"], e["value"]) for e in v)
-            return [(kfix(k) if kfix else k, vfix(x) if vfix else x) for k, x in items]
-        return fix
-    if pa.types.is_list(t):
-        ef = _avro_values_fixer(t.value_type)
-        if ef is None:
-            return None
-        return lambda v, ef=ef: None if v is None else [ef(x) for x in v]
-    if pa.types.is_struct(t):
-        fixers = [(t.field(i).name, _avro_values_fixer(t.field(i).type)) for i in range(t.num_fields)]
-        fixers = [(n, f) for n, f in fixers if f is not None]
-        if not fixers:
-            return None
 
-        def fix_struct(v, fixers=fixers):
-            if v is None:
-                return None
-            v = dict(v)
-            for n, f in fixers:
-                v[n] = f(v.get(n))
-            return v
-        return fix_struct
-    return None
+def _map_from_avro(t: pa.DataType) -> Callable[[Any], Any]:
+    """A map value from fastavro (an Avro map or an array of key/value records) as the list of
+    (key, value) pairs ``pa.array`` takes."""
+    kfix = _avro_values_fixer(t.key_type)
+    vfix = _avro_values_fixer(t.item_type)
+
+    def fix(v, kfix=kfix, vfix=vfix):
+        if v is None:
+            return None
+        items = v.items() if isinstance(v, dict) else ((e["key"], e["value"]) for e in v)
+        return [(kfix(k) if kfix else k, vfix(x) if vfix else x) for k, x in items]
+    return fix
 
 
 def _has_ns(t: pa.DataType) -> bool:
@@ -895,12 +900,7 @@ def _read_avro(source, columns, arrow_schema) -> pa.Table:
     import fastavro
 
     ensure_avro_zstandard()
-    close = False
-    fo = source
-    if isinstance(source, str):
-        fo = open(source, "rb")
-        close = True
-    try:
+    with _binary_file(source, "rb") as fo:
         try:
             reader = fastavro.reader(fo)
             ws = reader.writer_schema
@@ -918,9 +918,6 @@ def _read_avro(source, columns, arrow_schema) -> pa.Table:
                     app(rec.get(c))
         except (ValueError, EOFError, OSError, StopIteration) as e:
             raise FormatError(f"Cannot read Avro data file {_src_name(source)}: {e}") from e
-    finally:
-        if close:
-            fo.close()
     available = {}
     for c in read_cols:
         t, _ = _avro_to_arrow(file_fields[c])
@@ -953,15 +950,7 @@ def read_file_schema(source, fmt: str) -> pa.Schema:
     import fastavro
 
     ensure_avro_zstandard()
-    close = False
-    fo = source
-    if isinstance(source, str):
-        fo = open(source, "rb")
-        close = True
-    try:
+    with _binary_file(source, "rb") as fo:
         ws = fastavro.reader(fo).writer_schema
-    finally:
-        if close:
-            fo.close()
     return pa.schema([pa.field(f["name"], *_avro_to_arrow(f["type"])) for f in ws["fields"]])
 

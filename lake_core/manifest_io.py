@@ -26,7 +26,7 @@ import lzma
 import os
 import zlib
 from io import BytesIO
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
 import fastavro
 import zstandard
@@ -69,6 +69,8 @@ DEFAULT_CODEC = "zstandard"
 DEFAULT_ZSTD_LEVEL = 1  # Java CoreOptions.FILE_COMPRESSION_ZSTD_LEVEL default
 _SYNC_INTERVAL = 64000  # Java DataFileConstants.DEFAULT_SYNC_INTERVAL
 _MAGIC = b"Obj\x01"
+
+_T = TypeVar("_T")
 
 # --------------------------------------------------------------------------------------------
 # Writer schemas (Java AvroSchemaConverter output for the Java row types)
@@ -544,6 +546,33 @@ def _missing(what: str, e: KeyError) -> FormatError:
     )
 
 
+_KINDS = (FileKind.ADD, FileKind.DELETE)
+
+
+def _kind(value: Any, what: str) -> FileKind:
+    """The ``FileKind`` of a ``_KIND`` value (0 ADD, 1 DELETE; Java ``FileKind.fromByteValue``)."""
+    try:
+        return _KINDS[value]
+    except (IndexError, TypeError):
+        raise FormatError(f"{what}: unknown _KIND {value!r} (expected 0 ADD or 1 DELETE)") from None
+
+
+def _decode(data: bytes, what: str, build: Callable[[dict[str, Any]], _T]) -> list[_T]:
+    """``build`` applied to every record of the file. The three decoders share this loop so that
+    a null record and a missing required field (``KeyError`` from ``build``) fail alike, naming
+    the file kind ``what``."""
+    out: list[_T] = []
+    append = out.append
+    try:
+        for r in _read_records(data, what):
+            if r is None:
+                raise FormatError(f"{what}: contains a null record")
+            append(build(r))
+    except KeyError as e:
+        raise _missing(what, e) from None
+    return out
+
+
 # --------------------------------------------------------------------------------------------
 # Manifest files (ManifestEntry)
 # --------------------------------------------------------------------------------------------
@@ -605,61 +634,47 @@ def encode_manifest_entries(
 def decode_manifest_entries(data: bytes) -> list[ManifestEntry]:
     """Decode a Paimon manifest file (any writer: Java, pypaimon, lake_core)."""
     what = "manifest file"
-    records = _read_records(data, what)
-    kinds = (FileKind.ADD, FileKind.DELETE)
-    out: list[ManifestEntry] = []
-    append = out.append
     stats = _stats_from_avro
-    try:
-        for r in records:
-            if r is None:
-                raise FormatError(f"{what}: contains a null record")
-            f = r["_FILE"]
-            get = f.get
-            vsc = get("_VALUE_STATS_COLS")
-            wc = get("_WRITE_COLS")
-            wcs = get("_WRITE_COLS_SEQUENCES")
-            extra = get("_EXTRA_FILES")
-            file = DataFileMeta(
-                f["_FILE_NAME"],
-                f["_FILE_SIZE"],
-                f["_ROW_COUNT"],
-                f["_MIN_KEY"],
-                f["_MAX_KEY"],
-                stats(get("_KEY_STATS")),
-                stats(get("_VALUE_STATS")),
-                f["_MIN_SEQUENCE_NUMBER"],
-                f["_MAX_SEQUENCE_NUMBER"],
-                f["_SCHEMA_ID"],
-                f["_LEVEL"],
-                () if not extra else tuple(extra),
-                get("_CREATION_TIME"),
-                get("_DELETE_ROW_COUNT"),
-                get("_EMBEDDED_FILE_INDEX"),
-                get("_FILE_SOURCE"),
-                None if vsc is None else tuple(vsc),
-                get("_EXTERNAL_PATH"),
-                get("_FIRST_ROW_ID"),
-                None if wc is None else tuple(wc),
-                None if wcs is None else tuple(wcs),
-            )
-            kind = r["_KIND"]
-            try:
-                kind = kinds[kind]
-            except (IndexError, TypeError):
-                raise FormatError(f"{what}: unknown _KIND {kind!r} (expected 0 ADD or 1 DELETE)") from None
-            append(
-                ManifestEntry(
-                    kind,
-                    r["_PARTITION"],
-                    r["_BUCKET"],
-                    r.get("_TOTAL_BUCKETS", -1),  # absent in very old manifests: unknown
-                    file,
-                )
-            )
-    except KeyError as e:
-        raise _missing(what, e) from None
-    return out
+
+    def entry(r: dict[str, Any]) -> ManifestEntry:
+        f = r["_FILE"]
+        get = f.get
+        vsc = get("_VALUE_STATS_COLS")
+        wc = get("_WRITE_COLS")
+        wcs = get("_WRITE_COLS_SEQUENCES")
+        extra = get("_EXTRA_FILES")
+        file = DataFileMeta(
+            f["_FILE_NAME"],
+            f["_FILE_SIZE"],
+            f["_ROW_COUNT"],
+            f["_MIN_KEY"],
+            f["_MAX_KEY"],
+            stats(get("_KEY_STATS")),
+            stats(get("_VALUE_STATS")),
+            f["_MIN_SEQUENCE_NUMBER"],
+            f["_MAX_SEQUENCE_NUMBER"],
+            f["_SCHEMA_ID"],
+            f["_LEVEL"],
+            () if not extra else tuple(extra),
+            get("_CREATION_TIME"),
+            get("_DELETE_ROW_COUNT"),
+            get("_EMBEDDED_FILE_INDEX"),
+            get("_FILE_SOURCE"),
+            None if vsc is None else tuple(vsc),
+            get("_EXTERNAL_PATH"),
+            get("_FIRST_ROW_ID"),
+            None if wc is None else tuple(wc),
+            None if wcs is None else tuple(wcs),
+        )
+        return ManifestEntry(
+            _kind(r["_KIND"], what),
+            r["_PARTITION"],
+            r["_BUCKET"],
+            r.get("_TOTAL_BUCKETS", -1),  # absent in very old manifests: unknown
+            file,
+        )
+
+    return _decode(data, what, entry)
 
 
 # --------------------------------------------------------------------------------------------
@@ -701,32 +716,25 @@ def encode_manifest_list(
 
 def decode_manifest_list(data: bytes) -> list[ManifestFileMeta]:
     """Decode a Paimon manifest list (extra writer fields such as pypaimon's are ignored)."""
-    what = "manifest list"
-    out: list[ManifestFileMeta] = []
-    try:
-        for r in _read_records(data, what):
-            if r is None:
-                raise FormatError(f"{what}: contains a null record")
-            get = r.get
-            out.append(
-                ManifestFileMeta(
-                    r["_FILE_NAME"],
-                    r["_FILE_SIZE"],
-                    r["_NUM_ADDED_FILES"],
-                    r["_NUM_DELETED_FILES"],
-                    _stats_from_avro(get("_PARTITION_STATS")),
-                    r["_SCHEMA_ID"],
-                    get("_MIN_BUCKET"),
-                    get("_MAX_BUCKET"),
-                    get("_MIN_LEVEL"),
-                    get("_MAX_LEVEL"),
-                    get("_MIN_ROW_ID"),
-                    get("_MAX_ROW_ID"),
-                )
-            )
-    except KeyError as e:
-        raise _missing(what, e) from None
-    return out
+
+    def meta(r: dict[str, Any]) -> ManifestFileMeta:
+        get = r.get
+        return ManifestFileMeta(
+            r["_FILE_NAME"],
+            r["_FILE_SIZE"],
+            r["_NUM_ADDED_FILES"],
+            r["_NUM_DELETED_FILES"],
+            _stats_from_avro(get("_PARTITION_STATS")),
+            r["_SCHEMA_ID"],
+            get("_MIN_BUCKET"),
+            get("_MAX_BUCKET"),
+            get("_MIN_LEVEL"),
+            get("_MAX_LEVEL"),
+            get("_MIN_ROW_ID"),
+            get("_MAX_ROW_ID"),
+        )
+
+    return _decode(data, "manifest list", meta)
 
 
 # --------------------------------------------------------------------------------------------
@@ -816,40 +824,28 @@ def encode_index_manifest(
 def decode_index_manifest(data: bytes) -> list[IndexManifestEntry]:
     """Decode a Paimon index manifest."""
     what = "index manifest"
-    kinds = (FileKind.ADD, FileKind.DELETE)
-    out: list[IndexManifestEntry] = []
-    try:
-        for r in _read_records(data, what):
-            if r is None:
-                raise FormatError(f"{what}: contains a null record")
-            get = r.get
-            ranges = get("_DELETIONS_VECTORS_RANGES")
-            dv = None
-            if ranges is not None:
-                dv = tuple(
-                    DeletionVectorMeta(m["f0"], m["f1"], m["f2"], m.get("_CARDINALITY"))
-                    for m in ranges
-                    if m is not None
-                )
-            kind = r["_KIND"]
-            try:
-                kind = kinds[kind]
-            except (IndexError, TypeError):
-                raise FormatError(f"{what}: unknown _KIND {kind!r} (expected 0 ADD or 1 DELETE)") from None
-            out.append(
-                IndexManifestEntry(
-                    kind,
-                    r["_PARTITION"],
-                    r["_BUCKET"],
-                    r["_INDEX_TYPE"],
-                    r["_FILE_NAME"],
-                    r["_FILE_SIZE"],
-                    r["_ROW_COUNT"],
-                    dv,
-                    get("_EXTERNAL_PATH"),
-                    _global_index_from_avro(get("_GLOBAL_INDEX")),
-                )
+
+    def entry(r: dict[str, Any]) -> IndexManifestEntry:
+        get = r.get
+        ranges = get("_DELETIONS_VECTORS_RANGES")
+        dv = None
+        if ranges is not None:
+            dv = tuple(
+                DeletionVectorMeta(m["f0"], m["f1"], m["f2"], m.get("_CARDINALITY"))
+                for m in ranges
+                if m is not None
             )
-    except KeyError as e:
-        raise _missing(what, e) from None
-    return out
+        return IndexManifestEntry(
+            _kind(r["_KIND"], what),
+            r["_PARTITION"],
+            r["_BUCKET"],
+            r["_INDEX_TYPE"],
+            r["_FILE_NAME"],
+            r["_FILE_SIZE"],
+            r["_ROW_COUNT"],
+            dv,
+            get("_EXTERNAL_PATH"),
+            _global_index_from_avro(get("_GLOBAL_INDEX")),
+        )
+
+    return _decode(data, what, entry)

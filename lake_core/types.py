@@ -105,6 +105,17 @@ def _nn(s: str, nullable: bool) -> str:
 
 _TS_PRECISION = {"s": 0, "ms": 3, "us": 6, "ns": 9}
 
+# Arrow types, each found by one predicate, whose Paimon type takes no parameters.
+_PLAIN_TO_PAIMON = (
+    (pa.types.is_int8, "TINYINT"),
+    (pa.types.is_int16, "SMALLINT"),
+    (pa.types.is_int32, "INT"),
+    (pa.types.is_int64, "BIGINT"),
+    (pa.types.is_float32, "FLOAT"),
+    (pa.types.is_float64, "DOUBLE"),
+    (pa.types.is_boolean, "BOOLEAN"),
+)
+
 
 def to_paimon_type(t: pa.DataType, nullable: bool, column: Optional[str] = None) -> TypeJson:
     """The Paimon JSON of an arrow type: Java ``asSQLString()`` for atomic types, a dict for
@@ -115,20 +126,9 @@ def to_paimon_type(t: pa.DataType, nullable: bool, column: Optional[str] = None)
     """
     if pa.types.is_dictionary(t):
         return to_paimon_type(t.value_type, nullable, column)
-    if pa.types.is_int8(t):
-        return _nn("TINYINT", nullable)
-    if pa.types.is_int16(t):
-        return _nn("SMALLINT", nullable)
-    if pa.types.is_int32(t):
-        return _nn("INT", nullable)
-    if pa.types.is_int64(t):
-        return _nn("BIGINT", nullable)
-    if pa.types.is_float32(t):
-        return _nn("FLOAT", nullable)
-    if pa.types.is_float64(t):
-        return _nn("DOUBLE", nullable)
-    if pa.types.is_boolean(t):
-        return _nn("BOOLEAN", nullable)
+    for is_type, name in _PLAIN_TO_PAIMON:
+        if is_type(t):
+            return _nn(name, nullable)
     if pa.types.is_string(t) or pa.types.is_large_string(t) or _is_string_view(t):
         return _nn("STRING", nullable)
     if pa.types.is_fixed_size_binary(t) and not pa.types.is_decimal(t):
@@ -289,6 +289,21 @@ def _tokenize(s: str) -> list[str]:
     return toks
 
 
+# Paimon type keywords that take no parameters (DOUBLE is parsed apart: DOUBLE PRECISION).
+_PLAIN_TYPES = {
+    "STRING": pa.string(),
+    "BOOLEAN": pa.bool_(),
+    "BYTES": pa.binary(),
+    "TINYINT": pa.int8(),
+    "SMALLINT": pa.int16(),
+    "INT": pa.int32(),
+    "INTEGER": pa.int32(),
+    "BIGINT": pa.int64(),
+    "FLOAT": pa.float32(),
+    "DATE": pa.date32(),
+}
+
+
 def _ts_unit(p: int) -> str:
     if p == 0:
         return "s"
@@ -365,22 +380,14 @@ class _Parser:
 
     def parse_type(self) -> pa.DataType:
         kw = self.take()
-        if kw in ("CHAR", "VARCHAR"):
-            p = self.opt_params()
-            if len(p) > 1:
+        plain = _PLAIN_TYPES.get(kw)
+        if plain is not None:
+            return plain
+        if kw in ("CHAR", "VARCHAR", "BINARY", "VARBINARY"):
+            # lake_core keeps no length: every CHAR/VARCHAR is a string, every BINARY/VARBINARY bytes
+            if len(self.opt_params()) > 1:
                 raise self.err(f"{kw} takes one length")
-            return pa.string()
-        if kw == "STRING":
-            return pa.string()
-        if kw == "BOOLEAN":
-            return pa.bool_()
-        if kw in ("BINARY", "VARBINARY"):
-            p = self.opt_params()
-            if len(p) > 1:
-                raise self.err(f"{kw} takes one length")
-            return pa.binary()
-        if kw == "BYTES":
-            return pa.binary()
+            return pa.string() if kw.endswith("CHAR") else pa.binary()
         if kw in ("DECIMAL", "NUMERIC", "DEC"):
             p = self.opt_params()
             precision = p[0] if p else 10
@@ -390,22 +397,10 @@ class _Parser:
             if not (1 <= precision <= _MAX_DECIMAL_PRECISION) or not (0 <= scale <= precision):
                 raise self.err(f"invalid DECIMAL({precision}, {scale})")
             return pa.decimal128(precision, scale)
-        if kw == "TINYINT":
-            return pa.int8()
-        if kw == "SMALLINT":
-            return pa.int16()
-        if kw in ("INT", "INTEGER"):
-            return pa.int32()
-        if kw == "BIGINT":
-            return pa.int64()
-        if kw == "FLOAT":
-            return pa.float32()
         if kw == "DOUBLE":
             if self.peek() == "PRECISION":
                 self.take()
             return pa.float64()
-        if kw == "DATE":
-            return pa.date32()
         if kw == "TIME":
             p = self.opt_params()
             if p and not (0 <= p[0] <= 9):

@@ -248,13 +248,31 @@ def _o(name, t):
     return {"name": name, "type": ["null", t], "default": None}
 
 
+def _java_record(fields: list) -> dict:
+    """A top-level record as Java's AvroSchemaConverter names it (every Paimon metadata file)."""
+    return {
+        "type": "record",
+        "name": "record",
+        "namespace": "org.apache.paimon.avro.generated",
+        "fields": fields,
+    }
+
+
+def _fields_of(record: dict, *names: str) -> list:
+    """The fields ``names`` of ``record``, in the order asked for."""
+    by_name = {f["name"]: f for f in record["fields"]}
+    return [by_name[n] for n in names]
+
+
+def _required_fields(record: dict) -> list:
+    """The fields of ``record`` without a default: those every writer, old or new, has."""
+    return [f for f in record["fields"] if "default" not in f]
+
+
 # Java: AvroSchemaConverter.convertToSchema(ManifestSchemaUtils.withFormatIdentifier(
 # ManifestEntry.SCHEMA)), as Schema.toString() prints it (nested records inherit the namespace).
-JAVA_MANIFEST_ENTRY_SCHEMA = {
-    "type": "record",
-    "name": "record",
-    "namespace": "org.apache.paimon.avro.generated",
-    "fields": [
+JAVA_MANIFEST_ENTRY_SCHEMA = _java_record(
+    [
         {"name": "_VERSION", "type": "int"},
         {"name": "_KIND", "type": "int"},
         {"name": "_PARTITION", "type": "bytes"},
@@ -290,14 +308,12 @@ JAVA_MANIFEST_ENTRY_SCHEMA = {
                 ],
             },
         },
-    ],
-}
+    ]
+)
+JAVA_DATA_FILE_RECORD = _fields_of(JAVA_MANIFEST_ENTRY_SCHEMA, "_FILE")[0]["type"]
 
-JAVA_MANIFEST_FILE_META_SCHEMA = {
-    "type": "record",
-    "name": "record",
-    "namespace": "org.apache.paimon.avro.generated",
-    "fields": [
+JAVA_MANIFEST_FILE_META_SCHEMA = _java_record(
+    [
         {"name": "_VERSION", "type": "int"},
         {"name": "_FILE_NAME", "type": "string"},
         {"name": "_FILE_SIZE", "type": "long"},
@@ -311,14 +327,11 @@ JAVA_MANIFEST_FILE_META_SCHEMA = {
         _o("_MAX_LEVEL", "int"),
         _o("_MIN_ROW_ID", "long"),
         _o("_MAX_ROW_ID", "long"),
-    ],
-}
+    ]
+)
 
-JAVA_INDEX_MANIFEST_ENTRY_SCHEMA = {
-    "type": "record",
-    "name": "record",
-    "namespace": "org.apache.paimon.avro.generated",
-    "fields": [
+JAVA_INDEX_MANIFEST_ENTRY_SCHEMA = _java_record(
+    [
         {"name": "_VERSION", "type": "int"},
         {"name": "_KIND", "type": "int"},
         {"name": "_PARTITION", "type": "bytes"},
@@ -362,8 +375,8 @@ JAVA_INDEX_MANIFEST_ENTRY_SCHEMA = {
                 ],
             },
         ),
-    ],
-}
+    ]
+)
 
 
 @pytest.mark.parametrize(
@@ -654,18 +667,13 @@ def test_decode_manifest_from_old_foreign_writer():
         "name": "OldDataFile",
         "fields": [
             {"name": "_SOMETHING_NEW", "type": "string"},
-            {"name": "_FILE_SIZE", "type": "long"},
-            {"name": "_FILE_NAME", "type": "string"},
-            {"name": "_ROW_COUNT", "type": "long"},
-            {"name": "_MIN_KEY", "type": "bytes"},
-            {"name": "_MAX_KEY", "type": "bytes"},
+            *_fields_of(JAVA_DATA_FILE_RECORD, "_FILE_SIZE", "_FILE_NAME", "_ROW_COUNT", "_MIN_KEY", "_MAX_KEY"),
             {"name": "_KEY_STATS", "type": _OLD_STATS},
             {"name": "_VALUE_STATS", "type": "elsewhere.SomeStats"},
-            {"name": "_MIN_SEQUENCE_NUMBER", "type": "long"},
-            {"name": "_MAX_SEQUENCE_NUMBER", "type": "long"},
-            {"name": "_SCHEMA_ID", "type": "long"},
-            {"name": "_LEVEL", "type": "int"},
-            {"name": "_EXTRA_FILES", "type": {"type": "array", "items": "string"}},
+            *_fields_of(
+                JAVA_DATA_FILE_RECORD,
+                "_MIN_SEQUENCE_NUMBER", "_MAX_SEQUENCE_NUMBER", "_SCHEMA_ID", "_LEVEL", "_EXTRA_FILES",
+            ),
             {"name": "_CREATION_TIME", "type": ["null", "long"], "default": None},
         ],
     }
@@ -676,11 +684,9 @@ def test_decode_manifest_from_old_foreign_writer():
             "name": "Whatever",
             "namespace": "x.y",
             "fields": [
-                {"name": "_VERSION", "type": "int"},
-                {"name": "_KIND", "type": "int"},
-                {"name": "_PARTITION", "type": "bytes"},
-                {"name": "_BUCKET", "type": "int"},
-                {"name": "_TOTAL_BUCKETS", "type": "int"},
+                *_fields_of(
+                    JAVA_MANIFEST_ENTRY_SCHEMA, "_VERSION", "_KIND", "_PARTITION", "_BUCKET", "_TOTAL_BUCKETS"
+                ),
                 {"name": "_FILE", "type": file_rec},
                 {"name": "_EXTRA_TOP", "type": ["null", "long"], "default": None},
             ],
@@ -723,20 +729,7 @@ def test_decode_manifest_with_logical_timestamp_from_fastavro_datetime():
 
 def test_decode_manifest_list_missing_optional_fields():
     """A pre-1.1 Java manifest list: no bucket/level/row-id range fields."""
-    schema = {
-        "type": "record",
-        "name": "record",
-        "namespace": "org.apache.paimon.avro.generated",
-        "fields": [
-            {"name": "_VERSION", "type": "int"},
-            {"name": "_FILE_NAME", "type": "string"},
-            {"name": "_FILE_SIZE", "type": "long"},
-            {"name": "_NUM_ADDED_FILES", "type": "long"},
-            {"name": "_NUM_DELETED_FILES", "type": "long"},
-            {"name": "_PARTITION_STATS", "type": _stats("record__PARTITION_STATS")},
-            {"name": "_SCHEMA_ID", "type": "long"},
-        ],
-    }
+    schema = _java_record(_required_fields(JAVA_MANIFEST_FILE_META_SCHEMA))
     rec = {
         "_VERSION": 2, "_FILE_NAME": "manifest-x-0", "_FILE_SIZE": 10, "_NUM_ADDED_FILES": 2,
         "_NUM_DELETED_FILES": 1, "_SCHEMA_ID": 4,
@@ -755,14 +748,7 @@ def test_decode_index_manifest_older_and_newer_writers():
         "type": "record",
         "name": "IndexManifestEntry",
         "fields": [
-            {"name": "_VERSION", "type": "int"},
-            {"name": "_KIND", "type": "int"},
-            {"name": "_PARTITION", "type": "bytes"},
-            {"name": "_BUCKET", "type": "int"},
-            {"name": "_INDEX_TYPE", "type": "string"},
-            {"name": "_FILE_NAME", "type": "string"},
-            {"name": "_FILE_SIZE", "type": "long"},
-            {"name": "_ROW_COUNT", "type": "long"},
+            *_required_fields(JAVA_INDEX_MANIFEST_ENTRY_SCHEMA),  # _VERSION .. _ROW_COUNT
             {
                 "name": "_DELETIONS_VECTORS_RANGES",
                 "type": ["null", {"type": "array", "items": {

@@ -443,6 +443,12 @@ class AggFunction:
         """Vectorized fold for ops in {SKIP, ADD, RETRACT}; default: per-group fallback."""
         return self.reduce_seq(values, seg, ops)
 
+    def pick(self, valid: np.ndarray, seg: Segments, ops: np.ndarray) -> np.ndarray | None:
+        """For a function whose result is one row of the group (first/last value): that row per
+        group (-1: NULL), so the merge can take any column by index without folding it; None for
+        the others. ``valid``: rows whose value is not NULL; ops in {SKIP, ADD, RETRACT}."""
+        return None
+
     def to_py(self, values: pa.Array) -> list:
         return values.to_pylist()
 
@@ -476,8 +482,21 @@ def retract_error(column: str, function: str) -> str:
             f"whole row on -D")
 
 
-class SumAgg(AggFunction):
-    name = "sum"
+def _fold_contributions(ufunc: np.ufunc, x: np.ndarray, contrib: np.ndarray, identity,
+                        seg: Segments, t: pa.DataType) -> pa.Array:
+    """Per group, ``ufunc`` over the rows where ``contrib`` holds (the others count as
+    ``identity``); NULL for a group with no such row. Floats fold in row order because their
+    rounding depends on it (Java's accumulator is a left fold)."""
+    x = np.where(contrib, x, np.full(1, identity, x.dtype))
+    if seg.count == 0:
+        return pa.array([], type=t)
+    res = seg_reduce(ufunc, x, seg, ordered=x.dtype.kind == "f")
+    return _from_numeric(res, any_per_group(seg, contrib), t)
+
+
+class _ArithAgg(AggFunction):
+    """``sum`` and ``product``: Java arithmetic (``_Arith``) on numeric columns."""
+
     accepts = staticmethod(_t_numeric)
     accepted_types = "DECIMAL, TINYINT, SMALLINT, INTEGER, BIGINT, FLOAT, DOUBLE"
     retract_supported = True
@@ -486,6 +505,10 @@ class SumAgg(AggFunction):
     def __init__(self, column, dtype, options=None):
         super().__init__(column, dtype, options)
         self.ar = _Arith(dtype)
+
+
+class SumAgg(_ArithAgg):
+    name = "sum"
 
     def agg(self, acc, v):
         if acc is None or v is None:
@@ -507,14 +530,7 @@ class SumAgg(AggFunction):
         retract = ops == RETRACT
         if retract.any():
             x = np.where(retract, -x, x)  # integer negation wraps like Java's
-        x = np.where(contrib, x, np.zeros(1, x.dtype))
-        if seg.count == 0:
-            return pa.array([], type=t)
-        if x.dtype.kind == "f":
-            res = seg_reduce(np.add, x, seg, ordered=True)
-        else:
-            res = seg_reduce(np.add, x, seg)
-        return _from_numeric(res, any_per_group(seg, contrib), t)
+        return _fold_contributions(np.add, x, contrib, 0, seg, t)
 
 
 class CountAgg(SumAgg):
@@ -537,13 +553,11 @@ class CountAgg(SumAgg):
         return self.ar.neg(v) if acc is None else self.ar.sub(acc, v)
 
     def reduce_vec(self, values, seg, ops):
-        x, valid = _numeric(values, 0)
-        retract = ops == RETRACT
-        x = np.where(ops == SKIP, np.zeros(1, x.dtype), np.where(retract, -x, x))
-        if seg.count == 0:
-            return pa.array([], type=values.type)
-        res = seg_reduce(np.add, x, seg)
-        return _from_numeric(res, any_per_group(seg, ops != SKIP), values.type)
+        # values are contributions (prepare_input's 0/1; a NULL counts 0): a group with any
+        # non-SKIP row has a count, so validity plays no part
+        x, _ = _numeric(values, 0)
+        x = np.where(ops == RETRACT, -x, x)
+        return _fold_contributions(np.add, x, ops != SKIP, 0, seg, values.type)
 
 
 def count_contributions(values: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -553,16 +567,9 @@ def count_contributions(values: pa.Array | pa.ChunkedArray) -> pa.Array:
     return pc.cast(values.is_valid(), values.type)
 
 
-class ProductAgg(AggFunction):
+class ProductAgg(_ArithAgg):
     name = "product"
-    accepts = staticmethod(_t_numeric)
-    accepted_types = "DECIMAL, TINYINT, SMALLINT, INTEGER, BIGINT, FLOAT, DOUBLE"
-    retract_supported = True
     commutative = True  # for ADD; retractions (division) fold per group in order
-
-    def __init__(self, column, dtype, options=None):
-        super().__init__(column, dtype, options)
-        self.ar = _Arith(dtype)
 
     def agg(self, acc, v):
         if acc is None or v is None:
@@ -580,15 +587,7 @@ class ProductAgg(AggFunction):
         if num is None or (ops == RETRACT).any():
             return self.reduce_seq(values, seg, ops)
         x, valid = num
-        contrib = valid & (ops != SKIP)
-        x = np.where(contrib, x, np.ones(1, x.dtype))
-        if seg.count == 0:
-            return pa.array([], type=t)
-        if x.dtype.kind == "f":
-            res = seg_reduce(np.multiply, x, seg, ordered=True)
-        else:
-            res = seg_reduce(np.multiply, x, seg)
-        return _from_numeric(res, any_per_group(seg, contrib), t)
+        return _fold_contributions(np.multiply, x, valid & (ops != SKIP), 1, seg, t)
 
 
 class _ExtremeAgg(AggFunction):
@@ -663,7 +662,24 @@ class MinAgg(_ExtremeAgg):
     is_max = False
 
 
-class LastValueAgg(AggFunction):
+class _PickAgg(AggFunction):
+    """A function whose result is one row of the group (see ``pick``)."""
+
+    def pick(self, valid, seg, ops):
+        raise NotImplementedError
+
+    def reduce_vec(self, values, seg, ops):
+        return take_or_null(values, self.pick(_valid(values), seg, ops))
+
+
+def _unless_retracted(idx: np.ndarray, ops: np.ndarray) -> np.ndarray:
+    """``idx`` with -1 (NULL) where the picked last row is a retraction: it removed the value."""
+    if len(idx):
+        idx = np.where((idx >= 0) & (ops[np.maximum(idx, 0)] == RETRACT), -1, idx)
+    return idx
+
+
+class LastValueAgg(_PickAgg):
     name = "last_value"
     retract_supported = True
 
@@ -680,14 +696,11 @@ class LastValueAgg(AggFunction):
         # agg_reversed keeps the accumulator: an ADD_REVERSED row changes nothing.
         return self.reduce_vec(values, seg, np.where(ops == ADD_REVERSED, SKIP, ops).astype(np.int8))
 
-    def reduce_vec(self, values, seg, ops):
-        idx = last_index(seg, ops != SKIP)
-        if len(idx):
-            idx = np.where((idx >= 0) & (ops[np.maximum(idx, 0)] == RETRACT), -1, idx)
-        return take_or_null(values, idx)
+    def pick(self, valid, seg, ops):
+        return _unless_retracted(last_index(seg, ops != SKIP), ops)
 
 
-class LastNonNullValueAgg(AggFunction):
+class LastNonNullValueAgg(_PickAgg):
     name = "last_non_null_value"
     retract_supported = True
 
@@ -697,14 +710,11 @@ class LastNonNullValueAgg(AggFunction):
     def retract(self, acc, v):
         return None if v is not None else acc
 
-    def reduce_vec(self, values, seg, ops):
-        idx = last_index(seg, _valid(values) & (ops != SKIP))
-        if len(idx):
-            idx = np.where((idx >= 0) & (ops[np.maximum(idx, 0)] == RETRACT), -1, idx)
-        return take_or_null(values, idx)
+    def pick(self, valid, seg, ops):
+        return _unless_retracted(last_index(seg, valid & (ops != SKIP)), ops)
 
 
-class FirstValueAgg(AggFunction):
+class FirstValueAgg(_PickAgg):
     name = "first_value"
 
     def __init__(self, column, dtype, options=None):
@@ -720,8 +730,8 @@ class FirstValueAgg(AggFunction):
             return v
         return acc
 
-    def reduce_vec(self, values, seg, ops):
-        return take_or_null(values, first_index(seg, ops == ADD))
+    def pick(self, valid, seg, ops):
+        return first_index(seg, ops == ADD)
 
 
 class FirstNonNullValueAgg(FirstValueAgg):
@@ -733,8 +743,8 @@ class FirstNonNullValueAgg(FirstValueAgg):
             return v
         return acc
 
-    def reduce_vec(self, values, seg, ops):
-        return take_or_null(values, first_index(seg, (ops == ADD) & _valid(values)))
+    def pick(self, valid, seg, ops):
+        return first_index(seg, (ops == ADD) & valid)
 
 
 class ListaggAgg(AggFunction):

@@ -10,17 +10,18 @@ Like Java (``ReducerMergeFunctionWrapper``), a key with a single row keeps that 
 """
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 import pyarrow as pa
 
 from .. import rowkind
 from ..errors import InvalidDataError
 from . import register_engine
-from .aggregate_functions import (ADD, RETRACT, SKIP, AggFunction, CountAgg, FirstNonNullValueAgg,
-                                  FirstValueAgg, LastNonNullValueAgg, LastValueAgg, Segments,
-                                  count_contributions, create_function, first_index, ignore_retract,
-                                  last_index, retract_error, seg_reduce, take_or_null)
-from .base import KIND, SEQ, MergeEngine
+from .aggregate_functions import (ADD, ADD_REVERSED, RETRACT, SKIP, AggFunction, CountAgg, Segments,
+                                  count_contributions, create_function, ignore_retract, last_index,
+                                  retract_error, seg_reduce, take_or_null)
+from .base import KIND, SEQ, MergeEngine, drop_retracts
 from .sequence import validate_common
 
 
@@ -35,21 +36,14 @@ def key_like_columns(schema) -> set[str]:
     return set(schema.primary_keys) | set(schema.partition_keys)
 
 
-def index_select(fn: AggFunction, valid: np.ndarray, seg: Segments, ops: np.ndarray) -> np.ndarray | None:
-    """For functions that pick one row of the group: the picked sorted position (-1 = NULL)."""
-    if isinstance(fn, LastValueAgg):
-        idx = last_index(seg, ops != SKIP)
-    elif isinstance(fn, LastNonNullValueAgg):
-        idx = last_index(seg, valid & (ops != SKIP))
-    elif isinstance(fn, FirstNonNullValueAgg):
-        return first_index(seg, (ops == ADD) & valid)
-    elif isinstance(fn, FirstValueAgg):
-        return first_index(seg, ops == ADD)
-    else:
-        return None
-    if len(idx):
-        idx = np.where((idx >= 0) & (ops[np.maximum(idx, 0)] == RETRACT), -1, idx)
-    return idx
+def with_count_contributions(rows: pa.Table, functions: dict[str, AggFunction]) -> pa.Table:
+    """``rows`` with every ``count`` column replaced by its contributions (1 for a value, 0 for
+    NULL): the merge then only sums them, which re-merges exactly (see ``CountAgg``)."""
+    for name, fn in functions.items():
+        if isinstance(fn, CountAgg):
+            rows = rows.set_column(rows.schema.get_field_index(name), rows.schema.field(name),
+                                   count_contributions(rows[name]))
+    return rows
 
 
 class MultiRows:
@@ -76,9 +70,35 @@ class MultiRows:
     def count(self) -> int:
         return self.sub.count
 
+    @cached_property
+    def take_rows(self) -> pa.Array:
+        """``rows`` as an Arrow index array, to gather the merged rows of a column."""
+        return pa.array(self.rows)
+
     def input_index(self, idx: np.ndarray) -> np.ndarray:
         """Merge-order positions (-1 = NULL) -> input row indices (-1 = NULL)."""
         return np.where(idx >= 0, self.rows[np.maximum(idx, 0)], -1)
+
+
+def fold_column(rows: pa.Table, m: MultiRows, fn: AggFunction, ops: np.ndarray, *,
+                ignores_retract: bool) -> tuple[str, object]:
+    """The merged value of column ``fn.column`` for every group of ``m``, as ``assemble`` takes
+    it. ``RETRACT`` rows fail for a function that cannot retract, unless the column ignores
+    retractions (``fields.<f>.ignore-retract``: they are skipped)."""
+    if (ops == RETRACT).any():
+        if not ignores_retract and not fn.retract_supported:
+            raise InvalidDataError(retract_error(fn.column, fn.name))
+        if ignores_retract:
+            ops = np.where(ops == RETRACT, SKIP, ops).astype(np.int8)
+    col = _col(rows, fn.column)
+    idx = None
+    if not (ops == ADD_REVERSED).any():  # picking a row cannot apply aggReversed: fold instead
+        valid = np.ones(len(m.rows), bool) if col.null_count == 0 else \
+            col.is_valid().to_numpy(zero_copy_only=False)[m.rows]
+        idx = fn.pick(valid, m.sub, ops)
+    if idx is not None:
+        return "idx", m.input_index(idx)
+    return "arr", fn.reduce(col.take(m.take_rows), m.sub, ops)
 
 
 def assemble(rows: pa.Table, m: MultiRows, values: dict[str, tuple[str, object]], kinds_multi: np.ndarray,
@@ -162,11 +182,7 @@ class AggregationEngine(MergeEngine):
         retract = rowkind.is_retract(kinds)
         if retract.any():
             self._check_retract(kinds)
-        for name, fn in self.functions.items():
-            if isinstance(fn, CountAgg):
-                rows = rows.set_column(rows.schema.get_field_index(name), rows.schema.field(name),
-                                       count_contributions(rows[name]))
-        return rows
+        return with_count_contributions(rows, self.functions)
 
     def _check_retract(self, kinds: np.ndarray) -> None:
         deletes_reset = self.remove_on_delete
@@ -181,10 +197,7 @@ class AggregationEngine(MergeEngine):
     # -- merge ------------------------------------------------------------------------------------
     def merge(self, rows: pa.Table, drop_deletes: bool) -> pa.Table:
         if self.ctx.options.ignore_delete:
-            kinds = rows[KIND].to_numpy()
-            r = rowkind.is_retract(kinds)
-            if r.any():
-                rows = rows.filter(pa.array(~r))
+            rows = drop_retracts(rows)
         if rows.num_rows == 0:
             return rows
         g = self.groups(rows)
@@ -199,23 +212,8 @@ class AggregationEngine(MergeEngine):
             last_del = last_index(seg, is_delete)
             ops[seg.positions <= last_del[seg.seg_id]] = SKIP
             kinds_out[is_delete[seg.ends - 1]] = rowkind.DELETE
-        has_retract = (ops == RETRACT).any()
-        values: dict[str, tuple[str, object]] = {}
-        for name, fn in self.functions.items():
-            col_ops = ops
-            if has_retract:
-                if not self.ignore_retract[name] and not fn.retract_supported:
-                    raise InvalidDataError(retract_error(name, fn.name))
-                if self.ignore_retract[name]:
-                    col_ops = np.where(col_ops == RETRACT, SKIP, col_ops).astype(np.int8)
-            col = _col(rows, name)
-            valid = np.ones(len(m.rows), bool) if col.null_count == 0 else \
-                col.is_valid().to_numpy(zero_copy_only=False)[m.rows]
-            idx = index_select(fn, valid, seg, col_ops)
-            if idx is not None:
-                values[name] = ("idx", m.input_index(idx))
-            else:
-                values[name] = ("arr", fn.reduce(col.take(pa.array(m.rows)), seg, col_ops))
+        values = {name: fold_column(rows, m, fn, ops, ignores_retract=self.ignore_retract[name])
+                  for name, fn in self.functions.items()}
         return assemble(rows, m, values, kinds_out, drop_deletes)
 
 

@@ -58,10 +58,7 @@ class MergeEngine(ABC):
         """Write-time treatment of incoming rows (already carrying _VALUE_KIND): drop ignored deletes,
         reject unsupported retractions with an error naming the table option to set."""
         if self.ctx.options.ignore_delete:
-            kinds = rows[KIND].to_numpy()
-            retract = rowkind.is_retract(kinds)
-            if retract.any():
-                rows = rows.filter(pa.array(~retract))
+            rows = drop_retracts(rows)
         return rows
 
     def groups(self, rows: pa.Table) -> Groups:

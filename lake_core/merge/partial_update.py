@@ -24,11 +24,11 @@ import pyarrow as pa
 from .. import rowkind
 from ..errors import InvalidDataError, InvalidOptionError
 from . import register_engine
-from .aggregate_functions import (ADD, ADD_REVERSED, RETRACT, SKIP, AggFunction, CountAgg, Segments,
-                                  any_per_group, count_contributions, create_function, first_index,
-                                  ignore_retract, last_index, retract_error)
-from .aggregation import MultiRows, _col, assemble, index_select, key_like_columns
-from .base import KIND, MergeEngine
+from .aggregate_functions import (ADD, ADD_REVERSED, RETRACT, SKIP, AggFunction, Segments, any_per_group,
+                                  create_function, first_index, ignore_retract, last_index, retract_error)
+from .aggregation import (MultiRows, _col, assemble, fold_column, key_like_columns,
+                          with_count_contributions)
+from .base import KIND, MergeEngine, drop_retracts
 from .sequence import parse_sequence_groups, segmented_cummax, tuple_rank, validate_common
 
 DELETE_HELP = (
@@ -109,11 +109,7 @@ class PartialUpdateEngine(MergeEngine):
             if not self.seq_groups and not self.remove_on_delete:
                 raise InvalidDataError(DELETE_HELP)
             self._check_group_retract(rows, retract)
-        for name, fn in self.functions.items():
-            if isinstance(fn, CountAgg):
-                rows = rows.set_column(rows.schema.get_field_index(name), rows.schema.field(name),
-                                       count_contributions(rows[name]))
-        return rows
+        return with_count_contributions(rows, self.functions)
 
     def _check_group_retract(self, rows: pa.Table, retract: np.ndarray) -> None:
         """A -U/-D that touches a sequence group retracts its aggregates: refuse it at write time
@@ -133,9 +129,7 @@ class PartialUpdateEngine(MergeEngine):
     # -- merge ------------------------------------------------------------------------------------
     def merge(self, rows: pa.Table, drop_deletes: bool) -> pa.Table:
         if self.ignore_delete:
-            r = rowkind.is_retract(rows[KIND].to_numpy())
-            if r.any():
-                rows = rows.filter(pa.array(~r))
+            rows = drop_retracts(rows)
         if rows.num_rows == 0:
             return rows
         g = self.groups(rows)
@@ -182,7 +176,7 @@ class PartialUpdateEngine(MergeEngine):
     def _merge_groups(self, rows, m: MultiRows, kinds, retract):
         seg = m.sub
         n = len(m.rows)
-        take_rows = pa.array(m.rows)
+        take_rows = m.take_rows
         is_add = ~retract
         is_delete = kinds == rowkind.DELETE
         ranks, eligibles = [], []
@@ -238,22 +232,7 @@ class PartialUpdateEngine(MergeEngine):
                 if fn is None:
                     values[f] = ("idx", w_add_in)
                     continue
-                col_ops = ops
-                if (ops == RETRACT).any():
-                    if not self.ignore_retract[f] and not fn.retract_supported:
-                        raise InvalidDataError(retract_error(f, fn.name))
-                    if self.ignore_retract[f]:
-                        col_ops = np.where(ops == RETRACT, SKIP, ops).astype(np.int8)
-                col = _col(rows, f)
-                idx = None
-                if not (col_ops == ADD_REVERSED).any():
-                    valid = np.ones(n, bool) if col.null_count == 0 else \
-                        col.is_valid().to_numpy(zero_copy_only=False)[m.rows]
-                    idx = index_select(fn, valid, seg, col_ops)
-                if idx is not None:
-                    values[f] = ("idx", m.input_index(idx))
-                else:
-                    values[f] = ("arr", fn.reduce(col.take(take_rows), seg, col_ops))
+                values[f] = fold_column(rows, m, fn, ops, ignores_retract=self.ignore_retract[f])
         return values, kinds_out
 
 

@@ -7,6 +7,8 @@ from typing import Any, Callable
 import pytest
 import yaml
 
+from fixtures.tables_config import demo_orders_by_day, demo_orders_table
+
 
 def pytest_configure(config):
     # Registered here so --strict-markers accepts it even before pyproject.toml lists it.
@@ -30,17 +32,8 @@ def tables_config_dict(warehouse: str, **warehouse_extra: Any) -> dict:
     """The demo pipeline's config (orders + orders_by_day) against ``warehouse``."""
     return {
         "warehouse": {"uri": warehouse, **warehouse_extra},
-        "tables": [
-            {
-                "name": "demo.orders",
-                "source": "lake_core.demo_source:orders",
-                "primary_keys": ["dt", "order_id"],
-                "partition_keys": ["dt"],
-                "options": {"bucket": 2, "rowkind.field": "op"},
-                "sensor": {"minimum_interval_seconds": 5},
-            }
-        ],
-        "downstream": [{"name": "demo.orders_by_day", "source_table": "demo.orders", "transform": "orders_by_day"}],
+        "tables": [demo_orders_table(sensor={"minimum_interval_seconds": 5})],
+        "downstream": [demo_orders_by_day()],
     }
 
 

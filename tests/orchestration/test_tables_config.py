@@ -11,6 +11,7 @@ import dagster as dg
 import pytest
 import yaml
 
+from fixtures.tables_config import demo_orders_by_day, demo_orders_table
 from orchestration.config import TablesConfigError, load_tables_config, parse_tables_config, parse_type
 from orchestration.definitions import DEFAULT_CONFIG, build_definitions, lake_resource
 
@@ -19,13 +20,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 BASE = {
     "warehouse": {"uri": "wh"},
     "tables": [
-        {
-            "name": "demo.orders",
-            "source": "lake_core.demo_source:orders",
-            "primary_keys": ["dt", "order_id"],
-            "partition_keys": ["dt"],
-            "options": {"bucket": 2, "rowkind.field": "op"},
-        },
+        demo_orders_table(),
         {
             "name": "shop.users",
             "schema": {"id": "BIGINT", "name": "STRING", "balance": "DECIMAL(10, 2)", "seen": "TIMESTAMP(3)"},
@@ -33,7 +28,7 @@ BASE = {
             "options": {"bucket": 1},
         },
     ],
-    "downstream": [{"name": "demo.orders_by_day", "source_table": "demo.orders", "transform": "orders_by_day"}],
+    "downstream": [demo_orders_by_day()],
 }
 
 
