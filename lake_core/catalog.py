@@ -140,12 +140,24 @@ def _validate_table_definition(identifier: str, schema: TableSchema, core) -> No
         if bucket >= 1 and missing_parts:
             raise InvalidOptionError(
                 f"table {identifier}: primary key {list(schema.primary_keys)} omits partition column(s) "
-                f"{missing_parts}, which needs cross-partition upsert; either add {missing_parts} to the primary "
-                "key, or drop the fixed 'bucket' option to use dynamic bucket mode")
+                f"{missing_parts}, so one key could live in several partitions, which a fixed 'bucket' cannot "
+                f"handle. Either (1) add {missing_parts} to the primary key, so a key is unique per partition and "
+                f"the fixed bucket count works; or (2) remove the 'bucket' option (or set it to -1) to use "
+                "cross-partition upsert in dynamic bucket mode, where a key lives in one partition and moves when "
+                "its partition value changes (slower writes: every write indexes the table's keys)")
         if bucket == -1:
-            raise UnsupportedOptionError(
-                f"table {identifier}: a primary-key table without a fixed 'bucket' uses Paimon's dynamic bucket "
-                "mode, which lake_core does not support yet; set 'bucket' to a positive number")
+            mode = "cross-partition upsert" if missing_parts else "dynamic bucket"
+            if core.get("bucket-key"):
+                raise InvalidOptionError(
+                    f"table {identifier}: 'bucket-key' cannot be used in {mode} mode ('bucket' = -1, the default "
+                    "for primary-key tables); remove 'bucket-key', or set a fixed positive 'bucket'")
+            if missing_parts and core.sequence_fields:
+                raise InvalidOptionError(
+                    f"table {identifier}: 'sequence.field' cannot be used with cross-partition upsert (primary key "
+                    f"{list(schema.primary_keys)} omits partition column(s) {missing_parts}), as in Paimon; remove "
+                    "it or add the partition columns to the primary key")
+            from .dynamic_bucket import DynamicBucketOptions
+            DynamicBucketOptions.of(core)
     else:
         if bucket >= 1 and not core.get("bucket-key"):
             raise InvalidOptionError(

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from .errors import CommitConflictError, CommitFailedError
+from .hash_index import HASH_INDEX
 from .manifest_merge import merge_manifests
 from .metadata import FileKind, IndexManifestEntry, ManifestEntry
 from .messages import CommitMessage
@@ -47,6 +48,9 @@ class FileStoreCommit:
         self.snapshots = table.snapshot_manager
         self.manifests = table.manifest_store
         self.options = table.options
+        self._index_drop: Callable[[bytes], bool] | None = None  # overwrite: partitions losing their HASH index
+        self._writer_base: int | None = None  # dynamic modes: snapshot the bucket assignment was based on
+        self._writer_partitions: set[bytes] = set()
 
     # -- public -------------------------------------------------------------------------------
     def commit(self, messages: Sequence[CommitMessage], identifier: int = BATCH_IDENTIFIER,
@@ -55,13 +59,21 @@ class FileStoreCommit:
         messages = [m for m in messages if not m.is_empty()]
         out: list[Snapshot] = []
         data_entries, changelog, index_changes, compact_entries = self._entries(messages)
+        bases = [m.base_snapshot_id for m in messages if m.base_snapshot_id is not None]
+        self._writer_base = min(bases) if bases else None
+        self._writer_partitions = {m.partition for m in messages if m.base_snapshot_id is not None}
         is_overwrite = overwrite is not None and overwrite is not False
-        if data_entries or changelog or index_changes or is_overwrite:
-            kind = CommitKind.OVERWRITE if is_overwrite else CommitKind.APPEND
-            build = self._overwrite_builder(data_entries, overwrite) if is_overwrite else (lambda _l: data_entries)
-            out.append(self._commit_with_retry(kind, build, changelog, index_changes, identifier, properties,
-                                               check_conflicts=is_overwrite or any(
-                                                   e.kind == FileKind.DELETE for e in data_entries)))
+        self._index_drop = self._partition_matcher(overwrite) if is_overwrite else None
+        try:
+            if data_entries or changelog or index_changes or is_overwrite:
+                kind = CommitKind.OVERWRITE if is_overwrite else CommitKind.APPEND
+                build = self._overwrite_builder(data_entries, overwrite) if is_overwrite else (lambda _l: data_entries)
+                out.append(self._commit_with_retry(kind, build, changelog, index_changes, identifier, properties,
+                                                   check_conflicts=is_overwrite or any(
+                                                       e.kind == FileKind.DELETE for e in data_entries)))
+        finally:
+            self._index_drop = None
+            self._writer_base = None
         if compact_entries:
             out.append(self._commit_with_retry(CommitKind.COMPACT, lambda _l: compact_entries, [], [],
                                                identifier, properties, check_conflicts=True))
@@ -86,7 +98,7 @@ class FileStoreCommit:
             index.extend(m.new_index_files)
         return data, changelog, index, compact
 
-    def _overwrite_builder(self, new_entries: list[ManifestEntry], overwrite) -> Callable:
+    def _partition_matcher(self, overwrite) -> Callable[[bytes], bool]:
         part_names = list(self.table.schema.partition_keys)
         spec = overwrite if isinstance(overwrite, dict) else {}
         for k in spec:
@@ -100,6 +112,11 @@ class FileStoreCommit:
                 return True
             values = self.manifests.partition_values(partition)
             return all(values[part_names.index(k)] == v for k, v in spec.items())
+
+        return matches
+
+    def _overwrite_builder(self, new_entries: list[ManifestEntry], overwrite) -> Callable:
+        matches = self._partition_matcher(overwrite)
 
         def build(latest: Snapshot | None) -> list[ManifestEntry]:
             deletes = [ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file)
@@ -130,6 +147,10 @@ class FileStoreCommit:
             entries = build(latest)
             if check_conflicts:
                 self._check_conflicts(latest, entries, kind)
+            if index_changes:
+                self._check_index_conflicts(latest, index_changes)
+            if self._writer_base is not None:
+                self._check_writer_base(latest)
             snapshot, written = self._write_snapshot_files(kind, latest, entries, changelog, index_changes,
                                                            identifier, properties)
             try:
@@ -204,6 +225,80 @@ class FileStoreCommit:
         if self.table.schema.primary_keys:
             self._check_lsm_overlap(live, entries)
 
+    def _check_index_conflicts(self, latest: Snapshot | None, changes: list[IndexManifestEntry]) -> None:
+        """Dynamic bucket mode: a HASH ADD is a complete new index of its (partition, bucket) and
+        replaces exactly the file the writer loaded (its DELETE in the same commit), or nothing. If
+        another job changed that bucket's index since, the writer assigned buckets from a stale
+        index and could duplicate keys: fail (Java needs a single writer per table here)."""
+        hash_changes = [c for c in changes if c.index_type == HASH_INDEX]
+        if not hash_changes:
+            return
+        current: dict[tuple[bytes, int], set[str]] = {}
+        for e in self.manifests.index_entries(latest):
+            if e.index_type == HASH_INDEX:
+                current.setdefault((e.partition, e.bucket), set()).add(e.file_name)
+        expected: dict[tuple[bytes, int], set[str]] = {}
+        added: dict[tuple[bytes, int], str] = {}
+        for c in hash_changes:
+            key = (c.partition, c.bucket)
+            if c.kind == FileKind.DELETE:
+                expected.setdefault(key, set()).add(c.file_name)
+            elif key in added:
+                raise CommitConflictError(
+                    f"HASH index conflict in {self.table.identifier}: two writers of one commit both added keys "
+                    f"to bucket {c.bucket} of partition {self._partition_desc(c.partition)}; a dynamic-bucket table "
+                    "needs one writer per partition — nothing was committed")
+            else:
+                added[key] = c.file_name
+        drop = self._index_drop
+        for key in set(expected) | set(added):
+            if drop is not None and drop(key[0]):
+                continue  # overwritten: the old index goes regardless
+            have = current.get(key, set())
+            want = expected.get(key, set())
+            if have != want:
+                raise CommitConflictError(
+                    f"dynamic bucket conflict in {self.table.identifier}: the HASH index of bucket {key[1]} of "
+                    f"partition {self._partition_desc(key[0])} changed since this job loaded it (another job "
+                    "wrote new keys concurrently); committing could store a key in two buckets, so nothing was "
+                    "committed — re-run the job against the latest snapshot (Paimon allows one writer job per "
+                    "dynamic-bucket table)")
+
+    def _check_writer_base(self, latest: Snapshot | None) -> None:
+        """Dynamic bucket modes: the writer assigned buckets from the table as of its base snapshot.
+        Cross-partition upsert: no other job may have written data since (the writer would not know
+        where those keys live). Dynamic mode: no other job may have overwritten a partition this
+        commit writes (its keys' buckets changed). Compactions never move keys."""
+        base = self._writer_base
+        if latest is None or latest.id <= base:
+            return
+        cross = self.table.bucket_mode == "cross-partition"
+        for sid in range(latest.id, base, -1):
+            try:
+                s = self.snapshots.get(sid)
+            except Exception:
+                break
+            if s.commit_kind == CommitKind.COMPACT:
+                continue
+            if cross:
+                raise CommitConflictError(
+                    f"cross-partition upsert conflict in {self.table.identifier}: snapshot {sid} "
+                    f"({s.commit_kind.value} by {s.commit_user}) was committed after snapshot {base}, from which "
+                    "this job built its key index, so a key could end up in two partitions; nothing was "
+                    "committed — re-run the job (Paimon allows one writer job per cross-partition table)")
+            if s.commit_kind == CommitKind.OVERWRITE:
+                touched = {e.partition for e in self.manifests.delta_entries(s)} & self._writer_partitions
+                if touched:
+                    raise CommitConflictError(
+                        f"dynamic bucket conflict in {self.table.identifier}: snapshot {sid} overwrote partition "
+                        f"{self._partition_desc(next(iter(touched)))} after snapshot {base}, from which this job "
+                        "assigned buckets, so a key could end up in two buckets; nothing was committed — re-run "
+                        "the job against the latest snapshot")
+
+    def _partition_desc(self, partition: bytes) -> str:
+        names = self.table.schema.partition_keys
+        return str(dict(zip(names, self.manifests.partition_values(partition)))) if names else "(unpartitioned)"
+
     def _check_lsm_overlap(self, live: list[ManifestEntry], entries: list[ManifestEntry]) -> None:
         touched = {(e.partition, e.bucket) for e in entries}
         removed = {e.identifier() for e in entries if e.kind == FileKind.DELETE}
@@ -246,9 +341,13 @@ class FileStoreCommit:
                 cl_name, cl_size = self.manifests.write_manifest_list(cl_metas, namer)
                 written.append(self.manifests.paths.manifest(cl_name))
             index_manifest = latest.index_manifest if latest else None
-            if index_changes:
-                index_manifest = self._new_index_manifest(latest, index_changes, namer)
-                written.append(self.manifests.paths.manifest(index_manifest))
+            if index_changes or (self._index_drop is not None and index_manifest):
+                new_manifest = self._new_index_manifest(latest, index_changes, namer)
+                if new_manifest == "":  # nothing left: no index manifest, as pypaimon
+                    index_manifest = None
+                elif new_manifest is not None:
+                    index_manifest = new_manifest
+                    written.append(self.manifests.paths.manifest(index_manifest))
         except Exception:
             for p in written:  # preparing the attempt failed: leave nothing behind
                 self.table.fileio.delete(p)
@@ -272,12 +371,27 @@ class FileStoreCommit:
             uuid=str(uuid.uuid4()), writer_version=WRITER_VERSION)
         return snapshot, written
 
-    def _new_index_manifest(self, latest: Snapshot | None, changes: list[IndexManifestEntry], namer) -> str:
-        current = {(e.partition, e.bucket, e.index_type, e.file_name): e for e in self.manifests.index_entries(latest)}
-        for c in changes:
+    def _new_index_manifest(self, latest: Snapshot | None, changes: list[IndexManifestEntry], namer) -> str | None:
+        """The complete index manifest after ``changes`` (None: unchanged, "": empty). HASH files are combined
+        per (partition, bucket) like Java's ``BucketedCombiner``: an ADD replaces the bucket's file,
+        so a Java/pypaimon-style ADD without a DELETE leaves no stale entry. An overwrite drops the
+        HASH files of the partitions it replaces."""
+        previous = self.manifests.index_entries(latest)
+        drop = self._index_drop
+        current = {(e.partition, e.bucket, e.index_type, e.file_name): e for e in previous
+                   if not (drop is not None and e.index_type == HASH_INDEX and drop(e.partition))}
+        dropped = len(current) != len(previous)
+        if not changes and not dropped:
+            return None
+        for c in sorted(changes, key=lambda c: c.kind != FileKind.DELETE):  # deletes first
             key = (c.partition, c.bucket, c.index_type, c.file_name)
             if c.kind == FileKind.DELETE:
                 current.pop(key, None)
             else:
+                if c.index_type == HASH_INDEX:
+                    for k in [k for k in current if k[:3] == key[:3]]:
+                        del current[k]
                 current[key] = c
+        if not current:
+            return ""
         return self.manifests.write_index_manifest(list(current.values()), namer)

@@ -23,6 +23,9 @@ class CommitMessage:
     compact_changelog: tuple[DataFileMeta, ...] = ()
     new_index_files: tuple[IndexManifestEntry, ...] = ()
     deleted_index_files: tuple[IndexManifestEntry, ...] = ()
+    # Cross-partition upsert: the snapshot the writer's key index was built from; the commit fails
+    # if another job added data after it (keys could otherwise live in two partitions).
+    base_snapshot_id: int | None = None
 
     def is_empty(self) -> bool:
         return not (self.new_files or self.changelog_files or self.deleted_files or self.compact_before

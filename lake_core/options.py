@@ -336,7 +336,8 @@ def validate_table_options(options: Mapping[str, str], *, has_primary_key: bool)
             _parse_bool(key, options[key])
     for key in ("commit.max-retries", "num-sorted-run.compaction-trigger", "snapshot.num-retained.min",
                 "snapshot.num-retained.max", "snapshot.expire.limit", "dynamic-bucket.target-row-num",
-                "dynamic-bucket.max-buckets", "manifest.merge-min-count"):
+                "dynamic-bucket.max-buckets", "dynamic-bucket.initial-buckets", "manifest.merge-min-count",
+                "cross-partition-upsert.bootstrap-parallelism"):
         if key in options:
             _parse_int(key, options[key])
     for key in ("target-file-size", "write-buffer-size", "page-size", "manifest.target-file-size",
@@ -344,7 +345,7 @@ def validate_table_options(options: Mapping[str, str], *, has_primary_key: bool)
         if key in options:
             parse_memory_size(key, options[key])
     for key in ("commit.min-retry-wait", "commit.max-retry-wait", "commit.timeout",
-                "snapshot.time-retained"):
+                "snapshot.time-retained", "cross-partition-upsert.index-ttl"):
         if key in options:
             parse_duration_ms(key, options[key])
     if _parse_bool("deletion-vectors.enabled", options.get("deletion-vectors.enabled", "false")):

@@ -60,12 +60,30 @@ class FileStoreTable:
             engine = self.__dict__["_engine"] = create_merge_engine(self._schema, self.options)
         return engine
 
-    def require_fixed_bucket(self) -> None:
+    @property
+    def bucket_mode(self) -> str:
+        """``fixed`` (bucket >= 1), ``dynamic`` (primary key with every partition field, bucket -1),
+        ``cross-partition`` (primary key omitting a partition field, bucket -1) or ``unaware``
+        (append table, bucket -1), as Java ``BucketMode``."""
+        if self.options.bucket >= 1:
+            return "fixed"
+        schema = self._schema
+        if not schema.primary_keys:
+            return "unaware"
+        if any(p not in schema.primary_keys for p in schema.partition_keys):
+            return "cross-partition"
+        return "dynamic"
+
+    def require_fixed_bucket(self, operation: str = "this operation") -> None:
+        """Raise unless the table has a fixed bucket count (for callers that compute buckets
+        themselves, e.g. distributed writers)."""
+        if self.options.bucket >= 1 or not self._schema.primary_keys:
+            return
         from .errors import UnsupportedOptionError
         raise UnsupportedOptionError(
-            f"table {self.identifier} is a primary-key table in dynamic bucket mode ('bucket' = "
-            f"{self.options.get('bucket')!r}); lake_core does not support dynamic buckets yet — "
-            "set the option 'bucket' to a fixed positive number of buckets")
+            f"table {self.identifier} is a primary-key table in {self.bucket_mode} bucket mode ('bucket' = "
+            f"{self.options.get('bucket')!r}); {operation} needs a fixed bucket count — write it with a single "
+            "TableWrite, or create the table with a positive 'bucket'")
 
     def latest_snapshot(self) -> Snapshot | None:
         return self.snapshot_manager.latest()

@@ -130,8 +130,11 @@ class TableWrite:
         self.is_pk = bool(schema.primary_keys)
         opts = table.options
         self.num_buckets = opts.bucket
-        if self.is_pk and self.num_buckets < 1:
-            table.require_fixed_bucket()
+        self.mode = table.bucket_mode  # fixed | dynamic | cross-partition | unaware
+        if self.mode in ("dynamic", "cross-partition") and opts.get("bucket-key"):
+            from .errors import InvalidOptionError
+            raise InvalidOptionError(f"table {table.identifier} is in {self.mode} bucket mode, where 'bucket-key' is "
+                                     "not allowed (Paimon refuses it too); remove the option or set a fixed 'bucket'")
         self.partition_names = list(schema.partition_keys)
         self.partition_types = [schema.field(n).type for n in self.partition_names]
         self.bucket_keys = list(schema.bucket_keys()) if self.num_buckets >= 1 else []
@@ -143,6 +146,9 @@ class TableWrite:
         self.namer = FileNamer()
         self._next_seq: dict[tuple[bytes, int], int] | None = None
         self.rows_written = 0
+        self._dynamic = None  # DynamicBucketAssigner (dynamic mode)
+        self._cross = None  # CrossPartitionAssigner (cross-partition mode)
+        self._partition_bytes: dict[tuple, bytes] = {}
 
     # -- input ----------------------------------------------------------------------------------
     def write_arrow(self, data: Any) -> None:
@@ -162,9 +168,16 @@ class TableWrite:
         if self.num_buckets >= 1:
             buckets = assign_buckets([data[k] for k in self.bucket_keys], self.bucket_types, self.num_buckets,
                                      self.table.options.bucket_function).astype(np.int64)
+        elif self.mode == "dynamic":
+            buckets = self._assign_dynamic(data, pcode, pvalues)
+        elif self.mode == "cross-partition":
+            data, buckets = self._cross_assigner().route(data, pcode, pvalues)
+            if data.num_rows == 0:
+                return
+            pcode, pvalues = partition_codes(data, self.partition_names)
         else:
             buckets = np.zeros(data.num_rows, np.int64)  # bucket-unaware append table
-        nb = max(self.num_buckets, 1)
+        nb = max(self.num_buckets, int(buckets.max()) + 1 if len(buckets) else 1, 1)
         gid = pcode * nb + buckets
         order = np.argsort(gid, kind="stable")  # stable: keeps input order inside a bucket
         sorted_gid = gid[order]
@@ -184,6 +197,47 @@ class TableWrite:
 
     write_arrow_batch = write_arrow
 
+    # -- dynamic bucket modes (FORMAT.md §7.2) -------------------------------------------------------
+    def _partition_row(self, values: tuple) -> bytes:
+        b = self._partition_bytes.get(values)
+        if b is None:
+            b = self._partition_bytes[values] = serialize_row(list(values), self.partition_types)
+        return b
+
+    def _assign_dynamic(self, data: pa.Table, pcode: np.ndarray, pvalues: list[tuple]) -> np.ndarray:
+        from .bucket import hash_rows
+        if self._dynamic is None:
+            from .dynamic_bucket import DynamicBucketAssigner
+            live = self._live_files()
+            data_buckets: dict[bytes, set] = {}
+            for (p, b) in live:
+                data_buckets.setdefault(p, set()).add(b)
+            self._dynamic = DynamicBucketAssigner(self.table, self._base_snapshot(),
+                                                  lambda p: data_buckets.get(p, ()),
+                                                  ignore_existing=self.static_partition is not None)
+        key_names = self.schema.trimmed_primary_keys
+        hashes = hash_rows([data[k] for k in key_names], [self.schema.field(k).type for k in key_names])
+        if len(pvalues) == 1:
+            return self._dynamic.assign(self._partition_row(pvalues[0]), hashes)
+        buckets = np.empty(data.num_rows, np.int64)
+        order = np.argsort(pcode, kind="stable")
+        cuts = np.flatnonzero(np.diff(pcode[order])) + 1
+        for rows in np.split(order, cuts):
+            part = self._partition_row(pvalues[int(pcode[rows[0]])])
+            buckets[rows] = self._dynamic.assign(part, hashes[rows])
+        return buckets
+
+    def _cross_assigner(self):
+        if self._cross is None:
+            from .cross_partition import CrossPartitionAssigner
+            skip = None
+            if self.static_partition is not None:  # overwritten partitions lose their keys
+                spec = self.static_partition
+                idx = {n: i for i, n in enumerate(self.partition_names)}
+                skip = lambda values: all(values[idx[k]] == v for k, v in spec.items())
+            self._cross = CrossPartitionAssigner(self.table, self._base_snapshot(), skip)
+        return self._cross
+
     def write_pandas(self, df) -> None:
         self.write_arrow(pa.Table.from_pandas(df, preserve_index=False))
 
@@ -195,12 +249,18 @@ class TableWrite:
                                        f"got {bad} row(s) whose '{k}' is not {v!r}")
 
     # -- output ---------------------------------------------------------------------------------
+    def _base_snapshot(self):
+        """The snapshot this writer builds on (latest when first needed), read once per writer."""
+        if "_base" not in self.__dict__:
+            self._base = self.table.snapshot_manager.latest()
+        return self._base
+
     def _live_files(self) -> dict[tuple[bytes, int], list]:
-        """Live data files per (partition, bucket) at the latest snapshot, read once per writer."""
+        """Live data files per (partition, bucket) at the base snapshot, read once per writer."""
         live = self.__dict__.get("_live")
         if live is None:
             live = {}
-            for e in self.table.manifest_store.live_entries(self.table.snapshot_manager.latest()):
+            for e in self.table.manifest_store.live_entries(self._base_snapshot()):
                 live.setdefault((e.partition, e.bucket), []).append(e.file)
             self._live = live
         return live
@@ -252,13 +312,69 @@ class TableWrite:
         if not buffers:
             return []
         self._restore_sequences()
-        # Parquet encoding and zstd release the GIL: two threads use both cores.
-        with ThreadPoolExecutor(max_workers=min(2, len(buffers))) as pool:
+        # Parquet encoding and zstd release the GIL: two threads use both cores. HASH index files
+        # (dynamic mode) are written alongside, with their own file namer.
+        index_changes = None
+        with ThreadPoolExecutor(max_workers=min(2, len(buffers) + (self._dynamic is not None))) as pool:
+            if self._dynamic is not None:
+                index_changes = pool.submit(self._dynamic.prepare_commit, FileNamer())
             messages = list(pool.map(self._flush_bucket, buffers))
+        if index_changes is not None:
+            messages = self._attach_index_changes(messages, index_changes.result())
+        if self._dynamic is not None or self._cross is not None:
+            messages = self._mark_base(messages)
         log.info("prepared %d commit message(s) for %s: %d file(s), %d row(s)", len(messages),
                  self.table.identifier, sum(len(m.new_files) for m in messages),
                  sum(f.row_count for m in messages for f in m.new_files))
         return messages
 
+    def _attach_index_changes(self, messages: list[CommitMessage], changes: dict) -> list[CommitMessage]:
+        """Each bucket that gained keys carries its complete new HASH file and the DELETE of the
+        file it replaces; the commit fails if that file is no longer the bucket's (FORMAT.md §7.2)."""
+        from dataclasses import replace
+        by_key = {(m.partition, m.bucket): i for i, m in enumerate(messages)}
+        for (part, bucket), entries in changes.items():
+            new = tuple(e for e in entries if e.kind == 0)
+            deleted = tuple(e for e in entries if e.kind != 0)
+            i = by_key.get((part, bucket))
+            if i is None:  # every row of the bucket was dropped (ignore-delete), its keys still count
+                messages.append(CommitMessage(part, bucket, self._total_buckets(), new_index_files=new,
+                                              deleted_index_files=deleted))
+            else:
+                messages[i] = replace(messages[i], new_index_files=new, deleted_index_files=deleted)
+        return messages
+
+    def _mark_base(self, messages: list[CommitMessage]) -> list[CommitMessage]:
+        """Bucket assignment relied on the table as of the base snapshot: the commit fails if
+        another job since overwrote a partition written here (dynamic mode) or wrote any data
+        (cross-partition mode); FileStoreCommit checks ``base_snapshot_id``."""
+        from dataclasses import replace
+        base = self._advance_base_past_own_commits()
+        base_id = base.id if base is not None else 0
+        return [replace(m, base_snapshot_id=base_id) for m in messages]
+
+    def _advance_base_past_own_commits(self):
+        """A writer reused for several commits: snapshots after the base that only added this
+        writer's own files keep its key index valid, so the base moves past them."""
+        base = self._base_snapshot()
+        latest = self.table.snapshot_manager.latest()
+        if latest is None or (base is not None and latest.id == base.id):
+            return base
+        from .snapshot import CommitKind
+        token = self.namer._uuid  # every file this writer names carries it
+        sid = (base.id if base is not None else 0) + 1
+        while sid <= latest.id:
+            snap = self.table.snapshot_manager.get(sid)
+            if snap.commit_kind != CommitKind.COMPACT:  # compactions never move keys
+                added = [e.file.file_name for e in self.table.manifest_store.delta_entries(snap) if e.kind == 0]
+                if not added or any(token not in name for name in added):
+                    break
+            base = snap
+            sid += 1
+        self._base = base
+        return base
+
     def close(self) -> None:
+        if self._cross is not None:
+            self._cross.close()
         self.buffers = {}

@@ -209,9 +209,12 @@ def test_bad_table_definitions(catalog, kwargs, error, match):
     assert catalog.list_tables("db") == []
 
 
-def test_dynamic_bucket_primary_key_table_is_refused_clearly(catalog):
-    with pytest.raises(UnsupportedOptionError, match="dynamic bucket"):
-        catalog.create_table("db.t", schema=SCHEMA, primary_keys=["id"])
+def test_primary_key_table_without_bucket_uses_dynamic_bucket_mode(catalog):
+    # Paimon's default for primary-key tables (issue 4; tests/dynamic_bucket/ covers the mode).
+    t = catalog.create_table("db.t", schema=SCHEMA, primary_keys=["id"])
+    assert t.bucket_mode == "dynamic"
+    t.write_arrow(rows([1, 2], ["a", "b"], [1.0, 2.0]))
+    assert sorted(t.to_arrow()["id"].to_pylist()) == [1, 2]
 
 
 def test_commit_messages_and_splits_pickle(catalog):
