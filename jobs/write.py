@@ -158,7 +158,10 @@ def distributed_write(
     if done is not None:
         return done
 
-    table.new_batch_write_builder().new_write()  # fails early (dynamic bucket mode etc.)
+    # Executors compute buckets themselves, which needs a fixed bucket count: dynamic-bucket tables
+    # keep a key -> bucket index that only a single writer may maintain (Paimon's rule too).
+    table.require_fixed_bucket("a distributed Spark write")
+    table.new_batch_write_builder().new_write()  # validates the table before any Spark work
     ordered = df.withColumn(ORDER_COL, F.monotonically_increasing_id()) if not order_by else df
     with_bucket_schema = StructType([*ordered.schema.fields, StructField(BUCKET_COL, IntegerType(), False)])
     bucketed = ordered.mapInArrow(_bucket_udf(table), with_bucket_schema)

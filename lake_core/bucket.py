@@ -119,7 +119,7 @@ def _hash_word_matrix(words: np.ndarray, n_words: np.ndarray, start: int, h0: in
     h = np.full(n, h0, np.uint32)
     shortest = int(n_words.min()) if n else 0
     for w in range(start, words.shape[1]):
-        k = np.ascontiguousarray(words[:, w])  # a fresh copy: _mix writes into it
+        k = words[:, w].copy()  # always a fresh copy: _mix writes into it (a 1-row column would be a view)
         if w < shortest:
             h = _mix(h, k)
         else:  # some rows already ended: keep their state
