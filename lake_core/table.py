@@ -229,8 +229,11 @@ class BatchTableCommit:
     def commit_user(self) -> str:
         return self._commit.commit_user
 
-    def commit(self, messages: Sequence[CommitMessage], identifier: int = BATCH_IDENTIFIER) -> list[Snapshot]:
-        return self._commit.commit(list(messages), identifier=identifier, overwrite=self._overwrite)
+    def commit(self, messages: Sequence[CommitMessage], identifier: int = BATCH_IDENTIFIER,
+               properties: dict[str, str] | None = None) -> list[Snapshot]:
+        """Commit once; ``properties`` are stored in the snapshot (e.g. a source offset)."""
+        return self._commit.commit(list(messages), identifier=identifier, overwrite=self._overwrite,
+                                   properties=properties)
 
     def close(self) -> None:
         pass

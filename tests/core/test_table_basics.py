@@ -241,3 +241,12 @@ def test_retried_commit_with_same_identity_lands_once(catalog):
     again = t.new_batch_write_builder().with_commit_user("job-42").new_commit().commit(msgs)
     assert [s.id for s in first] == [s.id for s in again] == [1]
     assert len(t.snapshots()) == 1
+
+
+def test_snapshot_properties_are_stored(catalog):
+    t = catalog.create_table("db.t", schema=SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    wb = t.new_batch_write_builder()
+    w = wb.new_write()
+    w.write_arrow(rows([1], ["a"], [1]))
+    snap = wb.new_commit().commit(w.prepare_commit(), properties={"source.offset": "42"})[0]
+    assert catalog.get_table("db.t").snapshot(snap.id).properties == {"source.offset": "42"}
