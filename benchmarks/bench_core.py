@@ -10,13 +10,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -26,28 +22,11 @@ PYPAIMON_PY = ROOT / ".venv-pypaimon" / "bin" / "python"
 
 def lake_core_worker(rows_n: int, upd_n: int, runs: int) -> dict:
     from benchmarks import workload
-    from lake_core import Catalog
+    from benchmarks.lake_runs import timed_runs
 
-    rows, upd = workload.initial(rows_n), workload.updates(rows_n, upd_n)
-    base = tempfile.mkdtemp(prefix="bench-lake-")
-    results = []
-    for i in range(runs + 1):  # the first run warms up and is dropped
-        cat = Catalog(f"file://{base}/wh{i}")
-        cat.create_database("db")
-        table = cat.create_table("db.t", schema=workload.SCHEMA, primary_keys=["id"], options={"bucket": "4"})
-        out = {}
-        for phase, data in (("write", rows), ("update", upd)):
-            t0 = time.perf_counter()
-            table.write_arrow(data)
-            out[phase] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        result = table.to_arrow()
-        out["read"] = time.perf_counter() - t0
-        out["read_rows"] = result.num_rows
-        results.append(out)
-        shutil.rmtree(f"{base}/wh{i}", ignore_errors=True)
-    shutil.rmtree(base, ignore_errors=True)
-    return {"runs": results[1:], "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    return timed_runs(workload.initial(rows_n), workload.updates(rows_n, upd_n), runs,
+                      lambda cat: cat.create_table("db.t", schema=workload.SCHEMA, primary_keys=["id"],
+                                                   options={"bucket": "4"}))
 
 
 def ensure_pypaimon(native: bool) -> Path | None:

@@ -17,13 +17,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -49,7 +45,6 @@ def _with_region(table, shift: int):
 
 def worker(mode: str, rows_n: int, upd_n: int, runs: int) -> dict:
     from benchmarks import workload
-    from lake_core import Catalog
 
     options, cross = MODES[mode]
     rows, upd = workload.initial(rows_n), workload.updates(rows_n, upd_n)
@@ -59,27 +54,14 @@ def worker(mode: str, rows_n: int, upd_n: int, runs: int) -> dict:
         rows, upd = _with_region(rows, 0), _with_region(upd, 1)  # every update changes region
         schema = rows.schema
         parts = ["region"]
-    base = tempfile.mkdtemp(prefix="bench-dyn-")
-    results = []
-    for i in range(runs + 1):  # the first run warms up and is dropped
-        cat = Catalog(f"file://{base}/wh{i}")
-        cat.create_database("db")
-        table = cat.create_table("db.t", schema=schema, primary_keys=pk, partition_keys=parts, options=options)
-        out = {}
-        for phase, data in (("write", rows), ("update", upd)):
-            t0 = time.perf_counter()
-            table.write_arrow(data)
-            out[phase] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        result = table.to_arrow()
-        out["read"] = time.perf_counter() - t0
-        out["read_rows"] = result.num_rows
-        snap = table.latest_snapshot()
-        out["buckets"] = len({(e.partition, e.bucket) for e in table.manifest_store.live_entries(snap)})
-        results.append(out)
-        shutil.rmtree(f"{base}/wh{i}", ignore_errors=True)
-    shutil.rmtree(base, ignore_errors=True)
-    return {"runs": results[1:], "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    from benchmarks.lake_runs import timed_runs
+
+    def buckets(table) -> dict:
+        live = table.manifest_store.live_entries(table.latest_snapshot())
+        return {"buckets": len({(e.partition, e.bucket) for e in live})}
+
+    return timed_runs(rows, upd, runs, lambda cat: cat.create_table(
+        "db.t", schema=schema, primary_keys=pk, partition_keys=parts, options=options), extra=buckets)
 
 
 def main(argv=None):
