@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -91,7 +90,7 @@ def main(argv=None):
                 p = base[peer]
                 print(f"lake_core vs {peer}: write x{lc['write_rows_s'] / p['write_rows_s']:.1f}, "
                       f"merged read x{lc['read_rows_s'] / p['read_rows_s']:.1f}")
-        print(f"targets: write >= 2,000,000 rows/s, merged read >= 5,000,000 rows/s")
+        print("targets: write >= 2,000,000 rows/s, merged read >= 5,000,000 rows/s")
 
 
 if __name__ == "__main__":

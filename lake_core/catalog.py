@@ -1,7 +1,6 @@
 """Filesystem catalog: ``<warehouse>/<db>.db/<table>``, as Paimon's FileSystemCatalog."""
 from __future__ import annotations
 
-import time
 from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
@@ -132,7 +131,7 @@ class Catalog:
 
 
 def _validate_table_definition(identifier: str, schema: TableSchema, core) -> None:
-    from .errors import InvalidOptionError, UnsupportedOptionError
+    from .errors import InvalidOptionError
     names = [f.name for f in schema.fields]
     bucket = core.bucket
     if schema.primary_keys:

@@ -1,8 +1,6 @@
 """A Paimon table: its schema and options, snapshots, and the write/read builders."""
 from __future__ import annotations
 
-import functools
-import json
 import uuid
 from typing import Any, Sequence
 
@@ -12,7 +10,7 @@ from .commit import BATCH_IDENTIFIER, FileStoreCommit
 from .errors import InvalidOptionError, SnapshotNotFoundError, TagNotFoundError
 from .fileio import FileIO
 from .manifest_store import ManifestStore
-from .messages import CommitMessage, Split
+from .messages import CommitMessage
 from .options import CoreOptions
 from .paths import TablePaths
 from .predicate import Predicate, PredicateBuilder

@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 from . import rowkind
 from .binary_row import serialize_row
 from .bucket import assign_buckets
-from .errors import InvalidDataError, LakeError, SchemaMismatchError
+from .errors import InvalidDataError, SchemaMismatchError
 from .merge.sort import KIND, SEQ
 from .messages import CommitMessage
 from .file_writer import DataFileWriter
