@@ -4,6 +4,7 @@ from __future__ import annotations
 import pyarrow as pa
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from fixtures.commits import commit_batches
 from lake_core import Catalog
 
 SCHEMA = pa.schema([("k", pa.int32()), ("s", pa.string()), ("v", pa.int64()), ("op", pa.string())])
@@ -22,18 +23,13 @@ def test_dedup_matches_dictionary_model(tmp_path_factory, commits, buckets):
     t = cat.create_table("db.t", schema=SCHEMA, primary_keys=["k"], options={"bucket": str(buckets), "rowkind.field": "op"})
     model: dict[int, tuple] = {}
     for writes in commits:
-        wb = t.new_batch_write_builder()
-        w = wb.new_write()
-        for batch in writes:
-            if not batch:
-                continue
-            w.write_arrow(pa.table({"k": [r[0] for r in batch], "s": [r[1] for r in batch],
-                                    "v": [r[2] for r in batch], "op": [r[3] for r in batch]}, schema=SCHEMA))
-            for k, s, v, op in batch:
-                if op in ("-U", "-D"):
-                    model.pop(k, None)
-                else:
-                    model[k] = (s, v, op)
-        wb.new_commit().commit(w.prepare_commit())
+        commit_batches(t, writes, lambda b: pa.table({"k": [r[0] for r in b], "s": [r[1] for r in b],
+                                                      "v": [r[2] for r in b], "op": [r[3] for r in b]},
+                                                     schema=SCHEMA))
+        for k, s, v, op in (r for batch in writes for r in batch):
+            if op in ("-U", "-D"):
+                model.pop(k, None)
+            else:
+                model[k] = (s, v, op)
         got = {r["k"]: (r["s"], r["v"], r["op"]) for r in t.to_arrow().to_pylist()}
         assert got == model

@@ -6,6 +6,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from fixtures.commits import commit_batches
 from lake_core import Catalog
 from lake_core.cross_partition import CrossPartitionIndex
 from lake_core.errors import InvalidOptionError
@@ -87,16 +88,9 @@ def run_model(tmp, engine, commits, composite, spill, options=None):
         CrossPartitionIndex.spill_rows, CrossPartitionIndex.shard_rows = 3, 4
     try:
         for writes in commits:
-            wb = t.new_batch_write_builder()
-            w = wb.new_write()
-            for batch in writes:
-                if not batch:
-                    continue
-                w.write_arrow(pa.Table.from_pylist(batch, schema=SCHEMA))
-                for r in batch:
-                    model.apply(r, tuple(r[c] for c in pk))
-            wb.new_commit().commit(w.prepare_commit())
-            w.close()
+            commit_batches(t, writes, lambda b: pa.Table.from_pylist(b, schema=SCHEMA))
+            for r in (r for batch in writes for r in batch):
+                model.apply(r, tuple(r[c] for c in pk))
             got = {tuple(r[c] for c in pk): r for r in t.to_arrow().to_pylist()}
             assert got == model.rows
             where = assert_each_key_once(t)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pyarrow as pa
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from fixtures.commits import commit_batches
 from lake_core import Catalog
 
 from .helpers import assert_each_key_once, assert_hash_index_consistent
@@ -36,19 +37,13 @@ def test_dynamic_bucket_table_matches_dictionary_model(tmp_path_factory, commits
     assert t.bucket_mode == "dynamic"
     model: dict[tuple, dict] = {}
     for writes in commits:
-        wb = t.new_batch_write_builder()
-        w = wb.new_write()
-        for batch in writes:
-            if not batch:
-                continue
-            w.write_arrow(_table(batch))
-            for dt, k, name, v, op in batch:
-                key = (dt, k, name) if composite else (dt, k)
-                if op in ("-U", "-D"):
-                    model.pop(key, None)
-                else:
-                    model[key] = {"dt": dt, "k": k, "name": name, "v": v, "op": op}
-        wb.new_commit().commit(w.prepare_commit())
+        commit_batches(t, writes, _table)
+        for dt, k, name, v, op in (r for batch in writes for r in batch):
+            key = (dt, k, name) if composite else (dt, k)
+            if op in ("-U", "-D"):
+                model.pop(key, None)
+            else:
+                model[key] = {"dt": dt, "k": k, "name": name, "v": v, "op": op}
         got = {tuple(r[c] for c in pk): r for r in t.to_arrow().to_pylist()}
         assert got == model
         locations = assert_each_key_once(t)
