@@ -26,6 +26,6 @@ def kinds_from_column(column: pa.ChunkedArray | pa.Array, field_name: str) -> np
         sample = bad.slice(0, 3).to_pylist()
         raise InvalidDataError(
             f"rowkind.field column '{field_name}' holds invalid row kind(s) {sample}"
-            f" ({bad_mask.true_count if hasattr(bad_mask, 'true_count') else pc.sum(bad_mask).as_py()} rows);"
+            f" ({pc.sum(bad_mask).as_py()} rows);"
             " allowed values are +I, -U, +U, -D")
     return idx.to_numpy(zero_copy_only=False).astype(np.int8)
