@@ -9,6 +9,7 @@ import pyarrow as pa
 from .commit import BATCH_IDENTIFIER, FileStoreCommit
 from .errors import InvalidOptionError, SnapshotNotFoundError, TagNotFoundError
 from .fileio import FileIO
+from .maintenance import TableMaintenance
 from .manifest_store import ManifestStore
 from .messages import CommitMessage
 from .options import CoreOptions
@@ -43,6 +44,11 @@ class FileStoreTable:
     @property
     def schema(self) -> TableSchema:
         return self._schema
+
+    @property
+    def maintenance(self) -> TableMaintenance:
+        """Every maintenance operation of this table (compact, expire_snapshots, ...)."""
+        return TableMaintenance(self)
 
     @property
     def key_types(self) -> list[pa.DataType]:

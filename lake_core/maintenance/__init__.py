@@ -1,0 +1,10 @@
+"""Table maintenance: every operation that keeps a table healthy, named after Paimon's procedures.
+
+Reached as ``table.maintenance`` (a :class:`TableMaintenance`). Each operation plans from metadata
+first, can be shown as a dry run, then executes and returns a frozen result whose ``as_metadata()``
+is what the Dagster service records.
+"""
+from .namespace import TableMaintenance
+from .result import OperationResult
+
+__all__ = ["TableMaintenance", "OperationResult"]
