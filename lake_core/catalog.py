@@ -33,6 +33,7 @@ class Catalog:
         return join(self.warehouse, validate_database_name(name) + DB_SUFFIX, what="database directory")
 
     def database_exists(self, name: str) -> bool:
+        validate_database_name(name)
         if self.fileio.is_local:
             return self.fileio.exists(self._db_path(name))
         return name in self.list_databases()
