@@ -13,7 +13,6 @@ import pyarrow as pa
 import pytest
 
 from lake_core import errors
-from lake_core.integrity import read_checked_data_file
 
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.string())])
 
@@ -118,6 +117,7 @@ def test_data_file_replaced_by_another_valid_file_is_not_read_as_truth(store):
 
 
 def test_row_count_differing_from_the_manifest_entry_is_reported(store):
+    from lake_core.integrity import read_checked_data_file
     _cat, t = _table(store)
     entry, path = _live_data_files(t)[0]
     cols = t.arrow_schema()

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from lake_core import errors
-from lake_core.paths import TablePaths, join
+from lake_core import paths as lake_paths
 
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.string())])
 ROWS = pa.table({"k": [1, 2, 3], "v": ["a", "b", "c"]}, schema=SCHEMA)
@@ -38,8 +38,8 @@ def _rows(table) -> list:
 EXPECTED = sorted(ROWS.to_pylist() + [{"k": 4, "v": "d"}], key=lambda r: r["k"])
 
 
-def _assert_refused(store, before, call, error=errors.InvalidNameError):
-    with pytest.raises(error) as info:
+def _assert_refused(store, before, call, error=None):
+    with pytest.raises(error or errors.InvalidNameError) as info:
         call()
     assert store.tree() == before, "a refused call changed files"
     return info.value
@@ -175,12 +175,12 @@ def test_ordinary_prefixes_still_work(store):
 @pytest.mark.parametrize("component", ["..", ".", "", "a/b", "a\\b", "a\x00b", "../x"])
 def test_join_refuses_components_that_leave_the_root(component):
     with pytest.raises(errors.PathEscapeError):
-        join("s3://bucket/wh", component)
+        lake_paths.join("s3://bucket/wh", component)
 
 
 @pytest.mark.parametrize("name", ["../x", "a/../../b", "/etc/passwd", "x\x00"])
 def test_table_paths_refuse_names_that_leave_the_table(name):
-    paths = TablePaths("file:///wh/db.db/t")
+    paths = lake_paths.TablePaths("file:///wh/db.db/t")
     for build in (paths.tag, paths.consumer, paths.manifest, paths.index_file,
                   lambda n: paths.data_file("", 0, n), lambda n: paths.bucket_dir(n, 0)):
         with pytest.raises(errors.PathEscapeError):
