@@ -302,9 +302,31 @@ class CoreOptions:
         return int(v) if v else self.num_sorted_run_compaction_trigger + 1
 
 
+def check_supported(options: Mapping[str, str], *, table: str | None = None) -> None:
+    """Refuse options lake_core does not implement, with :class:`UnsupportedOptionError`: unknown
+    names, Paimon options not supported yet, and supported names with a value that is not
+    (``deletion-vectors.enabled`` = true, ``bucket`` = -2). Run when a table is created AND
+    whenever one is opened: a table written by another engine with such an option would read
+    wrong (deletion vectors: deleted rows come back), so it must not be read or written at all.
+    ``table`` names the table in the message."""
+    try:
+        validate_option_names(options)
+        if _parse_bool("deletion-vectors.enabled", options.get("deletion-vectors.enabled", "false")):
+            raise UnsupportedOptionError(
+                "option 'deletion-vectors.enabled' = 'true' is not supported by lake_core yet (its deletion "
+                "vectors would be ignored and deleted rows read back)")
+        if str(options.get("bucket", "")).strip() == "-2":
+            raise UnsupportedOptionError(
+                "option 'bucket' = '-2' (postpone bucket mode) is not supported by lake_core yet")
+    except UnsupportedOptionError as e:
+        if table is None:
+            raise
+        raise UnsupportedOptionError(f"table {table}: {e}; lake_core refuses to read or write it") from None
+
+
 def validate_table_options(options: Mapping[str, str], *, has_primary_key: bool) -> CoreOptions:
     """Validate names and the values the core relies on; return the typed view."""
-    validate_option_names(options)
+    check_supported(options)
     opts = CoreOptions(dict(options))
     if "bucket" in options:
         b = _parse_int("bucket", options["bucket"])
@@ -312,9 +334,6 @@ def validate_table_options(options: Mapping[str, str], *, has_primary_key: bool)
             raise InvalidOptionError(
                 f"option 'bucket' = {options['bucket']!r} is invalid: use a positive bucket count, "
                 "or -1 for dynamic (primary-key) / unaware (append) bucket mode")
-        if b == -2:
-            raise UnsupportedOptionError(
-                "option 'bucket' = '-2' (postpone bucket mode) is not supported by lake_core yet")
     if opts.merge_engine not in MERGE_ENGINES:
         raise InvalidOptionError(
             f"option 'merge-engine' = {opts.merge_engine!r} is invalid; choose one of {', '.join(MERGE_ENGINES)}")
@@ -348,8 +367,6 @@ def validate_table_options(options: Mapping[str, str], *, has_primary_key: bool)
                 "snapshot.time-retained", "cross-partition-upsert.index-ttl"):
         if key in options:
             parse_duration_ms(key, options[key])
-    if _parse_bool("deletion-vectors.enabled", options.get("deletion-vectors.enabled", "false")):
-        raise UnsupportedOptionError("option 'deletion-vectors.enabled' = 'true' is not supported by lake_core yet")
     if not has_primary_key:
         for key in ("merge-engine", "sequence.field", "changelog-producer"):
             if key in options:

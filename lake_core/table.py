@@ -12,7 +12,7 @@ from .fileio import FileIO
 from .maintenance import TableMaintenance
 from .manifest_store import ManifestStore
 from .messages import CommitMessage
-from .options import CoreOptions
+from .options import CoreOptions, check_supported
 from .paths import TablePaths
 from .predicate import Predicate, PredicateBuilder
 from .read import SplitRead
@@ -26,6 +26,8 @@ from .write import TableWrite
 
 class FileStoreTable:
     def __init__(self, fileio: FileIO, root: str, identifier: str, schema: TableSchema):
+        # Checked on every open, not only at creation: the table may come from another engine.
+        check_supported(schema.options, table=identifier)
         self.fileio = fileio
         self.identifier = identifier
         self.paths = TablePaths(root)

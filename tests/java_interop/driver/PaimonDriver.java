@@ -29,6 +29,7 @@ import org.apache.paimon.data.InternalArray;
 import org.apache.paimon.data.InternalMap;
 import org.apache.paimon.data.InternalRow;
 import org.apache.paimon.data.Timestamp;
+import org.apache.paimon.disk.IOManager;
 import org.apache.paimon.fs.Path;
 import org.apache.paimon.fs.local.LocalFileIO;
 import org.apache.paimon.index.HashBucketAssigner;
@@ -228,7 +229,7 @@ public final class PaimonDriver {
             assigner = new HashBucketAssigner(table.snapshotManager(), "java-driver", table.store().newIndexFileHandler(),
                     1, 1, 0, table.coreOptions().dynamicBucketTargetRowNum());
         }
-        try (BatchTableWrite write = builder.newWrite(); BatchTableCommit commit = builder.newCommit()) {
+        try (BatchTableWrite write = newWrite(builder); BatchTableCommit commit = builder.newCommit()) {
             int i = 0;
             for (JsonNode row : args.get("rows")) {
                 RowKind kind = kinds.isArray() ? RowKind.fromShortString(kinds.get(i).asText()) : RowKind.INSERT;
@@ -248,6 +249,13 @@ public final class PaimonDriver {
         return latest == null ? NODES.nullNode() : NODES.numberNode(latest.id());
     }
 
+    /** A batch write with a spill/lookup directory (lookup compaction and deletion vectors need one). */
+    private static BatchTableWrite newWrite(BatchWriteBuilder builder) {
+        BatchTableWrite write = builder.newWrite();
+        write.withIOManager(IOManager.create(System.getProperty("java.io.tmpdir")));
+        return write;
+    }
+
     private static JsonNode compact(JsonNode args) throws Exception {
         FileStoreTable table = table(args);
         boolean full = args.path("full").asBoolean(true);
@@ -256,7 +264,7 @@ public final class PaimonDriver {
         JsonNode onlyBucket = args.path("bucket");
         JsonNode onlyPartition = args.path("partition");
         RowType partitionType = table.schema().logicalPartitionType();
-        try (BatchTableWrite write = builder.newWrite(); BatchTableCommit commit = builder.newCommit()) {
+        try (BatchTableWrite write = newWrite(builder); BatchTableCommit commit = builder.newCommit()) {
             for (Split split : table.newSnapshotReader().read().splits()) {
                 DataSplit ds = (DataSplit) split;
                 if (onlyBucket.isInt() && ds.bucket() != onlyBucket.asInt()) {
