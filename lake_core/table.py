@@ -9,9 +9,11 @@ import pyarrow as pa
 from .commit import BATCH_IDENTIFIER, FileStoreCommit
 from .errors import InvalidOptionError, SnapshotNotFoundError, TagNotFoundError
 from .fileio import FileIO
+from .integrity import read_metadata
 from .maintenance import TableMaintenance
 from .manifest_store import ManifestStore
 from .messages import CommitMessage
+from .names import validate_tag_name
 from .options import CoreOptions, check_supported
 from .paths import TablePaths
 from .predicate import Predicate, PredicateBuilder
@@ -102,6 +104,7 @@ class FileStoreTable:
 
     # -- tags (time travel by name) ------------------------------------------------------------------
     def create_tag(self, name: str, snapshot_id: int | None = None) -> None:
+        validate_tag_name(name)
         snap = self.snapshot_manager.get(snapshot_id) if snapshot_id is not None else self.latest_snapshot()
         if snap is None:
             raise SnapshotNotFoundError(f"cannot tag {self.identifier}: it has no snapshots yet")
@@ -109,8 +112,9 @@ class FileStoreTable:
             raise InvalidOptionError(f"tag '{name}' already exists on {self.identifier}")
 
     def tag(self, name: str) -> Snapshot:
+        validate_tag_name(name)
         try:
-            return Snapshot.from_json(self.fileio.read_text(self.paths.tag(name)))
+            return read_metadata(self.fileio, self.paths.tag(name), "tag file", Snapshot.from_json)
         except FileNotFoundError:
             raise TagNotFoundError(f"tag '{name}' does not exist on {self.identifier}") from None
 
@@ -118,6 +122,7 @@ class FileStoreTable:
         return sorted(n[4:] for n in self.fileio.list_names(self.paths.tag_dir) if n.startswith("tag-"))
 
     def delete_tag(self, name: str) -> None:
+        validate_tag_name(name)
         if not self.fileio.delete(self.paths.tag(name)):
             raise TagNotFoundError(f"tag '{name}' does not exist on {self.identifier}")
 
@@ -146,7 +151,11 @@ class FileStoreTable:
 
     # -- one-call conveniences -------------------------------------------------------------------------
     def write_arrow(self, data: Any, overwrite: bool | dict = False, commit_user: str | None = None) -> Snapshot | None:
-        """Write ``data`` in one commit and return the new snapshot (None if nothing to commit)."""
+        """Write ``data`` in one commit and return the new snapshot (None if nothing to commit).
+
+        ``overwrite=True`` replaces the whole table with ``data``; ``overwrite={"dt": "2024-01-01"}``
+        replaces that partition only. As in Paimon (``INSERT OVERWRITE``), an **empty** ``data`` with
+        ``overwrite`` still commits: it truncates the table (or empties the named partition)."""
         wb = self.new_batch_write_builder()
         if commit_user:
             wb = wb.with_commit_user(commit_user)
