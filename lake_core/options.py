@@ -387,11 +387,33 @@ def _check_names_and_texts(options: Mapping[str, str]) -> None:
                                      "of NULL and empty partition values, so it must not be empty or blank")
 
 
+def check_supported(options: Mapping[str, str], *, table: str | None = None) -> None:
+    """Refuse options lake_core does not implement, with :class:`UnsupportedOptionError`: unknown
+    names, Paimon options not supported yet, and supported names with a value that is not
+    (``deletion-vectors.enabled`` = true, ``bucket`` = -2). Run when a table is created AND
+    whenever one is opened: a table written by another engine with such an option would read
+    wrong (deletion vectors: deleted rows come back), so it must not be read or written at all.
+    ``table`` names the table in the message."""
+    try:
+        validate_option_names(options)
+        if _parse_bool("deletion-vectors.enabled", options.get("deletion-vectors.enabled", "false")):
+            raise UnsupportedOptionError(
+                "option 'deletion-vectors.enabled' = 'true' is not supported by lake_core yet (its deletion "
+                "vectors would be ignored and deleted rows read back)")
+        if str(options.get("bucket", "")).strip() == "-2":
+            raise UnsupportedOptionError(
+                "option 'bucket' = '-2' (postpone bucket mode) is not supported by lake_core yet")
+    except UnsupportedOptionError as e:
+        if table is None:
+            raise
+        raise UnsupportedOptionError(f"table {table}: {e}; lake_core refuses to read or write it") from None
+
+
 def validate_table_options(options: Mapping[str, str], *, has_primary_key: bool) -> CoreOptions:
     """Validate names, types, ranges and choices of every option lake_core uses; return the typed view.
 
     Each error names the option, the value and what is allowed."""
-    validate_option_names(options)
+    check_supported(options)
     opts = CoreOptions(dict(options))
     if "bucket" in options:
         b = _parse_int("bucket", options["bucket"])
@@ -399,9 +421,6 @@ def validate_table_options(options: Mapping[str, str], *, has_primary_key: bool)
             raise InvalidOptionError(
                 f"option 'bucket' = {options['bucket']!r} is invalid: use a positive bucket count, "
                 "or -1 for dynamic (primary-key) / unaware (append) bucket mode")
-        if b == -2:
-            raise UnsupportedOptionError(
-                "option 'bucket' = '-2' (postpone bucket mode) is not supported by lake_core yet")
     _check_choice("merge-engine", opts.merge_engine, MERGE_ENGINES, ignore_case=False)
     _check_choice("changelog-producer", opts.changelog_producer, CHANGELOG_PRODUCERS, ignore_case=False)
     _check_choice("file.format", opts.file_format, FILE_FORMATS, ignore_case=False)
@@ -425,8 +444,6 @@ def validate_table_options(options: Mapping[str, str], *, has_primary_key: bool)
             f"'commit.max-retry-wait' = {opts.get('commit.max-retry-wait')!r}")
     _check_names_and_texts(options)
     _check_codecs(opts)
-    if _parse_bool("deletion-vectors.enabled", options.get("deletion-vectors.enabled", "false")):
-        raise UnsupportedOptionError("option 'deletion-vectors.enabled' = 'true' is not supported by lake_core yet")
     if not has_primary_key:
         for key in ("merge-engine", "sequence.field", "changelog-producer"):
             if key in options:

@@ -315,7 +315,9 @@ class TableWrite:
             # same commit, as Paimon's writer does, so committed data is visible at once.
             from .compact import compact_bucket
             live = self._live_files().get((partition, buf.bucket), [])
-            msg = compact_bucket(self.table, partition, buf.bucket, self._total_buckets(), live, files, self.namer)
+            base = self._base_snapshot()
+            msg = compact_bucket(self.table, partition, buf.bucket, self._total_buckets(), live, files, self.namer,
+                                 base.id if base is not None else 0)
             return CommitMessage(partition, buf.bucket, self._total_buckets(), new_files=tuple(files),
                                  changelog_files=tuple(changelog), compact_before=msg.compact_before,
                                  compact_after=msg.compact_after)
@@ -330,6 +332,7 @@ class TableWrite:
         self.buffers = {}
         if not buffers:
             return []
+        self.table.check_identity()  # never write files into a dropped or re-created table
         self._restore_sequences()
         # Parquet encoding and zstd release the GIL: two threads use both cores. HASH index files
         # (dynamic mode) are written alongside, with their own file namer.
@@ -340,7 +343,7 @@ class TableWrite:
             messages = list(pool.map(self._flush_bucket, buffers))
         if index_changes is not None:
             messages = self._attach_index_changes(messages, index_changes.result())
-        if self._dynamic is not None or self._cross is not None:
+        if self.is_pk:  # sequence numbers (and dynamic buckets) were assigned from the base snapshot
             messages = self._mark_base(messages)
         log.info("prepared %d commit message(s) for %s: %d file(s), %d row(s)", len(messages),
                  self.table.identifier, sum(len(m.new_files) for m in messages),
@@ -364,8 +367,9 @@ class TableWrite:
         return messages
 
     def _mark_base(self, messages: list[CommitMessage]) -> list[CommitMessage]:
-        """Bucket assignment relied on the table as of the base snapshot: the commit fails if
-        another job since overwrote a partition written here (dynamic mode) or wrote any data
+        """Sequence numbers and bucket assignment relied on the table as of the base snapshot:
+        the commit fails if another job since added rows numbered like these to a bucket written
+        here, overwrote a partition written here (dynamic mode) or wrote any data
         (cross-partition mode); FileStoreCommit checks ``base_snapshot_id``."""
         from dataclasses import replace
         base = self._advance_base_past_own_commits()
