@@ -182,7 +182,9 @@ class FileStoreTable:
         the same rows, that snapshot is returned; with other rows, ``CommitIdentityError``.
         A commit that lost a race against a concurrent writer of the same bucket is written again
         against the latest snapshot (up to 'commit.max-retries' times), so the last commit wins.
-        ``write_arrow(empty, overwrite=True)`` empties the table (or the partition), as in Paimon."""
+        ``overwrite=True`` replaces the whole table with ``data``; ``overwrite={"dt": "2024-01-01"}``
+        replaces that partition only. As in Paimon (``INSERT OVERWRITE``), an **empty** ``data`` with
+        ``overwrite`` still commits: it truncates the table (or empties the named partition)."""
         from .write import conform
         rows = conform(self, data)
 
