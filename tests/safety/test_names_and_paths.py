@@ -6,6 +6,8 @@ tree around the warehouse (a sentinel file outside it included) is byte-for-byte
 """
 from __future__ import annotations
 
+import re
+
 import pyarrow as pa
 import pytest
 
@@ -201,3 +203,22 @@ def test_partition_values_cannot_escape_the_table(local_store):
     assert all(p.startswith(table_dir) for p in tree if p not in (wh_dir, wh_dir + "db.db/"))
     assert sorted(t.to_arrow().to_pylist(), key=lambda r: r["k"]) == [
         {"p": v, "k": i} for i, v in enumerate(hostile)]
+
+
+# -- branches and consumers: no API yet, but their names follow the same rules ----------------------------------
+@pytest.mark.parametrize("name,reason", [("main", "default branch"), ("123", "all digits"), ("a$b", "'$'"),
+                                         ("../b", "'/'"), (" ", "blank"), ("b" * 250, "bytes")])
+def test_branch_names_follow_paimons_branch_manager_rules(name, reason):
+    from lake_core.names import validate_branch_name
+    with pytest.raises(errors.InvalidNameError, match=re.escape(reason)) as info:
+        validate_branch_name(name)
+    assert info.value.kind == "branch name"
+    assert validate_branch_name("dev-1") == "dev-1"
+
+
+@pytest.mark.parametrize("consumer", ["../c", "c/../../x", "", "..", "c\x00"])
+def test_consumer_ids_cannot_leave_the_consumer_directory(consumer):
+    from lake_core.names import validate_consumer_id
+    with pytest.raises(errors.InvalidNameError):
+        validate_consumer_id(consumer)
+    assert validate_consumer_id("nightly-job") == "nightly-job"
