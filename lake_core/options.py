@@ -351,6 +351,16 @@ _ENUM_OPTIONS: dict[str, tuple[str, ...]] = {  # compared case-insensitively, as
 }
 
 
+def _parse_ratio(key: str, value: str) -> float:
+    try:
+        x = float(str(value))
+    except ValueError:
+        x = float("nan")
+    if not (x >= 0 and x != float("inf")):  # also refuses NaN
+        raise InvalidOptionError(f"option '{key}' = {value!r} must be a finite number, 0 or more (e.g. '0.7')")
+    return x
+
+
 def _check_choice(key: str, value: str, choices: Sequence[str], *, ignore_case: bool) -> None:
     v = value.lower() if ignore_case else value
     if v not in choices:
@@ -438,6 +448,8 @@ def validate_table_options(options: Mapping[str, str], *, has_primary_key: bool)
     for key in _DURATION_OPTIONS:
         if key in options:
             parse_duration_ms(key, options[key])
+    if "compaction.small-file-ratio" in options:
+        _parse_ratio("compaction.small-file-ratio", options["compaction.small-file-ratio"])
     if opts.commit_min_retry_wait_ms > opts.commit_max_retry_wait_ms:
         raise InvalidOptionError(
             f"option 'commit.min-retry-wait' = {opts.get('commit.min-retry-wait')!r} is longer than "

@@ -80,3 +80,31 @@ def test_valid_boundary_values_still_work(local_store, opts):
         assert got == {1: "a", 2: "b"}  # the larger sequence value (5) wins
     else:  # last write wins, or with DESCENDING the smaller sequence value (3), also the last row
         assert got == {1: "c", 2: "b"}
+
+
+@pytest.mark.parametrize("opts,needle", [
+    ({"fields.vv.stats-mode": "full"}, "'vv'"),
+    ({"fields.zz.default-value": "1"}, "'zz'"),
+    ({"merge-engine": "partial-update", "fields.s,zz.sequence-group": "v"}, "'zz'"),
+    ({"record-level.time-field": "zz", "record-level.expire-time": "1 d"}, "'zz'"),
+    ({"record-level.time-field": "v", "record-level.expire-time": "1 d"}, "INT, BIGINT or TIMESTAMP"),
+    ({"compaction.small-file-ratio": "abc"}, "'abc'"), ({"compaction.small-file-ratio": "nan"}, "'nan'"),
+])
+def test_options_naming_columns_must_name_usable_columns(local_store, opts, needle):
+    cat = local_store.catalog()
+    cat.create_database("db")
+    with pytest.raises(errors.InvalidOptionError) as info:
+        cat.create_table("db.t", SCHEMA, primary_keys=["k"], options={"bucket": "1", **opts})
+    assert needle in str(info.value) and next(iter(opts.keys() - {"merge-engine", "record-level.expire-time"})) \
+        in str(info.value)
+    assert not cat.table_exists("db.t")
+
+
+def test_sequence_group_over_several_fields_is_still_accepted(local_store):
+    cat = local_store.catalog()
+    cat.create_database("db")
+    schema = pa.schema([("k", pa.int64()), ("g1", pa.int64()), ("g2", pa.int64()), ("v", pa.string())])
+    t = cat.create_table("db.t", schema, primary_keys=["k"],
+                         options={"bucket": "1", "merge-engine": "partial-update", "fields.g1,g2.sequence-group": "v"})
+    t.write_arrow(pa.table({"k": [1, 1], "g1": [2, 1], "g2": [0, 5], "v": ["newer", "older"]}, schema=schema))
+    assert t.to_arrow().to_pylist()[0]["v"] == "newer"
