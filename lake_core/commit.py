@@ -442,11 +442,12 @@ class FileStoreCommit:
                 by_level.setdefault((e.partition, e.bucket, e.file.level), []).append(e.file)
         key_types = self.table.key_types
         from .binary_row import deserialize_row
+        from .float_order import java_order_key
         for (partition, bucket, level), files in by_level.items():
             if len(files) < 2:
                 continue
-            ranges = sorted((tuple(deserialize_row(f.min_key, key_types)), tuple(deserialize_row(f.max_key, key_types)),
-                             f.file_name) for f in files)
+            ranges = sorted((java_order_key(deserialize_row(f.min_key, key_types)),
+                             java_order_key(deserialize_row(f.max_key, key_types)), f.file_name) for f in files)
             for a, b in zip(ranges, ranges[1:]):
                 if b[0] <= a[1]:
                     raise CommitConflictError(

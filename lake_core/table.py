@@ -207,14 +207,15 @@ class FileStoreTable:
                 snaps = wb.new_commit()._commit.commit(messages, identifier=identifier, overwrite=wb.overwrite_spec,
                                                        new_identity=commit_identifier is None, digest=digest)
             except (StalePlanError, StaleTableError):
-                self._remove_uncommitted(messages)
+                self.remove_uncommitted(messages)
                 if attempt == retries:
                     raise
                 continue
             return snaps[0] if snaps else None
 
-    def _remove_uncommitted(self, messages: Sequence[CommitMessage]) -> None:
-        """Delete the data files of messages whose commit certainly did not land."""
+    def remove_uncommitted(self, messages: Sequence[CommitMessage]) -> None:
+        """Delete the data files of ``messages`` whose commit certainly did not land (a
+        ``CommitConflictError``): nothing references them."""
         from .compact import partition_path
         for m in messages:
             bucket_dir = self.paths.bucket_dir(partition_path(self, m.partition), m.bucket)
