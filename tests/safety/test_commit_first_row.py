@@ -11,15 +11,8 @@ from lake_core.compact import compact_bucket
 from lake_core.errors import PartialCommitError
 from lake_core.snapshot import CommitKind
 
-from .helpers import as_dict, kv, new_table, prepared
+from .helpers import as_dict, kv, new_table, prepared, where  # noqa: F401 (fixture)
 
-
-@pytest.fixture(params=["local", "s3"])
-def where(request):
-    if request.param == "local":
-        return request.getfixturevalue("warehouse"), {}
-    s3 = request.getfixturevalue("s3_warehouse")
-    return s3.uri, s3.storage_options
 
 
 def _stale_compaction(t):
