@@ -99,3 +99,32 @@ class FormatError(LakeError):
 
 class PredicateError(LakeError):
     """A filter names an unknown column or has an invalid literal."""
+
+
+class InvalidNameError(CatalogError):
+    """A database, table, tag, branch, consumer or file-prefix name breaks the naming rules.
+
+    ``kind`` says which sort of name ("database name", "tag name", ...), ``value`` is the name."""
+
+    def __init__(self, kind: str, value: object, reason: str):
+        self.kind = kind
+        self.value = value
+        super().__init__(f"invalid {kind} {value!r}: {reason}")
+
+
+class PathEscapeError(LakeError):
+    """A path would leave the warehouse or the table it belongs to (refused before any I/O)."""
+
+
+class CorruptFileError(FormatError):
+    """A metadata or data file exists but cannot be decoded, or disagrees with its manifest entry.
+
+    ``path`` is the file."""
+
+    def __init__(self, path: str, message: str):
+        self.path = path
+        super().__init__(message)
+
+
+class DataFileMismatchError(CorruptFileError):
+    """A data file's size or row count differs from what its manifest entry records."""

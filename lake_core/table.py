@@ -9,11 +9,13 @@ import pyarrow as pa
 from .commit import BATCH_IDENTIFIER, FileStoreCommit
 from .errors import InvalidOptionError, SnapshotNotFoundError, TagNotFoundError
 from .fileio import FileIO
+from .integrity import read_metadata
 from .maintenance import TableMaintenance
 from .manifest_store import ManifestStore
 from .messages import CommitMessage
-from .options import CoreOptions
-from .paths import TablePaths
+from .names import validate_tag_name
+from .options import CoreOptions, check_supported
+from .paths import TablePaths, data_file_in
 from .predicate import Predicate, PredicateBuilder
 from .read import SplitRead
 from .scan import TableScan
@@ -26,6 +28,8 @@ from .write import TableWrite
 
 class FileStoreTable:
     def __init__(self, fileio: FileIO, root: str, identifier: str, schema: TableSchema):
+        # Checked on every open, not only at creation: the table may come from another engine.
+        check_supported(schema.options, table=identifier)
         self.fileio = fileio
         self.identifier = identifier
         self.paths = TablePaths(root)
@@ -98,12 +102,12 @@ class FileStoreTable:
         current = self._schema
         path = self.paths.schema(current.id)
         try:
-            text = self.fileio.read_text(path)
+            on_storage = read_metadata(self.fileio, path, "schema file", TableSchema.from_json)
         except FileNotFoundError:
             raise StaleTableError(
                 f"table {self.identifier} was dropped after this handle was opened (schema-{current.id} is gone "
                 f"from {self.paths.root}); nothing was written — get the table from the catalog again") from None
-        if TableSchema.from_json(text) != current:
+        if on_storage != current:
             raise StaleTableError(
                 f"table {self.identifier} was dropped and re-created after this handle was opened (schema-"
                 f"{current.id} was replaced); nothing was written — get the table from the catalog again")
@@ -123,6 +127,7 @@ class FileStoreTable:
 
     # -- tags (time travel by name) ------------------------------------------------------------------
     def create_tag(self, name: str, snapshot_id: int | None = None) -> None:
+        validate_tag_name(name)
         snap = self.snapshot_manager.get(snapshot_id) if snapshot_id is not None else self.latest_snapshot()
         if snap is None:
             raise SnapshotNotFoundError(f"cannot tag {self.identifier}: it has no snapshots yet")
@@ -130,8 +135,9 @@ class FileStoreTable:
             raise InvalidOptionError(f"tag '{name}' already exists on {self.identifier}")
 
     def tag(self, name: str) -> Snapshot:
+        validate_tag_name(name)
         try:
-            return Snapshot.from_json(self.fileio.read_text(self.paths.tag(name)))
+            return read_metadata(self.fileio, self.paths.tag(name), "tag file", Snapshot.from_json)
         except FileNotFoundError:
             raise TagNotFoundError(f"tag '{name}' does not exist on {self.identifier}") from None
 
@@ -139,6 +145,7 @@ class FileStoreTable:
         return sorted(n[4:] for n in self.fileio.list_names(self.paths.tag_dir) if n.startswith("tag-"))
 
     def delete_tag(self, name: str) -> None:
+        validate_tag_name(name)
         if not self.fileio.delete(self.paths.tag(name)):
             raise TagNotFoundError(f"tag '{name}' does not exist on {self.identifier}")
 
@@ -220,7 +227,7 @@ class FileStoreTable:
         for m in messages:
             bucket_dir = self.paths.bucket_dir(partition_path(self, m.partition), m.bucket)
             for f in m.new_files + m.changelog_files + m.compact_after + m.compact_changelog:
-                self.fileio.delete(f.external_path or f"{bucket_dir}/{f.file_name}")
+                self.fileio.delete(f.external_path or data_file_in(bucket_dir, f.file_name))
 
     def to_arrow(self, snapshot_id: int | None = None, tag: str | None = None, timestamp_millis: int | None = None,
                  columns: Sequence[str] | None = None, filter: Predicate | None = None) -> pa.Table:
