@@ -198,9 +198,10 @@ class FileStoreTable:
     def _commit_replanned(self, prepare, overwrite, commit_user: str | None, commit_identifier: int | None,
                           digest: str | None = None):
         """Prepare and commit; a ``StalePlanError`` (nothing landed) prepares again against the
-        latest snapshot, bounded by 'commit.max-retries'. Files of a failed attempt are removed."""
+        latest snapshot, bounded by 'commit.max-retries'. Files of an attempt that certainly did
+        not land are removed."""
         from .commit import new_commit_identifier
-        from .errors import StaleTableError, StalePlanError
+        from .errors import CommitConflictError, CommitFailedError, StalePlanError, StaleTableError
         identifier = commit_identifier if commit_identifier is not None else new_commit_identifier()
         retries = self.options.commit_max_retries
         for attempt in range(retries + 1):
@@ -213,9 +214,9 @@ class FileStoreTable:
             try:
                 snaps = wb.new_commit()._commit.commit(messages, identifier=identifier, overwrite=wb.overwrite_spec,
                                                        new_identity=commit_identifier is None, digest=digest)
-            except (StalePlanError, StaleTableError):
-                self.remove_uncommitted(messages)
-                if attempt == retries:
+            except (CommitConflictError, CommitFailedError, StaleTableError) as e:
+                self.remove_uncommitted(messages)  # these errors mean nothing landed
+                if attempt == retries or not isinstance(e, StalePlanError):
                     raise
                 continue
             return snaps[0] if snaps else None
