@@ -56,6 +56,7 @@ import org.apache.paimon.table.sink.BatchWriteBuilder;
 import org.apache.paimon.table.sink.CommitMessage;
 import org.apache.paimon.table.sink.RowPartitionKeyExtractor;
 import org.apache.paimon.table.source.DataSplit;
+import org.apache.paimon.table.source.InnerTableRead;
 import org.apache.paimon.table.source.ReadBuilder;
 import org.apache.paimon.table.source.Split;
 import org.apache.paimon.table.source.TableRead;
@@ -316,6 +317,10 @@ public final class PaimonDriver {
             rowType = rowType.project(indexes);
         }
         TableRead tableRead = builder.newRead();
+        if (args.path("keep_delete").asBoolean(false)) {
+            // A batch read drops -U/-D rows; a changelog read must keep them (as audit_log does).
+            tableRead = ((InnerTableRead) tableRead).forceKeepDelete();
+        }
         if (filter.isObject()) {
             tableRead = tableRead.executeFilter();
         }
