@@ -8,7 +8,7 @@ from typing import Sequence
 import pyarrow as pa
 import pytest
 
-from fixtures.java_paimon import assert_same_rows
+from fixtures.java_paimon import JavaPaimonError, assert_same_rows
 
 from .data import lake_open, lake_table
 
@@ -128,14 +128,14 @@ def test_aggregation(java_paimon, warehouse):
     assert {r["k"]: r["total"] for r in final.to_pylist()}[4] == 4 * (0 + 1 + 2 + 3 + 4) - 4 * 9
 
 
-@pytest.mark.xfail(strict=True, reason="Java 1.0 keeps blank strings in listagg; current Paimon (and lake_core) "
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="Java 1.0 keeps blank strings in listagg; current Paimon (and lake_core) "
                                        "skips them")
 def test_aggregation_listagg_blank_strings(java_paimon, warehouse):
     steps = [Step("lake", _agg([1, 2], n, names=lambda k, n: " " if (k + n) % 2 else f"n{n}")) for n in range(3)]
     run_history(java_paimon, warehouse, AGG, steps, options=AGG_OPTIONS)
 
 
-@pytest.mark.xfail(strict=True, reason="Java 1.0 has no 'count' aggregate function (added in later Paimon)")
+@pytest.mark.xfail(strict=True, raises=JavaPaimonError, reason="Java 1.0 has no 'count' aggregate function (added in later Paimon)")
 def test_aggregation_count(java_paimon, warehouse):
     schema = pa.schema([pa.field("k", pa.int32(), nullable=False), ("n", pa.int64())])
     options = {"bucket": "1", "merge-engine": "aggregation", "fields.n.aggregate-function": "count"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from fixtures.java_paimon import assert_same_rows
+from fixtures.java_paimon import JavaPaimonError, assert_same_rows
 
 from .data import ALL_TYPES, all_types_for, all_types_rows, lake_open, lake_table
 
@@ -98,7 +98,7 @@ def test_java_reads_our_nanosecond_timestamps_in_parquet(java_paimon, warehouse)
     assert_same_rows(table.to_arrow(), rows)
 
 
-@pytest.mark.xfail(strict=True, reason="Java 1.0 bug: its INT96 reader rejects pre-1970 TIMESTAMP(7..9) values with "
+@pytest.mark.xfail(strict=True, raises=JavaPaimonError, reason="Java 1.0 bug: its INT96 reader rejects pre-1970 TIMESTAMP(7..9) values with "
                                        "sub-millisecond digits (Timestamp.fromEpochMillis with a negative "
                                        "nano-of-millisecond), even in files Java wrote itself")
 def test_java_reads_pre_1970_nanosecond_timestamps(java_paimon, warehouse):
@@ -109,7 +109,7 @@ def test_java_reads_pre_1970_nanosecond_timestamps(java_paimon, warehouse):
     assert_same_rows(java_paimon.read(path), rows)
 
 
-@pytest.mark.xfail(strict=True, reason="Java 1.0 has no Avro encoding for TIMESTAMP(7..9): its AvroSchemaConverter "
+@pytest.mark.xfail(strict=True, raises=JavaPaimonError, reason="Java 1.0 has no Avro encoding for TIMESTAMP(7..9): its AvroSchemaConverter "
                                        "accepts precision <= 6, so it cannot create or read such an Avro table")
 def test_avro_nanosecond_timestamps(java_paimon, warehouse):
     table = lake_table(warehouse, "db.t", NANOS, primary_keys=["k"], options={"bucket": "1", "file.format": "avro"})
@@ -119,7 +119,7 @@ def test_avro_nanosecond_timestamps(java_paimon, warehouse):
     assert_same_rows(java_paimon.read(table), rows)
 
 
-@pytest.mark.xfail(strict=True, reason="Java 1.0's ORC reader rejects pre-1970 timestamps with a fractional second "
+@pytest.mark.xfail(strict=True, raises=JavaPaimonError, reason="Java 1.0's ORC reader rejects pre-1970 timestamps with a fractional second "
                                        "written by the C++ ORC writer (pyarrow); Java's own ORC files read fine")
 def test_orc_pre_1970_fractional_timestamps(java_paimon, warehouse):
     schema = pa.schema([pa.field("k", pa.int32(), nullable=False), ("ts", pa.timestamp("us"))])

@@ -222,6 +222,16 @@ public final class PaimonDriver {
             builder = builder.withOverwrite();
         }
         JsonNode kinds = args.path("kinds");
+        if (table.bucketMode() == BucketMode.CROSS_PARTITION) {
+            // Flink's sink keeps the key -> (partition, bucket) index in RocksDB (GlobalIndexAssigner).
+            try {
+                Class.forName("org.rocksdb.RocksDB");
+            } catch (ClassNotFoundException e) {
+                throw new UnsupportedOperationException(
+                        "cross-partition upsert needs RocksDB (org.rocksdb.RocksDB) for its global index; this jar lacks it");
+            }
+            throw new UnsupportedOperationException("the driver does not run GlobalIndexAssigner");
+        }
         HashBucketAssigner assigner = null;
         RowPartitionKeyExtractor extractor = null;
         if (table.bucketMode() == BucketMode.HASH_DYNAMIC) {
