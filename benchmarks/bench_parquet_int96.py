@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import argparse
 import io
-import statistics
-import time
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from benchmarks.bench_merge import timeit
 from lake_core.data_file_format import parquet_write_options, write_data_file
 
 
@@ -30,15 +29,6 @@ def _table(rows: int, ts_columns: int) -> pa.Table:
 def _fields(table: pa.Table) -> list[pa.Field]:
     return [pa.field(f.name, f.type, f.nullable, {b"PARQUET:field_id": str(i).encode()})
             for i, f in enumerate(table.schema)]
-
-
-def _median(fn, runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def main() -> None:
@@ -57,7 +47,7 @@ def main() -> None:
             with pq.ParquetWriter(io.BytesIO(), pa.schema(fields), **parquet_write_options(table)) as w:
                 w.write_table(table.cast(pa.schema(fields)))
 
-        a, b = _median(int96, args.runs), _median(int64, args.runs)
+        a, b = timeit(int96, args.runs), timeit(int64, args.runs)
         print(f"{args.rows} rows, {ts_columns} TIMESTAMP(9) column(s): INT96 {a * 1000:.0f} ms, "
               f"INT64 nanos {b * 1000:.0f} ms ({(a / b - 1) * 100:+.0f}%)")
 

@@ -40,7 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_core.errors import FormatError, InvalidOptionError, SchemaMismatchError
-from lake_core.fileformat.parquet_int96 import leaf_paths, to_int96_columns, write_declaring_int96
+from lake_core.fileformat.parquet_int96 import has_nanos, leaf_paths, to_int96_columns, write_declaring_int96
 from lake_core.types import DataField, arrow_field, is_nested
 
 __all__ = [
@@ -887,18 +887,6 @@ def _map_from_avro(t: pa.DataType) -> Callable[[Any], Any]:
     return fix
 
 
-def _has_ns(t: pa.DataType) -> bool:
-    if pa.types.is_timestamp(t):
-        return t.unit == "ns"
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return _has_ns(t.value_type)
-    if pa.types.is_map(t):
-        return _has_ns(t.key_type) or _has_ns(t.item_type)
-    if pa.types.is_struct(t):
-        return any(_has_ns(t.field(i).type) for i in range(t.num_fields))
-    return False
-
-
 def _ns_as_int(t: pa.DataType) -> pa.DataType:
     """``t`` with nanosecond timestamps replaced by int64 (how fastavro hands them over)."""
     if pa.types.is_timestamp(t):
@@ -956,7 +944,7 @@ def _read_avro(source, columns, arrow_schema) -> pa.Table:
         if fix is not None:
             vals = [fix(v) for v in vals]
         try:
-            if _has_ns(t):
+            if has_nanos(t):
                 arr = pa.array(vals, type=_ns_as_int(t)).cast(t)
             else:
                 arr = pa.array(vals, type=t)
