@@ -93,11 +93,16 @@ public final class PaimonDriver {
 
     private static final ObjectMapper MAPPER = new ObjectMapper();
     private static final JsonNodeFactory NODES = JsonNodeFactory.instance;
+    /** One spill/lookup directory for the JVM, under the working directory, removed at exit. */
+    private static IOManager ioManager;
 
     public static void main(String[] args) throws Exception {
         // Paimon and Hadoop log to stdout; the protocol owns the real stdout.
         PrintStream out = new PrintStream(new FileOutputStream(FileDescriptor.out), true, "UTF-8");
         System.setOut(System.err);
+        java.io.File ioDir = new java.io.File("paimon-io").getAbsoluteFile();
+        ioDir.mkdirs();
+        ioManager = IOManager.create(ioDir.getPath());
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         ObjectNode hello = NODES.objectNode();
         hello.put("ok", true);
@@ -134,6 +139,7 @@ public final class PaimonDriver {
             }
             out.println(MAPPER.writeValueAsString(response));
         }
+        ioManager.close();
     }
 
     private static String paimonVersion() {
@@ -263,7 +269,7 @@ public final class PaimonDriver {
     /** A batch write with a spill/lookup directory (lookup compaction and deletion vectors need one). */
     private static BatchTableWrite newWrite(BatchWriteBuilder builder) {
         BatchTableWrite write = builder.newWrite();
-        write.withIOManager(IOManager.create(System.getProperty("java.io.tmpdir")));
+        write.withIOManager(ioManager);
         return write;
     }
 
