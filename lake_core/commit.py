@@ -147,6 +147,8 @@ class FileStoreCommit:
             entries = build(latest)
             if check_conflicts:
                 self._check_conflicts(latest, entries, kind)
+            elif kind == CommitKind.APPEND:
+                self._fixed_bucket_append_check(latest, entries)
             if index_changes:
                 self._check_index_conflicts(latest, index_changes)
             if self._writer_base is not None:
@@ -212,18 +214,35 @@ class FileStoreCommit:
                     f"(bucket {e.bucket}) is no longer live (another job compacted or overwrote it); "
                     "nothing was committed — re-run the job against the latest snapshot")
         if kind != CommitKind.OVERWRITE:
-            buckets_by_partition: dict[bytes, int] = {}
-            for e in live:
-                buckets_by_partition.setdefault(e.partition, e.total_buckets)
-            for e in entries:
-                have = buckets_by_partition.get(e.partition)
-                if e.kind == FileKind.ADD and have is not None and have != e.total_buckets:
-                    raise CommitConflictError(
-                        f"total buckets of partition {self.manifests.partition_values(e.partition)} of "
-                        f"{self.table.identifier} changed from {have} to {e.total_buckets}; only an OVERWRITE "
-                        "(or a rescale) may change a partition's bucket count")
+            self._check_total_buckets(live, entries)
         if self.table.schema.primary_keys:
             self._check_lsm_overlap(live, entries)
+
+    def _check_total_buckets(self, live: list[ManifestEntry], entries: list[ManifestEntry]) -> None:
+        """A partition keeps its bucket count until an OVERWRITE (a rescale) rewrites it: a writer
+        that computed buckets with another count must not mix files into it (Java
+        ``ConflictDetection``: "Total buckets of partition ... changed")."""
+        buckets_by_partition: dict[bytes, int] = {}
+        for e in live:
+            if e.total_buckets > 0:
+                buckets_by_partition.setdefault(e.partition, e.total_buckets)
+        for e in entries:
+            have = buckets_by_partition.get(e.partition)
+            if e.kind == FileKind.ADD and e.total_buckets > 0 and have is not None and have != e.total_buckets:
+                raise CommitConflictError(
+                    f"total buckets of partition {self._partition_desc(e.partition)} of {self.table.identifier} "
+                    f"changed from {have} to {e.total_buckets} without overwrite (the partition was rescaled while "
+                    f"this job wrote it with {e.total_buckets} buckets); nothing was committed — re-run the job, "
+                    f"it will write the partition's current {have} buckets")
+
+    def _fixed_bucket_append_check(self, latest: Snapshot | None, entries: list[ManifestEntry]) -> None:
+        """APPEND commits skip the full conflict check, but a fixed-bucket partition may have been
+        rescaled since the writer chose its bucket count: compare with the partitions' live files."""
+        touched = {e.partition for e in entries if e.kind == FileKind.ADD and e.total_buckets > 0}
+        if latest is None or not touched:
+            return
+        live = [e for e in self.manifests.live_entries(latest) if e.partition in touched]
+        self._check_total_buckets(live, entries)
 
     def _check_index_conflicts(self, latest: Snapshot | None, changes: list[IndexManifestEntry]) -> None:
         """Dynamic bucket mode: a HASH ADD is a complete new index of its (partition, bucket) and
@@ -324,7 +343,9 @@ class FileStoreCommit:
                               identifier, properties) -> tuple[Snapshot, list[str]]:
         namer = FileNamer()
         written: list[str] = []
-        schema_id = self.table.schema.id
+        # The snapshot names the table's latest schema, even for files written under an older
+        # one (each file keeps its own schema id), as Java's FileStoreCommitImpl.
+        schema_id = max([self.table.schema.id] + self.table.schema_manager.list_ids()[-1:])
         try:
             base_metas = self.manifests.data_manifests(latest) if latest else []
             base_metas, merged_new = merge_manifests(self.manifests, base_metas, self.options, schema_id, namer)

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 def read_kv_files(table: "FileStoreTable", partition_path: str, bucket: int,
                   files: Sequence[DataFileMeta]) -> pa.Table:
     """All columns plus _SEQUENCE_NUMBER/_VALUE_KIND of ``files``, concatenated oldest first."""
-    from .data_file_format import read_data_file
+    from .schema_evolution import read_evolved
     schema = table.schema.arrow_schema()
     full = schema.append(pa.field(SEQ, pa.int64(), nullable=False)).append(pa.field(KIND, pa.int8(), nullable=False))
     parts = []
@@ -33,10 +33,10 @@ def read_kv_files(table: "FileStoreTable", partition_path: str, bucket: int,
         path = f.external_path or f"{bucket_dir}/{f.file_name}"
         fmt = f.file_name.rsplit(".", 1)[-1]
         if table.fileio.is_local:
-            parts.append(read_data_file(table.fileio._p(path), fmt, full.names, full))
+            parts.append(read_evolved(table, table.fileio._p(path), fmt, f.schema_id, full.names, full))
         else:
             with table.fileio.open_input(path) as src:
-                parts.append(read_data_file(src, fmt, full.names, full))
+                parts.append(read_evolved(table, src, fmt, f.schema_id, full.names, full))
     if not parts:
         return full.empty_table()
     return pa.concat_tables(parts)

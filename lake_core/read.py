@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 import pyarrow as pa
 
 from .binary_row import deserialize_row
-from .data_file_format import read_data_file
 from .merge.base import drop_retracts
 from .merge.sort import KIND, SEQ
 from .messages import Split
 from .metadata import DataFileMeta
 from .predicate import Predicate
+from .schema_evolution import read_evolved
 
 if TYPE_CHECKING:
     from .table import FileStoreTable
@@ -61,9 +61,9 @@ class SplitRead:
         path = split.file_path(f)
         fio = self.table.fileio
         if fio.is_local:
-            return read_data_file(fio._p(path), fmt, cols, schema)
+            return read_evolved(self.table, fio._p(path), fmt, f.schema_id, cols, schema)
         with fio.open_input(path) as src:
-            return read_data_file(src, fmt, cols, schema)
+            return read_evolved(self.table, src, fmt, f.schema_id, cols, schema)
 
     def _sections(self, files: Sequence[DataFileMeta]) -> list[list[DataFileMeta]]:
         """Group files whose key ranges overlap (Java IntervalPartition)."""
