@@ -79,6 +79,14 @@ class FileStoreCommit:
                                                identifier, properties, check_conflicts=True))
         return out
 
+    def commit_overwrite_entries(self, build: Callable, identifier: int = BATCH_IDENTIFIER,
+                                 properties: dict | None = None) -> Snapshot:
+        """One OVERWRITE snapshot of the entries ``build(latest)`` returns on each attempt. ``build``
+        re-validates against the latest snapshot and raises ``CommitConflictError`` when the data
+        it rewrote changed (maintenance rewrites such as a bucket rescale)."""
+        return self._commit_with_retry(CommitKind.OVERWRITE, build, [], [], identifier, properties,
+                                       check_conflicts=True)
+
     # -- building entries ---------------------------------------------------------------------
     @staticmethod
     def _entries(messages: Iterable[CommitMessage]):
