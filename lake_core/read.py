@@ -58,12 +58,7 @@ class SplitRead:
             schema = schema.append(pa.field(SEQ, pa.int64(), nullable=False)).append(
                 pa.field(KIND, pa.int8(), nullable=False))
         fmt = f.file_name.rsplit(".", 1)[-1] if "." in f.file_name else self.table.options.file_format
-        path = split.file_path(f)
-        fio = self.table.fileio
-        if fio.is_local:
-            return read_evolved(self.table, fio._p(path), fmt, f.schema_id, cols, schema)
-        with fio.open_input(path) as src:
-            return read_evolved(self.table, src, fmt, f.schema_id, cols, schema)
+        return read_evolved(self.table, split.file_path(f), f, fmt, cols, schema)
 
     def _sections(self, files: Sequence[DataFileMeta]) -> list[list[DataFileMeta]]:
         """Group files whose key ranges overlap (Java IntervalPartition)."""

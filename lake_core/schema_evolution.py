@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 import pyarrow as pa
 
 from .binary_row import deserialize_row
-from .data_file_format import read_data_file
+from .integrity import read_checked_data_file
 from .merge.sort import KIND, SEQ
 from .metadata import DataFileMeta
 
@@ -31,14 +31,15 @@ def _file_fields(table: "FileStoreTable", schema_id: int) -> dict[int, Any]:
     return {f.id: f for f in table.schema_manager.schema(schema_id).fields}
 
 
-def read_evolved(table: "FileStoreTable", source, fmt: str, schema_id: int, columns: Sequence[str],
+def read_evolved(table: "FileStoreTable", path: str, meta: DataFileMeta, fmt: str, columns: Sequence[str],
                  arrow_schema: pa.Schema) -> pa.Table:
-    """Read ``columns`` (current names, plus ``_SEQUENCE_NUMBER``/``_VALUE_KIND``) of a data file
-    written under schema ``schema_id``, typed as ``arrow_schema`` (current types)."""
+    """Read ``columns`` (current names, plus ``_SEQUENCE_NUMBER``/``_VALUE_KIND``) of the data file
+    ``meta`` at ``path``, typed as ``arrow_schema`` (current types); the file is checked against
+    its manifest entry (size, row count) first."""
     current = table.schema
-    if schema_id == current.id:
-        return read_data_file(source, fmt, columns, arrow_schema)
-    old = _file_fields(table, schema_id)
+    if meta.schema_id == current.id:
+        return read_checked_data_file(table.fileio, path, meta, fmt, columns, arrow_schema)
+    old = _file_fields(table, meta.schema_id)
     file_cols: list[str] = []
     file_fields: list[pa.Field] = []
     source_of: dict[str, Optional[str]] = {}
@@ -55,7 +56,11 @@ def read_evolved(table: "FileStoreTable", source, fmt: str, schema_id: int, colu
         file_cols.append(of.name)
         file_fields.append(pa.field(of.name, of.type, True))
         source_of[name] = of.name
-    raw = read_data_file(source, fmt, file_cols, pa.schema(file_fields))
+    if not file_cols:  # only columns the file predates: read one column for the row count
+        first = next(iter(old.values()))
+        file_cols.append(first.name)
+        file_fields.append(pa.field(first.name, first.type, True))
+    raw = read_checked_data_file(table.fileio, path, meta, fmt, file_cols, pa.schema(file_fields))
     arrays = []
     for name in columns:
         target = arrow_schema.field(name)

@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 
 from ..bucket import assign_buckets
 from ..commit import BATCH_IDENTIFIER, FileStoreCommit
-from ..errors import CommitConflictError, InvalidOptionError, LakeError, UnsupportedOptionError
+from ..errors import CommitConflictError, CommitFailedError, InvalidOptionError, LakeError, UnsupportedOptionError
 from ..file_writer import DataFileWriter
 from ..merge.sort import KIND, SEQ
 from ..messages import Split
@@ -348,7 +348,7 @@ def commit_rescale_partition(table: "FileStoreTable", prepared: PreparedRescale,
     p = prepared
     expected = {e.identifier() for e in p.replaced}
 
-    def build(latest):
+    def validate(latest):
         live = [e for e in table.manifest_store.live_entries(latest) if e.partition == p.partition]
         if {e.identifier() for e in live} != expected:
             raise CommitConflictError(
@@ -356,16 +356,15 @@ def commit_rescale_partition(table: "FileStoreTable", prepared: PreparedRescale,
                 f"changed after snapshot {p.snapshot_read}, which the rescale read (at snapshot {latest.id} it has "
                 f"{len(live)} live file(s), the rescale rewrote {len(expected)}); nothing was lost — re-run the "
                 "rescale of this partition")
-        deletes = [ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file) for e in p.replaced]
-        adds = [ManifestEntry(FileKind.ADD, p.partition, b, p.new_buckets, f) for b, f in p.new_files]
-        return deletes + adds
 
+    entries = [ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file) for e in p.replaced]
+    entries += [ManifestEntry(FileKind.ADD, p.partition, b, p.new_buckets, f) for b, f in p.new_files]
     try:
         committed = FileStoreCommit(table, commit_user or f"rescale-{uuid.uuid4()}").commit_overwrite_entries(
-            build, BATCH_IDENTIFIER, {"rescale.partition": p.partition_text,
-                                      "rescale.buckets": f"{p.old_buckets}->{p.new_buckets}",
-                                      "rescale.checksum": p.checksum.digest})
-    except BaseException:
+            entries, validate, BATCH_IDENTIFIER, {"rescale.partition": p.partition_text,
+                                                  "rescale.buckets": f"{p.old_buckets}->{p.new_buckets}",
+                                                  "rescale.checksum": p.checksum.digest})
+    except (CommitConflictError, CommitFailedError):  # certainly not committed: the new files are garbage
         written: dict[int, list] = {}
         for b, f in p.new_files:
             written.setdefault(b, []).append(f)

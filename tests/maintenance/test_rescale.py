@@ -193,22 +193,32 @@ def test_writer_that_committed_after_the_rescale_read_makes_the_rescale_fail(war
 
 
 def test_writer_still_using_the_old_count_gets_total_buckets_conflict(warehouse):
+    from lake_core.errors import StaleTableError
+    from lake_core.maintenance.rescale import set_bucket_option
     rnd = random.Random(7)
     catalog, table = make_table(warehouse)
     model = Model()
     fill(table, model, rnd, commits=2)
+    old_handle_writer = table.new_batch_write_builder()
+    table = set_bucket_option(table, 3)  # the rescale starts: the option changes first
+    # A writer opened after the option changed writes each partition with the count it has now.
     wb = table.new_batch_write_builder()
     w = wb.new_write()
     stale = Model()
     stale.rows = dict(model.rows)
     data = stale.batch(rnd, 40, parts=[PARTS[0], PARTS[1]], deletes=False)
     w.write_arrow(data)
-    table.maintenance.rescale(bucket=3, partitions=[{"dt": PARTS[0]}])
+    table.maintenance.rescale_partition(partition={"dt": PARTS[0]}, bucket=3)
     with pytest.raises(CommitConflictError, match=f"total buckets of partition.*{PARTS[0]}.*changed from 3 to 2"):
         wb.new_commit().commit(w.prepare_commit())
     table = catalog.get_table("db.t")
     assert rows(table.to_arrow()) == model.expected()  # nothing of the failed commit is visible
-    # Its re-run (a new writer) writes each partition with its current count.
+    # A handle opened before the option changed is refused outright.
+    with pytest.raises(StaleTableError, match="db.t"):
+        w2 = old_handle_writer.new_write()
+        w2.write_arrow(data)
+        old_handle_writer.new_commit().commit(w2.prepare_commit())
+    # The re-run (a new writer) writes each partition with its current count.
     table.write_arrow(data)
     assert rows(table.to_arrow()) == stale.expected()
     assert bucket_counts(table) == {PARTS[0]: {3}, PARTS[1]: {2}, PARTS[2]: {2}}

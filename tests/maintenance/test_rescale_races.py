@@ -36,9 +36,8 @@ def _writer(warehouse, storage_options, batches, barrier, queue):
 
 
 def _rescaler(warehouse, storage_options, partition, bucket, barrier, queue):
-    from lake_core.maintenance.rescale import (commit_rescale_partition, prepare_rescale_partition,
-                                               set_bucket_option)
-    table = set_bucket_option(Catalog(warehouse, storage_options).get_table("db.t"), bucket)
+    from lake_core.maintenance.rescale import commit_rescale_partition, prepare_rescale_partition
+    table = Catalog(warehouse, storage_options).get_table("db.t")
     # Read and rewrite before the barrier, so the writer's commit and this one truly overlap.
     prepared = prepare_rescale_partition(table, partition={"dt": partition}, bucket=bucket)
     barrier.wait()
@@ -50,6 +49,10 @@ def _rescaler(warehouse, storage_options, partition, bucket, barrier, queue):
 
 
 def _race(warehouse, storage_options, batches, partition, bucket) -> dict:
+    """The rescale has set the ``bucket`` option (its first step) before both processes open
+    the table; then each prepares its commit, and both commit at once."""
+    from lake_core.maintenance.rescale import set_bucket_option
+    set_bucket_option(Catalog(warehouse, storage_options).get_table("db.t"), bucket)
     ctx = mp.get_context("spawn")
     barrier, queue = ctx.Barrier(2), ctx.Queue()
     procs = [ctx.Process(target=_writer, args=(warehouse, storage_options, batches, barrier, queue)),

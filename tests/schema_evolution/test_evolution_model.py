@@ -206,9 +206,10 @@ def test_widened_types_are_cast_in_merges_and_filters(warehouse):
     assert t.to_arrow(filter=pb.greater_than("d", Decimal("9999"))).sort_by("k").column("k").to_pylist() == [1, 3]
 
 
-def test_writer_opened_before_an_alter_commits_under_its_schema(warehouse):
-    """Paimon's rule: a file keeps the schema it was written with and is evolved on read; the
-    snapshot names the latest schema."""
+def test_writer_opened_before_an_alter_fails_clearly_and_a_fresh_handle_succeeds(warehouse):
+    """A handle opened before an alter refuses to commit files of the old schema under the new
+    one (nothing lands); the same rows through a fresh handle are evolved like any old file."""
+    from lake_core.errors import StaleTableError
     catalog = Catalog(warehouse)
     catalog.create_database("db")
     t = catalog.create_table("db.t", pa.schema([("k", pa.int64()), ("a", pa.int32()), ("b", pa.string())]),
@@ -219,7 +220,11 @@ def test_writer_opened_before_an_alter_commits_under_its_schema(warehouse):
     w.write_arrow(pa.table({"k": [2], "a": pa.array([2], pa.int32()), "b": ["y"]}))
     new = catalog.alter_table("db.t", [SchemaChange.rename_column("b", "bee"), SchemaChange.add_column("c", pa.int64()),
                                        SchemaChange.update_column_type("a", pa.int64())])
-    snaps = wb.new_commit().commit(w.prepare_commit())
-    assert snaps[0].schema_id == new.schema.id
+    with pytest.raises(StaleTableError, match="schema of table db.t changed"):
+        wb.new_commit().commit(w.prepare_commit())
+    assert new.latest_snapshot().id == 1
+    assert new.to_arrow().to_pylist() == [{"k": 1, "a": 1, "bee": "x", "c": None}]
+    new.write_arrow(pa.table({"k": [2], "a": [2], "bee": ["y"], "c": [None]}))
+    assert new.latest_snapshot().schema_id == new.schema.id
     assert new.to_arrow().sort_by("k").to_pylist() == [{"k": 1, "a": 1, "bee": "x", "c": None},
                                                       {"k": 2, "a": 2, "bee": "y", "c": None}]
