@@ -102,8 +102,9 @@ def main() -> None:
     r0 = runs[0]
     print(f"rescale {args.from_buckets} -> {args.to_buckets} buckets, {r0['rows']:,} live rows "
           f"({r0['files_in']} files in, {r0['files_out']} out, {r0['bytes_out'] / 2**20:.0f} MiB written)")
+    each = ", ".join(f"{r['seconds']:.2f}s" for r in runs)
     print(f"  median of {len(runs)} runs: {secs:.2f} s = {r0['rows'] / secs:,.0f} rows/s, "
-          f"peak memory +{peak:,.0f} MiB (runs: {', '.join(f'{r['seconds']:.2f}s' for r in runs)})")
+          f"peak memory +{peak:,.0f} MiB (runs: {each})")
 
 
 if __name__ == "__main__":
