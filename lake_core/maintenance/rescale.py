@@ -24,6 +24,7 @@ import dataclasses
 import logging
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
@@ -223,18 +224,20 @@ def _write_buckets(table: "FileStoreTable", partition_values: Sequence[Any], row
     cuts = np.flatnonzero(np.diff(buckets)) + 1
     starts = np.concatenate([[0], cuts]).astype(np.int64)
     ends = np.concatenate([cuts, [len(buckets)]]).astype(np.int64)
-    out: dict[int, list] = {}
-    for s, e in zip(starts.tolist(), ends.tolist()):
-        if e <= s:
-            continue
-        b = int(buckets[s])
+
+    def write(span: tuple[int, int]) -> tuple[int, list]:
+        s, e = span
         part = rows.slice(s, e - s)
         part = part.append_column(pa.field(SEQ, pa.int64(), nullable=False),
                                   pa.array(np.arange(e - s, dtype=np.int64)))
         part = part.append_column(pa.field(KIND, pa.int8(), nullable=False), pa.array(np.zeros(e - s, np.int8)))
-        writer = DataFileWriter(table, ppath, b, namer)
-        out[b] = [w.meta for w in writer.write(part, level=level)]
-    return out
+        b = int(buckets[s])
+        return b, [w.meta for w in DataFileWriter(table, ppath, b, namer).write(part, level=level)]
+
+    spans = [(s, e) for s, e in zip(starts.tolist(), ends.tolist()) if e > s]
+    # Parquet encoding and zstd release the GIL: two threads use both cores.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(pool.map(write, spans))
 
 
 def _read_back(table: "FileStoreTable", snapshot_id: int, partition: bytes, values: tuple, bucket: int,
@@ -247,8 +250,7 @@ def _read_back(table: "FileStoreTable", snapshot_id: int, partition: bytes, valu
     parts = []
     keys = list(table.schema.bucket_keys())
     types = [table.schema.field(k).type for k in keys]
-    for split in splits:
-        t = reader.read_split(split)
+    for split, t in zip(splits, reader.iter_batches(splits)):
         got = assign_buckets([t[k] for k in keys], types, bucket, table.options.bucket_function)
         if len(got) and not np.all(got == split.bucket):
             raise RescaleVerificationError(
