@@ -21,11 +21,16 @@ def fill(table, model, rnd, commits=4, n=120):
         table.write_arrow(model.batch(rnd, n))
 
 
-def test_partial_then_full_rescale_keeps_every_row(warehouse):
-    rnd = random.Random(1)
+def filled(warehouse, seed, commits=4):
+    rnd = random.Random(seed)
     catalog, table = make_table(warehouse)
     model = Model()
-    fill(table, model, rnd)
+    fill(table, model, rnd, commits=commits)
+    return rnd, catalog, table, model
+
+
+def test_partial_then_full_rescale_keeps_every_row(warehouse):
+    rnd, catalog, table, model = filled(warehouse, 1)
     result = table.maintenance.rescale(bucket=5, partitions=[{"dt": PARTS[0]}])
     assert isinstance(result, RescaleResult)
     assert (result.previous_bucket, result.bucket, result.partitions_rescaled) == (2, 5, 1)
@@ -119,10 +124,7 @@ def test_unpartitioned_and_append_tables(warehouse):
 
 
 def test_dry_run_changes_nothing(warehouse):
-    rnd = random.Random(2)
-    catalog, table = make_table(warehouse)
-    model = Model()
-    fill(table, model, rnd, commits=2)
+    rnd, catalog, table, model = filled(warehouse, 2, commits=2)
     snaps = [s.id for s in table.snapshots()]
     res = table.maintenance.rescale(bucket=4, dry_run=True)
     assert res.dry_run and res.partitions_rescaled == 0
@@ -151,10 +153,7 @@ def test_refusals(warehouse):
 
 def test_a_failed_verification_commits_nothing(warehouse, monkeypatch):
     """Fault injection: the rewrite loses one row; the checksum catches it before the commit."""
-    rnd = random.Random(5)
-    catalog, table = make_table(warehouse)
-    model = Model()
-    fill(table, model, rnd, commits=2)
+    rnd, catalog, table, model = filled(warehouse, 5, commits=2)
     from lake_core.maintenance import rescale as mod
     real = mod._write_buckets
 
@@ -175,10 +174,7 @@ def test_a_failed_verification_commits_nothing(warehouse, monkeypatch):
 
 
 def test_writer_that_committed_after_the_rescale_read_makes_the_rescale_fail(warehouse):
-    rnd = random.Random(6)
-    catalog, table = make_table(warehouse)
-    model = Model()
-    fill(table, model, rnd, commits=2)
+    rnd, catalog, table, model = filled(warehouse, 6, commits=2)
     prepared = prepare_rescale_partition(table, partition={"dt": PARTS[0]}, bucket=4)
     assert isinstance(prepared, PreparedRescale)
     table.write_arrow(model.batch(rnd, 30, parts=[PARTS[0]]))
@@ -195,10 +191,7 @@ def test_writer_that_committed_after_the_rescale_read_makes_the_rescale_fail(war
 def test_writer_still_using_the_old_count_gets_total_buckets_conflict(warehouse):
     from lake_core.errors import StaleTableError
     from lake_core.maintenance.rescale import set_bucket_option
-    rnd = random.Random(7)
-    catalog, table = make_table(warehouse)
-    model = Model()
-    fill(table, model, rnd, commits=2)
+    rnd, catalog, table, model = filled(warehouse, 7, commits=2)
     old_handle_writer = table.new_batch_write_builder()
     table = set_bucket_option(table, 3)  # the rescale starts: the option changes first
     # A writer opened after the option changed writes each partition with the count it has now.
@@ -227,10 +220,7 @@ def test_writer_still_using_the_old_count_gets_total_buckets_conflict(warehouse)
 
 def test_rescale_after_schema_changes(warehouse):
     from lake_core import SchemaChange
-    rnd = random.Random(8)
-    catalog, table = make_table(warehouse)
-    model = Model()
-    fill(table, model, rnd, commits=2)
+    rnd, catalog, table, model = filled(warehouse, 8, commits=2)
     catalog.alter_table("db.t", [SchemaChange.add_column("extra", pa.int32()), SchemaChange.rename_column("v", "val")])
     table = catalog.get_table("db.t")
     before = table.to_arrow().sort_by([("dt", "ascending"), ("id", "ascending"), ("name", "ascending")])

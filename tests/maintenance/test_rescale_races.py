@@ -81,13 +81,18 @@ def storage(request, warehouse):
     return _storage(request, warehouse)
 
 
-def test_writer_on_another_partition_and_rescale_both_land(storage):
-    uri, opts = storage
-    rnd = random.Random(11)
+def _seeded(uri, opts, seed):
+    rnd = random.Random(seed)
     catalog, table = make_table(uri, opts, options={"commit.max-retries": "50"})
     model = Model()
     for _ in range(3):
         table.write_arrow(model.batch(rnd, 150, deletes=False))
+    return rnd, catalog, table, model
+
+
+def test_writer_on_another_partition_and_rescale_both_land(storage):
+    uri, opts = storage
+    rnd, catalog, table, model = _seeded(uri, opts, 11)
     batches = [model.batch(rnd, 40, parts=[PARTS[0]]).to_pylist() for _ in range(3)]
     out = _race(uri, opts, batches, PARTS[1], 4)
     assert out["writer"] == ("ok", "") and out["rescale"][0] == "ok", out
@@ -99,11 +104,7 @@ def test_writer_on_another_partition_and_rescale_both_land(storage):
 
 def test_writer_on_the_partition_being_rescaled(storage):
     uri, opts = storage
-    rnd = random.Random(12)
-    catalog, table = make_table(uri, opts, options={"commit.max-retries": "50"})
-    model = Model()
-    for _ in range(3):
-        table.write_arrow(model.batch(rnd, 150, deletes=False))
+    rnd, catalog, table, model = _seeded(uri, opts, 12)
     outcomes = []
     for round_, bucket in enumerate([3, 5, 2]):
         batch = Model()
