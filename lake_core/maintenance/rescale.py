@@ -215,7 +215,7 @@ def _sorted_by_bucket_and_key(table: "FileStoreTable", rows: pa.Table, bucket: i
 
 
 def _write_buckets(table: "FileStoreTable", partition_values: Sequence[Any], rows: pa.Table,
-                   buckets: np.ndarray, namer: FileNamer) -> dict[int, list]:
+                   buckets: np.ndarray) -> dict[int, list]:
     """One sorted run per new bucket, at the top level (PK tables) so reads need no merge."""
     is_pk = bool(table.schema.primary_keys)
     level = table.options.num_levels - 1 if is_pk else 0
@@ -232,7 +232,8 @@ def _write_buckets(table: "FileStoreTable", partition_values: Sequence[Any], row
                                   pa.array(np.arange(e - s, dtype=np.int64)))
         part = part.append_column(pa.field(KIND, pa.int8(), nullable=False), pa.array(np.zeros(e - s, np.int8)))
         b = int(buckets[s])
-        return b, [w.meta for w in DataFileWriter(table, ppath, b, namer).write(part, level=level)]
+        # A namer per bucket: tasks run on two threads and a namer's counter is not thread-safe.
+        return b, [w.meta for w in DataFileWriter(table, ppath, b, FileNamer()).write(part, level=level)]
 
     spans = [(s, e) for s, e in zip(starts.tolist(), ends.tolist()) if e > s]
     # Parquet encoding and zstd release the GIL: two threads use both cores.
@@ -328,7 +329,7 @@ def prepare_rescale_partition(table: "FileStoreTable", *, partition: Mapping[str
     rows = SplitRead(table).to_arrow(splits)
     before = table_checksum(rows)
     rows, buckets = _sorted_by_bucket_and_key(table, rows, bucket)
-    written = _write_buckets(table, values, rows, buckets, FileNamer())
+    written = _write_buckets(table, values, rows, buckets)
     del rows
     try:
         after = table_checksum(_read_back(table, snap.id, part, values, bucket, written))

@@ -157,8 +157,8 @@ def test_a_failed_verification_commits_nothing(warehouse, monkeypatch):
     from lake_core.maintenance import rescale as mod
     real = mod._write_buckets
 
-    def lossy(table, values, rows, buckets, namer):
-        return real(table, values, rows.slice(1), buckets[1:], namer)
+    def lossy(table, values, rows, buckets):
+        return real(table, values, rows.slice(1), buckets[1:])
 
     monkeypatch.setattr(mod, "_write_buckets", lossy)
     snap = table.latest_snapshot().id
