@@ -124,6 +124,14 @@ class Catalog:
             raise TableNotFoundError(f"table {identifier} does not exist in {self.warehouse}")
         return FileStoreTable(self.fileio, path, identifier, schema)
 
+    def alter_table(self, identifier: str, changes) -> FileStoreTable:
+        """Apply ``SchemaChange``s (one or a list) as the table's next ``schema-N``; returns the
+        table with its new schema. Refused changes raise and leave the table unchanged."""
+        from .schema_change import SchemaChange, commit_schema_changes
+        changes = [changes] if isinstance(changes, SchemaChange) else list(changes)
+        new = commit_schema_changes(self.get_table(identifier), changes)
+        return FileStoreTable(self.fileio, self.table_path(identifier), identifier, new)
+
     def drop_table(self, identifier: str, ignore_if_not_exists: bool = False) -> None:
         if not self.table_exists(identifier):
             if ignore_if_not_exists:
