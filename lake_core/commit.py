@@ -77,6 +77,9 @@ class FileStoreCommit:
         if compact_entries:
             out.append(self._commit_with_retry(CommitKind.COMPACT, lambda _l: compact_entries, [], [],
                                                identifier, properties, check_conflicts=True))
+        if out:
+            from .maintenance.post_commit import after_commit
+            after_commit(self.table)  # expiry as Paimon runs it, unless 'write-only'
         return out
 
     # -- building entries ---------------------------------------------------------------------

@@ -63,6 +63,9 @@ KNOWN: dict[str, str | None] = {
     "snapshot.time-retained": "1 h",
     "snapshot.expire.limit": "50",
     "snapshot.clean-empty-directories": "false",
+    "snapshot.expire.execution-mode": "sync",
+    "consumer.expiration-time": None,
+    "partition.expiration-check-interval": "1 h",
     "commit.max-retries": "10",
     "commit.min-retry-wait": "10 ms",
     "commit.max-retry-wait": "10 s",
@@ -345,9 +348,11 @@ def validate_table_options(options: Mapping[str, str], *, has_primary_key: bool)
         if key in options:
             parse_memory_size(key, options[key])
     for key in ("commit.min-retry-wait", "commit.max-retry-wait", "commit.timeout",
-                "snapshot.time-retained", "cross-partition-upsert.index-ttl"):
+                "snapshot.time-retained", "cross-partition-upsert.index-ttl", "consumer.expiration-time",
+                "partition.expiration-time", "partition.expiration-check-interval"):
         if key in options:
             parse_duration_ms(key, options[key])
+    _validate_expire_options(options)
     if _parse_bool("deletion-vectors.enabled", options.get("deletion-vectors.enabled", "false")):
         raise UnsupportedOptionError("option 'deletion-vectors.enabled' = 'true' is not supported by lake_core yet")
     if not has_primary_key:
@@ -356,3 +361,25 @@ def validate_table_options(options: Mapping[str, str], *, has_primary_key: bool)
                 raise InvalidOptionError(
                     f"option '{key}' only applies to primary-key tables; this table has no primary key")
     return opts
+
+
+def _validate_expire_options(options: Mapping[str, str]) -> None:
+    """Snapshot expiry runs after commits, so its options must be sane at create time."""
+    for key in ("snapshot.num-retained.min", "snapshot.num-retained.max", "snapshot.expire.limit"):
+        if key in options and _parse_int(key, options[key]) < 1:
+            raise InvalidOptionError(f"option '{key}' = {options[key]!r} must be at least 1")
+    lo = _parse_int("snapshot.num-retained.min", options.get("snapshot.num-retained.min", KNOWN["snapshot.num-retained.min"]))
+    hi = _parse_int("snapshot.num-retained.max", options.get("snapshot.num-retained.max", KNOWN["snapshot.num-retained.max"]))
+    if lo > hi:
+        raise InvalidOptionError(
+            f"option 'snapshot.num-retained.min' ({lo}) must not exceed 'snapshot.num-retained.max' ({hi})")
+    mode = options.get("snapshot.expire.execution-mode", "sync").lower()
+    if mode == "async":
+        raise UnsupportedOptionError(
+            "option 'snapshot.expire.execution-mode' = 'async' is not supported by lake_core: expiry runs "
+            "synchronously after each commit ('sync'), or set 'write-only' = 'true' and run "
+            "table.maintenance.expire_snapshots() from a maintenance job")
+    if mode != "sync":
+        raise InvalidOptionError(
+            f"option 'snapshot.expire.execution-mode' = {options['snapshot.expire.execution-mode']!r} is "
+            "invalid; choose 'sync' (or 'async', which lake_core does not support)")

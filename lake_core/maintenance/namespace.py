@@ -23,3 +23,20 @@ class TableMaintenance:
         return f"TableMaintenance({self._table.identifier!r})"
 
     # Operations are added below, one section per implementing module.
+
+    # -- snapshot expiry (expire_snapshots.py) ------------------------------------------------
+    def expire_snapshots(self, *, retain_min: int | None = None, retain_max: int | None = None,
+                         older_than=None, max_deletes: int | None = None, dry_run: bool = False):
+        """Expire old snapshots as Paimon's ``expire_snapshots`` procedure does; unset arguments fall
+        back to ``snapshot.num-retained.min/max``, ``snapshot.time-retained`` and
+        ``snapshot.expire.limit``. ``older_than``: a datetime, or a timedelta (an age)."""
+        from .expire_snapshots import expire_snapshots
+        return expire_snapshots(self._table, retain_min=retain_min, retain_max=retain_max,
+                                older_than=older_than, max_deletes=max_deletes, dry_run=dry_run)
+
+    # -- consumers (consumers.py) ----------------------------------------------------------------
+    @property
+    def consumers(self):
+        """Paimon's consumer files of this table (``consumer/consumer-<id>``)."""
+        from .consumers import ConsumerManager
+        return ConsumerManager(self._table)
