@@ -40,3 +40,12 @@ class TableMaintenance:
         """Paimon's consumer files of this table (``consumer/consumer-<id>``)."""
         from .consumers import ConsumerManager
         return ConsumerManager(self._table)
+
+    # -- orphan files (orphans.py) -------------------------------------------------------------
+    def remove_orphan_files(self, *, older_than=None, dry_run: bool = False, force: bool = False):
+        """Delete files no snapshot, tag or index references, older than ``older_than`` (a timedelta,
+        default one day; below one hour only with ``force=True``)."""
+        import datetime as _dt
+        from .orphans import remove_orphan_files
+        return remove_orphan_files(self._table, older_than=_dt.timedelta(days=1) if older_than is None
+                                   else older_than, dry_run=dry_run, force=force)
