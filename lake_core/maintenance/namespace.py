@@ -49,3 +49,9 @@ class TableMaintenance:
         from .orphans import remove_orphan_files
         return remove_orphan_files(self._table, older_than=_dt.timedelta(days=1) if older_than is None
                                    else older_than, dry_run=dry_run, force=force)
+
+    # -- manifest compaction (manifest_compaction.py) ------------------------------------------
+    def compact_manifest(self, *, dry_run: bool = False):
+        """Fold every manifest of the latest snapshot into target-size ones (a COMPACT snapshot)."""
+        from .manifest_compaction import compact_manifest
+        return compact_manifest(self._table, dry_run=dry_run)
