@@ -175,6 +175,31 @@ class ExpireSnapshotsPlan:
 
 
 def plan_expire(table: "FileStoreTable", cfg: ExpireConfig) -> ExpireSnapshotsPlan:
+    """The plan; if a file it needs vanished because a concurrent expiry or a tag deletion moved
+    the table on, an empty plan saying so (the next run plans afresh). Any other unreadable
+    reference aborts."""
+    tag_names: list[str] = []
+    earliest = table.snapshot_manager.earliest_id()
+    try:
+        return _plan(table, cfg, tag_names)
+    except (FileNotFoundError, MaintenanceAbortedError) as e:
+        if _table_moved(table, earliest, tag_names):
+            return ExpireSnapshotsPlan(table.identifier, None, None, (), (), (), None,
+                                       "the table changed while planning (a concurrent expiry or tag deletion); "
+                                       "nothing was deleted, run again")
+        if isinstance(e, MaintenanceAbortedError):
+            raise
+        raise MaintenanceAbortedError(
+            f"expire_snapshots on {table.identifier}: {e.filename or e} could not be read; nothing was deleted") from None
+
+
+def _table_moved(table: "FileStoreTable", earliest: int | None, tag_names: list[str]) -> bool:
+    """True if another expiry moved the earliest snapshot or a tag read while planning is gone."""
+    return (table.snapshot_manager.earliest_id() != earliest
+            or any(not table.fileio.exists(table.paths.tag(n)) for n in tag_names))
+
+
+def _plan(table: "FileStoreTable", cfg: ExpireConfig, tag_names: list[str]) -> ExpireSnapshotsPlan:
     rng = compute_range(table, cfg)
     name = table.identifier
     if rng.empty:
@@ -191,7 +216,7 @@ def plan_expire(table: "FileStoreTable", cfg: ExpireConfig) -> ExpireSnapshotsPl
                                    f"snapshot {rng.end} disappeared while planning (another expiry?)")
     begin, end_snap = snaps[0].id, snaps[-1]
     expiring = [s for s in snaps if s.id != end_snap.id]
-    tags = tagged_snapshots(table)
+    tags = tagged_snapshots(table, tag_names)
     files: list[PlannedFile] = []
 
     # 1. data files deleted by the deltas of (begin, end], unless a tag still holds them

@@ -53,7 +53,7 @@ def entry_key(entry: ManifestEntry) -> tuple[bytes, int, str]:
     return entry.partition, entry.bucket, entry.file.file_name
 
 
-def tagged_snapshots(table: "FileStoreTable") -> list[Snapshot]:
+def tagged_snapshots(table: "FileStoreTable", names_out: list | None = None) -> list[Snapshot]:
     """Every tag's snapshot, sorted by id, one per id (Java ``TagManager.taggedSnapshots``).
     Raises :class:`MaintenanceAbortedError` if a tag cannot be read: a destructive operation must
     never run on a partial view of what tags need."""
@@ -67,6 +67,8 @@ def tagged_snapshots(table: "FileStoreTable") -> list[Snapshot]:
             raise MaintenanceAbortedError(
                 f"tag '{name}' of table {table.identifier} could not be read ({e}); nothing was deleted") from None
         by_id.setdefault(snap.id, snap)
+        if names_out is not None:
+            names_out.append(name)
     return [by_id[k] for k in sorted(by_id)]
 
 
