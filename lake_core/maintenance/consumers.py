@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator
 
 from ..errors import SnapshotNotFoundError
+from ..names import validate_consumer_id
 from ..options import parse_duration_ms
 from .errors import LeaseError, MaintenanceArgumentError
 
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
     from ..table import FileStoreTable
 
 _PREFIX = "consumer-"
-_VALID_ID = re.compile(r"^[A-Za-z0-9_.-]+$")
 _LEASE = re.compile(r"^lease-(?P<holder>.+)-(?P<expires>\d{13})-(?P<rand>[0-9a-f]{8})$")
 
 
@@ -58,11 +58,9 @@ class ConsumerManager:
         self.fileio = table.fileio
         self.paths = table.paths
 
-    def _validate_id(self, consumer_id: str) -> None:
-        if not isinstance(consumer_id, str) or not _VALID_ID.match(consumer_id):
-            raise MaintenanceArgumentError(
-                f"consumer id {consumer_id!r} of table {self.table.identifier} is invalid: use letters, "
-                "digits, '-', '_' and '.' only")
+    @staticmethod
+    def _validate_id(consumer_id: str) -> None:
+        validate_consumer_id(consumer_id)
 
     def consumers(self, *, strict: bool = False) -> list[Consumer]:
         """Every consumer file. ``strict``: an unreadable file raises instead of being skipped
@@ -151,9 +149,7 @@ def lease(table: "FileStoreTable", snapshot_id: int | None = None, *, holder: st
     expiry either saw the consumer file (and keeps the snapshot) or deleted the snapshot file
     before the re-check (and the lease fails here, before anything was read).
     """
-    if not isinstance(holder, str) or not holder or not _VALID_ID.match(holder):
-        raise MaintenanceArgumentError(
-            f"lease holder {holder!r} on {table.identifier} is invalid: use letters, digits, '-', '_' and '.'")
+    validate_consumer_id(holder)
     ttl_ms = _ttl_ms(ttl)
     if snapshot_id is None:
         latest = table.snapshot_manager.latest_id()

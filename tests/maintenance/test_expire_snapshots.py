@@ -115,7 +115,7 @@ def test_consumers_pin_snapshots(warehouse):
     res = t.maintenance.expire_snapshots(retain_min=1, older_than=dt.timedelta(0))
     assert res.expired_snapshots[0] == 7
     _check_retained(t, w)
-    with pytest.raises(MaintenanceArgumentError, match="consumer id"):
+    with pytest.raises(LakeError, match="consumer id"):
         t.maintenance.consumers.reset("../x", 3)
 
 
@@ -143,8 +143,9 @@ def test_lease_protects_its_snapshot_and_is_removed_after(warehouse):
         with t.lease(2, holder="late"):
             pass
     assert t.maintenance.consumers.consumers() == []
-    with pytest.raises(MaintenanceArgumentError):
+    with pytest.raises(LakeError, match="consumer id"):
         t.lease(holder="a/b").__enter__()
+    assert t.maintenance.consumers.consumers() == []
 
 
 def test_dead_lease_does_not_pin_forever(warehouse):
@@ -227,7 +228,7 @@ def test_expiry_after_commits_unless_write_only(warehouse):
     ({"snapshot.expire.execution-mode": "async"}, UnsupportedOptionError, "async"),
     ({"snapshot.expire.execution-mode": "later"}, InvalidOptionError, "execution-mode"),
     ({"snapshot.num-retained.min": "0"}, InvalidOptionError, "snapshot.num-retained.min"),
-    ({"snapshot.num-retained.min": "5", "snapshot.num-retained.max": "2"}, InvalidOptionError, "must not exceed"),
+    ({"snapshot.num-retained.min": "5", "snapshot.num-retained.max": "2"}, InvalidOptionError, "larger than"),
     ({"consumer.expiration-time": "soon"}, InvalidOptionError, "consumer.expiration-time"),
 ])
 def test_bad_expiry_options_are_refused(warehouse, options, error, match):
