@@ -55,3 +55,13 @@ class TableMaintenance:
         """Fold every manifest of the latest snapshot into target-size ones (a COMPACT snapshot)."""
         from .manifest_compaction import compact_manifest
         return compact_manifest(self._table, dry_run=dry_run)
+
+    # -- partition expiry (partitions.py) -----------------------------------------------------
+    def expire_partitions(self, *, expiration_time, timestamp_formatter: str | None = None,
+                          timestamp_pattern: str | None = None, dry_run: bool = False):
+        """Drop partitions whose time (parsed from their values) is older than ``expiration_time``
+        (a timedelta or a duration like ``'7 d'``) in one OVERWRITE commit."""
+        from .partitions import expire_partitions
+        return expire_partitions(self._table, expiration_time=expiration_time,
+                                 timestamp_formatter=timestamp_formatter, timestamp_pattern=timestamp_pattern,
+                                 dry_run=dry_run)

@@ -6,12 +6,16 @@ commit (or a maintenance job) tries again.
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..table import FileStoreTable
 
 log = logging.getLogger(__name__)
+
+# Last partition-expiry check per table root in this process ('partition.expiration-check-interval').
+_last_partition_check: dict[str, float] = {}
 
 
 def after_commit(table: "FileStoreTable") -> None:
@@ -23,5 +27,24 @@ def after_commit(table: "FileStoreTable") -> None:
         if table.options.get("consumer.expiration-time"):
             ConsumerManager(table).expire()
         expire_snapshots(table)
+        _maybe_expire_partitions(table)
     except Exception as e:  # noqa: BLE001 - the commit itself succeeded; maintenance retries later
         log.warning("maintenance after commit on %s failed (the commit itself succeeded): %s", table.identifier, e)
+
+
+def _maybe_expire_partitions(table: "FileStoreTable") -> None:
+    opts = table.options
+    ttl = opts.get("partition.expiration-time")
+    if not ttl:
+        return
+    from ..options import parse_duration_ms
+    interval_s = parse_duration_ms("partition.expiration-check-interval",
+                                   opts.get("partition.expiration-check-interval")) / 1000
+    now = time.monotonic()
+    last = _last_partition_check.get(table.paths.root)
+    if last is not None and now - last < interval_s:
+        return
+    _last_partition_check[table.paths.root] = now  # set first: the drop commit runs this hook again
+    from .partitions import expire_partitions
+    expire_partitions(table, expiration_time=ttl, timestamp_formatter=opts.get("partition.timestamp-formatter"),
+                      timestamp_pattern=opts.get("partition.timestamp-pattern"))
