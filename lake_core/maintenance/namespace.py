@@ -65,3 +65,10 @@ class TableMaintenance:
         return expire_partitions(self._table, expiration_time=expiration_time,
                                  timestamp_formatter=timestamp_formatter, timestamp_pattern=timestamp_pattern,
                                  dry_run=dry_run)
+
+    # -- rollback (rollback.py) ----------------------------------------------------------------
+    def rollback_to(self, *, snapshot_id: int | None = None, tag: str | None = None):
+        """Make snapshot ``snapshot_id`` or tag ``tag`` the latest state (Java ``RollbackHelper``):
+        newer snapshots and tags go, then the files only they used. Stop writers first."""
+        from .rollback import rollback_to
+        return rollback_to(self._table, snapshot_id=snapshot_id, tag=tag)

@@ -23,7 +23,7 @@ from ..errors import LakeError, SnapshotNotFoundError
 from ..fileio import FileIOError
 from ..snapshot import Snapshot
 from .errors import MaintenanceAbortedError, MaintenanceArgumentError
-from .references import PlannedFile, now_ms, tagged_snapshots
+from .references import PlannedFile, ReferencedNames, now_ms, tagged_snapshots
 from .result import OperationResult
 
 if TYPE_CHECKING:
@@ -43,44 +43,6 @@ class RemoveOrphanFilesResult(OperationResult):
     skipped: str | None = None
 
 
-class _References:
-    """Every file name the table's snapshots and tags mention, read once per manifest."""
-
-    def __init__(self, table: "FileStoreTable"):
-        self.table = table
-        self.names: set[str] = set()
-        self._lists: set[str] = set()
-        self._manifests: set[str] = set()
-        self._seen: set[tuple[int, str | None]] = set()
-
-    def add_snapshot(self, s: Snapshot) -> None:
-        key = (s.id, s.uuid or s.base_manifest_list)
-        if key in self._seen:
-            return
-        self._seen.add(key)
-        store = self.table.manifest_store
-        for lst in (s.base_manifest_list, s.delta_manifest_list, s.changelog_manifest_list):
-            if not lst or lst in self._lists:
-                continue
-            self._lists.add(lst)
-            self.names.add(lst)
-            for m in store.read_manifest_list(lst):
-                self.names.add(m.file_name)
-                if m.file_name in self._manifests:
-                    continue
-                self._manifests.add(m.file_name)
-                for e in store.read_manifest(m.file_name):
-                    self.names.add(e.file.file_name)
-                    self.names.update(e.file.extra_files)
-                    if e.file.external_path:
-                        self.names.add(e.file.external_path.rsplit("/", 1)[-1])
-        if s.index_manifest:
-            self.names.add(s.index_manifest)
-            self.names.update(e.file_name for e in store.index_entries(s))
-        if s.statistics:
-            self.names.add(s.statistics)
-
-
 def _snapshot_or_none(table: "FileStoreTable", sid: int) -> Snapshot | None:
     try:
         return table.snapshot_manager.get(sid)
@@ -88,7 +50,7 @@ def _snapshot_or_none(table: "FileStoreTable", sid: int) -> Snapshot | None:
         return None
 
 
-def _collect(table: "FileStoreTable", refs: _References) -> None:
+def _collect(table: "FileStoreTable", refs: ReferencedNames) -> None:
     """Add every snapshot and tag. A read failure aborts unless the snapshot was expired meanwhile
     (then its files are legitimately gone)."""
     sm = table.snapshot_manager
@@ -156,7 +118,7 @@ def remove_orphan_files(table: "FileStoreTable", *, older_than=_dt.timedelta(day
             "read yet; refusing to delete anything")
 
     floor_s = (now_ms() - older_than.total_seconds() * 1000) / 1000
-    refs = _References(table)
+    refs = ReferencedNames(table)
     _collect(table, refs)
     candidates, scanned = _candidates(table, refs.names, floor_s)
     # Re-check: snapshots or tags committed while we listed take their files back.

@@ -153,3 +153,43 @@ def deleted_in_delta(table: "FileStoreTable", snapshot: Snapshot) -> dict[str, t
         else:
             out[paths[0][0]] = (e, paths)
     return out
+
+
+class ReferencedNames:
+    """Every file name the given snapshots mention (ADD and DELETE entries, extra files, manifests,
+    lists, index manifests and files, statistics), each manifest read once. Java's
+    ``OrphanFilesClean`` matches files by name the same way."""
+
+    def __init__(self, table: "FileStoreTable"):
+        self.table = table
+        self.names: set[str] = set()
+        self._lists: set[str] = set()
+        self._manifests: set[str] = set()
+        self._seen: set[tuple[int, str | None]] = set()
+
+    def add_snapshot(self, s: Snapshot) -> None:
+        key = (s.id, s.uuid or s.base_manifest_list)
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        store = self.table.manifest_store
+        for lst in (s.base_manifest_list, s.delta_manifest_list, s.changelog_manifest_list):
+            if not lst or lst in self._lists:
+                continue
+            self._lists.add(lst)
+            self.names.add(lst)
+            for m in store.read_manifest_list(lst):
+                self.names.add(m.file_name)
+                if m.file_name in self._manifests:
+                    continue
+                self._manifests.add(m.file_name)
+                for e in store.read_manifest(m.file_name):
+                    self.names.add(e.file.file_name)
+                    self.names.update(e.file.extra_files)
+                    if e.file.external_path:
+                        self.names.add(e.file.external_path.rsplit("/", 1)[-1])
+        if s.index_manifest:
+            self.names.add(s.index_manifest)
+            self.names.update(e.file_name for e in store.index_entries(s))
+        if s.statistics:
+            self.names.add(s.statistics)
