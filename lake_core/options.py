@@ -66,6 +66,9 @@ KNOWN: dict[str, str | None] = {
     "snapshot.expire.execution-mode": "sync",
     "consumer.expiration-time": None,
     "partition.expiration-check-interval": "1 h",
+    "tag.automatic-creation": "none",
+    "tag.creation-period": "daily",
+    "tag.num-retained-max": None,
     "commit.max-retries": "10",
     "commit.min-retry-wait": "10 ms",
     "commit.max-retry-wait": "10 s",
@@ -326,6 +329,7 @@ _INT_OPTIONS: dict[str, tuple[int, int, str]] = {
     "snapshot.num-retained.min": (1, INT_RANGE[1], "at least 1 snapshot"),
     "snapshot.num-retained.max": (1, INT_RANGE[1], "at least 1 snapshot"),
     "snapshot.expire.limit": (1, INT_RANGE[1], "at least 1 snapshot per expiry"),
+    "tag.num-retained-max": (1, INT_RANGE[1], "at least 1 tag"),
     "manifest.merge-min-count": (1, INT_RANGE[1], "at least 1 manifest"),
     "compaction.max-size-amplification-percent": (0, INT_RANGE[1], "a percentage, 0 or more"),
     "compaction.size-ratio": (0, INT_RANGE[1], "a percentage, 0 or more"),
@@ -352,6 +356,7 @@ _BOOL_OPTIONS = ("ignore-delete", "first-row.ignore-delete", "deduplicate.ignore
 _ENUM_OPTIONS: dict[str, tuple[str, ...]] = {  # compared case-insensitively, as Java's enum options
     "sequence.field.sort-order": ("ascending", "descending"),
     "manifest.format": ("avro",),
+    "tag.creation-period": ("daily", "hourly", "two-hours"),
 }
 
 
@@ -458,7 +463,15 @@ def validate_table_options(options: Mapping[str, str], *, has_primary_key: bool)
 
 
 def _validate_expire_options(options: Mapping[str, str]) -> None:
-    """Snapshot expiry runs after commits: only its synchronous mode exists in lake_core."""
+    """Maintenance run after commits: synchronous expiry only, process-time automatic tags only."""
+    tag_mode = options.get("tag.automatic-creation", "none").lower()
+    if tag_mode in ("watermark", "batch"):
+        raise UnsupportedOptionError(
+            f"option 'tag.automatic-creation' = {tag_mode!r} is not supported by lake_core; use 'process-time'")
+    if tag_mode not in ("none", "process-time"):
+        raise InvalidOptionError(
+            f"option 'tag.automatic-creation' = {options['tag.automatic-creation']!r} is invalid; choose none or "
+            "process-time")
     mode = options.get("snapshot.expire.execution-mode", "sync").lower()
     if mode == "async":
         raise UnsupportedOptionError(

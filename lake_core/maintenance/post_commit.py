@@ -1,7 +1,7 @@
 """What Paimon runs after every successful commit unless ``write-only`` is set (Java
 ``TableCommitImpl`` → ``expireMaintainers``): consumer expiry, then snapshot expiry with the table's
 options. A failure here never fails the commit that already landed; it is logged and the next
-commit (or a maintenance job) tries again.
+commit (or a maintenance job) tries again. Then partition expiry and automatic tags.
 """
 from __future__ import annotations
 
@@ -23,11 +23,13 @@ def after_commit(table: "FileStoreTable") -> None:
         return
     from .consumers import ConsumerManager
     from .expire_snapshots import expire_snapshots
+    from .tags import auto_create_tag
     try:
         if table.options.get("consumer.expiration-time"):
             ConsumerManager(table).expire()
         expire_snapshots(table)
         _maybe_expire_partitions(table)
+        auto_create_tag(table)
     except Exception as e:  # noqa: BLE001 - the commit itself succeeded; maintenance retries later
         log.warning("maintenance after commit on %s failed (the commit itself succeeded): %s", table.identifier, e)
 
