@@ -282,6 +282,16 @@ class ExpireSnapshotsResult(OperationResult):
     files: tuple[str, ...] = ()
     skipped: str | None = None
 
+    def describe(self) -> str:
+        """What a dry run would do (or what the run did), one file per line."""
+        verb = "would expire" if self.dry_run else "expired"
+        if not self.expired_snapshots:
+            return f"expire_snapshots on {self.table}: nothing — {self.skipped}"
+        head = (f"expire_snapshots on {self.table} {verb} snapshots {self.expired_snapshots[0]}.."
+                f"{self.expired_snapshots[-1]} ({len(self.expired_snapshots)}); earliest is now "
+                f"{self.earliest_snapshot}; {len(self.files)} files, {self.bytes_reclaimed} bytes")
+        return "\n".join([head] + [f"  {p}" for p in self.files])
+
 
 def _journal_payload(plan: ExpireSnapshotsPlan) -> bytes:
     return json.dumps({"expired": list(plan.expired), "end": plan.end,

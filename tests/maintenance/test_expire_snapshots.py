@@ -56,6 +56,8 @@ def test_dry_run_changes_nothing_and_equals_the_real_run(warehouse):
     before = listing(t)
     dry = t.maintenance.expire_snapshots(retain_min=5, older_than=dt.timedelta(0), max_deletes=1000, dry_run=True)
     assert listing(t) == before
+    text = dry.describe()
+    assert text.startswith("expire_snapshots on db.t would expire snapshots 1..") and all(p in text for p in dry.files)
     assert dry.dry_run and dry.expired_snapshots == tuple(range(1, len(w.models) - 4))
     assert dry.deleted_data_files > 0 and dry.deleted_metadata_files > 0
     real = t.maintenance.expire_snapshots(retain_min=5, older_than=dt.timedelta(0), max_deletes=1000)
