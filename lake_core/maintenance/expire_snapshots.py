@@ -321,7 +321,7 @@ def _guard(table: "FileStoreTable", files) -> list[PlannedFile]:
     return [f for f in files if f.path not in keys and f.path.rsplit("/", 1)[-1] not in names]
 
 
-def finish_journals(table: "FileStoreTable") -> int:
+def _finish_journals(table: "FileStoreTable") -> int:
     """Complete expiries a crash interrupted; returns the number of files deleted."""
     done = 0
     for name in table.fileio.list_names(table.paths.snapshot_dir):
@@ -361,14 +361,16 @@ def _restore(table: "FileStoreTable", plan: ExpireSnapshotsPlan) -> None:
 
 
 def expire_snapshots(table: "FileStoreTable", *, retain_min=None, retain_max=None, older_than=None,
-                     max_deletes=None, dry_run: bool = False) -> ExpireSnapshotsResult:
+                     max_deletes=None, dry_run: bool = False, finish_journals: bool = True) -> ExpireSnapshotsResult:
+    """``finish_journals``: first complete expiries a crash interrupted (lists the snapshot
+    directory, so the expiry after each commit leaves it to maintenance runs)."""
     started = time.monotonic()
     cfg = resolve_config(table, retain_min=retain_min, retain_max=retain_max, older_than=older_than,
                          max_deletes=max_deletes)
     if not isinstance(dry_run, bool):
         raise MaintenanceArgumentError(f"dry_run = {dry_run!r} for table {table.identifier} must be True or False")
-    if not dry_run:
-        finish_journals(table)
+    if not dry_run and finish_journals:
+        _finish_journals(table)
     plan = plan_expire(table, cfg)
 
     def result(**kw) -> ExpireSnapshotsResult:

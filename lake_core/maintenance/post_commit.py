@@ -27,7 +27,7 @@ def after_commit(table: "FileStoreTable") -> None:
     try:
         if table.options.get("consumer.expiration-time"):
             ConsumerManager(table).expire()
-        expire_snapshots(table)
+        expire_snapshots(table, finish_journals=False)  # journals: left to maintenance runs
         _maybe_expire_partitions(table)
         auto_create_tag(table)
     except Exception as e:  # noqa: BLE001 - the commit itself succeeded; maintenance retries later
