@@ -132,6 +132,9 @@ class FileStoreCommit:
                 if not out:
                     raise
                 out += self._recompact_after_landing(messages, out, identifier, properties, e)
+        if out:
+            from .maintenance.post_commit import after_commit
+            after_commit(self.table)  # expiry as Paimon runs it, unless 'write-only'
         return out
 
     def _recompact_after_landing(self, messages, landed: list[Snapshot], identifier, properties,
@@ -196,6 +199,8 @@ class FileStoreCommit:
         return data, changelog, index, compact
 
     def _partition_matcher(self, overwrite) -> Callable[[bytes], bool]:
+        if callable(overwrite):  # a predicate over serialized partitions (partition expiry drops several)
+            return overwrite
         part_names = list(self.table.schema.partition_keys)
         spec = overwrite if isinstance(overwrite, dict) else {}
         for k in spec:
