@@ -1,0 +1,35 @@
+"""Materialization metadata of the Spark write assets: what the commit did and what the table holds.
+
+Numbers are recorded as numeric metadata so Dagster plots them over time. ``change_rows`` is the
+commit's input (change records); ``table_rows``/``live_files``/``total_bytes`` describe the table at
+the snapshot. ``dagster/row_count`` (the table's rows) is the key Dagster's UI shows by name.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import dagster as dg
+
+if TYPE_CHECKING:
+    from jobs.stats import TableStats
+    from jobs.write import WriteResult
+
+
+def write_metadata(result: "WriteResult", stats: "TableStats | None", extra: dict[str, Any]) -> dict[str, Any]:
+    """WriteResult (+ the table's stats at its snapshot) → Dagster metadata (None values left out)."""
+    meta: dict[str, Any] = {k: v for k, v in result.as_metadata().items() if v is not None}
+    if stats is not None:
+        meta.update(stats.as_metadata())
+        meta["dagster/row_count"] = stats.table_rows
+    for key in ("bytes", "total_bytes"):
+        if key in meta:
+            meta[key] = dg.MetadataValue.int(meta[key])
+    meta.update(extra)
+    return meta
+
+
+def write_log_line(name: str, result: "WriteResult", stats: "TableStats | None") -> str:
+    done = ", already committed" if result.already_committed else ""
+    table = f"; table: {stats.table_rows} rows in {stats.live_files} files" if stats else ""
+    return (f"{name}: snapshot {result.snapshot_id} ({result.rows} change rows, {result.files} files, "
+            f"{result.bytes} bytes{done}){table}")
