@@ -18,6 +18,8 @@ from orchestration.config import TablesConfigError, duration_seconds, load_table
 from orchestration.defs.resources import lake_resource
 from orchestration.definitions import DEFAULT_CONFIG, build_definitions
 
+pytestmark = pytest.mark.dagster
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 BASE = {
