@@ -896,6 +896,18 @@ def _ns_as_int(t: pa.DataType) -> pa.DataType:
     return t
 
 
+def _avro_record_schema(ws, source) -> dict:
+    """The record schema of an Avro data file. Java Paimon writes the top level as the union
+    ``["null", record]`` (its row type is nullable); fastavro reads the rows as plain records."""
+    if isinstance(ws, list):
+        records = [b for b in ws if isinstance(b, dict) and b.get("type") == "record"]
+        if len(records) == 1 and all(b == "null" or b is records[0] for b in ws):
+            ws = records[0]
+    if not isinstance(ws, dict) or ws.get("type") != "record":
+        raise FormatError(f"Avro data file {_src_name(source)} does not hold records")
+    return ws
+
+
 def _read_avro(source, columns, arrow_schema) -> pa.Table:
     import fastavro
 
@@ -903,9 +915,7 @@ def _read_avro(source, columns, arrow_schema) -> pa.Table:
     with _binary_file(source, "rb") as fo:
         try:
             reader = fastavro.reader(fo)
-            ws = reader.writer_schema
-            if not isinstance(ws, dict) or ws.get("type") != "record":
-                raise FormatError(f"Avro data file {_src_name(source)} does not hold records")
+            ws = _avro_record_schema(reader.writer_schema, source)
             file_fields = {f["name"]: f["type"] for f in ws["fields"]}
             file_names = list(file_fields)
             read_cols = _wanted(columns, arrow_schema, file_names)
@@ -913,6 +923,8 @@ def _read_avro(source, columns, arrow_schema) -> pa.Table:
             n_rows = 0
             appenders = [(values[c].append, c) for c in read_cols]
             for rec in reader:
+                if rec is None:
+                    raise FormatError(f"Avro data file {_src_name(source)} holds a NULL row")
                 n_rows += 1
                 for app, c in appenders:
                     app(rec.get(c))
@@ -951,6 +963,6 @@ def read_file_schema(source, fmt: str) -> pa.Schema:
 
     ensure_avro_zstandard()
     with _binary_file(source, "rb") as fo:
-        ws = fastavro.reader(fo).writer_schema
+        ws = _avro_record_schema(fastavro.reader(fo).writer_schema, source)
     return pa.schema([pa.field(f["name"], *_avro_to_arrow(f["type"])) for f in ws["fields"]])
 

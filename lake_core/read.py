@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 import pyarrow as pa
 
 from .binary_row import deserialize_row
-from .data_file_format import read_data_file
+from .integrity import read_checked_data_file
 from .merge.base import drop_retracts
 from .merge.sort import KIND, SEQ
 from .messages import Split
@@ -58,12 +58,7 @@ class SplitRead:
             schema = schema.append(pa.field(SEQ, pa.int64(), nullable=False)).append(
                 pa.field(KIND, pa.int8(), nullable=False))
         fmt = f.file_name.rsplit(".", 1)[-1] if "." in f.file_name else self.table.options.file_format
-        path = split.file_path(f)
-        fio = self.table.fileio
-        if fio.is_local:
-            return read_data_file(fio._p(path), fmt, cols, schema)
-        with fio.open_input(path) as src:
-            return read_data_file(src, fmt, cols, schema)
+        return read_checked_data_file(self.table.fileio, split.file_path(f), f, fmt, cols, schema)
 
     def _sections(self, files: Sequence[DataFileMeta]) -> list[list[DataFileMeta]]:
         """Group files whose key ranges overlap (Java IntervalPartition)."""

@@ -18,7 +18,7 @@ from .errors import InvalidDataError, SchemaMismatchError
 from .merge.sort import KIND, SEQ
 from .messages import CommitMessage
 from .file_writer import DataFileWriter
-from .paths import FileNamer, partition_dir
+from .paths import FileNamer, check_new_partition_dir, partition_dir
 
 if TYPE_CHECKING:
     from .table import FileStoreTable
@@ -42,6 +42,10 @@ def conform(table: "FileStoreTable", data: Any) -> pa.Table:
     schema = table.schema
     expected = [f.name for f in schema.fields]
     got = data.column_names
+    dups = sorted({n for n in got if got.count(n) > 1}) if len(set(got)) != len(got) else []
+    if dups:
+        raise SchemaMismatchError(f"data written to {table.identifier} has duplicate column(s) {dups}; each column "
+                                  f"must appear once (table columns: {expected})")
     missing = [n for n in expected if n not in got]
     extra = [n for n in got if n not in expected]
     if missing or extra:
@@ -142,6 +146,13 @@ class TableWrite:
         self.engine = table.merge_engine() if self.is_pk else None
         self.rowkind_field = opts.rowkind_field
         self.static_partition = static_partition
+        if static_partition:
+            unknown = [k for k in static_partition if k not in self.partition_names]
+            if unknown:
+                raise InvalidDataError(
+                    f"overwrite partition spec {static_partition} of {table.identifier} names {unknown}, which "
+                    f"{'is not a partition column' if len(unknown) == 1 else 'are not partition columns'} "
+                    f"(partition columns: {self.partition_names})")
         self.buffers: dict[tuple, _BucketBuffer] = {}
         self.namer = FileNamer()
         self._next_seq: dict[tuple[bytes, int], int] | None = None
@@ -165,6 +176,9 @@ class TableWrite:
             self._check_static_partition(data)
         data = data.append_column(pa.field(KIND, pa.int8(), nullable=False), pa.array(kinds, pa.int8()))
         pcode, pvalues = partition_codes(data, self.partition_names)
+        for pv in pvalues:  # per partition, before any file is written
+            check_new_partition_dir(self.partition_names, pv, self.table.options.partition_default_name,
+                                    self.table.identifier)
         if self.num_buckets >= 1:
             buckets = assign_buckets([data[k] for k in self.bucket_keys], self.bucket_types, self.num_buckets,
                                      self.table.options.bucket_function).astype(np.int64)
@@ -243,7 +257,12 @@ class TableWrite:
 
     def _check_static_partition(self, data: pa.Table) -> None:
         for k, v in self.static_partition.items():
-            bad = pc.sum(pc.invert(pc.fill_null(pc.equal(data[k], pa.scalar(v, data[k].type)), False))).as_py()
+            try:
+                want = pa.scalar(v, data[k].type)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+                raise InvalidDataError(f"overwrite partition spec of {self.table.identifier} gives '{k}' = {v!r}, "
+                                       f"which is not a {data[k].type} value") from None
+            bad = pc.sum(pc.invert(pc.fill_null(pc.equal(data[k], want), False))).as_py()
             if bad:
                 raise InvalidDataError(f"overwrite of partition {self.static_partition} of {self.table.identifier} "
                                        f"got {bad} row(s) whose '{k}' is not {v!r}")
@@ -296,7 +315,9 @@ class TableWrite:
             # same commit, as Paimon's writer does, so committed data is visible at once.
             from .compact import compact_bucket
             live = self._live_files().get((partition, buf.bucket), [])
-            msg = compact_bucket(self.table, partition, buf.bucket, self._total_buckets(), live, files, self.namer)
+            base = self._base_snapshot()
+            msg = compact_bucket(self.table, partition, buf.bucket, self._total_buckets(), live, files, self.namer,
+                                 base.id if base is not None else 0)
             return CommitMessage(partition, buf.bucket, self._total_buckets(), new_files=tuple(files),
                                  changelog_files=tuple(changelog), compact_before=msg.compact_before,
                                  compact_after=msg.compact_after)
@@ -311,6 +332,7 @@ class TableWrite:
         self.buffers = {}
         if not buffers:
             return []
+        self.table.check_identity()  # never write files into a dropped or re-created table
         self._restore_sequences()
         # Parquet encoding and zstd release the GIL: two threads use both cores. HASH index files
         # (dynamic mode) are written alongside, with their own file namer.
@@ -321,7 +343,7 @@ class TableWrite:
             messages = list(pool.map(self._flush_bucket, buffers))
         if index_changes is not None:
             messages = self._attach_index_changes(messages, index_changes.result())
-        if self._dynamic is not None or self._cross is not None:
+        if self.is_pk:  # sequence numbers (and dynamic buckets) were assigned from the base snapshot
             messages = self._mark_base(messages)
         log.info("prepared %d commit message(s) for %s: %d file(s), %d row(s)", len(messages),
                  self.table.identifier, sum(len(m.new_files) for m in messages),
@@ -345,8 +367,9 @@ class TableWrite:
         return messages
 
     def _mark_base(self, messages: list[CommitMessage]) -> list[CommitMessage]:
-        """Bucket assignment relied on the table as of the base snapshot: the commit fails if
-        another job since overwrote a partition written here (dynamic mode) or wrote any data
+        """Sequence numbers and bucket assignment relied on the table as of the base snapshot:
+        the commit fails if another job since added rows numbered like these to a bucket written
+        here, overwrote a partition written here (dynamic mode) or wrote any data
         (cross-partition mode); FileStoreCommit checks ``base_snapshot_id``."""
         from dataclasses import replace
         base = self._advance_base_past_own_commits()

@@ -16,6 +16,11 @@ Fixtures
     :class:`fixtures.pypaimon_env.PypaimonDriver`: ``create_table``, ``write``, ``read``,
     ``snapshot_ids``, ``latest_snapshot_id``, ``run``. Creates ``.venv-pypaimon`` on first
     use if ``setup.sh`` has not (a minute or so).
+``java_paimon`` (session)
+    :class:`fixtures.java_paimon.JavaPaimon`: Java Paimon 1.0 in one JVM for the session
+    (``create_table``, ``write``, ``read``, ``changes_between``, ``compact``,
+    ``expire_snapshots``, ``files``, ``snapshots``, ``schema``). Prepares ``.java-paimon/`` on
+    first use if ``setup.sh`` has not. Every test using it gets the ``java`` marker.
 ``spark`` (session)
     The one local Spark session every Spark test shares (start-up costs 6–15 s; one JVM).
 
@@ -42,6 +47,7 @@ _TESTS_DIR = str(Path(__file__).resolve().parent)
 if sys.path[:1] != [_TESTS_DIR]:
     sys.path.insert(0, _TESTS_DIR)
 
+from fixtures.java_paimon import JavaPaimon  # noqa: E402
 from fixtures.pypaimon_env import PypaimonDriver, ensure_pypaimon_python  # noqa: E402
 from fixtures.s3 import S3Server, S3Warehouse, new_s3_warehouse, start_s3_server  # noqa: E402
 
@@ -63,6 +69,8 @@ def _imports_dagster(module: types.ModuleType | None) -> bool:
 def pytest_collection_modifyitems(config, items):
     unmarked = []
     for item in items:
+        if "java_paimon" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.java)
         marks = {m.name for m in item.iter_markers()}
         need = {mark for fixture, mark in _FIXTURE_MARKERS.items() if fixture in getattr(item, "fixturenames", ())}
         if _imports_dagster(getattr(item, "module", None)):
@@ -107,6 +115,16 @@ def pypaimon(tmp_path_factory):
     driver = PypaimonDriver(python, workdir=tmp_path_factory.mktemp("pypaimon-driver"))
     try:
         driver.ping()  # start the worker now so a broken venv fails here, clearly
+        yield driver
+    finally:
+        driver.close()
+
+
+@pytest.fixture(scope="session")
+def java_paimon(tmp_path_factory):
+    driver = JavaPaimon(workdir=tmp_path_factory.mktemp("java-paimon-driver"))
+    try:
+        driver.ping()  # start the JVM now so a broken set-up fails here, clearly
         yield driver
     finally:
         driver.close()
