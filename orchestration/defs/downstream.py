@@ -7,7 +7,7 @@ import dagster as dg
 from pydantic import Field
 
 from orchestration.config import DownstreamConfig, TablesConfig
-from orchestration.defs.metadata import write_log_line, write_metadata
+from orchestration.defs.metadata import write_materialization
 from orchestration.defs.naming import downstream_job_name, op_name, table_asset_key, table_group, table_pool
 from orchestration.defs.resources import LakeCatalogResource, SparkResource
 from orchestration.defs.sensors import build_snapshot_sensor
@@ -38,7 +38,6 @@ def build_downstream_asset(downstream: DownstreamConfig) -> dg.AssetsDefinition:
         context: dg.AssetExecutionContext, config: DownstreamRunConfig, lake: LakeCatalogResource, spark: SparkResource
     ) -> dg.MaterializeResult:
         from jobs.downstream import run_downstream
-        from jobs.stats import table_stats
 
         lake.check_access()  # before Spark starts
         snapshot_id = config.snapshot_id
@@ -54,15 +53,11 @@ def build_downstream_asset(downstream: DownstreamConfig) -> dg.AssetsDefinition:
                 target_table=downstream.name, transform=downstream.transform,
                 storage_options=lake.storage_options(),
             )
-            stats = None
-            if result.snapshot_id is not None:
-                stats = table_stats(session, lake.warehouse, downstream.name, snapshot_id=result.snapshot_id,
-                                    storage_options=lake.storage_options())
-        context.log.info(f"from {downstream.source_table}@{snapshot_id}: " + write_log_line(downstream.name, result, stats))
-        return dg.MaterializeResult(
-            metadata=write_metadata(result, stats, {"source_table": downstream.source_table,
-                                                    "source_snapshot_id": snapshot_id})
-        )
+            return write_materialization(
+                context, session, lake, downstream.name, result,
+                log_prefix=f"from {downstream.source_table}@{snapshot_id}: ",
+                extra={"source_table": downstream.source_table, "source_snapshot_id": snapshot_id},
+            )
 
     return derived_table
 

@@ -6,7 +6,7 @@ from pydantic import Field
 
 from orchestration.config import TableConfig
 from orchestration.defs.drift import config_drift
-from orchestration.defs.metadata import write_log_line, write_metadata
+from orchestration.defs.metadata import write_materialization
 from orchestration.defs.naming import table_asset_key, table_group, table_pool
 from orchestration.defs.resources import LakeCatalogResource, SparkResource
 
@@ -51,7 +51,6 @@ def build_write_asset(table: TableConfig) -> dg.AssetsDefinition:
         context: dg.AssetExecutionContext, config: IngestConfig, lake: LakeCatalogResource, spark: SparkResource
     ) -> dg.MaterializeResult:
         from jobs.ingest import ingest
-        from jobs.stats import table_stats
 
         lake.check_access()  # before Spark starts: a bad bucket or key fails in one line
         catalog = lake.catalog()
@@ -65,14 +64,9 @@ def build_write_asset(table: TableConfig) -> dg.AssetsDefinition:
                 session, lake.warehouse, spec, table.make_source(),
                 run_key=run_key, storage_options=lake.storage_options(), batch=config.batch,
             )
-            w = result.write
-            stats = None
-            if w.snapshot_id is not None:
-                stats = table_stats(session, lake.warehouse, table.name, snapshot_id=w.snapshot_id,
-                                    storage_options=lake.storage_options())
-        context.log.info(f"batch {result.batch}: " + write_log_line(table.name, w, stats))
-        return dg.MaterializeResult(
-            metadata=write_metadata(w, stats, {"batch": result.batch, "warehouse": lake.warehouse})
-        )
+            return write_materialization(
+                context, session, lake, table.name, result.write,
+                log_prefix=f"batch {result.batch}: ", extra={"batch": result.batch, "warehouse": lake.warehouse},
+            )
 
     return write_table

@@ -11,8 +11,26 @@ from typing import TYPE_CHECKING, Any
 import dagster as dg
 
 if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
     from jobs.stats import TableStats
     from jobs.write import WriteResult
+    from orchestration.defs.resources import LakeCatalogResource
+
+
+def write_materialization(
+    context: dg.AssetExecutionContext, session: "SparkSession", lake: "LakeCatalogResource", table_name: str,
+    result: "WriteResult", *, log_prefix: str, extra: dict[str, Any],
+) -> dg.MaterializeResult:
+    """Log and record a Spark write of ``table_name``, with the table's stats at its new snapshot."""
+    from jobs.stats import table_stats
+
+    stats = None
+    if result.snapshot_id is not None:
+        stats = table_stats(session, lake.warehouse, table_name, snapshot_id=result.snapshot_id,
+                            storage_options=lake.storage_options())
+    context.log.info(log_prefix + write_log_line(table_name, result, stats))
+    return dg.MaterializeResult(metadata=write_metadata(result, stats, extra))
 
 
 def write_metadata(result: "WriteResult", stats: "TableStats | None", extra: dict[str, Any]) -> dict[str, Any]:
