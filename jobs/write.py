@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 import pyarrow as pa
 
-from lake_core import Catalog, CommitMessage, Snapshot
+from lake_core import Catalog, CommitIdentityError, CommitMessage, Snapshot
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -180,7 +180,17 @@ def distributed_write(
     if not any(not m.is_empty() for m in messages):
         return WriteResult(table_name, None, commit_user, identifier, rows, 0, 0, already_committed=False)
     builder = table.new_batch_write_builder().with_commit_user(commit_user)
-    snapshots = builder.new_commit().commit(messages, identifier=identifier, properties={CHANGE_ROWS_PROPERTY: str(rows)})
+    try:
+        snapshots = builder.new_commit().commit(messages, identifier=identifier,
+                                                properties={CHANGE_ROWS_PROPERTY: str(rows)})
+    except CommitIdentityError:
+        # This identity landed while the tasks ran (a driver that crashed after its commit went
+        # out, re-run): lake_core refuses the new files, and the job's contract is "same identity,
+        # same data", so the earlier commit is this write's result. The unused files are orphans.
+        done = committed_result(table, commit_user, identifier)
+        if done is None:
+            raise
+        return done
     snap_id = snapshots[0].id if snapshots else None
     return WriteResult(
         table_name, snap_id, commit_user, identifier, rows, len(files), sum(f.file_size for f in files), already_committed=False

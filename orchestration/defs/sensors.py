@@ -140,8 +140,12 @@ def build_snapshot_sensor(
     """The sensor requesting ``job`` (with ``run_config_for(snapshot_id)``) once per new data snapshot."""
 
     def evaluate(context: dg.SensorEvaluationContext, lake: LakeCatalogResource) -> dg.SensorResult:
-        plan = plan_snapshot_requests(lake.catalog(), lake.warehouse, table.name, context.cursor,
-                                      table.sensor.max_requests_per_tick)
+        try:
+            plan = plan_snapshot_requests(lake.catalog(), lake.warehouse, table.name, context.cursor,
+                                          table.sensor.max_requests_per_tick)
+        except Exception:
+            lake.check_access()  # a storage problem becomes one line naming bucket, endpoint, variables
+            raise
         for note in plan.notes:
             context.log.info(f"{table.name}: {note}")
         if plan.skip_reason is not None:

@@ -145,6 +145,12 @@ def test_write_and_downstream_assets_on_s3(spark, s3_warehouse, write_tables_con
     assert _by_day(s3_warehouse.uri, opts) == _reference_by_day(1)
 
 
+def _causes(error: BaseException | None):
+    while error is not None:
+        yield error
+        error = error.__cause__ or error.__context__
+
+
 def _drift_check(definitions: dg.Definitions):
     [check] = [c for c in definitions.asset_checks if ORDERS in {k.asset_key for k in c.check_keys}]
     return check
@@ -207,3 +213,31 @@ def test_storage_errors_name_bucket_endpoint_and_variables_before_spark(s3_serve
         [failure] = [e for e in result.all_events if e.is_step_failure]
         error = failure.step_failure_data.error
         assert error.cause.cls_name == "StorageAccessError" and f"bucket '{bucket}'" in error.cause.message
+        if words == "cannot reach":  # a sensor tick that cannot read the table says why, too
+            sensor = definitions.resolve_sensor_def("demo__orders__snapshot_sensor")
+            with dg.DagsterInstance.ephemeral() as instance, pytest.raises(Exception) as tick:
+                sensor(dg.build_sensor_context(instance=instance, resources=definitions.resources))
+            chain = list(_causes(tick.value))
+            assert any(isinstance(e, StorageAccessError) and f"bucket '{bucket}'" in str(e) for e in chain), chain
+
+
+@pytest.mark.dagster
+def test_a_maintenance_operation_plugs_into_its_tables_group(warehouse, write_tables_config, monkeypatch):
+    """The seam the maintenance assets use: a builder in MAINTENANCE_ASSETS, one asset per table."""
+    from orchestration.defs import maintenance
+    from orchestration.defs.naming import maintenance_asset_key, table_group, table_pool
+
+    def build(table):
+        @dg.asset(key=maintenance_asset_key(table.name, "compaction"), deps=[dg.AssetKey(table.name.split("."))],
+                  group_name=table_group(table.name), pool=table_pool(table.name))
+        def compaction() -> None:
+            return None
+
+        return compaction
+
+    monkeypatch.setitem(maintenance.MAINTENANCE_ASSETS, "compaction", build)
+    graph = build_definitions(load_tables_config(write_tables_config(warehouse))).resolve_asset_graph()
+    node = graph.get(dg.AssetKey(["demo", "orders", "compaction"]))
+    assert node.group_name == graph.get(ORDERS).group_name == "demo__orders"
+    assert node.parent_keys == {ORDERS} and node.pools == graph.get(ORDERS).pools
+    assert not graph.has(dg.AssetKey(["demo", "orders_by_day", "compaction"]))  # derived tables: not configured tables
