@@ -33,6 +33,7 @@ class Catalog:
         return join(self.warehouse, validate_database_name(name) + DB_SUFFIX, what="database directory")
 
     def database_exists(self, name: str) -> bool:
+        validate_database_name(name)
         if self.fileio.is_local:
             return self.fileio.exists(self._db_path(name))
         return name in self.list_databases()
@@ -199,3 +200,28 @@ def _validate_table_definition(identifier: str, schema: TableSchema, core) -> No
             raise InvalidOptionError(f"option 'rowkind.field' names column '{rk}', which is not in table {identifier}")
         if not pa.types.is_string(schema.field(rk).type) and not pa.types.is_large_string(schema.field(rk).type):
             raise InvalidOptionError(f"option 'rowkind.field' column '{rk}' of {identifier} must be a STRING column")
+    _validate_column_options(identifier, schema, core)
+
+
+def _validate_column_options(identifier: str, schema: TableSchema, core) -> None:
+    """Options that name a column must name one of this table, of a type the option can use."""
+    from .errors import InvalidOptionError
+    names = [f.name for f in schema.fields]
+    for key in core.raw:
+        if key.startswith("fields.") and key.count(".") >= 2:
+            col, suffix = key[len("fields."):].rsplit(".", 1)
+            # 'fields.g1,g2.sequence-group' names several sequence fields at once
+            for c in (col.split(",") if suffix == "sequence-group" else [col]):
+                if c not in names:  # a typo would otherwise leave the column silently unconfigured
+                    raise InvalidOptionError(f"option '{key}' names column '{c}', which is not in table "
+                                             f"{identifier}; columns: {names}")
+    tf = core.get("record-level.time-field")
+    if tf:
+        if tf not in names:
+            raise InvalidOptionError(f"option 'record-level.time-field' names column '{tf}', which is not in table "
+                                     f"{identifier}; columns: {names}")
+        t = schema.field(tf).type
+        if not (pa.types.is_int32(t) or pa.types.is_int64(t) or pa.types.is_timestamp(t)):
+            # Paimon's SchemaValidation: INT or BIGINT seconds/millis, or TIMESTAMP
+            raise InvalidOptionError(f"option 'record-level.time-field' column '{tf}' of {identifier} has type {t}; "
+                                     "it must be INT, BIGINT or TIMESTAMP")

@@ -155,8 +155,7 @@ class FileStoreCommit:
                     return [self._commit_with_retry(CommitKind.COMPACT, lambda _l: entries, [], [], identifier,
                                                     properties, check_conflicts=True, fingerprint=entries)]
                 except (CommitConflictError, CommitFailedError) as e:
-                    for m in redo:
-                        self._delete_files(m.partition, m.bucket, m.compact_after)
+                    self.table.remove_uncommitted(redo)
                     error = e
         where = ", ".join(f"bucket {b} of partition {self._partition_desc(p)}" for p, b, _n in sorted(buckets))
         raise PartialCommitError(
@@ -164,13 +163,6 @@ class FileStoreCommit:
             f"its compaction of {where} did not ({error}). For merge-engine 'first-row' those rows stay invisible "
             "to batch reads until the next write or compaction of that bucket compacts them; do not re-send the "
             "data", landed)
-
-    def _delete_files(self, partition: bytes, bucket: int, files) -> None:
-        """Remove data files this commit wrote but will never reference."""
-        from .compact import partition_path
-        bucket_dir = self.table.paths.bucket_dir(partition_path(self.table, partition), bucket)
-        for f in files:
-            self.table.fileio.delete(f.external_path or f"{bucket_dir}/{f.file_name}")
 
     # -- building entries ---------------------------------------------------------------------
     @staticmethod
@@ -442,11 +434,12 @@ class FileStoreCommit:
                 by_level.setdefault((e.partition, e.bucket, e.file.level), []).append(e.file)
         key_types = self.table.key_types
         from .binary_row import deserialize_row
+        from .float_order import java_order_key
         for (partition, bucket, level), files in by_level.items():
             if len(files) < 2:
                 continue
-            ranges = sorted((tuple(deserialize_row(f.min_key, key_types)), tuple(deserialize_row(f.max_key, key_types)),
-                             f.file_name) for f in files)
+            ranges = sorted((java_order_key(deserialize_row(f.min_key, key_types)),
+                             java_order_key(deserialize_row(f.max_key, key_types)), f.file_name) for f in files)
             for a, b in zip(ranges, ranges[1:]):
                 if b[0] <= a[1]:
                     raise CommitConflictError(

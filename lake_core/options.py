@@ -330,7 +330,7 @@ _INT_OPTIONS: dict[str, tuple[int, int, str]] = {
     "full-compaction.delta-commits": (1, INT_RANGE[1], "at least 1 commit"),
     "cross-partition-upsert.bootstrap-parallelism": (1, INT_RANGE[1], "at least 1 thread"),
     "dynamic-bucket.target-row-num": (1, LONG_RANGE[1], "at least 1 key per bucket"),
-    "dynamic-bucket.max-buckets": (-1, INT_RANGE[1], "-1 (unlimited) or a positive count"),
+    "dynamic-bucket.max-buckets": (-1, INT_RANGE[1], "-1 (unlimited) or a positive count"),  # 0: see below
     "dynamic-bucket.initial-buckets": (1, INT_RANGE[1], "at least 1 bucket"),
     # zstd's own level range (ZSTD_minCLevel()..ZSTD_maxCLevel()); negative levels are zstd's fast modes
     "file.compression.zstd-level": (-(1 << 17), 22, "a zstd level between -131072 and 22"),
@@ -351,6 +351,16 @@ _ENUM_OPTIONS: dict[str, tuple[str, ...]] = {  # compared case-insensitively, as
 }
 
 
+def _parse_ratio(key: str, value: str) -> float:
+    try:
+        x = float(str(value))
+    except ValueError:
+        x = float("nan")
+    if not (x >= 0 and x != float("inf")):  # also refuses NaN
+        raise InvalidOptionError(f"option '{key}' = {value!r} must be a finite number, 0 or more (e.g. '0.7')")
+    return x
+
+
 def _check_choice(key: str, value: str, choices: Sequence[str], *, ignore_case: bool) -> None:
     v = value.lower() if ignore_case else value
     if v not in choices:
@@ -361,7 +371,7 @@ def _check_int_options(options: Mapping[str, str]) -> None:
     for key, (lo, hi, what) in _INT_OPTIONS.items():
         if key in options:
             n = _parse_int(key, options[key], LONG_RANGE)
-            if not lo <= n <= hi:
+            if not lo <= n <= hi or (key == "dynamic-bucket.max-buckets" and n == 0):
                 raise InvalidOptionError(f"option '{key}' = {options[key]!r} is invalid: it must be {what}")
     lo_key, hi_key = "snapshot.num-retained.min", "snapshot.num-retained.max"
     if lo_key in options or hi_key in options:
@@ -438,6 +448,8 @@ def validate_table_options(options: Mapping[str, str], *, has_primary_key: bool)
     for key in _DURATION_OPTIONS:
         if key in options:
             parse_duration_ms(key, options[key])
+    if "compaction.small-file-ratio" in options:
+        _parse_ratio("compaction.small-file-ratio", options["compaction.small-file-ratio"])
     if opts.commit_min_retry_wait_ms > opts.commit_max_retry_wait_ms:
         raise InvalidOptionError(
             f"option 'commit.min-retry-wait' = {opts.get('commit.min-retry-wait')!r} is longer than "

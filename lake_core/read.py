@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 import pyarrow as pa
 
 from .binary_row import deserialize_row
+from .float_order import java_order_key
 from .integrity import read_checked_data_file
 from .merge.base import drop_retracts
 from .merge.sort import KIND, SEQ
@@ -64,8 +65,9 @@ class SplitRead:
         """Group files whose key ranges overlap (Java IntervalPartition)."""
         if len(files) <= 1:
             return [list(files)]
-        ranged = sorted(((tuple(deserialize_row(f.min_key, self.key_types)),
-                          tuple(deserialize_row(f.max_key, self.key_types)), i, f) for i, f in enumerate(files)),
+        ranged = sorted(((java_order_key(deserialize_row(f.min_key, self.key_types)),
+                          java_order_key(deserialize_row(f.max_key, self.key_types)), i, f)
+                         for i, f in enumerate(files)),
                         key=lambda r: (r[0], r[1], r[2]))
         sections: list[list[DataFileMeta]] = []
         bound = None

@@ -15,7 +15,7 @@ from .manifest_store import ManifestStore
 from .messages import CommitMessage
 from .names import validate_tag_name
 from .options import CoreOptions, check_supported
-from .paths import TablePaths
+from .paths import TablePaths, data_file_in
 from .predicate import Predicate, PredicateBuilder
 from .read import SplitRead
 from .scan import TableScan
@@ -102,12 +102,12 @@ class FileStoreTable:
         current = self._schema
         path = self.paths.schema(current.id)
         try:
-            text = self.fileio.read_text(path)
+            on_storage = read_metadata(self.fileio, path, "schema file", TableSchema.from_json)
         except FileNotFoundError:
             raise StaleTableError(
                 f"table {self.identifier} was dropped after this handle was opened (schema-{current.id} is gone "
                 f"from {self.paths.root}); nothing was written — get the table from the catalog again") from None
-        if TableSchema.from_json(text) != current:
+        if on_storage != current:
             raise StaleTableError(
                 f"table {self.identifier} was dropped and re-created after this handle was opened (schema-"
                 f"{current.id} was replaced); nothing was written — get the table from the catalog again")
@@ -182,7 +182,9 @@ class FileStoreTable:
         the same rows, that snapshot is returned; with other rows, ``CommitIdentityError``.
         A commit that lost a race against a concurrent writer of the same bucket is written again
         against the latest snapshot (up to 'commit.max-retries' times), so the last commit wins.
-        ``write_arrow(empty, overwrite=True)`` empties the table (or the partition), as in Paimon."""
+        ``overwrite=True`` replaces the whole table with ``data``; ``overwrite={"dt": "2024-01-01"}``
+        replaces that partition only. As in Paimon (``INSERT OVERWRITE``), an **empty** ``data`` with
+        ``overwrite`` still commits: it truncates the table (or empties the named partition)."""
         from .write import conform
         rows = conform(self, data)
 
@@ -198,9 +200,10 @@ class FileStoreTable:
     def _commit_replanned(self, prepare, overwrite, commit_user: str | None, commit_identifier: int | None,
                           digest: str | None = None):
         """Prepare and commit; a ``StalePlanError`` (nothing landed) prepares again against the
-        latest snapshot, bounded by 'commit.max-retries'. Files of a failed attempt are removed."""
+        latest snapshot, bounded by 'commit.max-retries'. Files of an attempt that certainly did
+        not land are removed."""
         from .commit import new_commit_identifier
-        from .errors import StaleTableError, StalePlanError
+        from .errors import CommitConflictError, CommitFailedError, StalePlanError, StaleTableError
         identifier = commit_identifier if commit_identifier is not None else new_commit_identifier()
         retries = self.options.commit_max_retries
         for attempt in range(retries + 1):
@@ -213,20 +216,21 @@ class FileStoreTable:
             try:
                 snaps = wb.new_commit()._commit.commit(messages, identifier=identifier, overwrite=wb.overwrite_spec,
                                                        new_identity=commit_identifier is None, digest=digest)
-            except (StalePlanError, StaleTableError):
-                self._remove_uncommitted(messages)
-                if attempt == retries:
+            except (CommitConflictError, CommitFailedError, StaleTableError) as e:
+                self.remove_uncommitted(messages)  # these errors mean nothing landed
+                if attempt == retries or not isinstance(e, StalePlanError):
                     raise
                 continue
             return snaps[0] if snaps else None
 
-    def _remove_uncommitted(self, messages: Sequence[CommitMessage]) -> None:
-        """Delete the data files of messages whose commit certainly did not land."""
+    def remove_uncommitted(self, messages: Sequence[CommitMessage]) -> None:
+        """Delete the data files of ``messages`` whose commit certainly did not land (a
+        ``CommitConflictError``): nothing references them."""
         from .compact import partition_path
         for m in messages:
             bucket_dir = self.paths.bucket_dir(partition_path(self, m.partition), m.bucket)
             for f in m.new_files + m.changelog_files + m.compact_after + m.compact_changelog:
-                self.fileio.delete(f.external_path or f"{bucket_dir}/{f.file_name}")
+                self.fileio.delete(f.external_path or data_file_in(bucket_dir, f.file_name))
 
     def to_arrow(self, snapshot_id: int | None = None, tag: str | None = None, timestamp_millis: int | None = None,
                  columns: Sequence[str] | None = None, filter: Predicate | None = None) -> pa.Table:

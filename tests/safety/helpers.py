@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pyarrow as pa
+import pytest
 
 from lake_core import Catalog
 
@@ -31,3 +32,12 @@ def prepared(table, keys, values, user: str | None = None):
     w = wb.new_write()
     w.write_arrow(kv(keys, values))
     return wb, w.prepare_commit()
+
+
+@pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.s3)])
+def where(request) -> tuple[str, dict]:
+    """(warehouse URI, storage options): a local directory, then a bucket on the moto S3 server."""
+    if request.param == "local":
+        return request.getfixturevalue("warehouse"), {}
+    s3 = request.getfixturevalue("s3_warehouse")
+    return s3.uri, s3.storage_options

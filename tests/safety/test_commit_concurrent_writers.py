@@ -64,6 +64,7 @@ def _check(uri, storage_options, log, first_wins):
     assert got == _expected(log, first_wins)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", ["deduplicate", "first-row"])
 def test_concurrent_writers_local(warehouse, tmp_path, engine):
     new_table(warehouse, options={"merge-engine": engine, "commit.max-retries": "200"})
@@ -72,6 +73,7 @@ def test_concurrent_writers_local(warehouse, tmp_path, engine):
 
 
 @pytest.mark.s3
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", ["deduplicate", "first-row"])
 def test_concurrent_writers_s3(s3_warehouse, tmp_path, engine):
     uri, opts = s3_warehouse.uri, s3_warehouse.storage_options

@@ -6,15 +6,8 @@ import pytest
 
 from lake_core.errors import CommitConflictError, CommitIdentityError
 
-from .helpers import as_dict, kv, new_table, prepared
+from .helpers import as_dict, kv, new_table, prepared, where  # noqa: F401 (fixture)
 
-
-@pytest.fixture(params=["local", "s3"])
-def where(request):
-    if request.param == "local":
-        return request.getfixturevalue("warehouse"), {}
-    s3 = request.getfixturevalue("s3_warehouse")
-    return s3.uri, s3.storage_options
 
 
 def test_reusing_a_commit_user_in_write_arrow_commits_every_batch(where):

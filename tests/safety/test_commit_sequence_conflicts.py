@@ -14,15 +14,8 @@ import pytest
 from lake_core.compact import compact_bucket
 from lake_core.errors import CommitConflictError, SequenceConflictError
 
-from .helpers import as_dict, kv, new_table, prepared
+from .helpers import as_dict, kv, new_table, prepared, where  # noqa: F401 (fixture)
 
-
-@pytest.fixture(params=["local", "s3"])
-def where(request):
-    if request.param == "local":
-        return request.getfixturevalue("warehouse"), {}
-    s3 = request.getfixturevalue("s3_warehouse")
-    return s3.uri, s3.storage_options
 
 
 def _full_compaction(t):
@@ -87,3 +80,33 @@ def test_a_writer_reused_for_several_commits_does_not_conflict_with_itself(wareh
         w.write_arrow(kv([1, 2 + i], [f"v{i}", "x"]))
         wb.new_commit().commit(w.prepare_commit())
     assert as_dict(t) == {1: "v2", 2: "x", 3: "x", 4: "x"}
+
+
+def test_write_arrow_that_loses_the_race_writes_again_and_wins(warehouse, warehouse_path, monkeypatch):
+    """Another process commits to the bucket between this write's prepare and its commit: the
+    commit is refused, written again against the new snapshot, and its rows win. The files of the
+    refused attempt are removed."""
+    from lake_core import Catalog
+    from lake_core.table import BatchTableWrite
+    t = new_table(warehouse)
+    t.write_arrow(kv([1, 2], ["a", "b"]))
+    other = Catalog(warehouse).get_table("db.t")
+    original = BatchTableWrite.prepare_commit
+    calls = []
+
+    def prepare_then_someone_commits(self):
+        msgs = original(self)
+        if self.table is not t:
+            return msgs
+        calls.append(len(msgs))
+        if len(calls) == 1:
+            other.write_arrow(kv([1, 3], ["other", "other"]))
+        return msgs
+
+    monkeypatch.setattr(BatchTableWrite, "prepare_commit", prepare_then_someone_commits)
+    snap = t.write_arrow(kv([1], ["mine"]))
+    assert len(calls) == 2  # prepared twice: the first attempt was refused
+    assert snap.id == t.latest_snapshot().id == 3
+    assert as_dict(t) == {1: "mine", 2: "b", 3: "other"}
+    live = {e.file.file_name for e in t.manifest_store.live_entries(t.latest_snapshot())}
+    assert {p.name for p in warehouse_path.rglob("data-*")} == live

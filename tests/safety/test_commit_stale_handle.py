@@ -7,15 +7,8 @@ import pytest
 from lake_core import Catalog
 from lake_core.errors import LakeError, StaleTableError
 
-from .helpers import SCHEMA, as_dict, kv, new_table
+from .helpers import SCHEMA, as_dict, kv, new_table, where  # noqa: F401 (fixture)
 
-
-@pytest.fixture(params=["local", "s3"])
-def where(request):
-    if request.param == "local":
-        return request.getfixturevalue("warehouse"), {}
-    s3 = request.getfixturevalue("s3_warehouse")
-    return s3.uri, s3.storage_options
 
 
 def test_a_stale_handle_cannot_write_into_a_dropped_table(where):

@@ -56,6 +56,7 @@ import org.apache.paimon.table.sink.BatchWriteBuilder;
 import org.apache.paimon.table.sink.CommitMessage;
 import org.apache.paimon.table.sink.RowPartitionKeyExtractor;
 import org.apache.paimon.table.source.DataSplit;
+import org.apache.paimon.table.source.InnerTableRead;
 import org.apache.paimon.table.source.ReadBuilder;
 import org.apache.paimon.table.source.Split;
 import org.apache.paimon.table.source.TableRead;
@@ -221,6 +222,16 @@ public final class PaimonDriver {
             builder = builder.withOverwrite();
         }
         JsonNode kinds = args.path("kinds");
+        if (table.bucketMode() == BucketMode.CROSS_PARTITION) {
+            // Flink's sink keeps the key -> (partition, bucket) index in RocksDB (GlobalIndexAssigner).
+            try {
+                Class.forName("org.rocksdb.RocksDB");
+            } catch (ClassNotFoundException e) {
+                throw new UnsupportedOperationException(
+                        "cross-partition upsert needs RocksDB (org.rocksdb.RocksDB) for its global index; this jar lacks it");
+            }
+            throw new UnsupportedOperationException("the driver does not run GlobalIndexAssigner");
+        }
         HashBucketAssigner assigner = null;
         RowPartitionKeyExtractor extractor = null;
         if (table.bucketMode() == BucketMode.HASH_DYNAMIC) {
@@ -316,6 +327,10 @@ public final class PaimonDriver {
             rowType = rowType.project(indexes);
         }
         TableRead tableRead = builder.newRead();
+        if (args.path("keep_delete").asBoolean(false)) {
+            // A batch read drops -U/-D rows; a changelog read must keep them (as audit_log does).
+            tableRead = ((InnerTableRead) tableRead).forceKeepDelete();
+        }
         if (filter.isObject()) {
             tableRead = tableRead.executeFilter();
         }
