@@ -1,4 +1,4 @@
-"""Atomic, idempotent, conflict-checked commits (FORMAT.md §8.1, ARCHITECTURE D3).
+"""Atomic, idempotent, conflict-checked commits (Java ``FileStoreCommitImpl``).
 
 A commit turns CommitMessages into manifest entries and one or two snapshots (APPEND/OVERWRITE
 for new data, then COMPACT for compaction results). ``snapshot-N`` is created exclusively; a lost

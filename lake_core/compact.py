@@ -1,8 +1,8 @@
 """Full compaction of one (partition, bucket): merge every live file into the highest level.
 
-Used on commit for engines whose level-0 files are invisible to batch readers (first-row,
-FORMAT.md P4), and as the building block of dedicated compaction. Writes new files only and
-returns a CommitMessage; the caller commits it (plan → execute → commit).
+Used on commit for engines whose level-0 files are invisible to batch readers (first-row, as
+Java's ``FirstRowMergeFunction`` tables), and as the building block of dedicated compaction.
+Writes new files only and returns a CommitMessage; the caller commits it (plan → execute → commit).
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The read path: Split → data files → sections of overlapping files → merge engine → Arrow.
 
 Non-overlapping files need no merge; a single file without retract rows is read raw
-(Java MergeTreeSplitGenerator + raw-file split read, FORMAT.md §8.4).
+(Java ``MergeTreeSplitGenerator`` + raw-file split read, as ``RawFileSplitRead``).
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The write path: Arrow rows → validation → bucket assignment → per-(partition, bucket)
-sort + fold in the merge engine → level-0 data files → CommitMessages (ARCHITECTURE §3)."""
+sort + fold in the merge engine → level-0 data files → CommitMessages."""
 from __future__ import annotations
 
 import logging
@@ -236,7 +236,7 @@ class TableWrite:
             buckets[rows] = assign_buckets([k.take(idx) for k in keys], self.bucket_types, c, fn)
         return buckets
 
-    # -- dynamic bucket modes (FORMAT.md §7.2) -------------------------------------------------------
+        # -- dynamic bucket modes (Java HashBucketAssigner) ----------------------------------------------
     def _partition_row(self, values: tuple) -> bytes:
         b = self._partition_bytes.get(values)
         if b is None:
@@ -339,7 +339,7 @@ class TableWrite:
             rows = self.engine.merge(rows, drop_deletes=False)
         files = [w.meta for w in writer.write(rows, level=0)]
         if self.is_pk and self.engine.hides_level0:
-            # Batch readers skip level 0 for this engine (FORMAT.md P4): compact the bucket up in the
+            # Batch readers skip level 0 for this engine (Java's first-row tables): compact the bucket up in the
             # same commit, as Paimon's writer does, so committed data is visible at once.
             from .compact import compact_bucket
             live = self._live_files().get((partition, buf.bucket), [])
@@ -380,7 +380,8 @@ class TableWrite:
 
     def _attach_index_changes(self, messages: list[CommitMessage], changes: dict) -> list[CommitMessage]:
         """Each bucket that gained keys carries its complete new HASH file and the DELETE of the
-        file it replaces; the commit fails if that file is no longer the bucket's (FORMAT.md §7.2)."""
+        file it replaces; the commit fails if that file is no longer the bucket's
+        (as Java's ``DynamicBucketIndexMaintainer``)."""
         from dataclasses import replace
         by_key = {(m.partition, m.bucket): i for i, m in enumerate(messages)}
         for (part, bucket), entries in changes.items():
