@@ -55,6 +55,10 @@ KNOWN: dict[str, str | None] = {
     "compaction.size-ratio": "1",
     "compaction.min.file-num": "5",
     "compaction.small-file-ratio": "0.7",
+    "compaction.optimization-interval": None,
+    "compaction.total-size-threshold": None,
+    "compaction.incremental-size-threshold": None,
+    "compaction.force-rewrite-all-files": "false",
     "full-compaction.delta-commits": None,
     "commit.force-compact": "false",
     "write-only": "false",
@@ -301,6 +305,57 @@ class CoreOptions:
         v = self.get("num-levels")
         return int(v) if v else self.num_sorted_run_compaction_trigger + 1
 
+    # -- compaction (Paimon's UniversalCompaction / MergeTreeCompactManager options) ----------------
+    @property
+    def num_sorted_run_stop_trigger(self) -> int:
+        v = self.get("num-sorted-run.stop-trigger")
+        trigger = self.num_sorted_run_compaction_trigger
+        return max(trigger, _parse_int("num-sorted-run.stop-trigger", v)) if v else trigger + 3
+
+    @property
+    def compaction_max_size_amp(self) -> int:
+        return self.get_int("compaction.max-size-amplification-percent")
+
+    @property
+    def compaction_size_ratio(self) -> int:
+        return self.get_int("compaction.size-ratio")
+
+    @property
+    def compaction_small_file_ratio(self) -> float:
+        return float(self.get("compaction.small-file-ratio"))
+
+    @property
+    def compaction_force_rewrite_all_files(self) -> bool:
+        return self.get_bool("compaction.force-rewrite-all-files")
+
+    @property
+    def compaction_optimization_interval_ms(self) -> int | None:
+        v = self.get("compaction.optimization-interval")
+        return parse_duration_ms("compaction.optimization-interval", v) if v else None
+
+    @property
+    def compaction_total_size_threshold(self) -> int | None:
+        v = self.get("compaction.total-size-threshold")
+        return parse_memory_size("compaction.total-size-threshold", v) if v else None
+
+    @property
+    def compaction_incremental_size_threshold(self) -> int | None:
+        v = self.get("compaction.incremental-size-threshold")
+        return parse_memory_size("compaction.incremental-size-threshold", v) if v else None
+
+    @property
+    def full_compaction_delta_commits(self) -> int | None:
+        v = self.get("full-compaction.delta-commits")
+        return _parse_int("full-compaction.delta-commits", v) if v else None
+
+    @property
+    def write_only(self) -> bool:
+        return self.get_bool("write-only")
+
+    @property
+    def commit_force_compact(self) -> bool:
+        return self.get_bool("commit.force-compact")
+
 
 def validate_table_options(options: Mapping[str, str], *, has_primary_key: bool) -> CoreOptions:
     """Validate names and the values the core relies on; return the typed view."""
@@ -331,7 +386,8 @@ def validate_table_options(options: Mapping[str, str], *, has_primary_key: bool)
     for key in ("ignore-delete", "first-row.ignore-delete", "deduplicate.ignore-delete",
                 "partial-update.ignore-delete", "write-only", "partial-update.remove-record-on-delete",
                 "aggregation.remove-record-on-delete", "commit.force-compact",
-                "file.suffix.include.compression", "changelog-producer.row-deduplicate"):
+                "file.suffix.include.compression", "changelog-producer.row-deduplicate",
+                "compaction.force-rewrite-all-files"):
         if key in options:
             _parse_bool(key, options[key])
     for key in ("commit.max-retries", "num-sorted-run.compaction-trigger", "snapshot.num-retained.min",
@@ -340,12 +396,15 @@ def validate_table_options(options: Mapping[str, str], *, has_primary_key: bool)
                 "cross-partition-upsert.bootstrap-parallelism"):
         if key in options:
             _parse_int(key, options[key])
+    _validate_compaction_options(options)
     for key in ("target-file-size", "write-buffer-size", "page-size", "manifest.target-file-size",
-                "manifest.full-compaction-threshold-size"):
+                "manifest.full-compaction-threshold-size", "compaction.total-size-threshold",
+                "compaction.incremental-size-threshold"):
         if key in options:
             parse_memory_size(key, options[key])
     for key in ("commit.min-retry-wait", "commit.max-retry-wait", "commit.timeout",
-                "snapshot.time-retained", "cross-partition-upsert.index-ttl"):
+                "snapshot.time-retained", "cross-partition-upsert.index-ttl", "compaction.optimization-interval",
+                "record-level.expire-time"):
         if key in options:
             parse_duration_ms(key, options[key])
     if _parse_bool("deletion-vectors.enabled", options.get("deletion-vectors.enabled", "false")):
@@ -356,3 +415,29 @@ def validate_table_options(options: Mapping[str, str], *, has_primary_key: bool)
                 raise InvalidOptionError(
                     f"option '{key}' only applies to primary-key tables; this table has no primary key")
     return opts
+
+
+# option -> smallest allowed value (integers)
+_COMPACTION_INT_MIN = {
+    "num-sorted-run.compaction-trigger": 1,
+    "num-sorted-run.stop-trigger": 1,
+    "num-levels": 2,
+    "compaction.max-size-amplification-percent": 0,
+    "compaction.size-ratio": 0,
+    "compaction.min.file-num": 1,
+    "full-compaction.delta-commits": 1,
+}
+
+
+def _validate_compaction_options(options: Mapping[str, str]) -> None:
+    for key, lowest in _COMPACTION_INT_MIN.items():
+        if key in options and _parse_int(key, options[key]) < lowest:
+            raise InvalidOptionError(f"option '{key}' = {options[key]!r} must be at least {lowest}")
+    if "compaction.small-file-ratio" in options:
+        v = options["compaction.small-file-ratio"]
+        try:
+            ratio = float(v)
+        except ValueError:
+            ratio = -1.0
+        if not 0.0 <= ratio <= 1.0:
+            raise InvalidOptionError(f"option 'compaction.small-file-ratio' = {v!r} must be a number between 0 and 1")
