@@ -75,9 +75,27 @@ class FileStoreCommit:
             self._index_drop = None
             self._writer_base = None
         if compact_entries:
-            out.append(self._commit_with_retry(CommitKind.COMPACT, lambda _l: compact_entries, [], [],
-                                               identifier, properties, check_conflicts=True))
+            try:
+                out.append(self._commit_with_retry(CommitKind.COMPACT, lambda _l: compact_entries, [], [],
+                                                   identifier, properties, check_conflicts=True))
+            except CommitConflictError as e:
+                if not out:
+                    raise
+                # A writer's inline compaction lost to a concurrent compaction: its data is committed,
+                # the compaction is dropped (as when a Java writer restarts); the next one redoes it.
+                log.warning("%s: data committed as snapshot %d, its inline compaction was dropped: %s",
+                            self.table.identifier, out[0].id, e)
+                self._discard_compaction_output(messages)
         return out
+
+    def _discard_compaction_output(self, messages: Sequence[CommitMessage]) -> None:
+        from .compaction.rewrite import partition_path
+        for m in messages:
+            inputs = {f.file_name for f in m.compact_before} | {f.file_name for f in m.new_files}
+            bucket_dir = self.table.paths.bucket_dir(partition_path(self.table, m.partition), m.bucket)
+            for f in m.compact_after:
+                if f.file_name not in inputs:
+                    self.table.fileio.delete(f.external_path or f"{bucket_dir}/{f.file_name}")
 
     # -- building entries ---------------------------------------------------------------------
     @staticmethod

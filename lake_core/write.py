@@ -265,6 +265,21 @@ class TableWrite:
             self._live = live
         return live
 
+    def _current_live_files(self) -> dict[tuple[bytes, int], list]:
+        """Live files as of the latest snapshot (a writer reused across commits, or racing other
+        jobs, compacts what is live now, not what was live when it started)."""
+        latest = self.table.snapshot_manager.latest()
+        base = self._base_snapshot()
+        if latest is None or (base is not None and latest.id == base.id):
+            return self._live_files()
+        cached = self.__dict__.get("_live_now")
+        if cached is None or cached[0] != latest.id:
+            live: dict[tuple[bytes, int], list] = {}
+            for e in self.table.manifest_store.live_entries(latest):
+                live.setdefault((e.partition, e.bucket), []).append(e.file)
+            cached = self._live_now = (latest.id, live)
+        return cached[1]
+
     def _restore_sequences(self) -> dict[tuple[bytes, int], int]:
         """Sequence numbers continue per bucket from the live files (Java 'scan' init mode)."""
         if self._next_seq is None:
@@ -291,15 +306,20 @@ class TableWrite:
                 changelog = [w.meta for w in writer.write(rows, level=0, changelog=True)]
             rows = self.engine.merge(rows, drop_deletes=False)
         files = [w.meta for w in writer.write(rows, level=0)]
-        if self.is_pk and self.engine.hides_level0:
-            # Batch readers skip level 0 for this engine (FORMAT.md P4): compact the bucket up in the
-            # same commit, as Paimon's writer does, so committed data is visible at once.
-            from .compact import compact_bucket
-            live = self._live_files().get((partition, buf.bucket), [])
-            msg = compact_bucket(self.table, partition, buf.bucket, self._total_buckets(), live, files, self.namer)
-            return CommitMessage(partition, buf.bucket, self._total_buckets(), new_files=tuple(files),
-                                 changelog_files=tuple(changelog), compact_before=msg.compact_before,
-                                 compact_after=msg.compact_after)
+        if self.is_pk:
+            # Inline compaction, as Java's batch writer: the bucket's picker runs now and its result
+            # lands in the same commit as a COMPACT snapshot (first-row: level 0 is forced up, since
+            # batch readers skip it).
+            from .compaction.inline import compact_written_bucket
+            # An overwrite replaces the bucket's live files: only its own new files are levels.
+            live = [] if self.static_partition is not None else \
+                self._current_live_files().get((partition, buf.bucket), [])
+            msg = compact_written_bucket(self.table, partition, buf.bucket, self._total_buckets(), live, files,
+                                         self.namer)
+            if msg is not None:
+                return CommitMessage(partition, buf.bucket, self._total_buckets(), new_files=tuple(files),
+                                     changelog_files=tuple(changelog), compact_before=msg.compact_before,
+                                     compact_after=msg.compact_after)
         return CommitMessage(partition, buf.bucket, self._total_buckets(), new_files=tuple(files),
                              changelog_files=tuple(changelog))
 
