@@ -43,7 +43,7 @@ def compact(table: "FileStoreTable", *, full: bool = False, partitions=None, dry
                                 levels_after=common["levels_before"], ttl_lag_after_s=common["ttl_lag_before_s"],
                                 duration_s=time.monotonic() - started)
     outcomes = _execute(table, plan, parallelism)
-    committed, skipped, snapshot_id = _commit(table, plan, outcomes)
+    committed, skipped, snapshot_id = commit_units(table, plan, outcomes)
     after_files = _files_after(before_files, [outcomes[i].message for i in committed])
     counts = [outcomes[i].counts for i in committed]
     msgs = [outcomes[i].message for i in committed]
@@ -87,8 +87,10 @@ def _stale_reason(unit: CompactionUnit, live: set) -> str | None:
             "removed by another job")
 
 
-def _commit(table: "FileStoreTable", plan: CompactionPlan, outcomes: list[UnitOutcome]):
-    """Commit the units that are still valid; returns (committed indices, skip reasons, snapshot id)."""
+def commit_units(table: "FileStoreTable", plan: CompactionPlan, outcomes: list[UnitOutcome]):
+    """One COMPACT commit of the executed units that are still valid (``outcomes[i]`` belongs to
+    ``plan.units[i]``); stale units are skipped and their files deleted. Returns (committed unit
+    indices, skip reasons, snapshot id or None)."""
     pending = list(range(len(plan.units)))
     skipped: list[str] = []
     try:
