@@ -27,9 +27,10 @@ _MAX_STALE_ROUNDS = 5
 
 
 def compact(table: "FileStoreTable", *, full: bool = False, partitions=None, dry_run: bool = False,
-            expire_records: bool = False, parallelism: int = 2) -> CompactionResult:
+            expire_records: bool = False, parallelism: int = 2, now_ms: int | None = None) -> CompactionResult:
+    """Plan, execute and commit; ``now_ms`` fixes the clock of record-level expiry (default: now)."""
     started = time.monotonic()
-    plan = plan_compaction(table, full=full, partitions=partitions, expire_records=expire_records)
+    plan = plan_compaction(table, full=full, partitions=partitions, expire_records=expire_records, now_ms=now_ms)
     before_files = [f for b in plan.buckets for f in b.files]
     common = dict(table=table.identifier, full=full, expire_records=expire_records, dry_run=dry_run,
                   base_snapshot_id=plan.snapshot_id, units_planned=len(plan.units),
