@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from .compaction.levels import Levels, key_decoder
 from .compaction.picker import CompactUnit, drop_delete
-from .compaction.rewrite import read_kv_files, run_compact_unit
+from .compaction.rewrite import run_compact_unit
 from .messages import CommitMessage
 from .metadata import DataFileMeta
 from .paths import FileNamer
@@ -14,7 +14,7 @@ from .paths import FileNamer
 if TYPE_CHECKING:
     from .table import FileStoreTable
 
-__all__ = ["compact_bucket", "read_kv_files"]
+__all__ = ["compact_bucket"]
 
 
 def compact_bucket(table: "FileStoreTable", partition: bytes, bucket: int, total_buckets: int,

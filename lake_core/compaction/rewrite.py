@@ -18,6 +18,7 @@ from ..metadata import DataFileMeta, FileSource
 from ..paths import FileNamer, partition_dir
 from .expire import RecordExpiry
 from .levels import key_decoder
+from .stream import merge_sorted_runs
 from .picker import CompactUnit
 from .task import Rewrite, unit_actions
 
@@ -25,25 +26,25 @@ if TYPE_CHECKING:
     from ..table import FileStoreTable
 
 
-def read_kv_files(table: "FileStoreTable", partition_path: str, bucket: int,
-                  files: Sequence[DataFileMeta]) -> pa.Table:
-    """All columns plus _SEQUENCE_NUMBER/_VALUE_KIND of ``files``, concatenated oldest first."""
-    from ..data_file_format import read_data_file
+CHUNK_ROWS = 65_536  # rows read per input file per merge round
+
+
+def _kv_schema(table: "FileStoreTable") -> pa.Schema:
     schema = table.schema.arrow_schema()
-    full = schema.append(pa.field(SEQ, pa.int64(), nullable=False)).append(pa.field(KIND, pa.int8(), nullable=False))
-    parts = []
-    bucket_dir = table.paths.bucket_dir(partition_path, bucket)
-    for f in sorted(files, key=lambda f: (f.min_sequence_number, f.file_name)):
-        path = f.external_path or f"{bucket_dir}/{f.file_name}"
-        fmt = f.file_name.rsplit(".", 1)[-1]
-        if table.fileio.is_local:
-            parts.append(read_data_file(table.fileio._p(path), fmt, full.names, full))
-        else:
-            with table.fileio.open_input(path) as src:
-                parts.append(read_data_file(src, fmt, full.names, full))
-    if not parts:
-        return full.empty_table()
-    return pa.concat_tables(parts)
+    return schema.append(pa.field(SEQ, pa.int64(), nullable=False)).append(pa.field(KIND, pa.int8(), nullable=False))
+
+
+def iter_kv_file(table: "FileStoreTable", bucket_dir: str, f: DataFileMeta, chunk_rows: int = CHUNK_ROWS):
+    """Chunks of one data file: every table column plus _SEQUENCE_NUMBER/_VALUE_KIND."""
+    from ..data_file_format import iter_data_file
+    full = _kv_schema(table)
+    path = f.external_path or f"{bucket_dir}/{f.file_name}"
+    fmt = f.file_name.rsplit(".", 1)[-1]
+    if table.fileio.is_local:
+        yield from iter_data_file(table.fileio._p(path), fmt, full.names, full, chunk_rows)
+    else:
+        with table.fileio.open_input(path) as src:
+            yield from iter_data_file(src, fmt, full.names, full, chunk_rows)
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,7 @@ def run_compact_unit(table: "FileStoreTable", partition: bytes, bucket: int, tot
     ppath = partition_path(table, partition)
     writer = DataFileWriter(table, ppath, bucket, namer or FileNamer())
     engine = table.merge_engine()
+    key_names = list(schema.trimmed_primary_keys)
     before: list[DataFileMeta] = []
     after: list[DataFileMeta] = []
     c = dict(rows_in=0, rows_out=0, rows_deleted=0, rows_expired=0, rows_null_time=0, files_upgraded=0)
@@ -95,24 +97,57 @@ def run_compact_unit(table: "FileStoreTable", partition: bytes, bucket: int, tot
             after.append(f.upgrade(unit.output_level))
             c["files_upgraded"] += 1
             continue
-        files = [f for section in action.sections for f in section]
+        files = sorted((f for section in action.sections for f in section),
+                       key=lambda f: (f.min_sequence_number, f.file_name))  # oldest first
         before.extend(files)
-        rows = read_kv_files(table, ppath, bucket, files)
-        c["rows_in"] += rows.num_rows
-        if expiry is not None:
-            rows, expired, nulls = expiry.split(rows)
-            c["rows_expired"] += expired
-            c["rows_null_time"] += nulls
-        merged = engine.merge(rows, drop_deletes=False)
-        if drop_delete and merged.num_rows:
-            retract = rowkind.is_retract(merged[KIND].to_numpy())
-            n = int(np.count_nonzero(retract))
-            if n:
-                merged = merged.filter(pa.array(~retract))
-                c["rows_deleted"] += n
-        c["rows_out"] += merged.num_rows
-        if merged.num_rows:
-            after.extend(w.meta for w in writer.write(merged, level=unit.output_level, file_source=FileSource.COMPACT))
+        bucket_dir = table.paths.bucket_dir(ppath, bucket)
+        merged_chunks = merge_sorted_runs([iter_kv_file(table, bucket_dir, f) for f in files], key_names,
+                                          lambda rows: _merge_chunk(engine, rows, drop_delete, expiry, c))
+        after.extend(_write_rolled(writer, merged_chunks, unit.output_level, opts.target_file_size))
     msg = CommitMessage(partition, bucket, total_buckets, new_files=tuple(extra_new_files),
                         compact_before=tuple(before), compact_after=tuple(after))
     return UnitOutcome(msg, UnitCounts(**c))
+
+
+def _merge_chunk(engine, rows: pa.Table, drop_delete: bool, expiry: RecordExpiry | None, c: dict) -> pa.Table:
+    """Merge one chunk of complete key groups; counts rows in/out, expired and dropped deletes."""
+    c["rows_in"] += rows.num_rows
+    if expiry is not None:
+        rows, expired, nulls = expiry.split(rows)
+        c["rows_expired"] += expired
+        c["rows_null_time"] += nulls
+    merged = engine.merge(rows, drop_deletes=False) if rows.num_rows else rows
+    if drop_delete and merged.num_rows:
+        retract = rowkind.is_retract(merged[KIND].to_numpy())
+        n = int(np.count_nonzero(retract))
+        if n:
+            merged = merged.filter(pa.array(~retract))
+            c["rows_deleted"] += n
+    c["rows_out"] += merged.num_rows
+    return merged
+
+
+def _write_rolled(writer: DataFileWriter, chunks, level: int, target_size: int) -> list[DataFileMeta]:
+    """Write merged chunks as files of about ``target-file-size``: chunks are gathered until they
+    reach the writer's in-memory roll size, so at most one output file is held in memory."""
+    out: list[DataFileMeta] = []
+    held: list[pa.Table] = []
+    held_bytes = 0
+    roll = 3 * target_size  # the writer's Arrow-bytes-per-file estimate (Parquet+zstd ~3x smaller)
+
+    def flush():
+        nonlocal held, held_bytes
+        rows = pa.concat_tables(held) if len(held) > 1 else held[0]
+        out.extend(w.meta for w in writer.write(rows, level=level, file_source=FileSource.COMPACT))
+        held, held_bytes = [], 0
+
+    for chunk in chunks:
+        if chunk.num_rows == 0:
+            continue
+        held.append(chunk)
+        held_bytes += chunk.nbytes
+        if held_bytes >= roll:
+            flush()
+    if held:
+        flush()
+    return out

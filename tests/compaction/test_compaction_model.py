@@ -17,8 +17,13 @@ ENGINES = {
     "first-row": (pa.schema([("p", I), ("k", I), ("v", L)]), {"merge-engine": "first-row"}, [0]),
     "partial-update": (pa.schema([("p", I), ("k", I), ("v", L), ("w", L)]), {"merge-engine": "partial-update"},
                        [0, 2]),
+    # Aggregation: -U is left out on purpose. A retraction that meets no earlier value survives a
+    # partial merge as a lone -U row, and Paimon's top-level compaction drops it (dropDelete), so the
+    # table's answer then depends on when compaction ran; a one-shot model cannot follow that.
+    # -D with remove-record-on-delete resets the key, which compaction preserves.
     "aggregation": (pa.schema([("p", I), ("k", I), ("v", L)]),
-                    {"merge-engine": "aggregation", "fields.v.aggregate-function": "sum"}, [0, 1, 2, 3]),
+                    {"merge-engine": "aggregation", "fields.v.aggregate-function": "sum",
+                     "aggregation.remove-record-on-delete": "true"}, [0, 2, 3]),
 }
 KIND_TEXT = ["+I", "-U", "+U", "-D"]
 
