@@ -5,12 +5,14 @@
 #   ./setup.sh --no-demo    install only
 #
 # What it does:
-#   1. Java 17 for PySpark: uses `java` if present, else apt-get installs openjdk-17-jre-headless
-#      (needs root; a Debian/Ubuntu machine).
+#   1. Java 17 for PySpark and the Java Paimon tests: uses `java`/`javac` if present, else apt-get
+#      installs openjdk-17-jdk-headless (needs root; a Debian/Ubuntu machine).
 #   2. .venv/ with `pip install -e ".[all]" -c constraints.txt` (the committed, fully pinned set).
 #   3. .venv-pypaimon/ with pypaimon==2.1.0 and its own pins (tests/interop/pypaimon-constraints.txt);
 #      pypaimon pins pyarrow<20, pandas<3, fsspec<2026, so it cannot share .venv.
-#   4. The main job: `.venv/bin/python -m lake_core.demo`, if that module exists.
+#   4. .java-paimon/ with Java Paimon 1.0 (the jar inside the paimon-python-ali 0.1.1 wheel) and the
+#      compiled test driver tests/java_interop/driver/PaimonDriver.java, for the `java` tests.
+#   5. The main job: `.venv/bin/python -m lake_core.demo`, if that module exists.
 #
 # Environment: PYTHON=python3.11 picks the interpreter for .venv (default: python3);
 # LAKE_SKIP_DEMO=1 is the same as --no-demo; LAKE_SETUP_FORCE=1 reinstalls even if up to date.
@@ -33,15 +35,15 @@ export PIP_NO_INPUT=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 log() { printf '[setup] %s\n' "$*" >&2; }
 SECONDS=0
 
-# --- 1. Java 17 (PySpark 4 runs on Java 17/21) -------------------------------------------
+# --- 1. Java 17 JDK (PySpark 4 runs on Java 17/21; javac compiles the Java Paimon test driver) --
 java_major() { java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1; }
-if ! command -v java >/dev/null 2>&1 || [[ "$(java_major)" -lt 17 ]]; then
+if ! command -v java >/dev/null 2>&1 || [[ "$(java_major)" -lt 17 ]] || ! command -v javac >/dev/null 2>&1; then
   if command -v apt-get >/dev/null 2>&1 && [[ "$(id -u)" == "0" ]]; then
-    log "installing Java 17 (openjdk-17-jre-headless) for PySpark"
+    log "installing Java 17 (openjdk-17-jdk-headless) for PySpark and the Java Paimon tests"
     DEBIAN_FRONTEND=noninteractive apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openjdk-17-jre-headless >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openjdk-17-jdk-headless >/dev/null
   else
-    log "WARNING: Java >= 17 not found and cannot apt-get install it; Spark jobs and tests will fail"
+    log "WARNING: a Java >= 17 JDK (java, javac) not found and cannot apt-get install it; Spark and Java tests will fail"
   fi
 fi
 
@@ -75,9 +77,13 @@ fi
 # Same code path as the `pypaimon` test fixture: builds .venv-pypaimon once, then only checks it.
 .venv/bin/python tests/fixtures/pypaimon_env.py >/dev/null
 
+# --- 4. Java Paimon for the `java` tests ------------------------------------------------------
+# Same code path as the `java_paimon` test fixture: downloads and compiles once, then only checks.
+.venv/bin/python tests/fixtures/java_paimon.py >/dev/null
+
 log "environment ready in ${SECONDS}s"
 
-# --- 4. The main job ----------------------------------------------------------------------------
+# --- 5. The main job ----------------------------------------------------------------------------
 # HOOK: this is the project's "main job". Today it is the lake_core demo (when it exists);
 # the Dagster issue replaces this function (e.g. materialise the assets of
 # orchestration.definitions once, or start `dagster dev`).

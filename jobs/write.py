@@ -5,7 +5,8 @@
               ─ sortWithinPartitions(input order) so -U still precedes its +U after the shuffle
               ─ mapInArrow: lake_core TableWrite per task → pickled CommitMessages
     driver    ─ one commit with (commit_user, identifier): a retry of the same identity is
-                recognised as already committed, so a re-run never double-commits.
+                recognised as already committed, so a re-run never double-commits (its newly
+                written files are removed). Identifiers must increase per commit user.
 
 Spark's JVM only shuffles rows; every file is read and written by lake_core in Python workers,
 through lake_core's FileIO (so s3:// works without any Hadoop connector).
@@ -58,7 +59,9 @@ def find_commit(table: "FileStoreTable", commit_user: str, identifier: int | Non
     """The newest live snapshot committed by ``commit_user`` (with ``identifier`` if given).
 
     Newest first, reading one snapshot file at a time, so a retry right after its commit stops
-    at once; the walk ends at the oldest snapshot still kept (older ones were expired).
+    at once. With ``identifier``, the walk stops at the user's first snapshot with a smaller
+    identifier (identifiers increase per user, Paimon's convention); otherwise at the oldest
+    snapshot still kept (older ones were expired).
     """
     from lake_core.errors import SnapshotNotFoundError
 
@@ -69,8 +72,11 @@ def find_commit(table: "FileStoreTable", commit_user: str, identifier: int | Non
             snap = table.snapshot(sid)
         except (SnapshotNotFoundError, FileNotFoundError):
             break
-        if snap.commit_user == commit_user and (identifier is None or snap.commit_identifier == identifier):
-            return snap
+        if snap.commit_user == commit_user:
+            if identifier is None or snap.commit_identifier == identifier:
+                return snap
+            if snap.commit_identifier < identifier:
+                break
         sid -= 1
     return None
 
@@ -78,10 +84,13 @@ def find_commit(table: "FileStoreTable", commit_user: str, identifier: int | Non
 def committed_result(table: "FileStoreTable", commit_user: str, identifier: int) -> WriteResult | None:
     """The result of an earlier commit with this identity, or None if it has not landed."""
     done = find_commit(table, commit_user, identifier)
-    if done is None:
-        return None
+    return None if done is None else _landed_result(table, done)
+
+
+def _landed_result(table: "FileStoreTable", done: Snapshot) -> WriteResult:
     files, size = _snapshot_stats(table, done)
-    return WriteResult(table.identifier, done.id, commit_user, identifier, 0, files, size, already_committed=True)
+    return WriteResult(table.identifier, done.id, done.commit_user, done.commit_identifier, 0, files, size,
+                       already_committed=True)
 
 
 def _snapshot_stats(table: "FileStoreTable", snap: Snapshot) -> tuple[int, int]:
@@ -175,8 +184,20 @@ def distributed_write(
     files = [f for m in messages for f in m.new_files]
     if not any(not m.is_empty() for m in messages):
         return WriteResult(table_name, None, commit_user, identifier, rows, 0, 0, already_committed=False)
+    from lake_core.errors import CommitConflictError, CommitIdentityError
+
     builder = table.new_batch_write_builder().with_commit_user(commit_user)
-    snapshots = builder.new_commit().commit(messages, identifier=identifier)
+    try:
+        snapshots = builder.new_commit().commit(messages, identifier=identifier)
+    except CommitConflictError as e:
+        table.remove_uncommitted(messages)  # nothing landed: the files this run wrote are orphans
+        if isinstance(e, CommitIdentityError):
+            # Another run of this identity landed before this commit (after the fast-path check,
+            # or the check was skipped): this run is a retry of it.
+            done = find_commit(table, commit_user, identifier)
+            if done is not None:
+                return _landed_result(table, done)
+        raise
     snap_id = snapshots[0].id if snapshots else None
     return WriteResult(
         table_name, snap_id, commit_user, identifier, rows, len(files), sum(f.file_size for f in files), already_committed=False

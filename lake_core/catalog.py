@@ -5,23 +5,15 @@ from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 
-from .errors import (CatalogError, DatabaseAlreadyExistsError, DatabaseNotFoundError, SchemaError,
+from .errors import (CatalogError, DatabaseAlreadyExistsError, DatabaseNotFoundError, PathEscapeError, SchemaError,
                      TableAlreadyExistsError, TableNotFoundError)
 from .fileio import FileIO
+from .names import DB_SUFFIX, check_not_system_database, split_identifier, validate_database_name
 from .options import validate_table_options
 from .schema import TableSchema
 from .schema_manager import SchemaManager
-from .paths import TablePaths
+from .paths import TablePaths, join
 from .table import FileStoreTable
-
-DB_SUFFIX = ".db"
-
-
-def _split_identifier(identifier: str) -> tuple[str, str]:
-    parts = identifier.split(".")
-    if len(parts) != 2 or not all(parts):
-        raise CatalogError(f"table identifier {identifier!r} must be 'database.table'")
-    return parts[0], parts[1]
 
 
 class Catalog:
@@ -38,14 +30,17 @@ class Catalog:
 
     # -- databases ------------------------------------------------------------------------------
     def _db_path(self, name: str) -> str:
-        return f"{self.warehouse}/{name}{DB_SUFFIX}"
+        return join(self.warehouse, validate_database_name(name) + DB_SUFFIX, what="database directory")
 
     def database_exists(self, name: str) -> bool:
+        validate_database_name(name)
         if self.fileio.is_local:
             return self.fileio.exists(self._db_path(name))
         return name in self.list_databases()
 
     def create_database(self, name: str, ignore_if_exists: bool = False, properties: dict | None = None) -> None:
+        validate_database_name(name)
+        check_not_system_database(name)
         if self.database_exists(name):
             if ignore_if_exists:
                 return
@@ -63,6 +58,8 @@ class Catalog:
         return sorted(n[: -len(DB_SUFFIX)] for n in self.fileio.list_names(self.warehouse) if n.endswith(DB_SUFFIX))
 
     def drop_database(self, name: str, ignore_if_not_exists: bool = False, cascade: bool = False) -> None:
+        validate_database_name(name)
+        check_not_system_database(name)
         if not self.database_exists(name):
             if ignore_if_not_exists:
                 return
@@ -74,15 +71,20 @@ class Catalog:
 
     # -- tables ---------------------------------------------------------------------------------
     def table_path(self, identifier: str) -> str:
-        db, tbl = _split_identifier(identifier)
-        return f"{self._db_path(db)}/{tbl}"
+        db, tbl = split_identifier(identifier)
+        return join(self._db_path(db), tbl, what="table directory")
 
     def list_tables(self, database: str) -> list[str]:
         if not self.database_exists(database):
             raise DatabaseNotFoundError(f"database '{database}' does not exist in {self.warehouse}")
         out = []
-        for name in self.fileio.list_names(self._db_path(database)):
-            if self.fileio.list_names(f"{self._db_path(database)}/{name}/schema"):
+        db_path = self._db_path(database)
+        for name in self.fileio.list_names(db_path):
+            try:
+                schema_dir = join(db_path, name, "schema")
+            except PathEscapeError:
+                continue  # a stray entry whose name could not be a table's
+            if self.fileio.list_names(schema_dir):
                 out.append(name)
         return sorted(out)
 
@@ -92,7 +94,7 @@ class Catalog:
     def create_table(self, identifier: str, schema: pa.Schema, primary_keys: Sequence[str] = (),
                      partition_keys: Sequence[str] = (), options: Mapping[str, Any] | None = None,
                      comment: str | None = None, ignore_if_exists: bool = False) -> FileStoreTable:
-        db, _ = _split_identifier(identifier)
+        db, _ = split_identifier(identifier)
         if not self.database_exists(db):
             raise DatabaseNotFoundError(f"database '{db}' does not exist in {self.warehouse}; "
                                         f"create it first with create_database('{db}')")
@@ -113,7 +115,7 @@ class Catalog:
         return table
 
     def get_table(self, identifier: str) -> FileStoreTable:
-        db, _ = _split_identifier(identifier)
+        db, _ = split_identifier(identifier)
         path = self.table_path(identifier)
         schema = SchemaManager(self.fileio, TablePaths(path)).latest()
         if schema is None:
@@ -182,3 +184,28 @@ def _validate_table_definition(identifier: str, schema: TableSchema, core) -> No
             raise InvalidOptionError(f"option 'rowkind.field' names column '{rk}', which is not in table {identifier}")
         if not pa.types.is_string(schema.field(rk).type) and not pa.types.is_large_string(schema.field(rk).type):
             raise InvalidOptionError(f"option 'rowkind.field' column '{rk}' of {identifier} must be a STRING column")
+    _validate_column_options(identifier, schema, core)
+
+
+def _validate_column_options(identifier: str, schema: TableSchema, core) -> None:
+    """Options that name a column must name one of this table, of a type the option can use."""
+    from .errors import InvalidOptionError
+    names = [f.name for f in schema.fields]
+    for key in core.raw:
+        if key.startswith("fields.") and key.count(".") >= 2:
+            col, suffix = key[len("fields."):].rsplit(".", 1)
+            # 'fields.g1,g2.sequence-group' names several sequence fields at once
+            for c in (col.split(",") if suffix == "sequence-group" else [col]):
+                if c not in names:  # a typo would otherwise leave the column silently unconfigured
+                    raise InvalidOptionError(f"option '{key}' names column '{c}', which is not in table "
+                                             f"{identifier}; columns: {names}")
+    tf = core.get("record-level.time-field")
+    if tf:
+        if tf not in names:
+            raise InvalidOptionError(f"option 'record-level.time-field' names column '{tf}', which is not in table "
+                                     f"{identifier}; columns: {names}")
+        t = schema.field(tf).type
+        if not (pa.types.is_int32(t) or pa.types.is_int64(t) or pa.types.is_timestamp(t)):
+            # Paimon's SchemaValidation: INT or BIGINT seconds/millis, or TIMESTAMP
+            raise InvalidOptionError(f"option 'record-level.time-field' column '{tf}' of {identifier} has type {t}; "
+                                     "it must be INT, BIGINT or TIMESTAMP")

@@ -2,19 +2,32 @@
 
 A commit turns CommitMessages into manifest entries and one or two snapshots (APPEND/OVERWRITE
 for new data, then COMPACT for compaction results). ``snapshot-N`` is created exclusively; a lost
-race re-plans against the new latest snapshot, with backoff. Retries with the same commit user and
-identifier recognise a commit that already landed.
+race re-plans against the new latest snapshot, with backoff.
+
+Safety rules beyond Java's ``FileStoreCommitImpl`` conflict checks:
+
+* Idempotency keys on the commit's identity *and* content: a retry of (user, identifier) is
+  "already committed" only when the landed snapshot added the same files; the same identity with
+  other files raises ``CommitIdentityError``. Looking for it walks back from the latest snapshot
+  and stops at the user's previous commit with a smaller identifier (Java's ``filterCommitted``).
+* Sequence ranges: a bucket's sequence numbers continue from the writer's base snapshot, so a
+  commit whose new files are numbered at or below files another commit added to the bucket since
+  that base would not win the merge although it lands later (and a compaction that dropped deletes
+  could no longer shadow such files). Both raise ``SequenceConflictError`` before anything lands.
+* The table handle must still describe the table on storage (not dropped, re-created or evolved).
 """
 from __future__ import annotations
 
 import logging
 import random
+import threading
 import time
 import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
-from .errors import CommitConflictError, CommitFailedError
+from .errors import (CommitConflictError, CommitFailedError, CommitIdentityError, PartialCommitError,
+                     SequenceConflictError, StalePlanError)
 from .hash_index import HASH_INDEX
 from .manifest_merge import merge_manifests
 from .metadata import FileKind, IndexManifestEntry, ManifestEntry
@@ -27,8 +40,22 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+DIGEST_PROPERTY = "lake_core.content-digest"  # snapshot property: content of a write_arrow commit
 BATCH_IDENTIFIER = 2**63 - 1  # Java Long.MAX_VALUE: what batch jobs commit with
 WRITER_VERSION = "lake_core-0.1"
+
+
+_last_identifier = 0
+_identifier_lock = threading.Lock()
+
+
+def new_commit_identifier() -> int:
+    """A fresh commit identifier for a one-off commit: increasing within the process (wall-clock
+    nanoseconds), so identifiers differ per logical commit as Paimon's streaming commits do."""
+    global _last_identifier
+    with _identifier_lock:
+        _last_identifier = max(time.time_ns(), _last_identifier + 1)
+        return _last_identifier
 
 
 @dataclass
@@ -51,51 +78,100 @@ class FileStoreCommit:
         self._index_drop: Callable[[bytes], bool] | None = None  # overwrite: partitions losing their HASH index
         self._writer_base: int | None = None  # dynamic modes: snapshot the bucket assignment was based on
         self._writer_partitions: set[bytes] = set()
+        self._sequence_checks: _SequenceChecks | None = None
+        self._bundled_compaction: list[ManifestEntry] = []
+        self._new_identity = False
+        self._digest: str | None = None
 
     # -- public -------------------------------------------------------------------------------
     def commit(self, messages: Sequence[CommitMessage], identifier: int = BATCH_IDENTIFIER,
-               overwrite: bool | dict | None = None, properties: dict | None = None) -> list[Snapshot]:
-        """Commit the messages; returns the snapshots created (or found already committed)."""
+               overwrite: bool | dict | None = None, properties: dict | None = None,
+               new_identity: bool = False, digest: str | None = None) -> list[Snapshot]:
+        """Commit the messages; returns the snapshots created (or found already committed).
+
+        ``new_identity``: the caller made ``identifier`` up for this commit, so it cannot have
+        landed before and no earlier snapshot needs reading. ``digest``: the content of the
+        commit, stored in the snapshot; a landed (user, identifier) is the same commit when its
+        digest matches (else when it holds the same files)."""
         messages = [m for m in messages if not m.is_empty()]
+        self.table.check_identity()
         out: list[Snapshot] = []
         data_entries, changelog, index_changes, compact_entries = self._entries(messages)
         bases = [m.base_snapshot_id for m in messages if m.base_snapshot_id is not None]
-        self._writer_base = min(bases) if bases else None
+        self._writer_base = min(bases) if bases and self.table.bucket_mode in ("dynamic", "cross-partition") else None
         self._writer_partitions = {m.partition for m in messages if m.base_snapshot_id is not None}
+        self._sequence_checks = _SequenceChecks.of(messages) if self.table.schema.primary_keys else None
         is_overwrite = overwrite is not None and overwrite is not False
         self._index_drop = self._partition_matcher(overwrite) if is_overwrite else None
+        self._new_identity = new_identity
+        self._digest = digest
+        if digest is not None:
+            properties = {**(properties or {}), DIGEST_PROPERTY: digest}
         try:
             if data_entries or changelog or index_changes or is_overwrite:
                 kind = CommitKind.OVERWRITE if is_overwrite else CommitKind.APPEND
                 build = self._overwrite_builder(data_entries, overwrite) if is_overwrite else (lambda _l: data_entries)
+                # First-row writers compact their new files up in the same commit (second snapshot):
+                # check before the data lands that the compaction's inputs are still live.
+                self._bundled_compaction = [e for e in compact_entries if e.kind == FileKind.DELETE
+                                            and e.identifier() not in {d.identifier() for d in data_entries}]
                 out.append(self._commit_with_retry(kind, build, changelog, index_changes, identifier, properties,
                                                    check_conflicts=is_overwrite or any(
-                                                       e.kind == FileKind.DELETE for e in data_entries)))
+                                                       e.kind == FileKind.DELETE for e in data_entries),
+                                                   fingerprint=data_entries))
         finally:
             self._index_drop = None
             self._writer_base = None
+            self._bundled_compaction = []
         if compact_entries:
             try:
                 out.append(self._commit_with_retry(CommitKind.COMPACT, lambda _l: compact_entries, [], [],
-                                                   identifier, properties, check_conflicts=True))
-            except CommitConflictError as e:
+                                                   identifier, properties, check_conflicts=True,
+                                                   fingerprint=compact_entries))
+            except (CommitConflictError, CommitFailedError) as e:
                 if not out:
                     raise
-                # A writer's inline compaction lost to a concurrent compaction: its data is committed,
-                # the compaction is dropped (as when a Java writer restarts); the next one redoes it.
-                log.warning("%s: data committed as snapshot %d, its inline compaction was dropped: %s",
-                            self.table.identifier, out[0].id, e)
-                self._discard_compaction_output(messages)
+                out += self._recompact_after_landing(messages, out, identifier, properties, e)
         return out
 
-    def _discard_compaction_output(self, messages: Sequence[CommitMessage]) -> None:
-        from .compaction.rewrite import partition_path
-        for m in messages:
-            inputs = {f.file_name for f in m.compact_before} | {f.file_name for f in m.new_files}
-            bucket_dir = self.table.paths.bucket_dir(partition_path(self.table, m.partition), m.bucket)
-            for f in m.compact_after:
-                if f.file_name not in inputs:
-                    self.table.fileio.delete(f.external_path or f"{bucket_dir}/{f.file_name}")
+    def _recompact_after_landing(self, messages, landed: list[Snapshot], identifier, properties,
+                                 cause: Exception) -> list[Snapshot]:
+        """The data snapshot landed but its compaction lost against another commit. For engines
+        whose level-0 files are invisible (first-row) the rows must not stay hidden: compact the
+        buckets again at the latest snapshot (bounded). Otherwise, or if that keeps failing,
+        report truthfully that the data landed and what did not."""
+        from .compact import recompact_buckets
+        buckets = {(m.partition, m.bucket, m.total_buckets) for m in messages if m.has_compaction}
+        error = cause
+        if not self.table.merge_engine().hides_level0:
+            # Level 0 is readable: the writer's inline compaction is an optimization. Drop it, as a
+            # Java writer that restarts would; the next compaction of the bucket redoes it.
+            log.warning("%s: data committed as snapshot %d; its inline compaction lost to a concurrent commit and "
+                        "was dropped: %s", self.table.identifier, landed[-1].id, cause)
+            self.table.remove_uncommitted([CommitMessage(m.partition, m.bucket, m.total_buckets,
+                                                         compact_before=m.compact_before,
+                                                         compact_after=m.compact_after) for m in messages])
+            return []
+        if self.table.merge_engine().hides_level0:
+            self._sequence_checks = None  # a full compaction at the latest snapshot drops nothing it must keep
+            for _ in range(3):
+                latest = self.snapshots.latest()
+                redo = recompact_buckets(self.table, latest, buckets)
+                entries = self._entries(redo)[3]
+                if not entries:
+                    return []
+                try:
+                    return [self._commit_with_retry(CommitKind.COMPACT, lambda _l: entries, [], [], identifier,
+                                                    properties, check_conflicts=True, fingerprint=entries)]
+                except (CommitConflictError, CommitFailedError) as e:
+                    self.table.remove_uncommitted(redo)
+                    error = e
+        where = ", ".join(f"bucket {b} of partition {self._partition_desc(p)}" for p, b, _n in sorted(buckets))
+        raise PartialCommitError(
+            f"commit to {self.table.identifier} landed as snapshot {landed[-1].id} (your data is committed), but "
+            f"its compaction of {where} did not ({error}). For merge-engine 'first-row' those rows stay invisible "
+            "to batch reads until the next write or compaction of that bucket compacts them; do not re-send the "
+            "data", landed)
 
     # -- building entries ---------------------------------------------------------------------
     @staticmethod
@@ -145,18 +221,20 @@ class FileStoreCommit:
 
     # -- the retry loop -----------------------------------------------------------------------
     def _commit_with_retry(self, kind: CommitKind, build: Callable, changelog, index_changes, identifier,
-                           properties, check_conflicts: bool) -> Snapshot:
+                           properties, check_conflicts: bool, fingerprint: list[ManifestEntry]) -> Snapshot:
         opts = self.options
         max_retries = opts.commit_max_retries
         wait_ms = opts.commit_min_retry_wait_ms
         max_wait = opts.commit_max_retry_wait_ms
         timeout = opts.commit_timeout_ms
         started = time.monotonic()
-        checked_up_to: int | None = None if self.explicit_user else self.snapshots.latest_id()
+        # Only a caller-chosen identity can have landed before this call: look back for it once.
+        checked_up_to: int | None = (self.snapshots.latest_id() or 0) \
+            if (not self.explicit_user or self._new_identity) else None
         attempt = 0
         while True:
             latest = self.snapshots.latest()
-            done = self._already_committed(kind, identifier, latest, checked_up_to)
+            done = self._already_committed(kind, identifier, latest, checked_up_to, fingerprint)
             if done is not None:
                 log.info("commit of %s (user %s, identifier %s) was already committed as snapshot %d",
                          kind.value, self.commit_user, identifier, done.id)
@@ -165,10 +243,14 @@ class FileStoreCommit:
             entries = build(latest)
             if check_conflicts:
                 self._check_conflicts(latest, entries, kind)
+            if self._bundled_compaction:
+                self._check_bundled_compaction(latest)
             if index_changes:
                 self._check_index_conflicts(latest, index_changes)
             if self._writer_base is not None:
                 self._check_writer_base(latest)
+            if self._sequence_checks is not None:  # after the more specific dynamic-bucket checks
+                self._sequence_checks.check(self, latest, kind)
             snapshot, written = self._write_snapshot_files(kind, latest, entries, changelog, index_changes,
                                                            identifier, properties)
             try:
@@ -202,8 +284,13 @@ class FileStoreCommit:
         return other.uuid == snapshot.uuid
 
     def _already_committed(self, kind: CommitKind, identifier: int, latest: Snapshot | None,
-                           checked_up_to: int | None) -> Snapshot | None:
-        """A snapshot newer than ``checked_up_to`` by this (user, identifier, kind) means done."""
+                           checked_up_to: int | None, fingerprint: list[ManifestEntry]) -> Snapshot | None:
+        """The snapshot newer than ``checked_up_to`` in which this commit already landed, if any.
+
+        A snapshot of this (user, identifier, kind) counts only if it holds the same files;
+        otherwise the identity was reused for other data: ``CommitIdentityError``. Identifiers
+        increase per user (Paimon's convention), so the walk stops at the user's first snapshot
+        with a smaller identifier instead of reading every snapshot of the table."""
         if latest is None:
             return None
         stop = checked_up_to if checked_up_to is not None else (self.snapshots.earliest_id() or 1) - 1
@@ -213,11 +300,41 @@ class FileStoreCommit:
                 s = self.snapshots.get(sid)
             except Exception:
                 break  # expired underneath us
-            if (s.commit_user == self.commit_user and s.commit_identifier == identifier
-                    and s.commit_kind == kind):
-                return s
+            if s.commit_user == self.commit_user:
+                if s.commit_identifier == identifier and s.commit_kind == kind:
+                    if self._same_files(s, kind, fingerprint):
+                        return s
+                    raise CommitIdentityError(
+                        f"commit user '{self.commit_user}' with identifier {identifier} already committed snapshot "
+                        f"{s.id} ({kind.value}) of {self.table.identifier} with other files; nothing was committed. "
+                        "A retry must re-send the same commit messages; new data needs a new identifier (or "
+                        "another commit user)")
+                if s.commit_identifier < identifier:
+                    break  # the user's earlier commits all have smaller identifiers
             sid -= 1
         return None
+
+    def _same_files(self, landed: Snapshot, kind: CommitKind, fingerprint: list[ManifestEntry]) -> bool:
+        """Whether ``landed`` added (and removed) exactly the files of ``fingerprint``. An
+        overwrite's removals depend on the table when it landed, so only its additions count.
+        With a content digest, the digest decides."""
+        if self._digest is not None:
+            return (landed.properties or {}).get(DIGEST_PROPERTY) == self._digest
+        def ids(entries):
+            return {(e.kind, e.partition, e.bucket, e.file.file_name) for e in entries
+                    if kind != CommitKind.OVERWRITE or e.kind == FileKind.ADD}
+        return ids(self.manifests.delta_entries(landed)) == ids(fingerprint)
+
+    def _check_bundled_compaction(self, latest: Snapshot | None) -> None:
+        live = {e.identifier() for e in self.manifests.live_entries(latest)}
+        gone = [e for e in self._bundled_compaction if e.identifier() not in live]
+        if gone:
+            e = gone[0]
+            raise StalePlanError(
+                f"bucket {e.bucket} of partition {self._partition_desc(e.partition)} of {self.table.identifier} was "
+                f"compacted by another commit since this write was planned ({e.file.file_name} is gone), so the "
+                "compaction that makes this write visible cannot land; nothing was committed — write the data "
+                "again against the latest snapshot")
 
     # -- conflicts (Java FileStoreCommitImpl.noConflictsOrFail) --------------------------------
     def _check_conflicts(self, latest: Snapshot | None, entries: list[ManifestEntry], kind: CommitKind) -> None:
@@ -326,11 +443,12 @@ class FileStoreCommit:
                 by_level.setdefault((e.partition, e.bucket, e.file.level), []).append(e.file)
         key_types = self.table.key_types
         from .binary_row import deserialize_row
+        from .float_order import java_order_key
         for (partition, bucket, level), files in by_level.items():
             if len(files) < 2:
                 continue
-            ranges = sorted((tuple(deserialize_row(f.min_key, key_types)), tuple(deserialize_row(f.max_key, key_types)),
-                             f.file_name) for f in files)
+            ranges = sorted((java_order_key(deserialize_row(f.min_key, key_types)),
+                             java_order_key(deserialize_row(f.max_key, key_types)), f.file_name) for f in files)
             for a, b in zip(ranges, ranges[1:]):
                 if b[0] <= a[1]:
                     raise CommitConflictError(
@@ -413,3 +531,88 @@ class FileStoreCommit:
         if not current:
             return ""
         return self.manifests.write_index_manifest(list(current.values()), namer)
+
+
+# -- sequence ranges (safety rule, see module docstring) -------------------------------------------
+@dataclass(frozen=True)
+class _BucketSequences:
+    """What one commit needs to know about a bucket's sequence numbers."""
+
+    base: int  # snapshot the writer numbered its rows from
+    new_min: int | None  # smallest sequence number of the new level-0 files
+    dropped_max: int | None  # largest input sequence number of a compaction that may drop deletes
+
+
+class _SequenceChecks:
+    """Refuses a commit whose sequence numbers would not order it after the commits that landed
+    since its writer's base snapshot (item: last commit wins, deletes stay deleted)."""
+
+    def __init__(self, buckets: dict[tuple[bytes, int], _BucketSequences], own: set[str]):
+        self.buckets = buckets
+        self.own = own
+        self._added: dict[int, list] = {}  # snapshot id -> its non-COMPACT ADD entries (read once)
+
+    @staticmethod
+    def of(messages: Sequence[CommitMessage]) -> "_SequenceChecks | None":
+        buckets: dict[tuple[bytes, int], _BucketSequences] = {}
+        own: set[str] = set()
+        for m in messages:
+            own.update(f.file_name for f in m.new_files + m.compact_after)
+            if m.base_snapshot_id is None:
+                continue  # another engine's writer: its numbering is unknown
+            new_min = min((f.min_sequence_number for f in m.new_files), default=None)
+            # A full compaction drops -D rows (and what they delete); files numbered at or below
+            # its inputs that land afterwards would lose their shadowing delete.
+            drops = any(f.delete_row_count is None or f.delete_row_count > 0 for f in m.compact_before)
+            dropped_max = max((f.max_sequence_number for f in m.compact_before), default=None) if drops else None
+            key = (m.partition, m.bucket)
+            prev = buckets.get(key)
+            if prev is not None:
+                new_min = min(x for x in (new_min, prev.new_min) if x is not None) \
+                    if new_min is not None or prev.new_min is not None else None
+                dropped_max = max(x for x in (dropped_max, prev.dropped_max) if x is not None) \
+                    if dropped_max is not None or prev.dropped_max is not None else None
+            buckets[key] = _BucketSequences(min(m.base_snapshot_id, prev.base) if prev else m.base_snapshot_id,
+                                            new_min, dropped_max)
+        return _SequenceChecks(buckets, own) if buckets else None
+
+    def _others_added(self, commit: "FileStoreCommit", sid: int) -> list | None:
+        added = self._added.get(sid)
+        if added is None:
+            try:
+                snap = commit.snapshots.get(sid)
+            except Exception:
+                return None  # expired: nothing left to compare with
+            added = [] if snap.commit_kind == CommitKind.COMPACT else [
+                (e, snap) for e in commit.manifests.delta_entries(snap)
+                if e.kind == FileKind.ADD and (e.partition, e.bucket) in self.buckets]
+            self._added[sid] = added
+        return added
+
+    def check(self, commit: "FileStoreCommit", latest: Snapshot | None, kind: CommitKind) -> None:
+        if latest is None or kind == CommitKind.OVERWRITE:
+            return  # an overwrite replaces whatever landed meanwhile
+        only_deletes = bool(commit.options.sequence_fields)  # 'sequence.field' orders the rest
+        first = min(b.base for b in self.buckets.values()) + 1
+        for sid in range(latest.id, first - 1, -1):
+            for e, snap in self._others_added(commit, sid) or ():
+                b = self.buckets[(e.partition, e.bucket)]
+                f = e.file
+                if sid <= b.base or f.file_name in self.own:
+                    continue
+                if kind == CommitKind.APPEND and b.new_min is not None and f.max_sequence_number >= b.new_min \
+                        and not (only_deletes and f.delete_row_count == 0):
+                    raise SequenceConflictError(
+                        f"sequence conflict in {commit.table.identifier}: bucket {e.bucket} of partition "
+                        f"{commit._partition_desc(e.partition)} got rows numbered up to {f.max_sequence_number} from "
+                        f"snapshot {sid} (by {snap.commit_user}) after snapshot {b.base}, from which this write "
+                        f"numbered its rows from {b.new_min}; landing it would let the earlier commit win over this "
+                        "one. Nothing was committed — write the data again against the latest snapshot "
+                        "(write_arrow does so itself), or run one writer per bucket")
+                if kind == CommitKind.COMPACT and b.dropped_max is not None and f.min_sequence_number <= b.dropped_max:
+                    raise SequenceConflictError(
+                        f"sequence conflict in {commit.table.identifier}: compaction of bucket {e.bucket} of partition "
+                        f"{commit._partition_desc(e.partition)} (planned at snapshot {b.base}) dropped deletes numbered "
+                        f"up to {b.dropped_max}, but snapshot {sid} (by {snap.commit_user}) since added rows numbered "
+                        f"from {f.min_sequence_number} that those deletes must still shadow. Nothing was committed — "
+                        "re-run the compaction against the latest snapshot")

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import re
 from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, Union
 
@@ -39,6 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_core.errors import FormatError, InvalidOptionError, SchemaMismatchError
+from lake_core.fileformat.parquet_int96 import has_nanos, leaf_paths, to_int96_columns, write_declaring_int96
 from lake_core.types import DataField, arrow_field, is_nested
 
 __all__ = [
@@ -294,8 +296,24 @@ def _write_parquet(table: pa.Table, sink, compression: str, options: Mapping[str
             raise InvalidOptionError(
                 f"Invalid value {rg!r} for option 'parquet.row-group.rows': expected an integer"
             ) from None
-    with pq.ParquetWriter(sink, table.schema, **kw) as w:
+    table, int96_paths = to_int96_columns(table)
+    if not int96_paths:
+        with pq.ParquetWriter(sink, table.schema, **kw) as w:
+            w.write_table(table, row_group_size=row_group_size)
+        return
+    # TIMESTAMP(7..9): INT96 as Java writes it (see lake_core.fileformat.parquet_int96). pyarrow's
+    # stored Arrow schema would name the INT96 leaves fixed_size_binary, so it is left out; readers
+    # take the types from the table schema.
+    kw["write_statistics"] = [p for f in table.schema for p in leaf_paths(f.name, f.type) if p not in int96_paths]
+    kw["store_schema"] = False
+    buf = io.BytesIO()
+    with pq.ParquetWriter(buf, table.schema, **kw) as w:
         w.write_table(table, row_group_size=row_group_size)
+    if isinstance(sink, (str, os.PathLike)):
+        with open(sink, "wb") as f:
+            write_declaring_int96(buf.getbuffer(), int96_paths, f)
+    else:
+        write_declaring_int96(buf.getbuffer(), int96_paths, sink)
 
 
 def _orc_compatible(table: pa.Table) -> pa.Table:
@@ -894,18 +912,6 @@ def _map_from_avro(t: pa.DataType) -> Callable[[Any], Any]:
     return fix
 
 
-def _has_ns(t: pa.DataType) -> bool:
-    if pa.types.is_timestamp(t):
-        return t.unit == "ns"
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return _has_ns(t.value_type)
-    if pa.types.is_map(t):
-        return _has_ns(t.key_type) or _has_ns(t.item_type)
-    if pa.types.is_struct(t):
-        return any(_has_ns(t.field(i).type) for i in range(t.num_fields))
-    return False
-
-
 def _ns_as_int(t: pa.DataType) -> pa.DataType:
     """``t`` with nanosecond timestamps replaced by int64 (how fastavro hands them over)."""
     if pa.types.is_timestamp(t):
@@ -921,6 +927,18 @@ def _ns_as_int(t: pa.DataType) -> pa.DataType:
     return t
 
 
+def _avro_record_schema(ws, source) -> dict:
+    """The record schema of an Avro data file. Java Paimon writes the top level as the union
+    ``["null", record]`` (its row type is nullable); fastavro reads the rows as plain records."""
+    if isinstance(ws, list):
+        records = [b for b in ws if isinstance(b, dict) and b.get("type") == "record"]
+        if len(records) == 1 and all(b == "null" or b is records[0] for b in ws):
+            ws = records[0]
+    if not isinstance(ws, dict) or ws.get("type") != "record":
+        raise FormatError(f"Avro data file {_src_name(source)} does not hold records")
+    return ws
+
+
 def _read_avro(source, columns, arrow_schema) -> pa.Table:
     import fastavro
 
@@ -928,9 +946,7 @@ def _read_avro(source, columns, arrow_schema) -> pa.Table:
     with _binary_file(source, "rb") as fo:
         try:
             reader = fastavro.reader(fo)
-            ws = reader.writer_schema
-            if not isinstance(ws, dict) or ws.get("type") != "record":
-                raise FormatError(f"Avro data file {_src_name(source)} does not hold records")
+            ws = _avro_record_schema(reader.writer_schema, source)
             file_fields = {f["name"]: f["type"] for f in ws["fields"]}
             file_names = list(file_fields)
             read_cols = _wanted(columns, arrow_schema, file_names)
@@ -938,6 +954,8 @@ def _read_avro(source, columns, arrow_schema) -> pa.Table:
             n_rows = 0
             appenders = [(values[c].append, c) for c in read_cols]
             for rec in reader:
+                if rec is None:
+                    raise FormatError(f"Avro data file {_src_name(source)} holds a NULL row")
                 n_rows += 1
                 for app, c in appenders:
                     app(rec.get(c))
@@ -951,7 +969,7 @@ def _read_avro(source, columns, arrow_schema) -> pa.Table:
         if fix is not None:
             vals = [fix(v) for v in vals]
         try:
-            if _has_ns(t):
+            if has_nanos(t):
                 arr = pa.array(vals, type=_ns_as_int(t)).cast(t)
             else:
                 arr = pa.array(vals, type=t)
@@ -976,6 +994,6 @@ def read_file_schema(source, fmt: str) -> pa.Schema:
 
     ensure_avro_zstandard()
     with _binary_file(source, "rb") as fo:
-        ws = fastavro.reader(fo).writer_schema
+        ws = _avro_record_schema(fastavro.reader(fo).writer_schema, source)
     return pa.schema([pa.field(f["name"], *_avro_to_arrow(f["type"])) for f in ws["fields"]])
 

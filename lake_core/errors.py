@@ -54,6 +54,33 @@ class CommitConflictError(LakeError):
     """Paimon's commit conflict checks failed; nothing was committed."""
 
 
+class CommitIdentityError(CommitConflictError):
+    """A commit reuses the (commit user, identifier) of a commit that landed with other files."""
+
+
+class StalePlanError(CommitConflictError):
+    """The commit was planned against a snapshot that is no longer current in a way that
+    matters; nothing was committed. Writing the data again against the latest snapshot fixes it
+    (``write_arrow`` and ``delete_where`` do so themselves)."""
+
+
+class SequenceConflictError(StalePlanError):
+    """Sequence numbers of the commit overlap those of files another commit added to the same
+    bucket since this writer's base snapshot, so the merge order would not be the commit order."""
+
+
+class StaleTableError(CatalogError):
+    """A table handle whose table was dropped, re-created or changed schema since it was opened."""
+
+
+class PartialCommitError(LakeError):
+    """Part of a commit landed (``snapshots``) and part did not; the message says which."""
+
+    def __init__(self, message: str, snapshots=()):
+        super().__init__(message)
+        self.snapshots = list(snapshots)
+
+
 class CommitFailedError(LakeError):
     """A commit could not be completed (retries exhausted); nothing became visible."""
 
@@ -72,3 +99,32 @@ class FormatError(LakeError):
 
 class PredicateError(LakeError):
     """A filter names an unknown column or has an invalid literal."""
+
+
+class InvalidNameError(CatalogError):
+    """A database, table, tag, branch, consumer or file-prefix name breaks the naming rules.
+
+    ``kind`` says which sort of name ("database name", "tag name", ...), ``value`` is the name."""
+
+    def __init__(self, kind: str, value: object, reason: str):
+        self.kind = kind
+        self.value = value
+        super().__init__(f"invalid {kind} {value!r}: {reason}")
+
+
+class PathEscapeError(LakeError):
+    """A path would leave the warehouse or the table it belongs to (refused before any I/O)."""
+
+
+class CorruptFileError(FormatError):
+    """A metadata or data file exists but cannot be decoded, or disagrees with its manifest entry.
+
+    ``path`` is the file."""
+
+    def __init__(self, path: str, message: str):
+        self.path = path
+        super().__init__(message)
+
+
+class DataFileMismatchError(CorruptFileError):
+    """A data file's size or row count differs from what its manifest entry records."""

@@ -15,7 +15,7 @@ from .binary_row import EMPTY_ROW, serialize_row
 from .data_file_format import write_data_file
 from .metadata import DataFileMeta, SimpleStats
 from .merge.sort import KIND, SEQ
-from .paths import FileNamer
+from .paths import FileNamer, data_file_in
 from .stats import parse_stats_mode, table_stats
 
 if TYPE_CHECKING:
@@ -92,7 +92,7 @@ class DataFileWriter:
         opts = self.table.options
         prefix = opts.changelog_file_prefix if changelog else opts.data_file_prefix
         name = self.namer.data_file(prefix, self.fmt)
-        path = f"{self.bucket_dir}/{name}"
+        path = data_file_in(self.bucket_dir, name)
         buf = io.BytesIO()
         write_data_file(self._file_table(rows), self.file_fields, self.fmt, buf,
                         compression=opts.file_compression, options=opts.raw)

@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from .binary_row import deserialize_row, serialize_row
 from .fileio import FileIO
+from .integrity import read_metadata
 from .manifest_io import (decode_index_manifest, decode_manifest_entries, decode_manifest_list,
                           encode_index_manifest, encode_manifest_entries, encode_manifest_list)
 from .metadata import FileKind, IndexManifestEntry, ManifestEntry, ManifestFileMeta, SimpleStats, merge_entries
@@ -63,14 +64,14 @@ class ManifestStore:
             return []
         v = self._lists.get(name)
         if v is None:
-            v = decode_manifest_list(self.fileio.read_bytes(self.paths.manifest(name)))
+            v = read_metadata(self.fileio, self.paths.manifest(name), "manifest list", decode_manifest_list)
             self._lists.put(name, v)
         return v
 
     def read_manifest(self, name: str) -> list[ManifestEntry]:
         v = self._entries.get(name)
         if v is None:
-            v = decode_manifest_entries(self.fileio.read_bytes(self.paths.manifest(name)))
+            v = read_metadata(self.fileio, self.paths.manifest(name), "manifest file", decode_manifest_entries)
             self._entries.put(name, v)
         return v
 
@@ -101,7 +102,8 @@ class ManifestStore:
     def index_entries(self, snapshot: Snapshot | None) -> list[IndexManifestEntry]:
         if snapshot is None or not snapshot.index_manifest:
             return []
-        return decode_index_manifest(self.fileio.read_bytes(self.paths.manifest(snapshot.index_manifest)))
+        return read_metadata(self.fileio, self.paths.manifest(snapshot.index_manifest), "index manifest",
+                             decode_index_manifest)
 
     # -- writes -------------------------------------------------------------------------------
     def _partition_stats(self, partitions: Iterable[bytes]) -> SimpleStats:

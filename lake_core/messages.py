@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .metadata import DataFileMeta, IndexManifestEntry
+from .paths import data_file_in
 
 
 @dataclass(frozen=True)
@@ -56,4 +57,4 @@ class Split:
         return sum(f.row_count for f in self.files)
 
     def file_path(self, f: DataFileMeta) -> str:
-        return f.external_path or f"{self.bucket_path}/{f.file_name}"
+        return f.external_path or data_file_in(self.bucket_path, f.file_name)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from .errors import InvalidOptionError, UnsupportedOptionError
 
@@ -162,17 +162,28 @@ def parse_duration_ms(key: str, value: str) -> int:
 
 
 def _parse_bool(key: str, value: str) -> bool:
-    v = str(value).strip().lower()
+    # Java's OptionsUtils.convertToBoolean: 'true'/'false' in any case, nothing around them.
+    v = str(value).lower()
     if v in ("true", "false"):
         return v == "true"
     raise InvalidOptionError(f"option '{key}' = {value!r} must be 'true' or 'false'")
 
 
-def _parse_int(key: str, value: str) -> int:
-    try:
-        return int(str(value).strip())
-    except ValueError:
-        raise InvalidOptionError(f"option '{key}' = {value!r} must be an integer") from None
+_INT = re.compile(r"^[+-]?[0-9]+$")
+INT_RANGE = (-(1 << 31), (1 << 31) - 1)  # Java int: what Paimon parses these options into
+LONG_RANGE = (-(1 << 63), (1 << 63) - 1)
+
+
+def _parse_int(key: str, value: str, bounds: tuple[int, int] = INT_RANGE) -> int:
+    # Strict like Java's Integer.parseInt: no spaces, no '1_000', so Java and pypaimon read the
+    # same number from the stored option (' 2 ' is accepted by Python's int(), refused by Java).
+    text = str(value)
+    if not _INT.match(text):
+        raise InvalidOptionError(f"option '{key}' = {value!r} must be an integer (digits only, no spaces)")
+    n = int(text)
+    if not bounds[0] <= n <= bounds[1]:
+        raise InvalidOptionError(f"option '{key}' = {value!r} is out of range; allowed: {bounds[0]}..{bounds[1]}")
+    return n
 
 
 def validate_option_names(options: Mapping[str, str]) -> None:
@@ -303,7 +314,7 @@ class CoreOptions:
     @property
     def num_levels(self) -> int:
         v = self.get("num-levels")
-        return int(v) if v else self.num_sorted_run_compaction_trigger + 1
+        return _parse_int("num-levels", v) if v else self.num_sorted_run_compaction_trigger + 1
 
     # -- compaction (Paimon's UniversalCompaction / MergeTreeCompactManager options) ----------------
     @property
@@ -322,7 +333,7 @@ class CoreOptions:
 
     @property
     def compaction_small_file_ratio(self) -> float:
-        return float(self.get("compaction.small-file-ratio"))
+        return _parse_ratio("compaction.small-file-ratio", self.get("compaction.small-file-ratio"))
 
     @property
     def compaction_force_rewrite_all_files(self) -> bool:
@@ -357,9 +368,120 @@ class CoreOptions:
         return self.get_bool("commit.force-compact")
 
 
+# Integer options and the values Paimon's CoreOptions / SchemaValidation give meaning to:
+# (minimum, maximum, what the bound means). Checked when a table is created.
+_INT_OPTIONS: dict[str, tuple[int, int, str]] = {
+    "num-levels": (2, INT_RANGE[1], "at least 2: level 0 plus one sorted level"),
+    "num-sorted-run.compaction-trigger": (1, INT_RANGE[1], "at least 1 sorted run"),
+    "num-sorted-run.stop-trigger": (1, INT_RANGE[1], "at least 1 sorted run"),
+    "commit.max-retries": (0, INT_RANGE[1], "0 (no retry) or more"),
+    "snapshot.num-retained.min": (1, INT_RANGE[1], "at least 1 snapshot"),
+    "snapshot.num-retained.max": (1, INT_RANGE[1], "at least 1 snapshot"),
+    "snapshot.expire.limit": (1, INT_RANGE[1], "at least 1 snapshot per expiry"),
+    "manifest.merge-min-count": (1, INT_RANGE[1], "at least 1 manifest"),
+    "compaction.max-size-amplification-percent": (0, INT_RANGE[1], "a percentage, 0 or more"),
+    "compaction.size-ratio": (0, INT_RANGE[1], "a percentage, 0 or more"),
+    "compaction.min.file-num": (1, INT_RANGE[1], "at least 1 file"),
+    "full-compaction.delta-commits": (1, INT_RANGE[1], "at least 1 commit"),
+    "cross-partition-upsert.bootstrap-parallelism": (1, INT_RANGE[1], "at least 1 thread"),
+    "dynamic-bucket.target-row-num": (1, LONG_RANGE[1], "at least 1 key per bucket"),
+    "dynamic-bucket.max-buckets": (-1, INT_RANGE[1], "-1 (unlimited) or a positive count"),  # 0: see below
+    "dynamic-bucket.initial-buckets": (1, INT_RANGE[1], "at least 1 bucket"),
+    # zstd's own level range (ZSTD_minCLevel()..ZSTD_maxCLevel()); negative levels are zstd's fast modes
+    "file.compression.zstd-level": (-(1 << 17), 22, "a zstd level between -131072 and 22"),
+}
+_MEMORY_OPTIONS: dict[str, int] = {  # option -> minimum bytes
+    "target-file-size": 1, "write-buffer-size": 1, "page-size": 1, "manifest.target-file-size": 1,
+    "manifest.full-compaction-threshold-size": 0, "compaction.total-size-threshold": 0,
+    "compaction.incremental-size-threshold": 0,
+}
+_DURATION_OPTIONS = ("commit.min-retry-wait", "commit.max-retry-wait", "commit.timeout", "snapshot.time-retained",
+                     "cross-partition-upsert.index-ttl", "record-level.expire-time", "partition.expiration-time",
+                     "compaction.optimization-interval")
+_BOOL_OPTIONS = ("ignore-delete", "first-row.ignore-delete", "deduplicate.ignore-delete",
+                 "partial-update.ignore-delete", "write-only", "partial-update.remove-record-on-delete",
+                 "aggregation.remove-record-on-delete", "commit.force-compact", "file.suffix.include.compression",
+                 "changelog-producer.row-deduplicate", "snapshot.clean-empty-directories", "deletion-vectors.enabled",
+                 "compaction.force-rewrite-all-files")
+_ENUM_OPTIONS: dict[str, tuple[str, ...]] = {  # compared case-insensitively, as Java's enum options
+    "sequence.field.sort-order": ("ascending", "descending"),
+    "manifest.format": ("avro",),
+}
+
+
+def _parse_ratio(key: str, value: str) -> float:
+    try:
+        x = float(str(value))
+    except ValueError:
+        x = float("nan")
+    if not (x >= 0 and x != float("inf")):  # also refuses NaN
+        raise InvalidOptionError(f"option '{key}' = {value!r} must be a finite number, 0 or more (e.g. '0.7')")
+    return x
+
+
+def _check_choice(key: str, value: str, choices: Sequence[str], *, ignore_case: bool) -> None:
+    v = value.lower() if ignore_case else value
+    if v not in choices:
+        raise InvalidOptionError(f"option '{key}' = {value!r} is invalid; choose one of {', '.join(choices)}")
+
+
+def _check_int_options(options: Mapping[str, str]) -> None:
+    for key, (lo, hi, what) in _INT_OPTIONS.items():
+        if key in options:
+            n = _parse_int(key, options[key], LONG_RANGE)
+            if not lo <= n <= hi or (key == "dynamic-bucket.max-buckets" and n == 0):
+                raise InvalidOptionError(f"option '{key}' = {options[key]!r} is invalid: it must be {what}")
+    lo_key, hi_key = "snapshot.num-retained.min", "snapshot.num-retained.max"
+    if lo_key in options or hi_key in options:
+        lo = _parse_int(lo_key, options.get(lo_key, KNOWN[lo_key]))
+        hi = _parse_int(hi_key, options.get(hi_key, KNOWN[hi_key]))
+        if lo > hi:  # SchemaValidation refuses this too
+            raise InvalidOptionError(f"option '{lo_key}' = {lo} is larger than '{hi_key}' = {hi}")
+
+
+def _check_names_and_texts(options: Mapping[str, str]) -> None:
+    from .names import validate_file_prefix
+    from .errors import InvalidNameError
+    for key in ("data-file.prefix", "changelog-file.prefix"):
+        if key in options:
+            try:
+                validate_file_prefix(key, options[key])
+            except InvalidNameError as e:
+                raise InvalidOptionError(str(e)) from None
+    if "partition.default-name" in options:
+        v = options["partition.default-name"]
+        if not v.strip():
+            raise InvalidOptionError(f"option 'partition.default-name' = {v!r} is invalid: it names the directory "
+                                     "of NULL and empty partition values, so it must not be empty or blank")
+
+
+def check_supported(options: Mapping[str, str], *, table: str | None = None) -> None:
+    """Refuse options lake_core does not implement, with :class:`UnsupportedOptionError`: unknown
+    names, Paimon options not supported yet, and supported names with a value that is not
+    (``deletion-vectors.enabled`` = true, ``bucket`` = -2). Run when a table is created AND
+    whenever one is opened: a table written by another engine with such an option would read
+    wrong (deletion vectors: deleted rows come back), so it must not be read or written at all.
+    ``table`` names the table in the message."""
+    try:
+        validate_option_names(options)
+        if _parse_bool("deletion-vectors.enabled", options.get("deletion-vectors.enabled", "false")):
+            raise UnsupportedOptionError(
+                "option 'deletion-vectors.enabled' = 'true' is not supported by lake_core yet (its deletion "
+                "vectors would be ignored and deleted rows read back)")
+        if str(options.get("bucket", "")).strip() == "-2":
+            raise UnsupportedOptionError(
+                "option 'bucket' = '-2' (postpone bucket mode) is not supported by lake_core yet")
+    except UnsupportedOptionError as e:
+        if table is None:
+            raise
+        raise UnsupportedOptionError(f"table {table}: {e}; lake_core refuses to read or write it") from None
+
+
 def validate_table_options(options: Mapping[str, str], *, has_primary_key: bool) -> CoreOptions:
-    """Validate names and the values the core relies on; return the typed view."""
-    validate_option_names(options)
+    """Validate names, types, ranges and choices of every option lake_core uses; return the typed view.
+
+    Each error names the option, the value and what is allowed."""
+    check_supported(options)
     opts = CoreOptions(dict(options))
     if "bucket" in options:
         b = _parse_int("bucket", options["bucket"])
@@ -367,48 +489,31 @@ def validate_table_options(options: Mapping[str, str], *, has_primary_key: bool)
             raise InvalidOptionError(
                 f"option 'bucket' = {options['bucket']!r} is invalid: use a positive bucket count, "
                 "or -1 for dynamic (primary-key) / unaware (append) bucket mode")
-        if b == -2:
-            raise UnsupportedOptionError(
-                "option 'bucket' = '-2' (postpone bucket mode) is not supported by lake_core yet")
-    if opts.merge_engine not in MERGE_ENGINES:
-        raise InvalidOptionError(
-            f"option 'merge-engine' = {opts.merge_engine!r} is invalid; choose one of {', '.join(MERGE_ENGINES)}")
-    if opts.changelog_producer not in CHANGELOG_PRODUCERS:
-        raise InvalidOptionError(
-            f"option 'changelog-producer' = {opts.changelog_producer!r} is invalid; choose one of "
-            + ", ".join(CHANGELOG_PRODUCERS))
-    if opts.file_format not in FILE_FORMATS:
-        raise InvalidOptionError(
-            f"option 'file.format' = {opts.file_format!r} is invalid; choose one of {', '.join(FILE_FORMATS)}")
-    if opts.bucket_function not in ("default", "mod", "hive"):
-        raise InvalidOptionError(
-            f"option 'bucket-function.type' = {opts.bucket_function!r} is invalid; choose default, mod or hive")
-    for key in ("ignore-delete", "first-row.ignore-delete", "deduplicate.ignore-delete",
-                "partial-update.ignore-delete", "write-only", "partial-update.remove-record-on-delete",
-                "aggregation.remove-record-on-delete", "commit.force-compact",
-                "file.suffix.include.compression", "changelog-producer.row-deduplicate",
-                "compaction.force-rewrite-all-files"):
+    _check_choice("merge-engine", opts.merge_engine, MERGE_ENGINES, ignore_case=False)
+    _check_choice("changelog-producer", opts.changelog_producer, CHANGELOG_PRODUCERS, ignore_case=False)
+    _check_choice("file.format", opts.file_format, FILE_FORMATS, ignore_case=False)
+    _check_choice("bucket-function.type", opts.bucket_function, ("default", "mod", "hive"), ignore_case=False)
+    for key, choices in _ENUM_OPTIONS.items():
+        if key in options:
+            _check_choice(key, options[key], choices, ignore_case=True)
+    for key in _BOOL_OPTIONS:
         if key in options:
             _parse_bool(key, options[key])
-    for key in ("commit.max-retries", "num-sorted-run.compaction-trigger", "snapshot.num-retained.min",
-                "snapshot.num-retained.max", "snapshot.expire.limit", "dynamic-bucket.target-row-num",
-                "dynamic-bucket.max-buckets", "dynamic-bucket.initial-buckets", "manifest.merge-min-count",
-                "cross-partition-upsert.bootstrap-parallelism"):
-        if key in options:
-            _parse_int(key, options[key])
-    _validate_compaction_options(options)
-    for key in ("target-file-size", "write-buffer-size", "page-size", "manifest.target-file-size",
-                "manifest.full-compaction-threshold-size", "compaction.total-size-threshold",
-                "compaction.incremental-size-threshold"):
-        if key in options:
-            parse_memory_size(key, options[key])
-    for key in ("commit.min-retry-wait", "commit.max-retry-wait", "commit.timeout",
-                "snapshot.time-retained", "cross-partition-upsert.index-ttl", "compaction.optimization-interval",
-                "record-level.expire-time"):
+    _check_int_options(options)
+    for key, minimum in _MEMORY_OPTIONS.items():
+        if key in options and parse_memory_size(key, options[key]) < minimum:
+            raise InvalidOptionError(f"option '{key}' = {options[key]!r} must be at least {minimum} byte(s)")
+    for key in _DURATION_OPTIONS:
         if key in options:
             parse_duration_ms(key, options[key])
-    if _parse_bool("deletion-vectors.enabled", options.get("deletion-vectors.enabled", "false")):
-        raise UnsupportedOptionError("option 'deletion-vectors.enabled' = 'true' is not supported by lake_core yet")
+    if "compaction.small-file-ratio" in options:
+        _parse_ratio("compaction.small-file-ratio", options["compaction.small-file-ratio"])
+    if opts.commit_min_retry_wait_ms > opts.commit_max_retry_wait_ms:
+        raise InvalidOptionError(
+            f"option 'commit.min-retry-wait' = {opts.get('commit.min-retry-wait')!r} is longer than "
+            f"'commit.max-retry-wait' = {opts.get('commit.max-retry-wait')!r}")
+    _check_names_and_texts(options)
+    _check_codecs(opts)
     if not has_primary_key:
         for key in ("merge-engine", "sequence.field", "changelog-producer"):
             if key in options:
@@ -417,27 +522,15 @@ def validate_table_options(options: Mapping[str, str], *, has_primary_key: bool)
     return opts
 
 
-# option -> smallest allowed value (integers)
-_COMPACTION_INT_MIN = {
-    "num-sorted-run.compaction-trigger": 1,
-    "num-sorted-run.stop-trigger": 1,
-    "num-levels": 2,
-    "compaction.max-size-amplification-percent": 0,
-    "compaction.size-ratio": 0,
-    "compaction.min.file-num": 1,
-    "full-compaction.delta-commits": 1,
-}
-
-
-def _validate_compaction_options(options: Mapping[str, str]) -> None:
-    for key, lowest in _COMPACTION_INT_MIN.items():
-        if key in options and _parse_int(key, options[key]) < lowest:
-            raise InvalidOptionError(f"option '{key}' = {options[key]!r} must be at least {lowest}")
-    if "compaction.small-file-ratio" in options:
-        v = options["compaction.small-file-ratio"]
-        try:
-            ratio = float(v)
-        except ValueError:
-            ratio = -1.0
-        if not 0.0 <= ratio <= 1.0:
-            raise InvalidOptionError(f"option 'compaction.small-file-ratio' = {v!r} must be a number between 0 and 1")
+def _check_codecs(opts: CoreOptions) -> None:
+    """Compression and stats modes are checked by the modules that use them, at create time."""
+    from .data_file_format import _codec
+    from .manifest_io import _CODEC_ALIASES
+    from .stats import parse_stats_mode
+    _codec(opts.file_format, opts.file_compression, opts.raw)
+    mc = str(opts.get("manifest.compression") or "").lower()
+    _check_choice("manifest.compression", mc, sorted(_CODEC_ALIASES), ignore_case=True)
+    parse_stats_mode(opts.stats_mode)
+    for key, value in opts.raw.items():
+        if key.startswith("fields.") and key.endswith(".stats-mode"):
+            parse_stats_mode(value, key)

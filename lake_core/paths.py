@@ -1,6 +1,10 @@
-"""The one module that names files (ARCHITECTURE D7): every path in a table comes from here.
+"""The one module that names files: every path in a warehouse or table comes from here.
 
-Readers never parse file names (FORMAT.md §3: names are opaque); only writers build them.
+Readers never parse file names (Paimon's names are opaque); only writers build them. Every
+component joined onto a root goes through :func:`join`, which refuses anything that would leave the
+root (``..``, ``.``, separators, NUL, empty): the second line of defence behind
+:mod:`lake_core.names`, so a name that slipped past validation still cannot reach another table's
+files or anything outside the warehouse.
 """
 from __future__ import annotations
 
@@ -9,6 +13,10 @@ import decimal
 import uuid
 from dataclasses import dataclass
 from typing import Any, Sequence
+
+from .errors import InvalidDataError, PathEscapeError
+
+MAX_COMPONENT_BYTES = 255  # NAME_MAX of common file systems
 
 _ESCAPE = set('"#%\'*/:=?\\{}[]^')
 
@@ -22,6 +30,27 @@ def escape_path_name(value: str) -> str:
         else:
             out.append(ch)
     return "".join(out)
+
+
+def check_component(component: str, what: str = "path component") -> str:
+    """``component`` must be exactly one non-empty path component that stays where it is joined."""
+    if (not isinstance(component, str) or component in ("", ".", "..") or "/" in component
+            or "\\" in component or "\x00" in component):
+        raise PathEscapeError(f"refusing {what} {component!r}: it is not a single path component, so the path "
+                              "would leave its directory")
+    return component
+
+
+def join(root: str, *components: str, what: str = "path component") -> str:
+    """``root/c1/c2...`` where each component is checked by :func:`check_component`."""
+    for c in components:
+        check_component(c, what)
+    return "/".join((root, *components))
+
+
+def join_relative(root: str, relative: str, what: str = "path") -> str:
+    """``root/relative`` for a ``/``-separated relative path (e.g. ``p=1/bucket-0``), checked per component."""
+    return join(root, *relative.split("/"), what=what) if relative else root
 
 
 def partition_value_text(value: Any) -> str | None:
@@ -50,6 +79,23 @@ def partition_dir(names: Sequence[str], values: Sequence[Any], default_name: str
         text = partition_value_text(v)
         parts.append(f"{escape_path_name(n)}={escape_path_name(text if text is not None else default_name)}")
     return "/".join(parts)
+
+
+def check_new_partition_dir(names: Sequence[str], values: Sequence[Any], default_name: str, table: str) -> str:
+    """:func:`partition_dir` for a partition about to be written: each directory name must fit in
+    ``MAX_COMPONENT_BYTES`` (local disks and HDFS refuse longer ones; refusing on S3 too keeps tables
+    portable). Readers never check, so tables written elsewhere stay readable."""
+    rel = partition_dir(names, values, default_name)
+    for n, v, part in zip(names, values, rel.split("/") if rel else ()):
+        size = len(part.encode("utf-8"))
+        if size > MAX_COMPONENT_BYTES:
+            text = partition_value_text(v) or default_name
+            shown = text if len(text) <= 40 else text[:40] + f"... ({len(text)} characters)"
+            raise InvalidDataError(
+                f"partition value {shown!r} of column '{n}' of {table} makes the directory name '{n}=...' {size} "
+                f"bytes long; file systems allow {MAX_COMPONENT_BYTES}: use a shorter value (e.g. a hash) for this "
+                "partition column. Nothing was written")
+    return rel
 
 
 def new_uuid() -> str:
@@ -90,38 +136,42 @@ class TablePaths:
         return f"{self.root}/manifest"
 
     def manifest(self, name: str) -> str:
-        return f"{self.root}/manifest/{name}"
+        return join(self.manifest_dir, name, what="manifest file name")
 
     @property
     def index_dir(self) -> str:
         return f"{self.root}/index"
 
     def index_file(self, name: str) -> str:
-        return f"{self.root}/index/{name}"
+        return join(self.index_dir, name, what="index file name")
 
     @property
     def tag_dir(self) -> str:
         return f"{self.root}/tag"
 
     def tag(self, name: str) -> str:
-        return f"{self.root}/tag/tag-{name}"
+        return join(self.tag_dir, f"tag-{name}", what="tag file name")
 
     @property
     def consumer_dir(self) -> str:
         return f"{self.root}/consumer"
 
     def consumer(self, consumer_id: str) -> str:
-        return f"{self.root}/consumer/consumer-{consumer_id}"
+        return join(self.consumer_dir, f"consumer-{consumer_id}", what="consumer file name")
 
     # -- data ------------------------------------------------------------------------------
     def bucket_dir(self, partition_path: str, bucket: int) -> str:
-        prefix = f"{self.root}/{partition_path}" if partition_path else self.root
-        return f"{prefix}/bucket-{bucket}"
+        return join(join_relative(self.root, partition_path, "partition directory"), f"bucket-{int(bucket)}")
 
     def data_file(self, partition_path: str, bucket: int, file_name: str, external_path: str | None = None) -> str:
         if external_path:
             return external_path
-        return f"{self.bucket_dir(partition_path, bucket)}/{file_name}"
+        return data_file_in(self.bucket_dir(partition_path, bucket), file_name)
+
+
+def data_file_in(bucket_dir: str, file_name: str) -> str:
+    """A data file of a bucket directory (names come from manifests, so they are checked too)."""
+    return join(bucket_dir, file_name, what="data file name")
 
 
 class FileNamer:

@@ -11,6 +11,8 @@ from typing import Any, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .float_order import sortable_array, sortable_scalar
+
 from .errors import PredicateError
 
 _LEAF_METHODS = ("equal", "not_equal", "less_than", "less_or_equal", "greater_than", "greater_or_equal",
@@ -60,6 +62,11 @@ class Predicate:
             return out
         col = table[self.field]
         m, lits = self.method, self.literals
+        if pa.types.is_floating(col.type) and col.type.bit_width in (32, 64) and m not in ("is_null", "is_not_null"):
+            # Java compares floats with Double.compare: NaN equals NaN (and is largest), -0.0 < 0.0.
+            width = col.type.bit_width // 8
+            col = sortable_array(col)
+            lits = tuple(None if v is None else sortable_scalar(float(v), width) for v in lits)
         if m == "is_null":
             return pc.is_null(col)
         if m == "is_not_null":
@@ -96,6 +103,13 @@ class Predicate:
             return True
         lo, hi, nulls = st
         m = self.method
+        lits = self.literals
+        if isinstance(lo, float) or isinstance(hi, float):
+            # A float column: stats and literals compared in Java's Double.compare order (NaN largest).
+            def java(v):
+                return sortable_scalar(float(v)) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+            lo, hi = java(lo), java(hi)
+            lits = tuple(java(v) for v in lits)
         try:
             if m == "is_null":
                 return nulls is None or nulls > 0
@@ -105,23 +119,23 @@ class Predicate:
                 # all-null column (known counts) cannot satisfy a comparison
                 return not (nulls is not None and nulls >= row_count)
             if m == "equal":
-                return lo <= self.literals[0] <= hi
+                return lo <= lits[0] <= hi
             if m == "not_equal":
-                return not (lo == hi == self.literals[0])
+                return not (lo == hi == lits[0])
             if m == "less_than":
-                return lo < self.literals[0]
+                return lo < lits[0]
             if m == "less_or_equal":
-                return lo <= self.literals[0]
+                return lo <= lits[0]
             if m == "greater_than":
-                return hi > self.literals[0]
+                return hi > lits[0]
             if m == "greater_or_equal":
-                return hi >= self.literals[0]
+                return hi >= lits[0]
             if m == "is_in":
-                return any(v is not None and lo <= v <= hi for v in self.literals)
+                return any(v is not None and lo <= v <= hi for v in lits)
             if m == "between":
-                return not (hi < self.literals[0] or lo > self.literals[1])
+                return not (hi < lits[0] or lo > lits[1])
             if m == "startswith":
-                p = str(self.literals[0])
+                p = str(lits[0])
                 # truncated string stats: compare on the prefix length only
                 return lo[:len(p)] <= p <= hi[:len(p)] if isinstance(lo, str) and isinstance(hi, str) else True
         except TypeError:

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 import pyarrow as pa
 
 from .binary_row import deserialize_row
-from .data_file_format import read_data_file
+from .float_order import java_order_key
+from .integrity import read_checked_data_file
 from .merge.base import drop_retracts
 from .merge.sort import KIND, SEQ
 from .messages import Split
@@ -58,19 +59,15 @@ class SplitRead:
             schema = schema.append(pa.field(SEQ, pa.int64(), nullable=False)).append(
                 pa.field(KIND, pa.int8(), nullable=False))
         fmt = f.file_name.rsplit(".", 1)[-1] if "." in f.file_name else self.table.options.file_format
-        path = split.file_path(f)
-        fio = self.table.fileio
-        if fio.is_local:
-            return read_data_file(fio._p(path), fmt, cols, schema)
-        with fio.open_input(path) as src:
-            return read_data_file(src, fmt, cols, schema)
+        return read_checked_data_file(self.table.fileio, split.file_path(f), f, fmt, cols, schema)
 
     def _sections(self, files: Sequence[DataFileMeta]) -> list[list[DataFileMeta]]:
         """Group files whose key ranges overlap (Java IntervalPartition)."""
         if len(files) <= 1:
             return [list(files)]
-        ranged = sorted(((tuple(deserialize_row(f.min_key, self.key_types)),
-                          tuple(deserialize_row(f.max_key, self.key_types)), i, f) for i, f in enumerate(files)),
+        ranged = sorted(((java_order_key(deserialize_row(f.min_key, self.key_types)),
+                          java_order_key(deserialize_row(f.max_key, self.key_types)), i, f)
+                         for i, f in enumerate(files)),
                         key=lambda r: (r[0], r[1], r[2]))
         sections: list[list[DataFileMeta]] = []
         bound = None

@@ -264,6 +264,9 @@ class TableSchema:
         for n in names:
             if not n:
                 raise SchemaError("Column names must not be empty")
+            ctrl = sorted({f"U+{ord(c):04X}" for c in n if ord(c) < 0x20 or ord(c) == 0x7F})
+            if ctrl:  # NUL ends a C string in Parquet/ORC writers and in file names built from partition columns
+                raise SchemaError(f"Column name {n!r} contains control character(s) {', '.join(ctrl)}; rename the column")
             if n in _RESERVED_NAMES or n.startswith(KEY_FIELD_PREFIX):
                 raise SchemaError(
                     f"Column name '{n}' is reserved by Paimon (system fields {SEQUENCE_NUMBER}, "

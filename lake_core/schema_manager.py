@@ -5,6 +5,7 @@ import re
 
 from .errors import SchemaError, TableAlreadyExistsError
 from .fileio import FileIO
+from .integrity import read_metadata
 from .paths import TablePaths
 from .schema import TableSchema
 
@@ -30,7 +31,7 @@ class SchemaManager:
         s = self._cache.get(schema_id)
         if s is None:
             try:
-                s = TableSchema.from_json(self.fileio.read_text(self.paths.schema(schema_id)))
+                s = read_metadata(self.fileio, self.paths.schema(schema_id), "schema file", TableSchema.from_json)
             except FileNotFoundError:
                 raise SchemaError(f"schema {schema_id} of table {self.paths.root} does not exist") from None
             self._cache[schema_id] = s

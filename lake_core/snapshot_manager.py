@@ -10,6 +10,7 @@ from typing import Iterator
 
 from .errors import SnapshotNotFoundError
 from .fileio import FileIO
+from .integrity import read_metadata
 from .paths import TablePaths
 from .snapshot import Snapshot
 
@@ -57,15 +58,15 @@ class SnapshotManager:
         snap = self._cache.get(snapshot_id)
         if snap is not None:
             return snap
+        path = self.paths.snapshot(snapshot_id)
         try:
-            text = self.fileio.read_text(self.paths.snapshot(snapshot_id))
+            snap = read_metadata(self.fileio, path, "snapshot file", Snapshot.from_json)
         except FileNotFoundError:
             earliest, latest = self.earliest_id(), self.latest_id()
             raise SnapshotNotFoundError(
                 f"snapshot {snapshot_id} does not exist in table {self.paths.root} "
                 f"(available: {earliest}..{latest})" if latest else
                 f"snapshot {snapshot_id} does not exist: table {self.paths.root} has no snapshots") from None
-        snap = Snapshot.from_json(text)
         self._cache[snapshot_id] = snap  # snapshot files are immutable once created
         return snap
 

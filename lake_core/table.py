@@ -9,11 +9,13 @@ import pyarrow as pa
 from .commit import BATCH_IDENTIFIER, FileStoreCommit
 from .errors import InvalidOptionError, SnapshotNotFoundError, TagNotFoundError
 from .fileio import FileIO
+from .integrity import read_metadata
 from .maintenance import TableMaintenance
 from .manifest_store import ManifestStore
 from .messages import CommitMessage
-from .options import CoreOptions
-from .paths import TablePaths
+from .names import validate_tag_name
+from .options import CoreOptions, check_supported
+from .paths import TablePaths, data_file_in
 from .predicate import Predicate, PredicateBuilder
 from .read import SplitRead
 from .scan import TableScan
@@ -26,6 +28,8 @@ from .write import TableWrite
 
 class FileStoreTable:
     def __init__(self, fileio: FileIO, root: str, identifier: str, schema: TableSchema):
+        # Checked on every open, not only at creation: the table may come from another engine.
+        check_supported(schema.options, table=identifier)
         self.fileio = fileio
         self.identifier = identifier
         self.paths = TablePaths(root)
@@ -89,6 +93,29 @@ class FileStoreTable:
             f"{self.options.get('bucket')!r}); {operation} needs a fixed bucket count — write it with a single "
             "TableWrite, or create the table with a positive 'bucket'")
 
+    def check_identity(self) -> None:
+        """Raise ``StaleTableError`` unless the table on storage is still the one this handle
+        opened: its schema file is unchanged (not dropped, not re-created) and no newer schema
+        exists. Two small reads; done before a write's files and at every commit."""
+        from .errors import StaleTableError
+        from .schema import TableSchema
+        current = self._schema
+        path = self.paths.schema(current.id)
+        try:
+            on_storage = read_metadata(self.fileio, path, "schema file", TableSchema.from_json)
+        except FileNotFoundError:
+            raise StaleTableError(
+                f"table {self.identifier} was dropped after this handle was opened (schema-{current.id} is gone "
+                f"from {self.paths.root}); nothing was written — get the table from the catalog again") from None
+        if on_storage != current:
+            raise StaleTableError(
+                f"table {self.identifier} was dropped and re-created after this handle was opened (schema-"
+                f"{current.id} was replaced); nothing was written — get the table from the catalog again")
+        if self.fileio.exists(self.paths.schema(current.id + 1)):
+            raise StaleTableError(
+                f"the schema of table {self.identifier} changed after this handle was opened (schema-"
+                f"{current.id + 1} exists); nothing was written — get the table from the catalog again")
+
     def latest_snapshot(self) -> Snapshot | None:
         return self.snapshot_manager.latest()
 
@@ -100,6 +127,7 @@ class FileStoreTable:
 
     # -- tags (time travel by name) ------------------------------------------------------------------
     def create_tag(self, name: str, snapshot_id: int | None = None) -> None:
+        validate_tag_name(name)
         snap = self.snapshot_manager.get(snapshot_id) if snapshot_id is not None else self.latest_snapshot()
         if snap is None:
             raise SnapshotNotFoundError(f"cannot tag {self.identifier}: it has no snapshots yet")
@@ -107,8 +135,9 @@ class FileStoreTable:
             raise InvalidOptionError(f"tag '{name}' already exists on {self.identifier}")
 
     def tag(self, name: str) -> Snapshot:
+        validate_tag_name(name)
         try:
-            return Snapshot.from_json(self.fileio.read_text(self.paths.tag(name)))
+            return read_metadata(self.fileio, self.paths.tag(name), "tag file", Snapshot.from_json)
         except FileNotFoundError:
             raise TagNotFoundError(f"tag '{name}' does not exist on {self.identifier}") from None
 
@@ -116,6 +145,7 @@ class FileStoreTable:
         return sorted(n[4:] for n in self.fileio.list_names(self.paths.tag_dir) if n.startswith("tag-"))
 
     def delete_tag(self, name: str) -> None:
+        validate_tag_name(name)
         if not self.fileio.delete(self.paths.tag(name)):
             raise TagNotFoundError(f"tag '{name}' does not exist on {self.identifier}")
 
@@ -143,17 +173,67 @@ class FileStoreTable:
         return PredicateBuilder([f.name for f in self._schema.fields], {f.name: f.type for f in self._schema.fields})
 
     # -- one-call conveniences -------------------------------------------------------------------------
-    def write_arrow(self, data: Any, overwrite: bool | dict = False, commit_user: str | None = None) -> Snapshot | None:
-        """Write ``data`` in one commit and return the new snapshot (None if nothing to commit)."""
-        wb = self.new_batch_write_builder()
-        if commit_user:
-            wb = wb.with_commit_user(commit_user)
-        if overwrite:
-            wb = wb.overwrite(overwrite if isinstance(overwrite, dict) else None)
-        w = wb.new_write()
-        w.write_arrow(data)
-        snaps = wb.new_commit().commit(w.prepare_commit())
-        return snaps[0] if snaps else None
+    def write_arrow(self, data: Any, overwrite: bool | dict = False, commit_user: str | None = None,
+                    commit_identifier: int | None = None) -> Snapshot | None:
+        """Write ``data`` in one commit and return the new snapshot (None if nothing to commit).
+
+        Each call is a new commit, even with a reused ``commit_user``. Pass ``commit_identifier``
+        to make a retry of the same logical commit idempotent: if (user, identifier) landed with
+        the same rows, that snapshot is returned; with other rows, ``CommitIdentityError``.
+        A commit that lost a race against a concurrent writer of the same bucket is written again
+        against the latest snapshot (up to 'commit.max-retries' times), so the last commit wins.
+        ``overwrite=True`` replaces the whole table with ``data``; ``overwrite={"dt": "2024-01-01"}``
+        replaces that partition only. As in Paimon (``INSERT OVERWRITE``), an **empty** ``data`` with
+        ``overwrite`` still commits: it truncates the table (or empties the named partition)."""
+        from .write import conform
+        rows = conform(self, data)
+
+        def attempt(wb: "BatchWriteBuilder") -> list[CommitMessage]:
+            w = wb.new_write()
+            w.write_arrow(rows)
+            return w.prepare_commit()
+
+        # A caller-chosen identity is recognised by its content (a retry writes new files).
+        digest = content_digest(rows, overwrite) if commit_identifier is not None else None
+        return self._commit_replanned(attempt, overwrite, commit_user, commit_identifier, digest)
+
+    def _commit_replanned(self, prepare, overwrite, commit_user: str | None, commit_identifier: int | None,
+                          digest: str | None = None):
+        """Prepare and commit; a ``StalePlanError`` (nothing landed) prepares again against the
+        latest snapshot, bounded by 'commit.max-retries'. Files of an attempt that certainly did
+        not land are removed."""
+        from .commit import new_commit_identifier
+        from .errors import CommitConflictError, CommitFailedError, StalePlanError, StaleTableError
+        identifier = commit_identifier if commit_identifier is not None else new_commit_identifier()
+        retries = self.options.commit_max_retries
+        for attempt in range(retries + 1):
+            wb = self.new_batch_write_builder()
+            if commit_user:
+                wb = wb.with_commit_user(commit_user)
+            if overwrite:
+                wb = wb.overwrite(overwrite if isinstance(overwrite, dict) else None)
+            messages = prepare(wb)
+            try:
+                snaps = wb.new_commit()._commit.commit(messages, identifier=identifier, overwrite=wb.overwrite_spec,
+                                                       new_identity=commit_identifier is None, digest=digest)
+            except (CommitConflictError, CommitFailedError, StaleTableError) as e:
+                self.remove_uncommitted(messages)  # these errors mean nothing landed
+                if attempt == retries or not isinstance(e, StalePlanError):
+                    raise
+                continue
+            return snaps[0] if snaps else None
+
+    def remove_uncommitted(self, messages: Sequence[CommitMessage]) -> None:
+        """Delete the data files of ``messages`` whose commit certainly did not land (a
+        ``CommitConflictError``): nothing references them."""
+        from .compact import partition_path
+        for m in messages:
+            bucket_dir = self.paths.bucket_dir(partition_path(self, m.partition), m.bucket)
+            upgraded = {f.file_name for f in m.compact_before}  # moved by metadata only: still the input file
+            for f in m.new_files + m.changelog_files + m.compact_after + m.compact_changelog:
+                if f.file_name in upgraded:
+                    continue
+                self.fileio.delete(f.external_path or data_file_in(bucket_dir, f.file_name))
 
     def to_arrow(self, snapshot_id: int | None = None, tag: str | None = None, timestamp_millis: int | None = None,
                  columns: Sequence[str] | None = None, filter: Predicate | None = None) -> pa.Table:
@@ -171,14 +251,37 @@ class FileStoreTable:
         from . import rowkind
         if not self._schema.primary_keys:
             raise LakeError(f"delete_where needs a primary-key table; {self.identifier} is an append table")
-        rows = self.to_arrow(filter=predicate)
-        if rows.num_rows == 0:
-            return None
-        wb = self.new_batch_write_builder()
-        w = wb.new_write()
-        w.write_rows_with_kind(rows, rowkind.DELETE)
-        snaps = wb.new_commit().commit(w.prepare_commit())
-        return snaps[0] if snaps else None
+
+        def attempt(wb: "BatchWriteBuilder") -> list[CommitMessage]:
+            self.check_identity()  # a stale handle would read another table's files
+            rows = self.to_arrow(filter=predicate)  # again on every attempt: the latest rows
+            w = wb.new_write()
+            if rows.num_rows:
+                w.write_rows_with_kind(rows, rowkind.DELETE)
+            return w.prepare_commit()
+
+        return self._commit_replanned(attempt, False, None, None)
+
+
+def content_digest(rows: pa.Table, overwrite) -> str:
+    """SHA-256 of the rows (Arrow IPC stream) and the overwrite spec: what identifies a
+    ``write_arrow`` commit across retries, whose data files get new names every time."""
+    import hashlib
+    h = hashlib.sha256(repr(overwrite).encode())
+
+    class _Sink:
+        closed = False
+
+        def write(self, b) -> int:
+            h.update(b)
+            return len(b)
+
+        def flush(self) -> None:
+            pass
+
+    with pa.ipc.new_stream(_Sink(), rows.schema) as writer:
+        writer.write_table(rows)
+    return h.hexdigest()
 
 
 class BatchWriteBuilder:
@@ -198,6 +301,11 @@ class BatchWriteBuilder:
         self.commit_user = commit_user
         self._explicit_user = True
         return self
+
+    @property
+    def overwrite_spec(self) -> dict | bool | None:
+        """What the commit overwrites: None (append), True (everything) or a partition spec."""
+        return (self._overwrite or True) if self._is_overwrite else None
 
     def new_write(self) -> "BatchTableWrite":
         return BatchTableWrite(self.table, self._overwrite if self._is_overwrite else None)

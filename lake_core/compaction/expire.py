@@ -23,7 +23,7 @@ _MILLIS_FROM = 1_000_000_000_000  # Java: a BIGINT at or above this is epoch mil
 
 
 def validate_expiry_options(identifier: str, schema) -> None:
-    """Both options or none; the time field exists and has a supported type."""
+    """Both options or none, and an expire time of at least a second."""
     opts = schema.options
     expire, field = opts.get("record-level.expire-time"), opts.get("record-level.time-field")
     if expire is None and field is None:
@@ -36,14 +36,7 @@ def validate_expiry_options(identifier: str, schema) -> None:
     if parse_duration_ms("record-level.expire-time", expire) < 1000:
         raise InvalidOptionError(f"table {identifier}: option 'record-level.expire-time' = {expire!r} must be at "
                                  "least one second")
-    names = [f.name for f in schema.fields]
-    if field not in names:
-        raise InvalidOptionError(f"option 'record-level.time-field' names column '{field}', which is not in table "
-                                 f"{identifier}; columns: {names}")
-    t = schema.field(field).type
-    if not (pa.types.is_int32(t) or pa.types.is_int64(t) or pa.types.is_timestamp(t)):
-        raise InvalidOptionError(f"option 'record-level.time-field' column '{field}' of {identifier} has type {t}; "
-                                 "it must be INT (seconds), BIGINT (seconds or millis) or TIMESTAMP/TIMESTAMP_LTZ")
+    # the column itself (exists, INT/BIGINT/TIMESTAMP) is checked with the other column options
 
 
 def _to_seconds(value) -> int | None:

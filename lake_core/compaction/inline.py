@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from ..messages import CommitMessage
 from ..metadata import DataFileMeta
-from ..paths import FileNamer
+from ..paths import FileNamer, data_file_in
 from .expire import RecordExpiry
 from .levels import Levels, key_decoder
 from .picker import Pick, UniversalConfig, drop_delete, force_pick_level0, pick_full, pick_universal, worth_running
@@ -84,7 +84,7 @@ def compact_written_bucket(table: "FileStoreTable", partition: bytes, bucket: in
     final_names = {f.file_name for f in final}
     bucket_dir = table.paths.bucket_dir(partition_path(table, partition), bucket)
     for name in written - final_names:
-        table.fileio.delete(f"{bucket_dir}/{name}")
+        table.fileio.delete(data_file_in(bucket_dir, name))
     if not before and not after:
         return None
     return CommitMessage(partition, bucket, total_buckets, compact_before=before, compact_after=after)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import TYPE_CHECKING
 
@@ -112,10 +113,13 @@ def commit_units(table: "FileStoreTable", plan: CompactionPlan, outcomes: list[U
             if not pending:
                 return [], skipped, None
             try:
-                snaps = FileStoreCommit(table).commit([outcomes[i].message for i in pending])
+                # base_snapshot_id: the commit refuses deletes dropped here that rows landed since still need
+                snaps = FileStoreCommit(table).commit([replace(outcomes[i].message, base_snapshot_id=plan.snapshot_id)
+                                                       for i in pending])
             except CommitConflictError:
-                # Someone compacted between our check and our commit: re-check, drop what went stale.
-                if _round == _MAX_STALE_ROUNDS - 1:
+                # Someone compacted between our check and our commit: re-check and drop what went
+                # stale; a conflict that made nothing stale is final.
+                if _round == _MAX_STALE_ROUNDS - 1 or not _any_stale(table, plan, pending):
                     raise
                 continue
             return pending, skipped, (snaps[-1].id if snaps else None)
@@ -126,14 +130,14 @@ def commit_units(table: "FileStoreTable", plan: CompactionPlan, outcomes: list[U
         raise
 
 
+def _any_stale(table: "FileStoreTable", plan: CompactionPlan, pending: list[int]) -> bool:
+    latest = table.snapshot_manager.latest()
+    live = {(e.partition, e.bucket, e.file.level, e.file.file_name) for e in table.manifest_store.live_entries(latest)}
+    return any(_stale_reason(plan.units[i], live) is not None for i in pending)
+
+
 def _discard(table: "FileStoreTable", message: CommitMessage) -> None:
-    """Delete the files a unit wrote (not the upgraded ones: those are the inputs themselves)."""
-    from .rewrite import partition_path
-    inputs = {f.file_name for f in message.compact_before}
-    bucket_dir = table.paths.bucket_dir(partition_path(table, message.partition), message.bucket)
-    for f in message.compact_after:
-        if f.file_name not in inputs:
-            table.fileio.delete(f.external_path or f"{bucket_dir}/{f.file_name}")
+    table.remove_uncommitted([message])  # keeps upgraded files: they are the unit's own inputs
 
 
 def _files_after(before, messages: list[CommitMessage]):

@@ -4,6 +4,7 @@ Returns the unit's CommitMessage with counters; the caller commits (plan -> exec
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
@@ -15,7 +16,7 @@ from ..file_writer import DataFileWriter
 from ..merge.sort import KIND, SEQ
 from ..messages import CommitMessage
 from ..metadata import DataFileMeta, FileSource
-from ..paths import FileNamer, partition_dir
+from ..paths import FileNamer, data_file_in, partition_dir
 from .expire import RecordExpiry
 from .levels import key_decoder
 from .stream import merge_sorted_runs
@@ -35,16 +36,30 @@ def _kv_schema(table: "FileStoreTable") -> pa.Schema:
 
 
 def iter_kv_file(table: "FileStoreTable", bucket_dir: str, f: DataFileMeta, chunk_rows: int = CHUNK_ROWS):
-    """Chunks of one data file: every table column plus _SEQUENCE_NUMBER/_VALUE_KIND."""
+    """Chunks of one data file: every table column plus _SEQUENCE_NUMBER/_VALUE_KIND. The file's
+    size and row count are checked against its manifest entry, as every other read does."""
     from ..data_file_format import iter_data_file
+    from ..errors import DataFileMismatchError
+    from ..integrity import check_data_file_size
     full = _kv_schema(table)
-    path = f.external_path or f"{bucket_dir}/{f.file_name}"
+    path = f.external_path or data_file_in(bucket_dir, f.file_name)
     fmt = f.file_name.rsplit(".", 1)[-1]
+    rows = 0
     if table.fileio.is_local:
-        yield from iter_data_file(table.fileio._p(path), fmt, full.names, full, chunk_rows)
+        local = table.fileio._p(path)
+        check_data_file_size(path, f, os.path.getsize(local))
+        for chunk in iter_data_file(local, fmt, full.names, full, chunk_rows):
+            rows += chunk.num_rows
+            yield chunk
     else:
         with table.fileio.open_input(path) as src:
-            yield from iter_data_file(src, fmt, full.names, full, chunk_rows)
+            check_data_file_size(path, f, int(src.size))
+            for chunk in iter_data_file(src, fmt, full.names, full, chunk_rows):
+                rows += chunk.num_rows
+                yield chunk
+    if rows != f.row_count:
+        raise DataFileMismatchError(path, f"data file {path} holds {rows} rows but its manifest entry says "
+                                          f"{f.row_count}; compaction stopped and committed nothing")
 
 
 @dataclass(frozen=True)
@@ -73,7 +88,8 @@ def partition_path(table: "FileStoreTable", partition: bytes) -> str:
 
 def run_compact_unit(table: "FileStoreTable", partition: bytes, bucket: int, total_buckets: int, unit: CompactUnit,
                      *, drop_delete: bool, max_level: int, expiry: RecordExpiry | None = None,
-                     extra_new_files: Sequence[DataFileMeta] = (), namer: FileNamer | None = None) -> UnitOutcome:
+                     extra_new_files: Sequence[DataFileMeta] = (), namer: FileNamer | None = None,
+                     force_rewrite: bool | None = None) -> UnitOutcome:
     """Execute ``unit`` of one bucket. ``extra_new_files`` are files written by the same commit
     (inline compaction): they are reported as new files of the message."""
     opts = table.options
@@ -82,7 +98,8 @@ def run_compact_unit(table: "FileStoreTable", partition: bytes, bucket: int, tot
     is_expired = (lambda f: expiry.file_has_expired(f, schema)) if expiry is not None else (lambda f: False)
     actions = unit_actions(unit, key_of=key_of, max_level=max_level,
                            min_file_size=int(opts.target_file_size * opts.compaction_small_file_ratio),
-                           is_expired=is_expired, force_rewrite=opts.compaction_force_rewrite_all_files)
+                           is_expired=is_expired,
+                           force_rewrite=opts.compaction_force_rewrite_all_files if force_rewrite is None else force_rewrite)
     ppath = partition_path(table, partition)
     writer = DataFileWriter(table, ppath, bucket, namer or FileNamer())
     engine = table.merge_engine()

@@ -11,6 +11,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..float_order import sortable_array, sortable_bits
+
 SEQ = "_SEQUENCE_NUMBER"
 KIND = "_VALUE_KIND"
 
@@ -38,13 +40,16 @@ class Groups:
 
 
 def _np_column(col: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
-    """NumPy view of a null-free primitive column, or None when it needs Arrow's comparator."""
+    """NumPy view of a null-free primitive column, or None when it needs Arrow's comparator.
+    Floats become integers ordered as Java's ``Double.compare`` (one NaN, -0.0 < 0.0)."""
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks()
     t = col.type
     if col.null_count:
         return None
-    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t):
+    if pa.types.is_floating(t) and t.bit_width in (32, 64):
+        return sortable_bits(col.to_numpy(zero_copy_only=False))
+    if pa.types.is_integer(t) or pa.types.is_boolean(t):
         return col.to_numpy(zero_copy_only=False)
     if pa.types.is_date(t) or pa.types.is_timestamp(t) or pa.types.is_time(t):
         return col.cast(pa.int64() if t.bit_width == 64 else pa.int32()).to_numpy(zero_copy_only=False)
@@ -80,12 +85,21 @@ def merge_order(rows: pa.Table, key_columns: tuple[str, ...], sequence_fields: t
         sort_keys.append((flag_col, "ascending", "at_start"))
     sort_keys.append((SEQ, "ascending", "at_start"))
     cols = list(dict.fromkeys([k[0] for k in sort_keys if k[0] != flag_col]))
-    sel = rows.select(cols)
+    sel = _java_ordered_keys(rows.select(cols), key_columns)
     if tiebreak:
         kinds = rows[KIND].to_numpy()
         sel = sel.append_column(flag_col, pa.array(((kinds == 0) | (kinds == 2)).astype(np.int8)))
     idx = pc.sort_indices(sel, sort_keys=sort_keys)
     return idx.to_numpy().astype(np.int64, copy=False) if n else np.zeros(0, np.int64)
+
+
+def _java_ordered_keys(sel: pa.Table, key_columns: tuple[str, ...]) -> pa.Table:
+    """Float key columns replaced by integers in Java's ``Double.compare`` order."""
+    for i, name in enumerate(sel.column_names):
+        t = sel.schema.field(i).type
+        if name in key_columns and pa.types.is_floating(t) and t.bit_width in (32, 64):
+            sel = sel.set_column(i, name, sortable_array(sel.column(i)))
+    return sel
 
 
 def _boundaries(rows: pa.Table, key_columns: tuple[str, ...], order: np.ndarray) -> np.ndarray:

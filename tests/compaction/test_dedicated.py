@@ -111,7 +111,7 @@ def test_errors_name_the_problem(warehouse):
     with pytest.raises(InvalidOptionError, match="record-level.expire-time"):
         t.maintenance.compact(expire_records=True)
     for key, value in [("num-sorted-run.compaction-trigger", "0"), ("compaction.size-ratio", "-1"),
-                       ("compaction.small-file-ratio", "2"), ("num-levels", "1"),
+                       ("compaction.small-file-ratio", "-0.5"), ("num-levels", "1"),
                        ("compaction.optimization-interval", "soon")]:
         with pytest.raises(InvalidOptionError, match=key):
             cat.create_table(f"db.bad{abs(hash(key))}", schema=SCHEMA, primary_keys=["dt", "id"], options={key: value})
@@ -170,14 +170,17 @@ def test_first_row_is_visible_after_each_commit(warehouse):
     assert all(e.file.level > 0 for e in _live(t))
 
 
-def test_writer_facing_many_runs_compacts_before_committing(warehouse):
-    t = _table(warehouse, bucket="1")  # write-only: runs pile up past the stop trigger (8)
+def test_writer_facing_many_runs_compacts_before_committing(warehouse, monkeypatch):
+    from lake_core.compaction import inline
+    t = _table(warehouse, bucket="1", **{"write-only": "false"})
+    real = inline.compact_written_bucket
+    monkeypatch.setattr(inline, "compact_written_bucket", lambda *a, **k: None)  # runs pile up past 8
     for i in range(10):
         _write(t, "a", [i], i)
-    from lake_core.table import FileStoreTable
-    w = FileStoreTable(t.fileio, t.paths.root, t.identifier, t.schema.with_options(dict(t.schema.options, **{"write-only": "false"})))
-    _write(w, "a", [99], 99)
-    live = _live(w)
+    assert len(_live(t)) == 10
+    monkeypatch.setattr(inline, "compact_written_bucket", real)
+    _write(t, "a", [99], 99)
+    live = _live(t)
     runs = len([e for e in live if e.file.level == 0]) + len({e.file.level for e in live if e.file.level > 0})
-    assert runs <= w.options.num_sorted_run_compaction_trigger
-    assert sorted(w.to_arrow()["id"].to_pylist()) == list(range(10)) + [99]
+    assert runs <= t.options.num_sorted_run_compaction_trigger
+    assert sorted(t.to_arrow()["id"].to_pylist()) == list(range(10)) + [99]

@@ -104,8 +104,13 @@ def test_a_retried_write_does_not_commit_twice(spark, warehouse, monkeypatch):
     # out), the commit itself recognises (commit user, identifier) and adds no snapshot.
     monkeypatch.setattr(write_mod, "committed_result", lambda *a, **k: None)
     redo = distributed_write(df, warehouse, "demo.orders", commit_user="job-7", identifier=0)
-    assert redo.snapshot_id == first.snapshot_id
+    assert redo.snapshot_id == first.snapshot_id and redo.already_committed
     assert [s.id for s in table.snapshots()] == [first.snapshot_id]
+    # The files the redo wrote are removed: only the landed commit's files remain on disk.
+    live = {e.file.file_name for e in table.manifest_store.live_entries(table.latest_snapshot())}
+    root = warehouse.removeprefix("file://") + "/demo.db/orders"
+    on_disk = {p.name for p in __import__("pathlib").Path(root).rglob("data-*")}
+    assert on_disk == live
     # A new identity is a new commit.
     nxt = distributed_write(spark.createDataFrame(orders().batch(1)), warehouse, "demo.orders",
                             commit_user="job-7", identifier=1)

@@ -1,0 +1,1 @@
+"""Data file encodings that need more than pyarrow's writers give."""
