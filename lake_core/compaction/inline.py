@@ -23,6 +23,7 @@ from ..paths import FileNamer, data_file_in
 from .expire import RecordExpiry
 from .levels import Levels, key_decoder
 from .picker import Pick, UniversalConfig, drop_delete, force_pick_level0, pick_full, pick_universal, worth_running
+from .plan import outside_unit
 from .rewrite import partition_path, run_compact_unit
 
 if TYPE_CHECKING:
@@ -70,7 +71,8 @@ def compact_written_bucket(table: "FileStoreTable", partition: bytes, bucket: in
         if p.unit is None or not p.unit.files:
             break
         out = run_compact_unit(table, partition, bucket, total_buckets, p.unit, drop_delete=drop_delete(p.unit, levels),
-                               max_level=levels.max_level, expiry=expiry, namer=namer).message
+                               max_level=levels.max_level, expiry=expiry, namer=namer,
+                               lookup_files=outside_unit(levels, p.unit)).message
         upgraded = {f.file_name for f in out.compact_before}
         written |= {f.file_name for f in out.compact_after if f.file_name not in upgraded}
         levels = levels.update(out.compact_before, out.compact_after)

@@ -36,6 +36,7 @@ class CompactionUnit:
     drop_delete: bool
     reason: str
     expiry: RecordExpiry | None = None
+    lookup_files: tuple[DataFileMeta, ...] = ()  # first-row: the bucket's files outside the unit
 
     @property
     def bytes(self) -> int:
@@ -76,7 +77,8 @@ def run_unit(table: "FileStoreTable", unit: CompactionUnit) -> UnitOutcome:
     """:func:`execute_unit` plus the unit's row counters."""
     cu = CompactUnit(unit.output_level, unit.files, unit.reason)
     return run_compact_unit(table, unit.partition, unit.bucket, unit.total_buckets, cu,
-                            drop_delete=unit.drop_delete, max_level=unit.max_level, expiry=unit.expiry)
+                            drop_delete=unit.drop_delete, max_level=unit.max_level, expiry=unit.expiry,
+                            lookup_files=unit.lookup_files)
 
 
 def _partition_filter(table: "FileStoreTable", partitions) -> Any:
@@ -153,8 +155,13 @@ def plan_compaction(table: "FileStoreTable", *, full: bool = False, partitions=N
             continue
         units.append(CompactionUnit(partition, values, bucket, entries[0].total_buckets, p.unit.files,
                                     p.unit.output_level, levels.max_level, drop_delete(p.unit, levels),
-                                    p.unit.reason, expiry))
+                                    p.unit.reason, expiry, outside_unit(levels, p.unit)))
     return CompactionPlan(snapshot.id if snapshot else None, tuple(units), tuple(buckets), expiry)
+
+
+def outside_unit(levels: Levels, unit: CompactUnit) -> tuple[DataFileMeta, ...]:
+    inside = {(f.level, f.file_name) for f in unit.files}
+    return tuple(f for f in levels.all_files() if (f.level, f.file_name) not in inside)
 
 
 def level_counts(files: Sequence[DataFileMeta]) -> dict[str, int]:

@@ -89,21 +89,25 @@ def partition_path(table: "FileStoreTable", partition: bytes) -> str:
 def run_compact_unit(table: "FileStoreTable", partition: bytes, bucket: int, total_buckets: int, unit: CompactUnit,
                      *, drop_delete: bool, max_level: int, expiry: RecordExpiry | None = None,
                      extra_new_files: Sequence[DataFileMeta] = (), namer: FileNamer | None = None,
-                     force_rewrite: bool | None = None) -> UnitOutcome:
+                     force_rewrite: bool | None = None, lookup_files: Sequence[DataFileMeta] = ()) -> UnitOutcome:
     """Execute ``unit`` of one bucket. ``extra_new_files`` are files written by the same commit
     (inline compaction): they are reported as new files of the message."""
     opts = table.options
+    engine = table.merge_engine()
     key_of = key_decoder(table.key_types)
     schema = table.schema
     is_expired = (lambda f: expiry.file_has_expired(f, schema)) if expiry is not None else (lambda f: False)
     actions = unit_actions(unit, key_of=key_of, max_level=max_level,
                            min_file_size=int(opts.target_file_size * opts.compaction_small_file_ratio),
                            is_expired=is_expired,
-                           force_rewrite=opts.compaction_force_rewrite_all_files if force_rewrite is None else force_rewrite)
+                           force_rewrite=opts.compaction_force_rewrite_all_files if force_rewrite is None else force_rewrite,
+                           rewrite_level0=engine.hides_level0 and bool(lookup_files))
     ppath = partition_path(table, partition)
     writer = DataFileWriter(table, ppath, bucket, namer or FileNamer())
-    engine = table.merge_engine()
     key_names = list(schema.trimmed_primary_keys)
+    # first-row: a key already in the bucket's other levels is not a first row; Java reads such
+    # tables without merging, so a key must never be stored twice (Paimon's lookup compaction)
+    seen = _lookup_keys(table, ppath, bucket, lookup_files, key_names) if engine.hides_level0 else None
     before: list[DataFileMeta] = []
     after: list[DataFileMeta] = []
     c = dict(rows_in=0, rows_out=0, rows_deleted=0, rows_expired=0, rows_null_time=0, files_upgraded=0)
@@ -119,15 +123,26 @@ def run_compact_unit(table: "FileStoreTable", partition: bytes, bucket: int, tot
         before.extend(files)
         bucket_dir = table.paths.bucket_dir(ppath, bucket)
         merged_chunks = merge_sorted_runs([iter_kv_file(table, bucket_dir, f) for f in files], key_names,
-                                          lambda rows: _merge_chunk(engine, rows, drop_delete, expiry, c))
+                                          lambda rows: _merge_chunk(engine, rows, drop_delete, expiry, c, seen, key_names))
         after.extend(_write_rolled(writer, merged_chunks, unit.output_level, opts.target_file_size))
     msg = CommitMessage(partition, bucket, total_buckets, new_files=tuple(extra_new_files),
                         compact_before=tuple(before), compact_after=tuple(after))
     return UnitOutcome(msg, UnitCounts(**c))
 
 
-def _merge_chunk(engine, rows: pa.Table, drop_delete: bool, expiry: RecordExpiry | None, c: dict) -> pa.Table:
-    """Merge one chunk of complete key groups; counts rows in/out, expired and dropped deletes."""
+def _lookup_keys(table, ppath: str, bucket: int, files: Sequence[DataFileMeta], key_names) -> pa.Table | None:
+    """The keys stored in ``files`` (key columns only), or None when there are none."""
+    if not files:
+        return None
+    bucket_dir = table.paths.bucket_dir(ppath, bucket)
+    parts = [chunk.select(key_names) for f in files for chunk in iter_kv_file(table, bucket_dir, f)]
+    return pa.concat_tables(parts) if parts else None
+
+
+def _merge_chunk(engine, rows: pa.Table, drop_delete: bool, expiry: RecordExpiry | None, c: dict,
+                 seen: pa.Table | None = None, key_names=()) -> pa.Table:
+    """Merge one chunk of complete key groups; counts rows in/out, expired and dropped deletes.
+    ``seen``: keys stored elsewhere in the bucket (first-row), whose rows are dropped."""
     c["rows_in"] += rows.num_rows
     if expiry is not None:
         rows, expired, nulls = expiry.split(rows)
@@ -140,6 +155,10 @@ def _merge_chunk(engine, rows: pa.Table, drop_delete: bool, expiry: RecordExpiry
         if n:
             merged = merged.filter(pa.array(~retract))
             c["rows_deleted"] += n
+    if seen is not None and merged.num_rows:
+        kept = merged.join(seen, keys=list(key_names), join_type="left anti", use_threads=False)
+        if kept.num_rows != merged.num_rows:
+            merged = kept.sort_by([(k, "ascending") for k in key_names])
     c["rows_out"] += merged.num_rows
     return merged
 
