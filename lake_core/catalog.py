@@ -202,6 +202,8 @@ def _validate_table_definition(identifier: str, schema: TableSchema, core) -> No
         if bad:
             raise InvalidOptionError(f"option 'bucket-key' of {identifier} must be a subset of the primary key "
                                      f"{list(schema.primary_keys)}; {bad} are not key columns")
+    from .compaction.expire import validate_expiry_options
+    validate_expiry_options(identifier, schema)
     rk = core.rowkind_field
     if rk:
         if rk not in names:

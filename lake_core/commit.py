@@ -146,6 +146,15 @@ class FileStoreCommit:
         from .compact import recompact_buckets
         buckets = {(m.partition, m.bucket, m.total_buckets) for m in messages if m.has_compaction}
         error = cause
+        if not self.table.merge_engine().hides_level0:
+            # Level 0 is readable: the writer's inline compaction is an optimization. Drop it, as a
+            # Java writer that restarts would; the next compaction of the bucket redoes it.
+            log.warning("%s: data committed as snapshot %d; its inline compaction lost to a concurrent commit and "
+                        "was dropped: %s", self.table.identifier, landed[-1].id, cause)
+            self.table.remove_uncommitted([CommitMessage(m.partition, m.bucket, m.total_buckets,
+                                                         compact_before=m.compact_before,
+                                                         compact_after=m.compact_after) for m in messages])
+            return []
         if self.table.merge_engine().hides_level0:
             self._sequence_checks = None  # a full compaction at the latest snapshot drops nothing it must keep
             for _ in range(3):

@@ -1,8 +1,6 @@
-"""Full compaction of one (partition, bucket): merge every live file into the highest level.
-
-Used on commit for engines whose level-0 files are invisible to batch readers (first-row, as
-Java's ``FirstRowMergeFunction`` tables), and as the building block of dedicated compaction.
-Writes new files only and returns a CommitMessage; the caller commits it (plan → execute → commit).
+"""Full compaction of one (partition, bucket) to the top level, and the re-compaction a first-row
+commit falls back on when its own compaction lost a race. The LSM machinery (levels, pickers,
+chunked merge) lives in :mod:`lake_core.compaction`; this module keeps the bucket-level entry points.
 """
 from __future__ import annotations
 
@@ -10,12 +8,12 @@ from typing import TYPE_CHECKING, Sequence
 
 import pyarrow as pa
 
-from .binary_row import deserialize_row
-from .file_writer import DataFileWriter
+from .integrity import read_checked_data_file
 from .merge.sort import KIND, SEQ
 from .messages import CommitMessage
-from .metadata import DataFileMeta, FileSource
-from .paths import FileNamer, data_file_in, partition_dir
+from .metadata import DataFileMeta
+from .paths import FileNamer, data_file_in
+from .compaction.rewrite import partition_path
 
 if TYPE_CHECKING:
     from .table import FileStoreTable
@@ -37,31 +35,29 @@ def read_kv_files(table: "FileStoreTable", partition_path: str, bucket: int,
     return pa.concat_tables(parts)
 
 
-def partition_path(table: "FileStoreTable", partition: bytes) -> str:
-    """The relative directory of a serialized partition row (``dt=2024-01-01/...``)."""
-    schema = table.schema
-    values = deserialize_row(partition, [schema.field(n).type for n in schema.partition_keys]) \
-        if schema.partition_keys else []
-    return partition_dir(list(schema.partition_keys), values, table.options.partition_default_name)
+__all__ = ["read_kv_files", "partition_path", "compact_bucket", "recompact_buckets"]
 
 
 def compact_bucket(table: "FileStoreTable", partition: bytes, bucket: int, total_buckets: int,
                    files: Sequence[DataFileMeta], extra_new_files: Sequence[DataFileMeta] = (),
                    namer: FileNamer | None = None, base_snapshot_id: int | None = None) -> CommitMessage:
-    """Merge ``files`` (live) and ``extra_new_files`` (written in this commit) into max-level files.
+    """Full compaction of ``files`` (live) and ``extra_new_files`` (written in this commit) to the
+    top level, every file rewritten (as ``compaction.force-rewrite-all-files``).
 
     ``base_snapshot_id`` is the snapshot ``files`` were live in; the commit uses it to refuse a
     compaction whose dropped deletes are still needed by files that landed since."""
-    ppath = partition_path(table, partition)
-    inputs = list(files) + list(extra_new_files)
-    rows = read_kv_files(table, ppath, bucket, inputs)
-    merged = table.merge_engine().merge(rows, drop_deletes=True)
-    max_level = table.options.num_levels - 1
-    writer = DataFileWriter(table, ppath, bucket, namer or FileNamer())
-    after = [w.meta for w in writer.write(merged, level=max_level, file_source=FileSource.COMPACT)] \
-        if merged.num_rows else []
-    return CommitMessage(partition, bucket, total_buckets, new_files=tuple(extra_new_files),
-                         compact_before=tuple(inputs), compact_after=tuple(after), base_snapshot_id=base_snapshot_id)
+    from dataclasses import replace
+
+    from .compaction.levels import Levels, key_decoder
+    from .compaction.picker import CompactUnit, drop_delete
+    from .compaction.rewrite import run_compact_unit
+    inputs = tuple(files) + tuple(extra_new_files)
+    levels = Levels.of(inputs, table.options.num_levels, key_decoder(table.key_types))
+    unit = CompactUnit(levels.max_level, inputs, "full compaction")
+    msg = run_compact_unit(table, partition, bucket, total_buckets, unit, drop_delete=drop_delete(unit, levels),
+                           max_level=levels.max_level, extra_new_files=extra_new_files, namer=namer,
+                           force_rewrite=True).message
+    return replace(msg, base_snapshot_id=base_snapshot_id)
 
 
 def recompact_buckets(table: "FileStoreTable", snapshot, buckets) -> list[CommitMessage]:

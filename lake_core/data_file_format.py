@@ -33,7 +33,7 @@ import contextlib
 import io
 import os
 import re
-from typing import Any, Callable, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import pyarrow as pa
@@ -757,6 +757,31 @@ def read_data_file(
     if fmt == "orc":
         return _read_orc(source, columns, arrow_schema)
     return _read_avro(source, columns, arrow_schema)
+
+
+def iter_data_file(source, fmt: str, columns: Sequence[str], arrow_schema: pa.Schema,
+                   batch_rows: int) -> Iterator[pa.Table]:
+    """Decode a data file in chunks of about ``batch_rows`` rows (same column rules as
+    :func:`read_data_file`). Parquet streams record batches; ORC and Avro files are decoded whole
+    and then sliced."""
+    fmt = _check_fmt(fmt)
+    columns = list(columns)
+    if fmt != "parquet":
+        t = read_data_file(source, fmt, columns, arrow_schema)
+        for start in range(0, t.num_rows, batch_rows):
+            yield t.slice(start, batch_rows)
+        return
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(source)
+        file_names = pf.schema_arrow.names
+        read_cols = _wanted(columns, arrow_schema, file_names)
+        for batch in pf.iter_batches(batch_size=batch_rows, columns=read_cols, use_threads=True):
+            available = {n: batch.column(n) for n in batch.schema.names}
+            yield _assemble(available, batch.num_rows, columns, arrow_schema, file_names)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise FormatError(f"Cannot read Parquet data file {_src_name(source)}: {e}") from e
 
 
 def _wanted(columns, arrow_schema, file_names) -> list[str]:

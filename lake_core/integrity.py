@@ -67,6 +67,11 @@ def read_checked_data_file(fileio: "FileIO", path: str, meta: "DataFileMeta", fm
     return table
 
 
+def check_data_file_size(path: str, meta: "DataFileMeta", actual: int) -> None:
+    """Refuse a data file whose size differs from its manifest entry (streaming readers)."""
+    _check_size(path, meta, actual)
+
+
 def _check_size(path: str, meta: "DataFileMeta", actual: int) -> None:
     if actual != meta.file_size:
         raise DataFileMismatchError(path, f"data file {path} is {actual} bytes but its manifest entry says "

@@ -55,6 +55,10 @@ KNOWN: dict[str, str | None] = {
     "compaction.size-ratio": "1",
     "compaction.min.file-num": "5",
     "compaction.small-file-ratio": "0.7",
+    "compaction.optimization-interval": None,
+    "compaction.total-size-threshold": None,
+    "compaction.incremental-size-threshold": None,
+    "compaction.force-rewrite-all-files": "false",
     "full-compaction.delta-commits": None,
     "commit.force-compact": "false",
     "write-only": "false",
@@ -318,6 +322,57 @@ class CoreOptions:
         v = self.get("num-levels")
         return _parse_int("num-levels", v) if v else self.num_sorted_run_compaction_trigger + 1
 
+    # -- compaction (Paimon's UniversalCompaction / MergeTreeCompactManager options) ----------------
+    @property
+    def num_sorted_run_stop_trigger(self) -> int:
+        v = self.get("num-sorted-run.stop-trigger")
+        trigger = self.num_sorted_run_compaction_trigger
+        return max(trigger, _parse_int("num-sorted-run.stop-trigger", v)) if v else trigger + 3
+
+    @property
+    def compaction_max_size_amp(self) -> int:
+        return self.get_int("compaction.max-size-amplification-percent")
+
+    @property
+    def compaction_size_ratio(self) -> int:
+        return self.get_int("compaction.size-ratio")
+
+    @property
+    def compaction_small_file_ratio(self) -> float:
+        return _parse_ratio("compaction.small-file-ratio", self.get("compaction.small-file-ratio"))
+
+    @property
+    def compaction_force_rewrite_all_files(self) -> bool:
+        return self.get_bool("compaction.force-rewrite-all-files")
+
+    @property
+    def compaction_optimization_interval_ms(self) -> int | None:
+        v = self.get("compaction.optimization-interval")
+        return parse_duration_ms("compaction.optimization-interval", v) if v else None
+
+    @property
+    def compaction_total_size_threshold(self) -> int | None:
+        v = self.get("compaction.total-size-threshold")
+        return parse_memory_size("compaction.total-size-threshold", v) if v else None
+
+    @property
+    def compaction_incremental_size_threshold(self) -> int | None:
+        v = self.get("compaction.incremental-size-threshold")
+        return parse_memory_size("compaction.incremental-size-threshold", v) if v else None
+
+    @property
+    def full_compaction_delta_commits(self) -> int | None:
+        v = self.get("full-compaction.delta-commits")
+        return _parse_int("full-compaction.delta-commits", v) if v else None
+
+    @property
+    def write_only(self) -> bool:
+        return self.get_bool("write-only")
+
+    @property
+    def commit_force_compact(self) -> bool:
+        return self.get_bool("commit.force-compact")
+
 
 # Integer options and the values Paimon's CoreOptions / SchemaValidation give meaning to:
 # (minimum, maximum, what the bound means). Checked when a table is created.
@@ -344,15 +399,18 @@ _INT_OPTIONS: dict[str, tuple[int, int, str]] = {
 }
 _MEMORY_OPTIONS: dict[str, int] = {  # option -> minimum bytes
     "target-file-size": 1, "write-buffer-size": 1, "page-size": 1, "manifest.target-file-size": 1,
-    "manifest.full-compaction-threshold-size": 0,
+    "manifest.full-compaction-threshold-size": 0, "compaction.total-size-threshold": 0,
+    "compaction.incremental-size-threshold": 0,
 }
 _DURATION_OPTIONS = ("commit.min-retry-wait", "commit.max-retry-wait", "commit.timeout", "snapshot.time-retained",
                      "cross-partition-upsert.index-ttl", "record-level.expire-time", "partition.expiration-time",
-                     "consumer.expiration-time", "partition.expiration-check-interval")
+                     "consumer.expiration-time", "partition.expiration-check-interval",
+                     "compaction.optimization-interval")
 _BOOL_OPTIONS = ("ignore-delete", "first-row.ignore-delete", "deduplicate.ignore-delete",
                  "partial-update.ignore-delete", "write-only", "partial-update.remove-record-on-delete",
                  "aggregation.remove-record-on-delete", "commit.force-compact", "file.suffix.include.compression",
-                 "changelog-producer.row-deduplicate", "snapshot.clean-empty-directories", "deletion-vectors.enabled")
+                 "changelog-producer.row-deduplicate", "snapshot.clean-empty-directories", "deletion-vectors.enabled",
+                 "compaction.force-rewrite-all-files")
 _ENUM_OPTIONS: dict[str, tuple[str, ...]] = {  # compared case-insensitively, as Java's enum options
     "sequence.field.sort-order": ("ascending", "descending"),
     "manifest.format": ("avro",),

@@ -239,7 +239,11 @@ class FileStoreTable:
         from .compact import partition_path
         for m in messages:
             bucket_dir = self.paths.bucket_dir(partition_path(self, m.partition), m.bucket)
+            # an upgrade moves a file by metadata only: the same name before and after, still an input
+            upgraded = {f.file_name for f in m.compact_before} & {f.file_name for f in m.compact_after}
             for f in m.new_files + m.changelog_files + m.compact_after + m.compact_changelog:
+                if f.file_name in upgraded and f not in m.new_files:
+                    continue
                 self.fileio.delete(f.external_path or data_file_in(bucket_dir, f.file_name))
 
     def to_arrow(self, snapshot_id: int | None = None, tag: str | None = None, timestamp_millis: int | None = None,

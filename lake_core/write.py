@@ -312,6 +312,22 @@ class TableWrite:
             self._live = live
         return live
 
+    def _current_live_files(self) -> dict[tuple[bytes, int], list]:
+        """Live files as of the writer's base snapshot, which moves past the writer's own commits:
+        a reused writer compacts what its previous commits left, and the commit's sequence checks
+        judge the compaction against that same base."""
+        base = self._base_snapshot()
+        if base is None or base.id == self.__dict__.get("_live_base_id", base.id):
+            self._live_base_id = base.id if base is not None else None
+            return self._live_files()
+        cached = self.__dict__.get("_live_now")
+        if cached is None or cached[0] != base.id:
+            live: dict[tuple[bytes, int], list] = {}
+            for e in self.table.manifest_store.live_entries(base):
+                live.setdefault((e.partition, e.bucket), []).append(e.file)
+            cached = self._live_now = (base.id, live)
+        return cached[1]
+
     def _restore_sequences(self) -> dict[tuple[bytes, int], int]:
         """Sequence numbers continue per bucket from the live files (Java 'scan' init mode)."""
         if self._next_seq is None:
@@ -338,17 +354,20 @@ class TableWrite:
                 changelog = [w.meta for w in writer.write(rows, level=0, changelog=True)]
             rows = self.engine.merge(rows, drop_deletes=False)
         files = [w.meta for w in writer.write(rows, level=0)]
-        if self.is_pk and self.engine.hides_level0:
-            # Batch readers skip level 0 for this engine (Java's first-row tables): compact the bucket up in the
-            # same commit, as Paimon's writer does, so committed data is visible at once.
-            from .compact import compact_bucket
-            live = self._live_files().get((partition, buf.bucket), [])
-            base = self._base_snapshot()
-            msg = compact_bucket(self.table, partition, buf.bucket, self._total_buckets(buf.partition), live, files, self.namer,
-                                 base.id if base is not None else 0)
-            return CommitMessage(partition, buf.bucket, self._total_buckets(buf.partition), new_files=tuple(files),
-                                 changelog_files=tuple(changelog), compact_before=msg.compact_before,
-                                 compact_after=msg.compact_after)
+        if self.is_pk:
+            # Inline compaction, as Java's batch writer: the bucket's picker runs now and its result
+            # lands in the same commit as a COMPACT snapshot (first-row: level 0 is forced up, since
+            # batch readers skip it).
+            from .compaction.inline import compact_written_bucket
+            # An overwrite replaces the bucket's live files: only its own new files are levels.
+            live = [] if self.static_partition is not None else \
+                self._current_live_files().get((partition, buf.bucket), [])
+            msg = compact_written_bucket(self.table, partition, buf.bucket, self._total_buckets(buf.partition), live, files,
+                                         self.namer)
+            if msg is not None:
+                return CommitMessage(partition, buf.bucket, self._total_buckets(buf.partition), new_files=tuple(files),
+                                     changelog_files=tuple(changelog), compact_before=msg.compact_before,
+                                     compact_after=msg.compact_after)
         return CommitMessage(partition, buf.bucket, self._total_buckets(buf.partition), new_files=tuple(files),
                              changelog_files=tuple(changelog))
 
@@ -361,6 +380,8 @@ class TableWrite:
         if not buffers:
             return []
         self.table.check_identity()  # never write files into a dropped or re-created table
+        if self.is_pk and "_base" in self.__dict__:
+            self._advance_base_past_own_commits()  # inline compaction works on what this writer left
         self._restore_sequences()
         # Parquet encoding and zstd release the GIL: two threads use both cores. HASH index files
         # (dynamic mode) are written alongside, with their own file namer.

@@ -24,6 +24,21 @@ class TableMaintenance:
 
     # Operations are added below, one section per implementing module.
 
+    # -- compaction (lake_core.compaction) ----------------------------------------------------------
+    def compact(self, *, full: bool = False, partitions=None, dry_run: bool = False,
+                expire_records: bool = False, parallelism: int = 2):
+        """Paimon's ``compact`` procedure for a primary-key table.
+
+        ``full=True`` compacts every selected bucket to the top level; otherwise the universal
+        picker decides per bucket (nothing to do is a valid outcome). ``partitions``: a dict or a
+        list of dicts of partition values. ``expire_records=True`` rewrites exactly the buckets
+        whose value statistics show records older than ``record-level.expire-time``. One COMPACT
+        snapshot; units made stale by a concurrent compaction are skipped and reported.
+        Returns a :class:`lake_core.compaction.CompactionResult`."""
+        from ..compaction.job import compact
+        return compact(self._table, full=full, partitions=partitions, dry_run=dry_run,
+                       expire_records=expire_records, parallelism=parallelism)
+
     # -- snapshot expiry (expire_snapshots.py) ------------------------------------------------
     def expire_snapshots(self, *, retain_min: int | None = None, retain_max: int | None = None,
                          older_than=None, max_deletes: int | None = None, dry_run: bool = False):

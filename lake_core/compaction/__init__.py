@@ -1,0 +1,9 @@
+"""LSM compaction as Paimon does it: levels, the universal picker, compaction units and the
+dedicated compaction job (``table.maintenance.compact``)."""
+from .levels import LevelSortedRun, Levels, SortedRun
+from .picker import CompactUnit, UniversalConfig, pick_full, pick_universal
+from .plan import CompactionPlan, CompactionUnit, execute_unit, plan_compaction, run_unit
+from .result import CompactionResult
+
+__all__ = ["Levels", "LevelSortedRun", "SortedRun", "CompactUnit", "UniversalConfig", "pick_full", "pick_universal",
+           "CompactionPlan", "CompactionUnit", "execute_unit", "plan_compaction", "run_unit", "CompactionResult"]

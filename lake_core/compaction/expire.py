@@ -1,0 +1,115 @@
+"""Record-level expiry (``record-level.expire-time`` + ``record-level.time-field``), as Paimon's
+``RecordLevelExpire``: during compaction, rows whose time field is older than now - expire-time
+are dropped; rows with a NULL time field are kept. A file "has expired records" when the minimum
+of the time field in its value statistics is older than the cutoff.
+
+Time field types: INT (epoch seconds), BIGINT (epoch seconds, or milliseconds when the value is
+at least 10^12, Paimon's rule), TIMESTAMP and TIMESTAMP_LTZ.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..binary_row import deserialize_row
+from ..errors import InvalidOptionError
+from ..metadata import DataFileMeta
+
+_MILLIS_FROM = 1_000_000_000_000  # Java: a BIGINT at or above this is epoch millis
+
+
+def validate_expiry_options(identifier: str, schema) -> None:
+    """Both options or none, and an expire time of at least a second."""
+    opts = schema.options
+    expire, field = opts.get("record-level.expire-time"), opts.get("record-level.time-field")
+    if expire is None and field is None:
+        return
+    if expire is None or field is None:
+        have, need = ("record-level.expire-time", "record-level.time-field") if expire is not None else \
+            ("record-level.time-field", "record-level.expire-time")
+        raise InvalidOptionError(f"table {identifier}: option '{have}' needs '{need}' as well")
+    from ..options import parse_duration_ms
+    if parse_duration_ms("record-level.expire-time", expire) < 1000:
+        raise InvalidOptionError(f"table {identifier}: option 'record-level.expire-time' = {expire!r} must be at "
+                                 "least one second")
+    # the column itself (exists, INT/BIGINT/TIMESTAMP) is checked with the other column options
+
+
+def _to_seconds(value) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, _dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=_dt.timezone.utc)
+        return int(value.timestamp() // 1)
+    v = int(value)
+    return v // 1000 if v >= _MILLIS_FROM else v
+
+
+@dataclass(frozen=True)
+class RecordExpiry:
+    """The expiry rule fixed at one instant (``now_s``), so every unit of a job agrees."""
+
+    field: str
+    type: pa.DataType
+    expire_s: int
+    now_s: int
+
+    @staticmethod
+    def of(table, now_s: int) -> "RecordExpiry | None":
+        opts = table.options
+        v = opts.get("record-level.expire-time")
+        field = opts.get("record-level.time-field")
+        if not v or not field:
+            return None
+        from ..options import parse_duration_ms
+        return RecordExpiry(field, table.schema.field(field).type,
+                            parse_duration_ms("record-level.expire-time", v) // 1000, now_s)
+
+    @property
+    def cutoff_s(self) -> int:
+        """Rows with a time (in seconds) below this are expired."""
+        return self.now_s - self.expire_s
+
+    def seconds(self, col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
+        """(seconds as int64, null mask) of a time-field column, vectorized."""
+        if isinstance(col, pa.ChunkedArray):
+            col = col.combine_chunks()
+        nulls = col.is_null().to_numpy(zero_copy_only=False) if col.null_count else np.zeros(len(col), bool)
+        if pa.types.is_timestamp(self.type):
+            unit = {"s": 1, "ms": 1000, "us": 1_000_000, "ns": 1_000_000_000}[self.type.unit]
+            raw = pc.fill_null(col.cast(pa.int64()), 0).to_numpy()
+            return np.floor_divide(raw, unit), nulls
+        raw = pc.fill_null(col.cast(pa.int64()), 0).to_numpy()
+        if pa.types.is_int64(self.type):
+            raw = np.where(raw >= _MILLIS_FROM, raw // 1000, raw)
+        return raw, nulls
+
+    def split(self, rows: pa.Table) -> tuple[pa.Table, int, int]:
+        """(rows not expired, rows expired, rows with a NULL time field)."""
+        secs, nulls = self.seconds(rows[self.field])
+        expired = (secs < self.cutoff_s) & ~nulls
+        n = int(np.count_nonzero(expired))
+        kept = rows.filter(pa.array(~expired)) if n else rows
+        return kept, n, int(np.count_nonzero(nulls))
+
+    def file_min_seconds(self, f: DataFileMeta, schema) -> int | None:
+        """Minimum of the time field in ``f``'s value statistics (None: unknown or all NULL)."""
+        if f.schema_id != schema.id:
+            return None  # another schema's stats layout: do not guess
+        names = [x.name for x in schema.fields] if f.value_stats_cols is None else list(f.value_stats_cols)
+        if self.field not in names:
+            return None
+        try:
+            mins = deserialize_row(f.value_stats.min_values, [schema.field(n).type for n in names])
+        except Exception:
+            return None
+        return _to_seconds(mins[names.index(self.field)])
+
+    def file_has_expired(self, f: DataFileMeta, schema) -> bool:
+        m = self.file_min_seconds(f, schema)
+        return m is not None and m < self.cutoff_s

@@ -1,0 +1,92 @@
+"""Inline compaction in a batch writer, as Java's ``MergeTreeWriter`` + ``MergeTreeCompactManager``
+do for batch jobs: after a bucket's new level-0 files are written, the bucket's picker runs over
+its levels and the compaction is done before the commit, landing in the same ``commit()`` as a
+second, COMPACT snapshot.
+
+- ``write-only``: never compacts (a dedicated job does).
+- ``full-compaction.delta-commits``: a batch commit always fully compacts the touched buckets.
+- first-row (level 0 invisible to readers): when the universal pick finds nothing, level 0 is
+  forced up (``ForceUpLevel0Compaction``).
+- write stall ``num-sorted-run.stop-trigger``: while the bucket still has more sorted runs than
+  that, the writer keeps compacting before it commits.
+- ``commit.force-compact`` makes a streaming writer wait for its compaction; a batch writer
+  always waits, so it changes nothing here.
+"""
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Sequence
+
+from ..messages import CommitMessage
+from ..metadata import DataFileMeta
+from ..paths import FileNamer, data_file_in
+from .expire import RecordExpiry
+from .levels import Levels, key_decoder
+from .picker import Pick, UniversalConfig, drop_delete, force_pick_level0, pick_full, pick_universal, worth_running
+from .plan import outside_unit
+from .rewrite import partition_path, run_compact_unit
+
+if TYPE_CHECKING:
+    from ..table import FileStoreTable
+
+_MAX_ROUNDS = 8
+
+
+def pick_inline(table: "FileStoreTable", levels: Levels, expiry: RecordExpiry | None, now_ms: int,
+                stalled: bool) -> Pick:
+    opts = table.options
+    runs = levels.sorted_runs()
+    n = levels.number_of_levels
+    if opts.full_compaction_delta_commits is not None or stalled:
+        schema = table.schema
+        force = opts.compaction_force_rewrite_all_files
+        return pick_full(runs, n, lambda f: force or (expiry is not None and expiry.file_has_expired(f, schema)))
+    cfg = UniversalConfig.from_options(opts)
+    # A batch writer starts with no memory of a previous full compaction (Java keeps it per writer).
+    p = pick_universal(runs, n, cfg, now_ms=now_ms, last_full_ms=None)
+    if p.unit is None and table.merge_engine().hides_level0:
+        p = force_pick_level0(runs, n, cfg)
+    return p if worth_running(p.unit) else Pick(None)
+
+
+def compact_written_bucket(table: "FileStoreTable", partition: bytes, bucket: int, total_buckets: int,
+                           live: Sequence[DataFileMeta], new_files: Sequence[DataFileMeta],
+                           namer: FileNamer) -> CommitMessage | None:
+    """The compaction of one bucket after a write (None: nothing to compact). The message carries
+    only compact_before/compact_after; the caller merges it with the bucket's new files."""
+    opts = table.options
+    if opts.write_only or not new_files:
+        return None
+    now_ms = int(time.time() * 1000)
+    expiry = RecordExpiry.of(table, now_ms // 1000)
+    original = list(live) + list(new_files)
+    levels = Levels.of(original, opts.num_levels, key_decoder(table.key_types))
+    stop = opts.num_sorted_run_stop_trigger
+    written: set[str] = set()
+    for round_ in range(_MAX_ROUNDS):
+        stalled = round_ > 0
+        if stalled and levels.number_of_sorted_runs <= stop:
+            break
+        p = pick_inline(table, levels, expiry, now_ms, stalled)
+        if p.unit is None or not p.unit.files:
+            break
+        out = run_compact_unit(table, partition, bucket, total_buckets, p.unit, drop_delete=drop_delete(p.unit, levels),
+                               max_level=levels.max_level, expiry=expiry, namer=namer,
+                               lookup_files=outside_unit(levels, p.unit)).message
+        upgraded = {f.file_name for f in out.compact_before}
+        written |= {f.file_name for f in out.compact_after if f.file_name not in upgraded}
+        levels = levels.update(out.compact_before, out.compact_after)
+    final = levels.all_files()
+    ident = lambda f: (f.level, f.file_name)  # noqa: E731 - data file names are unique per table
+    final_ids = {ident(f) for f in final}
+    original_ids = {ident(f) for f in original}
+    before = tuple(f for f in original if ident(f) not in final_ids)
+    after = tuple(f for f in final if ident(f) not in original_ids)
+    # intermediate outputs of an earlier round that a later round consumed: referenced by nobody
+    final_names = {f.file_name for f in final}
+    bucket_dir = table.paths.bucket_dir(partition_path(table, partition), bucket)
+    for name in written - final_names:
+        table.fileio.delete(data_file_in(bucket_dir, name))
+    if not before and not after:
+        return None
+    return CommitMessage(partition, bucket, total_buckets, compact_before=before, compact_after=after)

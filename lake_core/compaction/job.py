@@ -1,0 +1,147 @@
+"""Dedicated compaction: plan (metadata) -> execute units (threads) -> one COMPACT commit.
+
+A unit whose input files another job already compacted is *stale*: it is skipped and reported,
+its output files deleted, and the other units still land. The commit is conflict-checked, so a
+compaction racing a writer either lands whole or leaves nothing visible.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import replace
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import TYPE_CHECKING
+
+from ..commit import FileStoreCommit
+from ..errors import CommitConflictError
+from ..messages import CommitMessage
+from .plan import CompactionPlan, CompactionUnit, level_counts, plan_compaction, run_unit, ttl_lag_s
+from .result import CompactionResult
+from .rewrite import UnitOutcome
+
+if TYPE_CHECKING:
+    from ..table import FileStoreTable
+
+log = logging.getLogger(__name__)
+
+_MAX_STALE_ROUNDS = 5
+
+
+def compact(table: "FileStoreTable", *, full: bool = False, partitions=None, dry_run: bool = False,
+            expire_records: bool = False, parallelism: int = 2, now_ms: int | None = None) -> CompactionResult:
+    """Plan, execute and commit; ``now_ms`` fixes the clock of record-level expiry (default: now)."""
+    started = time.monotonic()
+    plan = plan_compaction(table, full=full, partitions=partitions, expire_records=expire_records, now_ms=now_ms)
+    before_files = [f for b in plan.buckets for f in b.files]
+    common = dict(table=table.identifier, full=full, expire_records=expire_records, dry_run=dry_run,
+                  base_snapshot_id=plan.snapshot_id, units_planned=len(plan.units),
+                  levels_before=level_counts(before_files),
+                  ttl_lag_before_s=ttl_lag_s(before_files, plan.expiry, table.schema))
+    log.info("compact %s: %d unit(s) planned over %d bucket(s)%s", table.identifier, len(plan.units),
+             len(plan.buckets), " (dry run)" if dry_run else "")
+    if dry_run or not plan.units:
+        return CompactionResult(**common, files_read=sum(len(u.files) for u in plan.units),
+                                bytes_read=sum(u.bytes for u in plan.units), rows_in=sum(u.rows for u in plan.units),
+                                levels_after=common["levels_before"], ttl_lag_after_s=common["ttl_lag_before_s"],
+                                duration_s=time.monotonic() - started)
+    outcomes = _execute(table, plan, parallelism)
+    committed, skipped, snapshot_id = commit_units(table, plan, outcomes)
+    after_files = _files_after(before_files, [outcomes[i].message for i in committed])
+    counts = [outcomes[i].counts for i in committed]
+    msgs = [outcomes[i].message for i in committed]
+    upgraded = {(f.file_name) for m in msgs for f in m.compact_before} & \
+        {f.file_name for m in msgs for f in m.compact_after}
+    written = [f for m in msgs for f in m.compact_after if f.file_name not in upgraded]
+    read = [f for m in msgs for f in m.compact_before if f.file_name not in upgraded]
+    return CompactionResult(
+        **common, snapshot_id=snapshot_id, units_run=len(committed), units_skipped=len(skipped),
+        skipped=tuple(skipped), files_read=len(read), bytes_read=sum(f.file_size for f in read),
+        files_written=len(written), bytes_written=sum(f.file_size for f in written),
+        files_upgraded=sum(c.files_upgraded for c in counts), rows_in=sum(c.rows_in for c in counts),
+        rows_out=sum(c.rows_out for c in counts), rows_dropped_deletes=sum(c.rows_deleted for c in counts),
+        rows_expired=sum(c.rows_expired for c in counts), rows_null_time=sum(c.rows_null_time for c in counts),
+        levels_after=level_counts(after_files), ttl_lag_after_s=ttl_lag_s(after_files, plan.expiry, table.schema),
+        duration_s=time.monotonic() - started)
+
+
+def _execute(table: "FileStoreTable", plan: CompactionPlan, parallelism: int) -> list[UnitOutcome]:
+    """Run every unit; Parquet decoding/encoding and zstd release the GIL, so threads use the cores."""
+    outcomes: list[UnitOutcome | None] = [None] * len(plan.units)
+    t0 = time.monotonic()
+    rows = 0
+    with ThreadPoolExecutor(max_workers=max(1, parallelism)) as pool:
+        futures = {pool.submit(run_unit, table, u): i for i, u in enumerate(plan.units)}
+        for done, fut in enumerate(as_completed(futures), 1):
+            i = futures[fut]
+            outcomes[i] = fut.result()
+            rows += outcomes[i].counts.rows_in
+            elapsed = max(time.monotonic() - t0, 1e-9)
+            log.info("compact %s: %d/%d unit(s) done, %d rows read, %.0f rows/s", table.identifier, done,
+                     len(plan.units), rows, rows / elapsed)
+    return outcomes  # type: ignore[return-value]
+
+
+def _stale_reason(unit: CompactionUnit, live: set) -> str | None:
+    gone = [f.file_name for f in unit.files if (unit.partition, unit.bucket, f.level, f.file_name) not in live]
+    if not gone:
+        return None
+    return (f"{unit.describe()}: stale, {len(gone)} input file(s) (e.g. {gone[0]}) were already compacted or "
+            "removed by another job")
+
+
+def commit_units(table: "FileStoreTable", plan: CompactionPlan, outcomes: list[UnitOutcome]):
+    """One COMPACT commit of the executed units that are still valid (``outcomes[i]`` belongs to
+    ``plan.units[i]``); stale units are skipped and their files deleted. Returns (committed unit
+    indices, skip reasons, snapshot id or None)."""
+    pending = list(range(len(plan.units)))
+    skipped: list[str] = []
+    try:
+        for _round in range(_MAX_STALE_ROUNDS):
+            latest = table.snapshot_manager.latest()
+            live = {(e.partition, e.bucket, e.file.level, e.file.file_name)
+                    for e in table.manifest_store.live_entries(latest)}
+            still = []
+            for i in pending:
+                reason = _stale_reason(plan.units[i], live)
+                if reason is None:
+                    still.append(i)
+                else:
+                    skipped.append(reason)
+                    log.warning("compact %s: skipping %s", table.identifier, reason)
+                    _discard(table, outcomes[i].message)
+            pending = still
+            if not pending:
+                return [], skipped, None
+            try:
+                # base_snapshot_id: the commit refuses deletes dropped here that rows landed since still need
+                snaps = FileStoreCommit(table).commit([replace(outcomes[i].message, base_snapshot_id=plan.snapshot_id)
+                                                       for i in pending])
+            except CommitConflictError:
+                # Someone compacted between our check and our commit: re-check and drop what went
+                # stale; a conflict that made nothing stale is final.
+                if _round == _MAX_STALE_ROUNDS - 1 or not _any_stale(table, plan, pending):
+                    raise
+                continue
+            return pending, skipped, (snaps[-1].id if snaps else None)
+        raise CommitConflictError(f"compact of {table.identifier} kept losing to concurrent compactions")
+    except BaseException:
+        for i in pending:
+            _discard(table, outcomes[i].message)
+        raise
+
+
+def _any_stale(table: "FileStoreTable", plan: CompactionPlan, pending: list[int]) -> bool:
+    latest = table.snapshot_manager.latest()
+    live = {(e.partition, e.bucket, e.file.level, e.file.file_name) for e in table.manifest_store.live_entries(latest)}
+    return any(_stale_reason(plan.units[i], live) is not None for i in pending)
+
+
+def _discard(table: "FileStoreTable", message: CommitMessage) -> None:
+    table.remove_uncommitted([message])  # keeps upgraded files: they are the unit's own inputs
+
+
+def _files_after(before, messages: list[CommitMessage]):
+    # data file names are unique per table (uuid + counter), so (level, name) identifies a file
+    gone_names = {(f.level, f.file_name) for m in messages for f in m.compact_before}
+    return [f for f in before if (f.level, f.file_name) not in gone_names] + \
+        [f for m in messages for f in m.compact_after]

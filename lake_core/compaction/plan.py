@@ -1,0 +1,181 @@
+"""Planning a dedicated compaction from metadata only: per selected (partition, bucket), the
+levels and the pick (universal, full, or record expiry) become a frozen, picklable
+:class:`CompactionUnit`; :func:`execute_unit` runs one anywhere (thread, process, Spark task).
+"""
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from ..errors import InvalidOptionError, LakeError
+from ..messages import CommitMessage
+from ..metadata import DataFileMeta
+from .expire import RecordExpiry
+from .levels import Levels, key_decoder
+from .picker import CompactUnit, Pick, UniversalConfig, drop_delete, force_pick_level0, pick_full, \
+    pick_universal, worth_running
+from .rewrite import UnitOutcome, run_compact_unit
+
+if TYPE_CHECKING:
+    from ..table import FileStoreTable
+
+
+@dataclass(frozen=True)
+class CompactionUnit:
+    """One (partition, bucket)'s compaction: which files, to which level, dropping retractions or not."""
+
+    partition: bytes
+    partition_values: tuple
+    bucket: int
+    total_buckets: int
+    files: tuple[DataFileMeta, ...]
+    output_level: int
+    max_level: int
+    drop_delete: bool
+    reason: str
+    expiry: RecordExpiry | None = None
+    lookup_files: tuple[DataFileMeta, ...] = ()  # first-row: the bucket's files outside the unit
+
+    @property
+    def bytes(self) -> int:
+        return sum(f.file_size for f in self.files)
+
+    @property
+    def rows(self) -> int:
+        return sum(f.row_count for f in self.files)
+
+    def describe(self) -> str:
+        return (f"partition {self.partition_values} bucket {self.bucket}: {len(self.files)} file(s) -> "
+                f"level {self.output_level} ({self.reason})")
+
+
+@dataclass(frozen=True)
+class BucketLevels:
+    """Files per level of one bucket (level -> count), for before/after reporting."""
+
+    partition: bytes
+    bucket: int
+    files: tuple[DataFileMeta, ...]
+
+
+@dataclass(frozen=True)
+class CompactionPlan:
+    snapshot_id: int | None
+    units: tuple[CompactionUnit, ...]
+    buckets: tuple[BucketLevels, ...]  # every selected bucket, as planned
+    expiry: RecordExpiry | None
+
+
+def execute_unit(table: "FileStoreTable", unit: CompactionUnit) -> CommitMessage:
+    """Run one unit and return its CommitMessage (writes new files only; commits nothing)."""
+    return run_unit(table, unit).message
+
+
+def run_unit(table: "FileStoreTable", unit: CompactionUnit) -> UnitOutcome:
+    """:func:`execute_unit` plus the unit's row counters."""
+    cu = CompactUnit(unit.output_level, unit.files, unit.reason)
+    return run_compact_unit(table, unit.partition, unit.bucket, unit.total_buckets, cu,
+                            drop_delete=unit.drop_delete, max_level=unit.max_level, expiry=unit.expiry,
+                            lookup_files=unit.lookup_files)
+
+
+def _partition_filter(table: "FileStoreTable", partitions) -> Any:
+    if partitions is None:
+        return None
+    names = list(table.schema.partition_keys)
+    specs = [partitions] if isinstance(partitions, Mapping) else list(partitions)
+    for spec in specs:
+        if not isinstance(spec, Mapping):
+            raise LakeError(f"compact of {table.identifier}: 'partitions' must be a dict or a list of dicts "
+                            f"mapping partition columns to values, got {spec!r}")
+        for k in spec:
+            if k not in names:
+                raise LakeError(f"compact of {table.identifier}: partition spec names '{k}', which is not a "
+                                f"partition column (partition columns: {names})")
+
+    def matches(values: tuple) -> bool:
+        return any(all(values[names.index(k)] == v for k, v in spec.items()) for spec in specs)
+
+    return matches
+
+
+def pick_bucket(table: "FileStoreTable", levels: Levels, *, full: bool, expiry: RecordExpiry | None,
+                expire_records: bool, now_ms: int, last_full_ms: int | None = None) -> Pick:
+    """The pick for one bucket of a dedicated job (the writer's inline pick is in :mod:`.inline`)."""
+    opts = table.options
+    runs = levels.sorted_runs()
+    n = levels.number_of_levels
+    schema = table.schema
+    expired = (lambda f: expiry.file_has_expired(f, schema)) if expiry is not None else (lambda f: False)
+    force = opts.compaction_force_rewrite_all_files
+    if full:
+        return pick_full(runs, n, lambda f: force or expired(f))
+    if expire_records:
+        if any(expired(f) for f in levels.all_files()):
+            return pick_full(runs, n, expired)
+        return Pick(None)
+    cfg = UniversalConfig.from_options(opts)
+    p = pick_universal(runs, n, cfg, now_ms=now_ms, last_full_ms=last_full_ms)
+    if p.unit is None and table.merge_engine().hides_level0:
+        p = force_pick_level0(runs, n, cfg)  # ForceUpLevel0Compaction: level 0 is invisible to readers
+    return p if worth_running(p.unit) else Pick(None)
+
+
+def plan_compaction(table: "FileStoreTable", *, full: bool = False, partitions=None, expire_records: bool = False,
+                    now_ms: int | None = None) -> CompactionPlan:
+    if not table.schema.primary_keys:
+        raise LakeError(f"compact of {table.identifier}: only primary-key tables have LSM levels to compact; "
+                        "this is an append table")
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    expiry = RecordExpiry.of(table, now_ms // 1000)
+    if expire_records and expiry is None:
+        raise InvalidOptionError(f"compact(expire_records=True) of {table.identifier} needs the table options "
+                                 "'record-level.expire-time' and 'record-level.time-field'")
+    matches = _partition_filter(table, partitions)
+    snapshot = table.snapshot_manager.latest()
+    store = table.manifest_store
+    groups: dict[tuple[bytes, int], list] = defaultdict(list)
+    for e in store.live_entries(snapshot):
+        groups[(e.partition, e.bucket)].append(e)
+    key_of = key_decoder(table.key_types)
+    num_levels = table.options.num_levels
+    units, buckets = [], []
+    for (partition, bucket), entries in sorted(groups.items(), key=lambda kv: (repr(store.partition_values(kv[0][0])),
+                                                                               kv[0][1])):
+        values = tuple(store.partition_values(partition))
+        if matches is not None and not matches(values):
+            continue
+        files = tuple(e.file for e in entries)
+        buckets.append(BucketLevels(partition, bucket, files))
+        levels = Levels.of(files, num_levels, key_of)
+        p = pick_bucket(table, levels, full=full, expiry=expiry, expire_records=expire_records, now_ms=now_ms)
+        if p.unit is None or not p.unit.files:
+            continue
+        units.append(CompactionUnit(partition, values, bucket, entries[0].total_buckets, p.unit.files,
+                                    p.unit.output_level, levels.max_level, drop_delete(p.unit, levels),
+                                    p.unit.reason, expiry, outside_unit(levels, p.unit)))
+    return CompactionPlan(snapshot.id if snapshot else None, tuple(units), tuple(buckets), expiry)
+
+
+def outside_unit(levels: Levels, unit: CompactUnit) -> tuple[DataFileMeta, ...]:
+    inside = {(f.level, f.file_name) for f in unit.files}
+    return tuple(f for f in levels.all_files() if (f.level, f.file_name) not in inside)
+
+
+def level_counts(files: Sequence[DataFileMeta]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for f in files:
+        out[f"L{f.level}"] = out.get(f"L{f.level}", 0) + 1
+    return dict(sorted(out.items(), key=lambda kv: int(kv[0][1:])))
+
+
+def ttl_lag_s(files: Sequence[DataFileMeta], expiry: RecordExpiry | None, schema) -> int | None:
+    """How long past its expiry the oldest record is (0: nothing overdue), from value statistics."""
+    if expiry is None:
+        return None
+    mins = [m for m in (expiry.file_min_seconds(f, schema) for f in files) if m is not None]
+    if not mins:
+        return 0
+    return max(0, expiry.cutoff_s - min(mins))

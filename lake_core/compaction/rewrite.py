@@ -1,0 +1,189 @@
+"""Running one compaction unit: read the files of each rewrite through the merge engine, write the
+result at the output level (rolled at ``target-file-size``), move upgraded files by metadata only.
+Returns the unit's CommitMessage with counters; the caller commits (plan -> execute -> commit).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from .. import rowkind
+from ..file_writer import DataFileWriter
+from ..merge.sort import KIND, SEQ
+from ..messages import CommitMessage
+from ..metadata import DataFileMeta, FileSource
+from ..paths import FileNamer, data_file_in, partition_dir
+from .expire import RecordExpiry
+from .levels import key_decoder
+from .stream import merge_sorted_runs
+from .picker import CompactUnit
+from .task import Rewrite, unit_actions
+
+if TYPE_CHECKING:
+    from ..table import FileStoreTable
+
+
+CHUNK_ROWS = 65_536  # rows read per input file per merge round
+
+
+def _kv_schema(table: "FileStoreTable") -> pa.Schema:
+    schema = table.schema.arrow_schema()
+    return schema.append(pa.field(SEQ, pa.int64(), nullable=False)).append(pa.field(KIND, pa.int8(), nullable=False))
+
+
+def iter_kv_file(table: "FileStoreTable", bucket_dir: str, f: DataFileMeta, chunk_rows: int = CHUNK_ROWS):
+    """Chunks of one data file: every table column plus _SEQUENCE_NUMBER/_VALUE_KIND. The file's
+    size and row count are checked against its manifest entry, as every other read does."""
+    from ..data_file_format import iter_data_file
+    from ..errors import DataFileMismatchError
+    from ..integrity import check_data_file_size
+    full = _kv_schema(table)
+    path = f.external_path or data_file_in(bucket_dir, f.file_name)
+    fmt = f.file_name.rsplit(".", 1)[-1]
+    rows = 0
+    if table.fileio.is_local:
+        local = table.fileio._p(path)
+        check_data_file_size(path, f, os.path.getsize(local))
+        for chunk in iter_data_file(local, fmt, full.names, full, chunk_rows):
+            rows += chunk.num_rows
+            yield chunk
+    else:
+        with table.fileio.open_input(path) as src:
+            check_data_file_size(path, f, int(src.size))
+            for chunk in iter_data_file(src, fmt, full.names, full, chunk_rows):
+                rows += chunk.num_rows
+                yield chunk
+    if rows != f.row_count:
+        raise DataFileMismatchError(path, f"data file {path} holds {rows} rows but its manifest entry says "
+                                          f"{f.row_count}; compaction stopped and committed nothing")
+
+
+@dataclass(frozen=True)
+class UnitCounts:
+    rows_in: int = 0
+    rows_out: int = 0
+    rows_deleted: int = 0  # retractions dropped at the top level
+    rows_expired: int = 0  # record-level expiry
+    rows_null_time: int = 0  # kept: NULL time field
+    files_upgraded: int = 0
+
+
+@dataclass(frozen=True)
+class UnitOutcome:
+    message: CommitMessage
+    counts: UnitCounts
+
+
+def partition_path(table: "FileStoreTable", partition: bytes) -> str:
+    schema = table.schema
+    from ..binary_row import deserialize_row
+    values = deserialize_row(partition, [schema.field(n).type for n in schema.partition_keys]) \
+        if schema.partition_keys else []
+    return partition_dir(list(schema.partition_keys), values, table.options.partition_default_name)
+
+
+def run_compact_unit(table: "FileStoreTable", partition: bytes, bucket: int, total_buckets: int, unit: CompactUnit,
+                     *, drop_delete: bool, max_level: int, expiry: RecordExpiry | None = None,
+                     extra_new_files: Sequence[DataFileMeta] = (), namer: FileNamer | None = None,
+                     force_rewrite: bool | None = None, lookup_files: Sequence[DataFileMeta] = ()) -> UnitOutcome:
+    """Execute ``unit`` of one bucket. ``extra_new_files`` are files written by the same commit
+    (inline compaction): they are reported as new files of the message."""
+    opts = table.options
+    engine = table.merge_engine()
+    key_of = key_decoder(table.key_types)
+    schema = table.schema
+    is_expired = (lambda f: expiry.file_has_expired(f, schema)) if expiry is not None else (lambda f: False)
+    actions = unit_actions(unit, key_of=key_of, max_level=max_level,
+                           min_file_size=int(opts.target_file_size * opts.compaction_small_file_ratio),
+                           is_expired=is_expired,
+                           force_rewrite=opts.compaction_force_rewrite_all_files if force_rewrite is None else force_rewrite,
+                           rewrite_level0=engine.hides_level0 and bool(lookup_files))
+    ppath = partition_path(table, partition)
+    writer = DataFileWriter(table, ppath, bucket, namer or FileNamer())
+    key_names = list(schema.trimmed_primary_keys)
+    # first-row: a key already in the bucket's other levels is not a first row; Java reads such
+    # tables without merging, so a key must never be stored twice (Paimon's lookup compaction)
+    seen = _lookup_keys(table, ppath, bucket, lookup_files, key_names) if engine.hides_level0 else None
+    before: list[DataFileMeta] = []
+    after: list[DataFileMeta] = []
+    c = dict(rows_in=0, rows_out=0, rows_deleted=0, rows_expired=0, rows_null_time=0, files_upgraded=0)
+    for action in actions:
+        if not isinstance(action, Rewrite):
+            f = action.file
+            before.append(f)
+            after.append(f.upgrade(unit.output_level))
+            c["files_upgraded"] += 1
+            continue
+        files = sorted((f for section in action.sections for f in section),
+                       key=lambda f: (f.min_sequence_number, f.file_name))  # oldest first
+        before.extend(files)
+        bucket_dir = table.paths.bucket_dir(ppath, bucket)
+        merged_chunks = merge_sorted_runs([iter_kv_file(table, bucket_dir, f) for f in files], key_names,
+                                          lambda rows: _merge_chunk(engine, rows, drop_delete, expiry, c, seen, key_names))
+        after.extend(_write_rolled(writer, merged_chunks, unit.output_level, opts.target_file_size))
+    msg = CommitMessage(partition, bucket, total_buckets, new_files=tuple(extra_new_files),
+                        compact_before=tuple(before), compact_after=tuple(after))
+    return UnitOutcome(msg, UnitCounts(**c))
+
+
+def _lookup_keys(table, ppath: str, bucket: int, files: Sequence[DataFileMeta], key_names) -> pa.Table | None:
+    """The keys stored in ``files`` (key columns only), or None when there are none."""
+    if not files:
+        return None
+    bucket_dir = table.paths.bucket_dir(ppath, bucket)
+    parts = [chunk.select(key_names) for f in files for chunk in iter_kv_file(table, bucket_dir, f)]
+    return pa.concat_tables(parts) if parts else None
+
+
+def _merge_chunk(engine, rows: pa.Table, drop_delete: bool, expiry: RecordExpiry | None, c: dict,
+                 seen: pa.Table | None = None, key_names=()) -> pa.Table:
+    """Merge one chunk of complete key groups; counts rows in/out, expired and dropped deletes.
+    ``seen``: keys stored elsewhere in the bucket (first-row), whose rows are dropped."""
+    c["rows_in"] += rows.num_rows
+    if expiry is not None:
+        rows, expired, nulls = expiry.split(rows)
+        c["rows_expired"] += expired
+        c["rows_null_time"] += nulls
+    merged = engine.merge(rows, drop_deletes=False) if rows.num_rows else rows
+    if drop_delete and merged.num_rows:
+        retract = rowkind.is_retract(merged[KIND].to_numpy())
+        n = int(np.count_nonzero(retract))
+        if n:
+            merged = merged.filter(pa.array(~retract))
+            c["rows_deleted"] += n
+    if seen is not None and merged.num_rows:
+        kept = merged.join(seen, keys=list(key_names), join_type="left anti", use_threads=False)
+        if kept.num_rows != merged.num_rows:
+            merged = kept.sort_by([(k, "ascending") for k in key_names])
+    c["rows_out"] += merged.num_rows
+    return merged
+
+
+def _write_rolled(writer: DataFileWriter, chunks, level: int, target_size: int) -> list[DataFileMeta]:
+    """Write merged chunks as files of about ``target-file-size``: chunks are gathered until they
+    reach the writer's in-memory roll size, so at most one output file is held in memory."""
+    out: list[DataFileMeta] = []
+    held: list[pa.Table] = []
+    held_bytes = 0
+    roll = 3 * target_size  # the writer's Arrow-bytes-per-file estimate (Parquet+zstd ~3x smaller)
+
+    def flush():
+        nonlocal held, held_bytes
+        rows = pa.concat_tables(held) if len(held) > 1 else held[0]
+        out.extend(w.meta for w in writer.write(rows, level=level, file_source=FileSource.COMPACT))
+        held, held_bytes = [], 0
+
+    for chunk in chunks:
+        if chunk.num_rows == 0:
+            continue
+        held.append(chunk)
+        held_bytes += chunk.nbytes
+        if held_bytes >= roll:
+            flush()
+    if held:
+        flush()
+    return out
