@@ -1,4 +1,4 @@
-"""One narrow, picklable file-system interface over fsspec (ARCHITECTURE D7).
+"""One narrow, picklable file-system interface over fsspec (the role of Java ``FileIO``).
 
 Everything lake_core stores goes through ``FileIO``: local disk (``file://`` or plain paths) and
 S3-compatible stores (``s3://``, MinIO/moto via ``endpoint_url``). The one operation that makes

@@ -1,7 +1,7 @@
-"""Minor manifest compaction run inside every commit (FORMAT.md §8.2, step 2).
+"""Minor manifest compaction run inside every commit (Java ``ManifestFileMerger.tryMinorCompaction``).
 
 Without it every commit adds one manifest to the base list and scan planning slows down without
-bound (pitfall P5). Full compaction (step 1) runs first once its size trigger is reached.
+bound. Full compaction (Java's ``tryFullCompaction``) runs first once its size trigger is reached.
 """
 from __future__ import annotations
 

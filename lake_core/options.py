@@ -1,6 +1,6 @@
 """Table options: Paimon's names and defaults, validated strictly.
 
-Paimon silently ignores options it does not know (FORMAT.md P17); we reject them so a typo never
+Paimon silently ignores options it does not know (Java ``CoreOptions``); we reject them so a typo never
 turns into a silently different table. Options Paimon has but lake_core does not implement yet are
 named as such, so the user knows the difference between "typo" and "not yet".
 """

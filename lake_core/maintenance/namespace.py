@@ -72,3 +72,24 @@ class TableMaintenance:
         newer snapshots and tags go, then the files only they used. Stop writers first."""
         from .rollback import rollback_to
         return rollback_to(self._table, snapshot_id=snapshot_id, tag=tag)
+
+    # -- rescale (lake_core/maintenance/rescale.py) ------------------------------------------------
+    def rescale(self, *, bucket: int, partitions=None, dry_run: bool = False):
+        """Set the ``bucket`` option and rewrite the selected partitions (a list of
+        ``{column: value}`` selectors; all when None) into ``bucket`` buckets, one verified
+        OVERWRITE per partition. Returns a ``RescaleResult``."""
+        from .rescale import rescale
+        return rescale(self._table, bucket=bucket, partitions=partitions, dry_run=dry_run)
+
+    def plan_rescale(self, *, bucket: int, partitions=None):
+        """The partitions a rescale to ``bucket`` would rewrite (metadata only): a ``RescalePlan``."""
+        from .rescale import plan_rescale
+        return plan_rescale(self._table, bucket=bucket, partitions=partitions)
+
+    def rescale_partition(self, *, partition=None, bucket: int, commit_user: str | None = None,
+                          dry_run: bool = False):
+        """Rewrite one partition into ``bucket`` buckets (the unit of a backfill). The table's
+        ``bucket`` option is not changed here; ``rescale`` (or ``alter_table``) sets it."""
+        from .rescale import rescale_partition
+        return rescale_partition(self._table, partition=partition, bucket=bucket, commit_user=commit_user,
+                                 dry_run=dry_run)
