@@ -47,6 +47,11 @@ class Workload:
     def _record(self, snaps):
         for s in snaps:
             self.models[s.id] = dict(self.model)
+        # A write may also commit an inline COMPACT snapshot after the one it returns: same content.
+        latest = self.t.latest_snapshot()
+        if snaps and latest is not None:
+            for sid in range(max(s.id for s in snaps) + 1, latest.id + 1):
+                self.models.setdefault(sid, dict(self.model))
 
     def upsert(self):
         rows = {}
