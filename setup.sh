@@ -12,7 +12,8 @@
 #      pypaimon pins pyarrow<20, pandas<3, fsspec<2026, so it cannot share .venv.
 #   4. .java-paimon/ with Java Paimon 1.0 (the jar inside the paimon-python-ali 0.1.1 wheel) and the
 #      compiled test driver tests/java_interop/driver/PaimonDriver.java, for the `java` tests.
-#   5. The main job: `.venv/bin/python -m lake_core.demo`, if that module exists.
+#   5. The main job: `.venv/bin/python -m orchestration.demo` (ingest with Spark, the snapshot sensor's
+#      downstream run, a summary; its runs show in `dagster dev`).
 #
 # Environment: PYTHON=python3.11 picks the interpreter for .venv (default: python3);
 # LAKE_SKIP_DEMO=1 is the same as --no-demo; LAKE_SETUP_FORCE=1 reinstalls even if up to date.
@@ -26,7 +27,7 @@ RUN_DEMO=1
 for arg in "$@"; do
   case "$arg" in
     --no-demo) RUN_DEMO=0 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     *) echo "setup.sh: unknown argument '$arg' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -84,9 +85,6 @@ fi
 log "environment ready in ${SECONDS}s"
 
 # --- 5. The main job ----------------------------------------------------------------------------
-# HOOK: this is the project's "main job". Today it is the lake_core demo (when it exists);
-# the Dagster issue replaces this function (e.g. materialise the assets of
-# orchestration.definitions once, or start `dagster dev`).
 run_main_job() {
   # The main job: ingest change data with Spark, tick the snapshot sensor, run the downstream
   # Dagster run it requests, print a summary (local warehouse .demo/lake, Dagster storage .dagster/).

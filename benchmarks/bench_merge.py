@@ -1,7 +1,7 @@
 """Merge-engine benchmark (engine level, in memory): one bucket's worth of a merged read of
 1,000,000 rows plus 200,000 updates (two sorted runs, concatenated oldest -> newest), merged with
 ``merge(rows, drop_deletes=True)`` by deduplicate, partial-update and aggregation; beside them the
-in-process "ceilings" of PERFORMANCE.md (polars last-non-null per column, NumPy reduceat) on the same
+in-process "ceilings" (polars last-non-null per column, NumPy reduceat) on the same
 data. Medians of >= 5 warm runs; rows/s counts input rows. No assertions.
 
     .venv/bin/python -m benchmarks.bench_merge [--rows 1000000] [--updates 200000] [--runs 5]

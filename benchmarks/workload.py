@@ -1,4 +1,4 @@
-"""The shared benchmark workload (PERFORMANCE.md "Peers on the same workload").
+"""The shared benchmark workload (the same for lake_core and its peers).
 
 Imported by the lake_core worker and, as a plain file, by the pypaimon worker (which runs in
 its own virtualenv with pyarrow < 20), so it depends on NumPy and pyarrow only.

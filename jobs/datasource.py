@@ -1,4 +1,4 @@
-"""``spark.read.format("paimon")``: a Spark 4 Python Data Source over lake_core (ARCHITECTURE D5).
+"""``spark.read.format("paimon")``: a Spark 4 Python Data Source over lake_core.
 
     spark.read.format("paimon")
         .option("warehouse", "s3://bucket/wh")            # or file:///abs/path

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 import pyarrow as pa
 
 from jobs.datasource import read_table
+from jobs.tables import TableSpec, ensure_table
 from jobs.write import WriteResult, distributed_write
 from lake_core import Catalog
 
@@ -73,16 +74,9 @@ def commit_user_for(target: str) -> str:
     return f"downstream:{target}"
 
 
-def ensure_table(catalog: Catalog, name: str, transform: Transform):
-    catalog.create_database(name.split(".")[0], ignore_if_exists=True)
-    return catalog.create_table(
-        name,
-        schema=transform.schema,
-        primary_keys=list(transform.primary_keys),
-        partition_keys=list(transform.partition_keys),
-        options=dict(transform.options),
-        ignore_if_exists=True,
-    )
+def target_spec(name: str, transform: Transform) -> TableSpec:
+    """The derived table's definition: the transform's schema, keys and options under ``name``."""
+    return TableSpec(name, transform.schema, transform.primary_keys, transform.partition_keys, transform.options)
 
 
 def run_downstream(
@@ -102,7 +96,7 @@ def run_downstream(
     """
     spec = TRANSFORMS[transform]
     options = dict(storage_options or {})
-    ensure_table(Catalog(warehouse, storage_options=options), target_table, spec)
+    ensure_table(Catalog(warehouse, storage_options=options), target_spec(target_table, spec))
     source = read_table(spark, warehouse, source_table, snapshot_id=snapshot_id, storage_options=options)
     result = spec.compute(source).orderBy(*spec.primary_keys)
     return distributed_write(

@@ -9,10 +9,11 @@ of ingesting the next batch.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Protocol
 
 import pyarrow as pa
 
+from jobs.tables import TableSpec, ensure_table
 from jobs.write import WriteResult, committed_result, distributed_write, find_commit
 from lake_core import Catalog
 
@@ -33,15 +34,6 @@ class ChangeSource(Protocol):
 
 
 @dataclass(frozen=True)
-class TableSpec:
-    name: str
-    schema: pa.Schema
-    primary_keys: Sequence[str] = ()
-    partition_keys: Sequence[str] = ()
-    options: Mapping[str, str] | None = None
-
-
-@dataclass(frozen=True)
 class IngestResult:
     batch: int
     write: WriteResult
@@ -54,18 +46,6 @@ def ingest_commit_user(run_key: str) -> str:
 def next_batch(table: "FileStoreTable") -> int:
     ids = [s.commit_identifier for s in table.snapshots() if s.commit_user.startswith(INGEST_USER_PREFIX)]
     return max(ids) + 1 if ids else 0
-
-
-def ensure_table(catalog: Catalog, spec: TableSpec) -> "FileStoreTable":
-    catalog.create_database(spec.name.split(".")[0], ignore_if_exists=True)
-    return catalog.create_table(
-        spec.name,
-        schema=spec.schema,
-        primary_keys=list(spec.primary_keys),
-        partition_keys=list(spec.partition_keys),
-        options=dict(spec.options or {}),
-        ignore_if_exists=True,
-    )
 
 
 def ingest(

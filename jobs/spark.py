@@ -1,6 +1,6 @@
-"""Build the Spark session every job runs in (ARCHITECTURE §5 runtime facts).
+"""Build the Spark session every job runs in.
 
-Spark is only a parallel task runner for lake_core code (D5): its JVM never opens a table path,
+Spark is only a parallel task runner for lake_core code: its JVM never opens a table path,
 so no Hadoop S3 connector is configured or needed.
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Distributed write of a Spark DataFrame into a lake table (ARCHITECTURE D5, §3).
+"""Distributed write of a Spark DataFrame into a lake table.
 
-    DataFrame ─ mapInArrow: bucket of each row (lake_core.bucket.assign_buckets, in executors)
+    DataFrame ─ mapInArrow: bucket of each row (lake_core.assign_buckets, in executors)
               ─ repartition by (partition keys, bucket) so each (partition, bucket) has one writer
               ─ sortWithinPartitions(input order) so -U still precedes its +U after the shuffle
               ─ mapInArrow: lake_core TableWrite per task → pickled CommitMessages
@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 BUCKET_COL = "__lake_bucket"
 ORDER_COL = "__lake_order"
 _MESSAGES_SCHEMA = "message binary, rows long"
+# Snapshot property holding the commit's input (change) row count, so a retry that finds its commit
+# already made reports the rows it wrote instead of 0. Paimon keeps unknown snapshot properties.
+CHANGE_ROWS_PROPERTY = "lake.change-rows"
 
 
 @dataclass(frozen=True)
@@ -37,7 +40,7 @@ class WriteResult:
     snapshot_id: int | None  # None: the DataFrame was empty, nothing committed
     commit_user: str
     identifier: int
-    rows: int  # input rows (change records) written
+    rows: int  # input rows (change records) written by this commit
     files: int  # data files added
     bytes: int  # bytes of the data files added
     already_committed: bool  # True: this identity had landed before; nothing was written again
@@ -46,7 +49,7 @@ class WriteResult:
         return {
             "table": self.table,
             "snapshot_id": self.snapshot_id,
-            "rows": self.rows,
+            "change_rows": self.rows,
             "files": self.files,
             "bytes": self.bytes,
             "commit_user": self.commit_user,
@@ -89,7 +92,8 @@ def committed_result(table: "FileStoreTable", commit_user: str, identifier: int)
 
 def _landed_result(table: "FileStoreTable", done: Snapshot) -> WriteResult:
     files, size = _snapshot_stats(table, done)
-    return WriteResult(table.identifier, done.id, done.commit_user, done.commit_identifier, 0, files, size,
+    rows = int((done.properties or {}).get(CHANGE_ROWS_PROPERTY) or done.delta_record_count)
+    return WriteResult(table.identifier, done.id, done.commit_user, done.commit_identifier, rows, files, size,
                        already_committed=True)
 
 
@@ -101,7 +105,7 @@ def _snapshot_stats(table: "FileStoreTable", snap: Snapshot) -> tuple[int, int]:
 
 def _bucket_udf(table: "FileStoreTable"):
     """Executor side: append the bucket of every row, with exactly lake_core's bucket function."""
-    from lake_core.bucket import assign_buckets
+    from lake_core import assign_buckets
 
     keys = list(table.schema.bucket_keys())
     types = [table.schema.field(k).type for k in keys]
@@ -188,7 +192,8 @@ def distributed_write(
 
     builder = table.new_batch_write_builder().with_commit_user(commit_user)
     try:
-        snapshots = builder.new_commit().commit(messages, identifier=identifier)
+        snapshots = builder.new_commit().commit(messages, identifier=identifier,
+                                                properties={CHANGE_ROWS_PROPERTY: str(rows)})
     except CommitConflictError as e:
         table.remove_uncommitted(messages)  # nothing landed: the files this run wrote are orphans
         if isinstance(e, CommitIdentityError):

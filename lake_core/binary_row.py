@@ -1,16 +1,16 @@
-"""Java-compatible Paimon ``BinaryRow`` encoding (FORMAT.md §6.1).
+"""Java-compatible Paimon ``BinaryRow`` encoding (Java ``BinaryRow``/``BinaryRowWriter``).
 
 A BinaryRow is ``[null bit set][8-byte slot per field][variable part]``. It is the wire form of
 partition values, min/max keys and stats rows in manifests, and the input of the bucket hash, so
 the bytes must equal what Java's ``BinaryRowWriter`` produces (``RowHelper.copyInto``), including
-its null encoding for non-compact DECIMAL/TIMESTAMP (pitfall P9).
+its null encoding for non-compact DECIMAL/TIMESTAMP (``BinaryRowWriter.writeDecimal``/``writeTimestamp`` with null).
 
 Two independent implementations live here on purpose:
 
 * ``row_bytes``/``serialize_row``/``deserialize_row`` work on one row of Python values with
   ``struct``; they are the readable reference.
 * ``encode_rows`` encodes whole Arrow columns with NumPy (no per-row Python code) for bucket
-  hashing of millions of keys. Tests check both against each other and against FORMAT.md.
+  hashing of millions of keys. Tests check both against each other and against Java's bytes.
 
 Types are pyarrow DataTypes (the project maps Paimon types 1:1 onto them, see ``_field``).
 """
@@ -591,7 +591,7 @@ def _encode_column(col: Any, t: pa.DataType) -> _ColumnEncoding:
         millis, rest = np.divmod(values, per_milli)  # floor: nanoOfMilli is never negative
         slot = (rest * f.unit_nanos).astype(np.uint64)
         block = np.ascontiguousarray(millis, dtype="<i8").view(np.uint8).reshape(n, 8)
-        # Null rows: millis 0 and slot low part 0, but the 8 var bytes are still reserved (P9).
+        # Null rows: millis 0 and slot low part 0, but the 8 var bytes are still reserved (as Java writes a null non-compact TIMESTAMP).
         return _ColumnEncoding(slot, null, np.full(n, 8, np.int64),
                                lambda flat, starts: _write_blocks(flat, starts, block))
     if k == "dec":

@@ -1,4 +1,4 @@
-"""Fixed-bucket assignment, bit-exact with Java Paimon (FORMAT.md §6.4, pitfall P11).
+"""Fixed-bucket assignment, bit-exact with Java Paimon (Java ``FixedBucketRowKeyExtractor`` and ``BucketFunction``).
 
 ``bucket-function.type``:
 

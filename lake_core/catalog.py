@@ -9,7 +9,7 @@ from .errors import (CatalogError, DatabaseAlreadyExistsError, DatabaseNotFoundE
                      TableAlreadyExistsError, TableNotFoundError)
 from .fileio import FileIO
 from .names import DB_SUFFIX, check_not_system_database, split_identifier, validate_database_name
-from .options import validate_table_options
+from .options import CoreOptions, validate_table_options
 from .schema import TableSchema
 from .schema_manager import SchemaManager
 from .paths import TablePaths, join
@@ -102,15 +102,8 @@ class Catalog:
             if ignore_if_exists:
                 return self.get_table(identifier)
             raise TableAlreadyExistsError(f"table {identifier} already exists in {self.warehouse}")
-        if not isinstance(schema, pa.Schema):
-            raise SchemaError(f"create_table({identifier!r}) expects a pyarrow.Schema, got {type(schema).__name__}")
-        opts = {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in (options or {}).items()}
-        core = validate_table_options(opts, has_primary_key=bool(primary_keys))
-        table_schema = TableSchema.create(schema, partition_keys=tuple(partition_keys),
-                                          primary_keys=tuple(primary_keys), options=opts, comment=comment)
-        _validate_table_definition(identifier, table_schema, core)
+        table_schema = _define_table(identifier, schema, primary_keys, partition_keys, options, comment)
         table = FileStoreTable(self.fileio, self.table_path(identifier), identifier, table_schema)
-        table.merge_engine()  # engine validation (aggregate types, sequence groups...) before anything is written
         table.schema_manager.create(table_schema)
         return table
 
@@ -124,12 +117,45 @@ class Catalog:
             raise TableNotFoundError(f"table {identifier} does not exist in {self.warehouse}")
         return FileStoreTable(self.fileio, path, identifier, schema)
 
+    def alter_table(self, identifier: str, changes) -> FileStoreTable:
+        """Apply ``SchemaChange``s (one or a list) as the table's next ``schema-N``; returns the
+        table with its new schema. Refused changes raise and leave the table unchanged."""
+        from .schema_change import SchemaChange, commit_schema_changes
+        changes = [changes] if isinstance(changes, SchemaChange) else list(changes)
+        new = commit_schema_changes(self.get_table(identifier), changes)
+        return FileStoreTable(self.fileio, self.table_path(identifier), identifier, new)
+
     def drop_table(self, identifier: str, ignore_if_not_exists: bool = False) -> None:
         if not self.table_exists(identifier):
             if ignore_if_not_exists:
                 return
             raise TableNotFoundError(f"table {identifier} does not exist in {self.warehouse}")
         self.fileio.delete_dir(self.table_path(identifier))
+
+
+def validate_options(options: Mapping[str, Any], *, schema: pa.Schema, primary_keys: Sequence[str] = (),
+                     partition_keys: Sequence[str] = (), table: str = "table") -> CoreOptions:
+    """Check a table definition's options exactly as ``create_table`` would, touching no storage.
+
+    Raises the same :class:`InvalidOptionError` / :class:`UnsupportedOptionError` /
+    :class:`SchemaError` naming ``table``, the option and the value; returns the typed options.
+    """
+    return CoreOptions(_define_table(table, schema, primary_keys, partition_keys, options, None).options)
+
+
+def _define_table(identifier: str, schema: pa.Schema, primary_keys: Sequence[str], partition_keys: Sequence[str],
+                  options: Mapping[str, Any] | None, comment: str | None) -> TableSchema:
+    """Every check of a new table's definition (options, keys, merge engine), before anything is written."""
+    if not isinstance(schema, pa.Schema):
+        raise SchemaError(f"create_table({identifier!r}) expects a pyarrow.Schema, got {type(schema).__name__}")
+    opts = {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in (options or {}).items()}
+    core = validate_table_options(opts, has_primary_key=bool(primary_keys))
+    table_schema = TableSchema.create(schema, partition_keys=tuple(partition_keys),
+                                      primary_keys=tuple(primary_keys), options=opts, comment=comment)
+    _validate_table_definition(identifier, table_schema, core)
+    from .merge import create_merge_engine
+    create_merge_engine(table_schema, core)  # engine checks: aggregate types, sequence groups, ...
+    return table_schema
 
 
 def _validate_table_definition(identifier: str, schema: TableSchema, core) -> None:

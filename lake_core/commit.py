@@ -1,4 +1,4 @@
-"""Atomic, idempotent, conflict-checked commits (FORMAT.md §8.1, ARCHITECTURE D3).
+"""Atomic, idempotent, conflict-checked commits (Java ``FileStoreCommitImpl``).
 
 A commit turns CommitMessages into manifest entries and one or two snapshots (APPEND/OVERWRITE
 for new data, then COMPACT for compaction results). ``snapshot-N`` is created exclusively; a lost
@@ -132,6 +132,9 @@ class FileStoreCommit:
                 if not out:
                     raise
                 out += self._recompact_after_landing(messages, out, identifier, properties, e)
+        if out:
+            from .maintenance.post_commit import after_commit
+            after_commit(self.table)  # expiry as Paimon runs it, unless 'write-only'
         return out
 
     def _recompact_after_landing(self, messages, landed: list[Snapshot], identifier, properties,
@@ -173,6 +176,18 @@ class FileStoreCommit:
             "to batch reads until the next write or compaction of that bucket compacts them; do not re-send the "
             "data", landed)
 
+    def commit_overwrite_entries(self, entries: list[ManifestEntry], validate: Callable[[Snapshot | None], None],
+                                 identifier: int = BATCH_IDENTIFIER, properties: dict | None = None) -> Snapshot:
+        """One OVERWRITE snapshot of exactly ``entries``. ``validate(latest)`` runs on each attempt
+        and raises ``CommitConflictError`` when the data the entries rewrite changed since it was
+        read (maintenance rewrites such as a bucket rescale)."""
+        def build(latest):
+            validate(latest)
+            return entries
+
+        return self._commit_with_retry(CommitKind.OVERWRITE, build, [], [], identifier, properties,
+                                       check_conflicts=True, fingerprint=entries)
+
     # -- building entries ---------------------------------------------------------------------
     @staticmethod
     def _entries(messages: Iterable[CommitMessage]):
@@ -193,6 +208,8 @@ class FileStoreCommit:
         return data, changelog, index, compact
 
     def _partition_matcher(self, overwrite) -> Callable[[bytes], bool]:
+        if callable(overwrite):  # a predicate over serialized partitions (partition expiry drops several)
+            return overwrite
         part_names = list(self.table.schema.partition_keys)
         spec = overwrite if isinstance(overwrite, dict) else {}
         for k in spec:
@@ -243,6 +260,8 @@ class FileStoreCommit:
             entries = build(latest)
             if check_conflicts:
                 self._check_conflicts(latest, entries, kind)
+            elif kind == CommitKind.APPEND:
+                self._fixed_bucket_append_check(latest, entries)
             if self._bundled_compaction:
                 self._check_bundled_compaction(latest)
             if index_changes:
@@ -347,18 +366,35 @@ class FileStoreCommit:
                     f"(bucket {e.bucket}) is no longer live (another job compacted or overwrote it); "
                     "nothing was committed — re-run the job against the latest snapshot")
         if kind != CommitKind.OVERWRITE:
-            buckets_by_partition: dict[bytes, int] = {}
-            for e in live:
-                buckets_by_partition.setdefault(e.partition, e.total_buckets)
-            for e in entries:
-                have = buckets_by_partition.get(e.partition)
-                if e.kind == FileKind.ADD and have is not None and have != e.total_buckets:
-                    raise CommitConflictError(
-                        f"total buckets of partition {self.manifests.partition_values(e.partition)} of "
-                        f"{self.table.identifier} changed from {have} to {e.total_buckets}; only an OVERWRITE "
-                        "(or a rescale) may change a partition's bucket count")
+            self._check_total_buckets(live, entries)
         if self.table.schema.primary_keys:
             self._check_lsm_overlap(live, entries)
+
+    def _check_total_buckets(self, live: list[ManifestEntry], entries: list[ManifestEntry]) -> None:
+        """A partition keeps its bucket count until an OVERWRITE (a rescale) rewrites it: a writer
+        that computed buckets with another count must not mix files into it (Java
+        ``ConflictDetection``: "Total buckets of partition ... changed")."""
+        buckets_by_partition: dict[bytes, int] = {}
+        for e in live:
+            if e.total_buckets > 0:
+                buckets_by_partition.setdefault(e.partition, e.total_buckets)
+        for e in entries:
+            have = buckets_by_partition.get(e.partition)
+            if e.kind == FileKind.ADD and e.total_buckets > 0 and have is not None and have != e.total_buckets:
+                raise CommitConflictError(
+                    f"total buckets of partition {self._partition_desc(e.partition)} of {self.table.identifier} "
+                    f"changed from {have} to {e.total_buckets} without overwrite (the partition was rescaled while "
+                    f"this job wrote it with {e.total_buckets} buckets); nothing was committed — re-run the job, "
+                    f"it will write the partition's current {have} buckets")
+
+    def _fixed_bucket_append_check(self, latest: Snapshot | None, entries: list[ManifestEntry]) -> None:
+        """APPEND commits skip the full conflict check, but a fixed-bucket partition may have been
+        rescaled since the writer chose its bucket count: compare with the partitions' live files."""
+        touched = {e.partition for e in entries if e.kind == FileKind.ADD and e.total_buckets > 0}
+        if latest is None or not touched:
+            return
+        live = [e for e in self.manifests.live_entries(latest) if e.partition in touched]
+        self._check_total_buckets(live, entries)
 
     def _check_index_conflicts(self, latest: Snapshot | None, changes: list[IndexManifestEntry]) -> None:
         """Dynamic bucket mode: a HASH ADD is a complete new index of its (partition, bucket) and

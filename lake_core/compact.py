@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Sequence
 
 import pyarrow as pa
 
-from .integrity import read_checked_data_file
 from .merge.sort import KIND, SEQ
 from .messages import CommitMessage
 from .metadata import DataFileMeta
@@ -22,13 +21,14 @@ if TYPE_CHECKING:
 def read_kv_files(table: "FileStoreTable", partition_path: str, bucket: int,
                   files: Sequence[DataFileMeta]) -> pa.Table:
     """All columns plus _SEQUENCE_NUMBER/_VALUE_KIND of ``files``, concatenated oldest first."""
+    from .schema_evolution import read_evolved
     schema = table.schema.arrow_schema()
     full = schema.append(pa.field(SEQ, pa.int64(), nullable=False)).append(pa.field(KIND, pa.int8(), nullable=False))
     parts = []
     bucket_dir = table.paths.bucket_dir(partition_path, bucket)
     for f in sorted(files, key=lambda f: (f.min_sequence_number, f.file_name)):
         path = f.external_path or data_file_in(bucket_dir, f.file_name)
-        parts.append(read_checked_data_file(table.fileio, path, f, f.file_name.rsplit(".", 1)[-1], full.names, full))
+        parts.append(read_evolved(table, path, f, f.file_name.rsplit(".", 1)[-1], full.names, full))
     if not parts:
         return full.empty_table()
     return pa.concat_tables(parts)

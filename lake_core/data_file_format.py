@@ -1,6 +1,6 @@
 """Encoding and decoding of Paimon data files (Parquet, ORC, Avro).
 
-Writing follows Java Paimon's physical layout (FORMAT.md §7.1, P12):
+Writing follows Java Paimon's physical layout (``KeyValueFileWriterFactory``):
 
 * **Parquet** (``ParquetSchemaConverter``): DECIMAL p<=9 as INT32, p<=18 as INT64, larger as
   FIXED_LEN_BYTE_ARRAY(min bytes); TINYINT/SMALLINT as INT32 Int(8/16); NOT NULL columns

@@ -1,7 +1,7 @@
 """Dynamic bucket mode (``bucket`` = -1 on a primary-key table whose key holds every partition
 field): Java ``HashBucketAssigner``/``PartitionIndex`` + ``DynamicBucketIndexMaintainer``.
 
-Rules (FORMAT.md §7.2):
+Rules (as Java ``HashBucketAssigner``):
 
 * a key whose hash is already in the partition's HASH index keeps that bucket (two keys with
   the same 32-bit hash therefore share a bucket, exactly as in Java);

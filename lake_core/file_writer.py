@@ -26,7 +26,7 @@ EMPTY_STATS = SimpleStats(EMPTY_ROW, EMPTY_ROW, ())
 
 
 def local_now_millis() -> int:
-    """Paimon stores creation time as the *local* wall clock encoded as if it were UTC (P20)."""
+    """Paimon stores creation time as the *local* wall clock encoded as if it were UTC (Java ``DataFileMeta.creationTime``)."""
     now = _dt.datetime.now()
     return int((now - _dt.datetime(1970, 1, 1)).total_seconds() * 1000)
 

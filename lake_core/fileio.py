@@ -1,4 +1,4 @@
-"""One narrow, picklable file-system interface over fsspec (ARCHITECTURE D7).
+"""One narrow, picklable file-system interface over fsspec (the role of Java ``FileIO``).
 
 Everything lake_core stores goes through ``FileIO``: local disk (``file://`` or plain paths) and
 S3-compatible stores (``s3://``, MinIO/moto via ``endpoint_url``). The one operation that makes
@@ -109,7 +109,10 @@ class FileIO:
             for root, _dirs, files in os.walk(p):
                 for name in files:
                     full = os.path.join(root, name)
-                    st = os.stat(full)
+                    try:
+                        st = os.stat(full)
+                    except FileNotFoundError:
+                        continue  # a temp file renamed or a file deleted while we walked
                     out.append((full, st.st_size, st.st_mtime))
             return out
         for full, info in self.fs.find(p, detail=True, withdirs=False).items():

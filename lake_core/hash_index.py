@@ -1,4 +1,4 @@
-"""Paimon's dynamic-bucket HASH index files (FORMAT.md §7.2, Java ``HashIndexFile``).
+"""Paimon's dynamic-bucket HASH index files (Java ``HashIndexFile``).
 
 One file per (partition, bucket): the big-endian int32 ``BinaryRow(trimmedPK).hashCode()`` of
 every key in that bucket, no header, no particular order (we write them sorted). Listed in the

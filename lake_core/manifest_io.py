@@ -1,6 +1,6 @@
 """Avro object-container codecs for Paimon's manifest list, manifest and index manifest files.
 
-Bytes in, bytes out; file IO is the caller's business (FORMAT.md §5, pitfall P14).
+Bytes in, bytes out; file IO is the caller's business (Java ``ManifestFile``/``ManifestList``/``IndexManifestFile``).
 
 Writing follows Java exactly: the same writer schema (field names, order and types, ``_VERSION``
 first, nullable fields as ``["null", T]`` with ``"default": null``, ``_CREATION_TIME`` as

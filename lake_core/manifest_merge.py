@@ -1,7 +1,7 @@
-"""Minor manifest compaction run inside every commit (FORMAT.md §8.2, step 2).
+"""Minor manifest compaction run inside every commit (Java ``ManifestFileMerger.tryMinorCompaction``).
 
 Without it every commit adds one manifest to the base list and scan planning slows down without
-bound (pitfall P5). Full manifest compaction is a maintenance operation of its own.
+bound. Full compaction (Java's ``tryFullCompaction``) runs first once its size trigger is reached.
 """
 from __future__ import annotations
 
@@ -19,6 +19,10 @@ def merge_manifests(store: "ManifestStore", metas: Sequence[ManifestFileMeta], o
                     schema_id: int, namer: FileNamer) -> tuple[list[ManifestFileMeta], list[ManifestFileMeta]]:
     """Returns (new base list, manifests newly written). Groups consecutive manifests until their
     size reaches the target; a trailing group is merged only if it has >= merge-min-count files."""
+    from .maintenance.manifest_compaction import try_full_compaction
+    full = try_full_compaction(store, metas, options, schema_id, namer)  # manifest.full-compaction-threshold-size
+    if full is not None:
+        return full
     target = parse_memory_size("manifest.target-file-size", options.get("manifest.target-file-size"))
     min_count = int(options.get("manifest.merge-min-count"))
     if len(metas) < min_count:

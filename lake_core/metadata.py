@@ -1,7 +1,7 @@
 """Typed, immutable views of Paimon's manifest metadata records.
 
 These mirror Java's ``SimpleStats``, ``DataFileMeta``, ``ManifestEntry``, ``ManifestFileMeta``,
-``DeletionVectorMeta`` and ``IndexManifestEntry`` (FORMAT.md §5). Every row-valued field
+``DeletionVectorMeta`` and ``IndexManifestEntry``. Every row-valued field
 (partition, min/max key, stats min/max values) is kept exactly as serialized in the manifest:
 ``[int32 BE arity] ++ BinaryRow bytes``. Decoding those bytes is another module's job; keeping
 them opaque lets a manifest be read and rewritten without any loss.

@@ -1,6 +1,6 @@
 """Table options: Paimon's names and defaults, validated strictly.
 
-Paimon silently ignores options it does not know (FORMAT.md P17); we reject them so a typo never
+Paimon silently ignores options it does not know (Java ``CoreOptions``); we reject them so a typo never
 turns into a silently different table. Options Paimon has but lake_core does not implement yet are
 named as such, so the user knows the difference between "typo" and "not yet".
 """
@@ -67,6 +67,12 @@ KNOWN: dict[str, str | None] = {
     "snapshot.time-retained": "1 h",
     "snapshot.expire.limit": "50",
     "snapshot.clean-empty-directories": "false",
+    "snapshot.expire.execution-mode": "sync",
+    "consumer.expiration-time": None,
+    "partition.expiration-check-interval": "1 h",
+    "tag.automatic-creation": "none",
+    "tag.creation-period": "daily",
+    "tag.num-retained-max": None,
     "commit.max-retries": "10",
     "commit.min-retry-wait": "10 ms",
     "commit.max-retry-wait": "10 s",
@@ -378,6 +384,7 @@ _INT_OPTIONS: dict[str, tuple[int, int, str]] = {
     "snapshot.num-retained.min": (1, INT_RANGE[1], "at least 1 snapshot"),
     "snapshot.num-retained.max": (1, INT_RANGE[1], "at least 1 snapshot"),
     "snapshot.expire.limit": (1, INT_RANGE[1], "at least 1 snapshot per expiry"),
+    "tag.num-retained-max": (1, INT_RANGE[1], "at least 1 tag"),
     "manifest.merge-min-count": (1, INT_RANGE[1], "at least 1 manifest"),
     "compaction.max-size-amplification-percent": (0, INT_RANGE[1], "a percentage, 0 or more"),
     "compaction.size-ratio": (0, INT_RANGE[1], "a percentage, 0 or more"),
@@ -397,6 +404,7 @@ _MEMORY_OPTIONS: dict[str, int] = {  # option -> minimum bytes
 }
 _DURATION_OPTIONS = ("commit.min-retry-wait", "commit.max-retry-wait", "commit.timeout", "snapshot.time-retained",
                      "cross-partition-upsert.index-ttl", "record-level.expire-time", "partition.expiration-time",
+                     "consumer.expiration-time", "partition.expiration-check-interval",
                      "compaction.optimization-interval")
 _BOOL_OPTIONS = ("ignore-delete", "first-row.ignore-delete", "deduplicate.ignore-delete",
                  "partial-update.ignore-delete", "write-only", "partial-update.remove-record-on-delete",
@@ -406,6 +414,7 @@ _BOOL_OPTIONS = ("ignore-delete", "first-row.ignore-delete", "deduplicate.ignore
 _ENUM_OPTIONS: dict[str, tuple[str, ...]] = {  # compared case-insensitively, as Java's enum options
     "sequence.field.sort-order": ("ascending", "descending"),
     "manifest.format": ("avro",),
+    "tag.creation-period": ("daily", "hourly", "two-hours"),
 }
 
 
@@ -514,12 +523,35 @@ def validate_table_options(options: Mapping[str, str], *, has_primary_key: bool)
             f"'commit.max-retry-wait' = {opts.get('commit.max-retry-wait')!r}")
     _check_names_and_texts(options)
     _check_codecs(opts)
+    _validate_expire_options(options)
     if not has_primary_key:
         for key in ("merge-engine", "sequence.field", "changelog-producer"):
             if key in options:
                 raise InvalidOptionError(
                     f"option '{key}' only applies to primary-key tables; this table has no primary key")
     return opts
+
+
+def _validate_expire_options(options: Mapping[str, str]) -> None:
+    """Maintenance run after commits: synchronous expiry only, process-time automatic tags only."""
+    tag_mode = options.get("tag.automatic-creation", "none").lower()
+    if tag_mode in ("watermark", "batch"):
+        raise UnsupportedOptionError(
+            f"option 'tag.automatic-creation' = {tag_mode!r} is not supported by lake_core; use 'process-time'")
+    if tag_mode not in ("none", "process-time"):
+        raise InvalidOptionError(
+            f"option 'tag.automatic-creation' = {options['tag.automatic-creation']!r} is invalid; choose none or "
+            "process-time")
+    mode = options.get("snapshot.expire.execution-mode", "sync").lower()
+    if mode == "async":
+        raise UnsupportedOptionError(
+            "option 'snapshot.expire.execution-mode' = 'async' is not supported by lake_core: expiry runs "
+            "synchronously after each commit ('sync'), or set 'write-only' = 'true' and run "
+            "table.maintenance.expire_snapshots() from a maintenance job")
+    if mode != "sync":
+        raise InvalidOptionError(
+            f"option 'snapshot.expire.execution-mode' = {options['snapshot.expire.execution-mode']!r} is "
+            "invalid; choose 'sync' (or 'async', which lake_core does not support)")
 
 
 def _check_codecs(opts: CoreOptions) -> None:

@@ -153,6 +153,17 @@ class TablePaths:
         return join(self.tag_dir, f"tag-{name}", what="tag file name")
 
     @property
+    def statistics_dir(self) -> str:
+        return f"{self.root}/statistics"
+
+    def statistics(self, name: str) -> str:
+        return f"{self.root}/statistics/{name}"
+
+    def expire_journal(self, name: str) -> str:
+        """Hidden journal of an expiry in flight (lists what it deletes, so a re-run can finish)."""
+        return f"{self.root}/snapshot/.{name}"
+
+    @property
     def consumer_dir(self) -> str:
         return f"{self.root}/consumer"
 

@@ -1,7 +1,7 @@
 """The read path: Split → data files → sections of overlapping files → merge engine → Arrow.
 
 Non-overlapping files need no merge; a single file without retract rows is read raw
-(Java MergeTreeSplitGenerator + raw-file split read, FORMAT.md §8.4).
+(Java ``MergeTreeSplitGenerator`` + raw-file split read, as ``RawFileSplitRead``).
 """
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ import pyarrow as pa
 
 from .binary_row import deserialize_row
 from .float_order import java_order_key
-from .integrity import read_checked_data_file
 from .merge.base import drop_retracts
 from .merge.sort import KIND, SEQ
 from .messages import Split
 from .metadata import DataFileMeta
 from .predicate import Predicate
+from .schema_evolution import read_evolved
 
 if TYPE_CHECKING:
     from .table import FileStoreTable
@@ -59,7 +59,7 @@ class SplitRead:
             schema = schema.append(pa.field(SEQ, pa.int64(), nullable=False)).append(
                 pa.field(KIND, pa.int8(), nullable=False))
         fmt = f.file_name.rsplit(".", 1)[-1] if "." in f.file_name else self.table.options.file_format
-        return read_checked_data_file(self.table.fileio, split.file_path(f), f, fmt, cols, schema)
+        return read_evolved(self.table, split.file_path(f), f, fmt, cols, schema)
 
     def _sections(self, files: Sequence[DataFileMeta]) -> list[list[DataFileMeta]]:
         """Group files whose key ranges overlap (Java IntervalPartition)."""

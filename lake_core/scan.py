@@ -10,6 +10,7 @@ from .messages import Split
 from .metadata import DataFileMeta, ManifestEntry, ManifestFileMeta
 from .paths import partition_dir
 from .predicate import Predicate
+from .schema_evolution import evolved_value_stats
 from .snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ class TableScan:
     def _value_stats(self, f: DataFileMeta) -> dict:
         schema = self.table.schema
         if f.schema_id != schema.id:
-            return {}  # another schema's stats layout: do not guess
+            return evolved_value_stats(self.table, f)  # mapped by field id from the file's schema
         names = [fl.name for fl in schema.fields] if f.value_stats_cols is None else list(f.value_stats_cols)
         if not names:
             return {}

@@ -439,7 +439,7 @@ class TableSchema:
         )
 
     def kv_arrow_schema(self) -> pa.Schema:
-        """Arrow schema of a KV data file (FORMAT.md §7.1), with Java's field ids."""
+        """Arrow schema of a KV data file (Java ``KeyValue`` layout), with Java's field ids."""
         return pa.schema([arrow_field(f) for f in self.kv_fields()])
 
     def with_options(self, options: Mapping[str, str]) -> "TableSchema":

@@ -37,6 +37,13 @@ class SchemaManager:
             self._cache[schema_id] = s
         return s
 
+    def try_commit(self, schema: TableSchema) -> bool:
+        """Create ``schema-<id>`` exclusively; False if another writer created it first."""
+        if not self.fileio.try_create(self.paths.schema(schema.id), schema.to_json().encode("utf-8")):
+            return False
+        self._cache[schema.id] = schema
+        return True
+
     def create(self, schema: TableSchema) -> TableSchema:
         if not self.fileio.try_create(self.paths.schema(schema.id), schema.to_json().encode("utf-8")):
             raise TableAlreadyExistsError(f"table at {self.paths.root} already exists (schema-{schema.id} is present)")

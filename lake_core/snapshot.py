@@ -6,7 +6,7 @@ indentation, optional (``@JsonInclude(NON_NULL)``) fields left out when None, no
 newline. :meth:`Snapshot.from_json` accepts any key order, ignores unknown keys (Java has
 ``@JsonIgnoreProperties(ignoreUnknown = true)``) and defaults missing optional ones, so
 snapshots written by pypaimon (different key order, ``"key": value``) and by older Java
-versions (explicit nulls, ``logOffsets``) read fine (FORMAT.md §4.1).
+versions (explicit nulls, ``logOffsets``) read fine (Java ``Snapshot``).
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ class CommitKind(str, Enum):
 
 @dataclass(frozen=True)
 class Snapshot:
-    """One committed table version. See FORMAT.md §4.1 for the meaning of each field.
+    """One committed table version. Fields are Java ``Snapshot``'s, in snake case.
 
     ``total_record_count``/``delta_record_count`` count *file rows* (adds minus deletes of data
     files), not live keys. ``commit_kind`` may be given as a string; it is stored as

@@ -1,6 +1,6 @@
-"""Finding, reading and exclusively creating snapshots (FORMAT.md §4.1, §8.1).
+"""Finding, reading and exclusively creating snapshots (Java ``SnapshotManager``).
 
-``LATEST``/``EARLIEST`` are hints, never truth (ARCHITECTURE D3): the hinted id is trusted only
+``LATEST``/``EARLIEST`` are hints, never truth (as in Java ``SnapshotManager``): the hinted id is trusted only
 when ``snapshot-(hint+1)`` does not exist; otherwise the directory is listed.
 """
 from __future__ import annotations

@@ -93,6 +93,13 @@ class FileStoreTable:
             f"{self.options.get('bucket')!r}); {operation} needs a fixed bucket count — write it with a single "
             "TableWrite, or create the table with a positive 'bucket'")
 
+    def lease(self, snapshot_id: int | None = None, *, holder: str, ttl=None):
+        """``with table.lease(7, holder="job-a") as snap:`` pins snapshot 7 against expiry while the
+        block runs (a consumer file that also Java honours); ``ttl`` (default 1 h) bounds how long a
+        crashed holder can pin it."""
+        from .maintenance.consumers import lease
+        return lease(self, snapshot_id, holder=holder, **({} if ttl is None else {"ttl": ttl}))
+
     def check_identity(self) -> None:
         """Raise ``StaleTableError`` unless the table on storage is still the one this handle
         opened: its schema file is unchanged (not dropped, not re-created) and no newer schema
@@ -133,6 +140,9 @@ class FileStoreTable:
             raise SnapshotNotFoundError(f"cannot tag {self.identifier}: it has no snapshots yet")
         if not self.fileio.try_create(self.paths.tag(name), snap.to_json().encode("utf-8")):
             raise InvalidOptionError(f"tag '{name}' already exists on {self.identifier}")
+        if not self.fileio.exists(self.paths.snapshot(snap.id)):  # expired meanwhile: its files may be going
+            self.fileio.delete(self.paths.tag(name))
+            raise SnapshotNotFoundError(f"cannot tag snapshot {snap.id} of {self.identifier}: it was just expired")
 
     def tag(self, name: str) -> Snapshot:
         validate_tag_name(name)

@@ -4,7 +4,7 @@ Paimon (Java ``org.apache.paimon.types``) writes atomic types into ``schema-N`` 
 ``DataType.asSQLString()`` (``"BIGINT NOT NULL"``, ``"DECIMAL(10, 2)"``,
 ``"TIMESTAMP(6) WITH LOCAL TIME ZONE"``) and nested types as JSON objects
 (``{"type": "ARRAY", "element": ...}``, ``{"type": "MAP", "key": ..., "value": ...}``,
-``{"type": "ROW", "fields": [...]}``). See FORMAT.md §4.2.
+``{"type": "ROW", "fields": [...]}``), as Java ``DataTypeJsonParser`` reads them.
 
 Mapping used by lake_core:
 

@@ -1,5 +1,5 @@
 """The write path: Arrow rows → validation → bucket assignment → per-(partition, bucket)
-sort + fold in the merge engine → level-0 data files → CommitMessages (ARCHITECTURE §3)."""
+sort + fold in the merge engine → level-0 data files → CommitMessages."""
 from __future__ import annotations
 
 import logging
@@ -180,8 +180,7 @@ class TableWrite:
             check_new_partition_dir(self.partition_names, pv, self.table.options.partition_default_name,
                                     self.table.identifier)
         if self.num_buckets >= 1:
-            buckets = assign_buckets([data[k] for k in self.bucket_keys], self.bucket_types, self.num_buckets,
-                                     self.table.options.bucket_function).astype(np.int64)
+            buckets = self._assign_fixed(data, pcode, pvalues)
         elif self.mode == "dynamic":
             buckets = self._assign_dynamic(data, pcode, pvalues)
         elif self.mode == "cross-partition":
@@ -211,7 +210,33 @@ class TableWrite:
 
     write_arrow_batch = write_arrow
 
-    # -- dynamic bucket modes (FORMAT.md §7.2) -------------------------------------------------------
+    # -- fixed bucket mode: each partition keeps its own bucket count ------------------------------
+    def _bucket_count(self, values: tuple) -> int:
+        """A partition already written keeps the bucket count of its files until a rescale
+        rewrites it (``_TOTAL_BUCKETS``); new partitions, and overwrites, use the table's
+        ``bucket`` option."""
+        if self.num_buckets < 1:
+            return -1
+        if self.static_partition is not None:
+            return self.num_buckets
+        self._live_files()
+        return self._partition_buckets.get(self._partition_row(values), self.num_buckets)
+
+    def _assign_fixed(self, data: pa.Table, pcode: np.ndarray, pvalues: list[tuple]) -> np.ndarray:
+        counts = [self._bucket_count(pv) for pv in pvalues]
+        keys = [data[k] for k in self.bucket_keys]
+        fn = self.table.options.bucket_function
+        if len(set(counts)) == 1:
+            return assign_buckets(keys, self.bucket_types, counts[0], fn).astype(np.int64)
+        per_row = np.asarray(counts, dtype=np.int64)[pcode]
+        buckets = np.empty(data.num_rows, np.int64)
+        for c in set(counts):
+            rows = np.flatnonzero(per_row == c)
+            idx = pa.array(rows)
+            buckets[rows] = assign_buckets([k.take(idx) for k in keys], self.bucket_types, c, fn)
+        return buckets
+
+        # -- dynamic bucket modes (Java HashBucketAssigner) ----------------------------------------------
     def _partition_row(self, values: tuple) -> bytes:
         b = self._partition_bytes.get(values)
         if b is None:
@@ -279,8 +304,11 @@ class TableWrite:
         live = self.__dict__.get("_live")
         if live is None:
             live = {}
+            self._partition_buckets: dict[bytes, int] = {}
             for e in self.table.manifest_store.live_entries(self._base_snapshot()):
                 live.setdefault((e.partition, e.bucket), []).append(e.file)
+                if e.total_buckets > 0:
+                    self._partition_buckets.setdefault(e.partition, e.total_buckets)
             self._live = live
         return live
 
@@ -321,7 +349,7 @@ class TableWrite:
         if self.is_pk:
             rows = self.engine.prepare_input(rows)
             if rows.num_rows == 0:
-                return CommitMessage(partition, buf.bucket, self._total_buckets())
+                return CommitMessage(partition, buf.bucket, self._total_buckets(buf.partition))
             if self.table.options.changelog_producer == "input":
                 changelog = [w.meta for w in writer.write(rows, level=0, changelog=True)]
             rows = self.engine.merge(rows, drop_deletes=False)
@@ -334,17 +362,17 @@ class TableWrite:
             # An overwrite replaces the bucket's live files: only its own new files are levels.
             live = [] if self.static_partition is not None else \
                 self._current_live_files().get((partition, buf.bucket), [])
-            msg = compact_written_bucket(self.table, partition, buf.bucket, self._total_buckets(), live, files,
+            msg = compact_written_bucket(self.table, partition, buf.bucket, self._total_buckets(buf.partition), live, files,
                                          self.namer)
             if msg is not None:
-                return CommitMessage(partition, buf.bucket, self._total_buckets(), new_files=tuple(files),
+                return CommitMessage(partition, buf.bucket, self._total_buckets(buf.partition), new_files=tuple(files),
                                      changelog_files=tuple(changelog), compact_before=msg.compact_before,
                                      compact_after=msg.compact_after)
-        return CommitMessage(partition, buf.bucket, self._total_buckets(), new_files=tuple(files),
+        return CommitMessage(partition, buf.bucket, self._total_buckets(buf.partition), new_files=tuple(files),
                              changelog_files=tuple(changelog))
 
-    def _total_buckets(self) -> int:
-        return self.num_buckets if self.num_buckets >= 1 else -1
+    def _total_buckets(self, values: tuple = ()) -> int:
+        return self._bucket_count(values) if self.num_buckets >= 1 else -1
 
     def prepare_commit(self) -> list[CommitMessage]:
         buffers = list(self.buffers.values())
@@ -373,7 +401,8 @@ class TableWrite:
 
     def _attach_index_changes(self, messages: list[CommitMessage], changes: dict) -> list[CommitMessage]:
         """Each bucket that gained keys carries its complete new HASH file and the DELETE of the
-        file it replaces; the commit fails if that file is no longer the bucket's (FORMAT.md §7.2)."""
+        file it replaces; the commit fails if that file is no longer the bucket's
+        (as Java's ``DynamicBucketIndexMaintainer``)."""
         from dataclasses import replace
         by_key = {(m.partition, m.bucket): i for i, m in enumerate(messages)}
         for (part, bucket), entries in changes.items():

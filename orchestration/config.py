@@ -4,35 +4,40 @@ Validated with pydantic when loaded; any error is raised as :class:`TablesConfig
 message names the file, the table and the field (``table 'demo.orders': field
 'maintenance.snapshot_expiry.retain_min': ...``). Nothing here reads the environment: S3
 credentials are given as environment variable *names*, resolved by Dagster's ``EnvVar`` at run
-time (ARCHITECTURE D6).
+time.
+
+Types, options and durations are checked by lake_core itself (``from_paimon_type``,
+``validate_options``, ``parse_duration_ms``), so a definition that loads here is one
+``Catalog.create_table`` accepts; cron strings are checked with Dagster's own cron validator.
 """
 from __future__ import annotations
 
 import functools
 import importlib
-import re
 from pathlib import Path
 from typing import Any, Literal
 
 import pyarrow as pa
 import yaml
+from dagster._utils.schedules import is_valid_cron_string  # what ScheduleDefinition itself checks
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from lake_core import LakeError, from_paimon_type, parse_duration_ms, validate_options
+
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
-_DURATION = re.compile(r"^\s*(\d+)\s*(s|sec|min|m|h|d)\s*$")
-_SECONDS = {"s": 1, "sec": 1, "min": 60, "m": 60, "h": 3600, "d": 86400}
 
 
-class TablesConfigError(ValueError):
+class TablesConfigError(LakeError, ValueError):
     """The tables config file is invalid; the message names the table and field."""
 
 
-def duration_seconds(text: str) -> int:
-    """'90 s', '30 min', '1 h', '7 d' → seconds (Paimon-style durations)."""
-    m = _DURATION.match(text)
-    if not m:
-        raise ValueError(f"invalid duration {text!r}; use a number and s, min, h or d, e.g. '1 h'")
-    return int(m.group(1)) * _SECONDS[m.group(2)]
+def duration_seconds(text: str) -> float:
+    """Paimon-style durations ('90 s', '30 min', '1 h', '1 hour', '7 d', '1d') → seconds, with
+    lake_core's own duration parser (the one table options such as ``snapshot.time-retained`` use)."""
+    try:
+        return parse_duration_ms("duration", text) / 1000
+    except LakeError:
+        raise ValueError(f"{text!r} is not a duration; use e.g. '90 s', '30 min', '1 h', '1 hour' or '7 d'") from None
 
 
 class _Strict(BaseModel):
@@ -81,7 +86,7 @@ class ManifestCompactionPolicy(_Strict):
 
 class SnapshotExpiryPolicy(_Strict):
     enabled: bool = True
-    retain_min: int = Field(10, ge=1)  # D4: never 0
+    retain_min: int = Field(10, ge=1)  # as Paimon's snapshot.num-retained.min: at least 1
     retain_max: int = Field(100, ge=1)
     time_retained: str = "1 h"
 
@@ -130,7 +135,7 @@ class OrphanCleanupPolicy(_Strict):
     @field_validator("older_than")
     @classmethod
     def _floor(cls, v: str) -> str:
-        if duration_seconds(v) < 3600:  # D4: an age floor so in-flight writes are never removed
+        if duration_seconds(v) < 3600:  # an age floor (Paimon's remove_orphan_files older_than) spares in-flight writes
             raise ValueError(f"older_than {v!r} is below the 1 h safety floor")
         return v
 
@@ -149,6 +154,13 @@ class MaintenancePolicy(_Strict):
     rescale: RescalePolicy = RescalePolicy()
     cron: str | None = Field(None, description="cron schedule for maintenance runs")
 
+    @field_validator("cron")
+    @classmethod
+    def _cron(cls, v: str | None) -> str | None:
+        if v is not None and not is_valid_cron_string(v):
+            raise ValueError(f"{v!r} is not a cron schedule; use five fields, e.g. '0 3 * * *' (03:00 daily), or '@daily'")
+        return v
+
 
 class SensorPolicy(_Strict):
     enabled: bool = True
@@ -157,30 +169,6 @@ class SensorPolicy(_Strict):
 
 
 # -- schemas ------------------------------------------------------------------------------------
-_SIMPLE_TYPES: dict[str, pa.DataType] = {
-    "BOOLEAN": pa.bool_(), "TINYINT": pa.int8(), "SMALLINT": pa.int16(), "INT": pa.int32(),
-    "INTEGER": pa.int32(), "BIGINT": pa.int64(), "FLOAT": pa.float32(), "DOUBLE": pa.float64(),
-    "STRING": pa.string(), "BYTES": pa.binary(), "DATE": pa.date32(),
-}
-_PARAM_TYPE = re.compile(r"^(DECIMAL|TIMESTAMP|TIMESTAMP_LTZ)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?$")
-
-
-def parse_type(text: str) -> pa.DataType:
-    """A Paimon SQL type string ('BIGINT', 'DECIMAL(12, 2)', 'TIMESTAMP(6)', 'STRING NOT NULL')."""
-    t = text.strip().upper().removesuffix("NOT NULL").strip()
-    if t in _SIMPLE_TYPES:
-        return _SIMPLE_TYPES[t]
-    m = _PARAM_TYPE.match(t)
-    if m:
-        kind, a, b = m.group(1), m.group(2), m.group(3)
-        if kind == "DECIMAL":
-            return pa.decimal128(int(a or 10), int(b or 0))
-        precision = int(a or 6)
-        unit = "ms" if precision <= 3 else ("us" if precision <= 6 else "ns")
-        return pa.timestamp(unit, tz="UTC" if kind == "TIMESTAMP_LTZ" else None)
-    raise ValueError(f"unsupported column type {text!r}; use a Paimon type such as BIGINT, STRING, DECIMAL(p, s)")
-
-
 def load_source(spec: str) -> Any:
     """Resolve 'package.module:callable' to the object the callable returns (a change source)."""
     module_name, _, attr = spec.partition(":")
@@ -222,9 +210,9 @@ class TableConfig(_Strict):
     def _types_parse(cls, v: dict[str, str] | None) -> dict[str, str] | None:
         for column, type_text in (v or {}).items():
             try:
-                parse_type(type_text)
-            except ValueError as e:
-                raise ValueError(f"column {column!r}: {e}") from None
+                from_paimon_type(type_text, column)
+            except LakeError as e:
+                raise ValueError(str(e)) from None
         return v
 
     @model_validator(mode="after")
@@ -238,18 +226,36 @@ class TableConfig(_Strict):
                 raise ValueError(f"{what} {missing} are not columns of the schema {columns}")
         if self.primary_keys and not set(self.partition_keys) <= set(self.primary_keys):
             raise ValueError(f"primary_keys {self.primary_keys} must include the partition keys {self.partition_keys}")
-        bucket = self.options.get("bucket")
-        if bucket is not None and (not bucket.lstrip("-").isdigit() or int(bucket) == 0 or int(bucket) < -2):
-            raise ValueError(f"options.bucket {bucket!r} must be a positive integer (or -1/-2)")
+        try:  # exactly the checks Catalog.create_table makes, so a bad option fails here, not in a Spark run
+            validate_options(self.options, schema=self.arrow_schema(), primary_keys=self.primary_keys,
+                             partition_keys=self.partition_keys, table=self.name)
+        except LakeError as e:
+            raise ValueError(f"field 'options': {e}") from None
+        self._check_maintenance_columns(columns)
         return self
+
+    def _check_maintenance_columns(self, columns: list[str]) -> None:
+        expiry = self.maintenance.record_expiry
+        if expiry.field is not None:
+            if expiry.field not in columns:
+                raise ValueError(f"field 'maintenance.record_expiry.field': {expiry.field!r} is not a column of the schema {columns}")
+            kind = self.arrow_schema().field(expiry.field).type
+            if not (pa.types.is_timestamp(kind) or kind in (pa.int32(), pa.int64())):
+                # Paimon's record-level.time-field: TIMESTAMP, or INT/BIGINT epoch seconds
+                raise ValueError(f"field 'maintenance.record_expiry.field': {expiry.field!r} is {kind}; it must be a "
+                                 "TIMESTAMP, INT or BIGINT (epoch seconds) column")
+        if self.maintenance.partition_expiry.expiration_time is not None and not self.partition_keys:
+            raise ValueError("field 'maintenance.partition_expiry.expiration_time': set, but the table has no partition_keys")
 
     def arrow_schema(self) -> pa.Schema:
         """Schema from the inline column list, else from the source."""
         if self.schema_ is not None:
             keys = set(self.primary_keys)
-            return pa.schema(
-                [pa.field(c, parse_type(t), nullable=c not in keys and "NOT NULL" not in t.upper()) for c, t in self.schema_.items()]
-            )
+            fields = []
+            for column, type_text in self.schema_.items():
+                kind, nullable = from_paimon_type(type_text, column)
+                fields.append(pa.field(column, kind, nullable=nullable and column not in keys))
+            return pa.schema(fields)
         return _source_schema(self.source or "")
 
     def make_source(self) -> Any:

@@ -21,13 +21,27 @@ Fixtures
     (``create_table``, ``write``, ``read``, ``changes_between``, ``compact``,
     ``expire_snapshots``, ``files``, ``snapshots``, ``schema``). Prepares ``.java-paimon/`` on
     first use if ``setup.sh`` has not. Every test using it gets the ``java`` marker.
+``spark`` (session)
+    The one local Spark session every Spark test shares (start-up costs 6–15 s; one JVM).
+
+Markers: a test using ``spark`` must be marked ``spark``, ``s3_server``/``s3_warehouse`` ``s3``,
+``pypaimon`` ``interop``, ``dagster_dev`` ``browser``, and a test module importing Dagster
+``dagster``; collection fails naming any test that is not (so ``-m "not spark"`` and the like
+select exactly what they say). ``--strict-markers`` rejects unknown markers.
+
+Hypothesis profiles: ``dev`` (default) and ``ci`` (selected when the ``CI`` environment variable
+is set: derandomized, so a CI failure reproduces, and no deadline on a loaded machine). Tests'
+own ``@settings`` (e.g. ``max_examples``) still apply on top.
 """
 from __future__ import annotations
 
+import os
 import sys
+import types
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 _TESTS_DIR = str(Path(__file__).resolve().parent)
 if sys.path[:1] != [_TESTS_DIR]:
@@ -36,6 +50,35 @@ if sys.path[:1] != [_TESTS_DIR]:
 from fixtures.java_paimon import JavaPaimon  # noqa: E402
 from fixtures.pypaimon_env import PypaimonDriver, ensure_pypaimon_python  # noqa: E402
 from fixtures.s3 import S3Server, S3Warehouse, new_s3_warehouse, start_s3_server  # noqa: E402
+
+settings.register_profile("dev", deadline=None)
+settings.register_profile("ci", deadline=None, derandomize=True, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+# fixture → the marker every test using it must carry
+_FIXTURE_MARKERS = {"spark": "spark", "s3_server": "s3", "s3_warehouse": "s3", "pypaimon": "interop",
+                    "dagster_dev": "browser"}
+
+
+def _imports_dagster(module: types.ModuleType | None) -> bool:
+    return any(isinstance(v, types.ModuleType) and v.__name__.split(".")[0] == "dagster"
+               for v in vars(module or types.ModuleType("none")).values())
+
+
+def pytest_collection_modifyitems(config, items):
+    unmarked = []
+    for item in items:
+        if "java_paimon" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.java)
+        marks = {m.name for m in item.iter_markers()}
+        need = {mark for fixture, mark in _FIXTURE_MARKERS.items() if fixture in getattr(item, "fixturenames", ())}
+        if _imports_dagster(getattr(item, "module", None)):
+            need.add("dagster")
+        if need - marks:
+            unmarked.append(f"{item.nodeid}: needs @pytest.mark.{', @pytest.mark.'.join(sorted(need - marks))}")
+    if unmarked:
+        raise pytest.UsageError("tests without the markers of what they need:\n  " + "\n  ".join(unmarked))
 
 
 @pytest.fixture
@@ -87,7 +130,12 @@ def java_paimon(tmp_path_factory):
         driver.close()
 
 
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if "java_paimon" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.java)
+@pytest.fixture(scope="session")
+def spark():
+    """The session every Spark test shares. ``jobs.spark.spark_session`` is getOrCreate, so the
+    Dagster resources running inside a test reuse it rather than starting a second JVM."""
+    from jobs.spark import spark_session
+
+    session = spark_session(master="local[2]", app_name="lake-tests", driver_memory="2g", shuffle_partitions=2)
+    yield session
+    session.stop()

@@ -1,4 +1,4 @@
-"""BinaryRow encoding: FORMAT.md §6.1-6.3 worked examples, Java null layout (P9), edge values,
+"""BinaryRow encoding: worked examples of Java's bytes, Java null layout, edge values,
 and the vectorized encoder against the scalar one."""
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ UTC = dt.timezone.utc
 
 
 def h(s: str) -> bytes:
-    """Hex with spaces/newlines, as FORMAT.md prints it."""
+    """Hex with spaces/newlines, as Java's bytes are printed here."""
     return bytes.fromhex("".join(s.split()))
 
 
@@ -54,7 +54,7 @@ def assert_both_paths(rows, types):
 
 
 # --------------------------------------------------------------------------------------------
-# FORMAT.md worked examples
+# Worked examples (bytes from Java's BinaryRowWriter)
 # --------------------------------------------------------------------------------------------
 
 def test_format_6_2_partition_row():
@@ -85,7 +85,7 @@ STATS_BYTES_1 = h("""
     323032342d30312d3031000000000000
     68656c6c6f20776f726c642121000000
     7b22e5c48c010000""")
-# Row 2 differs as FORMAT.md lists: null bit of field 2, zero slot, inline 'abc', dec -1; the
+# Row 2 differs as follows: null bit of field 2, zero slot, inline 'abc', dec -1; the
 # var part loses the 16 bytes of 'hello world!!', so the timestamp's millis move to offset 96.
 STATS_BYTES_2 = h("""
     00000009
@@ -121,7 +121,7 @@ def test_empty_row():
 
 
 # --------------------------------------------------------------------------------------------
-# Nulls, including Java's non-compact DECIMAL/TIMESTAMP layout (P9)
+# Nulls, including Java's non-compact DECIMAL/TIMESTAMP layout
 # --------------------------------------------------------------------------------------------
 
 COMPACT_NULL_TYPES = [pa.bool_(), pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.float32(),

@@ -1,4 +1,4 @@
-"""Bucket hash and bucket functions: FORMAT.md §6.4 vectors, Java semantics, vectorized ==
+"""Bucket hash and bucket functions: vectors computed by Java, Java semantics, vectorized ==
 scalar."""
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def java_int(x: int) -> int:
 
 
 # --------------------------------------------------------------------------------------------
-# FORMAT.md §6.4
+# Hash vectors computed by Java Paimon
 # --------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("key, row_hex, expected_hash, b2, b4", [
@@ -46,7 +46,7 @@ def test_format_6_4_bigint_keys(key, row_hex, expected_hash, b2, b4):
 
 
 def test_format_6_4_hash_index_bytes():
-    # FORMAT.md §7.2: the HASH index file of keys 3, 2, 1 is d206e547 4fe4bbf0 5759f99e.
+    # Java HashIndexFile: the HASH index file of keys 3, 2, 1 is d206e547 4fe4bbf0 5759f99e.
     hashes = hash_rows([pa.array([3, 2, 1], pa.int64())], [pa.int64()])
     assert hashes.astype(">i4").tobytes().hex() == "d206e5474fe4bbf05759f99e"
 

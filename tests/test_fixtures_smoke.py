@@ -1,7 +1,7 @@
 """The behaviours of the test fixtures that the rest of the suite builds on.
 
 - the S3 endpoint honours exclusive create (``If-None-Match: *``), which is how a snapshot
-  commit stays atomic on S3 (ARCHITECTURE.md D3);
+  commit stays atomic on S3;
 - each test gets a fresh bucket;
 - pypaimon, run from its own venv, round-trips a primary-key table, and the Arrow IPC files
   written by our pyarrow are readable by its older pyarrow and vice versa.

@@ -1,7 +1,9 @@
-"""The import direction of ARCHITECTURE.md section 2, enforced by import-linter.
+"""The import direction between the three packages, enforced by import-linter.
 
 ``lake_core`` never imports ``orchestration`` or ``jobs``; ``jobs`` never imports
-``orchestration``. The contracts live in ``pyproject.toml`` (``[tool.importlinter]``).
+``orchestration``; ``jobs`` and ``orchestration`` use lake_core's public API only (the package and
+``lake_core.errors``), never its internal modules. The contracts live in ``pyproject.toml``
+(``[tool.importlinter]``).
 """
 from __future__ import annotations
 
@@ -44,6 +46,10 @@ def test_contracts_state_the_architecture():
         for src in c["source_modules"] for dst in c["forbidden_modules"]
     }
     assert {("lake_core", "orchestration"), ("lake_core", "jobs"), ("jobs", "orchestration")} <= forbidden
+    [protected] = [c for c in _contracts() if c["type"] == "protected"]
+    assert protected["protected_modules"] == ["lake_core.*"] and protected["allowed_importers"] == ["lake_core"]
+    # The only public modules besides the package itself:
+    assert {i.split(" -> ")[1] for i in protected["ignore_imports"]} == {"lake_core.errors"}
 
 
 def test_the_code_keeps_the_import_contracts():
@@ -56,12 +62,17 @@ def test_the_code_keeps_the_import_contracts():
     ("lake_core/table.py", "import orchestration.assets"),
     ("lake_core/table.py", "from jobs import compact"),
     ("jobs/compact.py", "from orchestration.assets import x"),
+    ("jobs/compact.py", "from lake_core.bucket import assign_buckets"),
+    ("orchestration/assets.py", "import lake_core.catalog"),
 ])
 def test_the_contracts_catch_a_violation(tmp_path, offender, line):
     """Same contracts, a throw-away tree with one forbidden import: lint-imports must fail."""
     for pkg in ("lake_core", "orchestration", "jobs"):
         (tmp_path / pkg).mkdir()
         (tmp_path / pkg / "__init__.py").write_text("")
+    for internal in ("bucket", "catalog", "errors"):
+        (tmp_path / "lake_core" / f"{internal}.py").write_text("x = 1\n")
+    (tmp_path / "lake_core" / "__init__.py").write_text("from .bucket import x\nfrom .catalog import x\n")
     (tmp_path / "orchestration" / "assets.py").write_text("x = 1\n")
     (tmp_path / "jobs" / "compact.py").write_text("import lake_core\n")
     (tmp_path / offender).write_text(textwrap.dedent(f"""\
@@ -74,3 +85,19 @@ def test_the_contracts_catch_a_violation(tmp_path, offender, line):
     assert result.returncode != 0, result.stdout + result.stderr
     assert "BROKEN" in result.stdout, result.stdout + result.stderr
     assert offender.replace("/", ".").removesuffix(".py") in result.stdout
+
+
+def test_the_public_api_passes(tmp_path):
+    """The same tree importing only ``lake_core`` and ``lake_core.errors`` keeps every contract."""
+    for pkg in ("lake_core", "orchestration", "jobs"):
+        (tmp_path / pkg).mkdir()
+    for internal in ("bucket", "catalog", "errors"):
+        (tmp_path / "lake_core" / f"{internal}.py").write_text("x = 1\n")
+    (tmp_path / "lake_core" / "__init__.py").write_text("from .bucket import x\nfrom .catalog import x\n")
+    for pkg in ("orchestration", "jobs"):
+        (tmp_path / pkg / "__init__.py").write_text("")
+    (tmp_path / "orchestration" / "assets.py").write_text("import lake_core\nfrom lake_core.errors import x\n")
+    (tmp_path / "jobs" / "write.py").write_text("from lake_core import x\nimport lake_core.errors\n")
+    shutil.copy(REPO_ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    result = _lint_imports(tmp_path, tmp_path / "pyproject.toml")
+    assert result.returncode == 0, result.stdout + result.stderr

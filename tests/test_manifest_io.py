@@ -31,7 +31,7 @@ from lake_core.metadata import (
 
 DATA = Path(__file__).resolve().parent / "data" / "manifest_io"
 
-# Partition row dt='2024-01-01' (FORMAT.md §6.2 worked example A).
+# Partition row dt='2024-01-01' (a worked example of Java's bytes).
 DT_2024_01_01 = bytes.fromhex(
     "00000001" "0000000000000000" "0a00000010000000" "323032342d30312d" "3031000000000000"
 )

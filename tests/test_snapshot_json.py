@@ -15,7 +15,7 @@ from lake_core.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
 
 DATA = Path(__file__).resolve().parent / "data" / "manifest_io"
 
-# Verbatim snapshot-1 written by pypaimon 2.1.0 (FORMAT.md §4.1).
+# Verbatim snapshot-1 written by pypaimon 2.1.0.
 FORMAT_EXAMPLE = """{
   "version": 3,
   "id": 1,

@@ -1,4 +1,4 @@
-"""Ordering a bucket's rows for merging, vectorized (PERFORMANCE.md "What makes it fast").
+"""Ordering a bucket's rows for merging, vectorized (one lexsort, no per-row Python).
 
 Rows of several sorted runs (or one unsorted write batch) are ordered by
 (key, user sequence fields, _SEQUENCE_NUMBER); every merge engine then reduces each key group.

@@ -47,6 +47,7 @@ def test_concurrent_committers_local(warehouse):
     _check(cat)
 
 
+@pytest.mark.s3
 def test_concurrent_committers_s3(s3_warehouse):
     cat = Catalog(s3_warehouse.uri, s3_warehouse.storage_options)
     cat.create_database("db")

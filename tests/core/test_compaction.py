@@ -31,6 +31,7 @@ def _compact_all(t):
     return t.new_batch_write_builder().new_commit().commit(msgs)
 
 
+@pytest.mark.interop
 def test_full_compaction_keeps_data_and_drops_deletes(warehouse, pypaimon):
     t = _table(warehouse)
     before = t.to_arrow().sort_by("id")
@@ -58,6 +59,7 @@ def test_stale_compaction_conflicts(warehouse):
     assert t.latest_snapshot().id == n
 
 
+@pytest.mark.interop
 def test_input_changelog_files(warehouse, pypaimon):
     cat = Catalog(warehouse)
     cat.create_database("db")

@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import pyarrow as pa
+import pytest
 
 from lake_core import Catalog
 
 SCHEMA = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("v", pa.float64()), ("op", pa.string())])
 
 
+@pytest.mark.s3
 def test_s3_catalog_write_read_overwrite(s3_warehouse):
     cat = Catalog(s3_warehouse.uri, s3_warehouse.storage_options)
     cat.create_database("db")
@@ -27,6 +29,7 @@ def test_s3_catalog_write_read_overwrite(s3_warehouse):
     assert cat.list_tables("db") == []
 
 
+@pytest.mark.s3
 def test_snapshot_creation_is_exclusive_on_s3(s3_warehouse):
     """Two commits racing for the same snapshot id: exactly one wins, the other retries as N+1."""
     from lake_core.fileio import FileIO

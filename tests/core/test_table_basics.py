@@ -62,7 +62,7 @@ def test_upserts_and_deletes_across_commits(catalog):
     assert got[2]["name"] == "B" and got[2]["amount"] == 20.0
     # time travel to the first snapshot still sees key 3
     assert sorted(as_dict(t.to_arrow(snapshot_id=1))) == [1, 2, 3]
-    # record counts are file row counts (FORMAT P19)
+    # record counts are file row counts (Java's totalRecordCount/deltaRecordCount)
     assert t.latest_snapshot().total_record_count == 6
 
 

@@ -14,7 +14,7 @@ from lake_core.hash_index import decode_hashes, encode_hashes
 
 
 def test_hash_index_bytes_match_format_md_example():
-    # FORMAT.md §7.2: bucket 0 = keys 3, 2, 1 -> d206e547 4fe4bbf0 5759f99e
+    # Java HashIndexFile: bucket 0 = keys 3, 2, 1 -> d206e547 4fe4bbf0 5759f99e
     hashes = hash_rows([pa.array([3, 2, 1], pa.int64())], [pa.int64()])
     data = encode_hashes(hashes)
     assert data.hex() == "d206e5474fe4bbf05759f99e"
@@ -83,7 +83,7 @@ def test_vectorized_filler_matches_sequential_java_rules(seed):
 
 
 def test_target_row_num_three_gives_four_buckets_for_ten_keys():
-    # FORMAT.md §2: pypaimon with target-row-num=3, 10 keys -> buckets 0..3
+    # pypaimon with target-row-num=3, 10 keys -> buckets 0..3
     f = BucketFiller({}, DynamicBucketOptions(3, -1, 1))
     got = f.assign(np.arange(10, dtype=np.int32), np.zeros(10, np.int64))
     assert got.tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 2, 3]

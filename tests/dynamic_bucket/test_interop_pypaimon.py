@@ -11,6 +11,8 @@ from lake_core import Catalog
 
 from .helpers import assert_each_key_once, assert_hash_index_consistent
 
+pytestmark = pytest.mark.interop
+
 SCHEMA = pa.schema([("dt", pa.string()), ("k", pa.int32()), ("name", pa.string()), ("v", pa.int64()),
                     ("note", pa.string())])
 PK = ["dt", "k", "name"]

@@ -9,6 +9,8 @@ import pytest
 
 from lake_core import Catalog
 
+pytestmark = pytest.mark.interop
+
 ALL_TYPES = pa.schema([
     ("dt", pa.string()), ("id", pa.int64()),
     ("ti", pa.int8()), ("si", pa.int16()), ("i", pa.int32()), ("f", pa.float32()), ("d", pa.float64()),

@@ -7,7 +7,7 @@ import collections
 import pyarrow as pa
 
 from lake_core import Catalog
-from lake_core.demo_source import ORDERS_SCHEMA, OrdersSource, expected_orders, orders
+from orchestration.demo.source import ORDERS_SCHEMA, OrdersSource, expected_orders, orders
 
 
 def _replay(source: OrdersSource, batches: int) -> dict[tuple, dict]:

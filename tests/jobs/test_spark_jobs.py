@@ -11,10 +11,11 @@ import pytest
 import jobs.write as write_mod
 from jobs.datasource import read_table
 from jobs.downstream import run_downstream
-from jobs.ingest import TableSpec, ingest
+from jobs.ingest import ingest
+from jobs.tables import TableSpec, ensure_table
 from jobs.write import distributed_write
 from lake_core import Catalog
-from lake_core.demo_source import ORDERS_SCHEMA, expected_orders, orders
+from orchestration.demo.source import ORDERS_SCHEMA, expected_orders, orders
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -26,8 +27,6 @@ def _by_id(t: pa.Table) -> pa.Table:
 
 
 def _create(warehouse: str, storage_options: dict | None = None, spec: TableSpec = ORDERS):
-    from jobs.ingest import ensure_table
-
     return ensure_table(Catalog(warehouse, storage_options=storage_options), spec)
 
 

@@ -5,11 +5,13 @@ import uuid
 
 import dagster as dg
 import pytest
+import yaml
 
 from lake_core import Catalog
-from lake_core.demo_source import orders
 from orchestration.config import load_tables_config
+from orchestration.defs.storage import StorageAccessError
 from orchestration.definitions import build_definitions, defs as lazy_defs
+from orchestration.demo.source import orders
 
 ORDERS = dg.AssetKey(["demo", "orders"])
 BY_DAY = dg.AssetKey(["demo", "orders_by_day"])
@@ -44,6 +46,9 @@ def test_the_code_location_loads():
     graph = definitions.resolve_asset_graph()
     assert graph.get(BY_DAY).parent_keys == {ORDERS}
     assert graph.get(ORDERS).pools == {"lake_table_demo__orders"}
+    # One asset group per table: the table's asset, later its maintenance assets, and its checks.
+    assert (graph.get(ORDERS).group_name, graph.get(BY_DAY).group_name) == ("demo__orders", "demo__orders_by_day")
+    assert {k.name for k in graph.asset_check_keys if k.asset_key == ORDERS} == {"config_drift"}
 
 
 @pytest.mark.spark
@@ -56,11 +61,17 @@ def test_write_asset_materializes_with_commit_metadata(spark, warehouse, write_t
         first = dg.materialize([write_asset], instance=instance)
         second = dg.materialize([write_asset], instance=instance)
     m1, m2 = _metadata(first, ORDERS), _metadata(second, ORDERS)
-    assert (m1["snapshot_id"], m1["batch"], m1["rows"]) == (1, 0, orders().batch(0).num_rows)
-    assert (m2["snapshot_id"], m2["batch"], m2["rows"]) == (2, 1, orders().batch(1).num_rows)
+    # change_rows: the commit's change records; table_rows: what a reader sees after merging.
+    assert (m1["snapshot_id"], m1["batch"], m1["change_rows"]) == (1, 0, orders().batch(0).num_rows)
+    assert (m2["snapshot_id"], m2["batch"], m2["change_rows"]) == (2, 1, orders().batch(1).num_rows)
+    assert (m1["table_rows"], m2["table_rows"]) == (orders().expected(1).num_rows, orders().expected(2).num_rows)
+    assert m2["dagster/row_count"] == m2["table_rows"] != m2["change_rows"]
     assert m1["files"] >= 1 and m1["bytes"] > 0 and m1["already_committed"] is False
     table = Catalog(warehouse).get_table("demo.orders")
     assert table.to_arrow().sort_by("order_id").equals(orders().expected(2).sort_by("order_id"))
+    live = [f for s in table.new_read_builder().new_scan().plan().splits() for f in s.files]
+    assert (m2["live_files"], m2["total_bytes"]) == (len(live), sum(f.file_size for f in live))
+    assert m2["live_files"] == m1["files"] + m2["files"]
 
 
 @pytest.mark.spark
@@ -77,6 +88,9 @@ def test_a_rerun_of_the_same_run_does_not_commit_again(spark, warehouse, write_t
         meta = _metadata(result, ORDERS)
         assert meta["snapshot_id"] == 1 and meta["batch"] == 0
         assert meta["already_committed"] is (attempt == 1)
+        # The re-run reports what its commit wrote, not 0 rows.
+        assert meta["change_rows"] == orders().batch(0).num_rows
+        assert meta["table_rows"] == orders().expected(1).num_rows
     assert len(Catalog(warehouse).get_table("demo.orders").snapshots()) == 1
 
 
@@ -92,7 +106,7 @@ def test_sensor_request_runs_the_downstream_on_exactly_that_snapshot(spark, ware
             dg.materialize([write_asset], instance=instance)
         tick = sensor(dg.build_sensor_context(instance=instance, cursor=None, resources=definitions.resources))
         [request] = tick.run_requests
-        assert request.run_key == "demo.orders:2"
+        assert request.run_key.startswith("demo.orders:2@") and request.tags["lake/snapshot"] == "2"
         dg.materialize([write_asset], instance=instance)  # snapshot 3 lands
 
         # The requested run, as the daemon would launch it: the downstream job with its run config.
@@ -129,3 +143,101 @@ def test_write_and_downstream_assets_on_s3(spark, s3_warehouse, write_tables_con
     assert _metadata(result, ORDERS)["snapshot_id"] == 1
     assert _metadata(down, BY_DAY)["source_snapshot_id"] == 1
     assert _by_day(s3_warehouse.uri, opts) == _reference_by_day(1)
+
+
+def _causes(error: BaseException | None):
+    while error is not None:
+        yield error
+        error = error.__cause__ or error.__context__
+
+
+def _drift_check(definitions: dg.Definitions):
+    [check] = [c for c in definitions.asset_checks if ORDERS in {k.asset_key for k in c.check_keys}]
+    return check
+
+
+@pytest.mark.dagster
+def test_config_drift_is_reported_naming_option_config_and_table_values(warehouse, write_tables_config):
+    """tables.yaml changed after the table was created: reported, and a new bucket count is a rescale."""
+    from fixtures.tables_config import demo_orders_table
+    from jobs.tables import TableSpec, ensure_table
+
+    config = load_tables_config(write_tables_config(warehouse))
+    spec = config.table("demo.orders")
+    lake = build_definitions(config).resources["lake"]
+    assert _drift_check(build_definitions(config))(lake=lake).passed  # no table yet: nothing to compare
+    ensure_table(Catalog(warehouse), TableSpec(spec.name, spec.arrow_schema(), spec.primary_keys,
+                                               spec.partition_keys, spec.options))
+    assert _drift_check(build_definitions(config))(lake=lake).passed
+
+    changed = demo_orders_table(options={"bucket": 4, "rowkind.field": "op", "file.compression": "snappy"})
+    path = write_tables_config(warehouse)
+    raw = yaml.safe_load(path.read_text())
+    raw["tables"] = [changed]
+    path.write_text(yaml.safe_dump(raw))
+    result = _drift_check(build_definitions(load_tables_config(path)))(lake=lake)
+    assert not result.passed and result.severity == dg.AssetCheckSeverity.WARN
+    lines = result.description.splitlines()
+    assert lines[0].startswith("demo.orders: bucket is '4' in tables.yaml but '2' on the table") and "rescale" in lines[0]
+    assert "file.compression is 'snappy' in tables.yaml but None on the table" in lines[1]
+    assert result.metadata["needs_rescale"].value is True
+    # The table itself is untouched by the config change.
+    assert Catalog(warehouse).get_table("demo.orders").schema.options["bucket"] == "2"
+
+
+@pytest.mark.dagster
+@pytest.mark.s3
+def test_storage_errors_name_bucket_endpoint_and_variables_before_spark(s3_server, write_tables_config, monkeypatch):
+    s3 = {"endpoint_url_env": "TEST_LAKE_S3_ENDPOINT", "access_key_env": "TEST_LAKE_S3_KEY",
+          "secret_key_env": "TEST_LAKE_S3_SECRET"}
+    opts = s3_server.storage_options()
+    monkeypatch.setenv("TEST_LAKE_S3_KEY", opts["key"])
+    monkeypatch.setenv("TEST_LAKE_S3_SECRET", opts["secret"])
+    cases = [  # (bucket, endpoint, what the message says)
+        ("no-such-bucket", s3_server.endpoint_url, "does not exist"),
+        ("any-bucket", "http://127.0.0.1:9", "cannot reach"),  # nothing listens on port 9
+    ]
+    for bucket, endpoint, words in cases:
+        monkeypatch.setenv("TEST_LAKE_S3_ENDPOINT", endpoint)
+        definitions = build_definitions(load_tables_config(write_tables_config(f"s3://{bucket}/wh", s3=s3)))
+        with dg.build_resources({"lake": definitions.resources["lake"]}) as res:
+            with pytest.raises(StorageAccessError) as info:
+                res.lake.check_access()
+        message = str(info.value)
+        assert f"bucket '{bucket}'" in message and f"endpoint {endpoint}" in message and words in message, message
+        assert all(f"${name}" in message for name in s3.values()), message
+        assert len(message.splitlines()) == 1
+        # The write asset fails the same way, in its first line of work, before any Spark session.
+        with dg.DagsterInstance.ephemeral() as instance:
+            result = dg.materialize([definitions.resolve_assets_def(ORDERS)], instance=instance, raise_on_error=False)
+        [failure] = [e for e in result.all_events if e.is_step_failure]
+        error = failure.step_failure_data.error
+        assert error.cause.cls_name == "StorageAccessError" and f"bucket '{bucket}'" in error.cause.message
+        if words == "cannot reach":  # a sensor tick that cannot read the table says why, too
+            sensor = definitions.resolve_sensor_def("demo__orders__snapshot_sensor")
+            with dg.DagsterInstance.ephemeral() as instance, pytest.raises(Exception) as tick:
+                sensor(dg.build_sensor_context(instance=instance, resources=definitions.resources))
+            chain = list(_causes(tick.value))
+            assert any(isinstance(e, StorageAccessError) and f"bucket '{bucket}'" in str(e) for e in chain), chain
+
+
+@pytest.mark.dagster
+def test_a_maintenance_operation_plugs_into_its_tables_group(warehouse, write_tables_config, monkeypatch):
+    """The seam the maintenance assets use: a builder in MAINTENANCE_ASSETS, one asset per table."""
+    from orchestration.defs import maintenance
+    from orchestration.defs.naming import maintenance_asset_key, table_group, table_pool
+
+    def build(table):
+        @dg.asset(key=maintenance_asset_key(table.name, "compaction"), deps=[dg.AssetKey(table.name.split("."))],
+                  group_name=table_group(table.name), pool=table_pool(table.name))
+        def compaction() -> None:
+            return None
+
+        return compaction
+
+    monkeypatch.setitem(maintenance.MAINTENANCE_ASSETS, "compaction", build)
+    graph = build_definitions(load_tables_config(write_tables_config(warehouse))).resolve_asset_graph()
+    node = graph.get(dg.AssetKey(["demo", "orders", "compaction"]))
+    assert node.group_name == graph.get(ORDERS).group_name == "demo__orders"
+    assert node.parent_keys == {ORDERS} and node.pools == graph.get(ORDERS).pools
+    assert not graph.has(dg.AssetKey(["demo", "orders_by_day", "compaction"]))  # derived tables: not configured tables

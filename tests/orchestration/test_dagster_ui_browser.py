@@ -110,14 +110,12 @@ def dagster_dev(tmp_path, warehouse, write_tables_config):
         log.close()
 
 
-def test_asset_graph_renders_the_table_assets(dagster_dev, tmp_path):
-    chromium = _chromium()
-    url, keys, workdir = dagster_dev
-    assert sorted(keys) == [["demo", "orders"], ["demo", "orders_by_day"]]
-    shot = tmp_path / "asset-graph.png"
+def _render(chromium: str, tmp_path: Path, url: str, name: str) -> tuple[str, Path]:
+    """The page's DOM after scripts ran, and its screenshot; both kept in tmp_path for a post-mortem."""
+    shot = tmp_path / f"{name}.png"
     browser = subprocess.Popen(
-        [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'chromium-profile'}", f"--screenshot={shot}",
-         "--dump-dom", f"{url}/asset-groups"],
+        [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / f'chromium-{name}'}", f"--screenshot={shot}",
+         "--dump-dom", url],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, start_new_session=True,
     )
     try:
@@ -125,10 +123,24 @@ def test_asset_graph_renders_the_table_assets(dagster_dev, tmp_path):
     finally:
         _stop_group(browser, timeout=10)
     html = dom.decode("utf-8", "replace")
+    (tmp_path / f"{name}.html").write_text(html)
+    return html, shot
+
+
+def test_asset_graph_renders_the_table_assets(dagster_dev, tmp_path):
+    chromium = _chromium()
+    url, keys, workdir = dagster_dev
+    assert sorted(keys) == [["demo", "orders"], ["demo", "orders_by_day"]]
+    # The global lineage shows one asset group per table (group nodes carry their name as a tooltip).
+    html, shot = _render(chromium, tmp_path, f"{url}/asset-groups", "lineage")
     assert "Global asset lineage" in html
-    # Graph nodes carry their asset name as a tooltip; the sidebar lists them too.
-    for name in ("orders", "orders_by_day"):
-        assert f'data-tooltip="{name}"' in html, f"asset node {name} not rendered"
+    for group in ("demo__orders", "demo__orders_by_day"):
+        assert f'data-tooltip="{group}"' in html, f"asset group {group} not rendered"
+    assert shot.exists() and shot.stat().st_size > 10_000
+    # A table's group shows its assets: graph nodes carry the asset name as a tooltip.
+    html, shot = _render(chromium, tmp_path, f"{url}/locations/lake/asset-groups/demo__orders", "group")
+    assert 'data-tooltip="orders"' in html, "asset node orders not rendered in its group"
+    assert 'data-tooltip="orders_by_day"' not in html  # the derived table is a group of its own
     assert "Never materialized" in html
     assert shot.exists() and shot.stat().st_size > 10_000
     # dagster dev stored its state in the scratch dir, per dagster.yaml (not in a temp DAGSTER_HOME).

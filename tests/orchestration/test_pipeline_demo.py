@@ -3,13 +3,18 @@ from __future__ import annotations
 
 import dagster as dg
 import pytest
+from dagster._core.storage.tags import RUN_KEY_TAG, SENSOR_NAME_TAG
 
 from lake_core import Catalog
-from lake_core.demo_source import orders
 from orchestration.config import load_tables_config
-from orchestration.demo import run_demo
+from orchestration.defs.sensors import run_key, table_identity
+from orchestration.definitions import build_definitions
+from orchestration.demo.pipeline import run_demo
+from orchestration.demo.source import orders
 
 pytestmark = [pytest.mark.spark, pytest.mark.dagster, pytest.mark.slow]
+
+SENSOR = "demo__orders__snapshot_sensor"
 
 
 def test_demo_runs_the_whole_pipeline_twice(spark, warehouse, write_tables_config):
@@ -19,12 +24,39 @@ def test_demo_runs_the_whole_pipeline_twice(spark, warehouse, write_tables_confi
         first = run_demo(config, instance, say=lines.append)
         second = run_demo(config, instance, batches=2, say=lines.append)
         runs = instance.get_runs()
-    assert first.ingested["demo.orders"]["snapshot_id"] == 1 and first.requests == ["demo.orders:1"]
+        # The downstream runs carry the sensor's run key and name, as the daemon's own runs do,
+        # so a running `dagster dev` finds them and never derives those snapshots again.
+        keyed = {r.tags[RUN_KEY_TAG]: r for r in runs if RUN_KEY_TAG in r.tags}
+    identity = table_identity(warehouse, Catalog(warehouse).get_table("demo.orders"))
+    keys = [run_key("demo.orders", sid, identity) for sid in (1, 2, 3)]
+    assert first.ingested["demo.orders"]["snapshot_id"] == 1 and first.requests == keys[:1]
     assert second.ingested["demo.orders"]["snapshot_id"] == 3
-    assert second.requests == ["demo.orders:2", "demo.orders:3"]  # one downstream run per new snapshot
+    assert second.requests == keys[1:]  # one downstream run per new snapshot
+    assert sorted(keyed) == sorted(keys) and all(r.tags[SENSOR_NAME_TAG] == SENSOR for r in keyed.values())
     assert second.downstream["demo.orders_by_day"]["source_snapshot_id"] == 3
     assert second.tables["demo.orders"] == orders().expected(3).num_rows
+    assert second.ingested["demo.orders"]["table_rows"] == orders().expected(3).num_rows
     assert Catalog(warehouse).get_table("demo.orders_by_day").to_arrow().num_rows == 3  # three order days
     assert len(runs) == 1 + 1 + 2 + 2 and all(r.is_success for r in runs)
     text = "\n".join(lines)
-    assert "run_key demo.orders:3" in text and "table    demo.orders_by_day: 3 rows" in text
+    assert f"run_key {keys[2]}" in text and "table    demo.orders_by_day: 3 rows" in text
+
+
+def test_demo_skips_a_snapshot_that_already_has_a_run(spark, warehouse, write_tables_config):
+    """A run the daemon of `dagster dev` launched for the next snapshot: the demo does not derive it again."""
+    config = load_tables_config(write_tables_config(warehouse))
+    definitions = build_definitions(config)
+    lines: list[str] = []
+    with dg.DagsterInstance.ephemeral() as instance:
+        run_demo(config, instance, say=lines.append)
+        identity = table_identity(warehouse, Catalog(warehouse).get_table("demo.orders"))
+        key = run_key("demo.orders", 2, identity)
+        job = definitions.resolve_job_def("demo__orders__downstream")
+        queued = instance.create_run_for_job(job, run_config={}, tags={RUN_KEY_TAG: key, SENSOR_NAME_TAG: SENSOR})
+        second = run_demo(config, instance, say=lines.append)
+        derived = [r for r in instance.get_runs() if r.tags.get(RUN_KEY_TAG) == key]
+    assert second.ingested["demo.orders"]["snapshot_id"] == 2
+    assert second.requests == [key] and second.skipped == [key]
+    assert [r.run_id for r in derived] == [queued.run_id]  # still only the daemon's run
+    assert "demo.orders_by_day" not in second.downstream
+    assert f"run_key {key} already has run {queued.run_id[:8]}" in "\n".join(lines)

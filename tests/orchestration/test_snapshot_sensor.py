@@ -5,9 +5,10 @@ import dagster as dg
 import pytest
 
 from lake_core import Catalog
-from lake_core.demo_source import ORDERS_SCHEMA, orders
 from orchestration.config import load_tables_config
+from orchestration.defs.sensors import SensorCursor
 from orchestration.definitions import build_definitions
+from orchestration.demo.source import ORDERS_SCHEMA, orders
 
 pytestmark = pytest.mark.dagster
 
@@ -28,9 +29,27 @@ def _tick(sensor, instance, lake, cursor):
     return result, result.cursor
 
 
-def _orders_table(warehouse):
+def _seen(cursor: str | None) -> int | None:
+    decoded = SensorCursor.decode(cursor)
+    return decoded.snapshot_id if decoded else None
+
+
+def _snapshots(result) -> list[int]:
+    """Snapshot ids requested, checked three ways: run key, tag and pinned run config agree."""
+    out = []
+    for r in result.run_requests:
+        sid = int(r.tags["lake/snapshot"])
+        assert r.run_key.startswith(f"demo.orders:{sid}@") and r.tags["lake/table"] == "demo.orders"
+        assert r.run_config == {"ops": {OP: {"config": {"snapshot_id": sid}}}}
+        out.append(sid)
+    return out
+
+
+def _orders_table(warehouse, recreate: bool = False):
     catalog = Catalog(warehouse)
     catalog.create_database("demo", ignore_if_exists=True)
+    if recreate:
+        catalog.drop_table("demo.orders")
     return catalog.create_table("demo.orders", schema=ORDERS_SCHEMA, primary_keys=["dt", "order_id"],
                                 partition_keys=["dt"], options={"bucket": "2", "rowkind.field": "op"})
 
@@ -48,29 +67,25 @@ def test_skip_request_and_no_duplicate(pipeline, warehouse):
         result, cursor = _tick(sensor, instance, lake, None)
         assert not result.run_requests and "no snapshot" in result.skip_reason.skip_message
 
-        # First snapshot: one request, keyed table:snapshot, pinned to that snapshot.
+        # First snapshot: one request, keyed by table, snapshot and table identity, pinned to that snapshot.
         table.write_arrow(source.batch(0))
         result, cursor = _tick(sensor, instance, lake, None)
-        [request] = result.run_requests
-        assert request.run_key == "demo.orders:1"
-        assert request.run_config == {"ops": {OP: {"config": {"snapshot_id": 1}}}}
-        assert request.tags["lake/snapshot"] == "1" and request.tags["lake/table"] == "demo.orders"
-        assert cursor == "1"
+        assert _snapshots(result) == [1] and _seen(cursor) == 1
+        first_key = result.run_requests[0].run_key
 
         # Same snapshot again: skipped, no duplicate request.
         result, cursor = _tick(sensor, instance, lake, cursor)
         assert not result.run_requests and "no new snapshot of demo.orders since 1" in result.skip_reason.skip_message
-        assert cursor == "1"
+        assert _seen(cursor) == 1
 
-        # Two new snapshots between ticks: one request per snapshot, oldest first.
+        # Two new snapshots between ticks: one request per snapshot, oldest first, same identity.
         table.write_arrow(source.batch(1))
         table.write_arrow(source.batch(2))
         result, cursor = _tick(sensor, instance, lake, cursor)
-        assert [r.run_key for r in result.run_requests] == ["demo.orders:2", "demo.orders:3"]
-        assert [r.run_config["ops"][OP]["config"]["snapshot_id"] for r in result.run_requests] == [2, 3]
-        assert cursor == "3"
+        assert _snapshots(result) == [2, 3] and _seen(cursor) == 3
+        assert {r.run_key.split("@")[1] for r in result.run_requests} == {first_key.split("@")[1]}
         result, cursor = _tick(sensor, instance, lake, cursor)
-        assert not result.run_requests and cursor == "3"
+        assert not result.run_requests and _seen(cursor) == 3
 
 
 def test_first_tick_requests_only_the_newest_snapshot(pipeline, warehouse):
@@ -82,7 +97,77 @@ def test_first_tick_requests_only_the_newest_snapshot(pipeline, warehouse):
         table.write_arrow(source.batch(b))
     with dg.DagsterInstance.ephemeral() as instance:
         result, cursor = _tick(sensor, instance, defs.resources["lake"], None)
-    assert [r.run_key for r in result.run_requests] == ["demo.orders:3"] and cursor == "3"
+    assert _snapshots(result) == [3] and _seen(cursor) == 3
+
+
+def test_a_recreated_table_resets_the_cursor_and_says_so(pipeline, warehouse):
+    """Dropped and recreated: its snapshot ids start again at 1, which a bare-id cursor would skip forever."""
+    defs, sensor = pipeline
+    lake = defs.resources["lake"]
+    source = orders(orders_per_batch=20)
+    table = _orders_table(warehouse)
+    for b in range(3):
+        table.write_arrow(source.batch(b))
+    with dg.DagsterInstance.ephemeral() as instance:
+        result, cursor = _tick(sensor, instance, lake, None)
+        old_key = result.run_requests[0].run_key
+        assert _seen(cursor) == 3
+
+        table = _orders_table(warehouse, recreate=True)
+        result, cursor2 = _tick(sensor, instance, lake, cursor)
+        assert not result.run_requests and "cursor reset" in result.skip_reason.skip_message
+        assert "no snapshot yet" in result.skip_reason.skip_message
+        table.write_arrow(source.batch(0))
+        result, cursor2 = _tick(sensor, instance, lake, cursor2 or cursor)
+        assert _snapshots(result) == [1] and _seen(cursor2) == 1
+        assert result.run_requests[0].run_key != old_key.replace(":3@", ":1@")  # a new key: not deduplicated
+
+
+def test_a_moved_warehouse_resets_the_cursor(pipeline, warehouse, tmp_path, write_tables_config):
+    """The same table name in another warehouse (local → S3, say) is another table."""
+    defs, sensor = pipeline
+    source = orders(orders_per_batch=20)
+    table = _orders_table(warehouse)
+    table.write_arrow(source.batch(0))
+    table.write_arrow(source.batch(1))
+    other = (tmp_path / "other-warehouse").resolve()
+    other.mkdir()
+    moved = build_definitions(load_tables_config(write_tables_config(other.as_uri())))
+    _orders_table(other.as_uri()).write_arrow(source.batch(0))
+    with dg.DagsterInstance.ephemeral() as instance:
+        _, cursor = _tick(sensor, instance, defs.resources["lake"], None)
+        assert _seen(cursor) == 2
+        ctx = dg.build_sensor_context(instance=instance, cursor=cursor, resources={"lake": moved.resources["lake"]})
+        result = moved.resolve_sensor_def(SENSOR)(ctx)
+    assert _snapshots(result) == [1] and _seen(result.cursor) == 1  # not "no new snapshot since 2"
+
+
+def test_a_tick_reads_only_the_snapshots_after_its_cursor(pipeline, warehouse, monkeypatch):
+    """The LATEST hint and a walk back to the cursor: snapshot files before it are never opened."""
+    from lake_core.fileio import FileIO
+
+    defs, sensor = pipeline
+    table = _orders_table(warehouse)
+    source = orders(orders_per_batch=5)
+    for b in range(12):
+        table.write_arrow(source.batch(b))
+    read: list[str] = []
+
+    def counting(real):
+        def read_and_count(self, path, *args, **kwargs):
+            read.append(str(path))
+            return real(self, path, *args, **kwargs)
+        return read_and_count
+
+    for method in ("read_bytes", "read_text"):
+        monkeypatch.setattr(FileIO, method, counting(getattr(FileIO, method)))
+    cursor = SensorCursor.decode(_tick(sensor, dg.DagsterInstance.ephemeral(), defs.resources["lake"], None)[1])
+    read.clear()
+    with dg.DagsterInstance.ephemeral() as instance:
+        result, _ = _tick(sensor, instance, defs.resources["lake"], SensorCursor(cursor.identity, 9).encode())
+    assert _snapshots(result) == [10, 11, 12]
+    opened = sorted({int(p.rsplit("snapshot-", 1)[1]) for p in read if "/snapshot/snapshot-" in p})
+    assert opened == [10, 11, 12], opened  # the ones after the cursor, none older
 
 
 def test_sensor_definition_metadata(pipeline):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import os
 import subprocess
 import sys
 import textwrap
@@ -12,8 +13,12 @@ import pytest
 import yaml
 
 from fixtures.tables_config import demo_orders_by_day, demo_orders_table
-from orchestration.config import TablesConfigError, load_tables_config, parse_tables_config, parse_type
-from orchestration.definitions import DEFAULT_CONFIG, build_definitions, lake_resource
+from lake_core import Catalog, LakeError, from_paimon_type, parse_duration_ms
+from orchestration.config import TablesConfigError, duration_seconds, load_tables_config, parse_tables_config
+from orchestration.defs.resources import lake_resource
+from orchestration.definitions import DEFAULT_CONFIG, build_definitions
+
+pytestmark = pytest.mark.dagster
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -58,7 +63,83 @@ def test_inline_schema_and_relative_warehouse(tmp_path):
     schema = config.table("shop.users").arrow_schema()
     assert str(schema.field("balance").type) == "decimal128(10, 2)"
     assert not schema.field("id").nullable and schema.field("name").nullable
-    assert str(parse_type("TIMESTAMP_LTZ(6)")) == "timestamp[us, tz=UTC]"
+
+
+
+# Types the first parser of tables.yaml got wrong or refused; lake_core's own parser is the oracle,
+# and a table created from the config's schema must read back exactly these types.
+PAIMON_TYPES = ["TIMESTAMP(0)", "TIMESTAMP(3)", "TIMESTAMP_LTZ(6)", "TIMESTAMP(9) WITH LOCAL TIME ZONE",
+                "CHAR(3)", "VARCHAR(20)", "TIME", "ARRAY<INT>", "MAP<STRING, BIGINT>", "DECIMAL(38, 10)",
+                "BINARY(4)", "DOUBLE PRECISION", "INT NOT NULL"]
+
+
+def test_inline_schema_types_are_lake_cores(tmp_path):
+    raw = copy.deepcopy(BASE)
+    raw["tables"][1]["schema"] = {"id": "BIGINT", **{f"c{i}": t for i, t in enumerate(PAIMON_TYPES)}}
+    config = parse_tables_config(raw, base_dir=tmp_path)
+    schema = config.table("shop.users").arrow_schema()
+    for i, text in enumerate(PAIMON_TYPES):
+        kind, nullable = from_paimon_type(text)
+        assert (schema.field(f"c{i}").type, schema.field(f"c{i}").nullable) == (kind, nullable), text
+    assert str(schema.field("c0").type) == "timestamp[s]"  # TIMESTAMP(0) is seconds, not ms
+    catalog = Catalog((tmp_path / "wh").as_uri())
+    catalog.create_database("shop")
+    created = catalog.create_table("shop.users", schema=schema, primary_keys=["id"], options={"bucket": "1"})
+    assert created.arrow_schema().types == schema.types
+
+
+@pytest.mark.parametrize("options, words", [
+    ({"bucket": 4, "merge-engine": "partial-updat"}, "option 'merge-engine' = 'partial-updat' is invalid"),
+    ({"bucket": 2, "bucket-keyy": "id"}, "unknown table option 'bucket-keyy'"),
+    ({"bucket": 2, "sequence.field": "nope"}, "option 'sequence.field' names column 'nope'"),
+    ({"bucket": 2, "target-file-size": "lots"}, "option 'target-file-size' = 'lots' is not a memory size"),
+])
+def test_options_are_validated_at_load_as_create_table_would(tmp_path, options, words):
+    message = _errors(lambda r: r["tables"][1].update(options=options))
+    assert "table 'shop.users': field 'options'" in message and words in message, message
+    # The oracle: lake_core refuses the same definition when creating the table.
+    catalog = Catalog((tmp_path / "wh").as_uri())
+    catalog.create_database("shop")
+    schema = parse_tables_config(BASE).table("shop.users").arrow_schema()
+    with pytest.raises(LakeError, match=words.split(" = ")[0].split(" names")[0]):
+        catalog.create_table("shop.users", schema=schema, primary_keys=["id"], options=options)
+
+
+@pytest.mark.parametrize("text", ["1 h", "1 hour", "30 min", "1d", "90 s", "2 days", "500 ms"])
+def test_paimon_durations_are_accepted_everywhere(text):
+    raw = copy.deepcopy(BASE)
+    raw["tables"][1]["schema"]["seen"] = "TIMESTAMP(3)"
+    raw["tables"][1]["maintenance"] = {
+        "snapshot_expiry": {"time_retained": text},
+        "record_expiry": {"field": "seen", "retention": text},
+    }
+    raw["tables"][0]["maintenance"] = {"partition_expiry": {"expiration_time": text}}
+    config = parse_tables_config(raw)
+    assert config.table("shop.users").maintenance.snapshot_expiry.time_retained == text
+    assert duration_seconds(text) == parse_duration_ms("snapshot.time-retained", text) / 1000
+
+
+@pytest.mark.parametrize("mutate, field, words", [
+    (lambda r: r["tables"][1].update(maintenance={"cron": "every tuesday please"}), "maintenance.cron",
+     "'every tuesday please' is not a cron schedule"),
+    (lambda r: r["tables"][1].update(maintenance={"record_expiry": {"field": "no_such_column", "retention": "1 d"}}),
+     "maintenance.record_expiry.field", "'no_such_column' is not a column"),
+    (lambda r: r["tables"][1].update(maintenance={"record_expiry": {"field": "name", "retention": "1 d"}}),
+     "maintenance.record_expiry.field", "'name' is string; it must be a TIMESTAMP"),
+    (lambda r: r["tables"][1].update(maintenance={"snapshot_expiry": {"time_retained": "one hour"}}),
+     "maintenance.snapshot_expiry.time_retained", "'one hour' is not a duration"),
+    (lambda r: r["tables"][1].update(maintenance={"partition_expiry": {"expiration_time": "7 d"}}),
+     "maintenance.partition_expiry.expiration_time", "no partition_keys"),
+])
+def test_maintenance_fields_are_validated(mutate, field, words):
+    message = _errors(mutate)
+    assert "table 'shop.users'" in message and f"field '{field}'" in message and words in message, message
+
+
+def test_a_valid_cron_is_kept():
+    raw = copy.deepcopy(BASE)
+    raw["tables"][1]["maintenance"] = {"cron": "0 3 * * 2"}
+    assert parse_tables_config(raw).table("shop.users").maintenance.cron == "0 3 * * 2"
 
 
 @pytest.mark.parametrize(
@@ -85,7 +166,7 @@ def test_invalid_fields_name_the_table_and_field(mutate, table, field):
     [
         (lambda r: r["tables"][0].update(primary_keys=["order_id", "nope"]), "demo.orders", "primary_keys ['nope']"),
         (lambda r: r["tables"][0].update(primary_keys=["order_id"]), "demo.orders", "must include the partition keys"),
-        (lambda r: r["tables"][1].update(options={"bucket": "zero"}), "shop.users", "options.bucket"),
+        (lambda r: r["tables"][1].update(options={"bucket": "zero"}), "shop.users", "option 'bucket' = 'zero'"),
         (lambda r: r["tables"][1].pop("schema"), "shop.users", "schema source"),
         (lambda r: r["tables"][0].update(source="no.such.module:orders"), "demo.orders", "cannot be loaded"),
     ],
@@ -152,3 +233,20 @@ def test_a_table_without_source_is_an_external_asset_with_a_sensor(tmp_path):
     users = definitions.resolve_asset_graph().get(dg.AssetKey(["shop", "users"]))
     assert not users.is_materializable  # written outside Dagster
     assert not definitions.sensors  # no downstream table: nothing for a sensor to request
+
+
+def test_the_demo_cli_reads_LAKE_TABLES_CONFIG_and_prints_a_config_error_alone(tmp_path):
+    raw = copy.deepcopy(BASE)
+    raw["tables"][1]["options"] = {"bucket": 4, "merge-engine": "partial-updat"}
+    path = tmp_path / "tables.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    env = {**os.environ, "LAKE_TABLES_CONFIG": str(path), "PYTHONPATH": str(REPO_ROOT)}
+    out = subprocess.run([sys.executable, "-m", "orchestration.demo"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "Traceback" not in out.stderr and not out.stdout
+    assert out.stderr.splitlines() == [
+        "demo: invalid tables config:",
+        f"  {path}: table 'shop.users': field 'options': option 'merge-engine' = 'partial-updat' is invalid; "
+        "choose one of deduplicate, partial-update, aggregation, first-row",
+    ]

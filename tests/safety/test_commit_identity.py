@@ -58,14 +58,14 @@ def _count_snapshot_reads(table):
     """Count snapshot files read from storage by ``table`` (a fresh handle has an empty cache)."""
     fio = table.snapshot_manager.fileio
     reads = []
-    original = fio.read_text
+    original = fio.read_bytes  # every metadata read ends here (read_text too)
 
-    def read_text(path, *a, **k):
+    def read_bytes(path, *a, **k):
         if "/snapshot/snapshot-" in path:
             reads.append(path)
         return original(path, *a, **k)
 
-    fio.read_text = read_text
+    fio.read_bytes = read_bytes
     return reads
 
 
@@ -77,7 +77,7 @@ def test_a_commit_reads_few_snapshot_files(warehouse):
     fresh = Catalog(warehouse).get_table("db.t")
     reads = _count_snapshot_reads(fresh)
     fresh.write_arrow(kv([100], ["x"]), commit_user="nightly-ingest")
-    assert len(reads) <= 3, reads
+    assert 1 <= len(reads) <= 3, reads  # the latest snapshot, not all 40
     # A caller-given identity of a user who committed recently stops at that user's commit.
     wb, msgs = prepared(fresh, [101], ["y"], user="job")
     wb.new_commit().commit(msgs, identifier=1)
@@ -87,5 +87,5 @@ def test_a_commit_reads_few_snapshot_files(warehouse):
     reads = _count_snapshot_reads(fresh2)
     wb, msgs = prepared(fresh2, [102], ["w"], user="job")
     wb.new_commit().commit(msgs, identifier=2)
-    assert len(reads) <= 15, reads
+    assert 1 <= len(reads) <= 15, reads  # back to the user's previous commit, not to snapshot 1
     assert as_dict(fresh2)[102] == "w"

@@ -41,6 +41,7 @@ import org.apache.paimon.predicate.Predicate;
 import org.apache.paimon.predicate.PredicateBuilder;
 import org.apache.paimon.reader.RecordReader;
 import org.apache.paimon.schema.Schema;
+import org.apache.paimon.schema.SchemaChange;
 import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.core.JsonGenerator;
 import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.JsonNode;
 import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.ObjectMapper;
@@ -93,11 +94,16 @@ public final class PaimonDriver {
 
     private static final ObjectMapper MAPPER = new ObjectMapper();
     private static final JsonNodeFactory NODES = JsonNodeFactory.instance;
+    /** One spill/lookup directory for the JVM, under the working directory, removed at exit. */
+    private static IOManager ioManager;
 
     public static void main(String[] args) throws Exception {
         // Paimon and Hadoop log to stdout; the protocol owns the real stdout.
         PrintStream out = new PrintStream(new FileOutputStream(FileDescriptor.out), true, "UTF-8");
         System.setOut(System.err);
+        java.io.File ioDir = new java.io.File("paimon-io").getAbsoluteFile();
+        ioDir.mkdirs();
+        ioManager = IOManager.create(ioDir.getPath());
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         ObjectNode hello = NODES.objectNode();
         hello.put("ok", true);
@@ -134,6 +140,7 @@ public final class PaimonDriver {
             }
             out.println(MAPPER.writeValueAsString(response));
         }
+        ioManager.close();
     }
 
     private static String paimonVersion() {
@@ -162,6 +169,8 @@ public final class PaimonDriver {
                 return snapshots(args);
             case "schema":
                 return fieldsJson(table(args).rowType().getFields());
+            case "alter_table":
+                return alterTable(args);
             default:
                 throw new IllegalArgumentException("unknown op " + op);
         }
@@ -196,6 +205,38 @@ public final class PaimonDriver {
             catalog.createTable(identifier, builder.build(), false);
             return NODES.textNode(catalog.getTableLocation(identifier).toString());
         }
+    }
+
+    /** ALTER TABLE through Java's catalog: add/rename/drop a column, change its type, set an option. */
+    private static JsonNode alterTable(JsonNode args) throws Exception {
+        List<SchemaChange> changes = new ArrayList<>();
+        for (JsonNode c : args.get("changes")) {
+            String name = c.path("name").asText();
+            switch (c.get("op").asText()) {
+                case "add_column":
+                    changes.add(SchemaChange.addColumn(name, DataTypeJsonParser.parseDataType(c.get("type"))));
+                    break;
+                case "rename_column":
+                    changes.add(SchemaChange.renameColumn(name, c.get("new_name").asText()));
+                    break;
+                case "drop_column":
+                    changes.add(SchemaChange.dropColumn(name));
+                    break;
+                case "update_column_type":
+                    changes.add(SchemaChange.updateColumnType(name, DataTypeJsonParser.parseDataType(c.get("type"))));
+                    break;
+                case "set_option":
+                    changes.add(SchemaChange.setOption(c.get("key").asText(), c.get("value").asText()));
+                    break;
+                default:
+                    throw new IllegalArgumentException("unknown schema change " + c);
+            }
+        }
+        String[] parts = args.get("identifier").asText().split("\\.");
+        try (Catalog catalog = CatalogFactory.createCatalog(CatalogContext.create(new Path(args.get("warehouse").asText())))) {
+            catalog.alterTable(Identifier.create(parts[0], parts[1]), changes, false);
+        }
+        return NODES.nullNode();
     }
 
     private static List<String> strings(JsonNode array) {
@@ -263,7 +304,7 @@ public final class PaimonDriver {
     /** A batch write with a spill/lookup directory (lookup compaction and deletion vectors need one). */
     private static BatchTableWrite newWrite(BatchWriteBuilder builder) {
         BatchTableWrite write = builder.newWrite();
-        write.withIOManager(IOManager.create(System.getProperty("java.io.tmpdir")));
+        write.withIOManager(ioManager);
         return write;
     }
 

@@ -163,7 +163,7 @@ class OrdersSource:
 
 
 def orders(orders_per_batch: int = 200, seed: int = 7) -> OrdersSource:
-    """Entry point named in ``tables.yaml`` (``source: lake_core.demo_source:orders``)."""
+    """Entry point named in ``tables.yaml`` (``source: orchestration.demo.source:orders``)."""
     return OrdersSource(orders_per_batch=orders_per_batch, seed=seed)
 
 

@@ -1,7 +1,8 @@
-"""Typed Dagster resources: the lake catalog and the Spark settings (ARCHITECTURE D6).
+"""Typed Dagster resources: the lake catalog and the Spark settings, built from ``tables.yaml``.
 
 Secrets arrive as ``dg.EnvVar`` values, resolved by Dagster when a run or sensor starts; nothing
-here reads the environment at import time.
+here reads the environment at import time. The resource also keeps the *names* of those
+environment variables, so a storage error can say where the credentials came from.
 """
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import dagster as dg
 from pydantic import Field
+
+from orchestration.config import TablesConfig, WarehouseConfig
+from orchestration.defs.storage import check_storage_access
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -26,10 +30,18 @@ class LakeCatalogResource(dg.ConfigurableResource):
     secret_key: str | None = None
     region: str = "us-east-1"
     path_style: bool = Field(True, description="path-style addressing, as MinIO needs")
+    # Names only (never values): quoted by storage errors.
+    endpoint_url_env: str | None = Field(None, description="environment variable the endpoint came from")
+    access_key_env: str | None = Field(None, description="environment variable the access key came from")
+    secret_key_env: str | None = Field(None, description="environment variable the secret key came from")
+
+    @property
+    def is_s3(self) -> bool:
+        return self.warehouse.startswith(("s3://", "s3a://"))
 
     def storage_options(self) -> dict[str, Any]:
         """fsspec/s3fs options for lake_core's FileIO (empty for a local warehouse)."""
-        if not self.warehouse.startswith(("s3://", "s3a://")):
+        if not self.is_s3:
             return {}
         options: dict[str, Any] = {"client_kwargs": {"region_name": self.region}}
         if self.endpoint_url:
@@ -46,6 +58,14 @@ class LakeCatalogResource(dg.ConfigurableResource):
         from lake_core import Catalog
 
         return Catalog(self.warehouse, storage_options=self.storage_options())
+
+    def check_access(self) -> None:
+        """Fail fast, before Spark starts, with a :class:`StorageAccessError` naming the bucket,
+        the endpoint and the environment variables behind the credentials."""
+        check_storage_access(
+            self.warehouse, self.storage_options(),
+            env={"endpoint": self.endpoint_url_env, "access key": self.access_key_env, "secret key": self.secret_key_env},
+        )
 
 
 class SparkResource(dg.ConfigurableResource):
@@ -80,3 +100,32 @@ class SparkResource(dg.ConfigurableResource):
         finally:
             if not existed:
                 spark.stop()
+
+
+def lake_resource(warehouse: WarehouseConfig) -> LakeCatalogResource:
+    """The catalog resource; S3 credentials stay ``EnvVar`` references until a run starts."""
+    s3 = warehouse.s3
+    if s3 is None:
+        return LakeCatalogResource(warehouse=warehouse.uri)
+    return LakeCatalogResource(
+        warehouse=warehouse.uri,
+        endpoint_url=dg.EnvVar(s3.endpoint_url_env) if s3.endpoint_url_env else None,
+        access_key=dg.EnvVar(s3.access_key_env),
+        secret_key=dg.EnvVar(s3.secret_key_env),
+        region=s3.region,
+        path_style=s3.path_style,
+        endpoint_url_env=s3.endpoint_url_env,
+        access_key_env=s3.access_key_env,
+        secret_key_env=s3.secret_key_env,
+    )
+
+
+def spark_resource(config: TablesConfig) -> SparkResource:
+    spark = config.spark
+    return SparkResource(master=spark.master, driver_memory=spark.driver_memory,
+                         shuffle_partitions=spark.shuffle_partitions, conf=dict(spark.conf))
+
+
+def resource_definitions(config: TablesConfig) -> dg.Definitions:
+    """The resources every asset, check and sensor of the code location uses: ``lake`` and ``spark``."""
+    return dg.Definitions(resources={"lake": lake_resource(config.warehouse), "spark": spark_resource(config)})

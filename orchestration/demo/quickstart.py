@@ -1,6 +1,6 @@
 """A small end-to-end demo on a local warehouse: upserts, deletes, time travel.
 
-    python -m lake_core.demo [--warehouse ./warehouse]
+    python -m orchestration.demo.quickstart [--warehouse ./warehouse]
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import time
 
 import pyarrow as pa
 
-from . import Catalog
+from lake_core import Catalog
 
 SCHEMA = pa.schema([("order_id", pa.int64()), ("customer", pa.string()), ("amount", pa.decimal128(10, 2)),
                     ("status", pa.string()), ("op", pa.string())])

@@ -1,0 +1,173 @@
+"""Paimon consumer files (``consumer/consumer-<id>``, Java ``ConsumerManager``) and reader leases.
+
+A consumer file holds ``{"nextSnapshot" : N}``: the consumer still needs snapshot ``N`` and every
+later one, so snapshot expiry stops before ``N`` (Java ``ExpireSnapshotsImpl`` takes the minimum
+over all consumer files). ``consumer.expiration-time`` removes consumer files not updated for that
+long, so an abandoned consumer does not pin the table forever.
+
+A *lease* is a consumer file written by a batch reader for the snapshot it is about to read. Its
+id is ``lease-<holder>-<expiry millis>-<random>``: the expiry time rides in the name so that Java
+(which only knows ``nextSnapshot``) reads the file unchanged and honours it, while lake_core also
+ignores and removes leases whose holder crashed once their TTL has passed.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import json
+import re
+import time
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterator
+
+from ..errors import SnapshotNotFoundError
+from ..names import validate_consumer_id
+from ..options import parse_duration_ms
+from .errors import LeaseError, MaintenanceArgumentError
+
+if TYPE_CHECKING:
+    from ..snapshot import Snapshot
+    from ..table import FileStoreTable
+
+_PREFIX = "consumer-"
+_LEASE = re.compile(r"^lease-(?P<holder>.+)-(?P<expires>\d{13})-(?P<rand>[0-9a-f]{8})$")
+
+
+@dataclass(frozen=True)
+class Consumer:
+    consumer_id: str
+    next_snapshot: int
+    modified_s: float | None = None  # file modification time (consumer.expiration-time)
+    lease_expires_ms: int | None = None  # leases only
+
+    def is_dead_lease(self, now_ms: int) -> bool:
+        return self.lease_expires_ms is not None and self.lease_expires_ms <= now_ms
+
+
+def _consumer_json(next_snapshot: int) -> bytes:
+    # Jackson's pretty printer, as Java writes it
+    return ('{\n  "nextSnapshot" : %d\n}' % next_snapshot).encode("utf-8")
+
+
+class ConsumerManager:
+    """Reads and writes the consumer files of one table."""
+
+    def __init__(self, table: "FileStoreTable"):
+        self.table = table
+        self.fileio = table.fileio
+        self.paths = table.paths
+
+    @staticmethod
+    def _validate_id(consumer_id: str) -> None:
+        validate_consumer_id(consumer_id)
+
+    def consumers(self, *, strict: bool = False) -> list[Consumer]:
+        """Every consumer file. ``strict``: an unreadable file raises instead of being skipped
+        (maintenance must not under-estimate what is pinned)."""
+        out = []
+        for full, _size, mtime in self.fileio.list_files_recursive(self.paths.consumer_dir):
+            name = full.rstrip("/").rsplit("/", 1)[-1]
+            if not name.startswith(_PREFIX) or name.startswith("."):
+                continue
+            cid = name[len(_PREFIX):]
+            try:
+                obj = json.loads(self.fileio.read_text(self.paths.consumer(cid)))
+                nxt = int(obj["nextSnapshot"])
+            except FileNotFoundError:
+                continue  # removed while listing
+            except (ValueError, KeyError, TypeError) as e:
+                if strict:
+                    from .errors import MaintenanceAbortedError
+                    raise MaintenanceAbortedError(
+                        f"consumer file {full} of table {self.table.identifier} is unreadable ({e}); "
+                        "fix or delete it before expiring snapshots") from None
+                continue
+            m = _LEASE.match(cid)
+            out.append(Consumer(cid, nxt, mtime, int(m.group("expires")) if m else None))
+        return out
+
+    def min_next_snapshot(self, *, now_ms: int | None = None, strict: bool = True) -> int | None:
+        """The smallest ``nextSnapshot`` over live consumers (dead leases do not count)."""
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        ids = [c.next_snapshot for c in self.consumers(strict=strict) if not c.is_dead_lease(now_ms)]
+        return min(ids) if ids else None
+
+    def get(self, consumer_id: str) -> int | None:
+        self._validate_id(consumer_id)
+        try:
+            return int(json.loads(self.fileio.read_text(self.paths.consumer(consumer_id)))["nextSnapshot"])
+        except FileNotFoundError:
+            return None
+
+    def reset(self, consumer_id: str, next_snapshot: int) -> None:
+        """Create or move a consumer (Java ``ConsumerManager.resetConsumer``)."""
+        self._validate_id(consumer_id)
+        if not isinstance(next_snapshot, int) or next_snapshot < 1:
+            raise MaintenanceArgumentError(
+                f"nextSnapshot {next_snapshot!r} of consumer {consumer_id!r} on {self.table.identifier} must be "
+                "a positive snapshot id")
+        self.fileio.write_bytes(self.paths.consumer(consumer_id), _consumer_json(next_snapshot))
+
+    def delete(self, consumer_id: str) -> bool:
+        self._validate_id(consumer_id)
+        return self.fileio.delete(self.paths.consumer(consumer_id))
+
+    def expire(self, *, now_ms: int | None = None) -> list[str]:
+        """Remove consumers idle longer than ``consumer.expiration-time`` (Java
+        ``ConsumerManager.expire``) and leases past their TTL; returns the ids removed."""
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        raw = self.table.options.get("consumer.expiration-time")
+        idle_ms = parse_duration_ms("consumer.expiration-time", raw) if raw else None
+        removed = []
+        for c in self.consumers():
+            idle = idle_ms is not None and c.modified_s is not None and c.modified_s * 1000 < now_ms - idle_ms
+            if idle or c.is_dead_lease(now_ms):
+                if self.fileio.delete(self.paths.consumer(c.consumer_id)):
+                    removed.append(c.consumer_id)
+        return removed
+
+
+def _ttl_ms(ttl) -> int:
+    if isinstance(ttl, _dt.timedelta):
+        ms = int(ttl.total_seconds() * 1000)
+    elif isinstance(ttl, (int, float)) and not isinstance(ttl, bool):
+        ms = int(ttl * 1000)
+    else:
+        raise MaintenanceArgumentError(f"lease ttl must be a timedelta or seconds, got {ttl!r}")
+    if ms <= 0:
+        raise MaintenanceArgumentError(f"lease ttl must be positive, got {ttl!r}")
+    return ms
+
+
+@contextlib.contextmanager
+def lease(table: "FileStoreTable", snapshot_id: int | None = None, *, holder: str,
+          ttl=_dt.timedelta(hours=1)) -> Iterator["Snapshot"]:
+    """Pin ``snapshot_id`` (default: the latest) while the block runs; yields the snapshot.
+
+    Protocol: write the consumer file first, *then* re-check that the snapshot still exists. An
+    expiry either saw the consumer file (and keeps the snapshot) or deleted the snapshot file
+    before the re-check (and the lease fails here, before anything was read).
+    """
+    validate_consumer_id(holder)
+    ttl_ms = _ttl_ms(ttl)
+    if snapshot_id is None:
+        latest = table.snapshot_manager.latest_id()
+        if latest is None:
+            raise LeaseError(f"cannot lease a snapshot of {table.identifier}: it has no snapshots yet")
+        snapshot_id = latest
+    if not isinstance(snapshot_id, int) or isinstance(snapshot_id, bool) or snapshot_id < 1:
+        raise MaintenanceArgumentError(f"snapshot id {snapshot_id!r} of a lease on {table.identifier} is invalid")
+    expires = int(time.time() * 1000) + ttl_ms
+    cid = f"lease-{holder}-{expires:013d}-{uuid.uuid4().hex[:8]}"
+    manager = ConsumerManager(table)
+    manager.reset(cid, snapshot_id)
+    try:
+        table.snapshot_manager.forget(snapshot_id)  # re-check the store, not our cache
+        try:
+            snap = table.snapshot_manager.get(snapshot_id)
+        except SnapshotNotFoundError as e:
+            raise LeaseError(f"cannot lease snapshot {snapshot_id} of {table.identifier}: {e}") from None
+        yield snap
+    finally:
+        manager.delete(cid)

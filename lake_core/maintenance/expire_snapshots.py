@@ -1,0 +1,420 @@
+"""Snapshot expiry: Paimon's ``ExpireSnapshotsImpl`` range and ``SnapshotDeletion`` file rules, made safe.
+
+Which snapshots expire (Java ``computeSnapshotExpireRange``), with ``latest``/``earliest`` ids:
+
+- ``min = max(latest - retain_max + 1, earliest)``;
+- ``end = min(latest - retain_min + 1, min nextSnapshot of the consumers, earliest + max_deletes)``;
+- walking ``id`` from ``min`` up, the first snapshot committed at or after ``older_than`` ends the range;
+- snapshots ``[earliest, end)`` expire; ``end`` is the new earliest.
+
+Which files go (the same as Java's): data files a delta of a snapshot in ``(begin, end]`` deletes and
+does not re-add (plus their extra files) unless a tag still holds them; changelog files added by
+snapshots in ``[begin, end)``; manifest lists, manifests, index manifests, index files and statistics
+of ``[begin, end)`` that neither ``end`` nor a tag uses.
+
+What we add (Java deletes files first and snapshot files last, so a crash or a racing reader can
+see a snapshot whose files are gone): a frozen plan, re-validated against the latest snapshot,
+tags and consumers just before acting; a journal of the files to delete; then the snapshot files
+go and ``EARLIEST`` moves *before* any file is deleted; tags and consumers are read once more (a
+lease or tag that appeared meanwhile restores the snapshots and aborts); last, the files go. A
+re-run finishes a journal a crash left behind.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..errors import SnapshotNotFoundError
+from ..metadata import FileKind
+from ..options import parse_duration_ms
+from ..snapshot import Snapshot
+from .consumers import ConsumerManager
+from .errors import MaintenanceAbortedError, MaintenanceArgumentError
+from .references import (PlannedFile, deleted_in_delta, entry_key, index_path, live_data_keys,
+                         manifest_skipping_set, now_ms, tagged_snapshots, try_entries, try_index_entries,
+                         try_manifest_list, data_file_paths)
+from .result import OperationResult
+
+if TYPE_CHECKING:
+    from ..table import FileStoreTable
+
+log = logging.getLogger(__name__)
+
+_JOURNAL_PREFIX = "expire-journal-"
+_INT_MAX = 2147483647
+
+
+@dataclass(frozen=True)
+class ExpireConfig:
+    retain_min: int
+    retain_max: int
+    older_than_ms: int
+    max_deletes: int
+
+
+def _positive_int(table: "FileStoreTable", name: str, value, option: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise MaintenanceArgumentError(
+            f"{name} = {value!r} for table {table.identifier} must be an integer (like option '{option}')")
+    if value < 1:
+        raise MaintenanceArgumentError(
+            f"{name} = {value} for table {table.identifier} must be at least 1 (like option '{option}')")
+    return value
+
+
+def cutoff_ms(table: "FileStoreTable", name: str, value, now: int) -> int:
+    """``older_than`` as epoch millis: a datetime (naive = local time, as Paimon's procedures) or a
+    timedelta meaning "older than this age". Never in the future."""
+    if isinstance(value, _dt.timedelta):
+        if value < _dt.timedelta(0):
+            raise MaintenanceArgumentError(f"{name} = {value!r} for table {table.identifier} must not be negative")
+        return now - int(value.total_seconds() * 1000)
+    if isinstance(value, _dt.datetime):
+        ms = int(value.timestamp() * 1000)
+        if ms > now:
+            raise MaintenanceArgumentError(
+                f"{name} = {value.isoformat()} for table {table.identifier} is in the future; nothing was changed")
+        return ms
+    raise MaintenanceArgumentError(
+        f"{name} = {value!r} for table {table.identifier} must be a datetime or a timedelta")
+
+
+def resolve_config(table: "FileStoreTable", *, retain_min=None, retain_max=None, older_than=None,
+                   max_deletes=None, now: int | None = None) -> ExpireConfig:
+    """Arguments, falling back to the table's options, validated like the options."""
+    now = now_ms() if now is None else now
+    opts = table.options
+    rmin = _positive_int(table, "retain_min", retain_min if retain_min is not None
+                         else opts.get_int("snapshot.num-retained.min"), "snapshot.num-retained.min")
+    rmax = _positive_int(table, "retain_max", retain_max if retain_max is not None
+                         else opts.get_int("snapshot.num-retained.max"), "snapshot.num-retained.max")
+    limit = _positive_int(table, "max_deletes", max_deletes if max_deletes is not None
+                          else opts.get_int("snapshot.expire.limit"), "snapshot.expire.limit")
+    if rmin > rmax:
+        raise MaintenanceArgumentError(
+            f"retain_min ({rmin}) must not exceed retain_max ({rmax}) for table {table.identifier} "
+            "('snapshot.num-retained.min' / 'snapshot.num-retained.max'); nothing was changed")
+    if older_than is None:
+        older = now - parse_duration_ms("snapshot.time-retained", opts.get("snapshot.time-retained"))
+    else:
+        older = cutoff_ms(table, "older_than", older_than, now)
+    return ExpireConfig(rmin, rmax, older, limit)
+
+
+@dataclass(frozen=True)
+class ExpireRange:
+    earliest: int | None
+    end: int | None  # first retained snapshot; [earliest, end) expire
+    consumer_floor: int | None
+    reason: str | None = None
+
+    @property
+    def empty(self) -> bool:
+        return self.earliest is None or self.end is None or self.end <= self.earliest
+
+
+def compute_range(table: "FileStoreTable", cfg: ExpireConfig) -> ExpireRange:
+    sm = table.snapshot_manager
+    latest = sm.latest_id()
+    if latest is None:
+        return ExpireRange(None, None, None, "the table has no snapshots")
+    earliest = sm.earliest_id()
+    if earliest is None:
+        return ExpireRange(None, None, None, "the table has no snapshots")
+    lo = max(latest - cfg.retain_max + 1, earliest)
+    end = latest - cfg.retain_min + 1
+    floor = ConsumerManager(table).min_next_snapshot(strict=True)
+    reason = f"retain_min = {cfg.retain_min} keeps snapshots from {end}"
+    if floor is not None and floor < end:
+        end, reason = floor, f"a consumer or lease still needs snapshot {floor}"
+    if earliest + cfg.max_deletes < end:
+        end, reason = earliest + cfg.max_deletes, f"max_deletes = {cfg.max_deletes}"
+    for sid in range(lo, end):
+        try:
+            snap = sm.get(sid)
+        except SnapshotNotFoundError:
+            continue  # expired by another process meanwhile
+        if cfg.older_than_ms <= snap.time_millis:
+            end, reason = sid, f"snapshot {sid} is younger than the cut-off"
+            break
+    return ExpireRange(earliest, end, floor, None if end > earliest else f"nothing to expire: {reason}")
+
+
+@dataclass(frozen=True)
+class ExpireSnapshotsPlan:
+    """What an expiry will delete, from metadata only. ``describe()`` is the dry-run text."""
+
+    table: str
+    begin: int | None
+    end: int | None
+    expired: tuple[int, ...]
+    files: tuple[PlannedFile, ...]
+    tag_ids: tuple[int, ...]
+    consumer_floor: int | None
+    reason: str | None = None
+    snapshots: tuple[Snapshot, ...] = field(default=(), repr=False)
+
+    @property
+    def bytes(self) -> int:
+        return sum(f.size for f in self.files)
+
+    def count(self, kind: str) -> int:
+        return sum(1 for f in self.files if f.kind == kind)
+
+    def describe(self) -> str:
+        if not self.expired:
+            return f"expire_snapshots on {self.table}: {self.reason or 'nothing to expire'}"
+        lines = [f"expire_snapshots on {self.table}: snapshots {self.expired[0]}..{self.expired[-1]} "
+                 f"({len(self.expired)}), new earliest {self.end}, {len(self.files)} files, {self.bytes} bytes"]
+        lines += [f"  {f.kind:<14} {f.size:>12}  {f.path}" for f in self.files]
+        return "\n".join(lines)
+
+
+def plan_expire(table: "FileStoreTable", cfg: ExpireConfig) -> ExpireSnapshotsPlan:
+    """The plan; if a file it needs vanished because a concurrent expiry or a tag deletion moved
+    the table on, an empty plan saying so (the next run plans afresh). Any other unreadable
+    reference aborts."""
+    tag_names: list[str] = []
+    earliest = table.snapshot_manager.earliest_id()
+    try:
+        return _plan(table, cfg, tag_names)
+    except (FileNotFoundError, MaintenanceAbortedError) as e:
+        if _table_moved(table, earliest, tag_names):
+            return ExpireSnapshotsPlan(table.identifier, None, None, (), (), (), None,
+                                       "the table changed while planning (a concurrent expiry or tag deletion); "
+                                       "nothing was deleted, run again")
+        if isinstance(e, MaintenanceAbortedError):
+            raise
+        raise MaintenanceAbortedError(
+            f"expire_snapshots on {table.identifier}: {e.filename or e} could not be read; nothing was deleted") from None
+
+
+def _table_moved(table: "FileStoreTable", earliest: int | None, tag_names: list[str]) -> bool:
+    """True if another expiry moved the earliest snapshot or a tag read while planning is gone."""
+    return (table.snapshot_manager.earliest_id() != earliest
+            or any(not table.fileio.exists(table.paths.tag(n)) for n in tag_names))
+
+
+def _plan(table: "FileStoreTable", cfg: ExpireConfig, tag_names: list[str]) -> ExpireSnapshotsPlan:
+    rng = compute_range(table, cfg)
+    name = table.identifier
+    if rng.empty:
+        return ExpireSnapshotsPlan(name, rng.earliest, rng.end, (), (), (), rng.consumer_floor, rng.reason)
+    sm = table.snapshot_manager
+    snaps = []
+    for sid in range(rng.earliest, rng.end + 1):
+        try:
+            snaps.append(sm.get(sid))
+        except SnapshotNotFoundError:
+            continue
+    if not snaps or snaps[-1].id != rng.end:
+        return ExpireSnapshotsPlan(name, rng.earliest, rng.end, (), (), (), rng.consumer_floor,
+                                   f"snapshot {rng.end} disappeared while planning (another expiry?)")
+    begin, end_snap = snaps[0].id, snaps[-1]
+    expiring = [s for s in snaps if s.id != end_snap.id]
+    tags = tagged_snapshots(table, tag_names)
+    files: list[PlannedFile] = []
+
+    # 1. data files deleted by the deltas of (begin, end], unless a tag still holds them
+    candidates: dict[str, tuple] = {}
+    for s in snaps[1:]:
+        candidates.update(deleted_in_delta(table, s))
+    if candidates:
+        keep: set = set()
+        for t in tags:
+            keep |= live_data_keys(table, t)
+        keep |= live_data_keys(table, end_snap)  # defence in depth: end's files are never candidates
+        for path, (entry, paths) in candidates.items():
+            if entry_key(entry) in keep:
+                continue
+            files += [PlannedFile(p, size, "data") for p, size in paths]
+
+    # 2. changelog files of [begin, end) (the changelog lifecycle is coupled to snapshots)
+    for s in expiring:
+        for e in try_entries(table, s.changelog_manifest_list):
+            if e.kind == FileKind.ADD:
+                files += [PlannedFile(p, size, "changelog") for p, size in data_file_paths(table, e)]
+
+    # 3. metadata of [begin, end) that neither end nor a tag uses
+    skip = manifest_skipping_set(table, [end_snap] + tags)
+    paths = table.paths
+    for s in expiring:
+        for lst, size in ((s.base_manifest_list, s.base_manifest_list_size),
+                          (s.delta_manifest_list, s.delta_manifest_list_size),
+                          (s.changelog_manifest_list, s.changelog_manifest_list_size)):
+            if not lst:
+                continue
+            for m in try_manifest_list(table, lst):
+                if m.file_name not in skip:
+                    skip.add(m.file_name)
+                    files.append(PlannedFile(paths.manifest(m.file_name), m.file_size, "manifest"))
+            if lst not in skip:
+                skip.add(lst)
+                files.append(PlannedFile(paths.manifest(lst), size or 0, "manifest-list"))
+        if s.index_manifest and s.index_manifest not in skip:
+            entries = try_index_entries(table, s)
+            for e in entries or ():
+                if e.file_name not in skip:
+                    skip.add(e.file_name)
+                    files.append(PlannedFile(index_path(table, e), e.file_size, "index"))
+            skip.add(s.index_manifest)
+            files.append(PlannedFile(paths.manifest(s.index_manifest), 0, "index-manifest"))
+        if s.statistics and s.statistics not in skip:
+            skip.add(s.statistics)
+            files.append(PlannedFile(paths.statistics(s.statistics), 0, "statistics"))
+
+    return ExpireSnapshotsPlan(name, begin, end_snap.id, tuple(s.id for s in expiring), tuple(files),
+                               tuple(t.id for t in tags), rng.consumer_floor, None, tuple(snaps))
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExpireSnapshotsResult(OperationResult):
+    expired_snapshots: tuple[int, ...] = ()
+    earliest_snapshot: int | None = None  # after the run (planned, in a dry run)
+    deleted_data_files: int = 0
+    deleted_changelog_files: int = 0
+    deleted_metadata_files: int = 0
+    bytes_reclaimed: int = 0
+    files: tuple[str, ...] = ()
+    skipped: str | None = None
+
+    def describe(self) -> str:
+        """What a dry run would do (or what the run did), one file per line."""
+        verb = "would expire" if self.dry_run else "expired"
+        if not self.expired_snapshots:
+            return f"expire_snapshots on {self.table}: nothing — {self.skipped}"
+        head = (f"expire_snapshots on {self.table} {verb} snapshots {self.expired_snapshots[0]}.."
+                f"{self.expired_snapshots[-1]} ({len(self.expired_snapshots)}); earliest is now "
+                f"{self.earliest_snapshot}; {len(self.files)} files, {self.bytes_reclaimed} bytes")
+        return "\n".join([head] + [f"  {p}" for p in self.files])
+
+
+def _journal_payload(plan: ExpireSnapshotsPlan) -> bytes:
+    return json.dumps({"expired": list(plan.expired), "end": plan.end,
+                       "files": [[f.path, f.size, f.kind] for f in plan.files]}).encode("utf-8")
+
+
+def _delete_files(table: "FileStoreTable", files) -> dict[str, int]:
+    counts = {"data": 0, "changelog": 0, "metadata": 0, "bytes": 0}
+    for f in files:
+        if table.fileio.delete(f.path):
+            counts[f.kind if f.kind in ("data", "changelog") else "metadata"] += 1
+            counts["bytes"] += f.size
+    return counts
+
+
+def _guard(table: "FileStoreTable", files) -> list[PlannedFile]:
+    """Drop any file the current earliest snapshot or a tag still references (a journal replay
+    must never trust a plan made against an older table)."""
+    sm = table.snapshot_manager
+    earliest = sm.earliest_id()
+    keep_snaps = tagged_snapshots(table) + ([sm.get(earliest)] if earliest is not None else [])
+    names = manifest_skipping_set(table, keep_snaps)
+    keys: set[str] = set()
+    for s in keep_snaps:
+        for e in table.manifest_store.live_entries(s):
+            keys.update(p for p, _ in data_file_paths(table, e))
+    return [f for f in files if f.path not in keys and f.path.rsplit("/", 1)[-1] not in names]
+
+
+def _finish_journals(table: "FileStoreTable") -> int:
+    """Complete expiries a crash interrupted; returns the number of files deleted."""
+    done = 0
+    for name in table.fileio.list_names(table.paths.snapshot_dir):
+        if not name.startswith("." + _JOURNAL_PREFIX):
+            continue
+        path = table.paths.expire_journal(name[1:])
+        try:
+            obj = json.loads(table.fileio.read_text(path))
+        except FileNotFoundError:
+            continue
+        except ValueError:
+            table.fileio.delete(path)  # torn write: the expiry never started deleting
+            continue
+        sm = table.snapshot_manager
+        if all(not table.fileio.exists(table.paths.snapshot(i)) for i in obj["expired"]):
+            files = [PlannedFile(p, s, k) for p, s, k in obj["files"]]
+            done += sum(v for k, v in _delete_files(table, _guard(table, files)).items() if k != "bytes")
+        for i in obj["expired"]:
+            sm.forget(i)
+        table.fileio.delete(path)
+    return done
+
+
+def _revalidate(table: "FileStoreTable", cfg: ExpireConfig, plan: ExpireSnapshotsPlan) -> bool:
+    rng = compute_range(table, cfg)
+    if rng.empty or rng.end < plan.end:
+        return False
+    tag_ids = {t.id for t in tagged_snapshots(table)}
+    return not any(plan.begin <= t <= plan.end and t not in plan.tag_ids for t in tag_ids)
+
+
+def _restore(table: "FileStoreTable", plan: ExpireSnapshotsPlan) -> None:
+    for s in plan.snapshots:
+        if s.id in plan.expired:
+            table.fileio.try_create(table.paths.snapshot(s.id), s.to_json().encode("utf-8"))
+    table.snapshot_manager.commit_earliest_hint(plan.begin)
+
+
+def expire_snapshots(table: "FileStoreTable", *, retain_min=None, retain_max=None, older_than=None,
+                     max_deletes=None, dry_run: bool = False, finish_journals: bool = True) -> ExpireSnapshotsResult:
+    """``finish_journals``: first complete expiries a crash interrupted (lists the snapshot
+    directory, so the expiry after each commit leaves it to maintenance runs)."""
+    started = time.monotonic()
+    cfg = resolve_config(table, retain_min=retain_min, retain_max=retain_max, older_than=older_than,
+                         max_deletes=max_deletes)
+    if not isinstance(dry_run, bool):
+        raise MaintenanceArgumentError(f"dry_run = {dry_run!r} for table {table.identifier} must be True or False")
+    if not dry_run and finish_journals:
+        _finish_journals(table)
+    plan = plan_expire(table, cfg)
+
+    def result(**kw) -> ExpireSnapshotsResult:
+        return ExpireSnapshotsResult(operation="expire_snapshots", table=table.identifier, dry_run=dry_run,
+                                     duration_s=time.monotonic() - started, **kw)
+
+    if dry_run or not plan.expired:
+        if not dry_run and plan.begin is not None and not table.fileio.exists(table.paths.earliest_hint):
+            table.snapshot_manager.commit_earliest_hint(plan.begin)  # as Java: write the hint when missing
+        return result(expired_snapshots=plan.expired, earliest_snapshot=plan.end if plan.expired else plan.begin,
+                      deleted_data_files=plan.count("data"), deleted_changelog_files=plan.count("changelog"),
+                      deleted_metadata_files=len(plan.files) - plan.count("data") - plan.count("changelog"),
+                      bytes_reclaimed=plan.bytes, files=tuple(f.path for f in plan.files), skipped=plan.reason)
+
+    for _ in range(3):  # phase 2: re-validate against the latest snapshot, tags and consumers
+        if _revalidate(table, cfg, plan):
+            break
+        plan = plan_expire(table, cfg)
+        if not plan.expired:
+            return result(skipped=plan.reason)
+    else:
+        return result(skipped="the table kept changing under the plan; nothing was deleted, run again")
+
+    fio, sm = table.fileio, table.snapshot_manager
+    journal = table.paths.expire_journal(f"{_JOURNAL_PREFIX}{plan.end}-{time.time_ns()}")
+    fio.write_bytes(journal, _journal_payload(plan))
+    for sid in plan.expired:  # ascending: the remaining snapshots stay contiguous
+        fio.delete(table.paths.snapshot(sid))
+        sm.forget(sid)
+    sm.commit_earliest_hint(plan.end)
+
+    # A lease or tag taken while the snapshot files were going: give them back and stop.
+    floor = ConsumerManager(table).min_next_snapshot(strict=True)
+    new_tag = any(plan.begin <= t.id < plan.end and t.id not in plan.tag_ids for t in tagged_snapshots(table))
+    if new_tag or (floor is not None and floor < plan.end and floor != plan.consumer_floor):
+        _restore(table, plan)
+        fio.delete(journal)
+        return result(skipped="a lease, consumer or tag on an expiring snapshot appeared during expiry; "
+                              "the snapshots were restored and nothing was deleted")
+
+    counts = _delete_files(table, plan.files)
+    fio.delete(journal)
+    log.info("expired snapshots %d..%d of %s", plan.expired[0], plan.expired[-1], table.identifier)
+    return result(expired_snapshots=plan.expired, earliest_snapshot=plan.end,
+                  deleted_data_files=counts["data"], deleted_changelog_files=counts["changelog"],
+                  deleted_metadata_files=counts["metadata"], bytes_reclaimed=counts["bytes"],
+                  files=tuple(f.path for f in plan.files))

@@ -1,0 +1,116 @@
+"""Full manifest compaction (Java ``ManifestFileMerger.tryFullCompaction`` and the
+``compact_manifest`` procedure).
+
+Inside every commit, once the manifests that "must change" (they carry DELETE entries, or are
+smaller than ``manifest.target-file-size``) add up to ``manifest.full-compaction-threshold-size``,
+the whole base list is folded: ADD minus DELETE, rewritten into target-size manifests, DELETE
+entries gone. Manifests that need no change and hold no deleted file are kept as they are.
+``compact_manifest()`` forces the same fold now and commits it as a COMPACT snapshot, so a table
+with thousands of commits plans from a handful of manifests, like a fresh one.
+"""
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Sequence
+
+from ..metadata import FileKind, ManifestFileMeta, merge_entries
+from ..options import CoreOptions, parse_memory_size
+from ..paths import FileNamer
+from ..snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
+from .errors import MaintenanceAbortedError, MaintenanceArgumentError
+from .result import OperationResult
+
+if TYPE_CHECKING:
+    from ..manifest_store import ManifestStore
+    from ..table import FileStoreTable
+
+
+def try_full_compaction(store: "ManifestStore", metas: Sequence[ManifestFileMeta], options: CoreOptions,
+                        schema_id: int, namer: FileNamer, *, force: bool = False
+                        ) -> tuple[list[ManifestFileMeta], list[ManifestFileMeta]] | None:
+    """(new base list, manifests written), or None when not triggered / nothing to fold."""
+    target = parse_memory_size("manifest.target-file-size", options.get("manifest.target-file-size"))
+    threshold = parse_memory_size("manifest.full-compaction-threshold-size",
+                                  options.get("manifest.full-compaction-threshold-size"))
+    must = [m for m in metas if m.num_deleted_files > 0 or m.file_size < target]
+    if not force and sum(m.file_size for m in must) < threshold:
+        return None
+    if len(must) <= 1 and not any(m.num_deleted_files for m in must):
+        return None  # already compact
+    must_names = {m.file_name for m in must}
+    deleted = {e.identifier() for m in metas if m.num_deleted_files > 0
+               for e in store.read_manifest(m.file_name) if e.kind == FileKind.DELETE}
+    keep, rewrite = [], []
+    for m in metas:
+        if m.file_name in must_names or (deleted and any(
+                e.identifier() in deleted for e in store.read_manifest(m.file_name))):
+            rewrite.append(m)
+        else:
+            keep.append(m)
+    # Deletes whose file is in no manifest any more are dropped, as Java does.
+    adds = [e for e in merge_entries(store.read_entries(rewrite)) if e.kind == FileKind.ADD]
+    written = store.write_manifests(adds, schema_id, namer) if adds else []
+    return keep + written, written
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompactManifestResult(OperationResult):
+    snapshot_id: int | None = None
+    manifests_before: int = 0
+    manifests_after: int = 0
+    manifest_bytes_before: int = 0
+    manifest_bytes_after: int = 0
+    skipped: str | None = None
+
+
+def compact_manifest(table: "FileStoreTable", *, dry_run: bool = False) -> CompactManifestResult:
+    started = time.monotonic()
+    if not isinstance(dry_run, bool):
+        raise MaintenanceArgumentError(f"dry_run = {dry_run!r} for table {table.identifier} must be True or False")
+    sm, store, fio = table.snapshot_manager, table.manifest_store, table.fileio
+
+    def result(**kw) -> CompactManifestResult:
+        return CompactManifestResult(operation="compact_manifest", table=table.identifier, dry_run=dry_run,
+                                     duration_s=time.monotonic() - started, **kw)
+
+    retries = table.options.commit_max_retries
+    for _ in range(retries + 1):
+        latest = sm.latest()
+        if latest is None:
+            return result(skipped="the table has no snapshots")
+        metas = store.data_manifests(latest)
+        before = (len(metas), sum(m.file_size for m in metas))
+        if dry_run:
+            n_del = sum(m.num_deleted_files for m in metas)
+            return result(snapshot_id=latest.id, manifests_before=before[0], manifest_bytes_before=before[1],
+                          skipped=None if len(metas) > 1 or n_del else "already compact")
+        namer = FileNamer()
+        folded = try_full_compaction(store, metas, table.options, table.schema.id, namer, force=True)
+        if folded is None:
+            return result(snapshot_id=latest.id, manifests_before=before[0], manifests_after=before[0],
+                          manifest_bytes_before=before[1], manifest_bytes_after=before[1], skipped="already compact")
+        new_metas, written = folded
+        paths = [table.paths.manifest(m.file_name) for m in written]
+        base, base_size = store.write_manifest_list(new_metas, namer)
+        delta, delta_size = store.write_manifest_list([], namer)
+        paths += [table.paths.manifest(base), table.paths.manifest(delta)]
+        snap = Snapshot(
+            id=latest.id + 1, schema_id=table.schema.id, base_manifest_list=base, delta_manifest_list=delta,
+            index_manifest=latest.index_manifest, statistics=latest.statistics, watermark=latest.watermark,
+            commit_user=str(uuid.uuid4()), commit_identifier=BATCH_COMMIT_IDENTIFIER,
+            commit_kind=CommitKind.COMPACT, time_millis=int(time.time() * 1000),
+            total_record_count=latest.total_record_count, delta_record_count=0,
+            base_manifest_list_size=base_size, delta_manifest_list_size=delta_size,
+            next_row_id=latest.next_row_id, uuid=str(uuid.uuid4()))
+        if sm.try_create(snap):
+            return result(snapshot_id=snap.id, manifests_before=before[0], manifests_after=len(new_metas),
+                          manifest_bytes_before=before[1],
+                          manifest_bytes_after=sum(m.file_size for m in new_metas))
+        for p in paths:  # lost the race to another committer: nobody references these
+            fio.delete(p)
+        time.sleep(0.05)
+    raise MaintenanceAbortedError(
+        f"compact_manifest on {table.identifier}: other committers kept winning for {retries + 1} attempts; "
+        "nothing was committed, run it again")

@@ -1,0 +1,137 @@
+"""Orphan file removal (Paimon's ``remove_orphan_files`` procedure, Java ``OrphanFilesClean``).
+
+A file under the table is an orphan when no snapshot, tag, changelog, consumer-held snapshot or
+index references it, typically the litter of a failed write or of a crashed expiry. Like Java, a
+file is matched by name against every name any manifest mentions (ADD and DELETE entries, extra
+files, manifests, manifest lists, index manifests and files, statistics): a superset of what is
+live, so nothing a reader could reach is ever a candidate.
+
+Safety: the age floor (default one day, never below one hour unless ``force``) keeps the files of
+commits in flight; the referenced set must be read completely or nothing is deleted; after the
+candidates are chosen, snapshots and tags that appeared meanwhile are read and their files taken
+back out of the candidates. Metadata directories (schema, snapshot, tag, consumer, branch,
+changelog hints) are never touched apart from stale temp files.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..errors import LakeError, SnapshotNotFoundError
+from ..fileio import FileIOError
+from ..snapshot import Snapshot
+from .errors import MaintenanceAbortedError, MaintenanceArgumentError
+from .references import PlannedFile, ReferencedNames, now_ms, tagged_snapshots
+from .result import OperationResult
+
+if TYPE_CHECKING:
+    from ..table import FileStoreTable
+
+MIN_FLOOR = _dt.timedelta(hours=1)
+_METADATA_DIRS = ("schema", "snapshot", "tag", "consumer", "branch", "changelog")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RemoveOrphanFilesResult(OperationResult):
+    deleted_files: int = 0
+    bytes_reclaimed: int = 0
+    files: tuple[str, ...] = ()
+    scanned_files: int = 0
+    referenced_names: int = 0
+    skipped: str | None = None
+
+
+def _snapshot_or_none(table: "FileStoreTable", sid: int) -> Snapshot | None:
+    try:
+        return table.snapshot_manager.get(sid)
+    except SnapshotNotFoundError:
+        return None
+
+
+def _collect(table: "FileStoreTable", refs: ReferencedNames) -> None:
+    """Add every snapshot and tag. A read failure aborts unless the snapshot was expired meanwhile
+    (then its files are legitimately gone)."""
+    sm = table.snapshot_manager
+    for sid in sm.list_ids():
+        snap = _snapshot_or_none(table, sid)
+        if snap is None:
+            continue
+        try:
+            refs.add_snapshot(snap)
+        except (FileNotFoundError, FileIOError, LakeError) as e:
+            sm.forget(sid)
+            if table.fileio.exists(table.paths.snapshot(sid)):
+                raise MaintenanceAbortedError(
+                    f"remove_orphan_files on {table.identifier}: snapshot {sid} could not be read completely "
+                    f"({e}); refusing to delete anything") from None
+    for tag in tagged_snapshots(table):
+        try:
+            refs.add_snapshot(tag)
+        except (FileNotFoundError, FileIOError, LakeError) as e:
+            raise MaintenanceAbortedError(
+                f"remove_orphan_files on {table.identifier}: tag of snapshot {tag.id} could not be read "
+                f"completely ({e}); refusing to delete anything") from None
+
+
+def _candidates(table: "FileStoreTable", names: set[str], floor_s: float) -> tuple[list[PlannedFile], int]:
+    root = table.paths.root
+    # Listings give back paths without the scheme on object stores; compare relative to the root.
+    root_key = root.split("://", 1)[-1].rstrip("/") + "/"
+    out, scanned = [], 0
+    for full, size, mtime in table.fileio.list_files_recursive(root):
+        scanned += 1
+        rel = full.split("://", 1)[-1]
+        rel = rel[len(root_key):] if rel.startswith(root_key) else rel
+        name = rel.rsplit("/", 1)[-1]
+        top = rel.split("/", 1)[0]
+        is_temp = name.startswith(".") and name.endswith(".tmp")
+        if top in _METADATA_DIRS and not is_temp:
+            continue
+        if name in names or mtime >= floor_s:
+            continue
+        out.append(PlannedFile(f"{root}/{rel}", size, "temp" if is_temp else top if top in ("manifest", "index",
+                                                                                            "statistics") else "data"))
+    return out, scanned
+
+
+def remove_orphan_files(table: "FileStoreTable", *, older_than=_dt.timedelta(days=1), dry_run: bool = False,
+                        force: bool = False) -> RemoveOrphanFilesResult:
+    started = time.monotonic()
+    if not isinstance(older_than, _dt.timedelta):
+        raise MaintenanceArgumentError(
+            f"older_than = {older_than!r} for remove_orphan_files on {table.identifier} must be a timedelta")
+    if older_than < _dt.timedelta(0):
+        raise MaintenanceArgumentError(
+            f"older_than = {older_than} for remove_orphan_files on {table.identifier} must not be negative")
+    if older_than < MIN_FLOOR and not force:
+        raise MaintenanceArgumentError(
+            f"older_than = {older_than} for remove_orphan_files on {table.identifier} is below one hour: files of "
+            "commits in flight could be deleted; pass force=True only when no job writes to the table")
+    for name, v in (("dry_run", dry_run), ("force", force)):
+        if not isinstance(v, bool):
+            raise MaintenanceArgumentError(f"{name} = {v!r} for table {table.identifier} must be True or False")
+    if table.fileio.list_names(f"{table.paths.root}/branch"):
+        raise MaintenanceAbortedError(
+            f"remove_orphan_files on {table.identifier}: the table has branches, whose files lake_core cannot "
+            "read yet; refusing to delete anything")
+
+    floor_s = (now_ms() - older_than.total_seconds() * 1000) / 1000
+    refs = ReferencedNames(table)
+    _collect(table, refs)
+    candidates, scanned = _candidates(table, refs.names, floor_s)
+    # Re-check: snapshots or tags committed while we listed take their files back.
+    _collect(table, refs)
+    candidates = [f for f in candidates if f.path.rsplit("/", 1)[-1] not in refs.names]
+
+    deleted = []
+    if not dry_run:
+        deleted = [f for f in candidates if table.fileio.delete(f.path)]
+    chosen = candidates if dry_run else deleted
+    return RemoveOrphanFilesResult(
+        operation="remove_orphan_files", table=table.identifier, dry_run=dry_run,
+        duration_s=time.monotonic() - started, deleted_files=len(chosen),
+        bytes_reclaimed=sum(f.size for f in chosen), files=tuple(f.path for f in chosen),
+        scanned_files=scanned, referenced_names=len(refs.names),
+        skipped=None if chosen else "no orphan files older than the floor")

@@ -1,0 +1,52 @@
+"""What Paimon runs after every successful commit unless ``write-only`` is set (Java
+``TableCommitImpl`` → ``expireMaintainers``): consumer expiry, then snapshot expiry with the table's
+options. A failure here never fails the commit that already landed; it is logged and the next
+commit (or a maintenance job) tries again. Then partition expiry and automatic tags.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..table import FileStoreTable
+
+log = logging.getLogger(__name__)
+
+# Last partition-expiry check per table root in this process ('partition.expiration-check-interval').
+_last_partition_check: dict[str, float] = {}
+
+
+def after_commit(table: "FileStoreTable") -> None:
+    if table.options.get_bool("write-only"):
+        return
+    from .consumers import ConsumerManager
+    from .expire_snapshots import expire_snapshots
+    from .tags import auto_create_tag
+    try:
+        if table.options.get("consumer.expiration-time"):
+            ConsumerManager(table).expire()
+        expire_snapshots(table, finish_journals=False)  # journals: left to maintenance runs
+        _maybe_expire_partitions(table)
+        auto_create_tag(table)
+    except Exception as e:  # noqa: BLE001 - the commit itself succeeded; maintenance retries later
+        log.warning("maintenance after commit on %s failed (the commit itself succeeded): %s", table.identifier, e)
+
+
+def _maybe_expire_partitions(table: "FileStoreTable") -> None:
+    opts = table.options
+    ttl = opts.get("partition.expiration-time")
+    if not ttl:
+        return
+    from ..options import parse_duration_ms
+    interval_s = parse_duration_ms("partition.expiration-check-interval",
+                                   opts.get("partition.expiration-check-interval")) / 1000
+    now = time.monotonic()
+    last = _last_partition_check.get(table.paths.root)
+    if last is not None and now - last < interval_s:
+        return
+    _last_partition_check[table.paths.root] = now  # set first: the drop commit runs this hook again
+    from .partitions import expire_partitions
+    expire_partitions(table, expiration_time=ttl, timestamp_formatter=opts.get("partition.timestamp-formatter"),
+                      timestamp_pattern=opts.get("partition.timestamp-pattern"))

@@ -1,0 +1,195 @@
+"""Shared planning helpers: what snapshots, tags and consumers reference, and where files live.
+
+Every destructive operation builds its plan from these, from metadata only. Readers follow
+references, never file names (Paimon's names are opaque).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterable
+
+from ..errors import LakeError, TagNotFoundError
+from ..fileio import FileIOError
+from ..hash_index import index_file_path
+from ..metadata import DataFileMeta, FileKind, IndexManifestEntry, ManifestEntry
+from ..paths import partition_dir
+from ..snapshot import Snapshot
+from .errors import MaintenanceAbortedError
+
+if TYPE_CHECKING:
+    from ..table import FileStoreTable
+
+
+@dataclass(frozen=True)
+class PlannedFile:
+    """One file a plan will delete: its full path, size in bytes and what it is."""
+
+    path: str
+    size: int
+    kind: str  # data, changelog, manifest, manifest-list, index-manifest, index, statistics, snapshot
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def bucket_path(table: "FileStoreTable", partition: bytes, bucket: int) -> str:
+    values = table.manifest_store.partition_values(partition)
+    ppath = partition_dir(list(table.schema.partition_keys), values, table.options.partition_default_name)
+    return table.paths.bucket_dir(ppath, bucket)
+
+
+def data_file_paths(table: "FileStoreTable", entry: ManifestEntry) -> list[tuple[str, int]]:
+    """The data file of an entry and its extra files (Java ``toAlignedPath``: next to it)."""
+    f: DataFileMeta = entry.file
+    main = f.external_path or f"{bucket_path(table, entry.partition, entry.bucket)}/{f.file_name}"
+    folder = main.rsplit("/", 1)[0]
+    return [(main, f.file_size)] + [(f"{folder}/{x}", 0) for x in f.extra_files]
+
+
+def entry_key(entry: ManifestEntry) -> tuple[bytes, int, str]:
+    """Java's tag skipper matches data files by (partition, bucket, file name)."""
+    return entry.partition, entry.bucket, entry.file.file_name
+
+
+def tagged_snapshots(table: "FileStoreTable", names_out: list | None = None) -> list[Snapshot]:
+    """Every tag's snapshot, sorted by id, one per id (Java ``TagManager.taggedSnapshots``).
+    Raises :class:`MaintenanceAbortedError` if a tag cannot be read: a destructive operation must
+    never run on a partial view of what tags need."""
+    by_id: dict[int, Snapshot] = {}
+    for name in table.list_tags():
+        try:
+            snap = table.tag(name)
+        except TagNotFoundError:
+            continue  # deleted while listing: needs nothing any more
+        except (LakeError, OSError) as e:
+            raise MaintenanceAbortedError(
+                f"tag '{name}' of table {table.identifier} could not be read ({e}); nothing was deleted") from None
+        by_id.setdefault(snap.id, snap)
+        if names_out is not None:
+            names_out.append(name)
+    return [by_id[k] for k in sorted(by_id)]
+
+
+def live_data_keys(table: "FileStoreTable", snapshot: Snapshot) -> set[tuple[bytes, int, str]]:
+    """(partition, bucket, file name) of every data file live at ``snapshot``."""
+    return {entry_key(e) for e in table.manifest_store.live_entries(snapshot)}
+
+
+def _list_names(table: "FileStoreTable", name: str | None) -> list[str]:
+    if not name:
+        return []
+    return [m.file_name for m in table.manifest_store.read_manifest_list(name)]
+
+
+def manifest_skipping_set(table: "FileStoreTable", snapshots: Iterable[Snapshot]) -> set[str]:
+    """Names of every manifest list, manifest, index manifest, index file and statistics file the
+    given snapshots use (Java ``FileDeletionBase.manifestSkippingSet``). Raises if any of them
+    cannot be read."""
+    out: set[str] = set()
+    store = table.manifest_store
+    for s in snapshots:
+        try:
+            for lst in (s.base_manifest_list, s.delta_manifest_list):
+                out.add(lst)
+                out.update(_list_names(table, lst))
+            if s.index_manifest:
+                out.add(s.index_manifest)
+                out.update(e.file_name for e in store.index_entries(s))
+            if s.statistics:
+                out.add(s.statistics)
+        except (FileNotFoundError, FileIOError, LakeError) as e:
+            raise MaintenanceAbortedError(
+                f"metadata of snapshot {s.id} of table {table.identifier} could not be read ({e}); "
+                "nothing was deleted") from None
+    return out
+
+
+def try_manifest_list(table: "FileStoreTable", name: str | None):
+    """A manifest list, or [] if it is already gone (a crashed earlier run deleted it)."""
+    if not name:
+        return []
+    try:
+        return table.manifest_store.read_manifest_list(name)
+    except FileNotFoundError:
+        return []
+
+
+def try_entries(table: "FileStoreTable", list_name: str | None) -> list[ManifestEntry]:
+    out: list[ManifestEntry] = []
+    for m in try_manifest_list(table, list_name):
+        try:
+            out.extend(table.manifest_store.read_manifest(m.file_name))
+        except FileNotFoundError:
+            continue
+    return out
+
+
+def try_index_entries(table: "FileStoreTable", snapshot: Snapshot) -> list[IndexManifestEntry] | None:
+    try:
+        return table.manifest_store.index_entries(snapshot)
+    except FileNotFoundError:
+        return None
+
+
+def index_path(table: "FileStoreTable", entry: IndexManifestEntry) -> str:
+    return index_file_path(table, entry)
+
+
+def deleted_in_delta(table: "FileStoreTable", snapshot: Snapshot) -> dict[str, tuple[ManifestEntry, list]]:
+    """Files a snapshot's delta DELETEs and does not re-ADD (an upgrade is DELETE+ADD of one
+    path), keyed by path (Java ``planDeletedInDeltaManifest``)."""
+    out: dict[str, tuple[ManifestEntry, list]] = {}
+    store = table.manifest_store
+    try:
+        entries = store.read_entries(store.read_manifest_list(snapshot.delta_manifest_list))
+    except FileNotFoundError:
+        return {}  # a crashed run removed part of it: deleting on a partial view could hit an upgraded file
+    for e in entries:
+        paths = data_file_paths(table, e)
+        if e.kind == FileKind.ADD:
+            out.pop(paths[0][0], None)
+        else:
+            out[paths[0][0]] = (e, paths)
+    return out
+
+
+class ReferencedNames:
+    """Every file name the given snapshots mention (ADD and DELETE entries, extra files, manifests,
+    lists, index manifests and files, statistics), each manifest read once. Java's
+    ``OrphanFilesClean`` matches files by name the same way."""
+
+    def __init__(self, table: "FileStoreTable"):
+        self.table = table
+        self.names: set[str] = set()
+        self._lists: set[str] = set()
+        self._manifests: set[str] = set()
+        self._seen: set[tuple[int, str | None]] = set()
+
+    def add_snapshot(self, s: Snapshot) -> None:
+        key = (s.id, s.uuid or s.base_manifest_list)
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        store = self.table.manifest_store
+        for lst in (s.base_manifest_list, s.delta_manifest_list, s.changelog_manifest_list):
+            if not lst or lst in self._lists:
+                continue
+            self._lists.add(lst)
+            self.names.add(lst)
+            for m in store.read_manifest_list(lst):
+                self.names.add(m.file_name)
+                if m.file_name in self._manifests:
+                    continue
+                self._manifests.add(m.file_name)
+                for e in store.read_manifest(m.file_name):
+                    self.names.add(e.file.file_name)
+                    self.names.update(e.file.extra_files)
+                    if e.file.external_path:
+                        self.names.add(e.file.external_path.rsplit("/", 1)[-1])
+        if s.index_manifest:
+            self.names.add(s.index_manifest)
+            self.names.update(e.file_name for e in store.index_entries(s))
+        if s.statistics:
+            self.names.add(s.statistics)

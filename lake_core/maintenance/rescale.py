@@ -1,0 +1,440 @@
+"""Online, verified bucket rescale of a fixed-bucket table, partition by partition.
+
+``rescale(bucket=N)`` sets the table's ``bucket`` option (a schema change) and then rewrites each
+selected partition into N buckets:
+
+1. read the partition's live rows at the latest snapshot S (merged, deletes dropped);
+2. re-bucket them with Paimon's bucket function and write them as top-level files, one sorted run
+   per new bucket;
+3. verify: row count and an order-independent checksum of all columns, before (at S) and after
+   (read back from the new files), and that every row sits in the bucket its key hashes to;
+4. commit an OVERWRITE of exactly that partition: it deletes exactly the files read at S and
+   fails cleanly (``CommitConflictError``) if anything else committed to the partition since S.
+
+A partition keeps its bucket count (``_TOTAL_BUCKETS`` of its files) until it is rewritten, and
+writers use each partition's own count, so writes to other partitions continue during a rescale.
+A writer that still uses the old count for a partition rescaled meanwhile gets Paimon's "total
+buckets changed" conflict. Every partition is one unit (:func:`plan_rescale`,
+:func:`rescale_partition`) that a scheduler can run as a backfill; a re-run skips partitions
+already at the new count.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..bucket import assign_buckets
+from ..commit import BATCH_IDENTIFIER, FileStoreCommit
+from ..errors import CommitConflictError, CommitFailedError, InvalidOptionError, LakeError, UnsupportedOptionError
+from ..file_writer import DataFileWriter
+from ..merge.sort import KIND, SEQ
+from ..messages import Split
+from ..metadata import DataFileMeta, FileKind, ManifestEntry
+from ..paths import FileNamer, partition_dir
+from ..read import SplitRead
+from ..scan import TableScan
+from .checksum import Checksum, table_checksum
+from .result import OperationResult
+
+if TYPE_CHECKING:
+    from ..table import FileStoreTable
+
+log = logging.getLogger(__name__)
+
+
+class RescaleVerificationError(LakeError):
+    """The rewritten partition did not read back exactly as it was; nothing was committed."""
+
+
+# ------------------------------------------------------------------------------------------------
+# Plans and results
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class RescaleUnit:
+    """One partition to rewrite (from metadata only)."""
+
+    partition: tuple[tuple[str, Any], ...]  # ((name, value), ...); () for an unpartitioned table
+    old_buckets: int
+    files: int
+    file_rows: int  # rows in the files (before merging)
+    bytes: int
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        return dict(self.partition)
+
+
+@dataclasses.dataclass(frozen=True)
+class RescalePlan:
+    table: str
+    bucket: int
+    snapshot_id: int | None
+    units: tuple[RescaleUnit, ...]  # partitions still to rewrite
+    already_rescaled: tuple[tuple[tuple[str, Any], ...], ...]  # partitions already at ``bucket``
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PartitionRescaleResult:
+    """What rescaling one partition did."""
+
+    partition: str  # 'dt=2024-01-01' ('' for an unpartitioned table)
+    old_buckets: int
+    new_buckets: int
+    rows: int
+    files_in: int
+    files_out: int
+    bytes_in: int
+    bytes_out: int
+    checksum: str
+    snapshot_read: int | None
+    snapshot_committed: int | None
+    skipped: str | None = None
+    duration_s: float = 0.0
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RescaleResult(OperationResult):
+    bucket: int
+    previous_bucket: int
+    schema_id: int
+    partitions_rescaled: int
+    partitions_skipped: int
+    rows: int
+    files_in: int
+    files_out: int
+    bytes_in: int
+    bytes_out: int
+    partitions: tuple[PartitionRescaleResult, ...] = ()
+
+
+# ------------------------------------------------------------------------------------------------
+# Checks
+# ------------------------------------------------------------------------------------------------
+
+
+def _check_rescalable(table: "FileStoreTable", bucket: Any) -> int:
+    if isinstance(bucket, bool) or not isinstance(bucket, (int, np.integer)) or int(bucket) < 1:
+        raise InvalidOptionError(f"rescale of {table.identifier}: bucket must be a positive integer, got {bucket!r}")
+    if table.options.bucket < 1:
+        raise UnsupportedOptionError(
+            f"rescale of {table.identifier}: the table is in {table.bucket_mode} bucket mode ('bucket' = "
+            f"{table.options.get('bucket')!r}); such tables grow their buckets by themselves (a new bucket opens "
+            "when the others hold 'dynamic-bucket.target-row-num' keys) and cannot be rescaled. Rescale applies to "
+            "fixed-bucket tables ('bucket' >= 1)")
+    return int(bucket)
+
+
+def _spec_text(partition: Sequence[tuple[str, Any]]) -> str:
+    return "/".join(f"{k}={v}" for k, v in partition)
+
+
+def _partition_entries(table: "FileStoreTable", snapshot) -> dict[bytes, list[ManifestEntry]]:
+    out: dict[bytes, list[ManifestEntry]] = {}
+    for e in table.manifest_store.live_entries(snapshot):
+        out.setdefault(e.partition, []).append(e)
+    return out
+
+
+def _named(table: "FileStoreTable", partition: bytes) -> tuple[tuple[str, Any], ...]:
+    return tuple(zip(table.schema.partition_keys, table.manifest_store.partition_values(partition)))
+
+
+def _matches(named: Sequence[tuple[str, Any]], selectors: Sequence[Mapping[str, Any]] | None) -> bool:
+    if selectors is None:
+        return True
+    values = dict(named)
+    return any(all(values.get(k) == v for k, v in sel.items()) for sel in selectors)
+
+
+def _check_selectors(table: "FileStoreTable", partitions: Sequence[Mapping[str, Any]] | None):
+    if partitions is None:
+        return None
+    if isinstance(partitions, Mapping):
+        partitions = [partitions]
+    names = list(table.schema.partition_keys)
+    for sel in partitions:
+        bad = [k for k in sel if k not in names]
+        if bad:
+            raise InvalidOptionError(f"rescale of {table.identifier}: partition selector {dict(sel)} names "
+                                     f"{bad}, which are not partition columns (partition columns: {names})")
+    return [dict(s) for s in partitions]
+
+
+# ------------------------------------------------------------------------------------------------
+# Planning
+# ------------------------------------------------------------------------------------------------
+
+
+def plan_rescale(table: "FileStoreTable", *, bucket: int,
+                 partitions: Sequence[Mapping[str, Any]] | None = None) -> RescalePlan:
+    """The partitions (matching ``partitions``, a list of {column: value} selectors; all when
+    None) that are not yet at ``bucket`` buckets, from the latest snapshot's metadata."""
+    bucket = _check_rescalable(table, bucket)
+    selectors = _check_selectors(table, partitions)
+    snap = table.latest_snapshot()
+    units, done = [], []
+    for part, entries in sorted(_partition_entries(table, snap).items(),
+                                key=lambda kv: repr(table.manifest_store.partition_values(kv[0]))):
+        named = _named(table, part)
+        if not _matches(named, selectors):
+            continue
+        counts = {e.total_buckets for e in entries}
+        if counts == {bucket}:
+            done.append(named)
+            continue
+        units.append(RescaleUnit(partition=named, old_buckets=max(counts), files=len(entries),
+                                 file_rows=sum(e.file.row_count for e in entries),
+                                 bytes=sum(e.file.file_size for e in entries)))
+    return RescalePlan(table.identifier, bucket, snap.id if snap else None, tuple(units), tuple(done))
+
+
+# ------------------------------------------------------------------------------------------------
+# One partition
+# ------------------------------------------------------------------------------------------------
+
+
+def _sorted_by_bucket_and_key(table: "FileStoreTable", rows: pa.Table, bucket: int) -> tuple[pa.Table, np.ndarray]:
+    schema = table.schema
+    keys = list(schema.bucket_keys())
+    buckets = assign_buckets([rows[k] for k in keys], [schema.field(k).type for k in keys], bucket,
+                             table.options.bucket_function).astype(np.int32)
+    sort_cols = [("__bucket", "ascending")] + [(k, "ascending") for k in schema.trimmed_primary_keys]
+    with_bucket = rows.append_column("__bucket", pa.array(buckets))
+    order = pc.sort_indices(with_bucket, sort_keys=sort_cols)
+    return rows.take(order), buckets[order.to_numpy()]
+
+
+def _write_buckets(table: "FileStoreTable", partition_values: Sequence[Any], rows: pa.Table,
+                   buckets: np.ndarray) -> dict[int, list]:
+    """One sorted run per new bucket, at the top level (PK tables) so reads need no merge."""
+    is_pk = bool(table.schema.primary_keys)
+    level = table.options.num_levels - 1 if is_pk else 0
+    ppath = partition_dir(list(table.schema.partition_keys), list(partition_values),
+                          table.options.partition_default_name)
+    cuts = np.flatnonzero(np.diff(buckets)) + 1
+    starts = np.concatenate([[0], cuts]).astype(np.int64)
+    ends = np.concatenate([cuts, [len(buckets)]]).astype(np.int64)
+
+    def write(span: tuple[int, int]) -> tuple[int, list]:
+        s, e = span
+        part = rows.slice(s, e - s)
+        part = part.append_column(pa.field(SEQ, pa.int64(), nullable=False),
+                                  pa.array(np.arange(e - s, dtype=np.int64)))
+        part = part.append_column(pa.field(KIND, pa.int8(), nullable=False), pa.array(np.zeros(e - s, np.int8)))
+        b = int(buckets[s])
+        # A namer per bucket: tasks run on two threads and a namer's counter is not thread-safe.
+        return b, [w.meta for w in DataFileWriter(table, ppath, b, FileNamer()).write(part, level=level)]
+
+    spans = [(s, e) for s, e in zip(starts.tolist(), ends.tolist()) if e > s]
+    # Parquet encoding and zstd release the GIL: two threads use both cores.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(pool.map(write, spans))
+
+
+def _read_back(table: "FileStoreTable", snapshot_id: int, partition: bytes, values: tuple, bucket: int,
+               written: dict[int, list]) -> pa.Table:
+    ppath = partition_dir(list(table.schema.partition_keys), list(values), table.options.partition_default_name)
+    splits = [Split(snapshot_id=snapshot_id, partition=partition, partition_values=values, bucket=b,
+                    total_buckets=bucket, bucket_path=table.paths.bucket_dir(ppath, b), files=tuple(files))
+              for b, files in sorted(written.items())]
+    reader = SplitRead(table)
+    parts = []
+    keys = list(table.schema.bucket_keys())
+    types = [table.schema.field(k).type for k in keys]
+    for split, t in zip(splits, reader.iter_batches(splits)):
+        got = assign_buckets([t[k] for k in keys], types, bucket, table.options.bucket_function)
+        if len(got) and not np.all(got == split.bucket):
+            raise RescaleVerificationError(
+                f"rescale of {table.identifier}: bucket {split.bucket} of the rewritten partition holds "
+                f"{int(np.count_nonzero(got != split.bucket))} row(s) of other buckets; nothing was committed")
+        parts.append(t)
+    return pa.concat_tables(parts) if parts else reader.read_schema.empty_table()
+
+
+def _delete_files(table: "FileStoreTable", partition_values, written: dict[int, list]) -> None:
+    ppath = partition_dir(list(table.schema.partition_keys), list(partition_values),
+                          table.options.partition_default_name)
+    for b, files in written.items():
+        for f in files:
+            table.fileio.delete(table.paths.data_file(ppath, b, f.file_name))
+
+
+@dataclasses.dataclass(frozen=True)
+class PreparedRescale:
+    """A partition rewritten into new files and verified, not yet committed (picklable: the
+    files can be written by one task and committed by another)."""
+
+    partition: bytes
+    partition_text: str
+    partition_values: tuple
+    old_buckets: int
+    new_buckets: int
+    snapshot_read: int
+    replaced: tuple[ManifestEntry, ...]  # the partition's live files at ``snapshot_read``
+    new_files: tuple[tuple[int, DataFileMeta], ...]  # (bucket, file)
+    checksum: Checksum
+    started: float  # time.monotonic() when preparing began
+
+
+def _find_partition(table: "FileStoreTable", spec: Mapping[str, Any]):
+    names = list(table.schema.partition_keys)
+    if sorted(spec) != sorted(names):
+        raise InvalidOptionError(f"rescale_partition of {table.identifier} needs a value for every partition column "
+                                 f"{names}, got {dict(spec)}")
+    snap = table.latest_snapshot()
+    for part, entries in _partition_entries(table, snap).items():
+        if dict(_named(table, part)) == dict(spec):
+            return snap, part, entries
+    return snap, None, []
+
+
+def prepare_rescale_partition(table: "FileStoreTable", *, partition: Mapping[str, Any] | None = None,
+                              bucket: int, dry_run: bool = False) -> PreparedRescale | PartitionRescaleResult:
+    """Read one partition at the latest snapshot, write it into ``bucket`` buckets and verify the
+    new files. Returns a :class:`PreparedRescale` for :func:`commit_rescale_partition`, or a
+    result with ``skipped`` set (no data, already at ``bucket`` buckets, or a dry run)."""
+    started = time.monotonic()
+    bucket = _check_rescalable(table, bucket)
+    spec = dict(partition or {})
+    snap, part, entries = _find_partition(table, spec)
+    text = _spec_text(tuple((n, spec[n]) for n in table.schema.partition_keys))
+
+    def skipped(why: str, old: int, rows: int = 0) -> PartitionRescaleResult:
+        log.info("rescale %s partition '%s': skipped, %s", table.identifier, text, why)
+        return PartitionRescaleResult(partition=text, old_buckets=old, new_buckets=bucket, rows=rows,
+                                      files_in=len(entries), files_out=0,
+                                      bytes_in=sum(e.file.file_size for e in entries), bytes_out=0, checksum="",
+                                      skipped=why, snapshot_read=snap.id if snap else None, snapshot_committed=None,
+                                      duration_s=time.monotonic() - started)
+
+    if part is None:
+        return skipped("the partition has no data", bucket)
+    old = max(e.total_buckets for e in entries)
+    if {e.total_buckets for e in entries} == {bucket}:
+        return skipped(f"already at {bucket} buckets", old)
+    if dry_run:
+        return skipped("dry run", old, sum(e.file.row_count for e in entries))
+    values = table.manifest_store.partition_values(part)
+    splits = [s for s in TableScan(table, snap).splits() if s.partition == part]
+    rows = SplitRead(table).to_arrow(splits)
+    before = table_checksum(rows)
+    rows, buckets = _sorted_by_bucket_and_key(table, rows, bucket)
+    written = _write_buckets(table, values, rows, buckets)
+    del rows
+    try:
+        after = table_checksum(_read_back(table, snap.id, part, values, bucket, written))
+        if after != before:
+            raise RescaleVerificationError(
+                f"rescale of {table.identifier} partition '{text}': the rewritten data reads back as {after}, "
+                f"but the partition held {before} at snapshot {snap.id}; nothing was committed")
+    except BaseException:
+        _delete_files(table, values, written)
+        raise
+    return PreparedRescale(part, text, values, old, bucket, snap.id, tuple(entries),
+                           tuple((b, f) for b, files in sorted(written.items()) for f in files), before, started)
+
+
+def commit_rescale_partition(table: "FileStoreTable", prepared: PreparedRescale,
+                             commit_user: str | None = None) -> PartitionRescaleResult:
+    """Commit a prepared partition as one OVERWRITE that replaces exactly the files it read;
+    fails with ``CommitConflictError`` (and deletes the new files) if the partition changed since."""
+    p = prepared
+    expected = {e.identifier() for e in p.replaced}
+
+    def validate(latest):
+        live = [e for e in table.manifest_store.live_entries(latest) if e.partition == p.partition]
+        if {e.identifier() for e in live} != expected:
+            raise CommitConflictError(
+                f"rescale of {table.identifier} partition '{p.partition_text}' is not committed: the partition "
+                f"changed after snapshot {p.snapshot_read}, which the rescale read (at snapshot {latest.id} it has "
+                f"{len(live)} live file(s), the rescale rewrote {len(expected)}); nothing was lost — re-run the "
+                "rescale of this partition")
+
+    entries = [ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file) for e in p.replaced]
+    entries += [ManifestEntry(FileKind.ADD, p.partition, b, p.new_buckets, f) for b, f in p.new_files]
+    try:
+        committed = FileStoreCommit(table, commit_user or f"rescale-{uuid.uuid4()}").commit_overwrite_entries(
+            entries, validate, BATCH_IDENTIFIER, {"rescale.partition": p.partition_text,
+                                                  "rescale.buckets": f"{p.old_buckets}->{p.new_buckets}",
+                                                  "rescale.checksum": p.checksum.digest})
+    except (CommitConflictError, CommitFailedError):  # certainly not committed: the new files are garbage
+        written: dict[int, list] = {}
+        for b, f in p.new_files:
+            written.setdefault(b, []).append(f)
+        _delete_files(table, p.partition_values, written)
+        raise
+    result = PartitionRescaleResult(
+        partition=p.partition_text, old_buckets=p.old_buckets, new_buckets=p.new_buckets, rows=p.checksum.rows,
+        files_in=len(p.replaced), files_out=len(p.new_files), bytes_in=sum(e.file.file_size for e in p.replaced),
+        bytes_out=sum(f.file_size for _b, f in p.new_files), checksum=p.checksum.digest,
+        snapshot_read=p.snapshot_read, snapshot_committed=committed.id, duration_s=time.monotonic() - p.started)
+    log.info("rescale %s partition '%s': %d -> %d buckets, %d rows, %d -> %d files, checksum %s verified, "
+             "snapshot %d, %.2fs", table.identifier, p.partition_text, p.old_buckets, p.new_buckets, result.rows,
+             result.files_in, result.files_out, p.checksum.digest, committed.id, result.duration_s)
+    return result
+
+
+def rescale_partition(table: "FileStoreTable", *, partition: Mapping[str, Any] | None = None, bucket: int,
+                      commit_user: str | None = None, dry_run: bool = False) -> PartitionRescaleResult:
+    """Rewrite one partition (``{column: value}`` for every partition column; None or {} for an
+    unpartitioned table) into ``bucket`` buckets, verified, as one OVERWRITE commit. Safe to
+    retry: a partition already at ``bucket`` buckets is skipped; pass the same ``commit_user`` on
+    a retry to recognise a commit that landed before a crash."""
+    prepared = prepare_rescale_partition(table, partition=partition, bucket=bucket, dry_run=dry_run)
+    if isinstance(prepared, PartitionRescaleResult):
+        return prepared
+    return commit_rescale_partition(table, prepared, commit_user)
+
+
+# ------------------------------------------------------------------------------------------------
+# The whole operation
+# ------------------------------------------------------------------------------------------------
+
+
+def set_bucket_option(table: "FileStoreTable", bucket: int) -> "FileStoreTable":
+    """The table with its ``bucket`` option set to ``bucket`` (a schema change when it differs)."""
+    if table.options.bucket == bucket:
+        return table
+    from ..schema_change import SchemaChange, commit_schema_changes
+    from ..table import FileStoreTable
+    schema = commit_schema_changes(table, [SchemaChange.set_option("bucket", str(bucket))])
+    log.info("rescale %s: option 'bucket' set to %d (schema %d)", table.identifier, bucket, schema.id)
+    return FileStoreTable(table.fileio, table.paths.root, table.identifier, schema)
+
+
+def rescale(table: "FileStoreTable", *, bucket: int, partitions: Sequence[Mapping[str, Any]] | None = None,
+            dry_run: bool = False) -> RescaleResult:
+    """Set ``bucket`` and rewrite the selected partitions (all when None) into it, one verified
+    OVERWRITE commit per partition. Stops at the first partition that fails (its error says
+    why); partitions done before stay done and a re-run continues with the rest."""
+    started = time.monotonic()
+    bucket = _check_rescalable(table, bucket)
+    previous = table.options.bucket
+    plan = plan_rescale(table, bucket=bucket, partitions=partitions)
+    log.info("rescale %s to %d buckets: %d partition(s) to rewrite, %d already at %d%s", table.identifier, bucket,
+             len(plan.units), len(plan.already_rescaled), bucket, " (dry run)" if dry_run else "")
+    if not dry_run:
+        table = set_bucket_option(table, bucket)
+    results = []
+    for i, unit in enumerate(plan.units, 1):
+        log.info("rescale %s: partition %d/%d '%s' (%d files, %d bytes)", table.identifier, i, len(plan.units),
+                 _spec_text(unit.partition), unit.files, unit.bytes)
+        results.append(rescale_partition(table, partition=unit.spec, bucket=bucket, dry_run=dry_run))
+    done = [r for r in results if r.skipped is None]
+    return RescaleResult(
+        operation="rescale", table=table.identifier, dry_run=dry_run, duration_s=time.monotonic() - started,
+        bucket=bucket, previous_bucket=previous, schema_id=table.schema.id, partitions_rescaled=len(done),
+        partitions_skipped=len(results) - len(done) + len(plan.already_rescaled),
+        rows=sum(r.rows for r in done), files_in=sum(r.files_in for r in done),
+        files_out=sum(r.files_out for r in done), bytes_in=sum(r.bytes_in for r in done),
+        bytes_out=sum(r.bytes_out for r in done), partitions=tuple(results))

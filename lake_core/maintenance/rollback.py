@@ -1,0 +1,111 @@
+"""``rollback_to``: make an earlier snapshot or a tag the latest state (Java ``RollbackHelper``).
+
+As Java: snapshots newer than the target and tags on them are removed, ``LATEST`` points at the
+target, and a tag whose snapshot already expired has its snapshot file written back (``EARLIEST``
+then moves to it). Files only the removed snapshots and tags used are deleted afterwards.
+
+Order, so a crash never leaves a reader a snapshot without its files: first the plan (metadata
+only), then the newer tags and snapshot files go (newest first) and ``LATEST`` moves, and only then
+the files no remaining snapshot, tag or consumer-held snapshot mentions (the set is read again
+after the metadata moved). Writers must be stopped: a commit landing during the rollback is found
+and reported, and none of its files are deleted.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..errors import SnapshotNotFoundError
+from ..names import validate_tag_name
+from .errors import MaintenanceAbortedError, MaintenanceArgumentError
+from .references import ReferencedNames, tagged_snapshots
+from .result import OperationResult
+
+if TYPE_CHECKING:
+    from ..snapshot import Snapshot
+    from ..table import FileStoreTable
+
+
+@dataclass(frozen=True, kw_only=True)
+class RollbackResult(OperationResult):
+    snapshot_id: int = 0
+    removed_snapshots: tuple[int, ...] = ()
+    removed_tags: tuple[str, ...] = ()
+    deleted_files: int = 0
+    bytes_reclaimed: int = 0
+
+
+def _target(table: "FileStoreTable", snapshot_id, tag) -> tuple["Snapshot", bool]:
+    """(snapshot to roll back to, whether its snapshot file must be written back)."""
+    if (snapshot_id is None) == (tag is None):
+        raise MaintenanceArgumentError(f"rollback_to on {table.identifier} takes exactly one of snapshot_id or tag")
+    if tag is not None:
+        validate_tag_name(tag)
+        snap = table.tag(tag)  # TagNotFoundError names the tag
+        return snap, not table.fileio.exists(table.paths.snapshot(snap.id))
+    if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int) or snapshot_id < 1:
+        raise MaintenanceArgumentError(f"snapshot_id = {snapshot_id!r} for rollback_to on {table.identifier} is invalid")
+    return table.snapshot_manager.get(snapshot_id), False  # SnapshotNotFoundError names the range
+
+
+def _names_of(table: "FileStoreTable", snaps) -> set[str]:
+    refs = ReferencedNames(table)
+    for s in snaps:
+        try:
+            refs.add_snapshot(s)
+        except FileNotFoundError:
+            continue  # already partly gone: what remains is still collected from the others
+    return refs.names
+
+
+def rollback_to(table: "FileStoreTable", *, snapshot_id: int | None = None, tag: str | None = None) -> RollbackResult:
+    started = time.monotonic()
+    target, restore = _target(table, snapshot_id, tag)
+    sm, fio, paths = table.snapshot_manager, table.fileio, table.paths
+    newer = [i for i in sm.list_ids() if i > target.id]
+    tag_names = table.list_tags()
+    newer_tags = [n for n in tag_names if table.tag(n).id > target.id]
+    removed = []
+    for sid in newer:
+        try:
+            removed.append(sm.get(sid))
+        except SnapshotNotFoundError:
+            continue
+    removed += [table.tag(n) for n in newer_tags]
+    candidates = _names_of(table, removed)
+
+    # metadata first: tags, then snapshot files newest first, then the hints
+    for n in newer_tags:
+        fio.delete(paths.tag(n))
+    if restore:
+        fio.try_create(paths.snapshot(target.id), target.to_json().encode("utf-8"))
+    for sid in reversed(newer):
+        fio.delete(paths.snapshot(sid))
+        sm.forget(sid)
+    sm.commit_latest_hint(target.id)
+    if restore:
+        sm.commit_earliest_hint(min([target.id] + [i for i in sm.list_ids()]))
+    landed = [i for i in sm.list_ids() if i > target.id]
+    if landed:
+        raise MaintenanceAbortedError(
+            f"rollback_to on {table.identifier}: snapshot(s) {landed} were committed during the rollback to "
+            f"{target.id}; stop the writers and run it again (no data file was deleted)")
+
+    # then the files only the removed snapshots and tags mentioned
+    keep = _names_of(table, [s for s in (sm.get(i) for i in sm.list_ids())] + tagged_snapshots(table))
+    doomed = candidates - keep
+    deleted = size = 0
+    if doomed:
+        root_key = paths.root.split("://", 1)[-1].rstrip("/") + "/"
+        for full, nbytes, _mtime in fio.list_files_recursive(paths.root):
+            rel = full.split("://", 1)[-1]
+            rel = rel[len(root_key):] if rel.startswith(root_key) else rel
+            if rel.split("/", 1)[0] in ("snapshot", "tag", "schema", "consumer", "branch", "changelog"):
+                continue
+            if rel.rsplit("/", 1)[-1] in doomed and fio.delete(f"{paths.root}/{rel}"):
+                deleted += 1
+                size += nbytes
+    return RollbackResult(operation="rollback_to", table=table.identifier, duration_s=time.monotonic() - started,
+                          snapshot_id=target.id, removed_snapshots=tuple(newer), removed_tags=tuple(newer_tags),
+                          deleted_files=deleted, bytes_reclaimed=size)

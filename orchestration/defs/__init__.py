@@ -1,0 +1,12 @@
+"""The code location's building blocks, one module per concern; ``orchestration.definitions``
+merges them.
+
+- :mod:`.resources`: the ``lake`` catalog and ``spark`` resources (``resource_definitions``).
+- :mod:`.tables`: the per-table factory (``table_definitions``): one asset group per table holding
+  the table's asset (:mod:`.ingest`), its maintenance assets (:mod:`.maintenance`, the seam where
+  each operation plugs in) and its checks (:mod:`.checks`, :mod:`.drift`).
+- :mod:`.downstream`: derived tables, their jobs, and the snapshot sensors (:mod:`.sensors`)
+  that request them.
+- :mod:`.naming`, :mod:`.metadata`, :mod:`.storage`: names, materialization metadata, and the
+  storage access check every Spark step makes first.
+"""

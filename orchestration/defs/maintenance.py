@@ -1,0 +1,26 @@
+"""The seam for maintenance assets: one asset per maintenance operation per table.
+
+Each operation of ``table.maintenance`` (``compact``, ``compact_manifest``, ``expire_snapshots``,
+``expire_partitions``, ``remove_orphan_files``, ``rescale``, ...) arrives as a builder registered in
+``MAINTENANCE_ASSETS``: given a table's config it returns the operation's asset (keyed by
+:func:`orchestration.defs.naming.maintenance_asset_key`, in the table's group and pool, depending
+on the table asset), or None when the table's policy disables it. :func:`maintenance_assets` is
+what :mod:`orchestration.defs.tables` puts into each table's group.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import dagster as dg
+
+from orchestration.config import TableConfig
+
+MaintenanceAssetBuilder = Callable[[TableConfig], "dg.AssetsDefinition | None"]
+
+# operation name → builder; empty until the operations land in lake_core.
+MAINTENANCE_ASSETS: dict[str, MaintenanceAssetBuilder] = {}
+
+
+def maintenance_assets(table: TableConfig) -> list[dg.AssetsDefinition]:
+    built = (build(table) for build in MAINTENANCE_ASSETS.values())
+    return [asset for asset in built if asset is not None]

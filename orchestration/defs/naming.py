@@ -1,0 +1,42 @@
+"""Names Dagster sees, derived from a table's ``database.table`` name in one place."""
+from __future__ import annotations
+
+import dagster as dg
+
+
+def table_asset_key(table_name: str) -> dg.AssetKey:
+    """'demo.orders' → AssetKey(['demo', 'orders']): the asset *is* the table."""
+    return dg.AssetKey(table_name.split("."))
+
+
+def maintenance_asset_key(table_name: str, operation: str) -> dg.AssetKey:
+    """'demo.orders', 'compaction' → AssetKey(['demo', 'orders', 'compaction'])."""
+    return dg.AssetKey([*table_name.split("."), operation])
+
+
+def identifier(table_name: str) -> str:
+    """'demo.orders' → 'demo__orders': a Python identifier (op, group, job and sensor names)."""
+    return table_name.replace(".", "__")
+
+
+def table_group(table_name: str) -> str:
+    """One asset group per table: the table and every maintenance asset of it."""
+    return identifier(table_name)
+
+
+def table_pool(table_name: str) -> str:
+    """One concurrency pool per table: at most one job writes or maintains a table at a time."""
+    return "lake_table_" + identifier(table_name)
+
+
+def op_name(table_name: str) -> str:
+    """The op behind a table's asset (what run config is keyed by)."""
+    return table_asset_key(table_name).to_python_identifier()
+
+
+def snapshot_sensor_name(table_name: str) -> str:
+    return f"{identifier(table_name)}__snapshot_sensor"
+
+
+def downstream_job_name(table_name: str) -> str:
+    return f"{identifier(table_name)}__downstream"
