@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Sequence
 
 import pyarrow as pa
 
-from .integrity import read_checked_data_file
 from .merge.sort import KIND, SEQ
 from .messages import CommitMessage
 from .metadata import DataFileMeta

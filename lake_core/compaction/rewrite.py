@@ -45,6 +45,12 @@ def iter_kv_file(table: "FileStoreTable", bucket_dir: str, f: DataFileMeta, chun
     path = f.external_path or data_file_in(bucket_dir, f.file_name)
     fmt = f.file_name.rsplit(".", 1)[-1]
     rows = 0
+    if f.schema_id != table.schema.id:  # written under an older schema: the evolving reader maps its columns
+        from ..schema_evolution import read_evolved
+        whole = read_evolved(table, path, f, fmt, full.names, full)
+        for start in range(0, whole.num_rows, chunk_rows):
+            yield whole.slice(start, chunk_rows)
+        return
     if table.fileio.is_local:
         local = table.fileio._p(path)
         check_data_file_size(path, f, os.path.getsize(local))
