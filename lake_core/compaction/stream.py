@@ -14,6 +14,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..float_order import java_order_key, sortable_array, sortable_scalar
+
 
 class _Cursor:
     def __init__(self, chunks: Iterator[pa.Table]):
@@ -40,17 +42,26 @@ def _last_key(buf: pa.Table, keys: Sequence[str]) -> tuple:
 
 
 def _count_le(buf: pa.Table, keys: Sequence[str], bound: tuple) -> int:
-    """Rows of the sorted ``buf`` whose key is <= ``bound`` (they form a prefix)."""
-    if len(keys) == 1:
-        col = buf.column(keys[0])
-        t = col.type
-        if (pa.types.is_integer(t) or pa.types.is_floating(t)) and col.null_count == 0:
-            arr = col.to_numpy() if col.num_chunks == 1 else col.combine_chunks().to_numpy(zero_copy_only=False)
-            return int(np.searchsorted(arr, bound[0], side="right"))
-    le = None
-    eq_prefix = None  # all earlier key columns equal to the bound
+    """Rows of the sorted ``buf`` whose key is <= ``bound`` (they form a prefix). Float keys are
+    compared in Java's ``Double.compare`` order (-0.0 < 0.0, NaN largest), the order runs are
+    sorted in."""
+    cols, bounds = [], []
     for k, b in zip(keys, bound):
         col = buf.column(k)
+        if pa.types.is_floating(col.type):
+            width = 4 if col.type == pa.float32() else 8
+            col, b = sortable_array(col), sortable_scalar(b, width)
+        cols.append(col)
+        bounds.append(b)
+    if len(cols) == 1:
+        col = cols[0]
+        if pa.types.is_integer(col.type) and col.null_count == 0:
+            arr = col.to_numpy() if isinstance(col, pa.Array) or col.num_chunks == 1 \
+                else col.combine_chunks().to_numpy()
+            return int(np.searchsorted(arr, bounds[0], side="right"))
+    le = None
+    eq_prefix = None  # all earlier key columns equal to the bound
+    for col, b in zip(cols, bounds):
         s = pa.scalar(b, col.type)
         less = pc.less(col, s)
         equal = pc.equal(col, s)
@@ -74,7 +85,8 @@ def merge_sorted_runs(runs: Sequence[Iterator[pa.Table]], keys: Sequence[str],
         if not live:
             return
         pending = [c for c in live if not c.exhausted]
-        bound = min(_last_key(c.buf, keys) for c in pending) if len(live) > 1 else None
+        # the smallest in Java's order (Python's min puts -0.0 == 0.0 and cannot order NaN)
+        bound = min((_last_key(c.buf, keys) for c in pending), key=java_order_key) if len(live) > 1 else None
         parts = []
         for c in live:
             n = c.buf.num_rows if bound is None else _count_le(c.buf, keys, bound)
