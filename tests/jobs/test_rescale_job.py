@@ -1,27 +1,20 @@
 """The Spark rescale job: one task per partition runs lake_core, the driver commits once."""
 from __future__ import annotations
 
-import random
-
 import pytest
 
 from lake_core import LakeError
 
-from maintenance.rescale_helpers import PARTS, Model, assert_rows_in_their_buckets, bucket_counts, make_table, rows
+from maintenance.rescale_helpers import PARTS, assert_rows_in_their_buckets, bucket_counts, filled_table, rows
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
-def _filled(warehouse, storage_options=None, seed=7):
-    rnd = random.Random(seed)
-    catalog, table = make_table(warehouse, storage_options)
-    model = Model()
-    for _ in range(4):
-        table.write_arrow(model.batch(rnd, 150))
-    return catalog, table, model
+def _filled(warehouse, storage_options=None):
+    return filled_table(warehouse, storage_options, seed=7, commits=4, n=150)
 
 
-@pytest.mark.parametrize("where", ["local", "s3"])
+@pytest.mark.parametrize("where", ["local", pytest.param("s3", marks=pytest.mark.s3)])
 def test_rescales_exactly_the_selected_partitions_in_one_commit(spark, where, request):
     from jobs.rescale import rescale_partitions
 

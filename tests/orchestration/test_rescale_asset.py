@@ -13,7 +13,8 @@ from orchestration.config import load_tables_config
 from orchestration.defs.maintenance_rescale import check_result_from
 from orchestration.definitions import build_definitions
 
-from maintenance.rescale_helpers import PARTS, PK, Model, assert_rows_in_their_buckets, bucket_counts, make_table, rows
+from maintenance.rescale_helpers import (PARTS, PK, SCHEMA, Model, assert_rows_in_their_buckets, bucket_counts,
+                                         filled_table, rows)
 
 pytestmark = pytest.mark.dagster
 
@@ -38,12 +39,8 @@ def _config(tmp_path, warehouse: str, *, target: int | None = 5, backfill: str =
     return build_definitions(load_tables_config(path))
 
 
-def _filled(warehouse, storage_options=None, seed=11):
-    rnd = random.Random(seed)
-    catalog, table = make_table(warehouse, storage_options)
-    model = Model()
-    for _ in range(3):
-        table.write_arrow(model.batch(rnd, 120))
+def _filled(warehouse, storage_options=None):
+    catalog, _table, model = filled_table(warehouse, storage_options, seed=11)
     return catalog, model
 
 
@@ -162,7 +159,6 @@ def test_unpartitioned_table_rescales_as_a_whole(spark, tmp_path, warehouse):
     defs = _config(tmp_path, warehouse, target=4, partitioned=False)
     catalog = Catalog(warehouse)
     catalog.create_database("db")
-    from maintenance.rescale_helpers import SCHEMA
     table = catalog.create_table("db.t", SCHEMA, primary_keys=["id", "name"], options={"bucket": "2", "rowkind.field": "op"})
     model = Model()
     rnd = random.Random(3)

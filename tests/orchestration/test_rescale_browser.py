@@ -9,7 +9,6 @@ daemon's 30 s iteration).
 """
 from __future__ import annotations
 
-import random
 import shutil
 import time
 from pathlib import Path
@@ -19,7 +18,7 @@ import yaml
 
 from fixtures.browser import Browser
 from fixtures.dagster_dev import REPO_ROOT, dagster_dev, graphql
-from maintenance.rescale_helpers import PARTS, PK, Model, bucket_counts, make_table, rows
+from maintenance.rescale_helpers import PARTS, PK, bucket_counts, filled_table, rows
 
 pytestmark = [pytest.mark.browser, pytest.mark.dagster, pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -39,11 +38,7 @@ def _config(path: Path, warehouse: str) -> Path:
 
 
 def test_a_backfill_launched_in_the_ui_rescales_the_two_partitions(tmp_path, warehouse, request):
-    catalog, table = make_table(warehouse)
-    model = Model()
-    rnd = random.Random(4)
-    for _ in range(3):
-        table.write_arrow(model.batch(rnd, 120))
+    catalog, table, model = filled_table(warehouse, seed=4)
     started = time.monotonic()
     artifacts = tmp_path / "screenshots"
     with dagster_dev(tmp_path, _config(tmp_path / "tables.yaml", warehouse)) as (url, keys, _workdir), \
