@@ -49,7 +49,7 @@ def _prepare_task(warehouse: str, table_name: str, bucket: int, storage_options:
 
 
 def rescale_partitions(
-    spark: "SparkSession",
+    spark: "SparkSession | None",
     warehouse: str,
     table_name: str,
     *,
@@ -63,7 +63,7 @@ def rescale_partitions(
 
     Returns lake_core's ``RescaleResult``: every requested partition appears in ``partitions`` of
     the result, rewritten or with the reason it was skipped (already at ``bucket`` buckets, no
-    data)."""
+    data). ``spark`` may be None when no partition needs rewriting (a re-run): nothing starts then."""
     started = time.monotonic()
     options = dict(storage_options or {})
     table = Catalog(warehouse, storage_options=options).get_table(table_name)
@@ -75,6 +75,9 @@ def rescale_partitions(
 
     prepared: dict[tuple, Any] = {}
     if todo:
+        if spark is None:
+            raise RescaleTaskError(f"rescale of {table_name}: {len(todo)} partition(s) need rewriting "
+                                   f"({', '.join(map(str, todo))}) but no Spark session was given")
         tasks = spark.sparkContext.parallelize(todo, numSlices=len(todo))
         collected = tasks.map(_prepare_task(warehouse, table_name, bucket, options)).collect()  # in todo's order
         errors = [value for status, value in collected if status == "error"]

@@ -154,10 +154,13 @@ def build_rescale_asset(table: TableConfig) -> dg.AssetsDefinition | None:
         if not specs:
             return _skip(context, f"none of the selected partitions exists in {table.name}: {', '.join(keys)}")
         context.log.info(f"rescale {table.name} to {target} buckets: {len(specs)} partition(s): {', '.join(keys)}")
-        with spark.session() as session:
-            result = rescale_partitions(session, lake.warehouse, table.name, bucket=target, partitions=specs,
-                                        commit_user=f"rescale:{context.run.run_id}",
-                                        storage_options=lake.storage_options())
+        job = dict(bucket=target, partitions=specs, commit_user=f"rescale:{context.run.run_id}",
+                   storage_options=lake.storage_options())
+        if lake_table.maintenance.plan_rescale(bucket=target, partitions=specs).units:
+            with spark.session() as session:
+                result = rescale_partitions(session, lake.warehouse, table.name, **job)
+        else:  # every selected partition is already at the target: metadata only, no Spark
+            result = rescale_partitions(None, lake.warehouse, table.name, **job)
         for p in result.partitions:
             context.log.info(f"{p.partition or table.name}: " + (f"skipped, {p.skipped}" if p.skipped else
                              f"{p.old_buckets} → {p.new_buckets} buckets, {p.rows} rows, snapshot {p.snapshot_committed}"))
