@@ -23,6 +23,7 @@ from .schema import TableSchema
 from .schema_manager import SchemaManager
 from .snapshot import Snapshot
 from .snapshot_manager import SnapshotManager
+from .changelog_manager import ChangelogManager
 from .write import TableWrite
 
 
@@ -36,6 +37,7 @@ class FileStoreTable:
         self._schema = schema
         self.options = CoreOptions(schema.options)
         self.snapshot_manager = SnapshotManager(fileio, self.paths)
+        self.changelog_manager = ChangelogManager(fileio, self.paths, self.snapshot_manager)
         self.schema_manager = SchemaManager(fileio, self.paths)
         self.manifest_store = ManifestStore(fileio, self.paths,
                                             [schema.field(n).type for n in schema.partition_keys])

@@ -49,6 +49,16 @@ class TableMaintenance:
         return expire_snapshots(self._table, retain_min=retain_min, retain_max=retain_max,
                                 older_than=older_than, max_deletes=max_deletes, dry_run=dry_run)
 
+    # -- changelog expiry (expire_changelogs.py) ----------------------------------------------
+    def expire_changelogs(self, *, retain_min: int | None = None, retain_max: int | None = None,
+                          older_than=None, max_deletes: int | None = None, dry_run: bool = False):
+        """Delete long-lived changelogs (``changelog/changelog-N``) as Paimon's ``ExpireChangelogImpl``;
+        unset arguments fall back to ``changelog.num-retained.min/max`` and
+        ``changelog.time-retained``, then to the ``snapshot.*`` options."""
+        from .expire_changelogs import expire_changelogs
+        return expire_changelogs(self._table, retain_min=retain_min, retain_max=retain_max,
+                                 older_than=older_than, max_deletes=max_deletes, dry_run=dry_run)
+
     # -- consumers (consumers.py) ----------------------------------------------------------------
     @property
     def consumers(self):

@@ -1,7 +1,7 @@
 """What Paimon runs after every successful commit unless ``write-only`` is set (Java
 ``TableCommitImpl`` → ``expireMaintainers``): consumer expiry, then snapshot expiry with the table's
-options. A failure here never fails the commit that already landed; it is logged and the next
-commit (or a maintenance job) tries again. Then partition expiry and automatic tags.
+options, then (decoupled lifecycle) changelog expiry. A failure here never fails the commit that already landed; it is logged and the next
+commit (or a maintenance job) tries again. Then partition expiry, automatic tags and tag time expiry.
 """
 from __future__ import annotations
 
@@ -22,12 +22,16 @@ def after_commit(table: "FileStoreTable") -> None:
     if table.options.get_bool("write-only"):
         return
     from .consumers import ConsumerManager
-    from .expire_snapshots import expire_snapshots
-    from .tags import auto_create_tag
+    from .expire_changelogs import expire_changelogs
+    from .expire_snapshots import expire_snapshots, resolve_config
+    from .tags import auto_create_tag, expire_tags_by_time
     try:
         if table.options.get("consumer.expiration-time"):
             ConsumerManager(table).expire()
         expire_snapshots(table, finish_journals=False)  # journals: left to maintenance runs
+        if resolve_config(table).changelog_decoupled:  # Java: snapshot expiry, then changelog expiry
+            expire_changelogs(table)
+        expire_tags_by_time(table)
         _maybe_expire_partitions(table)
         auto_create_tag(table)
     except Exception as e:  # noqa: BLE001 - the commit itself succeeded; maintenance retries later
