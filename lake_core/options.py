@@ -352,8 +352,7 @@ class CoreOptions:
 
     @property
     def compaction_optimization_interval_ms(self) -> int | None:
-        v = self.get("compaction.optimization-interval", "changelog.time-retained",
-                     "tag.default-time-retained")
+        v = self.get("compaction.optimization-interval")
         return parse_duration_ms("compaction.optimization-interval", v) if v else None
 
     @property

@@ -59,6 +59,14 @@ class TableMaintenance:
         return expire_changelogs(self._table, retain_min=retain_min, retain_max=retain_max,
                                  older_than=older_than, max_deletes=max_deletes, dry_run=dry_run)
 
+    # -- tag time retention (tag_time.py) ------------------------------------------------------
+    def expire_tags(self, *, older_than=None, dry_run: bool = False):
+        """Delete tags whose ``tagTimeRetained`` (per tag, or ``tag.default-time-retained`` when
+        created) has passed since their creation (Java ``TagTimeExpire``); with ``older_than`` (a
+        local datetime) also every tag created before it."""
+        from .tag_time import expire_tags
+        return expire_tags(self._table, older_than=older_than, dry_run=dry_run)
+
     # -- consumers (consumers.py) ----------------------------------------------------------------
     @property
     def consumers(self):
