@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 import dagster as dg
 
 from orchestration.config import TableConfig
-from orchestration.defs.naming import identifier, maintenance_asset_key, table_asset_key, table_group, table_pool
+from orchestration.defs import ledger
+from orchestration.defs.naming import identifier, maintenance_asset_key, maintenance_pool, table_asset_key, table_group
 from orchestration.defs.resources import LakeCatalogResource, SparkResource
 
 if TYPE_CHECKING:
@@ -100,10 +101,24 @@ def check_result_from(verification) -> dg.AssetCheckResult:
                                metadata=meta, description=description)
 
 
-def _skip(context: dg.AssetExecutionContext, reason: str, **extra: Any) -> dg.MaterializeResult:
+def run_reason(context: dg.AssetExecutionContext, keys: list[str]) -> str:
+    """Why this run happened, from its tags: a backfill, a sensor's request, or a manual launch."""
+    tags = context.run.tags
+    what = f"{len(keys)} partition(s): {', '.join(keys)}" if keys != [""] else "the whole table"
+    if "dagster/backfill" in tags:
+        return f"backfill {tags['dagster/backfill']} over {what}"
+    if "dagster/sensor_name" in tags:
+        return f"requested by sensor {tags['dagster/sensor_name']} for {what}"
+    return f"launched {'from the UI' if tags.get('dagster/from_ui') else 'manually'} for {what}"
+
+
+def _skip(context: dg.AssetExecutionContext, lake: LakeCatalogResource, table: str, reason: str,
+          inputs: dict[str, Any]) -> dg.MaterializeResult:
     context.log.info(f"rescale skipped: {reason}")
+    ledger.record(lake, table=table, operation=OPERATION, run_id=context.run.run_id, skipped=reason,
+                  reason=run_reason(context, inputs["partitions"]), inputs=inputs)
     return dg.MaterializeResult(
-        metadata={"skipped": reason, "partitions_rescaled": 0, **extra},
+        metadata={"skipped": reason, "partitions_rescaled": 0},
         check_results=[dg.AssetCheckResult(check_name=CHECK_NAME, passed=True, description=f"nothing rescaled: {reason}")],
     )
 
@@ -121,7 +136,7 @@ def build_rescale_asset(table: TableConfig) -> dg.AssetsDefinition | None:
         key=key,
         group_name=table_group(table.name),
         kinds={"spark", "paimon"},
-        pool=table_pool(table.name),
+        pool=maintenance_pool(table.name),
         deps=[table_asset_key(table.name)],
         partitions_def=dg.DynamicPartitionsDefinition(name=partitions_def_name(table.name)) if partitioned else None,
         backfill_policy=backfill if partitioned else None,
@@ -135,16 +150,26 @@ def build_rescale_asset(table: TableConfig) -> dg.AssetsDefinition | None:
         metadata={"table": table.name, "target_buckets": str(policy.target_buckets), "backfill": policy.backfill},
     )
     def rescale(context: dg.AssetExecutionContext, lake: LakeCatalogResource, spark: SparkResource) -> dg.MaterializeResult:
-        from jobs.rescale import rescale_partitions
-
         keys = list(context.partition_keys) if partitioned else [""]
         target = table.maintenance.rescale.target_buckets
-        if target is None:
-            return _skip(context, f"maintenance.rescale.target_buckets of {table.name} is not set in tables.yaml")
+        inputs = {"partitions": keys, "target_buckets": target}
         lake.check_access()  # before Spark starts: a bad bucket or key fails in one line
+        if target is None:
+            return _skip(context, lake, table.name,
+                         f"maintenance.rescale.target_buckets of {table.name} is not set in tables.yaml", inputs)
+        try:
+            return _rescale(context, lake, spark, keys, target, inputs)
+        except Exception as e:
+            ledger.record(lake, table=table.name, operation=OPERATION, run_id=context.run.run_id,
+                          reason=run_reason(context, keys), inputs=inputs, error=f"{type(e).__name__}: {e}")
+            raise
+
+    def _rescale(context, lake, spark, keys: list[str], target: int, inputs: dict[str, Any]) -> dg.MaterializeResult:
+        from jobs.rescale import rescale_partitions
+
         catalog = lake.catalog()
         if not catalog.table_exists(table.name):
-            return _skip(context, f"{table.name} does not exist yet")
+            return _skip(context, lake, table.name, f"{table.name} does not exist yet", inputs)
         lake_table = catalog.get_table(table.name)
         current = table_partitions(lake_table) if partitioned else {"": {}}
         gone = [k for k in keys if k not in current]
@@ -152,7 +177,8 @@ def build_rescale_asset(table: TableConfig) -> dg.AssetsDefinition | None:
             context.log.info(f"partitions no longer in {table.name} (skipped): {', '.join(gone)}")
         specs = [current[k] for k in keys if k in current]
         if not specs:
-            return _skip(context, f"none of the selected partitions exists in {table.name}: {', '.join(keys)}")
+            return _skip(context, lake, table.name,
+                         f"none of the selected partitions exists in {table.name}: {', '.join(keys)}", inputs)
         context.log.info(f"rescale {table.name} to {target} buckets: {len(specs)} partition(s): {', '.join(keys)}")
         job = dict(bucket=target, partitions=specs, commit_user=f"rescale:{context.run.run_id}",
                    storage_options=lake.storage_options())
@@ -168,7 +194,13 @@ def build_rescale_asset(table: TableConfig) -> dg.AssetsDefinition | None:
         meta = _result_metadata(result, lake_table, target)
         if gone:
             meta["partitions_gone"] = ", ".join(gone)
-        return dg.MaterializeResult(metadata=meta, check_results=[_check_result(lake_table, result, target)])
+        check = _check_result(lake_table, result, target)
+        skipped = None if result.partitions_rescaled else "; ".join(
+            sorted({f"{p.skipped}" for p in result.partitions if p.skipped})) or "nothing to rewrite"
+        ledger.record(lake, table=table.name, operation=OPERATION, run_id=context.run.run_id, result=result,
+                      reason=run_reason(context, keys), inputs=inputs, skipped=skipped,
+                      error=None if check.passed else f"rescale_verified failed: {check.description}")
+        return dg.MaterializeResult(metadata=meta, check_results=[check])
 
     return rescale
 

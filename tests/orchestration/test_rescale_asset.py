@@ -10,6 +10,7 @@ import yaml
 
 from lake_core import Catalog
 from orchestration.config import load_tables_config
+from orchestration.defs.ledger import read_ledger
 from orchestration.defs.maintenance_rescale import check_result_from
 from orchestration.definitions import build_definitions
 
@@ -94,6 +95,7 @@ def test_single_run_backfill_rescales_exactly_the_selected_partitions(spark, tmp
         defs = _config(tmp_path, warehouse)
     catalog, model = _filled(warehouse, opts)
     assert defs.resolve_assets_def(RESCALE).backfill_policy == dg.BackfillPolicy.single_run()
+    assert defs.resolve_asset_graph().get(RESCALE).pools == {"lake_maintenance_db__t"}  # one maintainer at a time
     with dg.DagsterInstance.ephemeral() as instance:
         _sync(defs, instance)
         assert instance.get_dynamic_partitions(PARTITIONS) == KEYS
@@ -118,6 +120,11 @@ def test_single_run_backfill_rescales_exactly_the_selected_partitions(spark, tmp
     assert f"dt={PARTS[1]}" in meta["partitions"] and f"dt={PARTS[0]}" not in meta["partitions"]
     assert check.passed and check.blocking and check.check_name == "rescale_verified"
     assert check.metadata["partitions_verified"].value == 2
+    # The maintenance ledger holds the run: what it did, why, and the snapshot it produced.
+    [entry] = read_ledger(Catalog(warehouse, storage_options=opts), table="db.t", operation="rescale").to_pylist()
+    assert (entry["status"], entry["snapshot_id"], entry["skipped"]) == ("succeeded", before + 1, None)
+    assert entry["reason"] == f"launched manually for 2 partition(s): {KEYS[1]}, {KEYS[2]}"
+    assert '"partitions_rescaled": 2' in entry["outputs"]
 
 
 @pytest.mark.spark
@@ -138,6 +145,8 @@ def test_per_partition_runs_and_skips(spark, tmp_path, warehouse):
         assert "already at 3 buckets" in _metadata(again)[0]["partitions"]
         assert _check(again).passed and catalog.get_table("db.t").latest_snapshot().id == snap
     assert rows(catalog.get_table("db.t").to_arrow()) == model.expected()
+    ledger = read_ledger(catalog, table="db.t", operation="rescale").to_pylist()
+    assert [(e["status"], e["skipped"]) for e in ledger] == [("succeeded", None), ("skipped", "already at 3 buckets")]
 
 
 def test_no_target_skips_with_the_reason(tmp_path, warehouse):
@@ -149,6 +158,8 @@ def test_no_target_skips_with_the_reason(tmp_path, warehouse):
         result = _materialize(defs, instance, **{"dagster/partition": KEYS[0]})
     assert result.success
     assert "target_buckets of db.t is not set" in _metadata(result)[0]["skipped"]
+    [entry] = read_ledger(catalog, table="db.t", operation="rescale").to_pylist()
+    assert entry["status"] == "skipped" and "target_buckets of db.t is not set" in entry["skipped"]
     assert catalog.get_table("db.t").latest_snapshot().id == snap
     assert bucket_counts(catalog.get_table("db.t")) == {p: {2} for p in PARTS}
 

@@ -18,6 +18,7 @@ import yaml
 
 from fixtures.browser import Browser
 from fixtures.dagster_dev import REPO_ROOT, dagster_dev, graphql
+from orchestration.defs.ledger import read_ledger
 from maintenance.rescale_helpers import PARTS, PK, bucket_counts, filled_table, rows
 
 pytestmark = [pytest.mark.browser, pytest.mark.dagster, pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(900)]
@@ -75,6 +76,10 @@ def test_a_backfill_launched_in_the_ui_rescales_the_two_partitions(tmp_path, war
     table = catalog.get_table("db.t")
     assert bucket_counts(table) == {PARTS[0]: {2}, PARTS[1]: {3}, PARTS[2]: {3}}
     assert rows(table.to_arrow()) == model.expected()
+    # The maintenance ledger says why the run happened: the backfill launched in the UI.
+    [entry] = read_ledger(catalog, table="db.t", operation="rescale").to_pylist()
+    assert entry["status"] == "succeeded"
+    assert entry["reason"] == f"backfill {backfill['id']} over 2 partition(s): dt={PARTS[1]}, dt={PARTS[2]}"
     print(f"browser rescale test: {time.monotonic() - started:.0f}s")
 
 
