@@ -14,11 +14,15 @@ from typing import Callable
 import dagster as dg
 
 from orchestration.config import TableConfig
+from orchestration.defs.maintenance_compaction import build_compaction_asset, build_record_expiry_asset
 
 MaintenanceAssetBuilder = Callable[[TableConfig], "dg.AssetsDefinition | None"]
 
-# operation name → builder; empty until the operations land in lake_core.
-MAINTENANCE_ASSETS: dict[str, MaintenanceAssetBuilder] = {}
+# operation name → builder
+MAINTENANCE_ASSETS: dict[str, MaintenanceAssetBuilder] = {
+    "compaction": build_compaction_asset,
+    "record_expiry": build_record_expiry_asset,
+}
 
 
 def maintenance_assets(table: TableConfig) -> list[dg.AssetsDefinition]:

@@ -1,0 +1,238 @@
+"""The ``compaction`` and ``record_expiry`` assets of a primary-key table: a dedicated compaction
+(:mod:`jobs.compact`: the driver plans, one Spark task per unit, one COMPACT commit) verified by a
+blocking asset check.
+
+- ``compaction`` (config ``full``, ``partitions``, ``expire_records``): the universal picker per
+  bucket, or every selected bucket to the top level with ``full``. ``maintenance.compaction.
+  max_sorted_runs``, when set in ``tables.yaml``, is this job's ``num-sorted-run.compaction-trigger``
+  (a bucket with more sorted runs is compacted), so the policy and the job agree.
+- ``record_expiry``: a targeted TTL compaction (``expire_records``) rewriting exactly the buckets
+  whose statistics show expired records. ``maintenance.record_expiry.field``/``retention`` become
+  this job's ``record-level.time-field``/``record-level.expire-time`` (Paimon's record-level TTL),
+  given to the job as dynamic options, so the table's schema is not changed; without them the
+  table's own options apply, and with neither the run is skipped with the reason.
+- Checks (blocking, so nothing downstream runs on a bad compaction): the table at the compaction's
+  snapshot against the snapshot before it, by key: same rows, same key and row checksums, no
+  deleted key back (records that had expired may go). For ``record_expiry``: no expired record
+  survives and no unexpired one was lost.
+"""
+
+from typing import TYPE_CHECKING, Any
+
+import dagster as dg
+import pyarrow as pa
+from pydantic import Field
+
+from lake_core.errors import LakeError
+from orchestration.config import TableConfig
+from orchestration.defs.naming import maintenance_asset_key, table_asset_key, table_group, table_pool
+from orchestration.defs.resources import LakeCatalogResource, SparkResource
+
+if TYPE_CHECKING:
+    from lake_core import FileStoreTable
+
+COMPACTION, RECORD_EXPIRY = "compaction", "record_expiry"
+CHECKS = {COMPACTION: "content_unchanged", RECORD_EXPIRY: "only_expired_records_dropped"}
+_BYTES = ("bytes_read", "bytes_written")
+
+
+class CompactionConfigError(LakeError, ValueError):
+    """A compaction run's config is invalid; the message names the table and the value."""
+
+
+class CompactionConfig(dg.Config):
+    full: bool = Field(False, description="compact every selected bucket to the top level")
+    partitions: list[str] | None = Field(
+        None, description="partitions to compact, as 'dt=2024-01-01' (or 'dt=2024-01-01/hr=3'); default: all")
+    expire_records: bool = Field(False, description="rewrite only the buckets holding expired records (record TTL)")
+
+
+def maintenance_pool(table_name: str) -> str:
+    # SVC-OPS CALL SITE: becomes orchestration.defs.naming.maintenance_pool(table) when it lands
+    # (one maintainer per table, writers not in the same pool); until then the table's pool.
+    return table_pool(table_name)
+
+
+def parse_partitions(table: TableConfig, specs: list[str] | None) -> list[dict[str, Any]] | None:
+    """['dt=2024-01-01/hr=3'] → [{'dt': '2024-01-01', 'hr': 3}], values cast to the columns' types."""
+    if specs is None:
+        return None
+    schema = table.arrow_schema()
+    out = []
+    for spec in specs:
+        parts = [p.partition("=") for p in spec.split("/") if p]
+        bad = [name for name, eq, _ in parts if not eq or name not in table.partition_keys]
+        if not parts or bad:
+            raise CompactionConfigError(
+                f"compaction of {table.name}: partition {spec!r} must be 'column=value' pairs joined by '/' over "
+                f"the partition columns {table.partition_keys}" + (f"; {bad[0]!r} is not one" if bad else ""))
+        try:
+            out.append({name: pa.scalar(value).cast(schema.field(name).type).as_py() for name, _, value in parts})
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+            raise CompactionConfigError(f"compaction of {table.name}: partition {spec!r}: {e}") from None
+    return out
+
+
+def policy_options(table: TableConfig, operation: str) -> tuple[dict[str, str], dict[str, str]]:
+    """The dynamic options the policy gives the job, and where each came from (for the UI)."""
+    options: dict[str, str] = {}
+    source: dict[str, str] = {}
+    compaction = table.maintenance.compaction
+    if operation == COMPACTION and "max_sorted_runs" in compaction.model_fields_set:
+        options["num-sorted-run.compaction-trigger"] = str(compaction.max_sorted_runs)
+        source["num-sorted-run.compaction-trigger"] = "maintenance.compaction.max_sorted_runs"
+    expiry = table.maintenance.record_expiry
+    if expiry.field is not None and expiry.retention is not None:
+        options["record-level.time-field"] = expiry.field
+        options["record-level.expire-time"] = expiry.retention
+        source["record-level.time-field"] = "maintenance.record_expiry.field"
+        source["record-level.expire-time"] = "maintenance.record_expiry.retention"
+    return options, source
+
+
+def expiry_skip_reason(table: TableConfig, lake_table: "FileStoreTable", options: dict[str, str]) -> str | None:
+    """Why a record expiry cannot run (None: it can)."""
+    if "record-level.expire-time" in options or lake_table.options.get("record-level.expire-time"):
+        return None
+    return (f"no record TTL for {table.name}: set maintenance.record_expiry.field and .retention in tables.yaml "
+            "(or the table options 'record-level.time-field' and 'record-level.expire-time')")
+
+
+def result_metadata(result, lake_table: "FileStoreTable", source: dict[str, str]) -> dict[str, Any]:
+    """The typed CompactionResult as metadata: numbers stay numbers (plotted by Dagster), the
+    snapshot it committed is linked, and each policy-driven option says where it came from."""
+    meta: dict[str, Any] = {k: v for k, v in result.as_metadata().items() if v is not None and k != "skipped"}
+    for key in _BYTES:
+        meta[key] = dg.MetadataValue.int(meta[key])
+    if result.skipped:
+        meta["skipped_units"] = dg.MetadataValue.md("\n".join(f"- {reason}" for reason in result.skipped))
+    if result.snapshot_id is not None:
+        meta["snapshot"] = dg.MetadataValue.path(
+            f"{lake_table.paths.root.rstrip('/')}/snapshot/snapshot-{result.snapshot_id}")
+    for key, where in source.items():
+        meta[f"options.{key}"] = f"{result.options.get(key)} (from {where})"
+    return meta
+
+
+def verification_check(lake_table: "FileStoreTable", operation: str, *, before_snapshot_id: int,
+                       after_snapshot_id: int, expiry_field: str | None,
+                       expiry_cutoff_s: int | None) -> tuple[dg.AssetCheckResult, Any]:
+    """lake_core's ``verify_compaction`` between two snapshots as a blocking check result (and the
+    verification itself)."""
+    v = lake_table.maintenance.verify_compaction(
+        before_snapshot_id=before_snapshot_id, after_snapshot_id=after_snapshot_id, expiry_field=expiry_field,
+        expiry_cutoff_s=expiry_cutoff_s, expired_must_be_gone=operation == RECORD_EXPIRY)
+    meta = {k: val for k, val in v.as_metadata().items() if val is not None}
+    if v.passed:
+        what = ("no expired record survives, no unexpired one was lost" if operation == RECORD_EXPIRY
+                else "rows, key and row checksums unchanged, no deleted key came back")
+        description = f"snapshot {after_snapshot_id} against {before_snapshot_id}: {what}"
+        if v.expired_dropped:
+            description += f" ({v.expired_dropped} expired record(s) dropped)"
+    else:
+        description = (f"{operation} of {lake_table.identifier} changed the table's content between snapshot "
+                       f"{before_snapshot_id} and {after_snapshot_id}:\n" + "\n".join(v.problems))
+    return dg.AssetCheckResult(check_name=CHECKS[operation], passed=v.passed, severity=dg.AssetCheckSeverity.ERROR,
+                               metadata=meta, description=description), v
+
+
+def _skipped(context: dg.AssetExecutionContext, operation: str, reason: str) -> dg.MaterializeResult:
+    context.log.info(f"{operation} skipped: {reason}")
+    return dg.MaterializeResult(
+        metadata={"skipped": reason, "units_run": 0},
+        check_results=[dg.AssetCheckResult(check_name=CHECKS[operation], passed=True,
+                                           description=f"nothing compacted: {reason}")])
+
+
+def run_compaction(context: dg.AssetExecutionContext, table: TableConfig, operation: str, lake: LakeCatalogResource,
+                   spark: SparkResource, *, full: bool = False, partitions: list[str] | None = None,
+                   expire_records: bool = False) -> dg.MaterializeResult:
+    """Both assets' body: policy → dynamic options, the Spark job, metadata and the blocking check."""
+    from jobs.compact import compact_on_spark
+
+    lake.check_access()  # before Spark starts: a bad bucket or key fails in one line
+    catalog = lake.catalog()
+    if not catalog.table_exists(table.name):
+        return _skipped(context, operation, f"{table.name} does not exist yet")
+    lake_table = catalog.get_table(table.name)
+    options, source = policy_options(table, operation)
+    if expire_records or operation == RECORD_EXPIRY:
+        reason = expiry_skip_reason(table, lake_table, options)
+        if reason is not None:
+            return _skipped(context, operation, reason)
+    specs = parse_partitions(table, partitions)
+    context.log.info(f"{operation} of {table.name}: full={full}, expire_records={expire_records}, "
+                     f"partitions={partitions or 'all'}, options={options or 'the table own'}")
+    with spark.session() as session:
+        result = compact_on_spark(session, lake.warehouse, table.name, full=full, partitions=specs,
+                                  expire_records=expire_records, options=options,
+                                  storage_options=lake.storage_options())
+    for reason in result.skipped:
+        context.log.warning(f"{operation} of {table.name}: {reason}")
+    context.log.info(f"{operation} of {table.name}: {result.units_run}/{result.units_planned} unit(s), "
+                     f"{result.files_read} → {result.files_written} files, {result.rows_expired} expired, "
+                     f"snapshot {result.snapshot_id}")
+    # LEDGER CALL SITE (svc-ops): orchestration.defs.ledger.record(...) with this result when it lands.
+    lake_table = catalog.get_table(table.name)
+    meta = result_metadata(result, lake_table, source)
+    if result.snapshot_id is None:
+        reason = "nothing to compact" if not result.units_planned else "every unit was skipped"
+        check = dg.AssetCheckResult(check_name=CHECKS[operation], passed=True,
+                                    description=f"no snapshot committed ({reason}): the table is unchanged")
+    else:
+        # The snapshot right before the COMPACT one: writes that landed while the job ran are in
+        # both, so the comparison isolates what the compaction did.
+        check, verification = verification_check(lake_table, operation, before_snapshot_id=result.snapshot_id - 1,
+                                   after_snapshot_id=result.snapshot_id, expiry_field=result.expiry_field,
+                                   expiry_cutoff_s=result.expiry_cutoff_s)
+        meta["table_rows"] = meta["dagster/row_count"] = verification.rows_after
+    return dg.MaterializeResult(metadata=meta, check_results=[check])
+
+
+def _asset(table: TableConfig, operation: str, description: str, check_description: str):
+    key = maintenance_asset_key(table.name, operation)
+    return dg.asset(
+        key=key,
+        group_name=table_group(table.name),
+        kinds={"spark", "paimon"},
+        pool=maintenance_pool(table.name),
+        deps=[table_asset_key(table.name)],
+        check_specs=[dg.AssetCheckSpec(CHECKS[operation], asset=key, blocking=True, description=check_description)],
+        description=description,
+        metadata={"table": table.name},
+    )
+
+
+def build_compaction_asset(table: TableConfig) -> dg.AssetsDefinition | None:
+    """The table's ``compaction`` asset; None for an append table or when the policy disables it."""
+    if not table.primary_keys or not table.maintenance.compaction.enabled:
+        return None
+
+    @_asset(table, COMPACTION,
+            f"Dedicated compaction of {table.name} on Spark (one task per (partition, bucket) unit, one COMPACT "
+            "commit); config: full, partitions, expire_records.",
+            "the table at the COMPACT snapshot against the snapshot before it: rows, key and row checksums "
+            "unchanged, no deleted key back (expired records may go)")
+    def compaction(context: dg.AssetExecutionContext, config: CompactionConfig, lake: LakeCatalogResource,
+                   spark: SparkResource) -> dg.MaterializeResult:
+        return run_compaction(context, table, COMPACTION, lake, spark, full=config.full,
+                              partitions=config.partitions, expire_records=config.expire_records)
+
+    return compaction
+
+
+def build_record_expiry_asset(table: TableConfig) -> dg.AssetsDefinition | None:
+    """The table's ``record_expiry`` asset (targeted TTL compaction); None for an append table."""
+    if not table.primary_keys:
+        return None
+    expiry = table.maintenance.record_expiry
+    ttl = f"{expiry.field} older than {expiry.retention}" if expiry.field else "the table's record-level options"
+
+    @_asset(table, RECORD_EXPIRY,
+            f"Record expiry of {table.name} on Spark: rewrites exactly the buckets holding records with {ttl}.",
+            "no record older than the cutoff survives and no younger one was lost, against the snapshot before")
+    def record_expiry(context: dg.AssetExecutionContext, lake: LakeCatalogResource,
+                      spark: SparkResource) -> dg.MaterializeResult:
+        return run_compaction(context, table, RECORD_EXPIRY, lake, spark, expire_records=True)
+
+    return record_expiry
