@@ -30,6 +30,33 @@ class CompactionTaskError(LakeError):
     """A unit's Spark task failed with an error that could not travel back as itself."""
 
 
+class PartitionSpecError(LakeError, ValueError):
+    """A partition given as text is not 'column=value' pairs over the table's partition columns."""
+
+
+def parse_partitions(table: "FileStoreTable", specs: Sequence[str] | None) -> list[dict[str, Any]] | None:
+    """['dt=2024-01-01/hr=3'] → [{'dt': '2024-01-01', 'hr': 3}], values cast to the columns' types
+    (the text Dagster partition keys and the command line use)."""
+    if specs is None:
+        return None
+    import pyarrow as pa
+
+    keys = list(table.schema.partition_keys)
+    out = []
+    for spec in specs:
+        parts = [p.partition("=") for p in spec.split("/") if p]
+        bad = [name for name, eq, _ in parts if not eq or name not in keys]
+        if not parts or bad:
+            raise PartitionSpecError(
+                f"compaction of {table.identifier}: partition {spec!r} must be 'column=value' pairs joined by '/' "
+                f"over the partition columns {keys}" + (f"; {bad[0]!r} is not one" if bad else ""))
+        try:
+            out.append({name: pa.scalar(value).cast(table.schema.field(name).type).as_py() for name, _, value in parts})
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+            raise PartitionSpecError(f"compaction of {table.identifier}: partition {spec!r}: {e}") from None
+    return out
+
+
 def _unit_task(table: "FileStoreTable"):
     """Executor side: run one unit with lake_core; a failure travels back as a value, so the driver
     can delete the files the other tasks wrote before raising it."""
@@ -71,7 +98,7 @@ def compact_on_spark(
     table_name: str,
     *,
     full: bool = False,
-    partitions: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
+    partitions: Mapping[str, Any] | Sequence[Mapping[str, Any] | str] | None = None,
     expire_records: bool = False,
     dry_run: bool = False,
     options: Mapping[str, str] | None = None,
@@ -80,10 +107,46 @@ def compact_on_spark(
     """Compact ``table_name`` as ``table.maintenance.compact`` does, one Spark task per unit.
 
     ``options``: dynamic planning options for this job (e.g. ``num-sorted-run.compaction-trigger``,
-    ``record-level.expire-time``/``record-level.time-field``). Returns lake_core's
-    ``CompactionResult`` (``snapshot_id`` None when nothing was committed)."""
+    ``record-level.expire-time``/``record-level.time-field``). ``partitions``: ``{column: value}``
+    dicts, or texts like ``'dt=2024-01-01'``. Returns lake_core's ``CompactionResult``
+    (``snapshot_id`` None when nothing was committed)."""
     table = Catalog(warehouse, storage_options=dict(storage_options or {})).get_table(table_name)
+    if partitions is not None and not isinstance(partitions, Mapping):
+        partitions = [parse_partitions(table, [p])[0] if isinstance(p, str) else p for p in partitions]
     plan = table.maintenance.plan_compaction(full=full, partitions=partitions, expire_records=expire_records,
                                              options=options)
     outcomes = [] if dry_run else run_units(spark, table, plan.units)
     return table.maintenance.commit_compaction(plan=plan, outcomes=outcomes, dry_run=dry_run)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m jobs.compact --warehouse URI --table db.t [--full] [--partition dt=...] ...``"""
+    import argparse
+    import json
+
+    from jobs.spark import spark_session
+
+    parser = argparse.ArgumentParser(prog="python -m jobs.compact", description=__doc__.split("\n")[0])
+    parser.add_argument("--warehouse", required=True, help="file:///path or s3://bucket/prefix")
+    parser.add_argument("--table", required=True, help="database.table")
+    parser.add_argument("--full", action="store_true", help="every selected bucket to the top level")
+    parser.add_argument("--partition", action="append", help="'dt=2024-01-01' (repeatable); default: all")
+    parser.add_argument("--expire-records", action="store_true", help="only buckets holding expired records")
+    parser.add_argument("--option", action="append", default=[], help="dynamic planning option key=value")
+    parser.add_argument("--dry-run", action="store_true")
+    parser.add_argument("--master", default="local[2]")
+    args = parser.parse_args(argv)
+    options = dict(o.split("=", 1) for o in args.option)
+    try:
+        spark = spark_session(master=args.master, app_name="lake-compact")
+        result = compact_on_spark(spark, args.warehouse, args.table, full=args.full, partitions=args.partition,
+                                  expire_records=args.expire_records, dry_run=args.dry_run, options=options)
+    except LakeError as e:
+        print(f"error: {e}")
+        return 2
+    print(json.dumps(result.as_metadata(), indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -20,10 +20,8 @@ blocking asset check.
 from typing import TYPE_CHECKING, Any
 
 import dagster as dg
-import pyarrow as pa
 from pydantic import Field
 
-from lake_core.errors import LakeError
 from orchestration.config import TableConfig
 from orchestration.defs.naming import maintenance_asset_key, table_asset_key, table_group, table_pool
 from orchestration.defs.resources import LakeCatalogResource, SparkResource
@@ -34,10 +32,6 @@ if TYPE_CHECKING:
 COMPACTION, RECORD_EXPIRY = "compaction", "record_expiry"
 CHECKS = {COMPACTION: "content_unchanged", RECORD_EXPIRY: "only_expired_records_dropped"}
 _BYTES = ("bytes_read", "bytes_written")
-
-
-class CompactionConfigError(LakeError, ValueError):
-    """A compaction run's config is invalid; the message names the table and the value."""
 
 
 class CompactionConfig(dg.Config):
@@ -51,26 +45,6 @@ def maintenance_pool(table_name: str) -> str:
     # SVC-OPS CALL SITE: becomes orchestration.defs.naming.maintenance_pool(table) when it lands
     # (one maintainer per table, writers not in the same pool); until then the table's pool.
     return table_pool(table_name)
-
-
-def parse_partitions(table: TableConfig, specs: list[str] | None) -> list[dict[str, Any]] | None:
-    """['dt=2024-01-01/hr=3'] → [{'dt': '2024-01-01', 'hr': 3}], values cast to the columns' types."""
-    if specs is None:
-        return None
-    schema = table.arrow_schema()
-    out = []
-    for spec in specs:
-        parts = [p.partition("=") for p in spec.split("/") if p]
-        bad = [name for name, eq, _ in parts if not eq or name not in table.partition_keys]
-        if not parts or bad:
-            raise CompactionConfigError(
-                f"compaction of {table.name}: partition {spec!r} must be 'column=value' pairs joined by '/' over "
-                f"the partition columns {table.partition_keys}" + (f"; {bad[0]!r} is not one" if bad else ""))
-        try:
-            out.append({name: pa.scalar(value).cast(schema.field(name).type).as_py() for name, _, value in parts})
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-            raise CompactionConfigError(f"compaction of {table.name}: partition {spec!r}: {e}") from None
-    return out
 
 
 def policy_options(table: TableConfig, operation: str) -> tuple[dict[str, str], dict[str, str]]:
@@ -148,19 +122,19 @@ def run_compaction(context: dg.AssetExecutionContext, table: TableConfig, operat
                    spark: SparkResource, *, full: bool = False, partitions: list[str] | None = None,
                    expire_records: bool = False) -> dg.MaterializeResult:
     """Both assets' body: policy → dynamic options, the Spark job, metadata and the blocking check."""
-    from jobs.compact import compact_on_spark
+    from jobs.compact import compact_on_spark, parse_partitions
 
     lake.check_access()  # before Spark starts: a bad bucket or key fails in one line
     catalog = lake.catalog()
     if not catalog.table_exists(table.name):
         return _skipped(context, operation, f"{table.name} does not exist yet")
     lake_table = catalog.get_table(table.name)
+    specs = parse_partitions(lake_table, partitions)  # a bad spec fails here, before Spark starts
     options, source = policy_options(table, operation)
     if expire_records or operation == RECORD_EXPIRY:
         reason = expiry_skip_reason(table, lake_table, options)
         if reason is not None:
             return _skipped(context, operation, reason)
-    specs = parse_partitions(table, partitions)
     context.log.info(f"{operation} of {table.name}: full={full}, expire_records={expire_records}, "
                      f"partitions={partitions or 'all'}, options={options or 'the table own'}")
     with spark.session() as session:

@@ -168,3 +168,19 @@ def test_a_failing_task_commits_nothing_and_leaves_no_files(spark, warehouse, wa
         run_units(spark, table, plan.units)
     assert _data_files(warehouse_path) == before - {victim}  # the other units' new files are gone
     assert len(catalog.get_table("db.t").snapshots()) == 3  # nothing committed
+
+
+def test_command_line(spark, warehouse, capsys):
+    import json
+
+    from jobs.compact import main
+
+    catalog = Catalog(warehouse)
+    model = _fill(_create(catalog, "db.t"), commits=3)
+    assert main(["--warehouse", warehouse, "--table", "db.t", "--full", "--partition", "dt=2024-01-01"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert (printed["units_run"], printed["snapshot_id"], printed["full"]) == (2, 4, True)
+    assert _rows(catalog.get_table("db.t")) == model
+    # a bad partition is one line naming the table and the column, and changes nothing
+    assert main(["--warehouse", warehouse, "--table", "db.t", "--partition", "day=1"]) == 2
+    assert "db.t" in capsys.readouterr().out and len(catalog.get_table("db.t").snapshots()) == 4

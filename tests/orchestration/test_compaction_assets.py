@@ -14,8 +14,8 @@ import yaml
 from lake_core import Catalog
 from orchestration.config import load_tables_config
 from orchestration.definitions import build_definitions
-from orchestration.defs.maintenance_compaction import (COMPACTION, RECORD_EXPIRY, CompactionConfigError,
-                                                        parse_partitions, verification_check)
+from jobs.compact import PartitionSpecError, parse_partitions
+from orchestration.defs.maintenance_compaction import COMPACTION, RECORD_EXPIRY, verification_check
 
 pytestmark = pytest.mark.dagster
 
@@ -97,17 +97,17 @@ def test_assets_are_in_the_table_group_with_blocking_checks(tmp_path, warehouse)
     assert COMPACT_KEY not in set(off.resolve_all_asset_keys()) and EXPIRY_KEY in set(off.resolve_all_asset_keys())
 
 
-def test_partitions_config_is_parsed_with_the_column_types(tmp_path, warehouse):
-    config = load_tables_config(_definitions_path(tmp_path, warehouse)).table("db.t")
-    assert parse_partitions(config, ["dt=2024-01-01"]) == [{"dt": "2024-01-01"}]
-    assert parse_partitions(config, None) is None
-    with pytest.raises(CompactionConfigError, match=r"db\.t.*'day=1'.*'day' is not one"):
-        parse_partitions(config, ["day=1"])
-
-
-def _definitions_path(tmp_path, warehouse):
-    _definitions(tmp_path, warehouse, {})
-    return tmp_path / "tables.yaml"
+def test_partitions_config_is_parsed_with_the_column_types(warehouse):
+    catalog = Catalog(warehouse)
+    catalog.create_database("db")
+    table = catalog.create_table("db.h", schema=pa.schema([("dt", pa.string()), ("hr", pa.int32()), ("id", pa.int64())]),
+                                 primary_keys=["dt", "hr", "id"], partition_keys=["dt", "hr"], options={"bucket": "1"})
+    assert parse_partitions(table, ["dt=2024-01-01/hr=3", "dt=x"]) == [{"dt": "2024-01-01", "hr": 3}, {"dt": "x"}]
+    assert parse_partitions(table, None) is None
+    with pytest.raises(PartitionSpecError, match=r"db\.h.*'day=1'.*'day' is not one"):
+        parse_partitions(table, ["day=1"])
+    with pytest.raises(PartitionSpecError, match=r"db\.h.*'hr=three'"):
+        parse_partitions(table, ["hr=three"])
 
 
 @pytest.mark.spark
