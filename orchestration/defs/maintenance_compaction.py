@@ -11,19 +11,23 @@ blocking asset check.
   this job's ``record-level.time-field``/``record-level.expire-time`` (Paimon's record-level TTL),
   given to the job as dynamic options, so the table's schema is not changed; without them the
   table's own options apply, and with neither the run is skipped with the reason.
+- Each run appends one row to the maintenance ledger (what it did, skipped or failed and why),
+  in the table's maintenance pool (one maintainer per table; writers are not in it).
 - Checks (blocking, so nothing downstream runs on a bad compaction): the table at the compaction's
   snapshot against the snapshot before it, by key: same rows, same key and row checksums, no
   deleted key back (records that had expired may go). For ``record_expiry``: no expired record
   survives and no unexpired one was lost.
 """
 
+import time
 from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 from pydantic import Field
 
 from orchestration.config import TableConfig
-from orchestration.defs.naming import maintenance_asset_key, table_asset_key, table_group, table_pool
+from orchestration.defs import ledger
+from orchestration.defs.naming import maintenance_asset_key, maintenance_pool, table_asset_key, table_group
 from orchestration.defs.resources import LakeCatalogResource, SparkResource
 
 if TYPE_CHECKING:
@@ -32,6 +36,7 @@ if TYPE_CHECKING:
 COMPACTION, RECORD_EXPIRY = "compaction", "record_expiry"
 CHECKS = {COMPACTION: "content_unchanged", RECORD_EXPIRY: "only_expired_records_dropped"}
 _BYTES = ("bytes_read", "bytes_written")
+REASON_TAG = "lake/reason"  # why a run was requested: the health sensor's run tag
 
 
 class CompactionConfig(dg.Config):
@@ -39,12 +44,6 @@ class CompactionConfig(dg.Config):
     partitions: list[str] | None = Field(
         None, description="partitions to compact, as 'dt=2024-01-01' (or 'dt=2024-01-01/hr=3'); default: all")
     expire_records: bool = Field(False, description="rewrite only the buckets holding expired records (record TTL)")
-
-
-def maintenance_pool(table_name: str) -> str:
-    # SVC-OPS CALL SITE: becomes orchestration.defs.naming.maintenance_pool(table) when it lands
-    # (one maintainer per table, writers not in the same pool); until then the table's pool.
-    return table_pool(table_name)
 
 
 def policy_options(table: TableConfig, operation: str) -> tuple[dict[str, str], dict[str, str]]:
@@ -110,18 +109,42 @@ def verification_check(lake_table: "FileStoreTable", operation: str, *, before_s
                                metadata=meta, description=description), v
 
 
-def _skipped(context: dg.AssetExecutionContext, operation: str, reason: str) -> dg.MaterializeResult:
+def _skipped(context: dg.AssetExecutionContext, operation: str, reason: str) -> tuple[dg.MaterializeResult, dict]:
     context.log.info(f"{operation} skipped: {reason}")
     return dg.MaterializeResult(
         metadata={"skipped": reason, "units_run": 0},
         check_results=[dg.AssetCheckResult(check_name=CHECKS[operation], passed=True,
-                                           description=f"nothing compacted: {reason}")])
+                                           description=f"nothing compacted: {reason}")]), {"skipped": reason}
 
 
 def run_compaction(context: dg.AssetExecutionContext, table: TableConfig, operation: str, lake: LakeCatalogResource,
                    spark: SparkResource, *, full: bool = False, partitions: list[str] | None = None,
                    expire_records: bool = False) -> dg.MaterializeResult:
-    """Both assets' body: policy → dynamic options, the Spark job, metadata and the blocking check."""
+    """Both assets' body: the compaction, then one row in the maintenance ledger (also when the run
+    skipped or failed)."""
+    started = time.monotonic()
+    inputs = {"full": full, "partitions": ", ".join(partitions) if partitions else None,
+              "expire_records": expire_records}
+    entry = dict(table=table.name, operation=operation, run_id=context.run.run_id, inputs=inputs,
+                 reason=context.run.tags.get(REASON_TAG) or "requested without a reason (UI, schedule or backfill)")
+    try:
+        materialization, outcome = _compact(context, table, operation, lake, spark, full=full, partitions=partitions,
+                                            expire_records=expire_records)
+    except Exception as e:
+        try:
+            ledger.record(lake, **entry, error=f"{type(e).__name__}: {e}", duration_s=time.monotonic() - started)
+        except Exception as ledger_error:  # noqa: BLE001 - the run's own error is the one to raise
+            context.log.warning(f"could not record the failed run in the maintenance ledger: {ledger_error}")
+        raise
+    ledger.record(lake, **entry, duration_s=time.monotonic() - started, **outcome)
+    return materialization
+
+
+def _compact(context: dg.AssetExecutionContext, table: TableConfig, operation: str, lake: LakeCatalogResource,
+             spark: SparkResource, *, full: bool, partitions: list[str] | None,
+             expire_records: bool) -> tuple[dg.MaterializeResult, dict]:
+    """Policy → dynamic options, the Spark job, metadata and the blocking check; and the ledger's
+    fields of the outcome."""
     from jobs.compact import compact_on_spark, parse_partitions
 
     lake.check_access()  # before Spark starts: a bad bucket or key fails in one line
@@ -146,20 +169,25 @@ def run_compaction(context: dg.AssetExecutionContext, table: TableConfig, operat
     context.log.info(f"{operation} of {table.name}: {result.units_run}/{result.units_planned} unit(s), "
                      f"{result.files_read} → {result.files_written} files, {result.rows_expired} expired, "
                      f"snapshot {result.snapshot_id}")
-    # LEDGER CALL SITE (svc-ops): orchestration.defs.ledger.record(...) with this result when it lands.
     lake_table = catalog.get_table(table.name)
     meta = result_metadata(result, lake_table, source)
+    outputs = {k: v for k, v in result.as_metadata().items() if k not in ("operation", "table", "dry_run", "duration_s")}
+    outcome: dict[str, Any] = dict(snapshot_id=result.snapshot_id, dry_run=result.dry_run)
     if result.snapshot_id is None:
         reason = "nothing to compact" if not result.units_planned else "every unit was skipped"
         check = dg.AssetCheckResult(check_name=CHECKS[operation], passed=True,
                                     description=f"no snapshot committed ({reason}): the table is unchanged")
+        outcome["skipped"] = reason
     else:
         # The snapshot right before the COMPACT one: writes that landed while the job ran are in
         # both, so the comparison isolates what the compaction did.
         check, _ = verification_check(lake_table, operation, before_snapshot_id=result.snapshot_id - 1,
-                                   after_snapshot_id=result.snapshot_id, expiry_field=result.expiry_field,
-                                   expiry_cutoff_s=result.expiry_cutoff_s)
-    return dg.MaterializeResult(metadata=meta, check_results=[check])
+                                      after_snapshot_id=result.snapshot_id, expiry_field=result.expiry_field,
+                                      expiry_cutoff_s=result.expiry_cutoff_s)
+        if not check.passed:
+            outcome["error"] = f"blocking check {CHECKS[operation]} failed: {check.description}"
+    outputs[f"check.{CHECKS[operation]}"] = check.passed
+    return dg.MaterializeResult(metadata=meta, check_results=[check]), {**outcome, "outputs": outputs}
 
 
 def _asset(table: TableConfig, operation: str, description: str, check_description: str):

@@ -14,6 +14,7 @@ import yaml
 from lake_core import Catalog
 from orchestration.config import load_tables_config
 from orchestration.definitions import build_definitions
+from orchestration.defs.ledger import read_ledger
 from jobs.compact import PartitionSpecError, parse_partitions
 from orchestration.defs.maintenance_compaction import COMPACTION, RECORD_EXPIRY, verification_check
 
@@ -68,10 +69,15 @@ def _rows(warehouse: str, storage_options=None) -> dict:
     return {(r["dt"], r["id"]): (r["v"], r["ts"]) for r in t.to_arrow().to_pylist()}
 
 
-def _materialize(defs: dg.Definitions, key: dg.AssetKey, config: dict | None = None) -> dg.ExecuteInProcessResult:
+def _materialize(defs: dg.Definitions, key: dg.AssetKey, config: dict | None = None,
+                 tags: dict | None = None) -> dg.ExecuteInProcessResult:
     run_config = {"ops": {key.to_python_identifier(): {"config": config}}} if config is not None else None
     with dg.DagsterInstance.ephemeral() as instance:
-        return dg.materialize([defs.resolve_assets_def(key)], instance=instance, run_config=run_config)
+        return dg.materialize([defs.resolve_assets_def(key)], instance=instance, run_config=run_config, tags=tags)
+
+
+def _ledger(warehouse: str, storage_options=None) -> list[dict]:
+    return read_ledger(Catalog(warehouse, storage_options=storage_options), table="db.t").to_pylist()
 
 
 def _metadata(result: dg.ExecuteInProcessResult, key: dg.AssetKey) -> dict:
@@ -116,7 +122,8 @@ def test_compaction_asset_runs_on_spark_and_its_check_passes(spark, tmp_path, wa
     table, model = _filled(warehouse)
     # max_sorted_runs 3 < 5 level-0 files per bucket: the policy is this job's compaction trigger
     defs = _definitions(tmp_path, warehouse, {"compaction": {"max_sorted_runs": 3}})
-    result = _materialize(defs, COMPACT_KEY, {"full": False})
+    result = _materialize(defs, COMPACT_KEY, {"full": False},
+                          tags={"lake/reason": "compaction: dt=2024-01-01/bucket-0 has 5 sorted runs > 3"})
     meta = _metadata(result, COMPACT_KEY)
     after = Catalog(warehouse).get_table("db.t")
     assert _rows(warehouse) == model
@@ -137,6 +144,14 @@ def test_compaction_asset_runs_on_spark_and_its_check_passes(spark, tmp_path, wa
     again = _materialize(defs, COMPACT_KEY, {"full": False})
     assert _metadata(again, COMPACT_KEY)["units_run"].value == 0 and _check(again).passed
     assert len(Catalog(warehouse).get_table("db.t").snapshots()) == 6
+
+    # one ledger row per run, with why it ran and what it did
+    first, second = _ledger(warehouse)
+    assert (first["run_id"], first["operation"], first["status"]) == (result.run_id, "compaction", "succeeded")
+    assert first["reason"] == "compaction: dt=2024-01-01/bucket-0 has 5 sorted runs > 3"
+    assert first["snapshot_id"] == 6 and '"units_run": 4' in first["outputs"] and '"full": false' in first["inputs"]
+    assert '"check.content_unchanged": true' in first["outputs"]
+    assert (second["status"], second["skipped"], second["snapshot_id"]) == ("skipped", "nothing to compact", None)
 
 
 @pytest.mark.spark
@@ -203,6 +218,8 @@ def test_record_expiry_without_a_ttl_is_skipped_with_the_reason(spark, tmp_path,
     assert "maintenance.record_expiry.field" in meta["skipped"].value and meta["units_run"].value == 0
     assert _check(result).passed
     assert len(Catalog(warehouse).get_table("db.t").snapshots()) == 1
+    [row] = _ledger(warehouse)
+    assert (row["operation"], row["status"]) == ("record_expiry", "skipped") and "retention" in row["skipped"]
 
 
 @pytest.mark.spark
@@ -222,3 +239,17 @@ def test_compaction_and_record_expiry_assets_on_s3(spark, tmp_path, s3_warehouse
     assert (meta["units_run"].value, meta["snapshot_id"].value) == (2, 4) and _check(result).passed
     assert meta["snapshot"].value.startswith(s3_warehouse.uri)
     assert _rows(s3_warehouse.uri, opts) == model  # no TTL in this policy: nothing expires
+    [row] = _ledger(s3_warehouse.uri, opts)
+    assert (row["status"], row["snapshot_id"]) == ("succeeded", 4)
+
+
+def test_a_bad_partition_fails_the_run_before_spark_and_is_in_the_ledger(tmp_path, warehouse):
+    _filled(warehouse, commits=1)
+    defs = _definitions(tmp_path, warehouse, {})
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = dg.materialize([defs.resolve_assets_def(COMPACT_KEY)], instance=instance, raise_on_error=False,
+                                run_config={"ops": {"db__t__compaction": {"config": {"partitions": ["day=1"]}}}})
+    assert not result.success
+    [row] = _ledger(warehouse)
+    assert row["status"] == "failed" and "PartitionSpecError" in row["error"] and "'day' is not one" in row["error"]
+    assert len(Catalog(warehouse).get_table("db.t").snapshots()) == 1
