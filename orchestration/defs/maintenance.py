@@ -14,11 +14,14 @@ from typing import Callable
 import dagster as dg
 
 from orchestration.config import TableConfig
+from orchestration.defs import maintenance_ops
 
 MaintenanceAssetBuilder = Callable[[TableConfig], "dg.AssetsDefinition | None"]
 
-# operation name → builder; empty until the operations land in lake_core.
-MAINTENANCE_ASSETS: dict[str, MaintenanceAssetBuilder] = {}
+# operation name → builder.
+MAINTENANCE_ASSETS: dict[str, MaintenanceAssetBuilder] = {
+    **maintenance_ops.BUILDERS,  # manifest_compaction, snapshot_expiry, partition_expiry, orphan_cleanup, tags
+}
 
 
 def maintenance_assets(table: TableConfig) -> list[dg.AssetsDefinition]:
