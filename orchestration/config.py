@@ -22,7 +22,7 @@ import yaml
 from dagster._utils.schedules import is_valid_cron_string  # what ScheduleDefinition itself checks
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from lake_core import LakeError, from_paimon_type, parse_duration_ms, validate_options
+from lake_core import LakeError, check_tag_name_format, from_paimon_type, parse_duration_ms, validate_options
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 
@@ -131,12 +131,40 @@ class RecordExpiryPolicy(_Strict):
 class OrphanCleanupPolicy(_Strict):
     enabled: bool = True
     older_than: str = "1 d"
+    # True: runs (from the UI, a schedule or a sensor) only report what they would delete; set
+    # false to delete. A run's own `dry_run` config wins.
+    dry_run: bool = True
 
     @field_validator("older_than")
     @classmethod
     def _floor(cls, v: str) -> str:
         if duration_seconds(v) < 3600:  # an age floor (Paimon's remove_orphan_files older_than) spares in-flight writes
             raise ValueError(f"older_than {v!r} is below the 1 h safety floor")
+        return v
+
+
+class TagsPolicy(_Strict):
+    """Restore points made by the `tags` asset: the latest snapshot tagged by the run time (UTC)."""
+
+    name_format: str | None = Field(None, description="strftime pattern, e.g. 'daily-%Y-%m-%d'; None: no tags asset")
+    num_retained: int | None = Field(None, ge=1, description="keep the newest N tags of this pattern")
+    time_retained: str | None = None  # each tag's own expiry (Paimon's tagTimeRetained)
+
+    @field_validator("name_format")
+    @classmethod
+    def _pattern(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                check_tag_name_format(v)
+            except LakeError as e:
+                raise ValueError(str(e)) from None
+        return v
+
+    @field_validator("time_retained")
+    @classmethod
+    def _duration(cls, v: str | None) -> str | None:
+        if v is not None:
+            duration_seconds(v)
         return v
 
 
@@ -155,6 +183,7 @@ class MaintenancePolicy(_Strict):
     record_expiry: RecordExpiryPolicy = RecordExpiryPolicy()
     orphan_cleanup: OrphanCleanupPolicy = OrphanCleanupPolicy()
     rescale: RescalePolicy = RescalePolicy()
+    tags: TagsPolicy = TagsPolicy()
     cron: str | None = Field(None, description="cron schedule for maintenance runs")
 
     @field_validator("cron")

@@ -106,6 +106,17 @@ class TableMaintenance:
         from .tag_time import expire_tags
         return expire_tags(self._table, older_than=older_than, dry_run=dry_run)
 
+    # -- scheduled tags (tag_snapshot.py) -------------------------------------------------------
+    def tag_snapshot(self, *, name_format: str, num_retained: int | None = None, time_retained=None,
+                     now=None, dry_run: bool = False):
+        """Tag the latest snapshot ``now.strftime(name_format)`` (``now``: UTC by default), unless
+        that tag exists; then delete the oldest tags whose names parse with ``name_format`` beyond
+        ``num_retained``. ``time_retained`` (a timedelta) is the new tag's ``tagTimeRetained``.
+        Returns a ``TagSnapshotResult``."""
+        from .tag_snapshot import tag_snapshot
+        return tag_snapshot(self._table, name_format=name_format, num_retained=num_retained,
+                            time_retained=time_retained, now=now, dry_run=dry_run)
+
     # -- consumers (consumers.py) ----------------------------------------------------------------
     @property
     def consumers(self):
@@ -123,10 +134,11 @@ class TableMaintenance:
                                    else older_than, dry_run=dry_run, force=force)
 
     # -- manifest compaction (manifest_compaction.py) ------------------------------------------
-    def compact_manifest(self, *, dry_run: bool = False):
-        """Fold every manifest of the latest snapshot into target-size ones (a COMPACT snapshot)."""
+    def compact_manifest(self, *, mode: str = "full", dry_run: bool = False):
+        """Fold every manifest of the latest snapshot into target-size ones (a COMPACT snapshot);
+        ``mode="minor"`` merges only runs of small manifests, as each commit's own merge does."""
         from .manifest_compaction import compact_manifest
-        return compact_manifest(self._table, dry_run=dry_run)
+        return compact_manifest(self._table, mode=mode, dry_run=dry_run)
 
     # -- partition expiry (partitions.py) -----------------------------------------------------
     def expire_partitions(self, *, expiration_time, timestamp_formatter: str | None = None,
