@@ -18,6 +18,7 @@ from ..messages import CommitMessage
 from ..metadata import DataFileMeta, FileSource
 from ..paths import FileNamer, data_file_in, partition_dir
 from .expire import RecordExpiry
+from .kv_read import CHUNK_ROWS, iter_kv_file, kv_schema  # noqa: F401 - re-exported
 from .levels import key_decoder
 from .stream import merge_sorted_runs
 from .picker import CompactUnit
@@ -25,47 +26,6 @@ from .task import Rewrite, unit_actions
 
 if TYPE_CHECKING:
     from ..table import FileStoreTable
-
-
-CHUNK_ROWS = 65_536  # rows read per input file per merge round
-
-
-def _kv_schema(table: "FileStoreTable") -> pa.Schema:
-    schema = table.schema.arrow_schema()
-    return schema.append(pa.field(SEQ, pa.int64(), nullable=False)).append(pa.field(KIND, pa.int8(), nullable=False))
-
-
-def iter_kv_file(table: "FileStoreTable", bucket_dir: str, f: DataFileMeta, chunk_rows: int = CHUNK_ROWS):
-    """Chunks of one data file: every table column plus _SEQUENCE_NUMBER/_VALUE_KIND. The file's
-    size and row count are checked against its manifest entry, as every other read does."""
-    from ..data_file_format import iter_data_file
-    from ..errors import DataFileMismatchError
-    from ..integrity import check_data_file_size
-    full = _kv_schema(table)
-    path = f.external_path or data_file_in(bucket_dir, f.file_name)
-    fmt = f.file_name.rsplit(".", 1)[-1]
-    rows = 0
-    if f.schema_id != table.schema.id:  # written under an older schema: the evolving reader maps its columns
-        from ..schema_evolution import read_evolved
-        whole = read_evolved(table, path, f, fmt, full.names, full)
-        for start in range(0, whole.num_rows, chunk_rows):
-            yield whole.slice(start, chunk_rows)
-        return
-    if table.fileio.is_local:
-        local = table.fileio._p(path)
-        check_data_file_size(path, f, os.path.getsize(local))
-        for chunk in iter_data_file(local, fmt, full.names, full, chunk_rows):
-            rows += chunk.num_rows
-            yield chunk
-    else:
-        with table.fileio.open_input(path) as src:
-            check_data_file_size(path, f, int(src.size))
-            for chunk in iter_data_file(src, fmt, full.names, full, chunk_rows):
-                rows += chunk.num_rows
-                yield chunk
-    if rows != f.row_count:
-        raise DataFileMismatchError(path, f"data file {path} holds {rows} rows but its manifest entry says "
-                                          f"{f.row_count}; compaction stopped and committed nothing")
 
 
 @dataclass(frozen=True)
