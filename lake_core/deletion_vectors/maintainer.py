@@ -37,6 +37,24 @@ def load_vectors(table: "FileStoreTable", entries: Iterable[IndexManifestEntry])
     return out
 
 
+def needs_full_for_dv(levels, dv_index) -> bool:
+    """A bucket with no DV index yet whose levels >= 1 overlap in key range may hold a key live twice
+    (a merge-on-read table whose option was just switched on): only a full compaction makes every
+    key live once, after which lookups keep it so."""
+    if dv_index:
+        return False
+    ranges = [(levels.key_of(f.min_key), levels.key_of(f.max_key), lv)
+              for lv in range(1, levels.max_level + 1) for f in levels.level(lv)]
+    ranges.sort(key=lambda r: (r[0], r[1]))
+    bound, bound_level = None, None
+    for lo, hi, lv in ranges:
+        if bound is not None and lo <= bound and lv != bound_level:
+            return True
+        if bound is None or hi > bound:
+            bound, bound_level = hi, lv
+    return False
+
+
 @dataclass
 class BucketDeletionVectors:
     partition: bytes
