@@ -27,21 +27,22 @@ class DvCompaction:
     outside: Sequence[DataFileMeta]  # the bucket's files the unit does not rewrite
     vectors: BucketDeletionVectors
 
-    def absorb(self, merged: pa.Table, engine) -> pa.Table:
-        """``merged`` (one row per key, retractions kept) with each key's older stored row merged in;
-        the older rows' positions are marked deleted."""
-        if not self.outside or merged.num_rows == 0:
-            return merged
-        found = lookup_latest(self.table, bucket_dir=self.bucket_dir, files=self.outside, keys=merged,
+    def absorb(self, rows: pa.Table) -> pa.Table:
+        """``rows`` (complete key groups, unmerged) preceded by each key's older stored row, whose
+        position is marked deleted. Merged afterwards in one pass, as Java's ``LookupMergeFunction``
+        adds the looked-up row first: a delete among the new rows must still reset the old value."""
+        if not self.outside or rows.num_rows == 0:
+            return rows
+        found = lookup_latest(self.table, bucket_dir=self.bucket_dir, files=self.outside, keys=rows,
                               deletion_vectors=self.vectors.vectors)
         if found.num_rows == 0:
-            return merged
+            return rows
         files = found.column(LOOKUP_FILE)
         positions = found.column(LOOKUP_POSITION).to_numpy()
         for name in pc.unique(files).to_pylist():
             self.vectors.delete(name, positions[pc.equal(files, name).to_numpy(zero_copy_only=False)])
-        old = found.select(kv_schema(self.table).names).cast(merged.schema)
-        return engine.merge(pa.concat_tables([old, merged]), drop_deletes=False)
+        old = found.select(kv_schema(self.table).names).cast(rows.schema)
+        return pa.concat_tables([old, rows])
 
 
 def unit_vectors(vectors: BucketDeletionVectors | None, rewritten: Sequence[DataFileMeta]) -> None:

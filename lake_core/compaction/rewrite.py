@@ -128,9 +128,9 @@ def _merge_chunk(engine, rows: pa.Table, drop_delete: bool, expiry: RecordExpiry
         rows, expired, nulls = expiry.split(rows)
         c["rows_expired"] += expired
         c["rows_null_time"] += nulls
-    merged = engine.merge(rows, drop_deletes=False) if rows.num_rows else rows
     if dv is not None:
-        merged = dv.absorb(merged, engine)
+        rows = dv.absorb(rows)
+    merged = engine.merge(rows, drop_deletes=False) if rows.num_rows else rows
     if drop_delete and merged.num_rows:
         retract = rowkind.is_retract(merged[KIND].to_numpy())
         n = int(np.count_nonzero(retract))
