@@ -33,14 +33,19 @@ class DvCompaction:
         adds the looked-up row first: a delete among the new rows must still reset the old value."""
         if not self.outside or rows.num_rows == 0:
             return rows
+        # deduplicate by arrival order: the newer rows win whatever the old one held, so only its
+        # position is needed, and a keys-only read is enough
+        positions_only = self.table.options.merge_engine == "deduplicate" and not self.table.options.sequence_fields
         found = lookup_latest(self.table, bucket_dir=self.bucket_dir, files=self.outside, keys=rows,
-                              deletion_vectors=self.vectors.vectors)
+                              deletion_vectors=self.vectors.vectors, with_rows=not positions_only)
         if found.num_rows == 0:
             return rows
         files = found.column(LOOKUP_FILE)
         positions = found.column(LOOKUP_POSITION).to_numpy()
         for name in pc.unique(files).to_pylist():
             self.vectors.delete(name, positions[pc.equal(files, name).to_numpy(zero_copy_only=False)])
+        if positions_only:
+            return rows
         old = found.select(kv_schema(self.table).names).cast(rows.schema)
         return pa.concat_tables([old, rows])
 

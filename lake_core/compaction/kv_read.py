@@ -5,7 +5,7 @@ optional deletion vector applied (rows whose position is marked are dropped) and
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -27,11 +27,14 @@ def kv_schema(table: "FileStoreTable") -> pa.Schema:
     return schema.append(pa.field(SEQ, pa.int64(), nullable=False)).append(pa.field(KIND, pa.int8(), nullable=False))
 
 
-def _raw_chunks(table: "FileStoreTable", bucket_dir: str, f: DataFileMeta, chunk_rows: int) -> Iterator[pa.Table]:
+def _raw_chunks(table: "FileStoreTable", bucket_dir: str, f: DataFileMeta, chunk_rows: int,
+                columns: Sequence[str] | None) -> Iterator[pa.Table]:
     from ..data_file_format import iter_data_file
     from ..errors import DataFileMismatchError
     from ..integrity import check_data_file_size
     full = kv_schema(table)
+    if columns is not None:
+        full = pa.schema([full.field(c) for c in columns])
     path = f.external_path or data_file_in(bucket_dir, f.file_name)
     fmt = f.file_name.rsplit(".", 1)[-1]
     rows = 0
@@ -59,10 +62,11 @@ def _raw_chunks(table: "FileStoreTable", bucket_dir: str, f: DataFileMeta, chunk
 
 
 def iter_kv_file(table: "FileStoreTable", bucket_dir: str, f: DataFileMeta, chunk_rows: int = CHUNK_ROWS,
-                 *, deletion: "DeletionVector | None" = None, with_position: bool = False) -> Iterator[pa.Table]:
-    """Chunks of one data file (see the module docstring)."""
+                 *, deletion: "DeletionVector | None" = None, with_position: bool = False,
+                 columns: Sequence[str] | None = None) -> Iterator[pa.Table]:
+    """Chunks of one data file (see the module docstring); ``columns``: only these KV columns."""
     start = 0
-    for chunk in _raw_chunks(table, bucket_dir, f, chunk_rows):
+    for chunk in _raw_chunks(table, bucket_dir, f, chunk_rows, columns):
         n = chunk.num_rows
         if with_position:
             chunk = chunk.append_column(POSITION, pa.array(np.arange(start, start + n, dtype=np.int64)))

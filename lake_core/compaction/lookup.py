@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..merge.sort import KIND, SEQ
 from ..metadata import DataFileMeta
 from .kv_read import CHUNK_ROWS, POSITION, iter_kv_file, kv_schema
 from .levels import key_decoder, level0_order
@@ -39,8 +40,11 @@ def lookup_order(files: Sequence[DataFileMeta]) -> list[DataFileMeta]:
     return l0 + sorted((f for f in files if f.level > 0), key=lambda f: (f.level, -f.max_sequence_number))
 
 
-def result_schema(table: "FileStoreTable") -> pa.Schema:
-    return (kv_schema(table).append(pa.field(LOOKUP_FILE, pa.string(), nullable=False))
+def result_schema(table: "FileStoreTable", with_rows: bool = True) -> pa.Schema:
+    kv = kv_schema(table)
+    if not with_rows:
+        kv = pa.schema([kv.field(c) for c in list(table.schema.trimmed_primary_keys) + [SEQ, KIND]])
+    return (kv.append(pa.field(LOOKUP_FILE, pa.string(), nullable=False))
             .append(pa.field(LOOKUP_LEVEL, pa.int32(), nullable=False))
             .append(pa.field(LOOKUP_POSITION, pa.int64(), nullable=False)))
 
@@ -68,12 +72,14 @@ def _range_filter(table: "FileStoreTable", key_names: Sequence[str], keys: pa.Ta
 
 def lookup_latest(table: "FileStoreTable", *, bucket_dir: str, files: Sequence[DataFileMeta], keys: pa.Table,
                   deletion_vectors: Mapping[str, "DeletionVector"] | None = None,
-                  chunk_rows: int = CHUNK_ROWS) -> pa.Table:
+                  chunk_rows: int = CHUNK_ROWS, with_rows: bool = True) -> pa.Table:
     """The latest occurrence of each key of ``keys`` (a table holding at least the trimmed primary-key
     columns) in ``files`` of the bucket at ``bucket_dir``. One row per key found (keys found nowhere
-    are absent), in no particular order, with the columns of :func:`result_schema`."""
+    are absent), in no particular order, with the columns of :func:`result_schema`.
+    ``with_rows=False`` reads only the key and system columns (where the key is, not its values)."""
     key_names = list(table.schema.trimmed_primary_keys)
-    schema = result_schema(table)
+    schema = result_schema(table, with_rows)
+    columns = None if with_rows else [n for n in schema.names if n in kv_schema(table).names]
     pending = keys.select(key_names).group_by(key_names).aggregate([]) if keys.num_rows else keys.select(key_names)
     may_hold = _range_filter(table, key_names, pending)
     dvs = deletion_vectors or {}
@@ -84,7 +90,8 @@ def lookup_latest(table: "FileStoreTable", *, bucket_dir: str, files: Sequence[D
         if not may_hold(f):
             continue
         hits = []
-        for chunk in iter_kv_file(table, bucket_dir, f, chunk_rows, deletion=dvs.get(f.file_name), with_position=True):
+        for chunk in iter_kv_file(table, bucket_dir, f, chunk_rows, deletion=dvs.get(f.file_name), with_position=True,
+                                  columns=columns):
             if chunk.num_rows == 0:
                 continue
             probe = chunk.select(key_names).append_column("_ROW", pa.array(np.arange(chunk.num_rows, dtype=np.int64)))

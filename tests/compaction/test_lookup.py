@@ -66,3 +66,15 @@ def test_no_keys_and_no_files(tmp_path):
     t = _table(tmp_path)
     got = lookup_latest(t, bucket_dir="x", files=[], keys=pa.table({"k": pa.array([], pa.int64())}))
     assert got.num_rows == 0 and LOOKUP_POSITION in got.column_names
+
+
+def test_keys_only_lookup_reads_no_value_columns(tmp_path):
+    t = _table(tmp_path)
+    t.write_arrow(pa.table({"k": [1, 2], "v": ["a", "b"], "tags": [None, ["t"]]}, schema=t.schema.arrow_schema()))
+    from lake_core.scan import TableScan
+    bucket_dir = TableScan(t, t.latest_snapshot()).splits()[0].bucket_path
+    full = lookup_latest(t, bucket_dir=bucket_dir, files=_files(t), keys=pa.table({"k": [2]}))
+    thin = lookup_latest(t, bucket_dir=bucket_dir, files=_files(t), keys=pa.table({"k": [2]}), with_rows=False)
+    assert "v" not in thin.column_names and "tags" not in thin.column_names
+    cols = ["k", "_SEQUENCE_NUMBER", LOOKUP_FILE, LOOKUP_POSITION]
+    assert thin.select(cols).to_pylist() == full.select(cols).to_pylist()
