@@ -10,20 +10,13 @@ from fixtures.java_paimon import assert_same_rows
 from lake_core.deletion_vectors.index_file import DV_INDEX
 
 from .data import lake_open, lake_table
+from .test_compaction import SCHEMA, _rows
 
-SCHEMA = pa.schema([pa.field("p", pa.int32(), nullable=False), pa.field("k", pa.int32(), nullable=False),
-                    ("v", pa.int64())])
 ENGINES = {
     "deduplicate": {},
     "partial-update": {"merge-engine": "partial-update"},
     "aggregation": {"merge-engine": "aggregation", "fields.v.aggregate-function": "sum"},
 }
-
-
-def _rows(i: int) -> pa.Table:
-    keys = [(p, (i * 7 + j) % 23) for p in (0, 1) for j in range(9)]
-    return pa.table({"p": [p for p, _ in keys], "k": [k for _, k in keys], "v": [i * 10 + k for _, k in keys]},
-                    schema=SCHEMA)
 
 
 def _model(engine: str, batches) -> dict:
