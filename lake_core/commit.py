@@ -527,6 +527,8 @@ class FileStoreCommit:
                 cl_name, cl_size = self.manifests.write_manifest_list(cl_metas, namer)
                 written.append(self.manifests.paths.manifest(cl_name))
             index_manifest = latest.index_manifest if latest else None
+            if kind == CommitKind.OVERWRITE and index_manifest and self.table.options.deletion_vectors_enabled:
+                index_changes = list(index_changes) + self._vectors_of_deleted_files(latest, entries)
             if index_changes or (self._index_drop is not None and index_manifest):
                 new_manifest = self._new_index_manifest(latest, index_changes, namer)
                 if new_manifest == "":  # nothing left: no index manifest, as pypaimon
@@ -556,6 +558,14 @@ class FileStoreCommit:
             changelog_manifest_list_size=cl_size,
             uuid=str(uuid.uuid4()), writer_version=WRITER_VERSION)
         return snapshot, written
+
+    def _vectors_of_deleted_files(self, latest: Snapshot, entries) -> list[IndexManifestEntry]:
+        """DELETEs of the DV index files whose every vector belongs to a file this overwrite deletes
+        (a bucket rescale, a partition overwrite): nothing may point at a file no longer live."""
+        from .hash_index import as_delete
+        gone = {e.file.file_name for e in entries if e.kind == FileKind.DELETE}
+        return [as_delete(e) for e in self.manifests.index_entries(latest)
+                if e.index_type == DV_INDEX and e.dv_ranges and all(m.data_file_name in gone for m in e.dv_ranges)]
 
     def _new_index_manifest(self, latest: Snapshot | None, changes: list[IndexManifestEntry], namer) -> str | None:
         """The complete index manifest after ``changes`` (None: unchanged, "": empty). HASH files are combined

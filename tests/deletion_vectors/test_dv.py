@@ -174,3 +174,18 @@ def test_turning_on_for_a_merge_on_read_table(tmp_path):
 def test_first_row_with_vectors_is_refused(tmp_path):
     with pytest.raises(UnsupportedOptionError, match="first-row"):
         _table(tmp_path, **{"merge-engine": "first-row"})
+
+
+def test_rescale_keeps_rows_and_drops_the_replaced_vectors(tmp_path):
+    cat, t = _table(tmp_path)
+    t.write_arrow(_rows(list(range(50)), "a"))
+    t.write_arrow(_rows([3, 30], "b"))
+    assert _dv_entries(cat.get_table("db.t"))
+    want = {r["k"]: r["v"] for r in cat.get_table("db.t").to_arrow().to_pylist()}
+    cat.get_table("db.t").maintenance.rescale(bucket=3)
+    t = cat.get_table("db.t")
+    assert _dv_entries(t) == []  # every vector named a file the rescale replaced
+    assert {r["k"]: r["v"] for r in t.to_arrow().to_pylist()} == want
+    t.write_arrow(_rows([3], "c"))
+    want[3] = "c3"
+    assert {r["k"]: r["v"] for r in cat.get_table("db.t").to_arrow().to_pylist()} == want
