@@ -46,8 +46,16 @@ def run_dv_model(tmp_path_factory, engine: str, steps, inline: bool) -> None:
         tables[name] = cat.create_table(f"db.{name}", schema=schema.append(pa.field("op", pa.string())),
                                         primary_keys=["p", "k"], partition_keys=["p"], options=options)
     spec = Spec(schema, ("p", "k"), opts)
-    commits: list[list[dict]] = []
-    visible = 0  # level 0 is invisible to DV reads: a write-only writer's rows show after a compaction
+    # A large base at the top level first: later small level-0 runs are then forced up to a level
+    # above it (size ratio), so compactions find keys below them and mark vectors, instead of
+    # merging every tiny run into one full compaction.
+    base = [{"p": p, "k": k, "_kind": 0, **{n: k % 5 for n in schema.names if n not in ("p", "k")}}
+            for p in (0, 1) for k in range(400)]
+    for t in tables.values():
+        t.write_arrow(_arrow(schema, base))
+        t.maintenance.compact(full=True)
+    commits: list[list[dict]] = [base]
+    visible = 1  # level 0 is invisible to DV reads: a write-only writer's rows show after a compaction
     for action, rows in steps:
         for t in tables.values():
             if action == "write":
