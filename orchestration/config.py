@@ -144,6 +144,21 @@ class RescalePolicy(_Strict):
     target_buckets: int | None = Field(None, ge=1)
 
 
+class HealthPolicy(_Strict):
+    """Thresholds of the health checks and sensor that the operations' own sections do not give."""
+
+    max_small_files: int = Field(20, ge=1, description="compact a bucket once it has more files below small_file_mb")
+    max_ttl_lag: str = Field("1 h", description="run record expiry once the oldest record is this far past its retention")
+    max_bucket_skew: float = Field(2.0, gt=1, description="warn when a bucket holds more than this many times "
+                                                          "its partition's mean rows per bucket")
+
+    @field_validator("max_ttl_lag")
+    @classmethod
+    def _duration(cls, v: str) -> str:
+        duration_seconds(v)
+        return v
+
+
 class MaintenancePolicy(_Strict):
     compaction: CompactionPolicy = CompactionPolicy()
     manifest_compaction: ManifestCompactionPolicy = ManifestCompactionPolicy()
@@ -153,6 +168,7 @@ class MaintenancePolicy(_Strict):
     orphan_cleanup: OrphanCleanupPolicy = OrphanCleanupPolicy()
     rescale: RescalePolicy = RescalePolicy()
     cron: str | None = Field(None, description="cron schedule for maintenance runs")
+    health: HealthPolicy = HealthPolicy()
 
     @field_validator("cron")
     @classmethod
