@@ -2,6 +2,7 @@
 from .bucket import assign_buckets
 from .catalog import Catalog, validate_options
 from .errors import *  # noqa: F401,F403  (the exception hierarchy is public API)
+from .maintenance.health import TableHealth
 from .messages import CommitMessage, Split
 from .options import CoreOptions, parse_duration_ms
 from .predicate import Predicate, PredicateBuilder
@@ -12,7 +13,7 @@ from .types import from_paimon_type
 
 __all__ = [
     "Catalog", "CommitKind", "CommitMessage", "CoreOptions", "FileStoreTable", "Move", "Predicate",
-    "PredicateBuilder", "SchemaChange", "Snapshot", "Split", "assign_buckets", "from_paimon_type",
+    "PredicateBuilder", "SchemaChange", "Snapshot", "Split", "TableHealth", "assign_buckets", "from_paimon_type",
     "parse_duration_ms", "validate_options",
 ]
 __version__ = "0.1.0"

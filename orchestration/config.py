@@ -182,6 +182,15 @@ class SensorPolicy(_Strict):
     enabled: bool = True
     minimum_interval_seconds: int = Field(30, ge=1)
     max_requests_per_tick: int = Field(10, ge=1)
+    # A requested run's snapshot is leased until the run finishes; past this TTL (a safety net for
+    # leases nothing released) snapshot expiry ignores the lease.
+    lease_ttl: str = "12 h"
+
+    @field_validator("lease_ttl")
+    @classmethod
+    def _duration(cls, v: str) -> str:
+        duration_seconds(v)
+        return v
 
 
 # -- schemas ------------------------------------------------------------------------------------

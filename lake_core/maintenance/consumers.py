@@ -190,12 +190,6 @@ def release_lease(table: "FileStoreTable", consumer_id: str) -> bool:
     return ConsumerManager(table).delete(consumer_id)
 
 
-def parse_lease_id(consumer_id: str) -> tuple[str, int] | None:
-    """'lease-<holder>-<expiry millis>-<random>' → (holder, expiry millis); None for other ids."""
-    m = _LEASE.match(consumer_id)
-    return (m.group("holder"), int(m.group("expires"))) if m else None
-
-
 @contextlib.contextmanager
 def lease(table: "FileStoreTable", snapshot_id: int | None = None, *, holder: str,
           ttl=_dt.timedelta(hours=1)) -> Iterator["Snapshot"]:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from orchestration.config import duration_seconds
 
 if TYPE_CHECKING:
-    from lake_core.maintenance.health import TableHealth
+    from lake_core import TableHealth
 
     from orchestration.config import MaintenancePolicy
 

@@ -232,7 +232,8 @@ def test_a_table_without_source_is_an_external_asset_with_a_sensor(tmp_path):
     assert keys == {dg.AssetKey(["demo", "orders"]), dg.AssetKey(["shop", "users"])}
     users = definitions.resolve_asset_graph().get(dg.AssetKey(["shop", "users"]))
     assert not users.is_materializable  # written outside Dagster
-    assert not definitions.sensors  # no downstream table: nothing for a sensor to request
+    # no downstream table: no snapshot sensor (nothing for it to request); each table has its health sensor
+    assert sorted(s.name for s in definitions.sensors) == ["demo__orders__health_sensor", "shop__users__health_sensor"]
 
 
 def test_the_demo_cli_reads_LAKE_TABLES_CONFIG_and_prints_a_config_error_alone(tmp_path):
