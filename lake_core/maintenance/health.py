@@ -98,9 +98,10 @@ class TableHealth:
         return max((b.sorted_runs for b in self.buckets), default=0)
 
     def worst(self, figure: str) -> BucketHealth | None:
-        """The bucket with the highest ``figure`` ('sorted_runs', 'small_files', 'ttl_lag_s')."""
+        """The bucket with the highest ``figure`` ('sorted_runs', 'small_files', 'ttl_lag_s'); the first
+        by partition and bucket on a tie."""
         ranked = [b for b in self.buckets if getattr(b, figure) is not None]
-        return max(ranked, key=lambda b: (getattr(b, figure), b.partition, b.bucket)) if ranked else None
+        return min(ranked, key=lambda b: (-getattr(b, figure), b.partition, b.bucket)) if ranked else None
 
     @property
     def ttl_lag_s(self) -> int | None:
