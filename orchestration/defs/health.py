@@ -25,7 +25,8 @@ import dagster as dg
 
 from lake_core import LakeError, TableNotFoundError
 from orchestration.config import TableConfig
-from orchestration.defs.naming import health_sensor_name, maintenance_asset_key, maintenance_schedule_name
+from orchestration.defs.naming import REASON_TAG, health_sensor_name, maintenance_asset_key, \
+    maintenance_schedule_name
 from orchestration.defs.policy import HEALTH_OPERATIONS, SCHEDULED_OPERATIONS, Decision, evaluate_policy, \
     health_arguments
 from orchestration.defs.resources import LakeCatalogResource
@@ -34,7 +35,6 @@ from orchestration.defs.sensors import table_identity
 if TYPE_CHECKING:
     from lake_core import Catalog, TableHealth
 
-REASON_TAG = "lake/reason"
 OPERATION_TAG = "lake/operation"
 TRIGGER_TAG = "lake/trigger"
 _TAG_LIMIT = 4000  # a reason longer than this is cut in the tag (the tick's log keeps it whole)
