@@ -40,6 +40,11 @@ def _age(seconds: float) -> str:
     return f"{seconds / 86400:.1f} d"
 
 
+def _say(operation: str, request: bool, text: str) -> Decision:
+    """A decision whose reason starts with the operation's name, as the UI shows it."""
+    return Decision(operation, request, f"{operation}: {text}")
+
+
 def _and_more(n: int) -> str:
     return f" (and {n} more bucket{'s' if n > 1 else ''})" if n > 0 else ""
 
@@ -57,9 +62,9 @@ def health_arguments(policy: "MaintenancePolicy") -> dict:
 def _compaction(h: "TableHealth", policy: "MaintenancePolicy") -> Decision:
     c = policy.compaction
     if not c.enabled:
-        return Decision("compaction", False, "compaction: disabled in the policy")
+        return _say("compaction", False, "disabled in the policy")
     if not h.buckets:
-        return Decision("compaction", False, "compaction: the table has no data files")
+        return _say("compaction", False, "the table has no data files")
     max_small = policy.health.max_small_files
     reasons = []
     runs = sorted((b for b in h.buckets if b.sorted_runs > c.max_sorted_runs),
@@ -73,73 +78,73 @@ def _compaction(h: "TableHealth", policy: "MaintenancePolicy") -> Decision:
         reasons.append(f"{small[0].location} has {small[0].small_files} small files (< {c.small_file_mb} MB) "
                        f"> {max_small}" + _and_more(len(small) - 1))
     if reasons:
-        return Decision("compaction", True, "compaction: " + "; ".join(reasons))
+        return _say("compaction", True, "; ".join(reasons))
     worst_runs, worst_small = h.worst("sorted_runs"), h.worst("small_files")
-    return Decision("compaction", False,
-                    f"compaction: max {worst_runs.sorted_runs} sorted runs <= {c.max_sorted_runs} "
+    return _say("compaction", False,
+                    f"max {worst_runs.sorted_runs} sorted runs <= {c.max_sorted_runs} "
                     f"({worst_runs.location}), max {worst_small.small_files} small files <= {max_small}")
 
 
 def _manifest_compaction(h: "TableHealth", policy: "MaintenancePolicy") -> Decision:
     m = policy.manifest_compaction
     if not m.enabled:
-        return Decision("manifest_compaction", False, "manifest_compaction: disabled in the policy")
+        return _say("manifest_compaction", False, "disabled in the policy")
     if h.manifest_count > m.max_manifests:
-        return Decision("manifest_compaction", True,
-                        f"manifest_compaction: {h.manifest_count} manifests > {m.max_manifests}")
-    return Decision("manifest_compaction", False,
-                    f"manifest_compaction: {h.manifest_count} manifests <= {m.max_manifests}")
+        return _say("manifest_compaction", True,
+                        f"{h.manifest_count} manifests > {m.max_manifests}")
+    return _say("manifest_compaction", False,
+                    f"{h.manifest_count} manifests <= {m.max_manifests}")
 
 
 def _record_expiry(h: "TableHealth", policy: "MaintenancePolicy") -> Decision:
     if policy.record_expiry.field is None:
-        return Decision("record_expiry", False, "record_expiry: no record_expiry rule in the policy")
+        return _say("record_expiry", False, "no record_expiry rule in the policy")
     lag, limit = h.ttl_lag_s or 0, duration_seconds(policy.health.max_ttl_lag)
     rule = f"{policy.record_expiry.field} older than {policy.record_expiry.retention}"
     if lag > limit:
         worst = h.worst("ttl_lag_s")
-        return Decision("record_expiry", True,
-                        f"record_expiry: {worst.location} holds records ({rule}) {_age(lag)} past their "
+        return _say("record_expiry", True,
+                        f"{worst.location} holds records ({rule}) {_age(lag)} past their "
                         f"expiry > max_ttl_lag {policy.health.max_ttl_lag}")
-    return Decision("record_expiry", False,
-                    f"record_expiry: TTL lag {_age(lag)} <= max_ttl_lag {policy.health.max_ttl_lag} ({rule})")
+    return _say("record_expiry", False,
+                    f"TTL lag {_age(lag)} <= max_ttl_lag {policy.health.max_ttl_lag} ({rule})")
 
 
 def _snapshot_expiry(h: "TableHealth", policy: "MaintenancePolicy") -> Decision:
     s = policy.snapshot_expiry
     if not s.enabled:
-        return Decision("snapshot_expiry", False, "snapshot_expiry: disabled in the policy")
+        return _say("snapshot_expiry", False, "disabled in the policy")
     if h.snapshot_count > s.retain_max:
-        return Decision("snapshot_expiry", True, f"snapshot_expiry: {h.snapshot_count} snapshots > retain_max "
+        return _say("snapshot_expiry", True, f"{h.snapshot_count} snapshots > retain_max "
                                                  f"{s.retain_max}")
     age = h.oldest_snapshot_age_s or 0.0
     if h.snapshot_count > s.retain_min and age > duration_seconds(s.time_retained):
-        return Decision("snapshot_expiry", True,
-                        f"snapshot_expiry: oldest snapshot is {_age(age)} old > time_retained {s.time_retained} "
+        return _say("snapshot_expiry", True,
+                        f"oldest snapshot is {_age(age)} old > time_retained {s.time_retained} "
                         f"({h.snapshot_count} snapshots > retain_min {s.retain_min})")
-    return Decision("snapshot_expiry", False,
-                    f"snapshot_expiry: {h.snapshot_count} snapshots, oldest {_age(age)} old: within retain_min "
+    return _say("snapshot_expiry", False,
+                    f"{h.snapshot_count} snapshots, oldest {_age(age)} old: within retain_min "
                     f"{s.retain_min} / time_retained {s.time_retained} / retain_max {s.retain_max}")
 
 
 def _partition_expiry(h: "TableHealth", policy: "MaintenancePolicy") -> Decision:
     p = policy.partition_expiry
     if p.expiration_time is None:
-        return Decision("partition_expiry", False, "partition_expiry: no expiration_time in the policy")
+        return _say("partition_expiry", False, "no expiration_time in the policy")
     if not h.buckets:
-        return Decision("partition_expiry", False, "partition_expiry: the table has no partitions")
-    return Decision("partition_expiry", True,
-                    f"partition_expiry: drop partitions older than {p.expiration_time} "
+        return _say("partition_expiry", False, "the table has no partitions")
+    return _say("partition_expiry", True,
+                    f"drop partitions older than {p.expiration_time} "
                     f"({len(h.skew)} partitions now)")
 
 
 def _orphan_cleanup(h: "TableHealth", policy: "MaintenancePolicy") -> Decision:
     o = policy.orphan_cleanup
     if not o.enabled:
-        return Decision("orphan_cleanup", False, "orphan_cleanup: disabled in the policy")
+        return _say("orphan_cleanup", False, "disabled in the policy")
     if h.snapshot_id is None:
-        return Decision("orphan_cleanup", False, "orphan_cleanup: the table has no snapshot yet")
-    return Decision("orphan_cleanup", True, f"orphan_cleanup: remove files unreferenced for more than {o.older_than}")
+        return _say("orphan_cleanup", False, "the table has no snapshot yet")
+    return _say("orphan_cleanup", True, f"remove files unreferenced for more than {o.older_than}")
 
 
 _RULES = {"compaction": _compaction, "manifest_compaction": _manifest_compaction, "record_expiry": _record_expiry,

@@ -1,6 +1,8 @@
 """The policy evaluator, table-driven: health figures + policy → request or skip, with the reason."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from lake_core.maintenance.health import BucketHealth, PartitionSkew, TableHealth
@@ -91,3 +93,16 @@ def test_check_figures(h, failing):
     figures = {f.check: f for f in check_figures(h, policy())}
     assert set(figures) == {"sorted_runs", "small_files", "snapshot_count", "manifest_count", "ttl_lag", "bucket_skew"}
     assert {name for name, f in figures.items() if not f.passed} == failing
+
+
+@pytest.mark.parametrize("section, message", [
+    ({"maintenance": {"health": {"max_ttl_lag": "soon"}}}, "field 'maintenance.health.max_ttl_lag': 'soon' is not a duration"),
+    ({"maintenance": {"health": {"max_bucket_skew": 1}}}, "field 'maintenance.health.max_bucket_skew'"),
+    ({"sensor": {"lease_ttl": "forever"}}, "field 'sensor.lease_ttl': 'forever' is not a duration"),
+])
+def test_health_fields_are_validated_and_named(section, message):
+    from orchestration.config import TablesConfigError, parse_tables_config
+    raw = {"warehouse": {"uri": "/tmp/wh"},
+           "tables": [{"name": "db.t", "schema": {"id": "BIGINT"}, "primary_keys": ["id"], **section}]}
+    with pytest.raises(TablesConfigError, match="table 'db.t': " + re.escape(message)):
+        parse_tables_config(raw)
