@@ -61,8 +61,6 @@ def health_arguments(policy: "MaintenancePolicy") -> dict:
 
 def _compaction(h: "TableHealth", policy: "MaintenancePolicy") -> Decision:
     c = policy.compaction
-    if not c.enabled:
-        return _say("compaction", False, "disabled in the policy")
     if not h.buckets:
         return _say("compaction", False, "the table has no data files")
     max_small = policy.health.max_small_files
@@ -81,19 +79,17 @@ def _compaction(h: "TableHealth", policy: "MaintenancePolicy") -> Decision:
         return _say("compaction", True, "; ".join(reasons))
     worst_runs, worst_small = h.worst("sorted_runs"), h.worst("small_files")
     return _say("compaction", False,
-                    f"max {worst_runs.sorted_runs} sorted runs <= {c.max_sorted_runs} "
+                f"max {worst_runs.sorted_runs} sorted runs <= {c.max_sorted_runs} "
                     f"({worst_runs.location}), max {worst_small.small_files} small files <= {max_small}")
 
 
 def _manifest_compaction(h: "TableHealth", policy: "MaintenancePolicy") -> Decision:
     m = policy.manifest_compaction
-    if not m.enabled:
-        return _say("manifest_compaction", False, "disabled in the policy")
     if h.manifest_count > m.max_manifests:
         return _say("manifest_compaction", True,
-                        f"{h.manifest_count} manifests > {m.max_manifests}")
+                    f"{h.manifest_count} manifests > {m.max_manifests}")
     return _say("manifest_compaction", False,
-                    f"{h.manifest_count} manifests <= {m.max_manifests}")
+                f"{h.manifest_count} manifests <= {m.max_manifests}")
 
 
 def _record_expiry(h: "TableHealth", policy: "MaintenancePolicy") -> Decision:
@@ -104,26 +100,23 @@ def _record_expiry(h: "TableHealth", policy: "MaintenancePolicy") -> Decision:
     if lag > limit:
         worst = h.worst("ttl_lag_s")
         return _say("record_expiry", True,
-                        f"{worst.location} holds records ({rule}) {_age(lag)} past their "
+                    f"{worst.location} holds records ({rule}) {_age(lag)} past their "
                         f"expiry > max_ttl_lag {policy.health.max_ttl_lag}")
     return _say("record_expiry", False,
-                    f"TTL lag {_age(lag)} <= max_ttl_lag {policy.health.max_ttl_lag} ({rule})")
+                f"TTL lag {_age(lag)} <= max_ttl_lag {policy.health.max_ttl_lag} ({rule})")
 
 
 def _snapshot_expiry(h: "TableHealth", policy: "MaintenancePolicy") -> Decision:
     s = policy.snapshot_expiry
-    if not s.enabled:
-        return _say("snapshot_expiry", False, "disabled in the policy")
     if h.snapshot_count > s.retain_max:
-        return _say("snapshot_expiry", True, f"{h.snapshot_count} snapshots > retain_max "
-                                                 f"{s.retain_max}")
+        return _say("snapshot_expiry", True, f"{h.snapshot_count} snapshots > retain_max {s.retain_max}")
     age = h.oldest_snapshot_age_s or 0.0
     if h.snapshot_count > s.retain_min and age > duration_seconds(s.time_retained):
         return _say("snapshot_expiry", True,
-                        f"oldest snapshot is {_age(age)} old > time_retained {s.time_retained} "
-                        f"({h.snapshot_count} snapshots > retain_min {s.retain_min})")
+                    f"oldest snapshot is {_age(age)} old > time_retained {s.time_retained} "
+                    f"({h.snapshot_count} snapshots > retain_min {s.retain_min})")
     return _say("snapshot_expiry", False,
-                    f"{h.snapshot_count} snapshots, oldest {_age(age)} old: within retain_min "
+                f"{h.snapshot_count} snapshots, oldest {_age(age)} old: within retain_min "
                     f"{s.retain_min} / time_retained {s.time_retained} / retain_max {s.retain_max}")
 
 
@@ -134,14 +127,12 @@ def _partition_expiry(h: "TableHealth", policy: "MaintenancePolicy") -> Decision
     if not h.buckets:
         return _say("partition_expiry", False, "the table has no partitions")
     return _say("partition_expiry", True,
-                    f"drop partitions older than {p.expiration_time} "
+                f"drop partitions older than {p.expiration_time} "
                     f"({len(h.skew)} partitions now)")
 
 
 def _orphan_cleanup(h: "TableHealth", policy: "MaintenancePolicy") -> Decision:
     o = policy.orphan_cleanup
-    if not o.enabled:
-        return _say("orphan_cleanup", False, "disabled in the policy")
     if h.snapshot_id is None:
         return _say("orphan_cleanup", False, "the table has no snapshot yet")
     return _say("orphan_cleanup", True, f"remove files unreferenced for more than {o.older_than}")
@@ -155,7 +146,8 @@ _RULES = {"compaction": _compaction, "manifest_compaction": _manifest_compaction
 def evaluate_policy(health: "TableHealth", policy: "MaintenancePolicy",
                     operations: tuple[str, ...] = HEALTH_OPERATIONS + SCHEDULED_OPERATIONS) -> list[Decision]:
     """One decision per operation in ``operations`` (in that order)."""
-    return [_RULES[op](health, policy) for op in operations]
+    return [_say(op, False, "disabled in the policy") if not getattr(getattr(policy, op), "enabled", True)
+            else _RULES[op](health, policy) for op in operations]
 
 
 # -- asset checks: the same figures against the same thresholds --------------------------------
