@@ -66,6 +66,14 @@ def evaluate_table(catalog: "Catalog", warehouse: str, table: TableConfig,
                             table_identity(warehouse, lake_table))
 
 
+def _evaluate(lake: LakeCatalogResource, table: TableConfig, operations: tuple[str, ...]) -> HealthEvaluation:
+    try:
+        return evaluate_table(lake.catalog(), lake.warehouse, table, operations)
+    except Exception:
+        lake.check_access()  # a storage problem becomes one line naming bucket, endpoint, variables
+        raise
+
+
 def health_run_key(table_name: str, operation: str, snapshot_id: int | None, identity: str) -> str:
     digest = hashlib.sha1(identity.encode()).hexdigest()[:8]
     return f"{table_name}:{operation}:{snapshot_id}@{digest}"
@@ -133,7 +141,7 @@ def build_health_sensor(table: TableConfig, available: frozenset[str]) -> dg.Sen
     ours = available & frozenset(HEALTH_OPERATIONS)
 
     def evaluate(context: dg.SensorEvaluationContext, lake: LakeCatalogResource):
-        evaluation = evaluate_table(lake.catalog(), lake.warehouse, table, HEALTH_OPERATIONS)
+        evaluation = _evaluate(lake, table, HEALTH_OPERATIONS)
         if evaluation.missing is not None:
             return dg.SkipReason(evaluation.missing)
         for d in evaluation.decisions:
@@ -165,7 +173,7 @@ def build_maintenance_schedule(table: TableConfig, available: frozenset[str]) ->
     operations = tuple(op for op in SCHEDULED_OPERATIONS if op in ours)
 
     def evaluate(context: dg.ScheduleEvaluationContext, lake: LakeCatalogResource):
-        evaluation = evaluate_table(lake.catalog(), lake.warehouse, table, operations)
+        evaluation = _evaluate(lake, table, operations)
         if evaluation.missing is not None:
             return dg.SkipReason(evaluation.missing)
         tick = context.scheduled_execution_time
