@@ -15,6 +15,7 @@ from orchestration.demo.source import orders
 
 ORDERS = dg.AssetKey(["demo", "orders"])
 BY_DAY = dg.AssetKey(["demo", "orders_by_day"])
+RESCALE = dg.AssetKey(["demo", "orders", "rescale"])
 
 
 def _metadata(result: dg.ExecuteInProcessResult, key: dg.AssetKey) -> dict:
@@ -40,8 +41,8 @@ def _reference_by_day(snapshot_batches: int) -> dict:
 def test_the_code_location_loads():
     definitions = lazy_defs()
     dg.Definitions.validate_loadable(definitions)
-    assert set(definitions.resolve_all_asset_keys()) == {ORDERS, BY_DAY}
-    assert {s.name for s in definitions.sensors} == {"demo__orders__snapshot_sensor"}
+    assert set(definitions.resolve_all_asset_keys()) == {ORDERS, BY_DAY, RESCALE}
+    assert {s.name for s in definitions.sensors} == {"demo__orders__snapshot_sensor", "demo__orders__partitions_sensor"}
     assert set(definitions.resources) == {"lake", "spark"}
     graph = definitions.resolve_asset_graph()
     assert graph.get(BY_DAY).parent_keys == {ORDERS}
