@@ -42,7 +42,7 @@ class BucketHealth:
     bucket: int
     files: int
     sorted_runs: int
-    levels: dict  # 'L0' -> files, as plan.level_counts
+    levels: tuple[tuple[str, int], ...]  # (('L0', files), ('L5', files)): plan.level_counts as pairs
     small_files: int
     rows: int
     bytes: int
@@ -177,7 +177,7 @@ def table_health(table: "FileStoreTable", *, small_file_bytes: int = DEFAULT_SMA
         spec = partition_spec(keys, store.partition_values(partition))
         rows = sum(f.row_count for f in files)
         buckets.append(BucketHealth(
-            spec, bucket, len(files), _sorted_runs(files), level_counts(files),
+            spec, bucket, len(files), _sorted_runs(files), tuple(level_counts(files).items()),
             sum(1 for f in files if f.file_size < small_file_bytes), rows, sum(f.file_size for f in files),
             ttl_lag_s(files, expiry, schema)))
         per_partition[spec].append((bucket, rows, entries[0].total_buckets))

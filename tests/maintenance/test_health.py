@@ -46,7 +46,7 @@ def test_health_matches_the_files_on_disk(warehouse):
     assert {(b.partition, b.bucket): b.files for b in h.buckets} == {k: v["files"] for k, v in disk.items()}
     assert {(b.partition, b.bucket): b.rows for b in h.buckets} == {k: v["rows"] for k, v in disk.items()}
     # all level 0 here: one sorted run per file
-    assert all(b.sorted_runs == b.files and b.levels == {"L0": b.files} for b in h.buckets)
+    assert all(b.sorted_runs == b.files and dict(b.levels) == {"L0": b.files} for b in h.buckets)
     assert h.max_sorted_runs == max(v["files"] for v in disk.values())
     assert h.worst("sorted_runs").location.startswith("dt=2024-01-02/bucket-")
     assert h.snapshot_count == len(list((Path(t.paths.root.removeprefix("file://")) / "snapshot").glob("snapshot-*")))
@@ -62,6 +62,7 @@ def test_health_matches_the_files_on_disk(warehouse):
         assert p.buckets == 4 and p.max_rows == max(rows.values())
         assert p.skew == pytest.approx(max(rows.values()) / (sum(rows.values()) / 4))
     assert h.ttl_lag_s is None
+    assert hash(h) == hash(t.maintenance.health(now_ms=h.now_ms))  # frozen and hashable; same metadata, same health
 
 
 def test_compaction_and_manifest_compaction_show_in_health(warehouse):
@@ -73,7 +74,7 @@ def test_compaction_and_manifest_compaction_show_in_health(warehouse):
     t.maintenance.compact_manifest()
     after = t.maintenance.health()
     assert before.max_sorted_runs == 6 and after.max_sorted_runs == 1
-    assert all(b.levels == {f"L{t.options.num_levels - 1}": 1} for b in after.buckets)
+    assert all(dict(b.levels) == {f"L{t.options.num_levels - 1}": 1} for b in after.buckets)
     assert before.manifest_count >= 6 and after.manifest_count == 1
     assert after.snapshot_count == before.snapshot_count + 2
     assert sum(b.rows for b in after.buckets) == 30

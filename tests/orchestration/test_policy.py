@@ -11,7 +11,7 @@ from orchestration.defs.policy import check_figures, evaluate_policy
 
 
 def bucket(partition="dt=2024-01-02", b=0, runs=1, small=0, lag=None, rows=100):
-    return BucketHealth(partition, b, max(runs, small, 1), runs, {"L0": runs}, small, rows, 1000, lag)
+    return BucketHealth(partition, b, max(runs, small, 1), runs, (("L0", runs),), small, rows, 1000, lag)
 
 
 def health(buckets=(bucket(),), snapshots=5, age=60.0, manifests=3, ttl_field=None, skew=()):
