@@ -15,12 +15,12 @@ from __future__ import annotations
 import functools
 import importlib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import pyarrow as pa
 import yaml
 from dagster._utils.schedules import is_valid_cron_string  # what ScheduleDefinition itself checks
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from lake_core import LakeError, check_tag_name_format, from_paimon_type, parse_duration_ms, validate_options
 
@@ -38,6 +38,14 @@ def duration_seconds(text: str) -> float:
         return parse_duration_ms("duration", text) / 1000
     except LakeError:
         raise ValueError(f"{text!r} is not a duration; use e.g. '90 s', '30 min', '1 h', '1 hour' or '7 d'") from None
+
+
+def _check_duration(v: str) -> str:
+    duration_seconds(v)
+    return v
+
+
+Duration = Annotated[str, AfterValidator(_check_duration)]  # a Paimon-style duration, checked at load
 
 
 class _Strict(BaseModel):
@@ -175,6 +183,15 @@ class RescalePolicy(_Strict):
     backfill: Literal["single_run", "per_partition"] = "single_run"
 
 
+class HealthPolicy(_Strict):
+    """Thresholds of the health checks and sensor that the operations' own sections do not give."""
+
+    max_small_files: int = Field(20, ge=1, description="compact a bucket once it has more files below small_file_mb")
+    max_ttl_lag: Duration = Field("1 h", description="run record expiry once the oldest record is this far past its retention")
+    max_bucket_skew: float = Field(2.0, gt=1, description="warn when a bucket holds more than this many times "
+                                                          "its partition's mean rows per bucket")
+
+
 class MaintenancePolicy(_Strict):
     compaction: CompactionPolicy = CompactionPolicy()
     manifest_compaction: ManifestCompactionPolicy = ManifestCompactionPolicy()
@@ -185,6 +202,7 @@ class MaintenancePolicy(_Strict):
     rescale: RescalePolicy = RescalePolicy()
     tags: TagsPolicy = TagsPolicy()
     cron: str | None = Field(None, description="cron schedule for maintenance runs")
+    health: HealthPolicy = HealthPolicy()
 
     @field_validator("cron")
     @classmethod
@@ -198,6 +216,9 @@ class SensorPolicy(_Strict):
     enabled: bool = True
     minimum_interval_seconds: int = Field(30, ge=1)
     max_requests_per_tick: int = Field(10, ge=1)
+    # A requested run's snapshot is leased until the run finishes; past this TTL (a safety net for
+    # leases nothing released) snapshot expiry ignores the lease.
+    lease_ttl: Duration = "12 h"
 
 
 # -- schemas ------------------------------------------------------------------------------------

@@ -51,3 +51,11 @@ def snapshot_sensor_name(table_name: str) -> str:
 
 def downstream_job_name(table_name: str) -> str:
     return f"{identifier(table_name)}__downstream"
+
+
+def health_sensor_name(table_name: str) -> str:
+    return f"{identifier(table_name)}__health_sensor"
+
+
+def maintenance_schedule_name(table_name: str) -> str:
+    return f"{identifier(table_name)}__maintenance_schedule"
