@@ -45,7 +45,10 @@ def test_the_code_location_loads():
     definitions = lazy_defs()
     dg.Definitions.validate_loadable(definitions)
     assert set(definitions.resolve_all_asset_keys()) == {ORDERS, BY_DAY, *MAINTENANCE}
-    assert {s.name for s in definitions.sensors} == {"demo__orders__snapshot_sensor", "demo__orders__partitions_sensor"}
+    assert {s.name for s in definitions.sensors} == {
+        "demo__orders__snapshot_sensor", "demo__orders__partitions_sensor", "demo__orders__health_sensor",
+        "downstream__lease_release_on_success", "downstream__lease_release_on_failure",
+        "downstream__lease_release_on_canceled"}
     assert set(definitions.resources) == {"lake", "spark"}
     graph = definitions.resolve_asset_graph()
     assert graph.get(BY_DAY).parent_keys == {ORDERS}
