@@ -55,7 +55,8 @@ def test_the_code_location_loads():
     assert graph.get(ORDERS).pools == {"lake_table_demo__orders"}
     # One asset group per table: the table's asset, later its maintenance assets, and its checks.
     assert (graph.get(ORDERS).group_name, graph.get(BY_DAY).group_name) == ("demo__orders", "demo__orders_by_day")
-    assert {k.name for k in graph.asset_check_keys if k.asset_key == ORDERS} == {"config_drift"}
+    assert {k.name for k in graph.asset_check_keys if k.asset_key == ORDERS} == {
+        "config_drift", "sorted_runs", "small_files", "snapshot_count", "manifest_count", "ttl_lag", "bucket_skew"}
 
 
 @pytest.mark.spark
