@@ -165,3 +165,38 @@ class TableMaintenance:
         from .rescale import rescale_partition
         return rescale_partition(self._table, partition=partition, bucket=bucket, commit_user=commit_user,
                                  dry_run=dry_run)
+
+    # The two halves of a distributed rescale (a scheduler's backfill): the driver sets the option
+    # and plans, each worker prepares one partition, the driver commits them all at once.
+    def set_bucket(self, *, bucket: int):
+        """Set the ``bucket`` option (a schema change when it differs) before partitions are
+        rewritten; returns the table at its new schema."""
+        from .rescale import _check_rescalable, set_bucket_option
+        return set_bucket_option(self._table, _check_rescalable(self._table, bucket))
+
+    def prepare_rescale_partition(self, *, partition=None, bucket: int, dry_run: bool = False):
+        """Rewrite one partition into new, verified, uncommitted files: a picklable
+        ``PreparedRescale`` for ``commit_rescale``, or a ``PartitionRescaleResult`` saying why
+        it was skipped (no data, already at ``bucket`` buckets, dry run)."""
+        from .rescale import prepare_rescale_partition
+        return prepare_rescale_partition(self._table, partition=partition, bucket=bucket, dry_run=dry_run)
+
+    def commit_rescale(self, *, outcomes, bucket: int, previous_bucket: int, commit_user: str | None = None,
+                       started: float | None = None):
+        """Commit every prepared partition of ``outcomes`` as ONE OVERWRITE snapshot (conflicts
+        fail cleanly and delete the new files) and return the operation's ``RescaleResult``."""
+        from .rescale import commit_rescale
+        return commit_rescale(self._table, outcomes, bucket=bucket, previous_bucket=previous_bucket,
+                              commit_user=commit_user, started=started)
+
+    def abort_rescale(self, *, outcomes) -> None:
+        """Delete the files of prepared, uncommitted partitions (when another partition failed)."""
+        from .rescale import PreparedRescale, abort_rescale
+        abort_rescale(self._table, [o for o in outcomes if isinstance(o, PreparedRescale)])
+
+    def verify_rescale(self, *, partitions, snapshot_id: int, bucket: int):
+        """Re-read rescaled partitions before (``{'dt=...': snapshot read}``) and after
+        (``snapshot_id``): rows, key and row checksums equal, files at ``bucket`` buckets.
+        Returns a ``RescaleVerification``."""
+        from .rescale_verify import verify_rescale
+        return verify_rescale(self._table, partitions=partitions, snapshot_id=snapshot_id, bucket=bucket)

@@ -17,6 +17,7 @@ ORDERS = dg.AssetKey(["demo", "orders"])
 BY_DAY = dg.AssetKey(["demo", "orders_by_day"])
 COMPACTION = dg.AssetKey(["demo", "orders", "compaction"])
 RECORD_EXPIRY = dg.AssetKey(["demo", "orders", "record_expiry"])
+RESCALE = dg.AssetKey(["demo", "orders", "rescale"])
 
 
 def _metadata(result: dg.ExecuteInProcessResult, key: dg.AssetKey) -> dict:
@@ -42,8 +43,8 @@ def _reference_by_day(snapshot_batches: int) -> dict:
 def test_the_code_location_loads():
     definitions = lazy_defs()
     dg.Definitions.validate_loadable(definitions)
-    assert set(definitions.resolve_all_asset_keys()) == {ORDERS, BY_DAY, COMPACTION, RECORD_EXPIRY}
-    assert {s.name for s in definitions.sensors} == {"demo__orders__snapshot_sensor"}
+    assert set(definitions.resolve_all_asset_keys()) == {ORDERS, BY_DAY, COMPACTION, RECORD_EXPIRY, RESCALE}
+    assert {s.name for s in definitions.sensors} == {"demo__orders__snapshot_sensor", "demo__orders__partitions_sensor"}
     assert set(definitions.resources) == {"lake", "spark"}
     graph = definitions.resolve_asset_graph()
     assert graph.get(BY_DAY).parent_keys == {ORDERS}
