@@ -15,9 +15,9 @@ from orchestration.demo.source import orders
 
 ORDERS = dg.AssetKey(["demo", "orders"])
 BY_DAY = dg.AssetKey(["demo", "orders_by_day"])
+RESCALE = dg.AssetKey(["demo", "orders", "rescale"])
 COMPACTION = dg.AssetKey(["demo", "orders", "compaction"])
 RECORD_EXPIRY = dg.AssetKey(["demo", "orders", "record_expiry"])
-RESCALE = dg.AssetKey(["demo", "orders", "rescale"])
 
 
 def _metadata(result: dg.ExecuteInProcessResult, key: dg.AssetKey) -> dict:
@@ -43,7 +43,7 @@ def _reference_by_day(snapshot_batches: int) -> dict:
 def test_the_code_location_loads():
     definitions = lazy_defs()
     dg.Definitions.validate_loadable(definitions)
-    assert set(definitions.resolve_all_asset_keys()) == {ORDERS, BY_DAY, COMPACTION, RECORD_EXPIRY, RESCALE}
+    assert set(definitions.resolve_all_asset_keys()) == {ORDERS, BY_DAY, RESCALE, COMPACTION, RECORD_EXPIRY}
     assert {s.name for s in definitions.sensors} == {"demo__orders__snapshot_sensor", "demo__orders__partitions_sensor"}
     assert set(definitions.resources) == {"lake", "spark"}
     graph = definitions.resolve_asset_graph()
