@@ -8,7 +8,9 @@ import shutil
 
 import pytest
 
+from fixtures.java_paimon import JavaPaimonError
 from lake_core import Catalog
+from lake_core.maintenance.tag_time import tag_times
 
 from .helpers import Workload, listing, make_table
 
@@ -69,7 +71,7 @@ def test_decoupled_expiry_deletes_exactly_what_java_deletes(warehouse, warehouse
     assert {(r["dt"], r["id"]): r["v"] for r in got.to_pylist()} == w.model
 
 
-@pytest.mark.xfail(strict=True, raises=Exception,
+@pytest.mark.xfail(strict=True, raises=JavaPaimonError,
                    reason="Java 1.0's IncrementalStartingScanner ('incremental-between') reads snapshot-N only, "
                           "never changelog/changelog-N; its streaming read does (tested above)")
 def test_java_incremental_between_reads_long_lived_changelogs(warehouse, java_paimon):
@@ -107,3 +109,27 @@ def test_java_written_consumer_bounds_our_changelog_expiry(warehouse, java_paimo
     r = t.maintenance.expire_changelogs(retain_min=1, older_than=NOW)
     assert r.expired_changelogs == (1, 2, 3, 4)
     assert t.changelog_manager.earliest_id() == 5
+
+
+def test_tag_time_retained_round_trips_with_java(warehouse, java_paimon):
+    t = make_table(warehouse)
+    w = Workload(t, 26).run(8)
+    t.create_tag("ours", 3, time_retained=dt.timedelta(hours=2, milliseconds=5))
+    java_paimon.create_tag(t, "javas", 4, time_retained_ms=90_000)
+    java_paimon.create_tag(t, "plain", 5)
+    # Java reads our tag file (tagCreateTime / tagTimeRetained as its Jackson writes them)
+    got = java_paimon.read(t, options={"scan.tag-name": "ours"})
+    assert {(r["dt"], r["id"]): r["v"] for r in got.to_pylist()} == w.models[3]
+    # we read Java's
+    javas = tag_times(t, "javas")
+    assert javas.time_retained == dt.timedelta(seconds=90)
+    assert abs(javas.create_time - dt.datetime.now()) < dt.timedelta(minutes=5)
+    assert tag_times(t, "plain") == tag_times(t, "plain").__class__(None, None)
+    ours = tag_times(t, "ours")
+    assert ours.time_retained == dt.timedelta(hours=2, milliseconds=5)
+    # 91 s later Java's tag has expired, ours has not; a tag without time retained never does
+    later = javas.create_time + dt.timedelta(seconds=91)
+    from lake_core.maintenance.tag_time import expire_tags
+    r = expire_tags(t, now=later)
+    assert r.expired_tags == ("javas",)
+    assert t.list_tags() == ["ours", "plain"]
