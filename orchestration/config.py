@@ -142,6 +142,9 @@ class OrphanCleanupPolicy(_Strict):
 
 class RescalePolicy(_Strict):
     target_buckets: int | None = Field(None, ge=1)
+    # How a backfill over several partitions runs: one Spark job and one commit for all of them, or
+    # one run (and commit) per partition.
+    backfill: Literal["single_run", "per_partition"] = "single_run"
 
 
 class MaintenancePolicy(_Strict):

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from ..errors import InvalidOptionError, LakeError
 from ..messages import CommitMessage
 from ..metadata import DataFileMeta
+from .dynamic import with_planning_options
 from .expire import RecordExpiry
 from .levels import Levels, key_decoder
 from .picker import CompactUnit, Pick, UniversalConfig, drop_delete, force_pick_level0, pick_full, \
@@ -62,10 +63,17 @@ class BucketLevels:
 
 @dataclass(frozen=True)
 class CompactionPlan:
+    """What one dedicated compaction will do, from metadata only; picklable, so a driver can ship
+    its units to workers (one task per unit) and commit their outcomes once."""
+
     snapshot_id: int | None
     units: tuple[CompactionUnit, ...]
     buckets: tuple[BucketLevels, ...]  # every selected bucket, as planned
     expiry: RecordExpiry | None
+    full: bool = False
+    expire_records: bool = False
+    options: tuple[tuple[str, str], ...] = ()  # dynamic options the plan was made with
+    planned_at: float = 0.0  # wall clock (s) when planning started: the job's duration counts from it
 
 
 def execute_unit(table: "FileStoreTable", unit: CompactionUnit) -> CommitMessage:
@@ -124,7 +132,10 @@ def pick_bucket(table: "FileStoreTable", levels: Levels, *, full: bool, expiry: 
 
 
 def plan_compaction(table: "FileStoreTable", *, full: bool = False, partitions=None, expire_records: bool = False,
-                    now_ms: int | None = None) -> CompactionPlan:
+                    now_ms: int | None = None, options: Mapping[str, str] | None = None) -> CompactionPlan:
+    """``options``: dynamic planning options for this job only (see :mod:`.dynamic`)."""
+    planned_at = time.time()
+    table = with_planning_options(table, options)
     if not table.schema.primary_keys:
         raise LakeError(f"compact of {table.identifier}: only primary-key tables have LSM levels to compact; "
                         "this is an append table")
@@ -156,7 +167,10 @@ def plan_compaction(table: "FileStoreTable", *, full: bool = False, partitions=N
         units.append(CompactionUnit(partition, values, bucket, entries[0].total_buckets, p.unit.files,
                                     p.unit.output_level, levels.max_level, drop_delete(p.unit, levels),
                                     p.unit.reason, expiry, outside_unit(levels, p.unit)))
-    return CompactionPlan(snapshot.id if snapshot else None, tuple(units), tuple(buckets), expiry)
+    return CompactionPlan(snapshot.id if snapshot else None, tuple(units), tuple(buckets), expiry, full=full,
+                          expire_records=expire_records,
+                          options=tuple(sorted((str(k), str(v)) for k, v in (options or {}).items())),
+                          planned_at=planned_at)
 
 
 def outside_unit(levels: Levels, unit: CompactUnit) -> tuple[DataFileMeta, ...]:

@@ -26,18 +26,57 @@ class TableMaintenance:
 
     # -- compaction (lake_core.compaction) ----------------------------------------------------------
     def compact(self, *, full: bool = False, partitions=None, dry_run: bool = False,
-                expire_records: bool = False, parallelism: int = 2):
+                expire_records: bool = False, parallelism: int = 2, options=None):
         """Paimon's ``compact`` procedure for a primary-key table.
 
         ``full=True`` compacts every selected bucket to the top level; otherwise the universal
         picker decides per bucket (nothing to do is a valid outcome). ``partitions``: a dict or a
         list of dicts of partition values. ``expire_records=True`` rewrites exactly the buckets
-        whose value statistics show records older than ``record-level.expire-time``. One COMPACT
+        whose value statistics show records older than ``record-level.expire-time``. ``options``:
+        dynamic options for this job only, as the procedure's ``options`` argument (planning
+        options such as ``num-sorted-run.compaction-trigger`` and ``record-level.*``). One COMPACT
         snapshot; units made stale by a concurrent compaction are skipped and reported.
         Returns a :class:`lake_core.compaction.CompactionResult`."""
         from ..compaction.job import compact
         return compact(self._table, full=full, partitions=partitions, dry_run=dry_run,
-                       expire_records=expire_records, parallelism=parallelism)
+                       expire_records=expire_records, parallelism=parallelism, options=options)
+
+    # The three halves of a distributed compaction: the driver plans, each worker runs one unit,
+    # the driver commits every outcome once. ``compact`` above runs exactly these.
+    def plan_compaction(self, *, full: bool = False, partitions=None, expire_records: bool = False, options=None):
+        """Metadata only: a frozen, picklable ``CompactionPlan`` whose ``units`` are the work
+        (one per (partition, bucket)); arguments as ``compact``."""
+        from ..compaction.plan import plan_compaction
+        return plan_compaction(self._table, full=full, partitions=partitions, expire_records=expire_records,
+                               options=options)
+
+    def compact_unit(self, *, unit):
+        """Run one unit of a plan (in any process): writes its new files, commits nothing, and
+        returns a picklable ``UnitOutcome`` (its commit message and row counters)."""
+        from ..compaction.plan import run_unit
+        return run_unit(self._table, unit)
+
+    def commit_compaction(self, *, plan, outcomes, dry_run: bool = False):
+        """Commit ``outcomes`` (one per unit of ``plan``, in order) as one COMPACT snapshot. Units
+        whose input files were compacted concurrently are skipped with the reason (their files
+        deleted). Returns the ``CompactionResult``."""
+        from ..compaction.job import commit_compaction
+        return commit_compaction(self._table, plan, outcomes, dry_run=dry_run)
+
+    def abort_compaction(self, *, outcomes) -> None:
+        """Delete the files of executed units that will not be committed (another unit failed)."""
+        from ..compaction.job import abort_compaction
+        abort_compaction(self._table, outcomes)
+
+    def verify_compaction(self, *, before_snapshot_id: int, after_snapshot_id: int, expiry_field: str | None = None,
+                          expiry_cutoff_s: int | None = None, expired_must_be_gone: bool = False):
+        """Compare the table at two snapshots by key: same keys and rows, no deleted key back;
+        with record expiry only expired records may go (and, if ``expired_must_be_gone``, none
+        may stay). Returns a ``CompactionVerification`` (``passed``, ``problems``)."""
+        from ..compaction.verify import verify_compaction
+        return verify_compaction(self._table, before_snapshot_id=before_snapshot_id,
+                                 after_snapshot_id=after_snapshot_id, expiry_field=expiry_field,
+                                 expiry_cutoff_s=expiry_cutoff_s, expired_must_be_gone=expired_must_be_gone)
 
     # -- snapshot expiry (expire_snapshots.py) ------------------------------------------------
     def expire_snapshots(self, *, retain_min: int | None = None, retain_max: int | None = None,
@@ -126,3 +165,38 @@ class TableMaintenance:
         from .rescale import rescale_partition
         return rescale_partition(self._table, partition=partition, bucket=bucket, commit_user=commit_user,
                                  dry_run=dry_run)
+
+    # The two halves of a distributed rescale (a scheduler's backfill): the driver sets the option
+    # and plans, each worker prepares one partition, the driver commits them all at once.
+    def set_bucket(self, *, bucket: int):
+        """Set the ``bucket`` option (a schema change when it differs) before partitions are
+        rewritten; returns the table at its new schema."""
+        from .rescale import _check_rescalable, set_bucket_option
+        return set_bucket_option(self._table, _check_rescalable(self._table, bucket))
+
+    def prepare_rescale_partition(self, *, partition=None, bucket: int, dry_run: bool = False):
+        """Rewrite one partition into new, verified, uncommitted files: a picklable
+        ``PreparedRescale`` for ``commit_rescale``, or a ``PartitionRescaleResult`` saying why
+        it was skipped (no data, already at ``bucket`` buckets, dry run)."""
+        from .rescale import prepare_rescale_partition
+        return prepare_rescale_partition(self._table, partition=partition, bucket=bucket, dry_run=dry_run)
+
+    def commit_rescale(self, *, outcomes, bucket: int, previous_bucket: int, commit_user: str | None = None,
+                       started: float | None = None):
+        """Commit every prepared partition of ``outcomes`` as ONE OVERWRITE snapshot (conflicts
+        fail cleanly and delete the new files) and return the operation's ``RescaleResult``."""
+        from .rescale import commit_rescale
+        return commit_rescale(self._table, outcomes, bucket=bucket, previous_bucket=previous_bucket,
+                              commit_user=commit_user, started=started)
+
+    def abort_rescale(self, *, outcomes) -> None:
+        """Delete the files of prepared, uncommitted partitions (when another partition failed)."""
+        from .rescale import PreparedRescale, abort_rescale
+        abort_rescale(self._table, [o for o in outcomes if isinstance(o, PreparedRescale)])
+
+    def verify_rescale(self, *, partitions, snapshot_id: int, bucket: int):
+        """Re-read rescaled partitions before (``{'dt=...': snapshot read}``) and after
+        (``snapshot_id``): rows, key and row checksums equal, files at ``bucket`` buckets.
+        Returns a ``RescaleVerification``."""
+        from .rescale_verify import verify_rescale
+        return verify_rescale(self._table, partitions=partitions, snapshot_id=snapshot_id, bucket=bucket)

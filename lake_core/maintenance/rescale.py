@@ -114,6 +114,7 @@ class RescaleResult(OperationResult):
     files_out: int
     bytes_in: int
     bytes_out: int
+    snapshot_id: int | None = None  # the last snapshot the operation committed (None: nothing committed)
     partitions: tuple[PartitionRescaleResult, ...] = ()
 
 
@@ -344,44 +345,76 @@ def prepare_rescale_partition(table: "FileStoreTable", *, partition: Mapping[str
                            tuple((b, f) for b, files in sorted(written.items()) for f in files), before, started)
 
 
-def commit_rescale_partition(table: "FileStoreTable", prepared: PreparedRescale,
-                             commit_user: str | None = None) -> PartitionRescaleResult:
-    """Commit a prepared partition as one OVERWRITE that replaces exactly the files it read;
-    fails with ``CommitConflictError`` (and deletes the new files) if the partition changed since."""
-    p = prepared
-    expected = {e.identifier() for e in p.replaced}
+def _validate_unchanged(table: "FileStoreTable", prepared: Sequence[PreparedRescale]):
+    """The commit's guard: every rewritten partition still holds exactly the files it was read from."""
+    by_partition = {p.partition: p for p in prepared}
 
     def validate(latest):
-        live = [e for e in table.manifest_store.live_entries(latest) if e.partition == p.partition]
-        if {e.identifier() for e in live} != expected:
-            raise CommitConflictError(
-                f"rescale of {table.identifier} partition '{p.partition_text}' is not committed: the partition "
-                f"changed after snapshot {p.snapshot_read}, which the rescale read (at snapshot {latest.id} it has "
-                f"{len(live)} live file(s), the rescale rewrote {len(expected)}); nothing was lost — re-run the "
-                "rescale of this partition")
+        live: dict[bytes, set] = {part: set() for part in by_partition}
+        for e in table.manifest_store.live_entries(latest):
+            if e.partition in live:
+                live[e.partition].add(e.identifier())
+        for part, p in by_partition.items():
+            expected = {e.identifier() for e in p.replaced}
+            if live[part] != expected:
+                raise CommitConflictError(
+                    f"rescale of {table.identifier} partition '{p.partition_text}' is not committed: the partition "
+                    f"changed after snapshot {p.snapshot_read}, which the rescale read (at snapshot {latest.id} it "
+                    f"has {len(live[part])} live file(s), the rescale rewrote {len(expected)}); nothing was lost — "
+                    "re-run the rescale of this partition")
 
-    entries = [ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file) for e in p.replaced]
-    entries += [ManifestEntry(FileKind.ADD, p.partition, b, p.new_buckets, f) for b, f in p.new_files]
-    try:
-        committed = FileStoreCommit(table, commit_user or f"rescale-{uuid.uuid4()}").commit_overwrite_entries(
-            entries, validate, BATCH_IDENTIFIER, {"rescale.partition": p.partition_text,
-                                                  "rescale.buckets": f"{p.old_buckets}->{p.new_buckets}",
-                                                  "rescale.checksum": p.checksum.digest})
-    except (CommitConflictError, CommitFailedError):  # certainly not committed: the new files are garbage
+    return validate
+
+
+def abort_rescale(table: "FileStoreTable", prepared: Sequence[PreparedRescale]) -> None:
+    """Delete the new files of prepared, uncommitted partitions (after a failure elsewhere)."""
+    for p in prepared:
         written: dict[int, list] = {}
         for b, f in p.new_files:
             written.setdefault(b, []).append(f)
         _delete_files(table, p.partition_values, written)
+
+
+def commit_rescale_partitions(table: "FileStoreTable", prepared: Sequence[PreparedRescale],
+                              commit_user: str | None = None) -> tuple[PartitionRescaleResult, ...]:
+    """Commit prepared partitions as ONE OVERWRITE that replaces exactly the files they read;
+    fails with ``CommitConflictError`` (and deletes every new file) if any of them changed since."""
+    prepared = list(prepared)
+    if not prepared:
+        return ()
+    if len({p.partition for p in prepared}) != len(prepared):
+        raise InvalidOptionError(f"rescale of {table.identifier}: a partition was prepared more than once "
+                                 f"({', '.join(p.partition_text for p in prepared)})")
+    entries = [ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file)
+               for p in prepared for e in p.replaced]
+    entries += [ManifestEntry(FileKind.ADD, p.partition, b, p.new_buckets, f) for p in prepared for b, f in p.new_files]
+    properties = {"rescale.partition": ",".join(p.partition_text for p in prepared),
+                  "rescale.buckets": ",".join(f"{p.old_buckets}->{p.new_buckets}" for p in prepared),
+                  "rescale.checksum": ",".join(p.checksum.digest for p in prepared)}
+    try:
+        committed = FileStoreCommit(table, commit_user or f"rescale-{uuid.uuid4()}").commit_overwrite_entries(
+            entries, _validate_unchanged(table, prepared), BATCH_IDENTIFIER, properties)
+    except (CommitConflictError, CommitFailedError):  # certainly not committed: the new files are garbage
+        abort_rescale(table, prepared)
         raise
-    result = PartitionRescaleResult(
-        partition=p.partition_text, old_buckets=p.old_buckets, new_buckets=p.new_buckets, rows=p.checksum.rows,
-        files_in=len(p.replaced), files_out=len(p.new_files), bytes_in=sum(e.file.file_size for e in p.replaced),
-        bytes_out=sum(f.file_size for _b, f in p.new_files), checksum=p.checksum.digest,
-        snapshot_read=p.snapshot_read, snapshot_committed=committed.id, duration_s=time.monotonic() - p.started)
-    log.info("rescale %s partition '%s': %d -> %d buckets, %d rows, %d -> %d files, checksum %s verified, "
-             "snapshot %d, %.2fs", table.identifier, p.partition_text, p.old_buckets, p.new_buckets, result.rows,
-             result.files_in, result.files_out, p.checksum.digest, committed.id, result.duration_s)
-    return result
+    results = []
+    for p in prepared:
+        result = PartitionRescaleResult(
+            partition=p.partition_text, old_buckets=p.old_buckets, new_buckets=p.new_buckets, rows=p.checksum.rows,
+            files_in=len(p.replaced), files_out=len(p.new_files), bytes_in=sum(e.file.file_size for e in p.replaced),
+            bytes_out=sum(f.file_size for _b, f in p.new_files), checksum=p.checksum.digest,
+            snapshot_read=p.snapshot_read, snapshot_committed=committed.id, duration_s=time.monotonic() - p.started)
+        log.info("rescale %s partition '%s': %d -> %d buckets, %d rows, %d -> %d files, checksum %s verified, "
+                 "snapshot %d, %.2fs", table.identifier, p.partition_text, p.old_buckets, p.new_buckets,
+                 result.rows, result.files_in, result.files_out, p.checksum.digest, committed.id, result.duration_s)
+        results.append(result)
+    return tuple(results)
+
+
+def commit_rescale_partition(table: "FileStoreTable", prepared: PreparedRescale,
+                             commit_user: str | None = None) -> PartitionRescaleResult:
+    """Commit one prepared partition (see :func:`commit_rescale_partitions`)."""
+    return commit_rescale_partitions(table, [prepared], commit_user)[0]
 
 
 def rescale_partition(table: "FileStoreTable", *, partition: Mapping[str, Any] | None = None, bucket: int,
@@ -430,11 +463,34 @@ def rescale(table: "FileStoreTable", *, bucket: int, partitions: Sequence[Mappin
         log.info("rescale %s: partition %d/%d '%s' (%d files, %d bytes)", table.identifier, i, len(plan.units),
                  _spec_text(unit.partition), unit.files, unit.bytes)
         results.append(rescale_partition(table, partition=unit.spec, bucket=bucket, dry_run=dry_run))
+    return _summary(table, bucket=bucket, previous=previous, results=results, already=len(plan.already_rescaled),
+                    started=started, dry_run=dry_run)
+
+
+def _summary(table: "FileStoreTable", *, bucket: int, previous: int, results: Sequence[PartitionRescaleResult],
+             already: int, started: float, dry_run: bool = False) -> RescaleResult:
     done = [r for r in results if r.skipped is None]
+    committed = [r.snapshot_committed for r in done if r.snapshot_committed is not None]
     return RescaleResult(
         operation="rescale", table=table.identifier, dry_run=dry_run, duration_s=time.monotonic() - started,
         bucket=bucket, previous_bucket=previous, schema_id=table.schema.id, partitions_rescaled=len(done),
-        partitions_skipped=len(results) - len(done) + len(plan.already_rescaled),
+        partitions_skipped=len(results) - len(done) + already,
         rows=sum(r.rows for r in done), files_in=sum(r.files_in for r in done),
         files_out=sum(r.files_out for r in done), bytes_in=sum(r.bytes_in for r in done),
-        bytes_out=sum(r.bytes_out for r in done), partitions=tuple(results))
+        bytes_out=sum(r.bytes_out for r in done), snapshot_id=max(committed) if committed else None,
+        partitions=tuple(results))
+
+
+def commit_rescale(table: "FileStoreTable", outcomes: Sequence[PreparedRescale | PartitionRescaleResult], *,
+                   bucket: int, previous_bucket: int, commit_user: str | None = None,
+                   started: float | None = None) -> RescaleResult:
+    """The second half of a distributed rescale: commit every prepared partition of ``outcomes``
+    (what :func:`prepare_rescale_partition` returned for each partition, in any process) as one
+    OVERWRITE snapshot, and summarize it with the skipped ones. ``previous_bucket`` is the
+    table's ``bucket`` option before the rescale set it; ``started`` a ``time.monotonic()``."""
+    prepared = [o for o in outcomes if isinstance(o, PreparedRescale)]
+    committed = iter(commit_rescale_partitions(table, prepared, commit_user))
+    results = [next(committed) if isinstance(o, PreparedRescale) else o for o in outcomes]
+    first = min((p.started for p in prepared), default=time.monotonic())
+    return _summary(table, bucket=bucket, previous=previous_bucket, results=results, already=0,
+                    started=first if started is None else started)

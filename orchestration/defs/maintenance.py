@@ -14,13 +14,30 @@ from typing import Callable
 import dagster as dg
 
 from orchestration.config import TableConfig
+from orchestration.defs.maintenance_rescale import build_partitions_sensor, build_rescale_asset
+from orchestration.defs.maintenance_compaction import build_compaction_asset, build_record_expiry_asset
 
 MaintenanceAssetBuilder = Callable[[TableConfig], "dg.AssetsDefinition | None"]
+MaintenanceSensorBuilder = Callable[[TableConfig], "dg.SensorDefinition | None"]
 
-# operation name → builder; empty until the operations land in lake_core.
-MAINTENANCE_ASSETS: dict[str, MaintenanceAssetBuilder] = {}
+# operation name → builder
+MAINTENANCE_ASSETS: dict[str, MaintenanceAssetBuilder] = {
+    "rescale": build_rescale_asset,
+    "compaction": build_compaction_asset,
+    "record_expiry": build_record_expiry_asset,
+}
+
+# name → builder of a sensor a maintenance asset needs (e.g. the one keeping partitions in sync)
+MAINTENANCE_SENSORS: dict[str, MaintenanceSensorBuilder] = {
+    "rescale_partitions": build_partitions_sensor,
+}
 
 
 def maintenance_assets(table: TableConfig) -> list[dg.AssetsDefinition]:
     built = (build(table) for build in MAINTENANCE_ASSETS.values())
     return [asset for asset in built if asset is not None]
+
+
+def maintenance_sensors(table: TableConfig) -> list[dg.SensorDefinition]:
+    built = (build(table) for build in MAINTENANCE_SENSORS.values())
+    return [sensor for sensor in built if sensor is not None]

@@ -71,3 +71,13 @@ def assert_rows_in_their_buckets(table) -> None:
         t = reader.read_split(split)
         got = assign_buckets([t[k] for k in keys], types, split.total_buckets)
         assert (got == split.bucket).all(), (split.partition_values, split.bucket)
+
+
+def filled_table(warehouse, storage_options=None, *, seed: int, commits: int = 3, n: int = 120):
+    """(catalog, table, model): the table after ``commits`` random batches (with deletes) of its model."""
+    rnd = random.Random(seed)
+    catalog, table = make_table(warehouse, storage_options)
+    model = Model()
+    for _ in range(commits):
+        table.write_arrow(model.batch(rnd, n))
+    return catalog, table, model

@@ -15,6 +15,9 @@ from orchestration.demo.source import orders
 
 ORDERS = dg.AssetKey(["demo", "orders"])
 BY_DAY = dg.AssetKey(["demo", "orders_by_day"])
+RESCALE = dg.AssetKey(["demo", "orders", "rescale"])
+COMPACTION = dg.AssetKey(["demo", "orders", "compaction"])
+RECORD_EXPIRY = dg.AssetKey(["demo", "orders", "record_expiry"])
 
 
 def _metadata(result: dg.ExecuteInProcessResult, key: dg.AssetKey) -> dict:
@@ -40,8 +43,8 @@ def _reference_by_day(snapshot_batches: int) -> dict:
 def test_the_code_location_loads():
     definitions = lazy_defs()
     dg.Definitions.validate_loadable(definitions)
-    assert set(definitions.resolve_all_asset_keys()) == {ORDERS, BY_DAY}
-    assert {s.name for s in definitions.sensors} == {"demo__orders__snapshot_sensor"}
+    assert set(definitions.resolve_all_asset_keys()) == {ORDERS, BY_DAY, RESCALE, COMPACTION, RECORD_EXPIRY}
+    assert {s.name for s in definitions.sensors} == {"demo__orders__snapshot_sensor", "demo__orders__partitions_sensor"}
     assert set(definitions.resources) == {"lake", "spark"}
     graph = definitions.resolve_asset_graph()
     assert graph.get(BY_DAY).parent_keys == {ORDERS}
@@ -225,11 +228,11 @@ def test_storage_errors_name_bucket_endpoint_and_variables_before_spark(s3_serve
 def test_a_maintenance_operation_plugs_into_its_tables_group(warehouse, write_tables_config, monkeypatch):
     """The seam the maintenance assets use: a builder in MAINTENANCE_ASSETS, one asset per table."""
     from orchestration.defs import maintenance
-    from orchestration.defs.naming import maintenance_asset_key, table_group, table_pool
+    from orchestration.defs.naming import maintenance_asset_key, maintenance_pool, table_group
 
     def build(table):
         @dg.asset(key=maintenance_asset_key(table.name, "compaction"), deps=[dg.AssetKey(table.name.split("."))],
-                  group_name=table_group(table.name), pool=table_pool(table.name))
+                  group_name=table_group(table.name), pool=maintenance_pool(table.name))
         def compaction() -> None:
             return None
 
@@ -239,5 +242,7 @@ def test_a_maintenance_operation_plugs_into_its_tables_group(warehouse, write_ta
     graph = build_definitions(load_tables_config(write_tables_config(warehouse))).resolve_asset_graph()
     node = graph.get(dg.AssetKey(["demo", "orders", "compaction"]))
     assert node.group_name == graph.get(ORDERS).group_name == "demo__orders"
-    assert node.parent_keys == {ORDERS} and node.pools == graph.get(ORDERS).pools
+    # Maintainers share one pool per table; the writer is not in it (maintenance never blocks a write).
+    assert node.parent_keys == {ORDERS} and node.pools == {"lake_maintenance_demo__orders"}
+    assert not node.pools & graph.get(ORDERS).pools
     assert not graph.has(dg.AssetKey(["demo", "orders_by_day", "compaction"]))  # derived tables: not configured tables

@@ -1,0 +1,99 @@
+"""Distributed bucket rescale of selected partitions of a fixed-bucket table.
+
+    driver   ─ plan (metadata only): which selected partitions are not yet at the target count
+             ─ set the table's ``bucket`` option (a schema change, as ``table.maintenance.rescale``)
+    workers  ─ one Spark task per partition: lake_core reads it, writes it into the new buckets and
+               verifies the new files (``prepare_rescale_partition``), returning the uncommitted,
+               picklable result (the commit message of a rescale)
+    driver   ─ one OVERWRITE commit of every prepared partition (``commit_rescale``); if any task
+               failed, the others' new files are deleted and nothing is committed
+
+Spark's JVM never touches a table file: every read and write goes through lake_core's FileIO in the
+Python workers (so s3:// works without a Hadoop connector). A re-run after a failure (or after a
+commit that landed) plans again: partitions already at the target are skipped.
+"""
+from __future__ import annotations
+
+import pickle
+import time
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from lake_core import Catalog
+from lake_core.errors import LakeError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+class RescaleTaskError(LakeError):
+    """A partition's Spark task failed with an error that could not travel back as itself."""
+
+
+def _prepare_task(warehouse: str, table_name: str, bucket: int, storage_options: Mapping[str, Any]):
+    """Executor side: prepare one partition with lake_core; failures travel back as values so the
+    driver can remove the files other tasks wrote before raising."""
+
+    def prepare(spec: Mapping[str, Any]):
+        try:
+            table = Catalog(warehouse, storage_options=dict(storage_options)).get_table(table_name)
+            return "ok", table.maintenance.prepare_rescale_partition(partition=dict(spec), bucket=bucket)
+        except Exception as e:  # noqa: BLE001 - reported (and re-raised) by the driver
+            try:  # exceptions whose __init__ takes other arguments do not unpickle: send text too
+                blob = pickle.dumps(e)
+                pickle.loads(blob)
+            except Exception:  # noqa: BLE001
+                blob = None
+            return "error", (blob, f"{type(e).__name__}: {e}", dict(spec))
+
+    return prepare
+
+
+def rescale_partitions(
+    spark: "SparkSession | None",
+    warehouse: str,
+    table_name: str,
+    *,
+    bucket: int,
+    partitions: Sequence[Mapping[str, Any]],
+    commit_user: str,
+    storage_options: Mapping[str, Any] | None = None,
+):
+    """Rescale exactly ``partitions`` (``{column: value}`` for every partition column; ``[{}]`` for
+    an unpartitioned table) of ``table_name`` to ``bucket`` buckets in one Spark job and one commit.
+
+    Returns lake_core's ``RescaleResult``: every requested partition appears in ``partitions`` of
+    the result, rewritten or with the reason it was skipped (already at ``bucket`` buckets, no
+    data). ``spark`` may be None when no partition needs rewriting (a re-run): nothing starts then."""
+    started = time.monotonic()
+    options = dict(storage_options or {})
+    table = Catalog(warehouse, storage_options=options).get_table(table_name)
+    previous = table.options.bucket
+    specs = list({_key(p): dict(p) for p in partitions}.values())  # each partition once, in order
+    plan = table.maintenance.plan_rescale(bucket=bucket, partitions=specs) if specs else None
+    todo = [unit.spec for unit in plan.units] if plan else []
+    table = table.maintenance.set_bucket(bucket=bucket)
+
+    prepared: dict[tuple, Any] = {}
+    if todo:
+        if spark is None:
+            raise RescaleTaskError(f"rescale of {table_name}: {len(todo)} partition(s) need rewriting "
+                                   f"({', '.join(map(str, todo))}) but no Spark session was given")
+        tasks = spark.sparkContext.parallelize(todo, numSlices=len(todo))
+        collected = tasks.map(_prepare_task(warehouse, table_name, bucket, options)).collect()  # in todo's order
+        errors = [value for status, value in collected if status == "error"]
+        if errors:
+            table.maintenance.abort_rescale(outcomes=[value for status, value in collected if status == "ok"])
+            blob, text, spec = errors[0]
+            if blob is not None:
+                raise pickle.loads(blob)
+            raise RescaleTaskError(f"rescale of {table_name} partition {spec} failed in its Spark task: {text}")
+        prepared = {_key(spec): value for spec, (_status, value) in zip(todo, collected)}
+    # Partitions with nothing to rewrite: lake_core says why (metadata only, on the driver).
+    outcomes = [prepared.get(_key(spec)) or table.maintenance.prepare_rescale_partition(partition=spec, bucket=bucket)
+                for spec in specs]
+    return table.maintenance.commit_rescale(outcomes=outcomes, bucket=bucket, previous_bucket=previous,
+                                            commit_user=commit_user, started=started)
+
+
+def _key(spec: Mapping[str, Any]) -> tuple:
+    return tuple(sorted(spec.items()))
