@@ -106,6 +106,17 @@ class TableMaintenance:
         from .tag_time import expire_tags
         return expire_tags(self._table, older_than=older_than, dry_run=dry_run)
 
+    # -- scheduled tags (tag_snapshot.py) -------------------------------------------------------
+    def tag_snapshot(self, *, name_format: str, num_retained: int | None = None, time_retained=None,
+                     now=None, dry_run: bool = False):
+        """Tag the latest snapshot ``now.strftime(name_format)`` (``now``: UTC by default), unless
+        that tag exists; then delete the oldest tags whose names parse with ``name_format`` beyond
+        ``num_retained``. ``time_retained`` (a timedelta) is the new tag's ``tagTimeRetained``.
+        Returns a ``TagSnapshotResult``."""
+        from .tag_snapshot import tag_snapshot
+        return tag_snapshot(self._table, name_format=name_format, num_retained=num_retained,
+                            time_retained=time_retained, now=now, dry_run=dry_run)
+
     # -- consumers (consumers.py) ----------------------------------------------------------------
     @property
     def consumers(self):
@@ -122,11 +133,36 @@ class TableMaintenance:
         return remove_orphan_files(self._table, older_than=_dt.timedelta(days=1) if older_than is None
                                    else older_than, dry_run=dry_run, force=force)
 
+    def acquire_lease(self, *, snapshot_id: int | None = None, holder: str, ttl=None):
+        """Pin ``snapshot_id`` (default: the latest) until :meth:`release_lease` or ``ttl`` (default
+        1 h) passes, for a reader whose work outlives one block (a queued Dagster run). Returns a
+        :class:`lake_core.maintenance.consumers.Lease`; its ``consumer_id`` releases it."""
+        from .consumers import acquire_lease
+        return acquire_lease(self._table, snapshot_id, holder=holder, **({} if ttl is None else {"ttl": ttl}))[0]
+
+    def release_lease(self, *, consumer_id: str) -> bool:
+        """Release a lease taken with :meth:`acquire_lease` (False: it was already gone)."""
+        from .consumers import release_lease
+        return release_lease(self._table, consumer_id)
+
+    # -- health (health.py) ----------------------------------------------------------------------
+    def health(self, *, small_file_bytes: int | None = None, ttl_field: str | None = None, ttl=None,
+               now_ms: int | None = None):
+        """The table's health from metadata only (snapshot hints, manifest list, manifests; no data
+        file): sorted runs, small files and rows per bucket, snapshot and manifest counts, oldest
+        snapshot age, TTL lag and bucket skew. ``small_file_bytes``: files below count as small
+        (default 16 MiB). ``ttl_field``/``ttl``: a record-expiry rule (default: the table's
+        ``record-level.*`` options). Returns a frozen :class:`lake_core.maintenance.health.TableHealth`."""
+        from .health import DEFAULT_SMALL_FILE_BYTES, table_health
+        return table_health(self._table, small_file_bytes=DEFAULT_SMALL_FILE_BYTES if small_file_bytes is None else small_file_bytes,
+                            ttl_field=ttl_field, ttl=ttl, now_ms=now_ms)
+
     # -- manifest compaction (manifest_compaction.py) ------------------------------------------
-    def compact_manifest(self, *, dry_run: bool = False):
-        """Fold every manifest of the latest snapshot into target-size ones (a COMPACT snapshot)."""
+    def compact_manifest(self, *, mode: str = "full", dry_run: bool = False):
+        """Fold every manifest of the latest snapshot into target-size ones (a COMPACT snapshot);
+        ``mode="minor"`` merges only runs of small manifests, as each commit's own merge does."""
         from .manifest_compaction import compact_manifest
-        return compact_manifest(self._table, dry_run=dry_run)
+        return compact_manifest(self._table, mode=mode, dry_run=dry_run)
 
     # -- partition expiry (partitions.py) -----------------------------------------------------
     def expire_partitions(self, *, expiration_time, timestamp_formatter: str | None = None,
