@@ -160,7 +160,8 @@ def _causes(error: BaseException | None):
 
 
 def _drift_check(definitions: dg.Definitions):
-    [check] = [c for c in definitions.asset_checks if ORDERS in {k.asset_key for k in c.check_keys}]
+    [check] = [c for c in definitions.asset_checks
+               if dg.AssetCheckKey(ORDERS, "config_drift") in set(c.check_keys)]
     return check
 
 
