@@ -57,7 +57,10 @@ def test_a_backfill_launched_in_the_ui_rescales_the_two_partitions(tmp_path, war
             browser.click_text(f"dt={PARTS[1]}")
             browser.click_text(f"dt={PARTS[2]}")
             browser.press("Escape", 27)
-            browser.wait_for("document.body.innerText.includes('2 partitions')", "two partitions selected")
+            # With the picker closed, the chosen partitions are the only ones named on the page.
+            browser.wait_for("document.body.innerText.includes('2 partitions')"
+                             f" && /dt={PARTS[1]}[\\s\\S]*dt={PARTS[2]}/.test(document.body.innerText)"
+                             f" && !document.body.innerText.includes('dt={PARTS[0]}')", "the two partitions selected")
             browser.wait_for("document.body.innerText.includes('Backfills all partitions in a single run')",
                              "the single-run backfill policy")
             browser.screenshot("selected")
