@@ -30,6 +30,7 @@ from .errors import (CommitConflictError, CommitFailedError, CommitIdentityError
                      SequenceConflictError, StalePlanError)
 from .hash_index import HASH_INDEX
 from .manifest_merge import merge_manifests
+from .deletion_vectors.index_file import DV_INDEX
 from .metadata import FileKind, IndexManifestEntry, ManifestEntry
 from .messages import CommitMessage
 from .paths import FileNamer
@@ -97,6 +98,9 @@ class FileStoreCommit:
         self.table.check_identity()
         out: list[Snapshot] = []
         data_entries, changelog, index_changes, compact_entries = self._entries(messages)
+        # Deletion vectors come from compaction: they land with the COMPACT snapshot, as in Java
+        dv_changes = [c for c in index_changes if c.index_type == DV_INDEX]
+        index_changes = [c for c in index_changes if c.index_type != DV_INDEX]
         bases = [m.base_snapshot_id for m in messages if m.base_snapshot_id is not None]
         self._writer_base = min(bases) if bases and self.table.bucket_mode in ("dynamic", "cross-partition") else None
         self._writer_partitions = {m.partition for m in messages if m.base_snapshot_id is not None}
@@ -123,9 +127,9 @@ class FileStoreCommit:
             self._index_drop = None
             self._writer_base = None
             self._bundled_compaction = []
-        if compact_entries:
+        if compact_entries or dv_changes:
             try:
-                out.append(self._commit_with_retry(CommitKind.COMPACT, lambda _l: compact_entries, [], [],
+                out.append(self._commit_with_retry(CommitKind.COMPACT, lambda _l: compact_entries, [], dv_changes,
                                                    identifier, properties, check_conflicts=True,
                                                    fingerprint=compact_entries))
             except (CommitConflictError, CommitFailedError) as e:
@@ -146,7 +150,7 @@ class FileStoreCommit:
         from .compact import recompact_buckets
         buckets = {(m.partition, m.bucket, m.total_buckets) for m in messages if m.has_compaction}
         error = cause
-        if not self.table.merge_engine().hides_level0:
+        if not self.table.level0_hidden:
             # Level 0 is readable: the writer's inline compaction is an optimization. Drop it, as a
             # Java writer that restarts would; the next compaction of the bucket redoes it.
             log.warning("%s: data committed as snapshot %d; its inline compaction lost to a concurrent commit and "
@@ -155,7 +159,7 @@ class FileStoreCommit:
                                                          compact_before=m.compact_before,
                                                          compact_after=m.compact_after) for m in messages])
             return []
-        if self.table.merge_engine().hides_level0:
+        if self.table.level0_hidden:
             self._sequence_checks = None  # a full compaction at the latest snapshot drops nothing it must keep
             for _ in range(3):
                 latest = self.snapshots.latest()
@@ -401,6 +405,16 @@ class FileStoreCommit:
         replaces exactly the file the writer loaded (its DELETE in the same commit), or nothing. If
         another job changed that bucket's index since, the writer assigned buckets from a stale
         index and could duplicate keys: fail (Java needs a single writer per table here)."""
+        live_index = None
+        for c in changes:
+            if c.index_type == DV_INDEX and c.kind == FileKind.DELETE:
+                if live_index is None:
+                    live_index = {e.file_name for e in self.manifests.index_entries(latest)}
+                if c.file_name not in live_index:
+                    raise CommitConflictError(
+                        f"deletion-vector conflict in {self.table.identifier}: the DV index file {c.file_name} of "
+                        f"bucket {c.bucket} this compaction replaces was already replaced by another commit; "
+                        "nothing was committed, run the compaction again")
         hash_changes = [c for c in changes if c.index_type == HASH_INDEX]
         if not hash_changes:
             return
@@ -513,6 +527,8 @@ class FileStoreCommit:
                 cl_name, cl_size = self.manifests.write_manifest_list(cl_metas, namer)
                 written.append(self.manifests.paths.manifest(cl_name))
             index_manifest = latest.index_manifest if latest else None
+            if kind == CommitKind.OVERWRITE and index_manifest and self.table.options.deletion_vectors_enabled:
+                index_changes = list(index_changes) + self._vectors_of_deleted_files(latest, entries)
             if index_changes or (self._index_drop is not None and index_manifest):
                 new_manifest = self._new_index_manifest(latest, index_changes, namer)
                 if new_manifest == "":  # nothing left: no index manifest, as pypaimon
@@ -543,6 +559,14 @@ class FileStoreCommit:
             uuid=str(uuid.uuid4()), writer_version=WRITER_VERSION)
         return snapshot, written
 
+    def _vectors_of_deleted_files(self, latest: Snapshot, entries) -> list[IndexManifestEntry]:
+        """DELETEs of the DV index files whose every vector belongs to a file this overwrite deletes
+        (a bucket rescale, a partition overwrite): nothing may point at a file no longer live."""
+        from .hash_index import as_delete
+        gone = {e.file.file_name for e in entries if e.kind == FileKind.DELETE}
+        return [as_delete(e) for e in self.manifests.index_entries(latest)
+                if e.index_type == DV_INDEX and e.dv_ranges and all(m.data_file_name in gone for m in e.dv_ranges)]
+
     def _new_index_manifest(self, latest: Snapshot | None, changes: list[IndexManifestEntry], namer) -> str | None:
         """The complete index manifest after ``changes`` (None: unchanged, "": empty). HASH files are combined
         per (partition, bucket) like Java's ``BucketedCombiner``: an ADD replaces the bucket's file,
@@ -550,8 +574,9 @@ class FileStoreCommit:
         HASH files of the partitions it replaces."""
         previous = self.manifests.index_entries(latest)
         drop = self._index_drop
+        # an overwrite deletes the partitions' data files, so their HASH and DV index files go too
         current = {(e.partition, e.bucket, e.index_type, e.file_name): e for e in previous
-                   if not (drop is not None and e.index_type == HASH_INDEX and drop(e.partition))}
+                   if not (drop is not None and e.index_type in (HASH_INDEX, DV_INDEX) and drop(e.partition))}
         dropped = len(current) != len(previous)
         if not changes and not dropped:
             return None

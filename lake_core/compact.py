@@ -53,9 +53,19 @@ def compact_bucket(table: "FileStoreTable", partition: bytes, bucket: int, total
     inputs = tuple(files) + tuple(extra_new_files)
     levels = Levels.of(inputs, table.options.num_levels, key_decoder(table.key_types))
     unit = CompactUnit(levels.max_level, inputs, "full compaction")
+    vectors = None
+    if table.options.deletion_vectors_enabled:
+        from .deletion_vectors.maintainer import BucketDeletionVectors, bucket_dv_entries
+        snap = table.snapshot_manager.get(base_snapshot_id) if base_snapshot_id else table.snapshot_manager.latest()
+        vectors = BucketDeletionVectors.load(table, partition, bucket,
+                                             bucket_dv_entries(table, snap).get((partition, bucket), []))
+    namer = namer or FileNamer()
     msg = run_compact_unit(table, partition, bucket, total_buckets, unit, drop_delete=drop_delete(unit, levels),
                            max_level=levels.max_level, extra_new_files=extra_new_files, namer=namer,
-                           force_rewrite=True).message
+                           force_rewrite=True, vectors=vectors).message
+    if vectors is not None:
+        new, deleted = vectors.changes(table, namer)
+        msg = replace(msg, new_index_files=new, deleted_index_files=deleted)
     return replace(msg, base_snapshot_id=base_snapshot_id)
 
 

@@ -50,6 +50,8 @@ class Split:
     bucket_path: str
     files: tuple[DataFileMeta, ...]
     raw_convertible: bool = False
+    # deletion-vectors tables: the bucket's DV index files (files are read raw, vectors applied)
+    dv_index: tuple[IndexManifestEntry, ...] | None = None
     extra: dict = field(default_factory=dict, compare=False)
 
     @property

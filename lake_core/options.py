@@ -97,6 +97,7 @@ KNOWN: dict[str, str | None] = {
     "partition.timestamp-formatter": None,
     "partition.timestamp-pattern": None,
     "deletion-vectors.enabled": "false",
+    "deletion-vectors.bitmap64": "false",
     "path": None,
     "owner": None,
     "comment": None,
@@ -228,6 +229,14 @@ class CoreOptions:
 
     def get_bool(self, key: str) -> bool:
         return _parse_bool(key, self.get(key) or "false")
+
+    @property
+    def deletion_vectors_enabled(self) -> bool:
+        return self.get_bool("deletion-vectors.enabled")
+
+    @property
+    def deletion_vectors_bitmap64(self) -> bool:
+        return self.get_bool("deletion-vectors.bitmap64")
 
     def get_int(self, key: str) -> int:
         return _parse_int(key, self.get(key))
@@ -418,7 +427,7 @@ _BOOL_OPTIONS = ("ignore-delete", "first-row.ignore-delete", "deduplicate.ignore
                  "partial-update.ignore-delete", "write-only", "partial-update.remove-record-on-delete",
                  "aggregation.remove-record-on-delete", "commit.force-compact", "file.suffix.include.compression",
                  "changelog-producer.row-deduplicate", "snapshot.clean-empty-directories", "deletion-vectors.enabled",
-                 "compaction.force-rewrite-all-files")
+                 "deletion-vectors.bitmap64", "compaction.force-rewrite-all-files")
 _ENUM_OPTIONS: dict[str, tuple[str, ...]] = {  # compared case-insensitively, as Java's enum options
     "sequence.field.sort-order": ("ascending", "descending"),
     "manifest.format": ("avro",),
@@ -479,16 +488,18 @@ def _check_names_and_texts(options: Mapping[str, str]) -> None:
 def check_supported(options: Mapping[str, str], *, table: str | None = None) -> None:
     """Refuse options lake_core does not implement, with :class:`UnsupportedOptionError`: unknown
     names, Paimon options not supported yet, and supported names with a value that is not
-    (``deletion-vectors.enabled`` = true, ``bucket`` = -2). Run when a table is created AND
+    (``deletion-vectors.enabled`` with first-row, ``bucket`` = -2). Run when a table is created AND
     whenever one is opened: a table written by another engine with such an option would read
     wrong (deletion vectors: deleted rows come back), so it must not be read or written at all.
     ``table`` names the table in the message."""
     try:
         validate_option_names(options)
-        if _parse_bool("deletion-vectors.enabled", options.get("deletion-vectors.enabled", "false")):
+        if (_parse_bool("deletion-vectors.enabled", options.get("deletion-vectors.enabled", "false"))
+                and str(options.get("merge-engine", "deduplicate")).lower() == "first-row"):
+            # Paimon's SchemaValidation refuses it too: first-row never replaces a stored row
             raise UnsupportedOptionError(
-                "option 'deletion-vectors.enabled' = 'true' is not supported by lake_core yet (its deletion "
-                "vectors would be ignored and deleted rows read back)")
+                "option 'deletion-vectors.enabled' = 'true' does not apply to 'merge-engine' = 'first-row': "
+                "first-row never deletes an old row, so there is nothing for a deletion vector to mark")
         if str(options.get("bucket", "")).strip() == "-2":
             raise UnsupportedOptionError(
                 "option 'bucket' = '-2' (postpone bucket mode) is not supported by lake_core yet")

@@ -87,6 +87,8 @@ class SplitRead:
         if not self.is_pk:
             parts = [self._read_file(split, f, False) for f in split.files]
             out = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+        elif split.dv_index is not None and (out := self._read_dv_split(split)) is not None:
+            pass
         else:
             parts = []
             for section in self._sections(split.files):
@@ -104,6 +106,24 @@ class SplitRead:
         if self.predicate is not None:
             out = self.predicate.filter(out)
         return out.select(self.projection)
+
+    def _read_dv_split(self, split: Split) -> pa.Table | None:
+        """Deletion vectors: each file read raw with its vector applied, no merge (Java's raw read
+        of DV tables). None when the bucket must still be merged: no vectors yet and levels that
+        overlap, i.e. a merge-on-read table whose option was switched on before a full compaction."""
+        from .compaction.levels import Levels, key_decoder
+        from .deletion_vectors.maintainer import load_vectors, needs_full_for_dv
+        vectors = load_vectors(self.table, split.dv_index)
+        if not vectors and len(split.files) > 1 and needs_full_for_dv(
+                Levels.of(split.files, self.table.options.num_levels, key_decoder(self.key_types)), ()):
+            return None
+        parts = []
+        for f in split.files:
+            t = self._read_file(split, f, False)
+            dv = vectors.get(f.file_name)
+            keep = dv.keep_mask(0, t.num_rows) if dv is not None else None
+            parts.append(t.filter(pa.array(keep)) if keep is not None else t)
+        return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
 
     def iter_batches(self, splits: Sequence[Split], threads: int = 2) -> Iterator[pa.Table]:
         """One table per split, in order; at most ``threads`` splits in memory at a time."""

@@ -113,7 +113,11 @@ class TableScan:
                 ok = part_ok[e.partition] = self._partition_matches(store.partition_values(e.partition))
             if ok:
                 groups[(e.partition, e.bucket)].append(e)
-        hide_l0 = self.is_pk and self.table.merge_engine().hides_level0
+        hide_l0 = self.table.level0_hidden
+        dv_entries = None
+        if self.is_pk and self.table.options.deletion_vectors_enabled:
+            from .deletion_vectors.maintainer import bucket_dv_entries
+            dv_entries = bucket_dv_entries(self.table, self.snapshot)
         out = []
         default_name = self.table.options.partition_default_name
         for (partition, bucket), entries in sorted(groups.items(), key=lambda kv: (store.partition_values(kv[0][0]).__repr__(), kv[0][1])):
@@ -128,6 +132,7 @@ class TableScan:
                 total_buckets=entries[0].total_buckets,
                 bucket_path=self.table.paths.bucket_dir(partition_dir(self.partition_names, values, default_name), bucket),
                 files=tuple(files),
+                dv_index=tuple(dv_entries.get((partition, bucket), ())) if dv_entries is not None else None,
                 raw_convertible=(not self.is_pk) or (len(files) == 1 and files[0].delete_row_count == 0)))
         return out
 

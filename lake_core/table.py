@@ -72,6 +72,13 @@ class FileStoreTable:
         return engine
 
     @property
+    def level0_hidden(self) -> bool:
+        """Batch reads skip level 0 (first-row, or deletion vectors: each file is read raw), so
+        writers compact level 0 up at once (Paimon's ``ForceUpLevel0Compaction``)."""
+        return bool(self._schema.primary_keys) and (self.merge_engine().hides_level0
+                                                     or self.options.deletion_vectors_enabled)
+
+    @property
     def bucket_mode(self) -> str:
         """``fixed`` (bucket >= 1), ``dynamic`` (primary key with every partition field, bucket -1),
         ``cross-partition`` (primary key omitting a partition field, bucket -1) or ``unaware``

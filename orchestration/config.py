@@ -15,14 +15,14 @@ from __future__ import annotations
 import functools
 import importlib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import pyarrow as pa
 import yaml
 from dagster._utils.schedules import is_valid_cron_string  # what ScheduleDefinition itself checks
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from lake_core import LakeError, from_paimon_type, parse_duration_ms, validate_options
+from lake_core import LakeError, check_tag_name_format, from_paimon_type, parse_duration_ms, validate_options
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 
@@ -38,6 +38,14 @@ def duration_seconds(text: str) -> float:
         return parse_duration_ms("duration", text) / 1000
     except LakeError:
         raise ValueError(f"{text!r} is not a duration; use e.g. '90 s', '30 min', '1 h', '1 hour' or '7 d'") from None
+
+
+def _check_duration(v: str) -> str:
+    duration_seconds(v)
+    return v
+
+
+Duration = Annotated[str, AfterValidator(_check_duration)]  # a Paimon-style duration, checked at load
 
 
 class _Strict(BaseModel):
@@ -131,12 +139,40 @@ class RecordExpiryPolicy(_Strict):
 class OrphanCleanupPolicy(_Strict):
     enabled: bool = True
     older_than: str = "1 d"
+    # True: runs (from the UI, a schedule or a sensor) only report what they would delete; set
+    # false to delete. A run's own `dry_run` config wins.
+    dry_run: bool = True
 
     @field_validator("older_than")
     @classmethod
     def _floor(cls, v: str) -> str:
         if duration_seconds(v) < 3600:  # an age floor (Paimon's remove_orphan_files older_than) spares in-flight writes
             raise ValueError(f"older_than {v!r} is below the 1 h safety floor")
+        return v
+
+
+class TagsPolicy(_Strict):
+    """Restore points made by the `tags` asset: the latest snapshot tagged by the run time (UTC)."""
+
+    name_format: str | None = Field(None, description="strftime pattern, e.g. 'daily-%Y-%m-%d'; None: no tags asset")
+    num_retained: int | None = Field(None, ge=1, description="keep the newest N tags of this pattern")
+    time_retained: str | None = None  # each tag's own expiry (Paimon's tagTimeRetained)
+
+    @field_validator("name_format")
+    @classmethod
+    def _pattern(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                check_tag_name_format(v)
+            except LakeError as e:
+                raise ValueError(str(e)) from None
+        return v
+
+    @field_validator("time_retained")
+    @classmethod
+    def _duration(cls, v: str | None) -> str | None:
+        if v is not None:
+            duration_seconds(v)
         return v
 
 
@@ -147,6 +183,15 @@ class RescalePolicy(_Strict):
     backfill: Literal["single_run", "per_partition"] = "single_run"
 
 
+class HealthPolicy(_Strict):
+    """Thresholds of the health checks and sensor that the operations' own sections do not give."""
+
+    max_small_files: int = Field(20, ge=1, description="compact a bucket once it has more files below small_file_mb")
+    max_ttl_lag: Duration = Field("1 h", description="run record expiry once the oldest record is this far past its retention")
+    max_bucket_skew: float = Field(2.0, gt=1, description="warn when a bucket holds more than this many times "
+                                                          "its partition's mean rows per bucket")
+
+
 class MaintenancePolicy(_Strict):
     compaction: CompactionPolicy = CompactionPolicy()
     manifest_compaction: ManifestCompactionPolicy = ManifestCompactionPolicy()
@@ -155,7 +200,9 @@ class MaintenancePolicy(_Strict):
     record_expiry: RecordExpiryPolicy = RecordExpiryPolicy()
     orphan_cleanup: OrphanCleanupPolicy = OrphanCleanupPolicy()
     rescale: RescalePolicy = RescalePolicy()
+    tags: TagsPolicy = TagsPolicy()
     cron: str | None = Field(None, description="cron schedule for maintenance runs")
+    health: HealthPolicy = HealthPolicy()
 
     @field_validator("cron")
     @classmethod
@@ -169,6 +216,9 @@ class SensorPolicy(_Strict):
     enabled: bool = True
     minimum_interval_seconds: int = Field(30, ge=1)
     max_requests_per_tick: int = Field(10, ge=1)
+    # A requested run's snapshot is leased until the run finishes; past this TTL (a safety net for
+    # leases nothing released) snapshot expiry ignores the lease.
+    lease_ttl: Duration = "12 h"
 
 
 # -- schemas ------------------------------------------------------------------------------------

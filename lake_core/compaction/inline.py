@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Sequence
 
+from ..deletion_vectors.maintainer import BucketDeletionVectors, bucket_dv_entries, needs_full_for_dv
 from ..messages import CommitMessage
 from ..metadata import DataFileMeta
 from ..paths import FileNamer, data_file_in
@@ -33,18 +34,19 @@ _MAX_ROUNDS = 8
 
 
 def pick_inline(table: "FileStoreTable", levels: Levels, expiry: RecordExpiry | None, now_ms: int,
-                stalled: bool) -> Pick:
+                stalled: bool, dv_index=None) -> Pick:
     opts = table.options
     runs = levels.sorted_runs()
     n = levels.number_of_levels
-    if opts.full_compaction_delta_commits is not None or stalled:
+    if opts.full_compaction_delta_commits is not None or stalled or \
+            (dv_index is not None and needs_full_for_dv(levels, dv_index)):
         schema = table.schema
         force = opts.compaction_force_rewrite_all_files
         return pick_full(runs, n, lambda f: force or (expiry is not None and expiry.file_has_expired(f, schema)))
     cfg = UniversalConfig.from_options(opts)
     # A batch writer starts with no memory of a previous full compaction (Java keeps it per writer).
     p = pick_universal(runs, n, cfg, now_ms=now_ms, last_full_ms=None)
-    if p.unit is None and table.merge_engine().hides_level0:
+    if p.unit is None and table.level0_hidden:
         p = force_pick_level0(runs, n, cfg)
     return p if worth_running(p.unit) else Pick(None)
 
@@ -63,16 +65,21 @@ def compact_written_bucket(table: "FileStoreTable", partition: bytes, bucket: in
     levels = Levels.of(original, opts.num_levels, key_decoder(table.key_types))
     stop = opts.num_sorted_run_stop_trigger
     written: set[str] = set()
+    vectors = None
+    if opts.deletion_vectors_enabled:
+        # no live files (a new bucket, or an overwrite replacing them): no vectors can matter
+        dv_index = bucket_dv_entries(table, table.snapshot_manager.latest()).get((partition, bucket), []) if live else []
+        vectors = BucketDeletionVectors.load(table, partition, bucket, dv_index)
     for round_ in range(_MAX_ROUNDS):
         stalled = round_ > 0
         if stalled and levels.number_of_sorted_runs <= stop:
             break
-        p = pick_inline(table, levels, expiry, now_ms, stalled)
+        p = pick_inline(table, levels, expiry, now_ms, stalled, vectors.entries if vectors is not None else None)
         if p.unit is None or not p.unit.files:
             break
         out = run_compact_unit(table, partition, bucket, total_buckets, p.unit, drop_delete=drop_delete(p.unit, levels),
                                max_level=levels.max_level, expiry=expiry, namer=namer,
-                               lookup_files=outside_unit(levels, p.unit)).message
+                               lookup_files=outside_unit(levels, p.unit), vectors=vectors).message
         upgraded = {f.file_name for f in out.compact_before}
         written |= {f.file_name for f in out.compact_after if f.file_name not in upgraded}
         levels = levels.update(out.compact_before, out.compact_after)
@@ -89,4 +96,6 @@ def compact_written_bucket(table: "FileStoreTable", partition: bytes, bucket: in
         table.fileio.delete(data_file_in(bucket_dir, name))
     if not before and not after:
         return None
-    return CommitMessage(partition, bucket, total_buckets, compact_before=before, compact_after=after)
+    new_index, deleted_index = vectors.changes(table, namer) if vectors is not None else ((), ())
+    return CommitMessage(partition, bucket, total_buckets, compact_before=before, compact_after=after,
+                         new_index_files=new_index, deleted_index_files=deleted_index)

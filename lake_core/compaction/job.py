@@ -1,4 +1,5 @@
-"""Dedicated compaction: plan (metadata) -> execute units (threads) -> one COMPACT commit.
+"""Dedicated compaction: plan (metadata) -> execute units (threads here, or any worker) -> one
+COMPACT commit (:func:`commit_compaction`).
 
 A unit whose input files another job already compacted is *stale*: it is skipped and reported,
 its output files deleted, and the other units still land. The commit is conflict-checked, so a
@@ -10,10 +11,10 @@ import logging
 import time
 from dataclasses import replace
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from ..commit import FileStoreCommit
-from ..errors import CommitConflictError
+from ..errors import CommitConflictError, LakeError
 from ..messages import CommitMessage
 from .plan import CompactionPlan, CompactionUnit, level_counts, plan_compaction, run_unit, ttl_lag_s
 from .result import CompactionResult
@@ -28,24 +29,46 @@ _MAX_STALE_ROUNDS = 5
 
 
 def compact(table: "FileStoreTable", *, full: bool = False, partitions=None, dry_run: bool = False,
-            expire_records: bool = False, parallelism: int = 2, now_ms: int | None = None) -> CompactionResult:
-    """Plan, execute and commit; ``now_ms`` fixes the clock of record-level expiry (default: now)."""
-    started = time.monotonic()
-    plan = plan_compaction(table, full=full, partitions=partitions, expire_records=expire_records, now_ms=now_ms)
-    before_files = [f for b in plan.buckets for f in b.files]
-    common = dict(table=table.identifier, full=full, expire_records=expire_records, dry_run=dry_run,
-                  base_snapshot_id=plan.snapshot_id, units_planned=len(plan.units),
-                  levels_before=level_counts(before_files),
-                  ttl_lag_before_s=ttl_lag_s(before_files, plan.expiry, table.schema))
+            expire_records: bool = False, parallelism: int = 2, now_ms: int | None = None,
+            options: Mapping[str, str] | None = None) -> CompactionResult:
+    """Plan, execute and commit; ``now_ms`` fixes the clock of record-level expiry (default: now).
+
+    The same three halves a distributed executor runs: :func:`plan_compaction` (metadata),
+    :func:`run_unit` per unit (here in threads), :func:`commit_compaction` once."""
+    plan = plan_compaction(table, full=full, partitions=partitions, expire_records=expire_records, now_ms=now_ms,
+                           options=options)
     log.info("compact %s: %d unit(s) planned over %d bucket(s)%s", table.identifier, len(plan.units),
              len(plan.buckets), " (dry run)" if dry_run else "")
+    outcomes = [] if dry_run else _execute(table, plan, parallelism)
+    return commit_compaction(table, plan, outcomes, dry_run=dry_run)
+
+
+def commit_compaction(table: "FileStoreTable", plan: CompactionPlan, outcomes: Sequence[UnitOutcome], *,
+                      dry_run: bool = False) -> CompactionResult:
+    """One COMPACT commit of ``outcomes`` (``outcomes[i]`` is the result of ``plan.units[i]``, run
+    anywhere) and the job's result. Units made stale by a concurrent compaction are skipped, with
+    their reason, and their files deleted. ``dry_run``: commit nothing, report the plan."""
+    before_files = [f for b in plan.buckets for f in b.files]
+    common = dict(table=table.identifier, full=plan.full, expire_records=plan.expire_records, dry_run=dry_run,
+                  base_snapshot_id=plan.snapshot_id, units_planned=len(plan.units),
+                  levels_before=level_counts(before_files),
+                  ttl_lag_before_s=ttl_lag_s(before_files, plan.expiry, table.schema), options=dict(plan.options),
+                  expiry_field=plan.expiry.field if plan.expiry else None,
+                  expiry_cutoff_s=plan.expiry.cutoff_s if plan.expiry else None)
     if dry_run or not plan.units:
+        if outcomes:
+            abort_compaction(table, outcomes)
+            raise LakeError(f"compact of {table.identifier}: {len(outcomes)} executed unit(s) given to a "
+                            f"{'dry run' if dry_run else 'plan without units'}; their files were deleted")
         return CompactionResult(**common, files_read=sum(len(u.files) for u in plan.units),
                                 bytes_read=sum(u.bytes for u in plan.units), rows_in=sum(u.rows for u in plan.units),
                                 levels_after=common["levels_before"], ttl_lag_after_s=common["ttl_lag_before_s"],
-                                duration_s=time.monotonic() - started)
-    outcomes = _execute(table, plan, parallelism)
-    committed, skipped, snapshot_id = commit_units(table, plan, outcomes)
+                                duration_s=_elapsed(plan))
+    if len(outcomes) != len(plan.units):
+        abort_compaction(table, outcomes)
+        raise LakeError(f"compact of {table.identifier}: {len(outcomes)} outcome(s) for {len(plan.units)} planned "
+                        "unit(s); every unit must be executed (nothing was committed, their files were deleted)")
+    committed, skipped, snapshot_id = commit_units(table, plan, list(outcomes))
     after_files = _files_after(before_files, [outcomes[i].message for i in committed])
     counts = [outcomes[i].counts for i in committed]
     msgs = [outcomes[i].message for i in committed]
@@ -61,7 +84,17 @@ def compact(table: "FileStoreTable", *, full: bool = False, partitions=None, dry
         rows_out=sum(c.rows_out for c in counts), rows_dropped_deletes=sum(c.rows_deleted for c in counts),
         rows_expired=sum(c.rows_expired for c in counts), rows_null_time=sum(c.rows_null_time for c in counts),
         levels_after=level_counts(after_files), ttl_lag_after_s=ttl_lag_s(after_files, plan.expiry, table.schema),
-        duration_s=time.monotonic() - started)
+        duration_s=_elapsed(plan))
+
+
+def abort_compaction(table: "FileStoreTable", outcomes: Sequence[UnitOutcome]) -> None:
+    """Delete the files of executed, uncommitted units (another unit failed; nothing is committed)."""
+    for outcome in outcomes:
+        _discard(table, outcome.message)
+
+
+def _elapsed(plan: CompactionPlan) -> float:
+    return max(0.0, time.time() - plan.planned_at) if plan.planned_at else 0.0
 
 
 def _execute(table: "FileStoreTable", plan: CompactionPlan, parallelism: int) -> list[UnitOutcome]:

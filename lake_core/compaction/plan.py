@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..errors import InvalidOptionError, LakeError
 from ..messages import CommitMessage
-from ..metadata import DataFileMeta
+from ..metadata import DataFileMeta, IndexManifestEntry
+from ..deletion_vectors.maintainer import BucketDeletionVectors, bucket_dv_entries, needs_full_for_dv
+from ..paths import FileNamer
+from .dynamic import with_planning_options
 from .expire import RecordExpiry
 from .levels import Levels, key_decoder
 from .picker import CompactUnit, Pick, UniversalConfig, drop_delete, force_pick_level0, pick_full, \
@@ -36,7 +39,8 @@ class CompactionUnit:
     drop_delete: bool
     reason: str
     expiry: RecordExpiry | None = None
-    lookup_files: tuple[DataFileMeta, ...] = ()  # first-row: the bucket's files outside the unit
+    lookup_files: tuple[DataFileMeta, ...] = ()  # first-row, deletion vectors: the bucket's files outside the unit
+    dv_index: tuple[IndexManifestEntry, ...] | None = None  # deletion vectors: the bucket's DV index files
 
     @property
     def bytes(self) -> int:
@@ -62,10 +66,17 @@ class BucketLevels:
 
 @dataclass(frozen=True)
 class CompactionPlan:
+    """What one dedicated compaction will do, from metadata only; picklable, so a driver can ship
+    its units to workers (one task per unit) and commit their outcomes once."""
+
     snapshot_id: int | None
     units: tuple[CompactionUnit, ...]
     buckets: tuple[BucketLevels, ...]  # every selected bucket, as planned
     expiry: RecordExpiry | None
+    full: bool = False
+    expire_records: bool = False
+    options: tuple[tuple[str, str], ...] = ()  # dynamic options the plan was made with
+    planned_at: float = 0.0  # wall clock (s) when planning started: the job's duration counts from it
 
 
 def execute_unit(table: "FileStoreTable", unit: CompactionUnit) -> CommitMessage:
@@ -76,9 +87,21 @@ def execute_unit(table: "FileStoreTable", unit: CompactionUnit) -> CommitMessage
 def run_unit(table: "FileStoreTable", unit: CompactionUnit) -> UnitOutcome:
     """:func:`execute_unit` plus the unit's row counters."""
     cu = CompactUnit(unit.output_level, unit.files, unit.reason)
-    return run_compact_unit(table, unit.partition, unit.bucket, unit.total_buckets, cu,
-                            drop_delete=unit.drop_delete, max_level=unit.max_level, expiry=unit.expiry,
-                            lookup_files=unit.lookup_files)
+    vectors = BucketDeletionVectors.load(table, unit.partition, unit.bucket, unit.dv_index) \
+        if unit.dv_index is not None else None
+    out = run_compact_unit(table, unit.partition, unit.bucket, unit.total_buckets, cu,
+                           drop_delete=unit.drop_delete, max_level=unit.max_level, expiry=unit.expiry,
+                           lookup_files=unit.lookup_files, vectors=vectors)
+    return with_vector_changes(table, out, vectors, FileNamer())
+
+
+def with_vector_changes(table: "FileStoreTable", out: UnitOutcome, vectors: BucketDeletionVectors | None,
+                        namer: FileNamer) -> UnitOutcome:
+    """The outcome with the bucket's rewritten DV index file (old ones deleted) in its message."""
+    if vectors is None:
+        return out
+    new, deleted = vectors.changes(table, namer)
+    return replace(out, message=replace(out.message, new_index_files=new, deleted_index_files=deleted))
 
 
 def _partition_filter(table: "FileStoreTable", partitions) -> Any:
@@ -102,7 +125,8 @@ def _partition_filter(table: "FileStoreTable", partitions) -> Any:
 
 
 def pick_bucket(table: "FileStoreTable", levels: Levels, *, full: bool, expiry: RecordExpiry | None,
-                expire_records: bool, now_ms: int, last_full_ms: int | None = None) -> Pick:
+                expire_records: bool, now_ms: int, last_full_ms: int | None = None,
+                dv_index: Sequence[IndexManifestEntry] | None = None) -> Pick:
     """The pick for one bucket of a dedicated job (the writer's inline pick is in :mod:`.inline`)."""
     opts = table.options
     runs = levels.sorted_runs()
@@ -110,7 +134,7 @@ def pick_bucket(table: "FileStoreTable", levels: Levels, *, full: bool, expiry: 
     schema = table.schema
     expired = (lambda f: expiry.file_has_expired(f, schema)) if expiry is not None else (lambda f: False)
     force = opts.compaction_force_rewrite_all_files
-    if full:
+    if full or (dv_index is not None and needs_full_for_dv(levels, dv_index)):
         return pick_full(runs, n, lambda f: force or expired(f))
     if expire_records:
         if any(expired(f) for f in levels.all_files()):
@@ -118,13 +142,16 @@ def pick_bucket(table: "FileStoreTable", levels: Levels, *, full: bool, expiry: 
         return Pick(None)
     cfg = UniversalConfig.from_options(opts)
     p = pick_universal(runs, n, cfg, now_ms=now_ms, last_full_ms=last_full_ms)
-    if p.unit is None and table.merge_engine().hides_level0:
+    if p.unit is None and table.level0_hidden:
         p = force_pick_level0(runs, n, cfg)  # ForceUpLevel0Compaction: level 0 is invisible to readers
     return p if worth_running(p.unit) else Pick(None)
 
 
 def plan_compaction(table: "FileStoreTable", *, full: bool = False, partitions=None, expire_records: bool = False,
-                    now_ms: int | None = None) -> CompactionPlan:
+                    now_ms: int | None = None, options: Mapping[str, str] | None = None) -> CompactionPlan:
+    """``options``: dynamic planning options for this job only (see :mod:`.dynamic`)."""
+    planned_at = time.time()
+    table = with_planning_options(table, options)
     if not table.schema.primary_keys:
         raise LakeError(f"compact of {table.identifier}: only primary-key tables have LSM levels to compact; "
                         "this is an append table")
@@ -141,6 +168,7 @@ def plan_compaction(table: "FileStoreTable", *, full: bool = False, partitions=N
         groups[(e.partition, e.bucket)].append(e)
     key_of = key_decoder(table.key_types)
     num_levels = table.options.num_levels
+    dv_entries = bucket_dv_entries(table, snapshot) if table.options.deletion_vectors_enabled else None
     units, buckets = [], []
     for (partition, bucket), entries in sorted(groups.items(), key=lambda kv: (repr(store.partition_values(kv[0][0])),
                                                                                kv[0][1])):
@@ -150,13 +178,18 @@ def plan_compaction(table: "FileStoreTable", *, full: bool = False, partitions=N
         files = tuple(e.file for e in entries)
         buckets.append(BucketLevels(partition, bucket, files))
         levels = Levels.of(files, num_levels, key_of)
-        p = pick_bucket(table, levels, full=full, expiry=expiry, expire_records=expire_records, now_ms=now_ms)
+        dv_index = tuple(dv_entries.get((partition, bucket), ())) if dv_entries is not None else None
+        p = pick_bucket(table, levels, full=full, expiry=expiry, expire_records=expire_records, now_ms=now_ms,
+                        dv_index=dv_index)
         if p.unit is None or not p.unit.files:
             continue
         units.append(CompactionUnit(partition, values, bucket, entries[0].total_buckets, p.unit.files,
                                     p.unit.output_level, levels.max_level, drop_delete(p.unit, levels),
-                                    p.unit.reason, expiry, outside_unit(levels, p.unit)))
-    return CompactionPlan(snapshot.id if snapshot else None, tuple(units), tuple(buckets), expiry)
+                                    p.unit.reason, expiry, outside_unit(levels, p.unit), dv_index))
+    return CompactionPlan(snapshot.id if snapshot else None, tuple(units), tuple(buckets), expiry, full=full,
+                          expire_records=expire_records,
+                          options=tuple(sorted((str(k), str(v)) for k, v in (options or {}).items())),
+                          planned_at=planned_at)
 
 
 def outside_unit(levels: Levels, unit: CompactUnit) -> tuple[DataFileMeta, ...]:

@@ -31,3 +31,6 @@ class CompactionResult(OperationResult):
     levels_after: dict = field(default_factory=dict)
     ttl_lag_before_s: int | None = None  # age past expiry of the oldest expired record (None: no expiry)
     ttl_lag_after_s: int | None = None
+    options: dict = field(default_factory=dict)  # dynamic options of this job (policy overrides)
+    expiry_field: str | None = None  # record-level.time-field in effect (None: no record expiry)
+    expiry_cutoff_s: int | None = None  # records with an older time (epoch s) expire in this job

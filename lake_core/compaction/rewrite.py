@@ -17,55 +17,17 @@ from ..merge.sort import KIND, SEQ
 from ..messages import CommitMessage
 from ..metadata import DataFileMeta, FileSource
 from ..paths import FileNamer, data_file_in, partition_dir
+from .dv import DvCompaction, unit_vectors
 from .expire import RecordExpiry
+from .kv_read import CHUNK_ROWS, iter_kv_file, kv_schema  # noqa: F401 - re-exported
 from .levels import key_decoder
 from .stream import merge_sorted_runs
 from .picker import CompactUnit
 from .task import Rewrite, unit_actions
 
 if TYPE_CHECKING:
+    from ..deletion_vectors.maintainer import BucketDeletionVectors
     from ..table import FileStoreTable
-
-
-CHUNK_ROWS = 65_536  # rows read per input file per merge round
-
-
-def _kv_schema(table: "FileStoreTable") -> pa.Schema:
-    schema = table.schema.arrow_schema()
-    return schema.append(pa.field(SEQ, pa.int64(), nullable=False)).append(pa.field(KIND, pa.int8(), nullable=False))
-
-
-def iter_kv_file(table: "FileStoreTable", bucket_dir: str, f: DataFileMeta, chunk_rows: int = CHUNK_ROWS):
-    """Chunks of one data file: every table column plus _SEQUENCE_NUMBER/_VALUE_KIND. The file's
-    size and row count are checked against its manifest entry, as every other read does."""
-    from ..data_file_format import iter_data_file
-    from ..errors import DataFileMismatchError
-    from ..integrity import check_data_file_size
-    full = _kv_schema(table)
-    path = f.external_path or data_file_in(bucket_dir, f.file_name)
-    fmt = f.file_name.rsplit(".", 1)[-1]
-    rows = 0
-    if f.schema_id != table.schema.id:  # written under an older schema: the evolving reader maps its columns
-        from ..schema_evolution import read_evolved
-        whole = read_evolved(table, path, f, fmt, full.names, full)
-        for start in range(0, whole.num_rows, chunk_rows):
-            yield whole.slice(start, chunk_rows)
-        return
-    if table.fileio.is_local:
-        local = table.fileio._p(path)
-        check_data_file_size(path, f, os.path.getsize(local))
-        for chunk in iter_data_file(local, fmt, full.names, full, chunk_rows):
-            rows += chunk.num_rows
-            yield chunk
-    else:
-        with table.fileio.open_input(path) as src:
-            check_data_file_size(path, f, int(src.size))
-            for chunk in iter_data_file(src, fmt, full.names, full, chunk_rows):
-                rows += chunk.num_rows
-                yield chunk
-    if rows != f.row_count:
-        raise DataFileMismatchError(path, f"data file {path} holds {rows} rows but its manifest entry says "
-                                          f"{f.row_count}; compaction stopped and committed nothing")
 
 
 @dataclass(frozen=True)
@@ -95,9 +57,12 @@ def partition_path(table: "FileStoreTable", partition: bytes) -> str:
 def run_compact_unit(table: "FileStoreTable", partition: bytes, bucket: int, total_buckets: int, unit: CompactUnit,
                      *, drop_delete: bool, max_level: int, expiry: RecordExpiry | None = None,
                      extra_new_files: Sequence[DataFileMeta] = (), namer: FileNamer | None = None,
-                     force_rewrite: bool | None = None, lookup_files: Sequence[DataFileMeta] = ()) -> UnitOutcome:
+                     force_rewrite: bool | None = None, lookup_files: Sequence[DataFileMeta] = (),
+                     vectors: "BucketDeletionVectors | None" = None) -> UnitOutcome:
     """Execute ``unit`` of one bucket. ``extra_new_files`` are files written by the same commit
-    (inline compaction): they are reported as new files of the message."""
+    (inline compaction): they are reported as new files of the message. ``vectors``: the bucket's
+    deletion vectors (``deletion-vectors.enabled``), applied to the inputs and updated in place with
+    the rows this compaction replaces; the caller writes them (:meth:`BucketDeletionVectors.changes`)."""
     opts = table.options
     engine = table.merge_engine()
     key_of = key_decoder(table.key_types)
@@ -107,13 +72,19 @@ def run_compact_unit(table: "FileStoreTable", partition: bytes, bucket: int, tot
                            min_file_size=int(opts.target_file_size * opts.compaction_small_file_ratio),
                            is_expired=is_expired,
                            force_rewrite=opts.compaction_force_rewrite_all_files if force_rewrite is None else force_rewrite,
-                           rewrite_level0=engine.hides_level0 and bool(lookup_files))
+                           rewrite_level0=(engine.hides_level0 and bool(lookup_files)) or vectors is not None)
     ppath = partition_path(table, partition)
     writer = DataFileWriter(table, ppath, bucket, namer or FileNamer())
     key_names = list(schema.trimmed_primary_keys)
     # first-row: a key already in the bucket's other levels is not a first row; Java reads such
     # tables without merging, so a key must never be stored twice (Paimon's lookup compaction)
     seen = _lookup_keys(table, ppath, bucket, lookup_files, key_names) if engine.hides_level0 else None
+    bucket_dir = table.paths.bucket_dir(ppath, bucket)
+    dv = None
+    if vectors is not None:
+        # the replaced rows are masked in their files, so retractions have nothing left to cancel
+        drop_delete = drop_delete or unit.output_level > 0
+        dv = DvCompaction(table, bucket_dir, tuple(lookup_files), vectors)
     before: list[DataFileMeta] = []
     after: list[DataFileMeta] = []
     c = dict(rows_in=0, rows_out=0, rows_deleted=0, rows_expired=0, rows_null_time=0, files_upgraded=0)
@@ -127,10 +98,13 @@ def run_compact_unit(table: "FileStoreTable", partition: bytes, bucket: int, tot
         files = sorted((f for section in action.sections for f in section),
                        key=lambda f: (f.min_sequence_number, f.file_name))  # oldest first
         before.extend(files)
-        bucket_dir = table.paths.bucket_dir(ppath, bucket)
-        merged_chunks = merge_sorted_runs([iter_kv_file(table, bucket_dir, f) for f in files], key_names,
-                                          lambda rows: _merge_chunk(engine, rows, drop_delete, expiry, c, seen, key_names))
+        dvs = vectors.vectors if vectors is not None else {}
+        merged_chunks = merge_sorted_runs([iter_kv_file(table, bucket_dir, f, deletion=dvs.get(f.file_name))
+                                           for f in files], key_names,
+                                          lambda rows: _merge_chunk(engine, rows, drop_delete, expiry, c, seen,
+                                                                    key_names, dv))
         after.extend(_write_rolled(writer, merged_chunks, unit.output_level, opts.target_file_size))
+        unit_vectors(vectors, files)
     msg = CommitMessage(partition, bucket, total_buckets, new_files=tuple(extra_new_files),
                         compact_before=tuple(before), compact_after=tuple(after))
     return UnitOutcome(msg, UnitCounts(**c))
@@ -146,7 +120,7 @@ def _lookup_keys(table, ppath: str, bucket: int, files: Sequence[DataFileMeta], 
 
 
 def _merge_chunk(engine, rows: pa.Table, drop_delete: bool, expiry: RecordExpiry | None, c: dict,
-                 seen: pa.Table | None = None, key_names=()) -> pa.Table:
+                 seen: pa.Table | None = None, key_names=(), dv: DvCompaction | None = None) -> pa.Table:
     """Merge one chunk of complete key groups; counts rows in/out, expired and dropped deletes.
     ``seen``: keys stored elsewhere in the bucket (first-row), whose rows are dropped."""
     c["rows_in"] += rows.num_rows
@@ -154,6 +128,8 @@ def _merge_chunk(engine, rows: pa.Table, drop_delete: bool, expiry: RecordExpiry
         rows, expired, nulls = expiry.split(rows)
         c["rows_expired"] += expired
         c["rows_null_time"] += nulls
+    if dv is not None:
+        rows = dv.absorb(rows)
     merged = engine.merge(rows, drop_deletes=False) if rows.num_rows else rows
     if drop_delete and merged.num_rows:
         retract = rowkind.is_retract(merged[KIND].to_numpy())

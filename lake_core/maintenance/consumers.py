@@ -140,10 +140,18 @@ def _ttl_ms(ttl) -> int:
     return ms
 
 
-@contextlib.contextmanager
-def lease(table: "FileStoreTable", snapshot_id: int | None = None, *, holder: str,
-          ttl=_dt.timedelta(hours=1)) -> Iterator["Snapshot"]:
-    """Pin ``snapshot_id`` (default: the latest) while the block runs; yields the snapshot.
+@dataclass(frozen=True)
+class Lease:
+    """A lease held outside a ``with`` block; ``consumer_id`` releases it."""
+
+    consumer_id: str
+    snapshot_id: int
+    expires_ms: int
+
+
+def acquire_lease(table: "FileStoreTable", snapshot_id: int | None = None, *, holder: str,
+                  ttl=_dt.timedelta(hours=1)) -> tuple[Lease, "Snapshot"]:
+    """Pin ``snapshot_id`` (default: the latest) until :func:`release_lease` or the TTL passes.
 
     Protocol: write the consumer file first, *then* re-check that the snapshot still exists. An
     expiry either saw the consumer file (and keeps the snapshot) or deleted the snapshot file
@@ -164,10 +172,31 @@ def lease(table: "FileStoreTable", snapshot_id: int | None = None, *, holder: st
     manager.reset(cid, snapshot_id)
     try:
         table.snapshot_manager.forget(snapshot_id)  # re-check the store, not our cache
-        try:
-            snap = table.snapshot_manager.get(snapshot_id)
-        except SnapshotNotFoundError as e:
-            raise LeaseError(f"cannot lease snapshot {snapshot_id} of {table.identifier}: {e}") from None
+        snap = table.snapshot_manager.get(snapshot_id)
+    except SnapshotNotFoundError as e:
+        manager.delete(cid)
+        raise LeaseError(f"cannot lease snapshot {snapshot_id} of {table.identifier}: {e}") from None
+    except BaseException:
+        manager.delete(cid)
+        raise
+    return Lease(cid, snapshot_id, expires), snap
+
+
+def release_lease(table: "FileStoreTable", consumer_id: str) -> bool:
+    """Remove a lease's consumer file; False when it was already gone (released or expired)."""
+    if not _LEASE.match(consumer_id):
+        raise MaintenanceArgumentError(f"{consumer_id!r} is not a lease of {table.identifier} "
+                                       "(lease ids look like 'lease-<holder>-<expiry millis>-<random>')")
+    return ConsumerManager(table).delete(consumer_id)
+
+
+@contextlib.contextmanager
+def lease(table: "FileStoreTable", snapshot_id: int | None = None, *, holder: str,
+          ttl=_dt.timedelta(hours=1)) -> Iterator["Snapshot"]:
+    """Pin ``snapshot_id`` (default: the latest) while the block runs; yields the snapshot
+    (:func:`acquire_lease` on entry, :func:`release_lease` on exit)."""
+    held, snap = acquire_lease(table, snapshot_id, holder=holder, ttl=ttl)
+    try:
         yield snap
     finally:
-        manager.delete(cid)
+        ConsumerManager(table).delete(held.consumer_id)

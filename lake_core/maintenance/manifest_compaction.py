@@ -7,6 +7,9 @@ the whole base list is folded: ADD minus DELETE, rewritten into target-size mani
 entries gone. Manifests that need no change and hold no deleted file are kept as they are.
 ``compact_manifest()`` forces the same fold now and commits it as a COMPACT snapshot, so a table
 with thousands of commits plans from a handful of manifests, like a fresh one.
+``compact_manifest(mode="minor")`` commits what a commit's own merge would do (Java
+``tryMinorCompaction``: runs of small manifests merged up to ``manifest.target-file-size``, a
+trailing run only once it has ``manifest.merge-min-count`` files; target-size manifests kept).
 """
 from __future__ import annotations
 
@@ -65,10 +68,30 @@ class CompactManifestResult(OperationResult):
     skipped: str | None = None
 
 
-def compact_manifest(table: "FileStoreTable", *, dry_run: bool = False) -> CompactManifestResult:
+MODES = ("full", "minor")
+
+
+def _fold(table: "FileStoreTable", metas: Sequence[ManifestFileMeta], namer: FileNamer, mode: str
+          ) -> tuple[list[ManifestFileMeta], list[ManifestFileMeta]] | None:
+    store = table.manifest_store
+    if mode == "full":
+        return try_full_compaction(store, metas, table.options, table.schema.id, namer, force=True)
+    from ..manifest_merge import merge_manifests
+    new_metas, written = merge_manifests(store, metas, table.options, table.schema.id, namer)
+    if len(new_metas) < len(metas):
+        return new_metas, written
+    for m in written:  # merged into as many manifests as before: not worth a snapshot
+        table.fileio.delete(table.paths.manifest(m.file_name))
+    return None
+
+
+def compact_manifest(table: "FileStoreTable", *, mode: str = "full", dry_run: bool = False) -> CompactManifestResult:
     started = time.monotonic()
     if not isinstance(dry_run, bool):
         raise MaintenanceArgumentError(f"dry_run = {dry_run!r} for table {table.identifier} must be True or False")
+    if mode not in MODES:
+        raise MaintenanceArgumentError(f"mode = {mode!r} for compact_manifest on table {table.identifier} must be "
+                                       + " or ".join(repr(m) for m in MODES))
     sm, store, fio = table.snapshot_manager, table.manifest_store, table.fileio
 
     def result(**kw) -> CompactManifestResult:
@@ -87,7 +110,7 @@ def compact_manifest(table: "FileStoreTable", *, dry_run: bool = False) -> Compa
             return result(snapshot_id=latest.id, manifests_before=before[0], manifest_bytes_before=before[1],
                           skipped=None if len(metas) > 1 or n_del else "already compact")
         namer = FileNamer()
-        folded = try_full_compaction(store, metas, table.options, table.schema.id, namer, force=True)
+        folded = _fold(table, metas, namer, mode)
         if folded is None:
             return result(snapshot_id=latest.id, manifests_before=before[0], manifests_after=before[0],
                           manifest_bytes_before=before[1], manifest_bytes_after=before[1], skipped="already compact")

@@ -26,18 +26,57 @@ class TableMaintenance:
 
     # -- compaction (lake_core.compaction) ----------------------------------------------------------
     def compact(self, *, full: bool = False, partitions=None, dry_run: bool = False,
-                expire_records: bool = False, parallelism: int = 2):
+                expire_records: bool = False, parallelism: int = 2, options=None):
         """Paimon's ``compact`` procedure for a primary-key table.
 
         ``full=True`` compacts every selected bucket to the top level; otherwise the universal
         picker decides per bucket (nothing to do is a valid outcome). ``partitions``: a dict or a
         list of dicts of partition values. ``expire_records=True`` rewrites exactly the buckets
-        whose value statistics show records older than ``record-level.expire-time``. One COMPACT
+        whose value statistics show records older than ``record-level.expire-time``. ``options``:
+        dynamic options for this job only, as the procedure's ``options`` argument (planning
+        options such as ``num-sorted-run.compaction-trigger`` and ``record-level.*``). One COMPACT
         snapshot; units made stale by a concurrent compaction are skipped and reported.
         Returns a :class:`lake_core.compaction.CompactionResult`."""
         from ..compaction.job import compact
         return compact(self._table, full=full, partitions=partitions, dry_run=dry_run,
-                       expire_records=expire_records, parallelism=parallelism)
+                       expire_records=expire_records, parallelism=parallelism, options=options)
+
+    # The three halves of a distributed compaction: the driver plans, each worker runs one unit,
+    # the driver commits every outcome once. ``compact`` above runs exactly these.
+    def plan_compaction(self, *, full: bool = False, partitions=None, expire_records: bool = False, options=None):
+        """Metadata only: a frozen, picklable ``CompactionPlan`` whose ``units`` are the work
+        (one per (partition, bucket)); arguments as ``compact``."""
+        from ..compaction.plan import plan_compaction
+        return plan_compaction(self._table, full=full, partitions=partitions, expire_records=expire_records,
+                               options=options)
+
+    def compact_unit(self, *, unit):
+        """Run one unit of a plan (in any process): writes its new files, commits nothing, and
+        returns a picklable ``UnitOutcome`` (its commit message and row counters)."""
+        from ..compaction.plan import run_unit
+        return run_unit(self._table, unit)
+
+    def commit_compaction(self, *, plan, outcomes, dry_run: bool = False):
+        """Commit ``outcomes`` (one per unit of ``plan``, in order) as one COMPACT snapshot. Units
+        whose input files were compacted concurrently are skipped with the reason (their files
+        deleted). Returns the ``CompactionResult``."""
+        from ..compaction.job import commit_compaction
+        return commit_compaction(self._table, plan, outcomes, dry_run=dry_run)
+
+    def abort_compaction(self, *, outcomes) -> None:
+        """Delete the files of executed units that will not be committed (another unit failed)."""
+        from ..compaction.job import abort_compaction
+        abort_compaction(self._table, outcomes)
+
+    def verify_compaction(self, *, before_snapshot_id: int, after_snapshot_id: int, expiry_field: str | None = None,
+                          expiry_cutoff_s: int | None = None, expired_must_be_gone: bool = False):
+        """Compare the table at two snapshots by key: same keys and rows, no deleted key back;
+        with record expiry only expired records may go (and, if ``expired_must_be_gone``, none
+        may stay). Returns a ``CompactionVerification`` (``passed``, ``problems``)."""
+        from ..compaction.verify import verify_compaction
+        return verify_compaction(self._table, before_snapshot_id=before_snapshot_id,
+                                 after_snapshot_id=after_snapshot_id, expiry_field=expiry_field,
+                                 expiry_cutoff_s=expiry_cutoff_s, expired_must_be_gone=expired_must_be_gone)
 
     # -- snapshot expiry (expire_snapshots.py) ------------------------------------------------
     def expire_snapshots(self, *, retain_min: int | None = None, retain_max: int | None = None,
@@ -67,6 +106,17 @@ class TableMaintenance:
         from .tag_time import expire_tags
         return expire_tags(self._table, older_than=older_than, dry_run=dry_run)
 
+    # -- scheduled tags (tag_snapshot.py) -------------------------------------------------------
+    def tag_snapshot(self, *, name_format: str, num_retained: int | None = None, time_retained=None,
+                     now=None, dry_run: bool = False):
+        """Tag the latest snapshot ``now.strftime(name_format)`` (``now``: UTC by default), unless
+        that tag exists; then delete the oldest tags whose names parse with ``name_format`` beyond
+        ``num_retained``. ``time_retained`` (a timedelta) is the new tag's ``tagTimeRetained``.
+        Returns a ``TagSnapshotResult``."""
+        from .tag_snapshot import tag_snapshot
+        return tag_snapshot(self._table, name_format=name_format, num_retained=num_retained,
+                            time_retained=time_retained, now=now, dry_run=dry_run)
+
     # -- consumers (consumers.py) ----------------------------------------------------------------
     @property
     def consumers(self):
@@ -83,11 +133,36 @@ class TableMaintenance:
         return remove_orphan_files(self._table, older_than=_dt.timedelta(days=1) if older_than is None
                                    else older_than, dry_run=dry_run, force=force)
 
+    def acquire_lease(self, *, snapshot_id: int | None = None, holder: str, ttl=None):
+        """Pin ``snapshot_id`` (default: the latest) until :meth:`release_lease` or ``ttl`` (default
+        1 h) passes, for a reader whose work outlives one block (a queued Dagster run). Returns a
+        :class:`lake_core.maintenance.consumers.Lease`; its ``consumer_id`` releases it."""
+        from .consumers import acquire_lease
+        return acquire_lease(self._table, snapshot_id, holder=holder, **({} if ttl is None else {"ttl": ttl}))[0]
+
+    def release_lease(self, *, consumer_id: str) -> bool:
+        """Release a lease taken with :meth:`acquire_lease` (False: it was already gone)."""
+        from .consumers import release_lease
+        return release_lease(self._table, consumer_id)
+
+    # -- health (health.py) ----------------------------------------------------------------------
+    def health(self, *, small_file_bytes: int | None = None, ttl_field: str | None = None, ttl=None,
+               now_ms: int | None = None):
+        """The table's health from metadata only (snapshot hints, manifest list, manifests; no data
+        file): sorted runs, small files and rows per bucket, snapshot and manifest counts, oldest
+        snapshot age, TTL lag and bucket skew. ``small_file_bytes``: files below count as small
+        (default 16 MiB). ``ttl_field``/``ttl``: a record-expiry rule (default: the table's
+        ``record-level.*`` options). Returns a frozen :class:`lake_core.maintenance.health.TableHealth`."""
+        from .health import DEFAULT_SMALL_FILE_BYTES, table_health
+        return table_health(self._table, small_file_bytes=DEFAULT_SMALL_FILE_BYTES if small_file_bytes is None else small_file_bytes,
+                            ttl_field=ttl_field, ttl=ttl, now_ms=now_ms)
+
     # -- manifest compaction (manifest_compaction.py) ------------------------------------------
-    def compact_manifest(self, *, dry_run: bool = False):
-        """Fold every manifest of the latest snapshot into target-size ones (a COMPACT snapshot)."""
+    def compact_manifest(self, *, mode: str = "full", dry_run: bool = False):
+        """Fold every manifest of the latest snapshot into target-size ones (a COMPACT snapshot);
+        ``mode="minor"`` merges only runs of small manifests, as each commit's own merge does."""
         from .manifest_compaction import compact_manifest
-        return compact_manifest(self._table, dry_run=dry_run)
+        return compact_manifest(self._table, mode=mode, dry_run=dry_run)
 
     # -- partition expiry (partitions.py) -----------------------------------------------------
     def expire_partitions(self, *, expiration_time, timestamp_formatter: str | None = None,

@@ -6,7 +6,10 @@ merges them.
   the table's asset (:mod:`.ingest`), its maintenance assets (:mod:`.maintenance`, the seam where
   each operation plugs in) and its checks (:mod:`.checks`, :mod:`.drift`).
 - :mod:`.downstream`: derived tables, their jobs, and the snapshot sensors (:mod:`.sensors`)
-  that request them.
+  that request them, leasing each snapshot until its run ends (:mod:`.leases`).
+- :mod:`.health`: per table, the health sensor and the policy's cron schedule that request
+  maintenance assets; :mod:`.policy` turns a table's health and policy into decisions with reasons
+  (also behind the health checks of :mod:`.checks`).
 - :mod:`.naming`, :mod:`.metadata`, :mod:`.storage`: names, materialization metadata, and the
   storage access check every Spark step makes first.
 """

@@ -7,6 +7,7 @@ import dagster as dg
 from pydantic import Field
 
 from orchestration.config import DownstreamConfig, TablesConfig
+from orchestration.defs.leases import build_lease_release_sensors
 from orchestration.defs.metadata import write_materialization
 from orchestration.defs.naming import downstream_job_name, op_name, table_asset_key, table_group, table_pool
 from orchestration.defs.resources import LakeCatalogResource, SparkResource
@@ -82,4 +83,6 @@ def downstream_definitions(config: TablesConfig) -> dg.Definitions:
             table, job, lambda sid, consumers=consumers: downstream_run_config(consumers, sid),
             description=f"Requests {', '.join(d.name for d in consumers)} for each new snapshot of {table.name}.",
         ))
+    if jobs:
+        sensors += build_lease_release_sensors(jobs, prefix="downstream__")
     return dg.Definitions(assets=assets, jobs=jobs, sensors=sensors)

@@ -80,6 +80,14 @@ class LedgerEntry:
         return dataclasses.asdict(self)
 
 
+def committed_snapshot(result: OperationResult) -> int | None:
+    """The snapshot an operation committed: its ``snapshot_id`` unless it was a dry run or skipped
+    (then ``snapshot_id`` is only the snapshot it looked at)."""
+    if result.dry_run or getattr(result, "skipped", None) is not None:
+        return None
+    return getattr(result, "snapshot_id", None)
+
+
 def _catalog(lake: "LakeCatalogResource | Catalog") -> Catalog:
     return lake if isinstance(lake, Catalog) else lake.catalog()
 
@@ -124,15 +132,15 @@ def record(
     (``manifest_compaction``, ``compaction``, ...); ``run_id``: the Dagster run id (a retried step
     of the same run overwrites its row). ``result``: the operation's typed result; ``outputs``,
     ``skipped``, ``bytes_reclaimed``, ``snapshot_id``, ``duration_s`` and ``dry_run`` default to
-    its fields (``as_metadata()``, ``.skipped``, ``.bytes_reclaimed``, ``.snapshot_id``, ...), and an
-    explicit argument wins. ``error``: the failure's message (status ``failed``).
+    its fields (``as_metadata()``, ``.skipped``, ``.bytes_reclaimed``, the snapshot it committed, ...),
+    and an explicit argument wins. ``error``: the failure's message (status ``failed``).
     """
     if result is not None:
         meta = result.as_metadata()
         outputs = {k: v for k, v in meta.items() if k not in _RESULT_COLUMNS} if outputs is None else outputs
         skipped = skipped if skipped is not None else getattr(result, "skipped", None)
         bytes_reclaimed = bytes_reclaimed if bytes_reclaimed is not None else getattr(result, "bytes_reclaimed", None)
-        snapshot_id = snapshot_id if snapshot_id is not None else getattr(result, "snapshot_id", None)
+        snapshot_id = snapshot_id if snapshot_id is not None else committed_snapshot(result)
         duration_s = duration_s if duration_s is not None else result.duration_s
         dry_run = dry_run if dry_run is not None else result.dry_run
     status = "failed" if error is not None else "skipped" if skipped is not None else "succeeded"

@@ -3,6 +3,10 @@ from __future__ import annotations
 
 import dagster as dg
 
+# Run tag carrying why a maintenance run was requested ("compaction: dt=2024-01-02/bucket-3 has 7
+# sorted runs > 5"); maintenance assets log it and write it to the ledger's ``reason`` column.
+REASON_TAG = "lake/reason"
+
 
 def table_asset_key(table_name: str) -> dg.AssetKey:
     """'demo.orders' → AssetKey(['demo', 'orders']): the asset *is* the table."""
@@ -47,3 +51,11 @@ def snapshot_sensor_name(table_name: str) -> str:
 
 def downstream_job_name(table_name: str) -> str:
     return f"{identifier(table_name)}__downstream"
+
+
+def health_sensor_name(table_name: str) -> str:
+    return f"{identifier(table_name)}__health_sensor"
+
+
+def maintenance_schedule_name(table_name: str) -> str:
+    return f"{identifier(table_name)}__maintenance_schedule"

@@ -6,6 +6,9 @@ name and the creation time of its first schema (``schema-0``), so after the ware
 the tick and starts over at the new table's newest snapshot instead of waiting for ids it has
 already passed. Run keys carry a short digest of the identity for the same reason.
 
+Before requesting a run, the sensor leases its snapshot (tag ``lake/lease``) so expiry keeps it
+until the run finishes; :mod:`.leases` releases it.
+
 A tick reads the ``LATEST`` hint and walks back from there, one snapshot file at a time, to the
 cursor (at most ``WALK_LIMIT`` files), never the whole snapshot directory.
 """
@@ -18,7 +21,8 @@ from typing import TYPE_CHECKING, Any, Callable
 import dagster as dg
 
 from lake_core import CommitKind, LakeError, SchemaError, SnapshotNotFoundError, TableNotFoundError
-from orchestration.config import TableConfig
+from orchestration.config import TableConfig, duration_seconds
+from orchestration.defs.leases import HOLDER, LEASE_TAG, sweep_leases
 from orchestration.defs.naming import snapshot_sensor_name
 from orchestration.defs.resources import LakeCatalogResource
 
@@ -139,26 +143,43 @@ def build_snapshot_sensor(
 ) -> dg.SensorDefinition:
     """The sensor requesting ``job`` (with ``run_config_for(snapshot_id)``) once per new data snapshot."""
 
+    ttl_s = duration_seconds(table.sensor.lease_ttl)
+
     def evaluate(context: dg.SensorEvaluationContext, lake: LakeCatalogResource) -> dg.SensorResult:
+        catalog = lake.catalog()
         try:
-            plan = plan_snapshot_requests(lake.catalog(), lake.warehouse, table.name, context.cursor,
+            plan = plan_snapshot_requests(catalog, lake.warehouse, table.name, context.cursor,
                                           table.sensor.max_requests_per_tick)
         except Exception:
             lake.check_access()  # a storage problem becomes one line naming bucket, endpoint, variables
             raise
-        for note in plan.notes:
+        notes = list(plan.notes)
+        lake_table = catalog.get_table(table.name) if plan.identity is not None else None
+        if lake_table is not None:
+            notes += sweep_leases(context.instance, lake_table, ttl_s=ttl_s)
+        for note in notes:
             context.log.info(f"{table.name}: {note}")
         if plan.skip_reason is not None:
-            return dg.SensorResult(skip_reason="; ".join([*plan.notes, plan.skip_reason]), cursor=plan.cursor)
-        assert plan.identity is not None
-        requests = [
-            dg.RunRequest(
+            return dg.SensorResult(skip_reason="; ".join([*notes, plan.skip_reason]), cursor=plan.cursor)
+        assert plan.identity is not None and lake_table is not None
+        requests = []
+        for sid in plan.snapshot_ids:
+            # Lease first, request second: expiry cannot remove the snapshot before the run reads it.
+            try:
+                lease = lake_table.maintenance.acquire_lease(snapshot_id=sid, holder=HOLDER, ttl=ttl_s)
+            except LakeError as e:  # the snapshot expired since the plan
+                context.log.warning(f"{table.name}: snapshot {sid} not requested: {e}")
+                continue
+            context.log.info(f"{table.name}: leased snapshot {sid} for its downstream run ({lease.consumer_id})")
+            requests.append(dg.RunRequest(
                 run_key=run_key(table.name, sid, plan.identity),
                 run_config=run_config_for(sid),
-                tags={"lake/table": table.name, "lake/snapshot": str(sid), "lake/table-identity": plan.identity},
-            )
-            for sid in plan.snapshot_ids
-        ]
+                tags={"lake/table": table.name, "lake/snapshot": str(sid), "lake/table-identity": plan.identity,
+                      LEASE_TAG: lease.consumer_id},
+            ))
+        if not requests:
+            return dg.SensorResult(skip_reason="; ".join([*notes, f"snapshots {list(plan.snapshot_ids)} expired "
+                                                                  "before they could be leased"]), cursor=plan.cursor)
         return dg.SensorResult(run_requests=requests, cursor=plan.cursor)
 
     return dg.sensor(

@@ -28,6 +28,7 @@ from dagster._core.storage.tags import RUN_KEY_TAG, SENSOR_NAME_TAG
 
 from lake_core import LakeError
 from orchestration.config import TablesConfig, load_tables_config
+from orchestration.defs.leases import LEASE_TAG, release_run_lease
 from orchestration.defs.naming import snapshot_sensor_name, table_asset_key
 from orchestration.defs.sensors import SensorCursor, table_identity
 from orchestration.definitions import CONFIG_ENV, build_definitions, config_path
@@ -128,6 +129,8 @@ def run_demo(
             if done is not None:
                 summary.skipped.append(key)
                 say(f"sensor   {sensor.name}: run_key {key} already has run {done.run_id[:8]} ({done.status.value})")
+                # no run will carry this request's snapshot lease: release it now
+                catalog.get_table(table.name).maintenance.release_lease(consumer_id=request.tags[LEASE_TAG])
                 continue
             say(f"sensor   {sensor.name}: run_key {key} → job {job.name}")
             started = time.monotonic()
@@ -135,6 +138,9 @@ def run_demo(
             tags = {**request.tags, RUN_KEY_TAG: key, SENSOR_NAME_TAG: sensor.name}
             result = job.execute_in_process(run_config={**(request.run_config or {}), **_QUIET}, tags=tags,
                                             instance=instance)
+            released = release_run_lease(catalog, instance.get_run_by_id(result.run_id))  # what the run-status sensor does
+            if released:
+                say(f"lease    {released}")
             for d in config.downstream:
                 if d.source_table == table.name:
                     meta = _metadata(result, table_asset_key(d.name))

@@ -27,7 +27,7 @@ def _table_with_stored_options(warehouse_path: Path, options: dict) -> Catalog:
 
 
 @pytest.mark.parametrize("options, named", [
-    ({"deletion-vectors.enabled": "true"}, "deletion-vectors.enabled"),
+    ({"deletion-vectors.enabled": "true", "merge-engine": "first-row"}, "deletion-vectors.enabled"),
     ({"bucket": "-2"}, "bucket"),
     ({"lookup.cache-max-memory-size": "1 gb"}, "lookup.cache-max-memory-size"),
     ({"an-option-from-the-future": "x"}, "an-option-from-the-future"),

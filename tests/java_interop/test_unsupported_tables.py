@@ -24,7 +24,6 @@ def _tree_digest(root: str) -> str:
 
 
 @pytest.mark.parametrize("options, named", [
-    ({"deletion-vectors.enabled": "true"}, "deletion-vectors.enabled"),
     ({"file-index.bloom-filter.columns": "v"}, "file-index.bloom-filter.columns"),
     ({"some-future.option": "x"}, "some-future.option"),
 ])

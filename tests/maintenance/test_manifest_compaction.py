@@ -70,3 +70,25 @@ def test_pypaimon_reads_after_compact_manifest_and_expiry(warehouse, pypaimon):
     theirs = pypaimon.read(warehouse, "db.t")
     got = {(r["dt"], r["id"]): r["v"] for r in theirs.to_pylist()}
     assert got == w.model
+
+
+def test_minor_mode_merges_runs_of_small_manifests_only(warehouse):
+    from lake_core import Catalog, SchemaChange
+
+    # Written with a merge-min-count no commit reaches: every commit leaves one more manifest.
+    t = make_table(warehouse, **{"manifest.merge-min-count": "1000"})
+    w = Workload(t, 11).run(30)
+    before = len(_manifests(t))
+    assert before > 10
+    assert t.maintenance.compact_manifest(mode="minor").skipped == "already compact"  # the table's own rule
+    t = Catalog(warehouse).alter_table("db.t", SchemaChange.set_option("manifest.merge-min-count", "5"))
+    res = t.maintenance.compact_manifest(mode="minor")
+    metas = _manifests(t)
+    assert res.snapshot_id == t.latest_snapshot().id and t.latest_snapshot().commit_kind.value == "COMPACT"
+    assert res.manifests_before == before and res.manifests_after == len(metas) < before
+    assert state(t) == w.model
+    for sid, model in w.models.items():
+        assert state(t, snapshot_id=sid) == model
+    with pytest.raises(MaintenanceArgumentError, match="mode = 'major'.*db.t"):
+        t.maintenance.compact_manifest(mode="major")
+

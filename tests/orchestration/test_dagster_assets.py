@@ -15,7 +15,10 @@ from orchestration.demo.source import orders
 
 ORDERS = dg.AssetKey(["demo", "orders"])
 BY_DAY = dg.AssetKey(["demo", "orders_by_day"])
-RESCALE = dg.AssetKey(["demo", "orders", "rescale"])
+# every maintenance operation of the demo table's policy (tables.yaml), one asset each
+MAINTENANCE = {dg.AssetKey(["demo", "orders", op]) for op in (
+    "compaction", "record_expiry", "manifest_compaction", "snapshot_expiry", "partition_expiry", "orphan_cleanup",
+    "rescale")}
 
 
 def _metadata(result: dg.ExecuteInProcessResult, key: dg.AssetKey) -> dict:
@@ -41,15 +44,19 @@ def _reference_by_day(snapshot_batches: int) -> dict:
 def test_the_code_location_loads():
     definitions = lazy_defs()
     dg.Definitions.validate_loadable(definitions)
-    assert set(definitions.resolve_all_asset_keys()) == {ORDERS, BY_DAY, RESCALE}
-    assert {s.name for s in definitions.sensors} == {"demo__orders__snapshot_sensor", "demo__orders__partitions_sensor"}
+    assert set(definitions.resolve_all_asset_keys()) == {ORDERS, BY_DAY, *MAINTENANCE}
+    assert {s.name for s in definitions.sensors} == {
+        "demo__orders__snapshot_sensor", "demo__orders__partitions_sensor", "demo__orders__health_sensor",
+        "downstream__lease_release_on_success", "downstream__lease_release_on_failure",
+        "downstream__lease_release_on_canceled"}
     assert set(definitions.resources) == {"lake", "spark"}
     graph = definitions.resolve_asset_graph()
     assert graph.get(BY_DAY).parent_keys == {ORDERS}
     assert graph.get(ORDERS).pools == {"lake_table_demo__orders"}
     # One asset group per table: the table's asset, later its maintenance assets, and its checks.
     assert (graph.get(ORDERS).group_name, graph.get(BY_DAY).group_name) == ("demo__orders", "demo__orders_by_day")
-    assert {k.name for k in graph.asset_check_keys if k.asset_key == ORDERS} == {"config_drift"}
+    assert {k.name for k in graph.asset_check_keys if k.asset_key == ORDERS} == {
+        "config_drift", "sorted_runs", "small_files", "snapshot_count", "manifest_count", "ttl_lag", "bucket_skew"}
 
 
 @pytest.mark.spark

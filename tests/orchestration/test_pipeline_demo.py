@@ -40,6 +40,9 @@ def test_demo_runs_the_whole_pipeline_twice(spark, warehouse, write_tables_confi
     assert len(runs) == 1 + 1 + 2 + 2 and all(r.is_success for r in runs)
     text = "\n".join(lines)
     assert f"run_key {keys[2]}" in text and "table    demo.orders_by_day: 3 rows" in text
+    # each downstream run's snapshot lease was released once the run finished
+    assert text.count("lease    lease dagster-") == 0 and text.count(" released (run ") == 3
+    assert Catalog(warehouse).get_table("demo.orders").maintenance.consumers.consumers() == []
 
 
 def test_demo_skips_a_snapshot_that_already_has_a_run(spark, warehouse, write_tables_config):
@@ -60,3 +63,5 @@ def test_demo_skips_a_snapshot_that_already_has_a_run(spark, warehouse, write_ta
     assert [r.run_id for r in derived] == [queued.run_id]  # still only the daemon's run
     assert "demo.orders_by_day" not in second.downstream
     assert f"run_key {key} already has run {queued.run_id[:8]}" in "\n".join(lines)
+    # the skipped request's lease is released at once (no run of the demo will carry it)
+    assert Catalog(warehouse).get_table("demo.orders").maintenance.consumers.consumers() == []

@@ -1,0 +1,152 @@
+"""Dedicated compaction of a primary-key table on Spark.
+
+    driver   ─ plan (metadata only): ``table.maintenance.plan_compaction`` → frozen, picklable units,
+               one per (partition, bucket) the picker (or ``full`` / ``expire_records``) selects
+    workers  ─ ``sc.parallelize(units, len(units))``: one Spark task per unit runs lake_core's
+               ``compact_unit`` in the Python worker (reads the unit's files, writes the merged
+               ones) and returns its outcome (commit message and row counters), committing nothing
+    driver   ─ one COMPACT commit of every outcome (``commit_compaction``): a unit whose input files
+               another job compacted meanwhile is skipped and reported, its new files deleted; if
+               any task failed, every new file is deleted and nothing is committed
+
+Spark's JVM never touches a table file: every read and write goes through lake_core's FileIO in the
+Python workers (so s3:// works without a Hadoop connector).
+"""
+from __future__ import annotations
+
+import pickle
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from lake_core import Catalog
+from lake_core.errors import LakeError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from lake_core import FileStoreTable
+
+
+class CompactionTaskError(LakeError):
+    """A unit's Spark task failed with an error that could not travel back as itself."""
+
+
+class PartitionSpecError(LakeError, ValueError):
+    """A partition given as text is not 'column=value' pairs over the table's partition columns."""
+
+
+def parse_partitions(table: "FileStoreTable", specs: Sequence[str] | None) -> list[dict[str, Any]] | None:
+    """['dt=2024-01-01/hr=3'] → [{'dt': '2024-01-01', 'hr': 3}], values cast to the columns' types
+    (the text Dagster partition keys and the command line use)."""
+    if specs is None:
+        return None
+    import pyarrow as pa
+
+    keys = list(table.schema.partition_keys)
+    out = []
+    for spec in specs:
+        parts = [p.partition("=") for p in spec.split("/") if p]
+        bad = [name for name, eq, _ in parts if not eq or name not in keys]
+        if not parts or bad:
+            raise PartitionSpecError(
+                f"compaction of {table.identifier}: partition {spec!r} must be 'column=value' pairs joined by '/' "
+                f"over the partition columns {keys}" + (f"; {bad[0]!r} is not one" if bad else ""))
+        try:
+            out.append({name: pa.scalar(value).cast(table.schema.field(name).type).as_py() for name, _, value in parts})
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+            raise PartitionSpecError(f"compaction of {table.identifier}: partition {spec!r}: {e}") from None
+    return out
+
+
+def _unit_task(table: "FileStoreTable"):
+    """Executor side: run one unit with lake_core; a failure travels back as a value, so the driver
+    can delete the files the other tasks wrote before raising it."""
+
+    def run(unit) -> tuple[str, Any]:
+        try:
+            return "ok", table.maintenance.compact_unit(unit=unit)
+        except Exception as e:  # noqa: BLE001 - re-raised by the driver
+            try:  # exceptions whose __init__ takes other arguments do not unpickle: send the text too
+                blob = pickle.dumps(e)
+                pickle.loads(blob)
+            except Exception:  # noqa: BLE001
+                blob = None
+            return "error", (blob, f"{type(e).__name__}: {e}", unit.describe())
+
+    return run
+
+
+def run_units(spark: "SparkSession", table: "FileStoreTable", units: Sequence[Any]) -> list[Any]:
+    """One Spark task per unit; returns the outcomes in ``units``' order (raises, after deleting
+    every written file, if any task failed)."""
+    if not units:
+        return []
+    rdd = spark.sparkContext.parallelize(list(units), len(units))
+    collected = rdd.map(_unit_task(table)).collect()  # collect keeps the input order
+    errors = [value for status, value in collected if status == "error"]
+    if errors:
+        table.maintenance.abort_compaction(outcomes=[value for status, value in collected if status == "ok"])
+        blob, text, unit = errors[0]
+        if blob is not None:
+            raise pickle.loads(blob)
+        raise CompactionTaskError(f"compaction of {table.identifier}, {unit}, failed in its Spark task: {text}")
+    return [value for _status, value in collected]
+
+
+def compact_on_spark(
+    spark: "SparkSession",
+    warehouse: str,
+    table_name: str,
+    *,
+    full: bool = False,
+    partitions: Mapping[str, Any] | Sequence[Mapping[str, Any] | str] | None = None,
+    expire_records: bool = False,
+    dry_run: bool = False,
+    options: Mapping[str, str] | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+):
+    """Compact ``table_name`` as ``table.maintenance.compact`` does, one Spark task per unit.
+
+    ``options``: dynamic planning options for this job (e.g. ``num-sorted-run.compaction-trigger``,
+    ``record-level.expire-time``/``record-level.time-field``). ``partitions``: ``{column: value}``
+    dicts, or texts like ``'dt=2024-01-01'``. Returns lake_core's ``CompactionResult``
+    (``snapshot_id`` None when nothing was committed)."""
+    table = Catalog(warehouse, storage_options=dict(storage_options or {})).get_table(table_name)
+    if partitions is not None and not isinstance(partitions, Mapping):
+        partitions = [parse_partitions(table, [p])[0] if isinstance(p, str) else p for p in partitions]
+    plan = table.maintenance.plan_compaction(full=full, partitions=partitions, expire_records=expire_records,
+                                             options=options)
+    outcomes = [] if dry_run else run_units(spark, table, plan.units)
+    return table.maintenance.commit_compaction(plan=plan, outcomes=outcomes, dry_run=dry_run)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m jobs.compact --warehouse URI --table db.t [--full] [--partition dt=...] ...``"""
+    import argparse
+    import json
+
+    from jobs.spark import spark_session
+
+    parser = argparse.ArgumentParser(prog="python -m jobs.compact", description=__doc__.split("\n")[0])
+    parser.add_argument("--warehouse", required=True, help="file:///path or s3://bucket/prefix")
+    parser.add_argument("--table", required=True, help="database.table")
+    parser.add_argument("--full", action="store_true", help="every selected bucket to the top level")
+    parser.add_argument("--partition", action="append", help="'dt=2024-01-01' (repeatable); default: all")
+    parser.add_argument("--expire-records", action="store_true", help="only buckets holding expired records")
+    parser.add_argument("--option", action="append", default=[], help="dynamic planning option key=value")
+    parser.add_argument("--dry-run", action="store_true")
+    parser.add_argument("--master", default="local[2]")
+    args = parser.parse_args(argv)
+    options = dict(o.split("=", 1) for o in args.option)
+    try:
+        spark = spark_session(master=args.master, app_name="lake-compact")
+        result = compact_on_spark(spark, args.warehouse, args.table, full=args.full, partitions=args.partition,
+                                  expire_records=args.expire_records, dry_run=args.dry_run, options=options)
+    except LakeError as e:
+        print(f"error: {e}")
+        return 2
+    print(json.dumps(result.as_metadata(), indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

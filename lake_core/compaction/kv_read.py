@@ -1,0 +1,78 @@
+"""Reading one KV data file in chunks for compaction and lookups: every table column plus
+``_SEQUENCE_NUMBER``/``_VALUE_KIND``, size and row count checked against the manifest entry, with an
+optional deletion vector applied (rows whose position is marked are dropped) and an optional
+``_POSITION`` column (the row's 0-based ordinal in the file, what deletion vectors address)."""
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from ..merge.sort import KIND, SEQ
+from ..metadata import DataFileMeta
+from ..paths import data_file_in
+
+if TYPE_CHECKING:
+    from ..deletion_vectors.vector import DeletionVector
+    from ..table import FileStoreTable
+
+CHUNK_ROWS = 65_536  # rows read per input file per merge round
+POSITION = "_POSITION"
+
+
+def kv_schema(table: "FileStoreTable") -> pa.Schema:
+    schema = table.schema.arrow_schema()
+    return schema.append(pa.field(SEQ, pa.int64(), nullable=False)).append(pa.field(KIND, pa.int8(), nullable=False))
+
+
+def _raw_chunks(table: "FileStoreTable", bucket_dir: str, f: DataFileMeta, chunk_rows: int,
+                columns: Sequence[str] | None) -> Iterator[pa.Table]:
+    from ..data_file_format import iter_data_file
+    from ..errors import DataFileMismatchError
+    from ..integrity import check_data_file_size
+    full = kv_schema(table)
+    if columns is not None:
+        full = pa.schema([full.field(c) for c in columns])
+    path = f.external_path or data_file_in(bucket_dir, f.file_name)
+    fmt = f.file_name.rsplit(".", 1)[-1]
+    rows = 0
+    if f.schema_id != table.schema.id:  # written under an older schema: the evolving reader maps its columns
+        from ..schema_evolution import read_evolved
+        whole = read_evolved(table, path, f, fmt, full.names, full)
+        for start in range(0, whole.num_rows, chunk_rows):
+            yield whole.slice(start, chunk_rows)
+        return
+    if table.fileio.is_local:
+        local = table.fileio._p(path)
+        check_data_file_size(path, f, os.path.getsize(local))
+        for chunk in iter_data_file(local, fmt, full.names, full, chunk_rows):
+            rows += chunk.num_rows
+            yield chunk
+    else:
+        with table.fileio.open_input(path) as src:
+            check_data_file_size(path, f, int(src.size))
+            for chunk in iter_data_file(src, fmt, full.names, full, chunk_rows):
+                rows += chunk.num_rows
+                yield chunk
+    if rows != f.row_count:
+        raise DataFileMismatchError(path, f"data file {path} holds {rows} rows but its manifest entry says "
+                                          f"{f.row_count}; compaction stopped and committed nothing")
+
+
+def iter_kv_file(table: "FileStoreTable", bucket_dir: str, f: DataFileMeta, chunk_rows: int = CHUNK_ROWS,
+                 *, deletion: "DeletionVector | None" = None, with_position: bool = False,
+                 columns: Sequence[str] | None = None) -> Iterator[pa.Table]:
+    """Chunks of one data file (see the module docstring); ``columns``: only these KV columns."""
+    start = 0
+    for chunk in _raw_chunks(table, bucket_dir, f, chunk_rows, columns):
+        n = chunk.num_rows
+        if with_position:
+            chunk = chunk.append_column(POSITION, pa.array(np.arange(start, start + n, dtype=np.int64)))
+        if deletion is not None:
+            keep = deletion.keep_mask(start, n)
+            if keep is not None:
+                chunk = chunk.filter(pa.array(keep))
+        start += n
+        yield chunk

@@ -1,0 +1,112 @@
+"""Point lookups of many keys at once in a bucket's files (Paimon's ``LookupLevels``): for each key
+of a batch, its latest stored occurrence — which file, the row's position in it, its level, and the
+whole row (every table column plus ``_SEQUENCE_NUMBER``/``_VALUE_KIND``).
+
+Files are searched newest first (level 0 by descending sequence, then levels 1, 2, ...), as Java
+searches levels top-down: the first file holding a key answers for it, and the key is not looked up
+further. Rows marked in a file's deletion vector are not visible. Each file is streamed in chunks
+and matched by an Arrow hash join on the key columns, so memory holds one chunk plus the keys still
+unresolved, and no Python runs per row. Files whose key range cannot hold any pending key are
+skipped from their statistics.
+
+Used by deletion-vector compaction (which positions to mark) and by the lookup changelog producer
+(the previous value of a key).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..merge.sort import KIND, SEQ
+from ..metadata import DataFileMeta
+from .kv_read import CHUNK_ROWS, POSITION, iter_kv_file, kv_schema
+from .levels import key_decoder, level0_order
+
+if TYPE_CHECKING:
+    from ..deletion_vectors.vector import DeletionVector
+    from ..table import FileStoreTable
+
+LOOKUP_FILE = "_LOOKUP_FILE"
+LOOKUP_LEVEL = "_LOOKUP_LEVEL"
+LOOKUP_POSITION = "_LOOKUP_POSITION"
+
+
+def lookup_order(files: Sequence[DataFileMeta]) -> list[DataFileMeta]:
+    """Newest first: level 0 (Java's level-0 order), then each higher level."""
+    l0 = sorted((f for f in files if f.level == 0), key=level0_order)
+    return l0 + sorted((f for f in files if f.level > 0), key=lambda f: (f.level, -f.max_sequence_number))
+
+
+def result_schema(table: "FileStoreTable", with_rows: bool = True) -> pa.Schema:
+    kv = kv_schema(table)
+    if not with_rows:
+        kv = pa.schema([kv.field(c) for c in list(table.schema.trimmed_primary_keys) + [SEQ, KIND]])
+    return (kv.append(pa.field(LOOKUP_FILE, pa.string(), nullable=False))
+            .append(pa.field(LOOKUP_LEVEL, pa.int32(), nullable=False))
+            .append(pa.field(LOOKUP_POSITION, pa.int64(), nullable=False)))
+
+
+def _range_filter(table: "FileStoreTable", key_names: Sequence[str], keys: pa.Table) -> Callable[[DataFileMeta], bool]:
+    """``may_hold(file)``: False when a single-column key batch lies outside the file's key range."""
+    if len(key_names) != 1 or keys.num_rows == 0:
+        return lambda f: True
+    col = keys.column(key_names[0])
+    if pa.types.is_floating(col.type):  # -0.0/NaN ordering differs from Java's; do not prune
+        return lambda f: True
+    mm = pc.min_max(col)
+    lo, hi = mm["min"].as_py(), mm["max"].as_py()
+    key_of = key_decoder(table.key_types)
+
+    def may_hold(f: DataFileMeta) -> bool:
+        try:
+            fmin, fmax = key_of(f.min_key)[0], key_of(f.max_key)[0]
+            return not (hi < fmin or lo > fmax)
+        except Exception:  # incomparable or undecodable stats: read the file
+            return True
+
+    return may_hold
+
+
+def lookup_latest(table: "FileStoreTable", *, bucket_dir: str, files: Sequence[DataFileMeta], keys: pa.Table,
+                  deletion_vectors: Mapping[str, "DeletionVector"] | None = None,
+                  chunk_rows: int = CHUNK_ROWS, with_rows: bool = True) -> pa.Table:
+    """The latest occurrence of each key of ``keys`` (a table holding at least the trimmed primary-key
+    columns) in ``files`` of the bucket at ``bucket_dir``. One row per key found (keys found nowhere
+    are absent), in no particular order, with the columns of :func:`result_schema`.
+    ``with_rows=False`` reads only the key and system columns (where the key is, not its values)."""
+    key_names = list(table.schema.trimmed_primary_keys)
+    schema = result_schema(table, with_rows)
+    columns = None if with_rows else [n for n in schema.names if n in kv_schema(table).names]
+    pending = keys.select(key_names).group_by(key_names).aggregate([]) if keys.num_rows else keys.select(key_names)
+    may_hold = _range_filter(table, key_names, pending)
+    dvs = deletion_vectors or {}
+    found: list[pa.Table] = []
+    for f in lookup_order(files):
+        if pending.num_rows == 0:
+            break
+        if not may_hold(f):
+            continue
+        hits = []
+        for chunk in iter_kv_file(table, bucket_dir, f, chunk_rows, deletion=dvs.get(f.file_name), with_position=True,
+                                  columns=columns):
+            if chunk.num_rows == 0:
+                continue
+            probe = chunk.select(key_names).append_column("_ROW", pa.array(np.arange(chunk.num_rows, dtype=np.int64)))
+            matched = probe.join(pending, keys=key_names, join_type="inner", use_threads=False)
+            if matched.num_rows:
+                # join only the keys: Arrow's join cannot carry nested payload columns
+                hits.append(chunk.take(matched.column("_ROW")))
+        if not hits:
+            continue
+        rows = pa.concat_tables(hits)
+        n = rows.num_rows
+        rows = (rows.append_column(LOOKUP_FILE, pa.array([f.file_name] * n, pa.string()))
+                .append_column(LOOKUP_LEVEL, pa.array(np.full(n, f.level, np.int32)))
+                .rename_columns([LOOKUP_POSITION if c == POSITION else c for c in rows.column_names]
+                                + [LOOKUP_FILE, LOOKUP_LEVEL]))
+        found.append(rows.select(schema.names).cast(schema))
+        pending = pending.join(rows.select(key_names), keys=key_names, join_type="left anti", use_threads=False)
+    return pa.concat_tables(found) if found else schema.empty_table()
