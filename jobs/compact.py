@@ -14,10 +14,10 @@ Python workers (so s3:// works without a Hadoop connector).
 """
 from __future__ import annotations
 
-import pickle
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from lake_core import Catalog
+from jobs.tasks import run_tasks
 from lake_core.errors import LakeError
 
 if TYPE_CHECKING:
@@ -57,39 +57,14 @@ def parse_partitions(table: "FileStoreTable", specs: Sequence[str] | None) -> li
     return out
 
 
-def _unit_task(table: "FileStoreTable"):
-    """Executor side: run one unit with lake_core; a failure travels back as a value, so the driver
-    can delete the files the other tasks wrote before raising it."""
-
-    def run(unit) -> tuple[str, Any]:
-        try:
-            return "ok", table.maintenance.compact_unit(unit=unit)
-        except Exception as e:  # noqa: BLE001 - re-raised by the driver
-            try:  # exceptions whose __init__ takes other arguments do not unpickle: send the text too
-                blob = pickle.dumps(e)
-                pickle.loads(blob)
-            except Exception:  # noqa: BLE001
-                blob = None
-            return "error", (blob, f"{type(e).__name__}: {e}", unit.describe())
-
-    return run
-
-
 def run_units(spark: "SparkSession", table: "FileStoreTable", units: Sequence[Any]) -> list[Any]:
-    """One Spark task per unit; returns the outcomes in ``units``' order (raises, after deleting
-    every written file, if any task failed)."""
-    if not units:
-        return []
-    rdd = spark.sparkContext.parallelize(list(units), len(units))
-    collected = rdd.map(_unit_task(table)).collect()  # collect keeps the input order
-    errors = [value for status, value in collected if status == "error"]
-    if errors:
-        table.maintenance.abort_compaction(outcomes=[value for status, value in collected if status == "ok"])
-        blob, text, unit = errors[0]
-        if blob is not None:
-            raise pickle.loads(blob)
-        raise CompactionTaskError(f"compaction of {table.identifier}, {unit}, failed in its Spark task: {text}")
-    return [value for _status, value in collected]
+    """One Spark task per unit, running lake_core's ``compact_unit`` in the Python worker; returns
+    the outcomes in ``units``' order (raises, after deleting every written file, if any task failed)."""
+    return run_tasks(
+        spark, units, lambda unit: table.maintenance.compact_unit(unit=unit),
+        abort=lambda outcomes: table.maintenance.abort_compaction(outcomes=outcomes),
+        error=lambda unit, text: CompactionTaskError(
+            f"compaction of {table.identifier}, {unit.describe()}, failed in its Spark task: {text}"))
 
 
 def compact_on_spark(

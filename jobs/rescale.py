@@ -14,10 +14,10 @@ commit that landed) plans again: partitions already at the target are skipped.
 """
 from __future__ import annotations
 
-import pickle
 import time
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+from jobs.tasks import run_tasks
 from lake_core import Catalog
 from lake_core.errors import LakeError
 
@@ -29,21 +29,12 @@ class RescaleTaskError(LakeError):
     """A partition's Spark task failed with an error that could not travel back as itself."""
 
 
-def _prepare_task(warehouse: str, table_name: str, bucket: int, storage_options: Mapping[str, Any]):
-    """Executor side: prepare one partition with lake_core; failures travel back as values so the
-    driver can remove the files other tasks wrote before raising."""
+def _prepare(warehouse: str, table_name: str, bucket: int, storage_options: Mapping[str, Any]):
+    """Executor side: prepare one partition with lake_core."""
 
     def prepare(spec: Mapping[str, Any]):
-        try:
-            table = Catalog(warehouse, storage_options=dict(storage_options)).get_table(table_name)
-            return "ok", table.maintenance.prepare_rescale_partition(partition=dict(spec), bucket=bucket)
-        except Exception as e:  # noqa: BLE001 - reported (and re-raised) by the driver
-            try:  # exceptions whose __init__ takes other arguments do not unpickle: send text too
-                blob = pickle.dumps(e)
-                pickle.loads(blob)
-            except Exception:  # noqa: BLE001
-                blob = None
-            return "error", (blob, f"{type(e).__name__}: {e}", dict(spec))
+        table = Catalog(warehouse, storage_options=dict(storage_options)).get_table(table_name)
+        return table.maintenance.prepare_rescale_partition(partition=dict(spec), bucket=bucket)
 
     return prepare
 
@@ -78,16 +69,12 @@ def rescale_partitions(
 
     prepared: dict[tuple, Any] = {}
     if todo:
-        tasks = spark.sparkContext.parallelize(todo, numSlices=len(todo))
-        collected = tasks.map(_prepare_task(warehouse, table_name, bucket, options)).collect()  # in todo's order
-        errors = [value for status, value in collected if status == "error"]
-        if errors:
-            table.maintenance.abort_rescale(outcomes=[value for status, value in collected if status == "ok"])
-            blob, text, spec = errors[0]
-            if blob is not None:
-                raise pickle.loads(blob)
-            raise RescaleTaskError(f"rescale of {table_name} partition {spec} failed in its Spark task: {text}")
-        prepared = {_key(spec): value for spec, (_status, value) in zip(todo, collected)}
+        collected = run_tasks(  # in todo's order
+            spark, todo, _prepare(warehouse, table_name, bucket, options),
+            abort=lambda outcomes: table.maintenance.abort_rescale(outcomes=outcomes),
+            error=lambda spec, text: RescaleTaskError(
+                f"rescale of {table_name} partition {spec} failed in its Spark task: {text}"))
+        prepared = {_key(spec): value for spec, value in zip(todo, collected)}
     # Partitions with nothing to rewrite: lake_core says why (metadata only, on the driver).
     outcomes = [prepared.get(_key(spec)) or table.maintenance.prepare_rescale_partition(partition=spec, bucket=bucket)
                 for spec in specs]

@@ -3,7 +3,10 @@ dedicated compaction job (``table.maintenance.compact``)."""
 from .levels import LevelSortedRun, Levels, SortedRun
 from .picker import CompactUnit, UniversalConfig, pick_full, pick_universal
 from .plan import CompactionPlan, CompactionUnit, execute_unit, plan_compaction, run_unit
+from .job import abort_compaction, commit_compaction
 from .result import CompactionResult
+from .verify import CompactionVerification, verify_compaction
 
 __all__ = ["Levels", "LevelSortedRun", "SortedRun", "CompactUnit", "UniversalConfig", "pick_full", "pick_universal",
-           "CompactionPlan", "CompactionUnit", "execute_unit", "plan_compaction", "run_unit", "CompactionResult"]
+           "CompactionPlan", "CompactionUnit", "execute_unit", "plan_compaction", "run_unit", "CompactionResult",
+           "commit_compaction", "abort_compaction", "CompactionVerification", "verify_compaction"]

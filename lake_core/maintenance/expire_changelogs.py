@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..errors import SnapshotNotFoundError
 from ..snapshot import Snapshot
 from .consumers import ConsumerManager
 from .errors import MaintenanceAbortedError, MaintenanceArgumentError
+from .expiry_lock import expiry_lock
 from .expire_snapshots import ExpireConfig, changelog_config, delete_planned, resolve_config
 from .references import (PlannedFile, added_files, deleted_in_delta, existing_list, manifest_skipping_set,
                          now_ms, tagged_snapshots, unheld_data_files, unused_lists)
@@ -53,6 +54,8 @@ class ExpireChangelogsPlan:
     files: tuple[PlannedFile, ...]
     tag_ids: tuple[int, ...]
     reason: str | None = None
+    consumer_floor: int | None = None
+    changelogs: tuple[Snapshot, ...] = field(default=(), repr=False)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,15 +87,24 @@ def resolve_changelog_config(table: "FileStoreTable", *, retain_min=None, retain
                             older_than=older_than, max_deletes=max_deletes, now=now)
 
 
-def compute_range(table: "FileStoreTable", cfg: ExpireConfig) -> tuple[int | None, int | None, str | None]:
-    """``(begin, end, reason)``: changelogs ``[begin, end)`` expire (Java ``ExpireChangelogImpl.expire``)."""
+@dataclass(frozen=True)
+class _Range:
+    begin: int | None
+    end: int | None  # changelogs [begin, end) expire
+    reason: str | None
+    consumer_floor: int | None = None
+    view: tuple = ()  # (earliest snapshot, first and last long-lived changelog) it was computed on
+
+
+def compute_range(table: "FileStoreTable", cfg: ExpireConfig) -> _Range:
+    """Java ``ExpireChangelogImpl.expire``'s range."""
     sm, long_lived = table.snapshot_manager, table.changelog_manager.long_lived
     latest, earliest_snapshot = sm.latest_id(), sm.earliest_id()
     first, last = long_lived.earliest_id(), long_lived.latest_id()
     if latest is None or earliest_snapshot is None:
-        return None, None, "the table has no snapshots"
+        return _Range(None, None, "the table has no snapshots")
     if first is None or last is None:
-        return None, None, "the table has no long-lived changelogs (changelog/changelog-N)"
+        return _Range(None, None, "the table has no long-lived changelogs (changelog/changelog-N)")
     lo = max(latest - cfg.retain_max + 1, first)
     end, reason = latest - cfg.retain_min + 1, f"retain_min = {cfg.retain_min} keeps changelogs from {latest - cfg.retain_min + 1}"
     floor = ConsumerManager(table).min_next_snapshot(strict=True)
@@ -112,17 +124,20 @@ def compute_range(table: "FileStoreTable", cfg: ExpireConfig) -> tuple[int | Non
             if cid < end:
                 end, reason = cid, f"changelog {cid} is younger than the cut-off"
             break
+    view = (earliest_snapshot, first, last)
     if end <= first:
-        return first, first, f"nothing to expire: {reason}"
-    return first, end, None
+        return _Range(first, first, f"nothing to expire: {reason}", floor, view)
+    return _Range(first, end, None, floor, view)
 
 
 def plan_expire_changelogs(table: "FileStoreTable", cfg: ExpireConfig) -> ExpireChangelogsPlan:
-    begin, end, reason = compute_range(table, cfg)
+    rng = compute_range(table, cfg)
+    begin, end, reason = rng.begin, rng.end, rng.reason
     name = table.identifier
     if begin is None or end is None or end <= begin:
         return ExpireChangelogsPlan(name, begin, end, (), (), (), reason)
     long_lived = table.changelog_manager.long_lived
+    earliest_snapshot = rng.view[0]
     changelogs: list[Snapshot] = []
     try:
         for cid in range(begin, end):
@@ -130,8 +145,8 @@ def plan_expire_changelogs(table: "FileStoreTable", cfg: ExpireConfig) -> Expire
                 changelogs.append(long_lived.get(cid))
             except SnapshotNotFoundError:
                 continue
-        end_changelog = long_lived.get(end)
-        earliest = table.snapshot_manager.get(table.snapshot_manager.earliest_id())
+        end_changelog = table.changelog_manager.changelog(end)  # snapshot-end again after a restore
+        earliest = table.snapshot_manager.get(earliest_snapshot)
         tags = tagged_snapshots(table)
         holders = tags + [earliest]
         skip = manifest_skipping_set(table, holders, changelogs=[end_changelog])
@@ -145,15 +160,26 @@ def plan_expire_changelogs(table: "FileStoreTable", cfg: ExpireConfig) -> Expire
                                           (delta, c.delta_manifest_list_size),
                                           (existing_list(table, c.base_manifest_list), c.base_manifest_list_size)],
                                   skip)
-    except (SnapshotNotFoundError, FileNotFoundError) as e:
-        if long_lived.earliest_id() != begin:
+    except SnapshotNotFoundError as e:
+        # A concurrent snapshot expiry, its restore or another changelog expiry took a changelog
+        # or snapshot this plan reads: plan again next time.
+        return ExpireChangelogsPlan(name, None, None, (), (), (),
+                                    f"the table changed while planning ({e}); nothing was deleted, run again")
+    except (FileNotFoundError, MaintenanceAbortedError) as e:
+        if (table.snapshot_manager.earliest_id(), long_lived.earliest_id(), long_lived.latest_id()) != rng.view:
             return ExpireChangelogsPlan(name, None, None, (), (), (),
-                                        "the changelogs changed while planning (a concurrent expiry); run again")
+                                        "the table changed while planning (a concurrent expiry); run again")
+        if isinstance(e, MaintenanceAbortedError):
+            raise
         raise MaintenanceAbortedError(
             f"expire_changelogs on {name}: {getattr(e, 'filename', None) or e} could not be read; nothing was deleted"
         ) from None
     return ExpireChangelogsPlan(name, begin, end, tuple(c.id for c in changelogs), tuple(files),
-                                tuple(t.id for t in tags))
+                                tuple(t.id for t in tags), None, rng.consumer_floor, tuple(changelogs))
+
+
+def _new_tags(table: "FileStoreTable", plan: ExpireChangelogsPlan) -> bool:
+    return any(plan.begin <= t.id <= plan.end and t.id not in plan.tag_ids for t in tagged_snapshots(table))
 
 
 def expire_changelogs(table: "FileStoreTable", *, retain_min=None, retain_max=None, older_than=None,
@@ -163,6 +189,17 @@ def expire_changelogs(table: "FileStoreTable", *, retain_min=None, retain_max=No
         raise MaintenanceArgumentError(f"dry_run = {dry_run!r} for table {table.identifier} must be True or False")
     cfg = resolve_changelog_config(table, retain_min=retain_min, retain_max=retain_max, older_than=older_than,
                                    max_deletes=max_deletes)
+    if dry_run:
+        return _expire(table, cfg, dry_run, started)
+    with expiry_lock(table) as held:
+        if not held:
+            return ExpireChangelogsResult(operation="expire_changelogs", table=table.identifier,
+                                          duration_s=time.monotonic() - started,
+                                          skipped="another expiry of this table is running; it does the work")
+        return _expire(table, cfg, dry_run, started)
+
+
+def _expire(table: "FileStoreTable", cfg: ExpireConfig, dry_run: bool, started: float) -> ExpireChangelogsResult:
     plan = plan_expire_changelogs(table, cfg)
 
     def result(plan: ExpireChangelogsPlan, counts: dict | None = None, skipped=None) -> ExpireChangelogsResult:
@@ -180,18 +217,35 @@ def expire_changelogs(table: "FileStoreTable", *, retain_min=None, retain_max=No
 
     if dry_run or not plan.expired:
         return result(plan)
+    changed = ExpireChangelogsPlan(plan.table, plan.begin, plan.end, (), (), ())
     # phase 2: the range must still hold and no tag may have appeared in it
-    begin, end, _ = compute_range(table, cfg)
-    tags_now = {t.id for t in tagged_snapshots(table)}
-    if begin != plan.begin or end is None or end < plan.end or tags_now - set(plan.tag_ids):
-        empty = ExpireChangelogsPlan(plan.table, plan.begin, plan.end, (), (), ())
-        return result(empty, skipped="the table changed under the plan (a tag, consumer or another expiry); "
-                                     "nothing was deleted, run again")
+    rng = compute_range(table, cfg)
+    if rng.begin != plan.begin or rng.end is None or rng.end < plan.end or _new_tags(table, plan):
+        return result(changed, skipped="the table changed under the plan (a tag, consumer or another expiry); "
+                                       "nothing was deleted, run again")
     long_lived = table.changelog_manager.long_lived
+    mine = set()
     for cid in plan.expired:  # ascending: the remaining changelogs stay contiguous
-        table.fileio.delete(long_lived.path(cid))
+        if table.fileio.delete(long_lived.path(cid)):
+            mine.add(cid)
         long_lived.forget(cid)
     long_lived.commit_earliest_hint(plan.end)
+    # A reader pins changelog N with a consumer file, then checks changelog-N still exists; so a
+    # consumer that appeared while the changelog files went must get them back (as for snapshots).
+    # Only the ones this run deleted: another expiry that deleted the rest is deleting their files.
+    floor = ConsumerManager(table).min_next_snapshot(strict=True)
+    if _new_tags(table, plan) or (floor is not None and floor < plan.end and floor != plan.consumer_floor):
+        for c in plan.changelogs:
+            if c.id in mine:
+                long_lived.commit(c)
+        long_lived.commit_earliest_hint(plan.begin)
+        return result(changed, skipped="a consumer or tag on an expiring changelog appeared during expiry; "
+                                       "the changelogs were restored and nothing was deleted")
+    if mine != set(plan.expired):
+        # A concurrent expiry took some: it, or a restore of its own, decides about their files;
+        # whatever neither deletes is an orphan for remove_orphan_files.
+        return result(changed, skipped="a concurrent expiry removed some of these changelogs; nothing was "
+                                       "deleted, run again")
     counts = delete_planned(table, plan.files)
     log.info("expired changelogs %d..%d of %s", plan.expired[0], plan.expired[-1], table.identifier)
     return result(plan, counts)

@@ -34,6 +34,7 @@ from ..options import parse_duration_ms
 from ..snapshot import Snapshot
 from .consumers import ConsumerManager
 from .errors import MaintenanceAbortedError, MaintenanceArgumentError
+from .expiry_lock import expiry_lock
 from .references import (PlannedFile, added_files, data_file_paths, deleted_in_delta, index_path,
                          manifest_skipping_set, now_ms, tagged_snapshots, try_index_entries, unheld_data_files,
                          unused_lists)
@@ -385,14 +386,15 @@ def _revalidate(table: "FileStoreTable", cfg: ExpireConfig, plan: ExpireSnapshot
     return not any(plan.begin <= t <= plan.end and t not in plan.tag_ids for t in tag_ids)
 
 
-def _restore(table: "FileStoreTable", plan: ExpireSnapshotsPlan) -> None:
+def _restore(table: "FileStoreTable", plan: ExpireSnapshotsPlan, mine: set[int]) -> None:
+    """Write back the snapshot files this run deleted (``mine``)."""
     for s in plan.snapshots:
-        if s.id in plan.expired:
+        if s.id in mine:
             table.fileio.try_create(table.paths.snapshot(s.id), s.to_json().encode("utf-8"))
-    table.snapshot_manager.commit_earliest_hint(plan.begin)
+    table.snapshot_manager.commit_earliest_hint(min(mine, default=plan.end))
     if plan.keeps_changelogs:  # the snapshots own their changelog again: changelog expiry must not see it
         long_lived = table.changelog_manager.long_lived
-        for sid in reversed(plan.expired):
+        for sid in sorted(mine, reverse=True):
             table.fileio.delete(long_lived.path(sid))
             long_lived.forget(sid)
 
@@ -406,6 +408,18 @@ def expire_snapshots(table: "FileStoreTable", *, retain_min=None, retain_max=Non
                          max_deletes=max_deletes)
     if not isinstance(dry_run, bool):
         raise MaintenanceArgumentError(f"dry_run = {dry_run!r} for table {table.identifier} must be True or False")
+    if dry_run:
+        return _expire(table, cfg, dry_run, finish_journals, started)
+    with expiry_lock(table) as held:
+        if not held:
+            return ExpireSnapshotsResult(operation="expire_snapshots", table=table.identifier, dry_run=False,
+                                         duration_s=time.monotonic() - started,
+                                         skipped="another expiry of this table is running; it does the work")
+        return _expire(table, cfg, dry_run, finish_journals, started)
+
+
+def _expire(table: "FileStoreTable", cfg: ExpireConfig, dry_run: bool, finish_journals: bool,
+            started: float) -> ExpireSnapshotsResult:
     if not dry_run and finish_journals:
         _finish_journals(table)
     plan = plan_expire(table, cfg)
@@ -438,19 +452,28 @@ def expire_snapshots(table: "FileStoreTable", *, retain_min=None, retain_max=Non
         for s in plan.snapshots:
             if s.id in plan.expired:
                 table.changelog_manager.long_lived.commit(s)
+    mine = set()
     for sid in plan.expired:  # ascending: the remaining snapshots stay contiguous
-        fio.delete(table.paths.snapshot(sid))
+        if fio.delete(table.paths.snapshot(sid)):
+            mine.add(sid)
         sm.forget(sid)
     sm.commit_earliest_hint(plan.end)
 
-    # A lease or tag taken while the snapshot files were going: give them back and stop.
+    # A lease or tag taken while the snapshot files were going: give them back and stop. Only the
+    # ones this run deleted: a concurrent expiry that deleted the others is deleting their files.
     floor = ConsumerManager(table).min_next_snapshot(strict=True)
     new_tag = any(plan.begin <= t.id < plan.end and t.id not in plan.tag_ids for t in tagged_snapshots(table))
     if new_tag or (floor is not None and floor < plan.end and floor != plan.consumer_floor):
-        _restore(table, plan)
+        _restore(table, plan, mine)
         fio.delete(journal)
         return result(skipped="a lease, consumer or tag on an expiring snapshot appeared during expiry; "
                               "the snapshots were restored and nothing was deleted")
+    if mine != set(plan.expired):
+        # A concurrent expiry took some: it (or its own restore) decides about their files; what
+        # neither deletes is an orphan for remove_orphan_files.
+        fio.delete(journal)
+        return result(skipped="a concurrent expiry removed some of these snapshots; nothing was deleted, "
+                              "run again")
 
     counts = _delete_files(table, plan.files)
     fio.delete(journal)

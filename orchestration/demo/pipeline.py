@@ -1,8 +1,9 @@
 """The demo pipeline on the embedded default: ``python -m orchestration.demo``.
 
-One run = ingest the next batch of every configured source (the Spark write asset), one tick of
-each table's snapshot sensor, the downstream runs it requests (Spark reads that exact snapshot
-through ``spark.read.format("paimon")`` and writes the derived table), then a summary. Runs are
+One run = ingest the next batches (three by default) of every configured source (the Spark write
+asset), one tick of each table's snapshot sensor, the downstream runs it requests (Spark reads that
+exact snapshot through ``spark.read.format("paimon")`` and writes the derived table), a maintenance
+cycle (:mod:`orchestration.demo.maintenance_cycle`; ``--no-maintenance`` skips it), then a summary. Runs are
 recorded in the same Dagster storage that ``dagster dev`` (started from the checkout) shows, and
 the downstream runs carry the sensor's run key and name: a snapshot the demo derived is never
 derived again by a running ``dagster dev`` (and one it derived is skipped here). Runs execute one
@@ -28,6 +29,7 @@ from dagster._core.storage.tags import RUN_KEY_TAG, SENSOR_NAME_TAG
 
 from lake_core import LakeError
 from orchestration.config import TablesConfig, load_tables_config
+from orchestration.demo.maintenance_cycle import CycleSummary, run_maintenance_cycle
 from orchestration.defs.leases import LEASE_TAG, release_run_lease
 from orchestration.defs.naming import snapshot_sensor_name, table_asset_key
 from orchestration.defs.sensors import SensorCursor, table_identity
@@ -44,6 +46,7 @@ class DemoSummary:
     skipped: list[str] = field(default_factory=list)  # run keys that already had a run
     downstream: dict[str, dict] = field(default_factory=dict)  # derived table → write metadata
     tables: dict[str, int] = field(default_factory=dict)  # table → live rows at its latest snapshot
+    maintenance: CycleSummary | None = None  # the maintenance cycle, when it ran
 
 
 # The summary lines below say what happened; Dagster's per-event DEBUG lines stay in its storage (UI).
@@ -76,7 +79,8 @@ def _wait_for_table(instance: dg.DagsterInstance, table_name: str, say: Callable
 
 
 def run_demo(
-    config: TablesConfig, instance: dg.DagsterInstance, *, batches: int = 1, say: Callable[[str], None] = print
+    config: TablesConfig, instance: dg.DagsterInstance, *, batches: int = 1, maintenance: bool = False,
+    say: Callable[[str], None] = print,
 ) -> DemoSummary:
     defs = build_definitions(config)
     lake = defs.resources["lake"]
@@ -148,6 +152,9 @@ def run_demo(
                     say(f"derive   {d.name} from {table.name}@{meta.get('source_snapshot_id')} → snapshot "
                         f"{meta.get('snapshot_id')} ({meta.get('table_rows')} rows) in {time.monotonic() - started:.1f}s")
 
+    if maintenance:
+        summary.maintenance = run_maintenance_cycle(config, defs, instance, catalog, warehouse, quiet=_QUIET, say=say)
+
     for name in [t.name for t in config.tables] + [d.name for d in config.downstream]:
         if catalog.table_exists(name):
             summary.tables[name] = catalog.get_table(name).to_arrow().num_rows
@@ -177,7 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m orchestration.demo", description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, default=None,
                         help=f"tables config (default: ${CONFIG_ENV}, else tables.yaml in the checkout)")
-    parser.add_argument("--batches", type=int, default=1, help="source batches to ingest per table (default 1)")
+    parser.add_argument("--batches", type=int, default=3, help="source batches to ingest per table (default 3)")
+    parser.add_argument("--no-maintenance", action="store_true",
+                        help="skip the maintenance cycle (compaction, manifest compaction, expiry, rescale)")
     args = parser.parse_args(argv)
 
     # Resolve before chdir: a relative --config or $LAKE_TABLES_CONFIG is relative to where the user is.
@@ -207,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
                           shuffle_partitions=config.spark.shuffle_partitions, conf=config.spark.conf)
     try:
         with instance:
-            run_demo(config, instance, batches=args.batches)
+            run_demo(config, instance, batches=args.batches, maintenance=not args.no_maintenance)
     finally:
         spark.stop()
     print("\nWatch it in the UI: .venv/bin/dagster dev   (from the checkout; then open http://127.0.0.1:3000)")

@@ -54,7 +54,7 @@ def writer(wh, so, wid, go, out):
     _report(out, {"acked": acked, "attempted": attempted, "errors": errors})
 
 
-def expirer(wh, so, go, out):
+def expirer(wh, so, go, out, changelogs=False):
     t = _table(wh, so)
     deadline = _start(t, go)
     runs, expired, errors = 0, 0, []
@@ -62,6 +62,8 @@ def expirer(wh, so, go, out):
         try:
             r = t.maintenance.expire_snapshots(retain_min=2, older_than=dt.timedelta(0), max_deletes=1000)
             expired += len(r.expired_snapshots)
+            if changelogs:
+                expired += len(t.maintenance.expire_changelogs(older_than=dt.timedelta(0)).expired_changelogs)
         except LakeError as e:
             errors.append(f"{type(e).__name__}: {e}")
         runs += 1
@@ -123,4 +125,52 @@ def lease_reader(wh, so, rid, go, out):
                 failures.append(f"{type(e).__name__}: {e}")
         except OSError as e:
             failures.append(f"{type(e).__name__}: {e}")
+    _report(out, {"reads": reads, "refused": refused, "failures": failures})
+
+
+def read_changelog(t, snap) -> int:
+    """Rows of every changelog file of ``snap`` (its changelogManifestList), read completely."""
+    import pyarrow.parquet as pq
+    from lake_core.changelog_manager import changelog_manifest_list
+    from lake_core.metadata import FileKind
+    from lake_core.maintenance.references import data_file_paths
+    rows = 0
+    lst = changelog_manifest_list(snap, t.options.changelog_producer)
+    for e in t.manifest_store.read_entries(t.manifest_store.read_manifest_list(lst)) if lst else ():
+        if e.kind == FileKind.ADD:
+            path = data_file_paths(t, e)[0][0]
+            with t.fileio.open_input(path) as f:
+                rows += pq.read_table(f).num_rows
+    return rows
+
+
+def changelog_reader(wh, so, go, out):
+    """A streaming consumer: pins changelog N with a consumer file, re-checks N is still readable
+    (snapshot-N or changelog/changelog-N), reads its changelog files completely, moves on to N+1;
+    when expiry overtook it, it restarts at the earliest readable changelog."""
+    from lake_core.changelog_manager import ChangelogNotFoundError
+    t = _table(wh, so)
+    deadline = _start(t, go)
+    cm, consumers = t.changelog_manager, t.maintenance.consumers
+    reads, refused, failures, n = 0, 0, [], None
+    while time.time() < deadline:
+        first, last = cm.earliest_id(), cm.latest_id()
+        if first is None or (n is not None and n > last):
+            time.sleep(0.05)  # caught up: wait for the next commit
+            continue
+        n = first if n is None or n < first else n  # fell behind expiry: restart at the earliest
+        consumers.reset("stream", n)
+        try:
+            snap = cm.changelog(n)  # after the consumer file: expiry either sees it or N is gone
+        except ChangelogNotFoundError:
+            refused += 1
+            n = None
+            continue
+        try:
+            read_changelog(t, snap)
+            reads += 1
+        except (LakeError, OSError) as e:
+            failures.append(f"changelog {n}: {type(e).__name__}: {e}")
+        n += 1  # forward, as a streaming consumer
+    consumers.delete("stream")
     _report(out, {"reads": reads, "refused": refused, "failures": failures})

@@ -204,3 +204,23 @@ def test_a_restored_expiry_removes_the_changelogs_it_wrote(warehouse, monkeypatc
     assert t.changelog_manager.long_lived.list_ids() == []
     for s in t.snapshots():
         assert state(t, snapshot_id=s.id) == w.models[s.id]
+
+
+def test_one_expiry_at_a_time_and_a_crashed_holder_is_taken_over(warehouse):
+    import json
+    import time as _time
+    t, _ = _history(warehouse, n=12, **{"changelog.num-retained.min": "6"})
+    lock = f"{t.paths.snapshot_dir}/.expire-lock"
+    live = json.dumps({"owner": "other", "expires": _time.time() + 600}).encode()
+    assert t.fileio.try_create(lock, live)
+    before = listing(t)
+    r = t.maintenance.expire_snapshots(retain_min=2, older_than=NOW)
+    assert not r.expired_snapshots and "another expiry" in r.skipped
+    assert "another expiry" in t.maintenance.expire_changelogs(older_than=NOW).skipped
+    assert listing(t) == before
+    # a lock past its TTL (its holder crashed) is taken over, and released afterwards
+    t.fileio.delete(lock)
+    t.fileio.try_create(lock, json.dumps({"owner": "dead", "expires": _time.time() - 1}).encode())
+    assert t.maintenance.expire_snapshots(retain_min=2, older_than=NOW).expired_snapshots
+    assert t.maintenance.expire_changelogs(older_than=NOW).expired_changelogs
+    assert not t.fileio.exists(lock)

@@ -8,7 +8,7 @@ from dagster._core.storage.tags import RUN_KEY_TAG, SENSOR_NAME_TAG
 from lake_core import Catalog
 from orchestration.config import load_tables_config
 from orchestration.defs.sensors import run_key, table_identity
-from orchestration.definitions import build_definitions
+from orchestration.definitions import DEFAULT_CONFIG, build_definitions
 from orchestration.demo.pipeline import run_demo
 from orchestration.demo.source import orders
 
@@ -65,3 +65,46 @@ def test_demo_skips_a_snapshot_that_already_has_a_run(spark, warehouse, write_ta
     assert f"run_key {key} already has run {queued.run_id[:8]}" in "\n".join(lines)
     # the skipped request's lease is released at once (no run of the demo will carry it)
     assert Catalog(warehouse).get_table("demo.orders").maintenance.consumers.consumers() == []
+
+
+def test_demo_maintenance_cycle_on_the_checkouts_config(spark, warehouse, tmp_path):
+    """The README's main job: the checkout's tables.yaml, three ingests, then every maintenance asset."""
+    import yaml
+
+    raw = yaml.safe_load(DEFAULT_CONFIG.read_text())
+    raw["warehouse"] = {"uri": warehouse}
+    path = tmp_path / "tables.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    config = load_tables_config(path)
+    lines: list[str] = []
+    with dg.DagsterInstance.ephemeral() as instance:
+        summary = run_demo(config, instance, batches=3, maintenance=True, say=lines.append)
+    cycle = summary.maintenance
+    table = Catalog(warehouse).get_table("demo.orders")
+    runs = cycle.runs["demo.orders"]
+    assert set(runs) == {"compaction", "manifest_compaction", "snapshot_expiry", "record_expiry", "rescale"}
+    # the data a user reads is exactly the source's three batches, after compaction and rescale
+    expected = orders().expected(3)
+    keys = [("dt", "ascending"), ("order_id", "ascending")]
+    assert table.to_arrow().select(expected.schema.names).sort_by(keys).equals(expected.sort_by(keys))
+    # the reader's lease held snapshot 3 through expiry to one snapshot; released afterwards
+    assert cycle.leased_snapshot == {"demo.orders": 3} and cycle.leased_snapshot_survived == {"demo.orders": True}
+    assert runs["snapshot_expiry"]["expired_snapshots"] == "1, 2"
+    assert table.maintenance.consumers.consumers() == []
+    # full compaction left one sorted run per bucket; manifests folded
+    health = table.maintenance.health()
+    assert max(b.sorted_runs for b in health.buckets) == 1
+    assert runs["manifest_compaction"]["manifests_after"] == 1
+    # two partitions rescaled to the policy's 4 buckets, the third kept its 2
+    buckets: dict[str, set[int]] = {}
+    for b in health.buckets:
+        buckets.setdefault(b.partition, set()).add(b.bucket)
+    assert cycle.rescaled == {"demo.orders": ["dt=2024-01-01", "dt=2024-01-02"]}
+    assert buckets["dt=2024-01-01"] == buckets["dt=2024-01-02"] == {0, 1, 2, 3}
+    assert buckets["dt=2024-01-03"] <= {0, 1}
+    # one ledger row per maintenance run, each with its outcome
+    assert sorted((r["operation"], r["status"]) for r in cycle.ledger) == [
+        ("compaction", "succeeded"), ("manifest_compaction", "succeeded"), ("record_expiry", "skipped"),
+        ("rescale", "succeeded"), ("snapshot_expiry", "succeeded")]
+    text = "\n".join(lines)
+    assert "policy   skip compaction: max 3 sorted runs <= 5" in text and "still readable: 596 rows" in text

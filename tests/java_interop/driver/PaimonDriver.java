@@ -169,6 +169,8 @@ public final class PaimonDriver {
                 return streamRead(args);
             case "consumer":
                 return consumer(args);
+            case "create_tag":
+                return createTag(args);
             case "files":
                 return files(args);
             case "snapshots":
@@ -373,6 +375,19 @@ public final class PaimonDriver {
     private static JsonNode expireChangelogs(JsonNode args) {
         FileStoreTable table = table(args);
         return NODES.numberNode(table.newExpireChangelog().config(expireConfig(args)).expire());
+    }
+
+    /** Table.createTag(name, snapshotId[, timeRetained]): "time_retained_ms" sets the tag's TTL. */
+    private static JsonNode createTag(JsonNode args) {
+        FileStoreTable table = table(args);
+        String name = args.get("name").asText();
+        long snapshotId = args.get("snapshot_id").asLong();
+        if (args.has("time_retained_ms")) {
+            table.createTag(name, snapshotId, Duration.ofMillis(args.get("time_retained_ms").asLong()));
+        } else {
+            table.createTag(name, snapshotId);
+        }
+        return NODES.nullNode();
     }
 
     /** Java's consumer file: set "next_snapshot" when given, then return it (null: no consumer). */
