@@ -62,13 +62,13 @@ def rescale_partitions(
     specs = list({_key(p): dict(p) for p in partitions}.values())  # each partition once, in order
     plan = table.maintenance.plan_rescale(bucket=bucket, partitions=specs) if specs else None
     todo = [unit.spec for unit in plan.units] if plan else []
+    if todo and spark is None:
+        raise RescaleTaskError(f"rescale of {table_name}: {len(todo)} partition(s) need rewriting "
+                               f"({', '.join(map(str, todo))}) but no Spark session was given")
     table = table.maintenance.set_bucket(bucket=bucket)
 
     prepared: dict[tuple, Any] = {}
     if todo:
-        if spark is None:
-            raise RescaleTaskError(f"rescale of {table_name}: {len(todo)} partition(s) need rewriting "
-                                   f"({', '.join(map(str, todo))}) but no Spark session was given")
         collected = run_tasks(  # in todo's order
             spark, todo, _prepare(warehouse, table_name, bucket, options),
             abort=lambda outcomes: table.maintenance.abort_rescale(outcomes=outcomes),

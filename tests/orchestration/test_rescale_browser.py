@@ -51,13 +51,19 @@ def test_a_backfill_launched_in_the_ui_rescales_the_two_partitions(tmp_path, war
             browser.wait_for("document.querySelector('[data-tooltip=\"rescale\"]')", "the rescale asset node")
             browser.wait_for("document.body.innerText.includes('3 partitions')", "the sensor's 3 partitions", 180)
             browser.screenshot("group")
+            # Select the rescale node (the group holds the other maintenance assets too), then
             # Materialize → choose two partitions → Launch backfill.
-            browser.click("window.__lake.startsWith('Materialize')", "the Materialize button")
+            browser.click("document.querySelector('[data-tooltip=\"rescale\"]')", "the rescale asset node")
+            browser.click("window.__lake.startsWith('Materialize selected')", "the Materialize selected button")
+            browser.wait_for("document.body.innerText.includes('materialize db / t / rescale')", "the rescale launch dialog")
             browser.click_text("Select a partition or create one", "the partition picker")
             browser.click_text(f"dt={PARTS[1]}")
             browser.click_text(f"dt={PARTS[2]}")
-            browser.press("Escape", 27)
-            browser.wait_for("document.body.innerText.includes('2 partitions')", "two partitions selected")
+            # Close the picker by clicking the dialog's title (Escape may close the whole dialog).
+            browser.click("[...document.querySelectorAll('div, span, h4')].filter(e => window.__lake.visible(e)"
+                          " && e.textContent.includes('Launch runs to materialize')).pop()", "the dialog's title")
+            browser.wait_for("document.body.innerText.includes('2 partitions')"
+                             " && !document.body.innerText.includes('Filter partitions')", "the two partitions selected")
             browser.wait_for("document.body.innerText.includes('Backfills all partitions in a single run')",
                              "the single-run backfill policy")
             browser.screenshot("selected")
