@@ -30,6 +30,7 @@ _MAX_STALE_ROUNDS = 5
 def compact(table: "FileStoreTable", *, full: bool = False, partitions=None, dry_run: bool = False,
             expire_records: bool = False, parallelism: int = 2, now_ms: int | None = None) -> CompactionResult:
     """Plan, execute and commit; ``now_ms`` fixes the clock of record-level expiry (default: now)."""
+    _check_arguments(table, full=full, dry_run=dry_run, expire_records=expire_records, parallelism=parallelism)
     started = time.monotonic()
     plan = plan_compaction(table, full=full, partitions=partitions, expire_records=expire_records, now_ms=now_ms)
     before_files = [f for b in plan.buckets for f in b.files]
@@ -64,6 +65,16 @@ def compact(table: "FileStoreTable", *, full: bool = False, partitions=None, dry
         duration_s=time.monotonic() - started)
 
 
+def _check_arguments(table: "FileStoreTable", *, parallelism, **flags) -> None:
+    from ..maintenance.errors import MaintenanceArgumentError
+    for name, v in flags.items():  # a truthy string would silently switch on a full rewrite
+        if not isinstance(v, bool):
+            raise MaintenanceArgumentError(f"{name} = {v!r} for compact of {table.identifier} must be True or False")
+    if not isinstance(parallelism, int) or isinstance(parallelism, bool) or parallelism < 1:
+        raise MaintenanceArgumentError(f"parallelism = {parallelism!r} for compact of {table.identifier} must be a "
+                                       "positive integer")
+
+
 def _execute(table: "FileStoreTable", plan: CompactionPlan, parallelism: int) -> list[UnitOutcome]:
     """Run every unit; Parquet decoding/encoding and zstd release the GIL, so threads use the cores."""
     outcomes: list[UnitOutcome | None] = [None] * len(plan.units)
@@ -73,7 +84,16 @@ def _execute(table: "FileStoreTable", plan: CompactionPlan, parallelism: int) ->
         futures = {pool.submit(run_unit, table, u): i for i, u in enumerate(plan.units)}
         for done, fut in enumerate(as_completed(futures), 1):
             i = futures[fut]
-            outcomes[i] = fut.result()
+            try:
+                outcomes[i] = fut.result()
+            except Exception:
+                # nothing will be committed: the units that finished leave no files behind
+                for f in futures:
+                    f.cancel()
+                for f, j in futures.items():
+                    if j != i and not f.cancelled() and f.exception() is None:
+                        _discard(table, f.result().message)
+                raise
             rows += outcomes[i].counts.rows_in
             elapsed = max(time.monotonic() - t0, 1e-9)
             log.info("compact %s: %d/%d unit(s) done, %d rows read, %.0f rows/s", table.identifier, done,
