@@ -11,7 +11,7 @@ Processes (each its own OS process, each logging what it did to its own file):
 - an orphan remover (``remove_orphan_files(force=True)`` with a tiny age floor);
 - ``--readers`` readers: lease the latest snapshot, read it fully, check it is a state some prefix
   of each writer's commits produces (never half of a commit), release;
-- a rescaler: ``rescale`` to another bucket count, twice.
+- a rescaler: ``rescale`` of one partition to another bucket count (retried until it lands), twice.
 
 At the end the table must equal the model built from the writers' logs, every retained snapshot
 and tag must read completely and be a prefix state, and no reader may have failed.
@@ -43,14 +43,24 @@ ORPHAN_FLOOR_S = 10.0  # above the longest write-to-commit time of this run: fil
 
 
 # -- the data every writer writes: a pure function of (writer, commit number) ---------------------
+COLD = "cold"  # the partition the rescaler rewrites: writer 0 touches it every fifth commit only
+
+
 def batch_keys(writer: int, i: int) -> list[int]:
+    base = writer * KEYS_PER_WRITER
+    if writer == 0 and i % 5 == 2:
+        return list(range(base + 500, base + 510))
     rng = random.Random(writer * 1_000_003 + i)
-    return sorted(rng.sample(range(writer * KEYS_PER_WRITER, writer * KEYS_PER_WRITER + 200), BATCH_ROWS))
+    return sorted(rng.sample(range(base, base + 200), BATCH_ROWS))
+
+
+def partition_of(k: int) -> str:
+    return COLD if k % KEYS_PER_WRITER >= 500 else f"p{k % 2}"  # a function of the key: (p, k) is the key
 
 
 def batch(writer: int, i: int) -> pa.Table:
     keys = batch_keys(writer, i)
-    return pa.table({"p": [f"p{k % 2}" for k in keys], "k": keys, "v": [f"w{writer}-{i}" for _ in keys]},
+    return pa.table({"p": [partition_of(k) for k in keys], "k": keys, "v": [f"w{writer}-{i}" for _ in keys]},
                     schema=SCHEMA)
 
 
@@ -144,10 +154,13 @@ def worker(role: str, uri: str, storage: dict, log_path: str, seed: int, until: 
                 bad = half_visible(got, int(os.environ.get("CHAOS_WRITERS", "3")))
                 log("read", snap.id, len(got), *(["HALF"] + bad if bad else []))
             elif role == "rescaler":
-                time.sleep(rng.uniform(1.0, 3.0))
-                r = table.maintenance.rescale(bucket=3 if table.options.bucket == 2 else 2)
-                log("rescale", table.options.bucket, "->", cat.get_table(IDENT).options.bucket)
-                n += 1
+                if n == 1:
+                    time.sleep(rng.uniform(1.0, 3.0))
+                target = 3 if n % 2 else 2
+                r = table.maintenance.rescale(bucket=target, partitions=[{"p": COLD}])
+                if r.partitions_rescaled or r.partitions_skipped:
+                    log("rescale", COLD, "->", target, r.partitions_rescaled)
+                    n += 1
                 if n > 2:
                     return
             else:

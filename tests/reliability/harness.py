@@ -222,6 +222,7 @@ class OpReport:
     rows_verified: int = 0
     half_visible: int = 0
     lost_rows: int = 0
+    neutral: bool = False  # the operation leaves the rows (state) as they were: before == after
     failures: list = field(default_factory=list)
 
     @property
@@ -276,6 +277,7 @@ def explore(store, op: Operation, *, cap: int | None, modes=MODES, kinds=KINDS,
         counter = FaultyFileIO(FileIO(probe, store.storage_options))
         op.run(open_table(store, probe, counter))
         after = op.state(open_table(store, probe))
+        report.neutral = before == after
         store.drop(probe)
         report.counts = {k: counter.counts[k] for k in KINDS}
         for kind in kinds:
