@@ -237,20 +237,18 @@ def verify(table, writers: int, logs: dict[int, WriterLog]) -> Verdict:
             lost = sum(1 for k, x in want.items() if mine.get(k) != x)
             v.lost_rows += lost
             v.problems.append(f"writer {w}: table differs from the model of its log ({lost} rows lost or wrong)")
-    for sid in table.snapshot_manager.list_ids():
-        rows = as_map(table.to_arrow(snapshot_id=sid))
+    retained = [(f"snapshot {sid}", {"snapshot_id": sid}) for sid in table.snapshot_manager.list_ids()]
+    tagged = [(f"tag {tag}", {"tag": tag}) for tag in table.list_tags()]
+    for what, at in retained + tagged:
+        rows = as_map(table.to_arrow(**at))
         v.rows_verified += len(rows)
-        v.snapshots_read += 1
+        if "tag" in at:
+            v.tags_read += 1
+        else:
+            v.snapshots_read += 1
         bad = half_visible(rows, writers)
         v.half_visible += len(bad)
-        v.problems += [f"snapshot {sid}: {b}" for b in bad]
-    for tag in table.list_tags():
-        rows = as_map(table.to_arrow(tag=tag))
-        v.rows_verified += len(rows)
-        v.tags_read += 1
-        bad = half_visible(rows, writers)
-        v.half_visible += len(bad)
-        v.problems += [f"tag {tag}: {b}" for b in bad]
+        v.problems += [f"{what}: {b}" for b in bad]
     return v
 
 

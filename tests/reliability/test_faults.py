@@ -29,7 +29,7 @@ def test_faults_leave_the_state_before_or_after(tmp_path, op):
 @pytest.mark.reliability
 @pytest.mark.parametrize("op", OPERATIONS, ids=_IDS)
 def test_faults_dense_sample(tmp_path, op):
-    _check(explore(LocalStore(str(tmp_path)), op, cap=8))
+    _check(explore(LocalStore(str(tmp_path)), op, cap=5))
 
 
 @pytest.mark.s3
