@@ -69,7 +69,7 @@ def run_kills(uri: str, workdir: str, *, seed: int, kills: int, storage: dict | 
         proc = chaos.spawn(role, uri, storage, log_path, seed + round_, time.time() + 600, 0, 1,
                            start=max(wl.done, default=0) + 1)
         _wait_ready(log_path, proc)
-        time.sleep(rng.uniform(0.05, 1.5))
+        time.sleep(rng.uniform(0.05, 3.0 if role == "writer" else 1.5))  # a writer commit takes ~1 s
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
         r, c = _check(uri, storage, writer_log)
