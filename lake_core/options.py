@@ -68,11 +68,16 @@ KNOWN: dict[str, str | None] = {
     "snapshot.expire.limit": "50",
     "snapshot.clean-empty-directories": "false",
     "snapshot.expire.execution-mode": "sync",
+    # Unset: the snapshot.* value (CoreOptions.changelogNumRetainMin/Max, changelogTimeRetain).
+    "changelog.num-retained.min": None,
+    "changelog.num-retained.max": None,
+    "changelog.time-retained": None,
     "consumer.expiration-time": None,
     "partition.expiration-check-interval": "1 h",
     "tag.automatic-creation": "none",
     "tag.creation-period": "daily",
     "tag.num-retained-max": None,
+    "tag.default-time-retained": None,
     "commit.max-retries": "10",
     "commit.min-retry-wait": "10 ms",
     "commit.max-retry-wait": "10 s",
@@ -384,6 +389,8 @@ _INT_OPTIONS: dict[str, tuple[int, int, str]] = {
     "snapshot.num-retained.min": (1, INT_RANGE[1], "at least 1 snapshot"),
     "snapshot.num-retained.max": (1, INT_RANGE[1], "at least 1 snapshot"),
     "snapshot.expire.limit": (1, INT_RANGE[1], "at least 1 snapshot per expiry"),
+    "changelog.num-retained.min": (1, INT_RANGE[1], "at least 1 changelog"),
+    "changelog.num-retained.max": (1, INT_RANGE[1], "at least 1 changelog"),
     "tag.num-retained-max": (1, INT_RANGE[1], "at least 1 tag"),
     "manifest.merge-min-count": (1, INT_RANGE[1], "at least 1 manifest"),
     "compaction.max-size-amplification-percent": (0, INT_RANGE[1], "a percentage, 0 or more"),
@@ -405,7 +412,8 @@ _MEMORY_OPTIONS: dict[str, int] = {  # option -> minimum bytes
 _DURATION_OPTIONS = ("commit.min-retry-wait", "commit.max-retry-wait", "commit.timeout", "snapshot.time-retained",
                      "cross-partition-upsert.index-ttl", "record-level.expire-time", "partition.expiration-time",
                      "consumer.expiration-time", "partition.expiration-check-interval",
-                     "compaction.optimization-interval")
+                     "compaction.optimization-interval", "changelog.time-retained",
+                     "tag.default-time-retained")
 _BOOL_OPTIONS = ("ignore-delete", "first-row.ignore-delete", "deduplicate.ignore-delete",
                  "partial-update.ignore-delete", "write-only", "partial-update.remove-record-on-delete",
                  "aggregation.remove-record-on-delete", "commit.force-compact", "file.suffix.include.compression",
@@ -440,12 +448,16 @@ def _check_int_options(options: Mapping[str, str]) -> None:
             n = _parse_int(key, options[key], LONG_RANGE)
             if not lo <= n <= hi or (key == "dynamic-bucket.max-buckets" and n == 0):
                 raise InvalidOptionError(f"option '{key}' = {options[key]!r} is invalid: it must be {what}")
-    lo_key, hi_key = "snapshot.num-retained.min", "snapshot.num-retained.max"
-    if lo_key in options or hi_key in options:
-        lo = _parse_int(lo_key, options.get(lo_key, KNOWN[lo_key]))
-        hi = _parse_int(hi_key, options.get(hi_key, KNOWN[hi_key]))
-        if lo > hi:  # SchemaValidation refuses this too
-            raise InvalidOptionError(f"option '{lo_key}' = {lo} is larger than '{hi_key}' = {hi}")
+    for kind in ("snapshot", "changelog"):
+        lo_key, hi_key = f"{kind}.num-retained.min", f"{kind}.num-retained.max"
+        if lo_key in options or hi_key in options:
+            # changelog.* fall back to snapshot.* (CoreOptions.changelogNumRetainMin/Max)
+            lo = _parse_int(lo_key, options.get(lo_key) or options.get("snapshot.num-retained.min")
+                            or KNOWN["snapshot.num-retained.min"])
+            hi = _parse_int(hi_key, options.get(hi_key) or options.get("snapshot.num-retained.max")
+                            or KNOWN["snapshot.num-retained.max"])
+            if lo > hi:  # SchemaValidation refuses this too
+                raise InvalidOptionError(f"option '{lo_key}' = {lo} is larger than '{hi_key}' = {hi}")
 
 
 def _check_names_and_texts(options: Mapping[str, str]) -> None:

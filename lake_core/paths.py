@@ -164,6 +164,22 @@ class TablePaths:
         return f"{self.root}/snapshot/.{name}"
 
     @property
+    def changelog_dir(self) -> str:
+        """Long-lived changelogs of expired snapshots (``changelog.num-retained.*`` decoupled)."""
+        return f"{self.root}/changelog"
+
+    def changelog(self, snapshot_id: int) -> str:
+        return f"{self.root}/changelog/changelog-{snapshot_id}"
+
+    @property
+    def changelog_latest_hint(self) -> str:
+        return f"{self.root}/changelog/LATEST"
+
+    @property
+    def changelog_earliest_hint(self) -> str:
+        return f"{self.root}/changelog/EARLIEST"
+
+    @property
     def consumer_dir(self) -> str:
         return f"{self.root}/consumer"
 

@@ -1,6 +1,7 @@
 """A Paimon table: its schema and options, snapshots, and the write/read builders."""
 from __future__ import annotations
 
+import datetime as _dt
 import uuid
 from typing import Any, Sequence
 
@@ -23,6 +24,7 @@ from .schema import TableSchema
 from .schema_manager import SchemaManager
 from .snapshot import Snapshot
 from .snapshot_manager import SnapshotManager
+from .changelog_manager import ChangelogManager
 from .write import TableWrite
 
 
@@ -36,6 +38,7 @@ class FileStoreTable:
         self._schema = schema
         self.options = CoreOptions(schema.options)
         self.snapshot_manager = SnapshotManager(fileio, self.paths)
+        self.changelog_manager = ChangelogManager(fileio, self.paths, self.snapshot_manager)
         self.schema_manager = SchemaManager(fileio, self.paths)
         self.manifest_store = ManifestStore(fileio, self.paths,
                                             [schema.field(n).type for n in schema.partition_keys])
@@ -133,12 +136,20 @@ class FileStoreTable:
         return list(self.snapshot_manager.snapshots())
 
     # -- tags (time travel by name) ------------------------------------------------------------------
-    def create_tag(self, name: str, snapshot_id: int | None = None) -> None:
+    def create_tag(self, name: str, snapshot_id: int | None = None, *, time_retained=None) -> None:
+        """Tag a snapshot (the latest by default). ``time_retained`` (a timedelta; default the
+        option ``tag.default-time-retained``): the tag expires that long after its creation."""
+        from .maintenance.tag_time import default_time_retained, tag_json
         validate_tag_name(name)
+        if time_retained is not None and (not isinstance(time_retained, _dt.timedelta)
+                                          or time_retained <= _dt.timedelta(0)):
+            raise InvalidOptionError(f"time_retained = {time_retained!r} for tag '{name}' on {self.identifier} "
+                                     "must be a positive timedelta")
         snap = self.snapshot_manager.get(snapshot_id) if snapshot_id is not None else self.latest_snapshot()
         if snap is None:
             raise SnapshotNotFoundError(f"cannot tag {self.identifier}: it has no snapshots yet")
-        if not self.fileio.try_create(self.paths.tag(name), snap.to_json().encode("utf-8")):
+        text = tag_json(snap, time_retained if time_retained is not None else default_time_retained(self))
+        if not self.fileio.try_create(self.paths.tag(name), text.encode("utf-8")):
             raise InvalidOptionError(f"tag '{name}' already exists on {self.identifier}")
         if not self.fileio.exists(self.paths.snapshot(snap.id)):  # expired meanwhile: its files may be going
             self.fileio.delete(self.paths.tag(name))

@@ -25,18 +25,18 @@ import datetime as _dt
 import json
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from ..errors import SnapshotNotFoundError
-from ..metadata import FileKind
+from ..metadata import FileSource
 from ..options import parse_duration_ms
 from ..snapshot import Snapshot
 from .consumers import ConsumerManager
 from .errors import MaintenanceAbortedError, MaintenanceArgumentError
-from .references import (PlannedFile, deleted_in_delta, entry_key, index_path, live_data_keys,
-                         manifest_skipping_set, now_ms, tagged_snapshots, try_entries, try_index_entries,
-                         try_manifest_list, data_file_paths)
+from .references import (PlannedFile, added_files, data_file_paths, deleted_in_delta, index_path,
+                         manifest_skipping_set, now_ms, tagged_snapshots, try_index_entries, unheld_data_files,
+                         unused_lists)
 from .result import OperationResult
 
 if TYPE_CHECKING:
@@ -54,6 +54,11 @@ class ExpireConfig:
     retain_max: int
     older_than_ms: int
     max_deletes: int
+    # Java ExpireConfig.isChangelogDecoupled: the changelog.* values retain more than these, so
+    # expired snapshots leave their changelog behind in changelog/changelog-N.
+    changelog_decoupled: bool = False
+    # changelog-producer != none (Java SnapshotDeletion.produceChangelog)
+    produce_changelog: bool = False
 
 
 def _positive_int(table: "FileStoreTable", name: str, value, option: str) -> int:
@@ -102,6 +107,37 @@ def resolve_config(table: "FileStoreTable", *, retain_min=None, retain_max=None,
         older = now - parse_duration_ms("snapshot.time-retained", opts.get("snapshot.time-retained"))
     else:
         older = cutoff_ms(table, "older_than", older_than, now)
+    cfg = ExpireConfig(rmin, rmax, older, limit)
+    cl = changelog_config(table, cfg, now=now)
+    decoupled = cl.retain_max > rmax or cl.retain_min > rmin or cl.older_than_ms < older
+    return replace(cfg, changelog_decoupled=decoupled, produce_changelog=opts.changelog_producer != "none")
+
+
+def changelog_config(table: "FileStoreTable", snapshot_cfg: ExpireConfig, *, retain_min=None, retain_max=None,
+                     older_than=None, max_deletes=None, now: int) -> ExpireConfig:
+    """The changelog retention: arguments, else ``changelog.num-retained.min/max`` and
+    ``changelog.time-retained``, else the snapshot values (Java ``ExpireConfig.Builder``);
+    ``snapshot.expire.limit`` bounds both."""
+    opts = table.options
+
+    def pick(arg, name: str, key: str, fallback: int) -> int:
+        if arg is not None:
+            return _positive_int(table, name, arg, key)
+        return _positive_int(table, name, opts.get_int(key), key) if opts.get(key) is not None else fallback
+
+    rmin = pick(retain_min, "retain_min", "changelog.num-retained.min", snapshot_cfg.retain_min)
+    rmax = pick(retain_max, "retain_max", "changelog.num-retained.max", snapshot_cfg.retain_max)
+    limit = pick(max_deletes, "max_deletes", "snapshot.expire.limit", snapshot_cfg.max_deletes)
+    if rmin > rmax:
+        raise MaintenanceArgumentError(
+            f"retain_min ({rmin}) must not exceed retain_max ({rmax}) for the changelogs of table "
+            f"{table.identifier} ('changelog.num-retained.min' / 'changelog.num-retained.max'); nothing was changed")
+    if older_than is not None:
+        older = cutoff_ms(table, "older_than", older_than, now)
+    elif opts.get("changelog.time-retained") is not None:
+        older = now - parse_duration_ms("changelog.time-retained", opts.get("changelog.time-retained"))
+    else:
+        older = snapshot_cfg.older_than_ms
     return ExpireConfig(rmin, rmax, older, limit)
 
 
@@ -157,6 +193,7 @@ class ExpireSnapshotsPlan:
     consumer_floor: int | None
     reason: str | None = None
     snapshots: tuple[Snapshot, ...] = field(default=(), repr=False)
+    keeps_changelogs: bool = False  # expired snapshots become changelog/changelog-N first
 
     @property
     def bytes(self) -> int:
@@ -219,42 +256,32 @@ def _plan(table: "FileStoreTable", cfg: ExpireConfig, tag_names: list[str]) -> E
     tags = tagged_snapshots(table, tag_names)
     files: list[PlannedFile] = []
 
+    # Decoupled without a producer, the input (the delta) is the changelog: files a writer added
+    # and the lists naming them stay for changelog/changelog-N (Java SnapshotDeletion).
+    keep_input = cfg.changelog_decoupled and not cfg.produce_changelog
+
     # 1. data files deleted by the deltas of (begin, end], unless a tag still holds them
     candidates: dict[str, tuple] = {}
     for s in snaps[1:]:
         candidates.update(deleted_in_delta(table, s))
-    if candidates:
-        keep: set = set()
-        for t in tags:
-            keep |= live_data_keys(table, t)
-        keep |= live_data_keys(table, end_snap)  # defence in depth: end's files are never candidates
-        for path, (entry, paths) in candidates.items():
-            if entry_key(entry) in keep:
-                continue
-            files += [PlannedFile(p, size, "data") for p, size in paths]
+    if keep_input:
+        candidates = {p: v for p, v in candidates.items()
+                      if v[0].file.file_source not in (None, FileSource.APPEND)}
+    files += unheld_data_files(table, candidates, tags + [end_snap])  # end: defence in depth
 
-    # 2. changelog files of [begin, end) (the changelog lifecycle is coupled to snapshots)
-    for s in expiring:
-        for e in try_entries(table, s.changelog_manifest_list):
-            if e.kind == FileKind.ADD:
-                files += [PlannedFile(p, size, "changelog") for p, size in data_file_paths(table, e)]
+    # 2. changelog files of [begin, end), unless they outlive the snapshot (decoupled)
+    if not cfg.changelog_decoupled:
+        for s in expiring:
+            files += added_files(table, s.changelog_manifest_list, "changelog")
 
     # 3. metadata of [begin, end) that neither end nor a tag uses
     skip = manifest_skipping_set(table, [end_snap] + tags)
-    paths = table.paths
     for s in expiring:
-        for lst, size in ((s.base_manifest_list, s.base_manifest_list_size),
-                          (s.delta_manifest_list, s.delta_manifest_list_size),
-                          (s.changelog_manifest_list, s.changelog_manifest_list_size)):
-            if not lst:
-                continue
-            for m in try_manifest_list(table, lst):
-                if m.file_name not in skip:
-                    skip.add(m.file_name)
-                    files.append(PlannedFile(paths.manifest(m.file_name), m.file_size, "manifest"))
-            if lst not in skip:
-                skip.add(lst)
-                files.append(PlannedFile(paths.manifest(lst), size or 0, "manifest-list"))
+        lists = [] if keep_input else [(s.base_manifest_list, s.base_manifest_list_size),
+                                       (s.delta_manifest_list, s.delta_manifest_list_size)]
+        if not cfg.changelog_decoupled:
+            lists.append((s.changelog_manifest_list, s.changelog_manifest_list_size))
+        files += unused_lists(table, lists, skip)
         if s.index_manifest and s.index_manifest not in skip:
             entries = try_index_entries(table, s)
             for e in entries or ():
@@ -262,13 +289,14 @@ def _plan(table: "FileStoreTable", cfg: ExpireConfig, tag_names: list[str]) -> E
                     skip.add(e.file_name)
                     files.append(PlannedFile(index_path(table, e), e.file_size, "index"))
             skip.add(s.index_manifest)
-            files.append(PlannedFile(paths.manifest(s.index_manifest), 0, "index-manifest"))
+            files.append(PlannedFile(table.paths.manifest(s.index_manifest), 0, "index-manifest"))
         if s.statistics and s.statistics not in skip:
             skip.add(s.statistics)
-            files.append(PlannedFile(paths.statistics(s.statistics), 0, "statistics"))
+            files.append(PlannedFile(table.paths.statistics(s.statistics), 0, "statistics"))
 
     return ExpireSnapshotsPlan(name, begin, end_snap.id, tuple(s.id for s in expiring), tuple(files),
-                               tuple(t.id for t in tags), rng.consumer_floor, None, tuple(snaps))
+                               tuple(t.id for t in tags), rng.consumer_floor, None, tuple(snaps),
+                               cfg.changelog_decoupled)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -298,13 +326,17 @@ def _journal_payload(plan: ExpireSnapshotsPlan) -> bytes:
                        "files": [[f.path, f.size, f.kind] for f in plan.files]}).encode("utf-8")
 
 
-def _delete_files(table: "FileStoreTable", files) -> dict[str, int]:
+def delete_planned(table: "FileStoreTable", files) -> dict[str, int]:
+    """Delete planned files (already-gone ones are not counted); counts by kind and bytes."""
     counts = {"data": 0, "changelog": 0, "metadata": 0, "bytes": 0}
     for f in files:
         if table.fileio.delete(f.path):
             counts[f.kind if f.kind in ("data", "changelog") else "metadata"] += 1
             counts["bytes"] += f.size
     return counts
+
+
+_delete_files = delete_planned  # the name this module calls (tests simulate a crash through it)
 
 
 def _guard(table: "FileStoreTable", files) -> list[PlannedFile]:
@@ -358,6 +390,11 @@ def _restore(table: "FileStoreTable", plan: ExpireSnapshotsPlan) -> None:
         if s.id in plan.expired:
             table.fileio.try_create(table.paths.snapshot(s.id), s.to_json().encode("utf-8"))
     table.snapshot_manager.commit_earliest_hint(plan.begin)
+    if plan.keeps_changelogs:  # the snapshots own their changelog again: changelog expiry must not see it
+        long_lived = table.changelog_manager.long_lived
+        for sid in reversed(plan.expired):
+            table.fileio.delete(long_lived.path(sid))
+            long_lived.forget(sid)
 
 
 def expire_snapshots(table: "FileStoreTable", *, retain_min=None, retain_max=None, older_than=None,
@@ -397,6 +434,10 @@ def expire_snapshots(table: "FileStoreTable", *, retain_min=None, retain_max=Non
     fio, sm = table.fileio, table.snapshot_manager
     journal = table.paths.expire_journal(f"{_JOURNAL_PREFIX}{plan.end}-{time.time_ns()}")
     fio.write_bytes(journal, _journal_payload(plan))
+    if plan.keeps_changelogs:  # Java order: changelog-N exists before snapshot-N goes
+        for s in plan.snapshots:
+            if s.id in plan.expired:
+                table.changelog_manager.long_lived.commit(s)
     for sid in plan.expired:  # ascending: the remaining snapshots stay contiguous
         fio.delete(table.paths.snapshot(sid))
         sm.forget(sid)

@@ -49,6 +49,24 @@ class TableMaintenance:
         return expire_snapshots(self._table, retain_min=retain_min, retain_max=retain_max,
                                 older_than=older_than, max_deletes=max_deletes, dry_run=dry_run)
 
+    # -- changelog expiry (expire_changelogs.py) ----------------------------------------------
+    def expire_changelogs(self, *, retain_min: int | None = None, retain_max: int | None = None,
+                          older_than=None, max_deletes: int | None = None, dry_run: bool = False):
+        """Delete long-lived changelogs (``changelog/changelog-N``) as Paimon's ``ExpireChangelogImpl``;
+        unset arguments fall back to ``changelog.num-retained.min/max`` and
+        ``changelog.time-retained``, then to the ``snapshot.*`` options."""
+        from .expire_changelogs import expire_changelogs
+        return expire_changelogs(self._table, retain_min=retain_min, retain_max=retain_max,
+                                 older_than=older_than, max_deletes=max_deletes, dry_run=dry_run)
+
+    # -- tag time retention (tag_time.py) ------------------------------------------------------
+    def expire_tags(self, *, older_than=None, dry_run: bool = False):
+        """Delete tags whose ``tagTimeRetained`` (per tag, or ``tag.default-time-retained`` when
+        created) has passed since their creation (Java ``TagTimeExpire``); with ``older_than`` (a
+        local datetime) also every tag created before it."""
+        from .tag_time import expire_tags
+        return expire_tags(self._table, older_than=older_than, dry_run=dry_run)
+
     # -- consumers (consumers.py) ----------------------------------------------------------------
     @property
     def consumers(self):

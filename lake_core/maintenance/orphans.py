@@ -23,7 +23,7 @@ from ..errors import LakeError, SnapshotNotFoundError
 from ..fileio import FileIOError
 from ..snapshot import Snapshot
 from .errors import MaintenanceAbortedError, MaintenanceArgumentError
-from .references import PlannedFile, ReferencedNames, now_ms, tagged_snapshots
+from .references import PlannedFile, ReferencedNames, long_lived_changelogs, now_ms, tagged_snapshots
 from .result import OperationResult
 
 if TYPE_CHECKING:
@@ -66,6 +66,16 @@ def _collect(table: "FileStoreTable", refs: ReferencedNames) -> None:
                 raise MaintenanceAbortedError(
                     f"remove_orphan_files on {table.identifier}: snapshot {sid} could not be read completely "
                     f"({e}); refusing to delete anything") from None
+    long_lived = table.changelog_manager.long_lived
+    for cl in long_lived_changelogs(table):
+        try:
+            refs.add_changelog(cl)
+        except (FileNotFoundError, FileIOError, LakeError) as e:
+            long_lived.forget(cl.id)
+            if table.fileio.exists(long_lived.path(cl.id)):
+                raise MaintenanceAbortedError(
+                    f"remove_orphan_files on {table.identifier}: changelog/changelog-{cl.id} could not be read "
+                    f"completely ({e}); refusing to delete anything") from None
     for tag in tagged_snapshots(table):
         try:
             refs.add_snapshot(tag)

@@ -1,7 +1,8 @@
 """What Paimon runs after every successful commit unless ``write-only`` is set (Java
 ``TableCommitImpl`` → ``expireMaintainers``): consumer expiry, then snapshot expiry with the table's
-options. A failure here never fails the commit that already landed; it is logged and the next
-commit (or a maintenance job) tries again. Then partition expiry and automatic tags.
+options, then (decoupled lifecycle) changelog expiry; then partition expiry, automatic tags and tag
+time expiry. A failure here never fails the commit that already landed; it is logged and the next
+commit (or a maintenance job) tries again.
 """
 from __future__ import annotations
 
@@ -22,14 +23,19 @@ def after_commit(table: "FileStoreTable") -> None:
     if table.options.get_bool("write-only"):
         return
     from .consumers import ConsumerManager
-    from .expire_snapshots import expire_snapshots
+    from .expire_changelogs import expire_changelogs
+    from .expire_snapshots import expire_snapshots, resolve_config
+    from .tag_time import expire_tags
     from .tags import auto_create_tag
     try:
         if table.options.get("consumer.expiration-time"):
             ConsumerManager(table).expire()
         expire_snapshots(table, finish_journals=False)  # journals: left to maintenance runs
+        if resolve_config(table).changelog_decoupled:  # Java: snapshot expiry, then changelog expiry
+            expire_changelogs(table)
         _maybe_expire_partitions(table)
         auto_create_tag(table)
+        expire_tags(table)  # Java TagAutoManager: creation, then TagTimeExpire
     except Exception as e:  # noqa: BLE001 - the commit itself succeeded; maintenance retries later
         log.warning("maintenance after commit on %s failed (the commit itself succeeded): %s", table.identifier, e)
 

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
-from ..errors import LakeError, TagNotFoundError
+from ..errors import LakeError, SnapshotNotFoundError, TagNotFoundError
 from ..fileio import FileIOError
 from ..hash_index import index_file_path
 from ..metadata import DataFileMeta, FileKind, IndexManifestEntry, ManifestEntry
@@ -83,15 +83,28 @@ def _list_names(table: "FileStoreTable", name: str | None) -> list[str]:
     return [m.file_name for m in table.manifest_store.read_manifest_list(name)]
 
 
-def manifest_skipping_set(table: "FileStoreTable", snapshots: Iterable[Snapshot]) -> set[str]:
+def existing_list(table: "FileStoreTable", name: str | None) -> str | None:
+    """``name`` if that manifest list exists. A long-lived changelog names the base and delta lists
+    of its expired snapshot, which are gone when a changelog producer wrote its changelog (Java
+    checks ``ManifestList.exists`` the same way)."""
+    return name if name and table.fileio.exists(table.paths.manifest(name)) else None
+
+
+def manifest_skipping_set(table: "FileStoreTable", snapshots: Iterable[Snapshot],
+                          changelogs: Iterable[Snapshot] = ()) -> set[str]:
     """Names of every manifest list, manifest, index manifest, index file and statistics file the
-    given snapshots use (Java ``FileDeletionBase.manifestSkippingSet``). Raises if any of them
-    cannot be read."""
+    given snapshots use (Java ``FileDeletionBase.manifestSkippingSet``), plus the base and delta
+    lists that still exist of the given long-lived changelogs. Raises if any of them cannot be
+    read."""
     out: set[str] = set()
     store = table.manifest_store
-    for s in snapshots:
+    for s, lists in ([(s, (s.base_manifest_list, s.delta_manifest_list)) for s in snapshots]
+                     + [(c, (existing_list(table, c.base_manifest_list), existing_list(table, c.delta_manifest_list)))
+                        for c in changelogs]):
         try:
-            for lst in (s.base_manifest_list, s.delta_manifest_list):
+            for lst in lists:
+                if not lst:
+                    continue
                 out.add(lst)
                 out.update(_list_names(table, lst))
             if s.index_manifest:
@@ -155,6 +168,59 @@ def deleted_in_delta(table: "FileStoreTable", snapshot: Snapshot) -> dict[str, t
     return out
 
 
+def added_files(table: "FileStoreTable", list_name: str | None, kind: str) -> list[PlannedFile]:
+    """Files the ADD entries of a manifest list name (Java ``deleteAddedDataFiles``)."""
+    out: list[PlannedFile] = []
+    for e in try_entries(table, list_name):
+        if e.kind == FileKind.ADD:
+            out += [PlannedFile(p, size, kind) for p, size in data_file_paths(table, e)]
+    return out
+
+
+def unheld_data_files(table: "FileStoreTable", candidates: dict[str, tuple], holders: Iterable[Snapshot]
+                      ) -> list[PlannedFile]:
+    """The candidate data files (from :func:`deleted_in_delta`) no holder snapshot has live (Java's
+    tag data-file skipper)."""
+    if not candidates:
+        return []
+    keep: set = set()
+    for h in holders:
+        keep |= live_data_keys(table, h)
+    return [PlannedFile(p, size, "data") for _path, (entry, paths) in candidates.items()
+            if entry_key(entry) not in keep for p, size in paths]
+
+
+def unused_lists(table: "FileStoreTable", lists, skip: set[str]) -> list[PlannedFile]:
+    """Manifests of the given ``(manifest list, size)`` pairs, and the lists, not in ``skip``
+    (Java ``cleanUnusedManifestList``); ``skip`` grows so nothing is planned twice."""
+    out: list[PlannedFile] = []
+    paths = table.paths
+    for lst, size in lists:
+        if not lst:
+            continue
+        for m in try_manifest_list(table, lst):
+            if m.file_name not in skip:
+                skip.add(m.file_name)
+                out.append(PlannedFile(paths.manifest(m.file_name), m.file_size, "manifest"))
+        if lst not in skip:
+            skip.add(lst)
+            out.append(PlannedFile(paths.manifest(lst), size or 0, "manifest-list"))
+    return out
+
+
+def long_lived_changelogs(table: "FileStoreTable") -> list[Snapshot]:
+    """Every ``changelog/changelog-N`` still there, ascending (a changelog expired while listing is
+    skipped: it needs nothing any more)."""
+    long_lived = table.changelog_manager.long_lived
+    out = []
+    for cid in long_lived.list_ids():
+        try:
+            out.append(long_lived.get(cid))
+        except SnapshotNotFoundError:
+            continue
+    return out
+
+
 class ReferencedNames:
     """Every file name the given snapshots mention (ADD and DELETE entries, extra files, manifests,
     lists, index manifests and files, statistics), each manifest read once. Java's
@@ -167,13 +233,19 @@ class ReferencedNames:
         self._manifests: set[str] = set()
         self._seen: set[tuple[int, str | None]] = set()
 
-    def add_snapshot(self, s: Snapshot) -> None:
-        key = (s.id, s.uuid or s.base_manifest_list)
+    def add_changelog(self, c: Snapshot) -> None:
+        """A long-lived changelog: its changelog list, and its base and delta lists while they exist."""
+        self.add_snapshot(c, lists=(existing_list(self.table, c.base_manifest_list),
+                                    existing_list(self.table, c.delta_manifest_list), c.changelog_manifest_list),
+                          metadata=False)
+
+    def add_snapshot(self, s: Snapshot, *, lists=None, metadata: bool = True) -> None:
+        key = (s.id, s.uuid or s.base_manifest_list, metadata)
         if key in self._seen:
             return
         self._seen.add(key)
         store = self.table.manifest_store
-        for lst in (s.base_manifest_list, s.delta_manifest_list, s.changelog_manifest_list):
+        for lst in lists or (s.base_manifest_list, s.delta_manifest_list, s.changelog_manifest_list):
             if not lst or lst in self._lists:
                 continue
             self._lists.add(lst)
@@ -188,6 +260,8 @@ class ReferencedNames:
                     self.names.update(e.file.extra_files)
                     if e.file.external_path:
                         self.names.add(e.file.external_path.rsplit("/", 1)[-1])
+        if not metadata:  # index and statistics of an expired snapshot went with it
+            return
         if s.index_manifest:
             self.names.add(s.index_manifest)
             self.names.update(e.file_name for e in store.index_entries(s))

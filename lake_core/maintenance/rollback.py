@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from ..errors import SnapshotNotFoundError
 from ..names import validate_tag_name
 from .errors import MaintenanceAbortedError, MaintenanceArgumentError
-from .references import ReferencedNames, tagged_snapshots
+from .references import ReferencedNames, long_lived_changelogs, tagged_snapshots
 from .result import OperationResult
 
 if TYPE_CHECKING:
@@ -49,13 +49,14 @@ def _target(table: "FileStoreTable", snapshot_id, tag) -> tuple["Snapshot", bool
     return table.snapshot_manager.get(snapshot_id), False  # SnapshotNotFoundError names the range
 
 
-def _names_of(table: "FileStoreTable", snaps) -> set[str]:
+def _names_of(table: "FileStoreTable", snaps, changelogs=()) -> set[str]:
     refs = ReferencedNames(table)
-    for s in snaps:
-        try:
-            refs.add_snapshot(s)
-        except FileNotFoundError:
-            continue  # already partly gone: what remains is still collected from the others
+    for add, items in ((refs.add_snapshot, snaps), (refs.add_changelog, changelogs)):
+        for s in items:
+            try:
+                add(s)
+            except FileNotFoundError:
+                continue  # already partly gone: what remains is still collected from the others
     return refs.names
 
 
@@ -73,7 +74,10 @@ def rollback_to(table: "FileStoreTable", *, snapshot_id: int | None = None, tag:
         except SnapshotNotFoundError:
             continue
     removed += [table.tag(n) for n in newer_tags]
-    candidates = _names_of(table, removed)
+    # Long-lived changelogs newer than the target go too (Java RollbackHelper), e.g. when rolling
+    # back to a tag whose snapshot has expired.
+    newer_changelogs = [c for c in long_lived_changelogs(table) if c.id > target.id]
+    candidates = _names_of(table, removed, newer_changelogs)
 
     # metadata first: tags, then snapshot files newest first, then the hints
     for n in newer_tags:
@@ -83,6 +87,14 @@ def rollback_to(table: "FileStoreTable", *, snapshot_id: int | None = None, tag:
     for sid in reversed(newer):
         fio.delete(paths.snapshot(sid))
         sm.forget(sid)
+    long_lived = table.changelog_manager.long_lived
+    for c in reversed(newer_changelogs):
+        fio.delete(long_lived.path(c.id))
+        long_lived.forget(c.id)
+    if newer_changelogs:
+        left = long_lived.list_ids()
+        if left:
+            long_lived.commit_latest_hint(left[-1])
     sm.commit_latest_hint(target.id)
     if restore:
         sm.commit_earliest_hint(min([target.id] + [i for i in sm.list_ids()]))
@@ -93,7 +105,8 @@ def rollback_to(table: "FileStoreTable", *, snapshot_id: int | None = None, tag:
             f"{target.id}; stop the writers and run it again (no data file was deleted)")
 
     # then the files only the removed snapshots and tags mentioned
-    keep = _names_of(table, [s for s in (sm.get(i) for i in sm.list_ids())] + tagged_snapshots(table))
+    keep = _names_of(table, [s for s in (sm.get(i) for i in sm.list_ids())] + tagged_snapshots(table),
+                     long_lived_changelogs(table))
     doomed = candidates - keep
     deleted = size = 0
     if doomed:

@@ -29,6 +29,13 @@ def table_pool(table_name: str) -> str:
     return "lake_table_" + identifier(table_name)
 
 
+def maintenance_pool(table_name: str) -> str:
+    """The pool of every maintenance asset of a table (compaction, expiry, orphan cleanup, rescale,
+    ...): one maintainer per table at a time. Writers are not in it, so maintenance never blocks a
+    write (only compaction's write stall rule does)."""
+    return "lake_maintenance_" + identifier(table_name)
+
+
 def op_name(table_name: str) -> str:
     """The op behind a table's asset (what run config is keyed by)."""
     return table_asset_key(table_name).to_python_identifier()

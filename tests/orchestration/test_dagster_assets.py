@@ -225,11 +225,11 @@ def test_storage_errors_name_bucket_endpoint_and_variables_before_spark(s3_serve
 def test_a_maintenance_operation_plugs_into_its_tables_group(warehouse, write_tables_config, monkeypatch):
     """The seam the maintenance assets use: a builder in MAINTENANCE_ASSETS, one asset per table."""
     from orchestration.defs import maintenance
-    from orchestration.defs.naming import maintenance_asset_key, table_group, table_pool
+    from orchestration.defs.naming import maintenance_asset_key, maintenance_pool, table_group
 
     def build(table):
         @dg.asset(key=maintenance_asset_key(table.name, "compaction"), deps=[dg.AssetKey(table.name.split("."))],
-                  group_name=table_group(table.name), pool=table_pool(table.name))
+                  group_name=table_group(table.name), pool=maintenance_pool(table.name))
         def compaction() -> None:
             return None
 
@@ -239,5 +239,7 @@ def test_a_maintenance_operation_plugs_into_its_tables_group(warehouse, write_ta
     graph = build_definitions(load_tables_config(write_tables_config(warehouse))).resolve_asset_graph()
     node = graph.get(dg.AssetKey(["demo", "orders", "compaction"]))
     assert node.group_name == graph.get(ORDERS).group_name == "demo__orders"
-    assert node.parent_keys == {ORDERS} and node.pools == graph.get(ORDERS).pools
+    # Maintainers share one pool per table; the writer is not in it (maintenance never blocks a write).
+    assert node.parent_keys == {ORDERS} and node.pools == {"lake_maintenance_demo__orders"}
+    assert not node.pools & graph.get(ORDERS).pools
     assert not graph.has(dg.AssetKey(["demo", "orders_by_day", "compaction"]))  # derived tables: not configured tables

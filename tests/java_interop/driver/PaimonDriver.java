@@ -163,6 +163,12 @@ public final class PaimonDriver {
                 return compact(args);
             case "expire_snapshots":
                 return expireSnapshots(args);
+            case "expire_changelogs":
+                return expireChangelogs(args);
+            case "stream_read":
+                return streamRead(args);
+            case "consumer":
+                return consumer(args);
             case "files":
                 return files(args);
             case "snapshots":
@@ -339,12 +345,80 @@ public final class PaimonDriver {
 
     private static JsonNode expireSnapshots(JsonNode args) {
         FileStoreTable table = table(args);
+        return NODES.numberNode(table.newExpireSnapshots().config(expireConfig(args)).expire());
+    }
+
+    /** Snapshot values from the arguments; changelog values (decoupled lifecycle) when given. */
+    private static ExpireConfig expireConfig(JsonNode args) {
         ExpireConfig.Builder config = ExpireConfig.builder()
                 .snapshotRetainMin(args.path("retain_min").asInt(1))
                 .snapshotRetainMax(args.path("retain_max").asInt(Integer.MAX_VALUE))
                 .snapshotTimeRetain(Duration.ofMillis(args.path("time_retained_ms").asLong(0)))
                 .snapshotMaxDeletes(args.path("max_deletes").asInt(Integer.MAX_VALUE));
-        return NODES.numberNode(table.newExpireSnapshots().config(config.build()).expire());
+        if (args.has("changelog_retain_min")) {
+            config.changelogRetainMin(args.get("changelog_retain_min").asInt());
+        }
+        if (args.has("changelog_retain_max")) {
+            config.changelogRetainMax(args.get("changelog_retain_max").asInt());
+        }
+        if (args.has("changelog_time_retained_ms")) {
+            config.changelogTimeRetain(Duration.ofMillis(args.get("changelog_time_retained_ms").asLong()));
+        }
+        if (args.has("changelog_max_deletes")) {
+            config.changelogMaxDeletes(args.get("changelog_max_deletes").asInt());
+        }
+        return config.build();
+    }
+
+    private static JsonNode expireChangelogs(JsonNode args) {
+        FileStoreTable table = table(args);
+        return NODES.numberNode(table.newExpireChangelog().config(expireConfig(args)).expire());
+    }
+
+    /** Java's consumer file: set "next_snapshot" when given, then return it (null: no consumer). */
+    private static JsonNode consumer(JsonNode args) {
+        org.apache.paimon.consumer.ConsumerManager manager = new org.apache.paimon.consumer.ConsumerManager(
+                LocalFileIO.create(), new Path(args.get("path").asText()));
+        String id = args.get("id").asText();
+        if (args.has("next_snapshot")) {
+            manager.resetConsumer(id, new org.apache.paimon.consumer.Consumer(args.get("next_snapshot").asLong()));
+        }
+        return manager.consumer(id).map(c -> (JsonNode) NODES.numberNode(c.nextSnapshot())).orElse(NODES.nullNode());
+    }
+
+    /**
+     * A streaming read from snapshot "from" (scan.mode = from-snapshot) until the latest snapshot:
+     * every changelog Java's stream scan plans, in order (long-lived changelogs included).
+     */
+    private static JsonNode streamRead(JsonNode args) throws Exception {
+        FileStoreTable table = table(args);
+        Map<String, String> dynamic = new HashMap<>();
+        dynamic.put("scan.mode", "from-snapshot");
+        dynamic.put("scan.snapshot-id", args.get("from").asText());
+        table = table.copy(dynamic);
+        long latest = table.snapshotManager().latestSnapshotId();
+        RowType rowType = table.rowType();
+        ReadBuilder builder = table.newReadBuilder();
+        org.apache.paimon.table.source.StreamTableScan scan = builder.newStreamScan();
+        TableRead tableRead = builder.newRead();
+        ObjectNode result = NODES.objectNode();
+        result.set("fields", fieldsJson(rowType.getFields()));
+        ArrayNode rows = result.putArray("rows");
+        ArrayNode kinds = result.putArray("kinds");
+        for (int i = 0; i < 100000; i++) {
+            List<Split> splits = scan.plan().splits();
+            try (RecordReader<InternalRow> reader = tableRead.createReader(splits)) {
+                reader.forEachRemaining(row -> {
+                    rows.add(rowJson(row, rowType));
+                    kinds.add(row.getRowKind().shortString());
+                });
+            }
+            Long next = scan.checkpoint();
+            if (next != null && next > latest) {
+                break;
+            }
+        }
+        return result;
     }
 
     // ---------------------------------------------------------------------------------------------

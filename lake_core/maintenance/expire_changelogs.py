@@ -1,0 +1,197 @@
+"""Changelog expiry: Paimon's ``ExpireChangelogImpl`` / ``ChangelogDeletion`` for the decoupled
+changelog lifecycle.
+
+When ``changelog.num-retained.min/max`` or ``changelog.time-retained`` retain more than the
+``snapshot.*`` options, snapshot expiry leaves each expired snapshot's changelog behind as
+``changelog/changelog-N`` (see :mod:`lake_core.changelog_manager`). This operation deletes those
+that the changelog options no longer retain. With ``latest`` the latest snapshot and
+``[earliest, latestChangelog]`` the long-lived changelogs:
+
+- ``min = max(latest - retain_max + 1, earliest)``;
+- ``end = min(latest - retain_min + 1, min nextSnapshot of the consumers, earliest + max_deletes,
+  latestChangelog)`` (so the newest long-lived changelog always stays, as in Java);
+- walking ``id`` from ``min`` to ``end``, the first changelog committed at or after ``older_than``
+  ends the range; changelogs ``[earliest, end)`` expire and ``end`` is the new ``changelog/EARLIEST``.
+
+Files of each expired changelog (Java ``ChangelogDeletion``): the files its changelog list ADDs; the
+data files its delta list (if it still exists) DELETEs, unless a tag or the earliest snapshot holds
+them; its changelog, delta and base lists and their manifests unless a tag, the earliest snapshot
+or changelog ``end`` uses them.
+
+As for snapshots, the plan is frozen and re-validated before acting, and the ``changelog-N`` files
+go (and the hint moves) before any file they reference; a crash in between leaves orphans that
+``remove_orphan_files`` takes.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..errors import SnapshotNotFoundError
+from ..snapshot import Snapshot
+from .consumers import ConsumerManager
+from .errors import MaintenanceAbortedError, MaintenanceArgumentError
+from .expire_snapshots import ExpireConfig, changelog_config, delete_planned, resolve_config
+from .references import (PlannedFile, added_files, deleted_in_delta, existing_list, manifest_skipping_set,
+                         now_ms, tagged_snapshots, unheld_data_files, unused_lists)
+from .result import OperationResult
+
+if TYPE_CHECKING:
+    from ..table import FileStoreTable
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ExpireChangelogsPlan:
+    table: str
+    begin: int | None
+    end: int | None  # new earliest long-lived changelog; [begin, end) expire
+    expired: tuple[int, ...]
+    files: tuple[PlannedFile, ...]
+    tag_ids: tuple[int, ...]
+    reason: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExpireChangelogsResult(OperationResult):
+    expired_changelogs: tuple[int, ...] = ()
+    earliest_changelog: int | None = None  # after the run (planned, in a dry run)
+    deleted_changelog_files: int = 0
+    deleted_data_files: int = 0
+    deleted_metadata_files: int = 0
+    bytes_reclaimed: int = 0
+    files: tuple[str, ...] = ()
+    skipped: str | None = None
+
+    def describe(self) -> str:
+        """What a dry run would do (or what the run did), one file per line."""
+        if not self.expired_changelogs:
+            return f"expire_changelogs on {self.table}: nothing — {self.skipped}"
+        verb = "would expire" if self.dry_run else "expired"
+        head = (f"expire_changelogs on {self.table} {verb} changelogs {self.expired_changelogs[0]}.."
+                f"{self.expired_changelogs[-1]} ({len(self.expired_changelogs)}); earliest changelog is now "
+                f"{self.earliest_changelog}; {len(self.files)} files, {self.bytes_reclaimed} bytes")
+        return "\n".join([head] + [f"  {p}" for p in self.files])
+
+
+def resolve_changelog_config(table: "FileStoreTable", *, retain_min=None, retain_max=None, older_than=None,
+                             max_deletes=None) -> ExpireConfig:
+    now = now_ms()
+    return changelog_config(table, resolve_config(table, now=now), retain_min=retain_min, retain_max=retain_max,
+                            older_than=older_than, max_deletes=max_deletes, now=now)
+
+
+def compute_range(table: "FileStoreTable", cfg: ExpireConfig) -> tuple[int | None, int | None, str | None]:
+    """``(begin, end, reason)``: changelogs ``[begin, end)`` expire (Java ``ExpireChangelogImpl.expire``)."""
+    sm, long_lived = table.snapshot_manager, table.changelog_manager.long_lived
+    latest, earliest_snapshot = sm.latest_id(), sm.earliest_id()
+    first, last = long_lived.earliest_id(), long_lived.latest_id()
+    if latest is None or earliest_snapshot is None:
+        return None, None, "the table has no snapshots"
+    if first is None or last is None:
+        return None, None, "the table has no long-lived changelogs (changelog/changelog-N)"
+    lo = max(latest - cfg.retain_max + 1, first)
+    end, reason = latest - cfg.retain_min + 1, f"retain_min = {cfg.retain_min} keeps changelogs from {latest - cfg.retain_min + 1}"
+    floor = ConsumerManager(table).min_next_snapshot(strict=True)
+    for bound, why in ((floor, f"a consumer or lease still needs snapshot {floor}"),
+                       (first + cfg.max_deletes, f"max_deletes = {cfg.max_deletes}"),
+                       (last, f"the newest long-lived changelog ({last}) is always kept"),
+                       # not in Java: a changelog whose snapshot is back (a restored expiry) stays
+                       (earliest_snapshot, f"snapshot {earliest_snapshot} still exists")):
+        if bound is not None and bound < end:
+            end, reason = bound, why
+    for cid in range(lo, end + 1):
+        try:
+            c = long_lived.get(cid)
+        except SnapshotNotFoundError:
+            continue
+        if cfg.older_than_ms <= c.time_millis:
+            if cid < end:
+                end, reason = cid, f"changelog {cid} is younger than the cut-off"
+            break
+    if end <= first:
+        return first, first, f"nothing to expire: {reason}"
+    return first, end, None
+
+
+def plan_expire_changelogs(table: "FileStoreTable", cfg: ExpireConfig) -> ExpireChangelogsPlan:
+    begin, end, reason = compute_range(table, cfg)
+    name = table.identifier
+    if begin is None or end is None or end <= begin:
+        return ExpireChangelogsPlan(name, begin, end, (), (), (), reason)
+    long_lived = table.changelog_manager.long_lived
+    changelogs: list[Snapshot] = []
+    try:
+        for cid in range(begin, end):
+            try:
+                changelogs.append(long_lived.get(cid))
+            except SnapshotNotFoundError:
+                continue
+        end_changelog = long_lived.get(end)
+        earliest = table.snapshot_manager.get(table.snapshot_manager.earliest_id())
+        tags = tagged_snapshots(table)
+        holders = tags + [earliest]
+        skip = manifest_skipping_set(table, holders, changelogs=[end_changelog])
+        files: list[PlannedFile] = []
+        for c in changelogs:
+            files += added_files(table, c.changelog_manifest_list, "changelog")
+            delta = existing_list(table, c.delta_manifest_list)
+            if delta:
+                files += unheld_data_files(table, deleted_in_delta(table, c), holders)
+            files += unused_lists(table, [(c.changelog_manifest_list, c.changelog_manifest_list_size),
+                                          (delta, c.delta_manifest_list_size),
+                                          (existing_list(table, c.base_manifest_list), c.base_manifest_list_size)],
+                                  skip)
+    except (SnapshotNotFoundError, FileNotFoundError) as e:
+        if long_lived.earliest_id() != begin:
+            return ExpireChangelogsPlan(name, None, None, (), (), (),
+                                        "the changelogs changed while planning (a concurrent expiry); run again")
+        raise MaintenanceAbortedError(
+            f"expire_changelogs on {name}: {getattr(e, 'filename', None) or e} could not be read; nothing was deleted"
+        ) from None
+    return ExpireChangelogsPlan(name, begin, end, tuple(c.id for c in changelogs), tuple(files),
+                                tuple(t.id for t in tags))
+
+
+def expire_changelogs(table: "FileStoreTable", *, retain_min=None, retain_max=None, older_than=None,
+                      max_deletes=None, dry_run: bool = False) -> ExpireChangelogsResult:
+    started = time.monotonic()
+    if not isinstance(dry_run, bool):
+        raise MaintenanceArgumentError(f"dry_run = {dry_run!r} for table {table.identifier} must be True or False")
+    cfg = resolve_changelog_config(table, retain_min=retain_min, retain_max=retain_max, older_than=older_than,
+                                   max_deletes=max_deletes)
+    plan = plan_expire_changelogs(table, cfg)
+
+    def result(plan: ExpireChangelogsPlan, counts: dict | None = None, skipped=None) -> ExpireChangelogsResult:
+        meta = sum(1 for f in plan.files if f.kind not in ("data", "changelog"))
+        counts = counts or {"changelog": sum(f.kind == "changelog" for f in plan.files),
+                            "data": sum(f.kind == "data" for f in plan.files), "metadata": meta,
+                            "bytes": sum(f.size for f in plan.files)}
+        return ExpireChangelogsResult(
+            operation="expire_changelogs", table=table.identifier, dry_run=dry_run,
+            duration_s=time.monotonic() - started, expired_changelogs=plan.expired,
+            earliest_changelog=plan.end if plan.expired else plan.begin,
+            deleted_changelog_files=counts["changelog"], deleted_data_files=counts["data"],
+            deleted_metadata_files=counts["metadata"], bytes_reclaimed=counts["bytes"],
+            files=tuple(f.path for f in plan.files), skipped=skipped or plan.reason)
+
+    if dry_run or not plan.expired:
+        return result(plan)
+    # phase 2: the range must still hold and no tag may have appeared in it
+    begin, end, _ = compute_range(table, cfg)
+    tags_now = {t.id for t in tagged_snapshots(table)}
+    if begin != plan.begin or end is None or end < plan.end or tags_now - set(plan.tag_ids):
+        empty = ExpireChangelogsPlan(plan.table, plan.begin, plan.end, (), (), ())
+        return result(empty, skipped="the table changed under the plan (a tag, consumer or another expiry); "
+                                     "nothing was deleted, run again")
+    long_lived = table.changelog_manager.long_lived
+    for cid in plan.expired:  # ascending: the remaining changelogs stay contiguous
+        table.fileio.delete(long_lived.path(cid))
+        long_lived.forget(cid)
+    long_lived.commit_earliest_hint(plan.end)
+    counts = delete_planned(table, plan.files)
+    log.info("expired changelogs %d..%d of %s", plan.expired[0], plan.expired[-1], table.identifier)
+    return result(plan, counts)
