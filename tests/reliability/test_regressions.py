@@ -66,3 +66,26 @@ def _data_files(table):
     root = table.paths.root
     return [f for f, _s, _m in table.fileio.list_files_recursive(root) if "/bucket-" in f
             and f.rsplit("/", 1)[-1].startswith("data-")]
+
+
+def test_changelog_expiry_keeps_the_changelog_list_a_tag_names(warehouse):
+    # Found by the fault harness: after expire_changelogs, remove_orphan_files refused forever
+    # ("tag of snapshot 2 could not be read completely"): the tag's changelog list was deleted.
+    import datetime as dt
+
+    from .harness import BASE_OPTIONS, _history_with_long_lived_changelogs
+    cat = Catalog(warehouse)
+    cat.create_database("db")
+    t = cat.create_table(IDENT, schema=SCHEMA, primary_keys=["dt", "k"], partition_keys=["dt"],
+                         options={**BASE_OPTIONS, "changelog-producer": "input", "changelog.num-retained.min": "10",
+                                  "changelog.num-retained.max": "20"})
+    _history_with_long_lived_changelogs(t)  # tag t2 on snapshot 2; snapshots 1-3 expired, changelogs kept
+    tagged_rows = content(t, tag="t2")
+    r = t.maintenance.expire_changelogs(retain_min=1, retain_max=1)
+    assert r.expired_changelogs == (1, 2)
+    t = Catalog(warehouse).get_table(IDENT)
+    tag = t.tag("t2")
+    assert t.fileio.exists(t.paths.manifest(tag.changelog_manifest_list))
+    assert content(t, tag="t2") == tagged_rows
+    t.maintenance.remove_orphan_files(force=True, older_than=dt.timedelta(0))  # used to refuse
+    assert content(Catalog(warehouse).get_table(IDENT), tag="t2") == tagged_rows
