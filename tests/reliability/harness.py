@@ -84,6 +84,13 @@ class Operation:
     setup: Callable[[Any], None] = default_setup
 
 
+def _history_with_long_lived_changelogs(table) -> None:
+    """The default history, then snapshot expiry: the expired snapshots' changelogs outlive them."""
+    default_setup(table)
+    table.write_arrow(rows(range(0, 10), "d"))
+    table.maintenance.expire_snapshots(retain_min=1, retain_max=1)
+
+
 def _lease_and_read(table):
     with table.lease(holder="reader") as snap:
         got = table.to_arrow(snapshot_id=snap.id)
@@ -103,6 +110,10 @@ OPERATIONS: tuple[Operation, ...] = (
               options={"num-sorted-run.compaction-trigger": "2"}),
     Operation("manifest compaction", lambda t: t.maintenance.compact_manifest()),
     Operation("snapshot expiry", lambda t: t.maintenance.expire_snapshots(retain_min=1, retain_max=1)),
+    Operation("changelog expiry", lambda t: t.maintenance.expire_changelogs(retain_min=1, retain_max=1),
+              options={"changelog-producer": "input", "changelog.num-retained.min": "10",
+                       "changelog.num-retained.max": "20"},
+              setup=_history_with_long_lived_changelogs),
     Operation("partition expiry", lambda t: t.maintenance.expire_partitions(expiration_time=dt.timedelta(days=1))),
     Operation("orphan removal", lambda t: t.maintenance.remove_orphan_files(force=True,
                                                                            older_than=dt.timedelta(0))),
@@ -193,13 +204,16 @@ _METADATA_DIRS = ("schema", "snapshot", "tag", "consumer", "branch", "changelog"
 
 
 def unreferenced_files(table) -> list[str]:
-    """Files under the table that no retained snapshot or tag mentions, and temp files anywhere."""
-    from lake_core.maintenance.references import ReferencedNames, tagged_snapshots
+    """Files under the table that no retained snapshot, tag or long-lived changelog mentions, and
+    temp files anywhere."""
+    from lake_core.maintenance.references import ReferencedNames, long_lived_changelogs, tagged_snapshots
     refs = ReferencedNames(table)
     for sid in table.snapshot_manager.list_ids():
         refs.add_snapshot(table.snapshot_manager.get(sid))
     for snap in tagged_snapshots(table):
         refs.add_snapshot(snap)
+    for changelog in long_lived_changelogs(table):
+        refs.add_changelog(changelog)
     root_key = table.paths.root.split("://", 1)[-1].rstrip("/") + "/"
     out = []
     for full, _size, _mtime in table.fileio.list_files_recursive(table.paths.root):
