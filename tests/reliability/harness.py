@@ -57,6 +57,10 @@ def state_rows_and_latest(table) -> Any:
     return content(table), table.snapshot_manager.latest_id()
 
 
+def state_rows_and_tags(table) -> Any:
+    return content(table), table.list_tags()
+
+
 def state_rows_and_bucket(table) -> Any:
     return content(table), table.options.bucket
 
@@ -114,6 +118,8 @@ OPERATIONS: tuple[Operation, ...] = (
               options={"changelog-producer": "input", "changelog.num-retained.min": "10",
                        "changelog.num-retained.max": "20"},
               setup=_history_with_long_lived_changelogs),
+    Operation("tag expiry", lambda t: t.maintenance.expire_tags(older_than=dt.datetime.now() + dt.timedelta(days=1)),
+              options={"tag.default-time-retained": "1 d"}, state=state_rows_and_tags),
     Operation("partition expiry", lambda t: t.maintenance.expire_partitions(expiration_time=dt.timedelta(days=1))),
     Operation("orphan removal", lambda t: t.maintenance.remove_orphan_files(force=True,
                                                                            older_than=dt.timedelta(0))),
