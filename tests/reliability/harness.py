@@ -118,7 +118,7 @@ OPERATIONS: tuple[Operation, ...] = (
               options={"changelog-producer": "input", "changelog.num-retained.min": "10",
                        "changelog.num-retained.max": "20"},
               setup=_history_with_long_lived_changelogs),
-    Operation("tag expiry", lambda t: t.maintenance.expire_tags(older_than=dt.datetime.now() + dt.timedelta(days=1)),
+    Operation("tag expiry", lambda t: t.maintenance.expire_tags(older_than=dt.datetime.now() + dt.timedelta(1)),
               options={"tag.default-time-retained": "1 d"}, state=state_rows_and_tags),
     Operation("partition expiry", lambda t: t.maintenance.expire_partitions(expiration_time=dt.timedelta(days=1))),
     Operation("orphan removal", lambda t: t.maintenance.remove_orphan_files(force=True,
