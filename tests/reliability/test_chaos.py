@@ -11,7 +11,8 @@ def _check(out: dict, min_commits: int = 5) -> None:
     assert out["problems"] == [], out["problems"]
     assert out["lost_rows"] == 0 and out["half_visible_states"] == 0 and out["reader_failures"] == 0
     # the run did what it claims: commits, maintenance and reads all happened
-    assert out["commits"] >= min_commits and out["reader_reads"] >= min_commits and out["compactions"] >= 1 and out["expiries"] >= 1
+    assert out["commits"] >= min_commits and out["reader_reads"] >= min_commits
+    assert out["compactions"] >= 1 and out["expiries"] >= 1
     assert out["orphan_runs"] >= 1 and out["rescales"] >= 1
 
 

@@ -250,8 +250,8 @@ def test_hostile_partition_values_round_trip_through_every_partition_operation(t
     """Values that are path syntax elsewhere are data here: escaped on disk, inside the table,
     and compaction, rescale and overwrite select exactly that partition."""
     schema = pa.schema([pa.field("p", pa.string(), nullable=False), ("k", pa.int64()), ("v", pa.string())])
-    values = ["a=b", "50%", "%2F", "ü/ñ", "", " ", "a b", "__DEFAULT_PARTITION__", "日本", "a\nb", "a:b", "*?", "..",
-              "../../outside"]
+    values = ["a=b", "50%", "%2F", "ü/ñ", "", " ", "a b", "__DEFAULT_PARTITION__", "日本", "a\nb", "a:b", "*?",
+              "..", "../../outside"]
     cat = Catalog(f"file://{tmp_path}/wh")
     cat.create_database("db")
     t = cat.create_table("db.p", schema=schema, primary_keys=["p", "k"], partition_keys=["p"],
