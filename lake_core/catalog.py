@@ -17,13 +17,16 @@ from .table import FileStoreTable
 
 
 class Catalog:
-    def __init__(self, warehouse: str, storage_options: Mapping[str, Any] | None = None):
+    def __init__(self, warehouse: str, storage_options: Mapping[str, Any] | None = None, *,
+                 fileio: FileIO | None = None):
+        """``fileio``: the FileIO every table of this catalog uses instead of one built from
+        ``warehouse`` and ``storage_options`` (e.g. a wrapper that counts or fails operations)."""
         if "://" not in warehouse:
             import os
             warehouse = "file://" + os.path.abspath(warehouse)
         self.warehouse = warehouse.rstrip("/")
         self.storage_options = dict(storage_options or {})
-        self.fileio = FileIO(self.warehouse, self.storage_options)
+        self.fileio = fileio if fileio is not None else FileIO(self.warehouse, self.storage_options)
 
     def __reduce__(self):
         return (Catalog, (self.warehouse, self.storage_options))

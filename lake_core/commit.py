@@ -26,8 +26,8 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
-from .errors import (CommitConflictError, CommitFailedError, CommitIdentityError, PartialCommitError,
-                     SequenceConflictError, StalePlanError)
+from .errors import (CommitConflictError, CommitFailedError, CommitIdentityError, InvalidOptionError,
+                     PartialCommitError, SequenceConflictError, StalePlanError)
 from .hash_index import HASH_INDEX
 from .manifest_merge import merge_manifests
 from .deletion_vectors.index_file import DV_INDEX
@@ -48,6 +48,17 @@ WRITER_VERSION = "lake_core-0.1"
 
 _last_identifier = 0
 _identifier_lock = threading.Lock()
+
+
+def check_identity_arguments(table: "FileStoreTable", user, identifier) -> None:
+    """The snapshot stores both as typed JSON fields (``commitUser`` string, ``commitIdentifier``
+    long): anything else would land as a snapshot no reader accepts."""
+    if not isinstance(identifier, int) or isinstance(identifier, bool) or not -2**63 <= identifier < 2**63:
+        raise InvalidOptionError(f"commit identifier {identifier!r} for {table.identifier} must be an integer "
+                                 "in Java's long range; nothing was committed")
+    if not isinstance(user, str) or not user.strip():
+        raise InvalidOptionError(f"commit user {user!r} for {table.identifier} must be a non-empty string; "
+                                 "nothing was committed")
 
 
 def new_commit_identifier() -> int:
@@ -94,6 +105,7 @@ class FileStoreCommit:
         landed before and no earlier snapshot needs reading. ``digest``: the content of the
         commit, stored in the snapshot; a landed (user, identifier) is the same commit when its
         digest matches (else when it holds the same files)."""
+        check_identity_arguments(self.table, self.commit_user, identifier)
         messages = [m for m in messages if not m.is_empty()]
         self.table.check_identity()
         out: list[Snapshot] = []

@@ -121,6 +121,11 @@ class FileIO:
             out.append(("s3://" + full, int(info.get("size", 0)), ts))
         return out
 
+    def local_path(self, path: str) -> str | None:
+        """The operating-system path of ``path`` on local disk (readers that are faster given a
+        path use it), or None on an object store (use :meth:`open_input`)."""
+        return self._p(path) if self.is_local else None
+
     def open_input(self, path: str):
         """A seekable binary file object (for Parquet/ORC readers)."""
         if self.is_local:

@@ -49,8 +49,8 @@ def read_checked_data_file(fileio: "FileIO", path: str, meta: "DataFileMeta", fm
                            columns: Sequence[str], schema: pa.Schema) -> pa.Table:
     """The rows of one data file, after checking its size and row count against ``meta``."""
     try:
-        if fileio.is_local:
-            local = fileio._p(path)
+        local = fileio.local_path(path)
+        if local is not None:
             _check_size(path, meta, os.path.getsize(local))
             table = read_data_file(local, fmt, columns, schema)
         else:

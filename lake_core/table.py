@@ -230,13 +230,14 @@ class FileStoreTable:
         """Prepare and commit; a ``StalePlanError`` (nothing landed) prepares again against the
         latest snapshot, bounded by 'commit.max-retries'. Files of an attempt that certainly did
         not land are removed."""
-        from .commit import new_commit_identifier
+        from .commit import check_identity_arguments, new_commit_identifier
         from .errors import CommitConflictError, CommitFailedError, StalePlanError, StaleTableError
         identifier = commit_identifier if commit_identifier is not None else new_commit_identifier()
+        check_identity_arguments(self, "-" if commit_user is None else commit_user, identifier)  # before any file
         retries = self.options.commit_max_retries
         for attempt in range(retries + 1):
             wb = self.new_batch_write_builder()
-            if commit_user:
+            if commit_user is not None:
                 wb = wb.with_commit_user(commit_user)
             if overwrite:
                 wb = wb.overwrite(overwrite if isinstance(overwrite, dict) else None)
@@ -276,8 +277,12 @@ class FileStoreTable:
 
     def delete_where(self, predicate: Predicate) -> Snapshot | None:
         """One commit of -D records for every live row matching ``predicate`` (PK tables)."""
-        from .errors import LakeError
+        from .errors import LakeError, PredicateError
         from . import rowkind
+        if not isinstance(predicate, Predicate):  # None would read every row: a whole-table delete by accident
+            raise PredicateError(f"delete_where on {self.identifier} needs a Predicate (from "
+                                 f"table.predicate_builder()), got {predicate!r}; to empty the table write an "
+                                 "empty table with overwrite=True")
         if not self._schema.primary_keys:
             raise LakeError(f"delete_where needs a primary-key table; {self.identifier} is an append table")
 

@@ -35,6 +35,7 @@ def compact(table: "FileStoreTable", *, full: bool = False, partitions=None, dry
 
     The same three halves a distributed executor runs: :func:`plan_compaction` (metadata),
     :func:`run_unit` per unit (here in threads), :func:`commit_compaction` once."""
+    _check_arguments(table, full=full, dry_run=dry_run, expire_records=expire_records, parallelism=parallelism)
     plan = plan_compaction(table, full=full, partitions=partitions, expire_records=expire_records, now_ms=now_ms,
                            options=options)
     log.info("compact %s: %d unit(s) planned over %d bucket(s)%s", table.identifier, len(plan.units),
@@ -97,6 +98,16 @@ def _elapsed(plan: CompactionPlan) -> float:
     return max(0.0, time.time() - plan.planned_at) if plan.planned_at else 0.0
 
 
+def _check_arguments(table: "FileStoreTable", *, parallelism, **flags) -> None:
+    from ..maintenance.errors import MaintenanceArgumentError
+    for name, v in flags.items():  # a truthy string would silently switch on a full rewrite
+        if not isinstance(v, bool):
+            raise MaintenanceArgumentError(f"{name} = {v!r} for compact of {table.identifier} must be True or False")
+    if not isinstance(parallelism, int) or isinstance(parallelism, bool) or parallelism < 1:
+        raise MaintenanceArgumentError(f"parallelism = {parallelism!r} for compact of {table.identifier} must be a "
+                                       "positive integer")
+
+
 def _execute(table: "FileStoreTable", plan: CompactionPlan, parallelism: int) -> list[UnitOutcome]:
     """Run every unit; Parquet decoding/encoding and zstd release the GIL, so threads use the cores."""
     outcomes: list[UnitOutcome | None] = [None] * len(plan.units)
@@ -106,7 +117,16 @@ def _execute(table: "FileStoreTable", plan: CompactionPlan, parallelism: int) ->
         futures = {pool.submit(run_unit, table, u): i for i, u in enumerate(plan.units)}
         for done, fut in enumerate(as_completed(futures), 1):
             i = futures[fut]
-            outcomes[i] = fut.result()
+            try:
+                outcomes[i] = fut.result()
+            except Exception:
+                # nothing will be committed: the units that finished leave no files behind
+                for f in futures:
+                    f.cancel()
+                for f, j in futures.items():
+                    if j != i and not f.cancelled() and f.exception() is None:
+                        _discard(table, f.result().message)
+                raise
             rows += outcomes[i].counts.rows_in
             elapsed = max(time.monotonic() - t0, 1e-9)
             log.info("compact %s: %d/%d unit(s) done, %d rows read, %.0f rows/s", table.identifier, done,

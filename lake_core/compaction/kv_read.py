@@ -44,21 +44,38 @@ def _raw_chunks(table: "FileStoreTable", bucket_dir: str, f: DataFileMeta, chunk
         for start in range(0, whole.num_rows, chunk_rows):
             yield whole.slice(start, chunk_rows)
         return
-    if table.fileio.is_local:
-        local = table.fileio._p(path)
-        check_data_file_size(path, f, os.path.getsize(local))
-        for chunk in iter_data_file(local, fmt, full.names, full, chunk_rows):
-            rows += chunk.num_rows
-            yield chunk
-    else:
-        with table.fileio.open_input(path) as src:
-            check_data_file_size(path, f, int(src.size))
-            for chunk in iter_data_file(src, fmt, full.names, full, chunk_rows):
+    try:
+        local = table.fileio.local_path(path)
+        if local is not None:
+            check_data_file_size(path, f, os.path.getsize(local))
+            for chunk in iter_data_file(local, fmt, full.names, full, chunk_rows):
                 rows += chunk.num_rows
                 yield chunk
+        else:
+            with table.fileio.open_input(path) as src:
+                check_data_file_size(path, f, int(src.size))
+                for chunk in iter_data_file(src, fmt, full.names, full, chunk_rows):
+                    rows += chunk.num_rows
+                    yield chunk
+    except FileNotFoundError:
+        raise _missing_input(table, path, f) from None
     if rows != f.row_count:
         raise DataFileMismatchError(path, f"data file {path} holds {rows} rows but its manifest entry says "
                                           f"{f.row_count}; compaction stopped and committed nothing")
+
+
+def _missing_input(table: "FileStoreTable", path: str, f: DataFileMeta) -> Exception:
+    """A compaction input that is gone: still live means the table is damaged; otherwise another
+    job compacted it and an expiry deleted it meanwhile, so this compaction's plan is stale."""
+    from ..errors import CorruptFileError, StalePlanError
+    latest = table.snapshot_manager.latest()
+    live = latest is not None and any(e.file.file_name == f.file_name
+                                      for e in table.manifest_store.live_entries(latest))
+    if live:
+        return CorruptFileError(path, f"data file {path} is listed in the table's manifests but does not exist "
+                                      "(deleted outside lake_core); compaction stopped and committed nothing")
+    return StalePlanError(f"compaction of {table.identifier}: input file {path} was compacted by another job "
+                          "and deleted by an expiry meanwhile; nothing was committed — re-run the compaction")
 
 
 def iter_kv_file(table: "FileStoreTable", bucket_dir: str, f: DataFileMeta, chunk_rows: int = CHUNK_ROWS,

@@ -111,11 +111,11 @@ def _partition_filter(table: "FileStoreTable", partitions) -> Any:
     specs = [partitions] if isinstance(partitions, Mapping) else list(partitions)
     for spec in specs:
         if not isinstance(spec, Mapping):
-            raise LakeError(f"compact of {table.identifier}: 'partitions' must be a dict or a list of dicts "
+            raise InvalidOptionError(f"compact of {table.identifier}: 'partitions' must be a dict or a list of dicts "
                             f"mapping partition columns to values, got {spec!r}")
         for k in spec:
             if k not in names:
-                raise LakeError(f"compact of {table.identifier}: partition spec names '{k}', which is not a "
+                raise InvalidOptionError(f"compact of {table.identifier}: partition spec names '{k}', which is not a "
                                 f"partition column (partition columns: {names})")
 
     def matches(values: tuple) -> bool:

@@ -4,7 +4,6 @@ Returns the unit's CommitMessage with counters; the caller commits (plan -> exec
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
@@ -88,23 +87,31 @@ def run_compact_unit(table: "FileStoreTable", partition: bytes, bucket: int, tot
     before: list[DataFileMeta] = []
     after: list[DataFileMeta] = []
     c = dict(rows_in=0, rows_out=0, rows_deleted=0, rows_expired=0, rows_null_time=0, files_upgraded=0)
-    for action in actions:
-        if not isinstance(action, Rewrite):
-            f = action.file
-            before.append(f)
-            after.append(f.upgrade(unit.output_level))
-            c["files_upgraded"] += 1
-            continue
-        files = sorted((f for section in action.sections for f in section),
-                       key=lambda f: (f.min_sequence_number, f.file_name))  # oldest first
-        before.extend(files)
-        dvs = vectors.vectors if vectors is not None else {}
-        merged_chunks = merge_sorted_runs([iter_kv_file(table, bucket_dir, f, deletion=dvs.get(f.file_name))
-                                           for f in files], key_names,
-                                          lambda rows: _merge_chunk(engine, rows, drop_delete, expiry, c, seen,
-                                                                    key_names, dv))
-        after.extend(_write_rolled(writer, merged_chunks, unit.output_level, opts.target_file_size))
-        unit_vectors(vectors, files)
+    written: list[DataFileMeta] = []  # every file this unit wrote, also of a rewrite that failed halfway
+    try:
+        for action in actions:
+            if not isinstance(action, Rewrite):
+                f = action.file
+                before.append(f)
+                after.append(f.upgrade(unit.output_level))
+                c["files_upgraded"] += 1
+                continue
+            files = sorted((f for section in action.sections for f in section),
+                           key=lambda f: (f.min_sequence_number, f.file_name))  # oldest first
+            before.extend(files)
+            dvs = vectors.vectors if vectors is not None else {}
+            merged_chunks = merge_sorted_runs([iter_kv_file(table, bucket_dir, f, deletion=dvs.get(f.file_name))
+                                               for f in files], key_names,
+                                              lambda rows: _merge_chunk(engine, rows, drop_delete, expiry, c, seen,
+                                                                        key_names, dv))
+            start = len(written)
+            _write_rolled(writer, merged_chunks, unit.output_level, opts.target_file_size, written)
+            after.extend(written[start:])
+            unit_vectors(vectors, files)
+    except Exception:
+        for f in written:  # a failed unit commits nothing: leave none of its files behind
+            table.fileio.delete(f.external_path or data_file_in(bucket_dir, f.file_name))
+        raise
     msg = CommitMessage(partition, bucket, total_buckets, new_files=tuple(extra_new_files),
                         compact_before=tuple(before), compact_after=tuple(after))
     return UnitOutcome(msg, UnitCounts(**c))
@@ -145,10 +152,11 @@ def _merge_chunk(engine, rows: pa.Table, drop_delete: bool, expiry: RecordExpiry
     return merged
 
 
-def _write_rolled(writer: DataFileWriter, chunks, level: int, target_size: int) -> list[DataFileMeta]:
-    """Write merged chunks as files of about ``target-file-size``: chunks are gathered until they
-    reach the writer's in-memory roll size, so at most one output file is held in memory."""
-    out: list[DataFileMeta] = []
+def _write_rolled(writer: DataFileWriter, chunks, level: int, target_size: int,
+                  out: list[DataFileMeta]) -> None:
+    """Write merged chunks as files of about ``target-file-size`` (appended to ``out`` as they are
+    written): chunks are gathered until they reach the writer's in-memory roll size, so at most
+    one output file is held in memory."""
     held: list[pa.Table] = []
     held_bytes = 0
     roll = 3 * target_size  # the writer's Arrow-bytes-per-file estimate (Parquet+zstd ~3x smaller)
@@ -168,4 +176,3 @@ def _write_rolled(writer: DataFileWriter, chunks, level: int, target_size: int) 
             flush()
     if held:
         flush()
-    return out

@@ -150,13 +150,18 @@ def plan_expire_changelogs(table: "FileStoreTable", cfg: ExpireConfig) -> Expire
         tags = tagged_snapshots(table)
         holders = tags + [earliest]
         skip = manifest_skipping_set(table, holders, changelogs=[end_changelog])
+        tagged = {t.id for t in tags}
         files: list[PlannedFile] = []
         for c in changelogs:
-            files += added_files(table, c.changelog_manifest_list, "changelog")
+            # a tag is a copy of snapshot c, changelog list included: readers of the tag (and
+            # remove_orphan_files, which reads every list a tag names) still need it and its files
+            own_list = None if c.id in tagged else c.changelog_manifest_list
+            if own_list:
+                files += added_files(table, own_list, "changelog")
             delta = existing_list(table, c.delta_manifest_list)
             if delta:
                 files += unheld_data_files(table, deleted_in_delta(table, c), holders)
-            files += unused_lists(table, [(c.changelog_manifest_list, c.changelog_manifest_list_size),
+            files += unused_lists(table, [(own_list, c.changelog_manifest_list_size),
                                           (delta, c.delta_manifest_list_size),
                                           (existing_list(table, c.base_manifest_list), c.base_manifest_list_size)],
                                   skip)
