@@ -44,7 +44,7 @@ def _best(fn, runs: int) -> tuple[float, int]:
 
 def _parquet_ceiling(t) -> int:
     import pyarrow.parquet as pq
-    from lake_core.scan import TableScan
+    from lake_core.read.scan import TableScan
     n = 0
     for split in TableScan(t, t.latest_snapshot()).splits():
         for f in split.files:

@@ -24,7 +24,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from lake_core import Catalog
-from lake_core.compact import compact_bucket
+from lake_core.compaction.bucket_compact import compact_bucket
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.int64())])
 OPTIONS = {"bucket": "1", "write-only": "true"}

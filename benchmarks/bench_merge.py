@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from benchmarks import workload
 from lake_core.merge import create_merge_engine
 from lake_core.merge.base import KIND, SEQ
-from lake_core.schema import TableSchema
+from lake_core.schema.table_schema import TableSchema
 
 ENGINES = {
     "deduplicate": {"merge-engine": "deduplicate"},

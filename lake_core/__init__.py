@@ -1,17 +1,17 @@
 """lake_core: a Python table store compatible with Apache Paimon's primary-key tables."""
-from .bucket import assign_buckets
-from .catalog import Catalog, validate_options
-from .errors import *  # noqa: F401,F403  (the exception hierarchy is public API)
-from .maintenance.health import TableHealth
-from .maintenance.result import OperationResult
-from .maintenance.tag_snapshot import check_name_format as check_tag_name_format
-from .messages import CommitMessage, Split
-from .options import CoreOptions, parse_duration_ms
-from .predicate import Predicate, PredicateBuilder
-from .schema_change import Move, SchemaChange
-from .snapshot import CommitKind, Snapshot
-from .table import FileStoreTable
-from .types import from_paimon_type
+from lake_core.bucket.assign import assign_buckets
+from lake_core.catalog import Catalog, validate_options
+from lake_core.errors import *  # noqa: F401,F403  (the exception hierarchy is public API)
+from lake_core.maintenance.health import TableHealth
+from lake_core.maintenance.result import OperationResult
+from lake_core.maintenance.tag_snapshot import check_name_format as check_tag_name_format
+from lake_core.commit.messages import CommitMessage, Split
+from lake_core.options import CoreOptions, parse_duration_ms
+from lake_core.read.predicate import Predicate, PredicateBuilder
+from lake_core.schema.change import Move, SchemaChange
+from lake_core.snapshot.snapshot import CommitKind, Snapshot
+from lake_core.table import FileStoreTable
+from lake_core.types import from_paimon_type
 
 __all__ = [
     "Catalog", "CommitKind", "CommitMessage", "CoreOptions", "FileStoreTable", "Move", "OperationResult",

@@ -5,15 +5,15 @@ from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 
-from .errors import (CatalogError, DatabaseAlreadyExistsError, DatabaseNotFoundError, PathEscapeError, SchemaError,
+from lake_core.errors import (CatalogError, DatabaseAlreadyExistsError, DatabaseNotFoundError, PathEscapeError, SchemaError,
                      TableAlreadyExistsError, TableNotFoundError)
-from .fileio import FileIO
-from .names import DB_SUFFIX, check_not_system_database, split_identifier, validate_database_name
-from .options import CoreOptions, validate_table_options
-from .schema import TableSchema
-from .schema_manager import SchemaManager
-from .paths import TablePaths, join
-from .table import FileStoreTable
+from lake_core.io.fileio import FileIO
+from lake_core.names import DB_SUFFIX, check_not_system_database, split_identifier, validate_database_name
+from lake_core.options import CoreOptions, validate_table_options
+from lake_core.schema.table_schema import TableSchema
+from lake_core.schema.schema_manager import SchemaManager
+from lake_core.paths import TablePaths, join
+from lake_core.table import FileStoreTable
 
 
 class Catalog:
@@ -123,7 +123,7 @@ class Catalog:
     def alter_table(self, identifier: str, changes) -> FileStoreTable:
         """Apply ``SchemaChange``s (one or a list) as the table's next ``schema-N``; returns the
         table with its new schema. Refused changes raise and leave the table unchanged."""
-        from .schema_change import SchemaChange, commit_schema_changes
+        from lake_core.schema.change import SchemaChange, commit_schema_changes
         changes = [changes] if isinstance(changes, SchemaChange) else list(changes)
         new = commit_schema_changes(self.get_table(identifier), changes)
         return FileStoreTable(self.fileio, self.table_path(identifier), identifier, new)
@@ -156,13 +156,13 @@ def _define_table(identifier: str, schema: pa.Schema, primary_keys: Sequence[str
     table_schema = TableSchema.create(schema, partition_keys=tuple(partition_keys),
                                       primary_keys=tuple(primary_keys), options=opts, comment=comment)
     _validate_table_definition(identifier, table_schema, core)
-    from .merge import create_merge_engine
+    from lake_core.merge import create_merge_engine
     create_merge_engine(table_schema, core)  # engine checks: aggregate types, sequence groups, ...
     return table_schema
 
 
 def _validate_table_definition(identifier: str, schema: TableSchema, core) -> None:
-    from .errors import InvalidOptionError
+    from lake_core.errors import InvalidOptionError
     names = [f.name for f in schema.fields]
     bucket = core.bucket
     if schema.primary_keys:
@@ -186,7 +186,7 @@ def _validate_table_definition(identifier: str, schema: TableSchema, core) -> No
                     f"table {identifier}: 'sequence.field' cannot be used with cross-partition upsert (primary key "
                     f"{list(schema.primary_keys)} omits partition column(s) {missing_parts}), as in Paimon; remove "
                     "it or add the partition columns to the primary key")
-            from .dynamic_bucket import DynamicBucketOptions
+            from lake_core.bucket.dynamic import DynamicBucketOptions
             DynamicBucketOptions.of(core)
     else:
         if bucket >= 1 and not core.get("bucket-key"):
@@ -205,7 +205,7 @@ def _validate_table_definition(identifier: str, schema: TableSchema, core) -> No
         if bad:
             raise InvalidOptionError(f"option 'bucket-key' of {identifier} must be a subset of the primary key "
                                      f"{list(schema.primary_keys)}; {bad} are not key columns")
-    from .compaction.expire import validate_expiry_options
+    from lake_core.compaction.expire import validate_expiry_options
     validate_expiry_options(identifier, schema)
     rk = core.rowkind_field
     if rk:
@@ -218,7 +218,7 @@ def _validate_table_definition(identifier: str, schema: TableSchema, core) -> No
 
 def _validate_column_options(identifier: str, schema: TableSchema, core) -> None:
     """Options that name a column must name one of this table, of a type the option can use."""
-    from .errors import InvalidOptionError
+    from lake_core.errors import InvalidOptionError
     names = [f.name for f in schema.fields]
     for key in core.raw:
         if key.startswith("fields.") and key.count(".") >= 2:

@@ -11,7 +11,7 @@ component again, so a name that slipped past these rules still cannot leave the 
 """
 from __future__ import annotations
 
-from .errors import InvalidNameError
+from lake_core.errors import InvalidNameError
 
 MAX_COMPONENT_BYTES = 255
 SYSTEM_DATABASE = "sys"

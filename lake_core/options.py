@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from .errors import InvalidOptionError, UnsupportedOptionError
+from lake_core.errors import InvalidOptionError, UnsupportedOptionError
 
 MERGE_ENGINES = ("deduplicate", "partial-update", "aggregation", "first-row")
 CHANGELOG_PRODUCERS = ("none", "input", "lookup", "full-compaction")
@@ -470,8 +470,8 @@ def _check_int_options(options: Mapping[str, str]) -> None:
 
 
 def _check_names_and_texts(options: Mapping[str, str]) -> None:
-    from .names import validate_file_prefix
-    from .errors import InvalidNameError
+    from lake_core.names import validate_file_prefix
+    from lake_core.errors import InvalidNameError
     for key in ("data-file.prefix", "changelog-file.prefix"):
         if key in options:
             try:
@@ -579,9 +579,9 @@ def _validate_expire_options(options: Mapping[str, str]) -> None:
 
 def _check_codecs(opts: CoreOptions) -> None:
     """Compression and stats modes are checked by the modules that use them, at create time."""
-    from .data_file_format import _codec
-    from .manifest_io import _CODEC_ALIASES
-    from .stats import parse_stats_mode
+    from lake_core.format.data_file import _codec
+    from lake_core.manifest.manifest_io import _CODEC_ALIASES
+    from lake_core.format.stats import parse_stats_mode
     _codec(opts.file_format, opts.file_compression, opts.raw)
     mc = str(opts.get("manifest.compression") or "").lower()
     _check_choice("manifest.compression", mc, sorted(_CODEC_ALIASES), ignore_case=True)

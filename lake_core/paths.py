@@ -14,7 +14,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from .errors import InvalidDataError, PathEscapeError
+from lake_core.errors import InvalidDataError, PathEscapeError
 
 MAX_COMPONENT_BYTES = 255  # NAME_MAX of common file systems
 

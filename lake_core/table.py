@@ -7,25 +7,25 @@ from typing import Any, Sequence
 
 import pyarrow as pa
 
-from .commit import BATCH_IDENTIFIER, FileStoreCommit
-from .errors import InvalidOptionError, SnapshotNotFoundError, TagNotFoundError
-from .fileio import FileIO
-from .integrity import read_metadata
-from .maintenance import TableMaintenance
-from .manifest_store import ManifestStore
-from .messages import CommitMessage
-from .names import validate_tag_name
-from .options import CoreOptions, check_supported
-from .paths import TablePaths, data_file_in
-from .predicate import Predicate, PredicateBuilder
-from .read import SplitRead
-from .scan import TableScan
-from .schema import TableSchema
-from .schema_manager import SchemaManager
-from .snapshot import Snapshot
-from .snapshot_manager import SnapshotManager
-from .changelog_manager import ChangelogManager
-from .write import TableWrite
+from lake_core.commit.file_store_commit import BATCH_IDENTIFIER, FileStoreCommit
+from lake_core.errors import InvalidOptionError, SnapshotNotFoundError, TagNotFoundError
+from lake_core.io.fileio import FileIO
+from lake_core.format.integrity import read_metadata
+from lake_core.maintenance import TableMaintenance
+from lake_core.manifest.store import ManifestStore
+from lake_core.commit.messages import CommitMessage
+from lake_core.names import validate_tag_name
+from lake_core.options import CoreOptions, check_supported
+from lake_core.paths import TablePaths, data_file_in
+from lake_core.read.predicate import Predicate, PredicateBuilder
+from lake_core.read.split_read import SplitRead
+from lake_core.read.scan import TableScan
+from lake_core.schema.table_schema import TableSchema
+from lake_core.schema.schema_manager import SchemaManager
+from lake_core.snapshot.snapshot import Snapshot
+from lake_core.snapshot.snapshot_manager import SnapshotManager
+from lake_core.snapshot.changelog_manager import ChangelogManager
+from lake_core.write.table_write import TableWrite
 
 
 class FileStoreTable:
@@ -67,7 +67,7 @@ class FileStoreTable:
     def merge_engine(self):
         engine = self.__dict__.get("_engine")
         if engine is None:
-            from .merge import create_merge_engine
+            from lake_core.merge import create_merge_engine
             engine = self.__dict__["_engine"] = create_merge_engine(self._schema, self.options)
         return engine
 
@@ -97,7 +97,7 @@ class FileStoreTable:
         themselves, e.g. distributed writers)."""
         if self.options.bucket >= 1 or not self._schema.primary_keys:
             return
-        from .errors import UnsupportedOptionError
+        from lake_core.errors import UnsupportedOptionError
         raise UnsupportedOptionError(
             f"table {self.identifier} is a primary-key table in {self.bucket_mode} bucket mode ('bucket' = "
             f"{self.options.get('bucket')!r}); {operation} needs a fixed bucket count — write it with a single "
@@ -107,15 +107,15 @@ class FileStoreTable:
         """``with table.lease(7, holder="job-a") as snap:`` pins snapshot 7 against expiry while the
         block runs (a consumer file that also Java honours); ``ttl`` (default 1 h) bounds how long a
         crashed holder can pin it."""
-        from .maintenance.consumers import lease
+        from lake_core.maintenance.consumers import lease
         return lease(self, snapshot_id, holder=holder, **({} if ttl is None else {"ttl": ttl}))
 
     def check_identity(self) -> None:
         """Raise ``StaleTableError`` unless the table on storage is still the one this handle
         opened: its schema file is unchanged (not dropped, not re-created) and no newer schema
         exists. Two small reads; done before a write's files and at every commit."""
-        from .errors import StaleTableError
-        from .schema import TableSchema
+        from lake_core.errors import StaleTableError
+        from lake_core.schema.table_schema import TableSchema
         current = self._schema
         path = self.paths.schema(current.id)
         try:
@@ -146,7 +146,7 @@ class FileStoreTable:
     def create_tag(self, name: str, snapshot_id: int | None = None, *, time_retained=None) -> None:
         """Tag a snapshot (the latest by default). ``time_retained`` (a timedelta; default the
         option ``tag.default-time-retained``): the tag expires that long after its creation."""
-        from .maintenance.tag_time import default_time_retained, tag_json
+        from lake_core.maintenance.tag_time import default_time_retained, tag_json
         validate_tag_name(name)
         if time_retained is not None and (not isinstance(time_retained, _dt.timedelta)
                                           or time_retained <= _dt.timedelta(0)):
@@ -213,7 +213,7 @@ class FileStoreTable:
         ``overwrite=True`` replaces the whole table with ``data``; ``overwrite={"dt": "2024-01-01"}``
         replaces that partition only. As in Paimon (``INSERT OVERWRITE``), an **empty** ``data`` with
         ``overwrite`` still commits: it truncates the table (or empties the named partition)."""
-        from .write import conform
+        from lake_core.write.table_write import conform
         rows = conform(self, data)
 
         def attempt(wb: "BatchWriteBuilder") -> list[CommitMessage]:
@@ -230,8 +230,8 @@ class FileStoreTable:
         """Prepare and commit; a ``StalePlanError`` (nothing landed) prepares again against the
         latest snapshot, bounded by 'commit.max-retries'. Files of an attempt that certainly did
         not land are removed."""
-        from .commit import check_identity_arguments, new_commit_identifier
-        from .errors import CommitConflictError, CommitFailedError, StalePlanError, StaleTableError
+        from lake_core.commit.file_store_commit import check_identity_arguments, new_commit_identifier
+        from lake_core.errors import CommitConflictError, CommitFailedError, StalePlanError, StaleTableError
         identifier = commit_identifier if commit_identifier is not None else new_commit_identifier()
         check_identity_arguments(self, "-" if commit_user is None else commit_user, identifier)  # before any file
         retries = self.options.commit_max_retries
@@ -255,7 +255,7 @@ class FileStoreTable:
     def remove_uncommitted(self, messages: Sequence[CommitMessage]) -> None:
         """Delete the data files of ``messages`` whose commit certainly did not land (a
         ``CommitConflictError``): nothing references them."""
-        from .compact import partition_path
+        from lake_core.compaction.bucket_compact import partition_path
         for m in messages:
             bucket_dir = self.paths.bucket_dir(partition_path(self, m.partition), m.bucket)
             # an upgrade moves a file by metadata only: the same name before and after, still an input
@@ -277,8 +277,8 @@ class FileStoreTable:
 
     def delete_where(self, predicate: Predicate) -> Snapshot | None:
         """One commit of -D records for every live row matching ``predicate`` (PK tables)."""
-        from .errors import LakeError, PredicateError
-        from . import rowkind
+        from lake_core.errors import LakeError, PredicateError
+        from lake_core.kv import rowkind
         if not isinstance(predicate, Predicate):  # None would read every row: a whole-table delete by accident
             raise PredicateError(f"delete_where on {self.identifier} needs a Predicate (from "
                                  f"table.predicate_builder()), got {predicate!r}; to empty the table write an "
@@ -352,7 +352,7 @@ class BatchWriteBuilder:
 class BatchTableWrite(TableWrite):
     def write_rows_with_kind(self, data: pa.Table, kind: int) -> None:
         """Write rows with one fixed row kind (used by delete_where)."""
-        from .rowkind import SHORT_STRINGS
+        from lake_core.kv.rowkind import SHORT_STRINGS
         rk = self.table.options.rowkind_field
         if rk:
             data = data.set_column(data.schema.get_field_index(rk), rk, pa.array([SHORT_STRINGS[kind]] * data.num_rows))

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lake_core.binary_row import (EMPTY_ROW, NanoDatetime, deserialize_row, encode_rows,
+from lake_core.format.binary_row import (EMPTY_ROW, NanoDatetime, deserialize_row, encode_rows,
                                   null_bits_size, row_bytes, serialize_row)
 from lake_core.errors import FormatError, LakeError, SchemaError, SchemaMismatchError
 

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lake_core.binary_row import row_bytes
-from lake_core.bucket import assign_buckets, bucket_of_hashes, hash_row_bytes, hash_rows
+from lake_core.format.binary_row import row_bytes
+from lake_core.bucket.assign import assign_buckets, bucket_of_hashes, hash_row_bytes, hash_rows
 from lake_core.errors import FormatError, InvalidOptionError
 
 from test_binary_row import tables  # the same random schemas/rows as the encoder tests

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lake_core.data_file_format import (
+from lake_core.format.data_file import (
     _decimal_bytes,
     avro_schema_for,
     ensure_avro_zstandard,
@@ -23,7 +23,7 @@ from lake_core.data_file_format import (
     write_data_file,
 )
 from lake_core.errors import FormatError, InvalidOptionError, SchemaMismatchError
-from lake_core.schema import TableSchema
+from lake_core.schema.table_schema import TableSchema
 
 FORMATS = ["parquet", "orc", "avro"]
 
@@ -142,7 +142,7 @@ def test_parquet_physical_types(schema, kv_table):
     assert cols["ts3"].physical_type == "INT64" and "milliseconds" in str(cols["ts3"].logical_type)
     assert "isAdjustedToUTC=false" in str(cols["ts6"].logical_type)
     assert "isAdjustedToUTC=true" in str(cols["ltz6"].logical_type)
-    # TIMESTAMP(7..9) as INT96, as Java Paimon writes and reads it (lake_core.fileformat.parquet_int96)
+    # TIMESTAMP(7..9) as INT96, as Java Paimon writes and reads it (lake_core.format.parquet_int96)
     assert cols["ts9"].physical_type == "INT96"
     assert "arr.list.element" in cols and "m.key_value.key" in cols and "m.key_value.value" in cols
     arrow_schema = pf.schema_arrow
@@ -318,7 +318,7 @@ def test_chunked_input_many_rows():
 def test_avro_zstandard_blocks_without_content_size_and_several_frames():
     import zstandard
 
-    from lake_core.data_file_format import _zigzag_varint
+    from lake_core.format.data_file import _zigzag_varint
 
     ensure_avro_zstandard()
     import fastavro._read as c_read

@@ -1,5 +1,5 @@
-"""Avro codecs of manifest lists, manifests and index manifests (lake_core.manifest_io) and the
-metadata dataclasses (lake_core.metadata)."""
+"""Avro codecs of manifest lists, manifests and index manifests (lake_core.manifest.manifest_io) and the
+metadata dataclasses (lake_core.manifest.metadata)."""
 from __future__ import annotations
 
 import dataclasses
@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lake_core import manifest_io as mio
+from lake_core.manifest import manifest_io as mio
 from lake_core.errors import FormatError, LakeError
-from lake_core.metadata import (
+from lake_core.manifest.metadata import (
     EMPTY_ROW_BYTES,
     EMPTY_STATS,
     DataFileMeta,

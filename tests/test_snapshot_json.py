@@ -1,4 +1,4 @@
-"""Snapshot JSON (lake_core.snapshot): Java's field order and Jackson pretty printing."""
+"""Snapshot JSON (lake_core.snapshot.snapshot): Java's field order and Jackson pretty printing."""
 from __future__ import annotations
 
 import dataclasses
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lake_core.errors import FormatError
-from lake_core.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
+from lake_core.snapshot.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
 
 DATA = Path(__file__).resolve().parent / "data" / "manifest_io"
 

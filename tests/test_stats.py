@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lake_core.errors import InvalidOptionError
-from lake_core.stats import (
+from lake_core.format.stats import (
     COUNTS,
     DEFAULT_STATS_MODE,
     FULL,

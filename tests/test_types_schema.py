@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from lake_core.errors import SchemaError
-from lake_core.schema import TableSchema, jackson_pretty
+from lake_core.schema.table_schema import TableSchema, jackson_pretty
 from lake_core.types import (
     FIELD_ID_KEY,
     DataField,

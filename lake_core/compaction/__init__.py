@@ -1,11 +1,11 @@
 """LSM compaction as Paimon does it: levels, the universal picker, compaction units and the
 dedicated compaction job (``table.maintenance.compact``)."""
-from .levels import LevelSortedRun, Levels, SortedRun
-from .picker import CompactUnit, UniversalConfig, pick_full, pick_universal
-from .plan import CompactionPlan, CompactionUnit, execute_unit, plan_compaction, run_unit
-from .job import abort_compaction, commit_compaction
-from .result import CompactionResult
-from .verify import CompactionVerification, verify_compaction
+from lake_core.compaction.levels import LevelSortedRun, Levels, SortedRun
+from lake_core.compaction.picker import CompactUnit, UniversalConfig, pick_full, pick_universal
+from lake_core.compaction.plan import CompactionPlan, CompactionUnit, execute_unit, plan_compaction, run_unit
+from lake_core.compaction.job import abort_compaction, commit_compaction
+from lake_core.compaction.result import CompactionResult
+from lake_core.compaction.verify import CompactionVerification, verify_compaction
 
 __all__ = ["Levels", "LevelSortedRun", "SortedRun", "CompactUnit", "UniversalConfig", "pick_full", "pick_universal",
            "CompactionPlan", "CompactionUnit", "execute_unit", "plan_compaction", "run_unit", "CompactionResult",

@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..deletion_vectors.maintainer import BucketDeletionVectors
-from ..metadata import DataFileMeta
-from .kv_read import kv_schema
-from .lookup import LOOKUP_FILE, LOOKUP_POSITION, lookup_latest
+from lake_core.deletion_vectors.maintainer import BucketDeletionVectors
+from lake_core.manifest.metadata import DataFileMeta
+from lake_core.compaction.kv_read import kv_schema
+from lake_core.compaction.lookup import LOOKUP_FILE, LOOKUP_POSITION, lookup_latest
 
 if TYPE_CHECKING:
-    from ..table import FileStoreTable
+    from lake_core.table import FileStoreTable
 
 
 @dataclass

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Mapping
 
-from ..errors import InvalidOptionError
+from lake_core.errors import InvalidOptionError
 
 if TYPE_CHECKING:
-    from ..table import FileStoreTable
+    from lake_core.table import FileStoreTable
 
 PLANNING_OPTIONS = (
     "num-sorted-run.compaction-trigger",
@@ -27,9 +27,9 @@ def with_planning_options(table: "FileStoreTable", options: Mapping[str, str] | 
     """``table`` seen with ``options`` on top of its own (the same table when there are none)."""
     if not options:
         return table
-    from ..catalog import _validate_table_definition
-    from ..options import validate_table_options
-    from ..table import FileStoreTable
+    from lake_core.catalog import _validate_table_definition
+    from lake_core.options import validate_table_options
+    from lake_core.table import FileStoreTable
 
     opts = {str(k): str(v) for k, v in options.items()}
     bad = sorted(k for k in opts if k not in PLANNING_OPTIONS)

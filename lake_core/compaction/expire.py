@@ -15,9 +15,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..binary_row import deserialize_row
-from ..errors import InvalidOptionError
-from ..metadata import DataFileMeta
+from lake_core.format.binary_row import deserialize_row
+from lake_core.errors import InvalidOptionError
+from lake_core.manifest.metadata import DataFileMeta
 
 _MILLIS_FROM = 1_000_000_000_000  # Java: a BIGINT at or above this is epoch millis
 
@@ -32,7 +32,7 @@ def validate_expiry_options(identifier: str, schema) -> None:
         have, need = ("record-level.expire-time", "record-level.time-field") if expire is not None else \
             ("record-level.time-field", "record-level.expire-time")
         raise InvalidOptionError(f"table {identifier}: option '{have}' needs '{need}' as well")
-    from ..options import parse_duration_ms
+    from lake_core.options import parse_duration_ms
     if parse_duration_ms("record-level.expire-time", expire) < 1000:
         raise InvalidOptionError(f"table {identifier}: option 'record-level.expire-time' = {expire!r} must be at "
                                  "least one second")
@@ -66,7 +66,7 @@ class RecordExpiry:
         field = opts.get("record-level.time-field")
         if not v or not field:
             return None
-        from ..options import parse_duration_ms
+        from lake_core.options import parse_duration_ms
         return RecordExpiry(field, table.schema.field(field).type,
                             parse_duration_ms("record-level.expire-time", v) // 1000, now_s)
 

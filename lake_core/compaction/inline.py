@@ -17,18 +17,18 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Sequence
 
-from ..deletion_vectors.maintainer import BucketDeletionVectors, bucket_dv_entries, needs_full_for_dv
-from ..messages import CommitMessage
-from ..metadata import DataFileMeta
-from ..paths import FileNamer, data_file_in
-from .expire import RecordExpiry
-from .levels import Levels, key_decoder
-from .picker import Pick, UniversalConfig, drop_delete, force_pick_level0, pick_full, pick_universal, worth_running
-from .plan import outside_unit
-from .rewrite import partition_path, run_compact_unit
+from lake_core.deletion_vectors.maintainer import BucketDeletionVectors, bucket_dv_entries, needs_full_for_dv
+from lake_core.commit.messages import CommitMessage
+from lake_core.manifest.metadata import DataFileMeta
+from lake_core.paths import FileNamer, data_file_in
+from lake_core.compaction.expire import RecordExpiry
+from lake_core.compaction.levels import Levels, key_decoder
+from lake_core.compaction.picker import Pick, UniversalConfig, drop_delete, force_pick_level0, pick_full, pick_universal, worth_running
+from lake_core.compaction.plan import outside_unit
+from lake_core.compaction.rewrite import partition_path, run_compact_unit
 
 if TYPE_CHECKING:
-    from ..table import FileStoreTable
+    from lake_core.table import FileStoreTable
 
 _MAX_ROUNDS = 8
 

@@ -13,15 +13,15 @@ from dataclasses import replace
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import TYPE_CHECKING, Mapping, Sequence
 
-from ..commit import FileStoreCommit
-from ..errors import CommitConflictError, LakeError
-from ..messages import CommitMessage
-from .plan import CompactionPlan, CompactionUnit, level_counts, plan_compaction, run_unit, ttl_lag_s
-from .result import CompactionResult
-from .rewrite import UnitOutcome
+from lake_core.commit.file_store_commit import FileStoreCommit
+from lake_core.errors import CommitConflictError, LakeError
+from lake_core.commit.messages import CommitMessage
+from lake_core.compaction.plan import CompactionPlan, CompactionUnit, level_counts, plan_compaction, run_unit, ttl_lag_s
+from lake_core.compaction.result import CompactionResult
+from lake_core.compaction.rewrite import UnitOutcome
 
 if TYPE_CHECKING:
-    from ..table import FileStoreTable
+    from lake_core.table import FileStoreTable
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ def _elapsed(plan: CompactionPlan) -> float:
 
 
 def _check_arguments(table: "FileStoreTable", *, parallelism, **flags) -> None:
-    from ..maintenance.errors import MaintenanceArgumentError
+    from lake_core.maintenance.errors import MaintenanceArgumentError
     for name, v in flags.items():  # a truthy string would silently switch on a full rewrite
         if not isinstance(v, bool):
             raise MaintenanceArgumentError(f"{name} = {v!r} for compact of {table.identifier} must be True or False")

@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
-from ..merge.sort import KIND, SEQ
-from ..metadata import DataFileMeta
-from ..paths import data_file_in
+from lake_core.merge.sort import KIND, SEQ
+from lake_core.manifest.metadata import DataFileMeta
+from lake_core.paths import data_file_in
 
 if TYPE_CHECKING:
-    from ..deletion_vectors.vector import DeletionVector
-    from ..table import FileStoreTable
+    from lake_core.deletion_vectors.vector import DeletionVector
+    from lake_core.table import FileStoreTable
 
 CHUNK_ROWS = 65_536  # rows read per input file per merge round
 POSITION = "_POSITION"
@@ -29,9 +29,9 @@ def kv_schema(table: "FileStoreTable") -> pa.Schema:
 
 def _raw_chunks(table: "FileStoreTable", bucket_dir: str, f: DataFileMeta, chunk_rows: int,
                 columns: Sequence[str] | None) -> Iterator[pa.Table]:
-    from ..data_file_format import iter_data_file
-    from ..errors import DataFileMismatchError
-    from ..integrity import check_data_file_size
+    from lake_core.format.data_file import iter_data_file
+    from lake_core.errors import DataFileMismatchError
+    from lake_core.format.integrity import check_data_file_size
     full = kv_schema(table)
     if columns is not None:
         full = pa.schema([full.field(c) for c in columns])
@@ -39,7 +39,7 @@ def _raw_chunks(table: "FileStoreTable", bucket_dir: str, f: DataFileMeta, chunk
     fmt = f.file_name.rsplit(".", 1)[-1]
     rows = 0
     if f.schema_id != table.schema.id:  # written under an older schema: the evolving reader maps its columns
-        from ..schema_evolution import read_evolved
+        from lake_core.schema.evolution import read_evolved
         whole = read_evolved(table, path, f, fmt, full.names, full)
         for start in range(0, whole.num_rows, chunk_rows):
             yield whole.slice(start, chunk_rows)
@@ -67,7 +67,7 @@ def _raw_chunks(table: "FileStoreTable", bucket_dir: str, f: DataFileMeta, chunk
 def _missing_input(table: "FileStoreTable", path: str, f: DataFileMeta) -> Exception:
     """A compaction input that is gone: still live means the table is damaged; otherwise another
     job compacted it and an expiry deleted it meanwhile, so this compaction's plan is stale."""
-    from ..errors import CorruptFileError, StalePlanError
+    from lake_core.errors import CorruptFileError, StalePlanError
     latest = table.snapshot_manager.latest()
     live = latest is not None and any(e.file.file_name == f.file_name
                                       for e in table.manifest_store.live_entries(latest))

@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
-from ..binary_row import deserialize_row
-from ..errors import LakeError
-from ..metadata import DataFileMeta
+from lake_core.format.binary_row import deserialize_row
+from lake_core.errors import LakeError
+from lake_core.manifest.metadata import DataFileMeta
 
 KeyOf = Callable[[bytes], tuple]
 

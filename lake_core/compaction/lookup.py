@@ -20,14 +20,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..merge.sort import KIND, SEQ
-from ..metadata import DataFileMeta
-from .kv_read import CHUNK_ROWS, POSITION, iter_kv_file, kv_schema
-from .levels import key_decoder, level0_order
+from lake_core.merge.sort import KIND, SEQ
+from lake_core.manifest.metadata import DataFileMeta
+from lake_core.compaction.kv_read import CHUNK_ROWS, POSITION, iter_kv_file, kv_schema
+from lake_core.compaction.levels import key_decoder, level0_order
 
 if TYPE_CHECKING:
-    from ..deletion_vectors.vector import DeletionVector
-    from ..table import FileStoreTable
+    from lake_core.deletion_vectors.vector import DeletionVector
+    from lake_core.table import FileStoreTable
 
 LOOKUP_FILE = "_LOOKUP_FILE"
 LOOKUP_LEVEL = "_LOOKUP_LEVEL"

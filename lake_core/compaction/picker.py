@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from ..metadata import DataFileMeta
-from .levels import LevelSortedRun, Levels
+from lake_core.manifest.metadata import DataFileMeta
+from lake_core.compaction.levels import LevelSortedRun, Levels
 
 
 @dataclass(frozen=True)

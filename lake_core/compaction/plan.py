@@ -9,20 +9,20 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from ..errors import InvalidOptionError, LakeError
-from ..messages import CommitMessage
-from ..metadata import DataFileMeta, IndexManifestEntry
-from ..deletion_vectors.maintainer import BucketDeletionVectors, bucket_dv_entries, needs_full_for_dv
-from ..paths import FileNamer
-from .dynamic import with_planning_options
-from .expire import RecordExpiry
-from .levels import Levels, key_decoder
-from .picker import CompactUnit, Pick, UniversalConfig, drop_delete, force_pick_level0, pick_full, \
+from lake_core.errors import InvalidOptionError, LakeError
+from lake_core.commit.messages import CommitMessage
+from lake_core.manifest.metadata import DataFileMeta, IndexManifestEntry
+from lake_core.deletion_vectors.maintainer import BucketDeletionVectors, bucket_dv_entries, needs_full_for_dv
+from lake_core.paths import FileNamer
+from lake_core.compaction.dynamic import with_planning_options
+from lake_core.compaction.expire import RecordExpiry
+from lake_core.compaction.levels import Levels, key_decoder
+from lake_core.compaction.picker import CompactUnit, Pick, UniversalConfig, drop_delete, force_pick_level0, pick_full, \
     pick_universal, worth_running
-from .rewrite import UnitOutcome, run_compact_unit
+from lake_core.compaction.rewrite import UnitOutcome, run_compact_unit
 
 if TYPE_CHECKING:
-    from ..table import FileStoreTable
+    from lake_core.table import FileStoreTable
 
 
 @dataclass(frozen=True)

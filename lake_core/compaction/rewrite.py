@@ -10,23 +10,23 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 import pyarrow as pa
 
-from .. import rowkind
-from ..file_writer import DataFileWriter
-from ..merge.sort import KIND, SEQ
-from ..messages import CommitMessage
-from ..metadata import DataFileMeta, FileSource
-from ..paths import FileNamer, data_file_in, partition_dir
-from .dv import DvCompaction, unit_vectors
-from .expire import RecordExpiry
-from .kv_read import CHUNK_ROWS, iter_kv_file, kv_schema  # noqa: F401 - re-exported
-from .levels import key_decoder
-from .stream import merge_sorted_runs
-from .picker import CompactUnit
-from .task import Rewrite, unit_actions
+from lake_core.kv import rowkind
+from lake_core.write.file_writer import DataFileWriter
+from lake_core.merge.sort import KIND, SEQ
+from lake_core.commit.messages import CommitMessage
+from lake_core.manifest.metadata import DataFileMeta, FileSource
+from lake_core.paths import FileNamer, data_file_in, partition_dir
+from lake_core.compaction.dv import DvCompaction, unit_vectors
+from lake_core.compaction.expire import RecordExpiry
+from lake_core.compaction.kv_read import CHUNK_ROWS, iter_kv_file, kv_schema  # noqa: F401 - re-exported
+from lake_core.compaction.levels import key_decoder
+from lake_core.compaction.stream import merge_sorted_runs
+from lake_core.compaction.picker import CompactUnit
+from lake_core.compaction.task import Rewrite, unit_actions
 
 if TYPE_CHECKING:
-    from ..deletion_vectors.maintainer import BucketDeletionVectors
-    from ..table import FileStoreTable
+    from lake_core.deletion_vectors.maintainer import BucketDeletionVectors
+    from lake_core.table import FileStoreTable
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class UnitOutcome:
 
 def partition_path(table: "FileStoreTable", partition: bytes) -> str:
     schema = table.schema
-    from ..binary_row import deserialize_row
+    from lake_core.format.binary_row import deserialize_row
     values = deserialize_row(partition, [schema.field(n).type for n in schema.partition_keys]) \
         if schema.partition_keys else []
     return partition_dir(list(schema.partition_keys), values, table.options.partition_default_name)

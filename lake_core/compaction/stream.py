@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..float_order import java_order_key, sortable_array, sortable_scalar
+from lake_core.format.float_order import java_order_key, sortable_array, sortable_scalar
 
 
 class _Cursor:

@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from ..metadata import DataFileMeta
-from .levels import KeyOf, interval_partition
-from .picker import CompactUnit
+from lake_core.manifest.metadata import DataFileMeta
+from lake_core.compaction.levels import KeyOf, interval_partition
+from lake_core.compaction.picker import CompactUnit
 
 
 @dataclass(frozen=True)

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from ..maintenance.checksum import table_checksum
-from .expire import RecordExpiry
+from lake_core.maintenance.checksum import table_checksum
+from lake_core.compaction.expire import RecordExpiry
 
 if TYPE_CHECKING:
-    from ..table import FileStoreTable
+    from lake_core.table import FileStoreTable
 
 _HASH = "__lake_row_hash"
 

@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 
-from ..errors import FormatError
-from ..metadata import DeletionVectorMeta, FileKind, IndexManifestEntry
-from ..paths import FileNamer
-from .vector import DeletionVector
+from lake_core.errors import FormatError
+from lake_core.manifest.metadata import DeletionVectorMeta, FileKind, IndexManifestEntry
+from lake_core.paths import FileNamer
+from lake_core.deletion_vectors.vector import DeletionVector
 
 if TYPE_CHECKING:
-    from ..table import FileStoreTable
+    from lake_core.table import FileStoreTable
 
 DV_INDEX = "DELETION_VECTORS"
 VERSION = 1

@@ -9,15 +9,15 @@ from typing import TYPE_CHECKING, Iterable
 
 import numpy as np
 
-from ..hash_index import as_delete
-from ..metadata import IndexManifestEntry
-from ..paths import FileNamer
-from .index_file import DV_INDEX, read_dv_index, write_dv_index
-from .vector import DeletionVector
+from lake_core.bucket.hash_index import as_delete
+from lake_core.manifest.metadata import IndexManifestEntry
+from lake_core.paths import FileNamer
+from lake_core.deletion_vectors.index_file import DV_INDEX, read_dv_index, write_dv_index
+from lake_core.deletion_vectors.vector import DeletionVector
 
 if TYPE_CHECKING:
-    from ..snapshot import Snapshot
-    from ..table import FileStoreTable
+    from lake_core.snapshot.snapshot import Snapshot
+    from lake_core.table import FileStoreTable
 
 
 def bucket_dv_entries(table: "FileStoreTable", snapshot: "Snapshot | None") -> dict[tuple[bytes, int], list[IndexManifestEntry]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import FormatError
+from lake_core.errors import FormatError
 
 _COOKIE_NO_RUN = 12346
 _COOKIE_RUN = 12347

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import FormatError
-from .roaring import deserialize32, deserialize64, serialize32, serialize64
+from lake_core.errors import FormatError
+from lake_core.deletion_vectors.roaring import deserialize32, deserialize64, serialize32, serialize64
 
 MAGIC_32 = 1581511376
 MAGIC_64 = 1681511377

@@ -21,14 +21,14 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator
 
-from ..errors import SnapshotNotFoundError
-from ..names import validate_consumer_id
-from ..options import parse_duration_ms
-from .errors import LeaseError, MaintenanceArgumentError
+from lake_core.errors import SnapshotNotFoundError
+from lake_core.names import validate_consumer_id
+from lake_core.options import parse_duration_ms
+from lake_core.maintenance.errors import LeaseError, MaintenanceArgumentError
 
 if TYPE_CHECKING:
-    from ..snapshot import Snapshot
-    from ..table import FileStoreTable
+    from lake_core.snapshot.snapshot import Snapshot
+    from lake_core.table import FileStoreTable
 
 _PREFIX = "consumer-"
 _LEASE = re.compile(r"^lease-(?P<holder>.+)-(?P<expires>\d{13})-(?P<rand>[0-9a-f]{8})$")
@@ -78,7 +78,7 @@ class ConsumerManager:
                 continue  # removed while listing
             except (ValueError, KeyError, TypeError) as e:
                 if strict:
-                    from .errors import MaintenanceAbortedError
+                    from lake_core.maintenance.errors import MaintenanceAbortedError
                     raise MaintenanceAbortedError(
                         f"consumer file {full} of table {self.table.identifier} is unreadable ({e}); "
                         "fix or delete it before expiring snapshots") from None

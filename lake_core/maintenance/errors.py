@@ -1,7 +1,7 @@
 """Errors of maintenance operations. All are ``LakeError`` subclasses; none leaves a change behind."""
 from __future__ import annotations
 
-from ..errors import InvalidOptionError, LakeError
+from lake_core.errors import InvalidOptionError, LakeError
 
 
 class MaintenanceArgumentError(InvalidOptionError):

@@ -3,7 +3,7 @@ changelog lifecycle.
 
 When ``changelog.num-retained.min/max`` or ``changelog.time-retained`` retain more than the
 ``snapshot.*`` options, snapshot expiry leaves each expired snapshot's changelog behind as
-``changelog/changelog-N`` (see :mod:`lake_core.changelog_manager`). This operation deletes those
+``changelog/changelog-N`` (see :mod:`lake_core.snapshot.changelog_manager`). This operation deletes those
 that the changelog options no longer retain. With ``latest`` the latest snapshot and
 ``[earliest, latestChangelog]`` the long-lived changelogs:
 
@@ -29,18 +29,18 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..errors import SnapshotNotFoundError
-from ..snapshot import Snapshot
-from .consumers import ConsumerManager
-from .errors import MaintenanceAbortedError, MaintenanceArgumentError
-from .expiry_lock import expiry_lock
-from .expire_snapshots import ExpireConfig, changelog_config, delete_planned, resolve_config
-from .references import (PlannedFile, added_files, deleted_in_delta, existing_list, manifest_skipping_set,
+from lake_core.errors import SnapshotNotFoundError
+from lake_core.snapshot.snapshot import Snapshot
+from lake_core.maintenance.consumers import ConsumerManager
+from lake_core.maintenance.errors import MaintenanceAbortedError, MaintenanceArgumentError
+from lake_core.maintenance.expiry_lock import expiry_lock
+from lake_core.maintenance.expire_snapshots import ExpireConfig, changelog_config, delete_planned, resolve_config
+from lake_core.maintenance.references import (PlannedFile, added_files, deleted_in_delta, existing_list, manifest_skipping_set,
                          now_ms, tagged_snapshots, unheld_data_files, unused_lists)
-from .result import OperationResult
+from lake_core.maintenance.result import OperationResult
 
 if TYPE_CHECKING:
-    from ..table import FileStoreTable
+    from lake_core.table import FileStoreTable
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Iterator
 
 if TYPE_CHECKING:
-    from ..table import FileStoreTable
+    from lake_core.table import FileStoreTable
 
 LOCK_TTL_S = 600.0
 

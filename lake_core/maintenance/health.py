@@ -19,14 +19,14 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..compaction.expire import RecordExpiry
-from ..compaction.plan import level_counts, ttl_lag_s
-from ..options import parse_duration_ms
-from .errors import MaintenanceArgumentError
+from lake_core.compaction.expire import RecordExpiry
+from lake_core.compaction.plan import level_counts, ttl_lag_s
+from lake_core.options import parse_duration_ms
+from lake_core.maintenance.errors import MaintenanceArgumentError
 
 if TYPE_CHECKING:
-    from ..metadata import DataFileMeta
-    from ..table import FileStoreTable
+    from lake_core.manifest.metadata import DataFileMeta
+    from lake_core.table import FileStoreTable
 
 DEFAULT_SMALL_FILE_BYTES = 16 * 1024 * 1024
 

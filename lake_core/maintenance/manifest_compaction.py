@@ -18,16 +18,16 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
-from ..metadata import FileKind, ManifestFileMeta, merge_entries
-from ..options import CoreOptions, parse_memory_size
-from ..paths import FileNamer
-from ..snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
-from .errors import MaintenanceAbortedError, MaintenanceArgumentError
-from .result import OperationResult
+from lake_core.manifest.metadata import FileKind, ManifestFileMeta, merge_entries
+from lake_core.options import CoreOptions, parse_memory_size
+from lake_core.paths import FileNamer
+from lake_core.snapshot.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
+from lake_core.maintenance.errors import MaintenanceAbortedError, MaintenanceArgumentError
+from lake_core.maintenance.result import OperationResult
 
 if TYPE_CHECKING:
-    from ..manifest_store import ManifestStore
-    from ..table import FileStoreTable
+    from lake_core.manifest.store import ManifestStore
+    from lake_core.table import FileStoreTable
 
 
 def try_full_compaction(store: "ManifestStore", metas: Sequence[ManifestFileMeta], options: CoreOptions,
@@ -76,7 +76,7 @@ def _fold(table: "FileStoreTable", metas: Sequence[ManifestFileMeta], namer: Fil
     store = table.manifest_store
     if mode == "full":
         return try_full_compaction(store, metas, table.options, table.schema.id, namer, force=True)
-    from ..manifest_merge import merge_manifests
+    from lake_core.manifest.minor_compaction import merge_manifests
     new_metas, written = merge_manifests(store, metas, table.options, table.schema.id, namer)
     if len(new_metas) < len(metas):
         return new_metas, written

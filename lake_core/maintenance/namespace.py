@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..table import FileStoreTable
+    from lake_core.table import FileStoreTable
 
 
 class TableMaintenance:
@@ -37,7 +37,7 @@ class TableMaintenance:
         options such as ``num-sorted-run.compaction-trigger`` and ``record-level.*``). One COMPACT
         snapshot; units made stale by a concurrent compaction are skipped and reported.
         Returns a :class:`lake_core.compaction.CompactionResult`."""
-        from ..compaction.job import compact
+        from lake_core.compaction.job import compact
         return compact(self._table, full=full, partitions=partitions, dry_run=dry_run,
                        expire_records=expire_records, parallelism=parallelism, options=options)
 
@@ -46,26 +46,26 @@ class TableMaintenance:
     def plan_compaction(self, *, full: bool = False, partitions=None, expire_records: bool = False, options=None):
         """Metadata only: a frozen, picklable ``CompactionPlan`` whose ``units`` are the work
         (one per (partition, bucket)); arguments as ``compact``."""
-        from ..compaction.plan import plan_compaction
+        from lake_core.compaction.plan import plan_compaction
         return plan_compaction(self._table, full=full, partitions=partitions, expire_records=expire_records,
                                options=options)
 
     def compact_unit(self, *, unit):
         """Run one unit of a plan (in any process): writes its new files, commits nothing, and
         returns a picklable ``UnitOutcome`` (its commit message and row counters)."""
-        from ..compaction.plan import run_unit
+        from lake_core.compaction.plan import run_unit
         return run_unit(self._table, unit)
 
     def commit_compaction(self, *, plan, outcomes, dry_run: bool = False):
         """Commit ``outcomes`` (one per unit of ``plan``, in order) as one COMPACT snapshot. Units
         whose input files were compacted concurrently are skipped with the reason (their files
         deleted). Returns the ``CompactionResult``."""
-        from ..compaction.job import commit_compaction
+        from lake_core.compaction.job import commit_compaction
         return commit_compaction(self._table, plan, outcomes, dry_run=dry_run)
 
     def abort_compaction(self, *, outcomes) -> None:
         """Delete the files of executed units that will not be committed (another unit failed)."""
-        from ..compaction.job import abort_compaction
+        from lake_core.compaction.job import abort_compaction
         abort_compaction(self._table, outcomes)
 
     def verify_compaction(self, *, before_snapshot_id: int, after_snapshot_id: int, expiry_field: str | None = None,
@@ -73,7 +73,7 @@ class TableMaintenance:
         """Compare the table at two snapshots by key: same keys and rows, no deleted key back;
         with record expiry only expired records may go (and, if ``expired_must_be_gone``, none
         may stay). Returns a ``CompactionVerification`` (``passed``, ``problems``)."""
-        from ..compaction.verify import verify_compaction
+        from lake_core.compaction.verify import verify_compaction
         return verify_compaction(self._table, before_snapshot_id=before_snapshot_id,
                                  after_snapshot_id=after_snapshot_id, expiry_field=expiry_field,
                                  expiry_cutoff_s=expiry_cutoff_s, expired_must_be_gone=expired_must_be_gone)
@@ -84,7 +84,7 @@ class TableMaintenance:
         """Expire old snapshots as Paimon's ``expire_snapshots`` procedure does; unset arguments fall
         back to ``snapshot.num-retained.min/max``, ``snapshot.time-retained`` and
         ``snapshot.expire.limit``. ``older_than``: a datetime, or a timedelta (an age)."""
-        from .expire_snapshots import expire_snapshots
+        from lake_core.maintenance.expire_snapshots import expire_snapshots
         return expire_snapshots(self._table, retain_min=retain_min, retain_max=retain_max,
                                 older_than=older_than, max_deletes=max_deletes, dry_run=dry_run)
 
@@ -94,7 +94,7 @@ class TableMaintenance:
         """Delete long-lived changelogs (``changelog/changelog-N``) as Paimon's ``ExpireChangelogImpl``;
         unset arguments fall back to ``changelog.num-retained.min/max`` and
         ``changelog.time-retained``, then to the ``snapshot.*`` options."""
-        from .expire_changelogs import expire_changelogs
+        from lake_core.maintenance.expire_changelogs import expire_changelogs
         return expire_changelogs(self._table, retain_min=retain_min, retain_max=retain_max,
                                  older_than=older_than, max_deletes=max_deletes, dry_run=dry_run)
 
@@ -103,7 +103,7 @@ class TableMaintenance:
         """Delete tags whose ``tagTimeRetained`` (per tag, or ``tag.default-time-retained`` when
         created) has passed since their creation (Java ``TagTimeExpire``); with ``older_than`` (a
         local datetime) also every tag created before it."""
-        from .tag_time import expire_tags
+        from lake_core.maintenance.tag_time import expire_tags
         return expire_tags(self._table, older_than=older_than, dry_run=dry_run)
 
     # -- scheduled tags (tag_snapshot.py) -------------------------------------------------------
@@ -113,7 +113,7 @@ class TableMaintenance:
         that tag exists; then delete the oldest tags whose names parse with ``name_format`` beyond
         ``num_retained``. ``time_retained`` (a timedelta) is the new tag's ``tagTimeRetained``.
         Returns a ``TagSnapshotResult``."""
-        from .tag_snapshot import tag_snapshot
+        from lake_core.maintenance.tag_snapshot import tag_snapshot
         return tag_snapshot(self._table, name_format=name_format, num_retained=num_retained,
                             time_retained=time_retained, now=now, dry_run=dry_run)
 
@@ -121,7 +121,7 @@ class TableMaintenance:
     @property
     def consumers(self):
         """Paimon's consumer files of this table (``consumer/consumer-<id>``)."""
-        from .consumers import ConsumerManager
+        from lake_core.maintenance.consumers import ConsumerManager
         return ConsumerManager(self._table)
 
     # -- orphan files (orphans.py) -------------------------------------------------------------
@@ -129,7 +129,7 @@ class TableMaintenance:
         """Delete files no snapshot, tag or index references, older than ``older_than`` (a timedelta,
         default one day; below one hour only with ``force=True``)."""
         import datetime as _dt
-        from .orphans import remove_orphan_files
+        from lake_core.maintenance.orphans import remove_orphan_files
         return remove_orphan_files(self._table, older_than=_dt.timedelta(days=1) if older_than is None
                                    else older_than, dry_run=dry_run, force=force)
 
@@ -137,12 +137,12 @@ class TableMaintenance:
         """Pin ``snapshot_id`` (default: the latest) until :meth:`release_lease` or ``ttl`` (default
         1 h) passes, for a reader whose work outlives one block (a queued Dagster run). Returns a
         :class:`lake_core.maintenance.consumers.Lease`; its ``consumer_id`` releases it."""
-        from .consumers import acquire_lease
+        from lake_core.maintenance.consumers import acquire_lease
         return acquire_lease(self._table, snapshot_id, holder=holder, **({} if ttl is None else {"ttl": ttl}))[0]
 
     def release_lease(self, *, consumer_id: str) -> bool:
         """Release a lease taken with :meth:`acquire_lease` (False: it was already gone)."""
-        from .consumers import release_lease
+        from lake_core.maintenance.consumers import release_lease
         return release_lease(self._table, consumer_id)
 
     # -- health (health.py) ----------------------------------------------------------------------
@@ -153,7 +153,7 @@ class TableMaintenance:
         snapshot age, TTL lag and bucket skew. ``small_file_bytes``: files below count as small
         (default 16 MiB). ``ttl_field``/``ttl``: a record-expiry rule (default: the table's
         ``record-level.*`` options). Returns a frozen :class:`lake_core.maintenance.health.TableHealth`."""
-        from .health import DEFAULT_SMALL_FILE_BYTES, table_health
+        from lake_core.maintenance.health import DEFAULT_SMALL_FILE_BYTES, table_health
         return table_health(self._table, small_file_bytes=DEFAULT_SMALL_FILE_BYTES if small_file_bytes is None else small_file_bytes,
                             ttl_field=ttl_field, ttl=ttl, now_ms=now_ms)
 
@@ -161,7 +161,7 @@ class TableMaintenance:
     def compact_manifest(self, *, mode: str = "full", dry_run: bool = False):
         """Fold every manifest of the latest snapshot into target-size ones (a COMPACT snapshot);
         ``mode="minor"`` merges only runs of small manifests, as each commit's own merge does."""
-        from .manifest_compaction import compact_manifest
+        from lake_core.maintenance.manifest_compaction import compact_manifest
         return compact_manifest(self._table, mode=mode, dry_run=dry_run)
 
     # -- partition expiry (partitions.py) -----------------------------------------------------
@@ -169,7 +169,7 @@ class TableMaintenance:
                           timestamp_pattern: str | None = None, dry_run: bool = False):
         """Drop partitions whose time (parsed from their values) is older than ``expiration_time``
         (a timedelta or a duration like ``'7 d'``) in one OVERWRITE commit."""
-        from .partitions import expire_partitions
+        from lake_core.maintenance.partitions import expire_partitions
         return expire_partitions(self._table, expiration_time=expiration_time,
                                  timestamp_formatter=timestamp_formatter, timestamp_pattern=timestamp_pattern,
                                  dry_run=dry_run)
@@ -178,7 +178,7 @@ class TableMaintenance:
     def rollback_to(self, *, snapshot_id: int | None = None, tag: str | None = None):
         """Make snapshot ``snapshot_id`` or tag ``tag`` the latest state (Java ``RollbackHelper``):
         newer snapshots and tags go, then the files only they used. Stop writers first."""
-        from .rollback import rollback_to
+        from lake_core.maintenance.rollback import rollback_to
         return rollback_to(self._table, snapshot_id=snapshot_id, tag=tag)
 
     # -- rescale (lake_core/maintenance/rescale.py) ------------------------------------------------
@@ -186,19 +186,19 @@ class TableMaintenance:
         """Set the ``bucket`` option and rewrite the selected partitions (a list of
         ``{column: value}`` selectors; all when None) into ``bucket`` buckets, one verified
         OVERWRITE per partition. Returns a ``RescaleResult``."""
-        from .rescale import rescale
+        from lake_core.maintenance.rescale import rescale
         return rescale(self._table, bucket=bucket, partitions=partitions, dry_run=dry_run)
 
     def plan_rescale(self, *, bucket: int, partitions=None):
         """The partitions a rescale to ``bucket`` would rewrite (metadata only): a ``RescalePlan``."""
-        from .rescale import plan_rescale
+        from lake_core.maintenance.rescale import plan_rescale
         return plan_rescale(self._table, bucket=bucket, partitions=partitions)
 
     def rescale_partition(self, *, partition=None, bucket: int, commit_user: str | None = None,
                           dry_run: bool = False):
         """Rewrite one partition into ``bucket`` buckets (the unit of a backfill). The table's
         ``bucket`` option is not changed here; ``rescale`` (or ``alter_table``) sets it."""
-        from .rescale import rescale_partition
+        from lake_core.maintenance.rescale import rescale_partition
         return rescale_partition(self._table, partition=partition, bucket=bucket, commit_user=commit_user,
                                  dry_run=dry_run)
 
@@ -207,32 +207,32 @@ class TableMaintenance:
     def set_bucket(self, *, bucket: int):
         """Set the ``bucket`` option (a schema change when it differs) before partitions are
         rewritten; returns the table at its new schema."""
-        from .rescale import _check_rescalable, set_bucket_option
+        from lake_core.maintenance.rescale import _check_rescalable, set_bucket_option
         return set_bucket_option(self._table, _check_rescalable(self._table, bucket))
 
     def prepare_rescale_partition(self, *, partition=None, bucket: int, dry_run: bool = False):
         """Rewrite one partition into new, verified, uncommitted files: a picklable
         ``PreparedRescale`` for ``commit_rescale``, or a ``PartitionRescaleResult`` saying why
         it was skipped (no data, already at ``bucket`` buckets, dry run)."""
-        from .rescale import prepare_rescale_partition
+        from lake_core.maintenance.rescale import prepare_rescale_partition
         return prepare_rescale_partition(self._table, partition=partition, bucket=bucket, dry_run=dry_run)
 
     def commit_rescale(self, *, outcomes, bucket: int, previous_bucket: int, commit_user: str | None = None,
                        started: float | None = None):
         """Commit every prepared partition of ``outcomes`` as ONE OVERWRITE snapshot (conflicts
         fail cleanly and delete the new files) and return the operation's ``RescaleResult``."""
-        from .rescale import commit_rescale
+        from lake_core.maintenance.rescale import commit_rescale
         return commit_rescale(self._table, outcomes, bucket=bucket, previous_bucket=previous_bucket,
                               commit_user=commit_user, started=started)
 
     def abort_rescale(self, *, outcomes) -> None:
         """Delete the files of prepared, uncommitted partitions (when another partition failed)."""
-        from .rescale import PreparedRescale, abort_rescale
+        from lake_core.maintenance.rescale import PreparedRescale, abort_rescale
         abort_rescale(self._table, [o for o in outcomes if isinstance(o, PreparedRescale)])
 
     def verify_rescale(self, *, partitions, snapshot_id: int, bucket: int):
         """Re-read rescaled partitions before (``{'dt=...': snapshot read}``) and after
         (``snapshot_id``): rows, key and row checksums equal, files at ``bucket`` buckets.
         Returns a ``RescaleVerification``."""
-        from .rescale_verify import verify_rescale
+        from lake_core.maintenance.rescale_verify import verify_rescale
         return verify_rescale(self._table, partitions=partitions, snapshot_id=snapshot_id, bucket=bucket)

@@ -19,15 +19,15 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import LakeError, SnapshotNotFoundError
-from ..fileio import FileIOError
-from ..snapshot import Snapshot
-from .errors import MaintenanceAbortedError, MaintenanceArgumentError
-from .references import PlannedFile, ReferencedNames, long_lived_changelogs, now_ms, tagged_snapshots
-from .result import OperationResult
+from lake_core.errors import LakeError, SnapshotNotFoundError
+from lake_core.io.fileio import FileIOError
+from lake_core.snapshot.snapshot import Snapshot
+from lake_core.maintenance.errors import MaintenanceAbortedError, MaintenanceArgumentError
+from lake_core.maintenance.references import PlannedFile, ReferencedNames, long_lived_changelogs, now_ms, tagged_snapshots
+from lake_core.maintenance.result import OperationResult
 
 if TYPE_CHECKING:
-    from ..table import FileStoreTable
+    from lake_core.table import FileStoreTable
 
 MIN_FLOOR = _dt.timedelta(hours=1)
 _METADATA_DIRS = ("schema", "snapshot", "tag", "consumer", "branch", "changelog")

@@ -17,12 +17,12 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..options import parse_duration_ms
-from .errors import MaintenanceArgumentError
-from .result import OperationResult
+from lake_core.options import parse_duration_ms
+from lake_core.maintenance.errors import MaintenanceArgumentError
+from lake_core.maintenance.result import OperationResult
 
 if TYPE_CHECKING:
-    from ..table import FileStoreTable
+    from lake_core.table import FileStoreTable
 
 _JAVA_TO_STRPTIME = [("yyyy", "%Y"), ("MM", "%m"), ("dd", "%d"), ("HH", "%H"), ("mm", "%M"), ("ss", "%S")]
 _DEFAULT_FORMATS = ("%Y-%m-%d %H:%M:%S", "%Y-%m-%d")
@@ -116,7 +116,7 @@ def expire_partitions(table: "FileStoreTable", *, expiration_time, timestamp_for
         return result(skipped="no partition is older than the expiration time")
     if dry_run:
         return result(dropped_files=files)
-    from ..commit import FileStoreCommit
+    from lake_core.commit.file_store_commit import FileStoreCommit
     drop = frozenset(expired)
     snaps = FileStoreCommit(table).commit([], overwrite=lambda p: p in drop)
     return result(dropped_files=files, snapshot_id=snaps[0].id if snaps else None)

@@ -11,7 +11,7 @@ import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..table import FileStoreTable
+    from lake_core.table import FileStoreTable
 
 log = logging.getLogger(__name__)
 
@@ -22,11 +22,11 @@ _last_partition_check: dict[str, float] = {}
 def after_commit(table: "FileStoreTable") -> None:
     if table.options.get_bool("write-only"):
         return
-    from .consumers import ConsumerManager
-    from .expire_changelogs import expire_changelogs
-    from .expire_snapshots import expire_snapshots, resolve_config
-    from .tag_time import expire_tags
-    from .tags import auto_create_tag
+    from lake_core.maintenance.consumers import ConsumerManager
+    from lake_core.maintenance.expire_changelogs import expire_changelogs
+    from lake_core.maintenance.expire_snapshots import expire_snapshots, resolve_config
+    from lake_core.maintenance.tag_time import expire_tags
+    from lake_core.maintenance.tags import auto_create_tag
     try:
         if table.options.get("consumer.expiration-time"):
             ConsumerManager(table).expire()
@@ -45,7 +45,7 @@ def _maybe_expire_partitions(table: "FileStoreTable") -> None:
     ttl = opts.get("partition.expiration-time")
     if not ttl:
         return
-    from ..options import parse_duration_ms
+    from lake_core.options import parse_duration_ms
     interval_s = parse_duration_ms("partition.expiration-check-interval",
                                    opts.get("partition.expiration-check-interval")) / 1000
     now = time.monotonic()
@@ -53,6 +53,6 @@ def _maybe_expire_partitions(table: "FileStoreTable") -> None:
     if last is not None and now - last < interval_s:
         return
     _last_partition_check[table.paths.root] = now  # set first: the drop commit runs this hook again
-    from .partitions import expire_partitions
+    from lake_core.maintenance.partitions import expire_partitions
     expire_partitions(table, expiration_time=ttl, timestamp_formatter=opts.get("partition.timestamp-formatter"),
                       timestamp_pattern=opts.get("partition.timestamp-pattern"))

@@ -9,16 +9,16 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
-from ..errors import LakeError, SnapshotNotFoundError, TagNotFoundError
-from ..fileio import FileIOError
-from ..hash_index import index_file_path
-from ..metadata import DataFileMeta, FileKind, IndexManifestEntry, ManifestEntry
-from ..paths import partition_dir
-from ..snapshot import Snapshot
-from .errors import MaintenanceAbortedError
+from lake_core.errors import LakeError, SnapshotNotFoundError, TagNotFoundError
+from lake_core.io.fileio import FileIOError
+from lake_core.bucket.hash_index import index_file_path
+from lake_core.manifest.metadata import DataFileMeta, FileKind, IndexManifestEntry, ManifestEntry
+from lake_core.paths import partition_dir
+from lake_core.snapshot.snapshot import Snapshot
+from lake_core.maintenance.errors import MaintenanceAbortedError
 
 if TYPE_CHECKING:
-    from ..table import FileStoreTable
+    from lake_core.table import FileStoreTable
 
 
 @dataclass(frozen=True)

@@ -31,21 +31,21 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..bucket import assign_buckets
-from ..commit import BATCH_IDENTIFIER, FileStoreCommit
-from ..errors import CommitConflictError, CommitFailedError, InvalidOptionError, LakeError, UnsupportedOptionError
-from ..file_writer import DataFileWriter
-from ..merge.sort import KIND, SEQ
-from ..messages import Split
-from ..metadata import DataFileMeta, FileKind, ManifestEntry
-from ..paths import FileNamer, partition_dir
-from ..read import SplitRead
-from ..scan import TableScan
-from .checksum import Checksum, table_checksum
-from .result import OperationResult
+from lake_core.bucket.assign import assign_buckets
+from lake_core.commit.file_store_commit import BATCH_IDENTIFIER, FileStoreCommit
+from lake_core.errors import CommitConflictError, CommitFailedError, InvalidOptionError, LakeError, UnsupportedOptionError
+from lake_core.write.file_writer import DataFileWriter
+from lake_core.merge.sort import KIND, SEQ
+from lake_core.commit.messages import Split
+from lake_core.manifest.metadata import DataFileMeta, FileKind, ManifestEntry
+from lake_core.paths import FileNamer, partition_dir
+from lake_core.read.split_read import SplitRead
+from lake_core.read.scan import TableScan
+from lake_core.maintenance.checksum import Checksum, table_checksum
+from lake_core.maintenance.result import OperationResult
 
 if TYPE_CHECKING:
-    from ..table import FileStoreTable
+    from lake_core.table import FileStoreTable
 
 log = logging.getLogger(__name__)
 
@@ -438,8 +438,8 @@ def set_bucket_option(table: "FileStoreTable", bucket: int) -> "FileStoreTable":
     """The table with its ``bucket`` option set to ``bucket`` (a schema change when it differs)."""
     if table.options.bucket == bucket:
         return table
-    from ..schema_change import SchemaChange, commit_schema_changes
-    from ..table import FileStoreTable
+    from lake_core.schema.change import SchemaChange, commit_schema_changes
+    from lake_core.table import FileStoreTable
     schema = commit_schema_changes(table, [SchemaChange.set_option("bucket", str(bucket))])
     log.info("rescale %s: option 'bucket' set to %d (schema %d)", table.identifier, bucket, schema.id)
     return FileStoreTable(table.fileio, table.paths.root, table.identifier, schema)

@@ -12,14 +12,14 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Mapping
 
-from ..errors import SnapshotNotFoundError
-from ..read import SplitRead
-from ..scan import TableScan
-from .checksum import Checksum, table_checksum
-from .rescale import _named, _partition_entries, _spec_text
+from lake_core.errors import SnapshotNotFoundError
+from lake_core.read.split_read import SplitRead
+from lake_core.read.scan import TableScan
+from lake_core.maintenance.checksum import Checksum, table_checksum
+from lake_core.maintenance.rescale import _named, _partition_entries, _spec_text
 
 if TYPE_CHECKING:
-    from ..table import FileStoreTable
+    from lake_core.table import FileStoreTable
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

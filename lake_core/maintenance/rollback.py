@@ -16,15 +16,15 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import SnapshotNotFoundError
-from ..names import validate_tag_name
-from .errors import MaintenanceAbortedError, MaintenanceArgumentError
-from .references import ReferencedNames, long_lived_changelogs, tagged_snapshots
-from .result import OperationResult
+from lake_core.errors import SnapshotNotFoundError
+from lake_core.names import validate_tag_name
+from lake_core.maintenance.errors import MaintenanceAbortedError, MaintenanceArgumentError
+from lake_core.maintenance.references import ReferencedNames, long_lived_changelogs, tagged_snapshots
+from lake_core.maintenance.result import OperationResult
 
 if TYPE_CHECKING:
-    from ..snapshot import Snapshot
-    from ..table import FileStoreTable
+    from lake_core.snapshot.snapshot import Snapshot
+    from lake_core.table import FileStoreTable
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -13,14 +13,14 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import LakeError
-from ..names import validate_tag_name
-from .errors import MaintenanceArgumentError
-from .result import OperationResult
-from .tags import _auto_tags as tags_of_format
+from lake_core.errors import LakeError
+from lake_core.names import validate_tag_name
+from lake_core.maintenance.errors import MaintenanceArgumentError
+from lake_core.maintenance.result import OperationResult
+from lake_core.maintenance.tags import _auto_tags as tags_of_format
 
 if TYPE_CHECKING:
-    from ..table import FileStoreTable
+    from lake_core.table import FileStoreTable
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -20,14 +20,14 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from ..errors import LakeError, TagNotFoundError
-from ..options import parse_duration_ms
-from ..snapshot import Snapshot
-from .errors import MaintenanceArgumentError
-from .result import OperationResult
+from lake_core.errors import LakeError, TagNotFoundError
+from lake_core.options import parse_duration_ms
+from lake_core.snapshot.snapshot import Snapshot
+from lake_core.maintenance.errors import MaintenanceArgumentError
+from lake_core.maintenance.result import OperationResult
 
 if TYPE_CHECKING:
-    from ..table import FileStoreTable
+    from lake_core.table import FileStoreTable
 
 _ISO_DURATION = re.compile(r"^PT(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?$")
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import datetime as _dt
 from typing import TYPE_CHECKING
 
-from ..errors import InvalidOptionError, LakeError
+from lake_core.errors import InvalidOptionError, LakeError
 
 if TYPE_CHECKING:
-    from ..table import FileStoreTable
+    from lake_core.table import FileStoreTable
 
 PERIODS = {"daily": (_dt.timedelta(days=1), "%Y-%m-%d"), "hourly": (_dt.timedelta(hours=1), "%Y-%m-%d %H"),
            "two-hours": (_dt.timedelta(hours=2), "%Y-%m-%d %H")}

@@ -1,11 +1,11 @@
 """Merge engines: one package for write-time folding, compaction and merge-on-read."""
 from __future__ import annotations
 
-from ..errors import InvalidOptionError
-from ..options import CoreOptions
-from ..schema import TableSchema
-from .base import MergeContext, MergeEngine
-from .deduplicate import DeduplicateEngine
+from lake_core.errors import InvalidOptionError
+from lake_core.options import CoreOptions
+from lake_core.schema.table_schema import TableSchema
+from lake_core.merge.base import MergeContext, MergeEngine
+from lake_core.merge.deduplicate import DeduplicateEngine
 
 _ENGINES: dict[str, type[MergeEngine]] = {"deduplicate": DeduplicateEngine}
 

@@ -33,8 +33,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import InvalidDataError, InvalidOptionError, SchemaError
-from ..options import CoreOptions
+from lake_core.errors import InvalidDataError, InvalidOptionError, SchemaError
+from lake_core.options import CoreOptions
 
 SKIP, ADD, ADD_REVERSED, RETRACT = 0, 1, 2, 3
 

@@ -15,14 +15,14 @@ from functools import cached_property
 import numpy as np
 import pyarrow as pa
 
-from .. import rowkind
-from ..errors import InvalidDataError
-from . import register_engine
-from .aggregate_functions import (ADD, ADD_REVERSED, RETRACT, SKIP, AggFunction, CountAgg, Segments,
+from lake_core.kv import rowkind
+from lake_core.errors import InvalidDataError
+from lake_core.merge import register_engine
+from lake_core.merge.aggregate_functions import (ADD, ADD_REVERSED, RETRACT, SKIP, AggFunction, CountAgg, Segments,
                                   count_contributions, create_function, ignore_retract, last_index,
                                   retract_error, seg_reduce, take_or_null)
-from .base import KIND, SEQ, MergeEngine, drop_retracts
-from .sequence import validate_common
+from lake_core.merge.base import KIND, SEQ, MergeEngine, drop_retracts
+from lake_core.merge.sequence import validate_common
 
 
 def _col(rows: pa.Table, name: str) -> pa.Array:

@@ -2,7 +2,7 @@
 read path (merge-on-read), so the two can never disagree.
 
 Input of :meth:`MergeEngine.merge`: one bucket's rows as an Arrow table with every table column
-plus ``_SEQUENCE_NUMBER`` (int64) and ``_VALUE_KIND`` (int8, see :mod:`lake_core.rowkind`), in
+plus ``_SEQUENCE_NUMBER`` (int64) and ``_VALUE_KIND`` (int8, see :mod:`lake_core.kv.rowkind`), in
 any order. Output: one row per key (or none, when the key's result is a delete and deletes are
 dropped), ordered by key, with the same columns; ``_SEQUENCE_NUMBER`` is the group's newest.
 """
@@ -14,10 +14,10 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from ..options import CoreOptions
-from ..schema import TableSchema
-from .. import rowkind
-from .sort import KIND, SEQ, Groups, group_rows
+from lake_core.options import CoreOptions
+from lake_core.schema.table_schema import TableSchema
+from lake_core.kv import rowkind
+from lake_core.merge.sort import KIND, SEQ, Groups, group_rows
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ class MergeEngine(ABC):
         return rows
 
     def groups(self, rows: pa.Table) -> Groups:
-        from .sequence import rowkind_tiebreak
+        from lake_core.merge.sequence import rowkind_tiebreak
         return group_rows(rows, self.ctx.key_columns, self.ctx.sequence_fields, self.ctx.sequence_descending,
                           rowkind_tiebreak(self.ctx.options))
 

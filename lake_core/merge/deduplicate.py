@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from .. import rowkind
-from .base import KIND, MergeEngine, take
+from lake_core.kv import rowkind
+from lake_core.merge.base import KIND, MergeEngine, take
 
 
 class DeduplicateEngine(MergeEngine):

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from .. import rowkind
-from ..errors import InvalidDataError, InvalidOptionError
-from . import register_engine
-from .base import KIND, MergeEngine, take
-from .sequence import validate_common
+from lake_core.kv import rowkind
+from lake_core.errors import InvalidDataError, InvalidOptionError
+from lake_core.merge import register_engine
+from lake_core.merge.base import KIND, MergeEngine, take
+from lake_core.merge.sequence import validate_common
 
 REJECT_HELP = ("By default, the first-row merge engine cannot accept DELETE/UPDATE_BEFORE (-D/-U) records; "
                "set 'ignore-delete' = 'true' (or 'first-row.ignore-delete' = 'true') to ignore them.")

@@ -21,15 +21,15 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from .. import rowkind
-from ..errors import InvalidDataError, InvalidOptionError
-from . import register_engine
-from .aggregate_functions import (ADD, ADD_REVERSED, RETRACT, SKIP, AggFunction, Segments, any_per_group,
+from lake_core.kv import rowkind
+from lake_core.errors import InvalidDataError, InvalidOptionError
+from lake_core.merge import register_engine
+from lake_core.merge.aggregate_functions import (ADD, ADD_REVERSED, RETRACT, SKIP, AggFunction, Segments, any_per_group,
                                   create_function, first_index, ignore_retract, last_index, retract_error)
-from .aggregation import (MultiRows, _col, assemble, fold_column, key_like_columns,
+from lake_core.merge.aggregation import (MultiRows, _col, assemble, fold_column, key_like_columns,
                           with_count_contributions)
-from .base import KIND, MergeEngine, drop_retracts
-from .sequence import parse_sequence_groups, segmented_cummax, tuple_rank, validate_common
+from lake_core.merge.base import KIND, MergeEngine, drop_retracts
+from lake_core.merge.sequence import parse_sequence_groups, segmented_cummax, tuple_rank, validate_common
 
 DELETE_HELP = (
     "By default, a partial-update table cannot accept delete records (-U/-D); choose one of: "

@@ -16,9 +16,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import InvalidOptionError, SchemaError
-from ..options import CoreOptions
-from .aggregate_functions import FUNCTIONS, ALIASES, Segments
+from lake_core.errors import InvalidOptionError, SchemaError
+from lake_core.options import CoreOptions
+from lake_core.merge.aggregate_functions import FUNCTIONS, ALIASES, Segments
 
 AUTO_PADDINGS = ("row-kind-flag", "second-to-micro", "millis-to-micro")
 SEQUENCE_GROUP_SUFFIX = ".sequence-group"

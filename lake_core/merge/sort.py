@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..float_order import sortable_array, sortable_bits
+from lake_core.format.float_order import sortable_array, sortable_bits
 
 SEQ = "_SEQUENCE_NUMBER"
 KIND = "_VALUE_KIND"

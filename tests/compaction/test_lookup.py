@@ -29,7 +29,7 @@ def test_latest_occurrence_file_position_and_row(tmp_path):
     t.maintenance.compact(full=True)  # keys 1-4 at the top level
     t.write_arrow(pa.table({"k": [3, 2], "v": ["c2", "b2"], "tags": [["z"], None]}, schema=t.schema.arrow_schema()))
     files = _files(t)
-    from lake_core.scan import TableScan
+    from lake_core.read.scan import TableScan
     bucket_dir = TableScan(t, t.latest_snapshot()).splits()[0].bucket_path
     got = lookup_latest(t, bucket_dir=bucket_dir, files=files, keys=pa.table({"k": [2, 3, 4, 9, 2]}))
     by_key = {r["k"]: r for r in got.to_pylist()}
@@ -51,7 +51,7 @@ def test_deleted_positions_are_invisible_and_the_next_file_answers(tmp_path):
     t.write_arrow(pa.table({"k": [1, 2], "v": ["old1", "old2"], "tags": [None, None]}, schema=t.schema.arrow_schema()))
     t.write_arrow(pa.table({"k": [1, 2], "v": ["new1", "new2"], "tags": [None, None]}, schema=t.schema.arrow_schema()))
     files = _files(t)
-    from lake_core.scan import TableScan
+    from lake_core.read.scan import TableScan
     bucket_dir = TableScan(t, t.latest_snapshot()).splits()[0].bucket_path
     newest = max(files, key=lambda f: f.max_sequence_number)
     got = lookup_latest(t, bucket_dir=bucket_dir, files=files, keys=pa.table({"k": [1, 2]}))
@@ -71,7 +71,7 @@ def test_no_keys_and_no_files(tmp_path):
 def test_keys_only_lookup_reads_no_value_columns(tmp_path):
     t = _table(tmp_path)
     t.write_arrow(pa.table({"k": [1, 2], "v": ["a", "b"], "tags": [None, ["t"]]}, schema=t.schema.arrow_schema()))
-    from lake_core.scan import TableScan
+    from lake_core.read.scan import TableScan
     bucket_dir = TableScan(t, t.latest_snapshot()).splits()[0].bucket_path
     full = lookup_latest(t, bucket_dir=bucket_dir, files=_files(t), keys=pa.table({"k": [2]}))
     thin = lookup_latest(t, bucket_dir=bucket_dir, files=_files(t), keys=pa.table({"k": [2]}), with_rows=False)

@@ -9,12 +9,12 @@ import itertools
 import pyarrow as pa
 import pytest
 
-from lake_core.binary_row import serialize_row
+from lake_core.format.binary_row import serialize_row
 from lake_core.compaction.levels import LevelSortedRun, Levels, SortedRun, key_decoder
 from lake_core.compaction.picker import (CompactUnit, UniversalConfig, create_unit, drop_delete, early_full,
                                          force_pick_level0, pick_full, pick_universal, worth_running)
 from lake_core.compaction.task import Rewrite, Upgrade, unit_actions
-from lake_core.metadata import EMPTY_STATS, DataFileMeta
+from lake_core.manifest.metadata import EMPTY_STATS, DataFileMeta
 from lake_core.options import CoreOptions
 
 KEY_OF = key_decoder([pa.int64()])

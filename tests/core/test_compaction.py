@@ -5,7 +5,7 @@ import pyarrow as pa
 import pytest
 
 from lake_core import Catalog
-from lake_core.compact import compact_bucket
+from lake_core.compaction.bucket_compact import compact_bucket
 from lake_core.errors import CommitConflictError
 
 SCHEMA = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("v", pa.int64()), ("op", pa.string())])

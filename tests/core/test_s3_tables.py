@@ -32,7 +32,7 @@ def test_s3_catalog_write_read_overwrite(s3_warehouse):
 @pytest.mark.s3
 def test_snapshot_creation_is_exclusive_on_s3(s3_warehouse):
     """Two commits racing for the same snapshot id: exactly one wins, the other retries as N+1."""
-    from lake_core.fileio import FileIO
+    from lake_core.io.fileio import FileIO
     fio = FileIO(s3_warehouse.uri, s3_warehouse.storage_options)
     path = f"{s3_warehouse.uri}/x/snapshot-1"
     assert fio.try_create(path, b"first") is True

@@ -16,7 +16,7 @@ from lake_core.deletion_vectors.index_file import DV_INDEX, decode_index_file, e
 from lake_core.deletion_vectors.maintainer import load_vectors
 from lake_core.deletion_vectors.roaring import deserialize32
 from lake_core.errors import FormatError, UnsupportedOptionError
-from lake_core.schema_change import SchemaChange
+from lake_core.schema.change import SchemaChange
 
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.string())])
 

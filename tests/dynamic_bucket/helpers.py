@@ -6,9 +6,9 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
-from lake_core.bucket import hash_rows
-from lake_core.hash_index import HASH_INDEX, read_hash_index
-from lake_core.read import SplitRead
+from lake_core.bucket.assign import hash_rows
+from lake_core.bucket.hash_index import HASH_INDEX, read_hash_index
+from lake_core.read.split_read import SplitRead
 
 
 def key_locations(table) -> dict[tuple, list[tuple]]:

@@ -7,10 +7,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from lake_core.bucket import hash_rows
-from lake_core.dynamic_bucket import MAX_DYNAMIC_BUCKETS, BucketFiller, DynamicBucketOptions, assigner_of
+from lake_core.bucket.assign import hash_rows
+from lake_core.bucket.dynamic import MAX_DYNAMIC_BUCKETS, BucketFiller, DynamicBucketOptions, assigner_of
 from lake_core.errors import FormatError, LakeError
-from lake_core.hash_index import decode_hashes, encode_hashes
+from lake_core.bucket.hash_index import decode_hashes, encode_hashes
 
 
 def test_hash_index_bytes_match_format_md_example():

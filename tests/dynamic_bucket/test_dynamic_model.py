@@ -103,7 +103,7 @@ def test_total_buckets_is_minus_one_and_only_changed_buckets_get_new_index_files
 
 def test_hash_collisions_share_a_bucket_as_in_java(warehouse):
     """Paimon's index stores hashes: a new key whose hash is already indexed goes to that bucket."""
-    from lake_core.dynamic_bucket import DynamicBucketAssigner
+    from lake_core.bucket.dynamic import DynamicBucketAssigner
     import numpy as np
     cat = Catalog(warehouse)
     cat.create_database("db")

@@ -68,9 +68,9 @@ def test_incomplete_hash_index_is_refused(catalog):
     t = catalog.create_table("db.t", SCHEMA, primary_keys=["id"])
     t.write_arrow(pa.table({"dt": ["a"], "id": [1], "v": ["x"]}, schema=SCHEMA))
     # drop the index from the table's metadata: commit an index DELETE only
-    from lake_core.commit import FileStoreCommit
-    from lake_core.hash_index import as_delete
-    from lake_core.messages import CommitMessage
+    from lake_core.commit.file_store_commit import FileStoreCommit
+    from lake_core.bucket.hash_index import as_delete
+    from lake_core.commit.messages import CommitMessage
     (e,) = t.manifest_store.index_entries(t.latest_snapshot())
     FileStoreCommit(t).commit([CommitMessage(e.partition, e.bucket, -1, deleted_index_files=(as_delete(e),))])
     assert t.manifest_store.index_entries(t.latest_snapshot()) == []

@@ -7,7 +7,7 @@ import fastavro
 import pyarrow as pa
 import pytest
 
-from lake_core.data_file_format import read_data_file, read_file_schema
+from lake_core.format.data_file import read_data_file, read_file_schema
 from lake_core.errors import FormatError
 
 RECORD = {"type": "record", "name": "record", "namespace": "org.apache.paimon.avro.generated",

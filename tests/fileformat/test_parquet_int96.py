@@ -7,8 +7,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from lake_core.data_file_format import read_data_file, write_data_file
-from lake_core.fileformat.parquet_int96 import declare_int96, to_int96_columns
+from lake_core.format.data_file import read_data_file, write_data_file
+from lake_core.format.parquet_int96 import declare_int96, to_int96_columns
 
 NS = pa.timestamp("ns")
 EDGE = [0, -1, 1, -86_400_000_000_000, 86_399_999_999_999, -(2**63) + 1, 2**63 - 1,

@@ -7,7 +7,7 @@ import random
 import pyarrow as pa
 
 from lake_core import Catalog
-from lake_core.compact import compact_bucket
+from lake_core.compaction.bucket_compact import compact_bucket
 
 SCHEMA = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("v", pa.int64()), ("op", pa.string())])
 BASE_OPTIONS = {"bucket": "2", "rowkind.field": "op", "write-only": "true"}

@@ -131,8 +131,8 @@ def lease_reader(wh, so, rid, go, out):
 def read_changelog(t, snap) -> int:
     """Rows of every changelog file of ``snap`` (its changelogManifestList), read completely."""
     import pyarrow.parquet as pq
-    from lake_core.changelog_manager import changelog_manifest_list
-    from lake_core.metadata import FileKind
+    from lake_core.snapshot.changelog_manager import changelog_manifest_list
+    from lake_core.manifest.metadata import FileKind
     from lake_core.maintenance.references import data_file_paths
     rows = 0
     lst = changelog_manifest_list(snap, t.options.changelog_producer)
@@ -148,7 +148,7 @@ def changelog_reader(wh, so, go, out):
     """A streaming consumer: pins changelog N with a consumer file, re-checks N is still readable
     (snapshot-N or changelog/changelog-N), reads its changelog files completely, moves on to N+1;
     when expiry overtook it, it restarts at the earliest readable changelog."""
-    from lake_core.changelog_manager import ChangelogNotFoundError
+    from lake_core.snapshot.changelog_manager import ChangelogNotFoundError
     t = _table(wh, so)
     deadline = _start(t, go)
     cm, consumers = t.changelog_manager, t.maintenance.consumers

@@ -63,7 +63,7 @@ def bucket_counts(table) -> dict[str, set]:
 
 def assert_rows_in_their_buckets(table) -> None:
     """Every live row sits in the bucket Paimon's hash gives it for its partition's count."""
-    from lake_core.bucket import assign_buckets
+    from lake_core.bucket.assign import assign_buckets
     keys = list(table.schema.bucket_keys())
     types = [table.schema.field(k).type for k in keys]
     reader = table.new_read_builder().new_read()

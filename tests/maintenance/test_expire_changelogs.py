@@ -7,7 +7,7 @@ import datetime as dt
 
 import pytest
 
-from lake_core.changelog_manager import ChangelogNotFoundError, changelog_manifest_list
+from lake_core.snapshot.changelog_manager import ChangelogNotFoundError, changelog_manifest_list
 from lake_core.errors import InvalidOptionError, LakeError
 from lake_core.maintenance.errors import MaintenanceArgumentError
 from lake_core.maintenance.references import data_file_paths

@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from lake_core.merge import create_merge_engine
 from lake_core.merge.base import KIND, SEQ
-from lake_core.schema import TableSchema
+from lake_core.schema.table_schema import TableSchema
 
 INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3
 KIND_NAMES = {"+I": 0, "-U": 1, "+U": 2, "-D": 3}

@@ -144,7 +144,7 @@ def test_a_moved_warehouse_resets_the_cursor(pipeline, warehouse, tmp_path, writ
 
 def test_a_tick_reads_only_the_snapshots_after_its_cursor(pipeline, warehouse, monkeypatch):
     """The LATEST hint and a walk back to the cursor: snapshot files before it are never opened."""
-    from lake_core.fileio import FileIO
+    from lake_core.io.fileio import FileIO
 
     defs, sensor = pipeline
     table = _orders_table(warehouse)

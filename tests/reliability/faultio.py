@@ -23,7 +23,7 @@ import threading
 from collections import Counter
 from dataclasses import dataclass
 
-from lake_core.fileio import FileIO, _write_temp_sibling
+from lake_core.io.fileio import FileIO, _write_temp_sibling
 
 KINDS = ("write", "create", "rename", "delete", "list", "read")
 MODES = ("fail", "lost-ack", "crash")

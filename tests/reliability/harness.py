@@ -27,7 +27,7 @@ from typing import Any, Callable
 import pyarrow as pa
 
 from lake_core import Catalog
-from lake_core.fileio import FileIO
+from lake_core.io.fileio import FileIO
 
 from .faultio import KINDS, MODES, Fault, FaultyFileIO, InjectedCrash
 

@@ -5,7 +5,7 @@ import pytest
 
 from lake_core import Catalog
 from lake_core.errors import CorruptFileError, StalePlanError
-from lake_core.fileio import FileIO
+from lake_core.io.fileio import FileIO
 
 from .faultio import FaultyFileIO
 from .harness import IDENT, SCHEMA, content, rows

@@ -7,8 +7,8 @@ from dataclasses import replace
 import pytest
 
 from lake_core import Catalog
-from lake_core.compact import compact_bucket
-from lake_core.snapshot import CommitKind
+from lake_core.compaction.bucket_compact import compact_bucket
+from lake_core.snapshot.snapshot import CommitKind
 
 from .helpers import as_dict, kv, new_table, prepared, where  # noqa: F401 (fixture)
 

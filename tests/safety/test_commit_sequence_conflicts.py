@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import pytest
 
-from lake_core.compact import compact_bucket
+from lake_core.compaction.bucket_compact import compact_bucket
 from lake_core.errors import CommitConflictError, SequenceConflictError
 
 from .helpers import as_dict, kv, new_table, prepared, where  # noqa: F401 (fixture)

@@ -117,7 +117,7 @@ def test_data_file_replaced_by_another_valid_file_is_not_read_as_truth(store):
 
 
 def test_row_count_differing_from_the_manifest_entry_is_reported(store):
-    from lake_core.integrity import read_checked_data_file
+    from lake_core.format.integrity import read_checked_data_file
     _cat, t = _table(store)
     entry, path = _live_data_files(t)[0]
     cols = t.arrow_schema()
@@ -141,7 +141,7 @@ def test_missing_data_file_is_named(store):
 
 def test_compaction_checks_data_files_too(local_store):
     """Compaction reads its inputs through the same check: a damaged input stops it, by name."""
-    from lake_core.compact import read_kv_files
+    from lake_core.compaction.bucket_compact import read_kv_files
     cat, t = _table(local_store)
     entry, path = _live_data_files(t)[0]
     local_store.put(path, t.fileio.read_bytes(path)[:-10])

@@ -1,0 +1,1 @@
+"""Bucketing: which bucket a row goes to (fixed hash, dynamic, cross-partition) and the HASH index files."""

@@ -1,0 +1,691 @@
+"""Atomic, idempotent, conflict-checked commits (Java ``FileStoreCommitImpl``).
+
+A commit turns CommitMessages into manifest entries and one or two snapshots (APPEND/OVERWRITE
+for new data, then COMPACT for compaction results). ``snapshot-N`` is created exclusively; a lost
+race re-plans against the new latest snapshot, with backoff.
+
+Safety rules beyond Java's ``FileStoreCommitImpl`` conflict checks:
+
+* Idempotency keys on the commit's identity *and* content: a retry of (user, identifier) is
+  "already committed" only when the landed snapshot added the same files; the same identity with
+  other files raises ``CommitIdentityError``. Looking for it walks back from the latest snapshot
+  and stops at the user's previous commit with a smaller identifier (Java's ``filterCommitted``).
+* Sequence ranges: a bucket's sequence numbers continue from the writer's base snapshot, so a
+  commit whose new files are numbered at or below files another commit added to the bucket since
+  that base would not win the merge although it lands later (and a compaction that dropped deletes
+  could no longer shadow such files). Both raise ``SequenceConflictError`` before anything lands.
+* The table handle must still describe the table on storage (not dropped, re-created or evolved).
+"""
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
+
+from lake_core.errors import (CommitConflictError, CommitFailedError, CommitIdentityError, InvalidOptionError,
+                     PartialCommitError, SequenceConflictError, StalePlanError)
+from lake_core.bucket.hash_index import HASH_INDEX
+from lake_core.manifest.minor_compaction import merge_manifests
+from lake_core.deletion_vectors.index_file import DV_INDEX
+from lake_core.manifest.metadata import FileKind, IndexManifestEntry, ManifestEntry
+from lake_core.commit.messages import CommitMessage
+from lake_core.paths import FileNamer
+from lake_core.snapshot.snapshot import CommitKind, Snapshot
+
+if TYPE_CHECKING:
+    from lake_core.table import FileStoreTable
+
+log = logging.getLogger(__name__)
+
+DIGEST_PROPERTY = "lake_core.content-digest"  # snapshot property: content of a write_arrow commit
+BATCH_IDENTIFIER = 2**63 - 1  # Java Long.MAX_VALUE: what batch jobs commit with
+WRITER_VERSION = "lake_core-0.1"
+
+
+_last_identifier = 0
+_identifier_lock = threading.Lock()
+
+
+def check_identity_arguments(table: "FileStoreTable", user, identifier) -> None:
+    """The snapshot stores both as typed JSON fields (``commitUser`` string, ``commitIdentifier``
+    long): anything else would land as a snapshot no reader accepts."""
+    if not isinstance(identifier, int) or isinstance(identifier, bool) or not -2**63 <= identifier < 2**63:
+        raise InvalidOptionError(f"commit identifier {identifier!r} for {table.identifier} must be an integer "
+                                 "in Java's long range; nothing was committed")
+    if not isinstance(user, str) or not user.strip():
+        raise InvalidOptionError(f"commit user {user!r} for {table.identifier} must be a non-empty string; "
+                                 "nothing was committed")
+
+
+def new_commit_identifier() -> int:
+    """A fresh commit identifier for a one-off commit: increasing within the process (wall-clock
+    nanoseconds), so identifiers differ per logical commit as Paimon's streaming commits do."""
+    global _last_identifier
+    with _identifier_lock:
+        _last_identifier = max(time.time_ns(), _last_identifier + 1)
+        return _last_identifier
+
+
+@dataclass
+class _Plan:
+    kind: CommitKind
+    entries: list[ManifestEntry]
+    changelog: list[ManifestEntry]
+    index_changes: list[IndexManifestEntry]
+    check_conflicts: bool
+
+
+class FileStoreCommit:
+    def __init__(self, table: "FileStoreTable", commit_user: str | None = None):
+        self.table = table
+        self.explicit_user = commit_user is not None
+        self.commit_user = commit_user or str(uuid.uuid4())
+        self.snapshots = table.snapshot_manager
+        self.manifests = table.manifest_store
+        self.options = table.options
+        self._index_drop: Callable[[bytes], bool] | None = None  # overwrite: partitions losing their HASH index
+        self._writer_base: int | None = None  # dynamic modes: snapshot the bucket assignment was based on
+        self._writer_partitions: set[bytes] = set()
+        self._sequence_checks: _SequenceChecks | None = None
+        self._bundled_compaction: list[ManifestEntry] = []
+        self._new_identity = False
+        self._digest: str | None = None
+
+    # -- public -------------------------------------------------------------------------------
+    def commit(self, messages: Sequence[CommitMessage], identifier: int = BATCH_IDENTIFIER,
+               overwrite: bool | dict | None = None, properties: dict | None = None,
+               new_identity: bool = False, digest: str | None = None) -> list[Snapshot]:
+        """Commit the messages; returns the snapshots created (or found already committed).
+
+        ``new_identity``: the caller made ``identifier`` up for this commit, so it cannot have
+        landed before and no earlier snapshot needs reading. ``digest``: the content of the
+        commit, stored in the snapshot; a landed (user, identifier) is the same commit when its
+        digest matches (else when it holds the same files)."""
+        check_identity_arguments(self.table, self.commit_user, identifier)
+        messages = [m for m in messages if not m.is_empty()]
+        self.table.check_identity()
+        out: list[Snapshot] = []
+        data_entries, changelog, index_changes, compact_entries = self._entries(messages)
+        # Deletion vectors come from compaction: they land with the COMPACT snapshot, as in Java
+        dv_changes = [c for c in index_changes if c.index_type == DV_INDEX]
+        index_changes = [c for c in index_changes if c.index_type != DV_INDEX]
+        bases = [m.base_snapshot_id for m in messages if m.base_snapshot_id is not None]
+        self._writer_base = min(bases) if bases and self.table.bucket_mode in ("dynamic", "cross-partition") else None
+        self._writer_partitions = {m.partition for m in messages if m.base_snapshot_id is not None}
+        self._sequence_checks = _SequenceChecks.of(messages) if self.table.schema.primary_keys else None
+        is_overwrite = overwrite is not None and overwrite is not False
+        self._index_drop = self._partition_matcher(overwrite) if is_overwrite else None
+        self._new_identity = new_identity
+        self._digest = digest
+        if digest is not None:
+            properties = {**(properties or {}), DIGEST_PROPERTY: digest}
+        try:
+            if data_entries or changelog or index_changes or is_overwrite:
+                kind = CommitKind.OVERWRITE if is_overwrite else CommitKind.APPEND
+                build = self._overwrite_builder(data_entries, overwrite) if is_overwrite else (lambda _l: data_entries)
+                # First-row writers compact their new files up in the same commit (second snapshot):
+                # check before the data lands that the compaction's inputs are still live.
+                self._bundled_compaction = [e for e in compact_entries if e.kind == FileKind.DELETE
+                                            and e.identifier() not in {d.identifier() for d in data_entries}]
+                out.append(self._commit_with_retry(kind, build, changelog, index_changes, identifier, properties,
+                                                   check_conflicts=is_overwrite or any(
+                                                       e.kind == FileKind.DELETE for e in data_entries),
+                                                   fingerprint=data_entries))
+        finally:
+            self._index_drop = None
+            self._writer_base = None
+            self._bundled_compaction = []
+        if compact_entries or dv_changes:
+            try:
+                out.append(self._commit_with_retry(CommitKind.COMPACT, lambda _l: compact_entries, [], dv_changes,
+                                                   identifier, properties, check_conflicts=True,
+                                                   fingerprint=compact_entries))
+            except (CommitConflictError, CommitFailedError) as e:
+                if not out:
+                    raise
+                out += self._recompact_after_landing(messages, out, identifier, properties, e)
+        if out:
+            from lake_core.maintenance.post_commit import after_commit
+            after_commit(self.table)  # expiry as Paimon runs it, unless 'write-only'
+        return out
+
+    def _recompact_after_landing(self, messages, landed: list[Snapshot], identifier, properties,
+                                 cause: Exception) -> list[Snapshot]:
+        """The data snapshot landed but its compaction lost against another commit. For engines
+        whose level-0 files are invisible (first-row) the rows must not stay hidden: compact the
+        buckets again at the latest snapshot (bounded). Otherwise, or if that keeps failing,
+        report truthfully that the data landed and what did not."""
+        from lake_core.compaction.bucket_compact import recompact_buckets
+        buckets = {(m.partition, m.bucket, m.total_buckets) for m in messages if m.has_compaction}
+        error = cause
+        if not self.table.level0_hidden:
+            # Level 0 is readable: the writer's inline compaction is an optimization. Drop it, as a
+            # Java writer that restarts would; the next compaction of the bucket redoes it.
+            log.warning("%s: data committed as snapshot %d; its inline compaction lost to a concurrent commit and "
+                        "was dropped: %s", self.table.identifier, landed[-1].id, cause)
+            self.table.remove_uncommitted([CommitMessage(m.partition, m.bucket, m.total_buckets,
+                                                         compact_before=m.compact_before,
+                                                         compact_after=m.compact_after) for m in messages])
+            return []
+        if self.table.level0_hidden:
+            self._sequence_checks = None  # a full compaction at the latest snapshot drops nothing it must keep
+            for _ in range(3):
+                latest = self.snapshots.latest()
+                redo = recompact_buckets(self.table, latest, buckets)
+                entries = self._entries(redo)[3]
+                if not entries:
+                    return []
+                try:
+                    return [self._commit_with_retry(CommitKind.COMPACT, lambda _l: entries, [], [], identifier,
+                                                    properties, check_conflicts=True, fingerprint=entries)]
+                except (CommitConflictError, CommitFailedError) as e:
+                    self.table.remove_uncommitted(redo)
+                    error = e
+        where = ", ".join(f"bucket {b} of partition {self._partition_desc(p)}" for p, b, _n in sorted(buckets))
+        raise PartialCommitError(
+            f"commit to {self.table.identifier} landed as snapshot {landed[-1].id} (your data is committed), but "
+            f"its compaction of {where} did not ({error}). For merge-engine 'first-row' those rows stay invisible "
+            "to batch reads until the next write or compaction of that bucket compacts them; do not re-send the "
+            "data", landed)
+
+    def commit_overwrite_entries(self, entries: list[ManifestEntry], validate: Callable[[Snapshot | None], None],
+                                 identifier: int = BATCH_IDENTIFIER, properties: dict | None = None) -> Snapshot:
+        """One OVERWRITE snapshot of exactly ``entries``. ``validate(latest)`` runs on each attempt
+        and raises ``CommitConflictError`` when the data the entries rewrite changed since it was
+        read (maintenance rewrites such as a bucket rescale)."""
+        def build(latest):
+            validate(latest)
+            return entries
+
+        return self._commit_with_retry(CommitKind.OVERWRITE, build, [], [], identifier, properties,
+                                       check_conflicts=True, fingerprint=entries)
+
+    # -- building entries ---------------------------------------------------------------------
+    @staticmethod
+    def _entries(messages: Iterable[CommitMessage]):
+        data, changelog, index, compact = [], [], [], []
+        for m in messages:
+            for f in m.deleted_files:
+                data.append(ManifestEntry(FileKind.DELETE, m.partition, m.bucket, m.total_buckets, f))
+            for f in m.new_files:
+                data.append(ManifestEntry(FileKind.ADD, m.partition, m.bucket, m.total_buckets, f))
+            for f in m.changelog_files + m.compact_changelog:
+                changelog.append(ManifestEntry(FileKind.ADD, m.partition, m.bucket, m.total_buckets, f))
+            for f in m.compact_before:
+                compact.append(ManifestEntry(FileKind.DELETE, m.partition, m.bucket, m.total_buckets, f))
+            for f in m.compact_after:
+                compact.append(ManifestEntry(FileKind.ADD, m.partition, m.bucket, m.total_buckets, f))
+            index.extend(m.deleted_index_files)
+            index.extend(m.new_index_files)
+        return data, changelog, index, compact
+
+    def _partition_matcher(self, overwrite) -> Callable[[bytes], bool]:
+        if callable(overwrite):  # a predicate over serialized partitions (partition expiry drops several)
+            return overwrite
+        part_names = list(self.table.schema.partition_keys)
+        spec = overwrite if isinstance(overwrite, dict) else {}
+        for k in spec:
+            if k not in part_names:
+                from lake_core.errors import InvalidDataError
+                raise InvalidDataError(f"overwrite partition spec names '{k}', which is not a partition column "
+                                       f"of {self.table.identifier} (partition columns: {part_names})")
+
+        def matches(partition: bytes) -> bool:
+            if not spec:
+                return True
+            values = self.manifests.partition_values(partition)
+            return all(values[part_names.index(k)] == v for k, v in spec.items())
+
+        return matches
+
+    def _overwrite_builder(self, new_entries: list[ManifestEntry], overwrite) -> Callable:
+        matches = self._partition_matcher(overwrite)
+
+        def build(latest: Snapshot | None) -> list[ManifestEntry]:
+            deletes = [ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file)
+                       for e in self.manifests.live_entries(latest) if matches(e.partition)]
+            return deletes + list(new_entries)
+
+        return build
+
+    # -- the retry loop -----------------------------------------------------------------------
+    def _commit_with_retry(self, kind: CommitKind, build: Callable, changelog, index_changes, identifier,
+                           properties, check_conflicts: bool, fingerprint: list[ManifestEntry]) -> Snapshot:
+        opts = self.options
+        max_retries = opts.commit_max_retries
+        wait_ms = opts.commit_min_retry_wait_ms
+        max_wait = opts.commit_max_retry_wait_ms
+        timeout = opts.commit_timeout_ms
+        started = time.monotonic()
+        # Only a caller-chosen identity can have landed before this call: look back for it once.
+        checked_up_to: int | None = (self.snapshots.latest_id() or 0) \
+            if (not self.explicit_user or self._new_identity) else None
+        attempt = 0
+        while True:
+            latest = self.snapshots.latest()
+            done = self._already_committed(kind, identifier, latest, checked_up_to, fingerprint)
+            if done is not None:
+                log.info("commit of %s (user %s, identifier %s) was already committed as snapshot %d",
+                         kind.value, self.commit_user, identifier, done.id)
+                return done
+            checked_up_to = latest.id if latest else 0
+            entries = build(latest)
+            if check_conflicts:
+                self._check_conflicts(latest, entries, kind)
+            elif kind == CommitKind.APPEND:
+                self._fixed_bucket_append_check(latest, entries)
+            if self._bundled_compaction:
+                self._check_bundled_compaction(latest)
+            if index_changes:
+                self._check_index_conflicts(latest, index_changes)
+            if self._writer_base is not None:
+                self._check_writer_base(latest)
+            if self._sequence_checks is not None:  # after the more specific dynamic-bucket checks
+                self._sequence_checks.check(self, latest, kind)
+            snapshot, written = self._write_snapshot_files(kind, latest, entries, changelog, index_changes,
+                                                           identifier, properties)
+            try:
+                if self.snapshots.try_create(snapshot):
+                    log.info("committed snapshot %d (%s): %d entries", snapshot.id, kind.value, len(entries))
+                    return snapshot
+            except Exception:
+                # Outcome uncertain: the snapshot may exist. Do not clean up; re-check on retry.
+                written = []
+                if self.snapshots.exists(snapshot.id) and self._is_ours(snapshot.id, snapshot):
+                    return snapshot
+                if attempt >= max_retries:
+                    raise
+            for path in written:  # lost the race: these manifests are referenced by nobody
+                self.table.fileio.delete(path)
+            attempt += 1
+            elapsed_ms = (time.monotonic() - started) * 1000
+            if attempt > max_retries or (timeout is not None and elapsed_ms > timeout):
+                raise CommitFailedError(
+                    f"commit to {self.table.identifier} failed after {attempt} attempts: other committers kept "
+                    f"creating snapshot {snapshot.id} first; nothing was committed. Raise 'commit.max-retries' "
+                    f"(now {max_retries}) or retry the job")
+            time.sleep(random.uniform(0.5, 1.0) * wait_ms / 1000)
+            wait_ms = min(wait_ms * 2, max_wait)
+
+    def _is_ours(self, snapshot_id: int, snapshot: Snapshot) -> bool:
+        try:
+            other = self.snapshots.get(snapshot_id)
+        except Exception:
+            return False
+        return other.uuid == snapshot.uuid
+
+    def _already_committed(self, kind: CommitKind, identifier: int, latest: Snapshot | None,
+                           checked_up_to: int | None, fingerprint: list[ManifestEntry]) -> Snapshot | None:
+        """The snapshot newer than ``checked_up_to`` in which this commit already landed, if any.
+
+        A snapshot of this (user, identifier, kind) counts only if it holds the same files;
+        otherwise the identity was reused for other data: ``CommitIdentityError``. Identifiers
+        increase per user (Paimon's convention), so the walk stops at the user's first snapshot
+        with a smaller identifier instead of reading every snapshot of the table."""
+        if latest is None:
+            return None
+        stop = checked_up_to if checked_up_to is not None else (self.snapshots.earliest_id() or 1) - 1
+        sid = latest.id
+        while sid > stop:
+            try:
+                s = self.snapshots.get(sid)
+            except Exception:
+                break  # expired underneath us
+            if s.commit_user == self.commit_user:
+                if s.commit_identifier == identifier and s.commit_kind == kind:
+                    if self._same_files(s, kind, fingerprint):
+                        return s
+                    raise CommitIdentityError(
+                        f"commit user '{self.commit_user}' with identifier {identifier} already committed snapshot "
+                        f"{s.id} ({kind.value}) of {self.table.identifier} with other files; nothing was committed. "
+                        "A retry must re-send the same commit messages; new data needs a new identifier (or "
+                        "another commit user)")
+                if s.commit_identifier < identifier:
+                    break  # the user's earlier commits all have smaller identifiers
+            sid -= 1
+        return None
+
+    def _same_files(self, landed: Snapshot, kind: CommitKind, fingerprint: list[ManifestEntry]) -> bool:
+        """Whether ``landed`` added (and removed) exactly the files of ``fingerprint``. An
+        overwrite's removals depend on the table when it landed, so only its additions count.
+        With a content digest, the digest decides."""
+        if self._digest is not None:
+            return (landed.properties or {}).get(DIGEST_PROPERTY) == self._digest
+        def ids(entries):
+            return {(e.kind, e.partition, e.bucket, e.file.file_name) for e in entries
+                    if kind != CommitKind.OVERWRITE or e.kind == FileKind.ADD}
+        return ids(self.manifests.delta_entries(landed)) == ids(fingerprint)
+
+    def _check_bundled_compaction(self, latest: Snapshot | None) -> None:
+        live = {e.identifier() for e in self.manifests.live_entries(latest)}
+        gone = [e for e in self._bundled_compaction if e.identifier() not in live]
+        if gone:
+            e = gone[0]
+            raise StalePlanError(
+                f"bucket {e.bucket} of partition {self._partition_desc(e.partition)} of {self.table.identifier} was "
+                f"compacted by another commit since this write was planned ({e.file.file_name} is gone), so the "
+                "compaction that makes this write visible cannot land; nothing was committed — write the data "
+                "again against the latest snapshot")
+
+    # -- conflicts (Java FileStoreCommitImpl.noConflictsOrFail) --------------------------------
+    def _check_conflicts(self, latest: Snapshot | None, entries: list[ManifestEntry], kind: CommitKind) -> None:
+        live = self.manifests.live_entries(latest)
+        live_ids = {e.identifier() for e in live}
+        for e in entries:
+            if e.kind == FileKind.DELETE and e.identifier() not in live_ids:
+                raise CommitConflictError(
+                    f"file deletion conflict in {self.table.identifier}: {e.file.file_name} "
+                    f"(bucket {e.bucket}) is no longer live (another job compacted or overwrote it); "
+                    "nothing was committed — re-run the job against the latest snapshot")
+        if kind != CommitKind.OVERWRITE:
+            self._check_total_buckets(live, entries)
+        if self.table.schema.primary_keys:
+            self._check_lsm_overlap(live, entries)
+
+    def _check_total_buckets(self, live: list[ManifestEntry], entries: list[ManifestEntry]) -> None:
+        """A partition keeps its bucket count until an OVERWRITE (a rescale) rewrites it: a writer
+        that computed buckets with another count must not mix files into it (Java
+        ``ConflictDetection``: "Total buckets of partition ... changed")."""
+        buckets_by_partition: dict[bytes, int] = {}
+        for e in live:
+            if e.total_buckets > 0:
+                buckets_by_partition.setdefault(e.partition, e.total_buckets)
+        for e in entries:
+            have = buckets_by_partition.get(e.partition)
+            if e.kind == FileKind.ADD and e.total_buckets > 0 and have is not None and have != e.total_buckets:
+                raise CommitConflictError(
+                    f"total buckets of partition {self._partition_desc(e.partition)} of {self.table.identifier} "
+                    f"changed from {have} to {e.total_buckets} without overwrite (the partition was rescaled while "
+                    f"this job wrote it with {e.total_buckets} buckets); nothing was committed — re-run the job, "
+                    f"it will write the partition's current {have} buckets")
+
+    def _fixed_bucket_append_check(self, latest: Snapshot | None, entries: list[ManifestEntry]) -> None:
+        """APPEND commits skip the full conflict check, but a fixed-bucket partition may have been
+        rescaled since the writer chose its bucket count: compare with the partitions' live files."""
+        touched = {e.partition for e in entries if e.kind == FileKind.ADD and e.total_buckets > 0}
+        if latest is None or not touched:
+            return
+        live = [e for e in self.manifests.live_entries(latest) if e.partition in touched]
+        self._check_total_buckets(live, entries)
+
+    def _check_index_conflicts(self, latest: Snapshot | None, changes: list[IndexManifestEntry]) -> None:
+        """Dynamic bucket mode: a HASH ADD is a complete new index of its (partition, bucket) and
+        replaces exactly the file the writer loaded (its DELETE in the same commit), or nothing. If
+        another job changed that bucket's index since, the writer assigned buckets from a stale
+        index and could duplicate keys: fail (Java needs a single writer per table here)."""
+        live_index = None
+        for c in changes:
+            if c.index_type == DV_INDEX and c.kind == FileKind.DELETE:
+                if live_index is None:
+                    live_index = {e.file_name for e in self.manifests.index_entries(latest)}
+                if c.file_name not in live_index:
+                    raise CommitConflictError(
+                        f"deletion-vector conflict in {self.table.identifier}: the DV index file {c.file_name} of "
+                        f"bucket {c.bucket} this compaction replaces was already replaced by another commit; "
+                        "nothing was committed, run the compaction again")
+        hash_changes = [c for c in changes if c.index_type == HASH_INDEX]
+        if not hash_changes:
+            return
+        current: dict[tuple[bytes, int], set[str]] = {}
+        for e in self.manifests.index_entries(latest):
+            if e.index_type == HASH_INDEX:
+                current.setdefault((e.partition, e.bucket), set()).add(e.file_name)
+        expected: dict[tuple[bytes, int], set[str]] = {}
+        added: dict[tuple[bytes, int], str] = {}
+        for c in hash_changes:
+            key = (c.partition, c.bucket)
+            if c.kind == FileKind.DELETE:
+                expected.setdefault(key, set()).add(c.file_name)
+            elif key in added:
+                raise CommitConflictError(
+                    f"HASH index conflict in {self.table.identifier}: two writers of one commit both added keys "
+                    f"to bucket {c.bucket} of partition {self._partition_desc(c.partition)}; a dynamic-bucket table "
+                    "needs one writer per partition — nothing was committed")
+            else:
+                added[key] = c.file_name
+        drop = self._index_drop
+        for key in set(expected) | set(added):
+            if drop is not None and drop(key[0]):
+                continue  # overwritten: the old index goes regardless
+            have = current.get(key, set())
+            want = expected.get(key, set())
+            if have != want:
+                raise CommitConflictError(
+                    f"dynamic bucket conflict in {self.table.identifier}: the HASH index of bucket {key[1]} of "
+                    f"partition {self._partition_desc(key[0])} changed since this job loaded it (another job "
+                    "wrote new keys concurrently); committing could store a key in two buckets, so nothing was "
+                    "committed — re-run the job against the latest snapshot (Paimon allows one writer job per "
+                    "dynamic-bucket table)")
+
+    def _check_writer_base(self, latest: Snapshot | None) -> None:
+        """Dynamic bucket modes: the writer assigned buckets from the table as of its base snapshot.
+        Cross-partition upsert: no other job may have written data since (the writer would not know
+        where those keys live). Dynamic mode: no other job may have overwritten a partition this
+        commit writes (its keys' buckets changed). Compactions never move keys."""
+        base = self._writer_base
+        if latest is None or latest.id <= base:
+            return
+        cross = self.table.bucket_mode == "cross-partition"
+        for sid in range(latest.id, base, -1):
+            try:
+                s = self.snapshots.get(sid)
+            except Exception:
+                break
+            if s.commit_kind == CommitKind.COMPACT:
+                continue
+            if cross:
+                raise CommitConflictError(
+                    f"cross-partition upsert conflict in {self.table.identifier}: snapshot {sid} "
+                    f"({s.commit_kind.value} by {s.commit_user}) was committed after snapshot {base}, from which "
+                    "this job built its key index, so a key could end up in two partitions; nothing was "
+                    "committed — re-run the job (Paimon allows one writer job per cross-partition table)")
+            if s.commit_kind == CommitKind.OVERWRITE:
+                touched = {e.partition for e in self.manifests.delta_entries(s)} & self._writer_partitions
+                if touched:
+                    raise CommitConflictError(
+                        f"dynamic bucket conflict in {self.table.identifier}: snapshot {sid} overwrote partition "
+                        f"{self._partition_desc(next(iter(touched)))} after snapshot {base}, from which this job "
+                        "assigned buckets, so a key could end up in two buckets; nothing was committed — re-run "
+                        "the job against the latest snapshot")
+
+    def _partition_desc(self, partition: bytes) -> str:
+        names = self.table.schema.partition_keys
+        return str(dict(zip(names, self.manifests.partition_values(partition)))) if names else "(unpartitioned)"
+
+    def _check_lsm_overlap(self, live: list[ManifestEntry], entries: list[ManifestEntry]) -> None:
+        touched = {(e.partition, e.bucket) for e in entries}
+        removed = {e.identifier() for e in entries if e.kind == FileKind.DELETE}
+        by_level: dict[tuple, list] = {}
+        for e in list(live) + [e for e in entries if e.kind == FileKind.ADD]:
+            if (e.partition, e.bucket) in touched and e.file.level > 0 and e.identifier() not in removed:
+                by_level.setdefault((e.partition, e.bucket, e.file.level), []).append(e.file)
+        key_types = self.table.key_types
+        from lake_core.format.binary_row import deserialize_row
+        from lake_core.format.float_order import java_order_key
+        for (partition, bucket, level), files in by_level.items():
+            if len(files) < 2:
+                continue
+            ranges = sorted((java_order_key(deserialize_row(f.min_key, key_types)),
+                             java_order_key(deserialize_row(f.max_key, key_types)), f.file_name) for f in files)
+            for a, b in zip(ranges, ranges[1:]):
+                if b[0] <= a[1]:
+                    raise CommitConflictError(
+                        f"LSM conflict in {self.table.identifier}: files {a[2]} and {b[2]} on level {level} of "
+                        f"bucket {bucket} overlap in key range; nothing was committed")
+
+    # -- writing the metadata of one attempt ---------------------------------------------------
+    def _write_snapshot_files(self, kind, latest: Snapshot | None, entries, changelog, index_changes,
+                              identifier, properties) -> tuple[Snapshot, list[str]]:
+        namer = FileNamer()
+        written: list[str] = []
+        schema_id = self.table.schema.id
+        try:
+            base_metas = self.manifests.data_manifests(latest) if latest else []
+            base_metas, merged_new = merge_manifests(self.manifests, base_metas, self.options, schema_id, namer)
+            written += [self.manifests.paths.manifest(m.file_name) for m in merged_new]
+            delta_metas = self.manifests.write_manifests(entries, schema_id, namer) if entries else []
+            written += [self.manifests.paths.manifest(m.file_name) for m in delta_metas]
+            base_name, base_size = self.manifests.write_manifest_list(base_metas, namer)
+            delta_name, delta_size = self.manifests.write_manifest_list(delta_metas, namer)
+            written += [self.manifests.paths.manifest(base_name), self.manifests.paths.manifest(delta_name)]
+            cl_name = cl_size = None
+            if changelog:
+                cl_metas = self.manifests.write_manifests(changelog, schema_id, namer)
+                written += [self.manifests.paths.manifest(m.file_name) for m in cl_metas]
+                cl_name, cl_size = self.manifests.write_manifest_list(cl_metas, namer)
+                written.append(self.manifests.paths.manifest(cl_name))
+            index_manifest = latest.index_manifest if latest else None
+            if kind == CommitKind.OVERWRITE and index_manifest and self.table.options.deletion_vectors_enabled:
+                index_changes = list(index_changes) + self._vectors_of_deleted_files(latest, entries)
+            if index_changes or (self._index_drop is not None and index_manifest):
+                new_manifest = self._new_index_manifest(latest, index_changes, namer)
+                if new_manifest == "":  # nothing left: no index manifest, as pypaimon
+                    index_manifest = None
+                elif new_manifest is not None:
+                    index_manifest = new_manifest
+                    written.append(self.manifests.paths.manifest(index_manifest))
+        except Exception:
+            for p in written:  # preparing the attempt failed: leave nothing behind
+                self.table.fileio.delete(p)
+            raise
+        added = sum(e.file.row_count for e in entries if e.kind == FileKind.ADD)
+        deleted = sum(e.file.row_count for e in entries if e.kind == FileKind.DELETE)
+        snapshot = Snapshot(
+            id=(latest.id + 1) if latest else 1,
+            schema_id=schema_id,
+            base_manifest_list=base_name, delta_manifest_list=delta_name,
+            changelog_manifest_list=cl_name,
+            index_manifest=index_manifest,
+            commit_user=self.commit_user, commit_identifier=identifier, commit_kind=kind,
+            time_millis=int(time.time() * 1000),
+            total_record_count=(latest.total_record_count if latest else 0) + added - deleted,
+            delta_record_count=added - deleted,
+            changelog_record_count=sum(e.file.row_count for e in changelog) if changelog else None,
+            properties=properties or None,
+            base_manifest_list_size=base_size, delta_manifest_list_size=delta_size,
+            changelog_manifest_list_size=cl_size,
+            uuid=str(uuid.uuid4()), writer_version=WRITER_VERSION)
+        return snapshot, written
+
+    def _vectors_of_deleted_files(self, latest: Snapshot, entries) -> list[IndexManifestEntry]:
+        """DELETEs of the DV index files whose every vector belongs to a file this overwrite deletes
+        (a bucket rescale, a partition overwrite): nothing may point at a file no longer live."""
+        from lake_core.bucket.hash_index import as_delete
+        gone = {e.file.file_name for e in entries if e.kind == FileKind.DELETE}
+        return [as_delete(e) for e in self.manifests.index_entries(latest)
+                if e.index_type == DV_INDEX and e.dv_ranges and all(m.data_file_name in gone for m in e.dv_ranges)]
+
+    def _new_index_manifest(self, latest: Snapshot | None, changes: list[IndexManifestEntry], namer) -> str | None:
+        """The complete index manifest after ``changes`` (None: unchanged, "": empty). HASH files are combined
+        per (partition, bucket) like Java's ``BucketedCombiner``: an ADD replaces the bucket's file,
+        so a Java/pypaimon-style ADD without a DELETE leaves no stale entry. An overwrite drops the
+        HASH files of the partitions it replaces."""
+        previous = self.manifests.index_entries(latest)
+        drop = self._index_drop
+        # an overwrite deletes the partitions' data files, so their HASH and DV index files go too
+        current = {(e.partition, e.bucket, e.index_type, e.file_name): e for e in previous
+                   if not (drop is not None and e.index_type in (HASH_INDEX, DV_INDEX) and drop(e.partition))}
+        dropped = len(current) != len(previous)
+        if not changes and not dropped:
+            return None
+        for c in sorted(changes, key=lambda c: c.kind != FileKind.DELETE):  # deletes first
+            key = (c.partition, c.bucket, c.index_type, c.file_name)
+            if c.kind == FileKind.DELETE:
+                current.pop(key, None)
+            else:
+                if c.index_type == HASH_INDEX:
+                    for k in [k for k in current if k[:3] == key[:3]]:
+                        del current[k]
+                current[key] = c
+        if not current:
+            return ""
+        return self.manifests.write_index_manifest(list(current.values()), namer)
+
+
+# -- sequence ranges (safety rule, see module docstring) -------------------------------------------
+@dataclass(frozen=True)
+class _BucketSequences:
+    """What one commit needs to know about a bucket's sequence numbers."""
+
+    base: int  # snapshot the writer numbered its rows from
+    new_min: int | None  # smallest sequence number of the new level-0 files
+    dropped_max: int | None  # largest input sequence number of a compaction that may drop deletes
+
+
+class _SequenceChecks:
+    """Refuses a commit whose sequence numbers would not order it after the commits that landed
+    since its writer's base snapshot (item: last commit wins, deletes stay deleted)."""
+
+    def __init__(self, buckets: dict[tuple[bytes, int], _BucketSequences], own: set[str]):
+        self.buckets = buckets
+        self.own = own
+        self._added: dict[int, list] = {}  # snapshot id -> its non-COMPACT ADD entries (read once)
+
+    @staticmethod
+    def of(messages: Sequence[CommitMessage]) -> "_SequenceChecks | None":
+        buckets: dict[tuple[bytes, int], _BucketSequences] = {}
+        own: set[str] = set()
+        for m in messages:
+            own.update(f.file_name for f in m.new_files + m.compact_after)
+            if m.base_snapshot_id is None:
+                continue  # another engine's writer: its numbering is unknown
+            new_min = min((f.min_sequence_number for f in m.new_files), default=None)
+            # A full compaction drops -D rows (and what they delete); files numbered at or below
+            # its inputs that land afterwards would lose their shadowing delete.
+            drops = any(f.delete_row_count is None or f.delete_row_count > 0 for f in m.compact_before)
+            dropped_max = max((f.max_sequence_number for f in m.compact_before), default=None) if drops else None
+            key = (m.partition, m.bucket)
+            prev = buckets.get(key)
+            if prev is not None:
+                new_min = min(x for x in (new_min, prev.new_min) if x is not None) \
+                    if new_min is not None or prev.new_min is not None else None
+                dropped_max = max(x for x in (dropped_max, prev.dropped_max) if x is not None) \
+                    if dropped_max is not None or prev.dropped_max is not None else None
+            buckets[key] = _BucketSequences(min(m.base_snapshot_id, prev.base) if prev else m.base_snapshot_id,
+                                            new_min, dropped_max)
+        return _SequenceChecks(buckets, own) if buckets else None
+
+    def _others_added(self, commit: "FileStoreCommit", sid: int) -> list | None:
+        added = self._added.get(sid)
+        if added is None:
+            try:
+                snap = commit.snapshots.get(sid)
+            except Exception:
+                return None  # expired: nothing left to compare with
+            added = [] if snap.commit_kind == CommitKind.COMPACT else [
+                (e, snap) for e in commit.manifests.delta_entries(snap)
+                if e.kind == FileKind.ADD and (e.partition, e.bucket) in self.buckets]
+            self._added[sid] = added
+        return added
+
+    def check(self, commit: "FileStoreCommit", latest: Snapshot | None, kind: CommitKind) -> None:
+        if latest is None or kind == CommitKind.OVERWRITE:
+            return  # an overwrite replaces whatever landed meanwhile
+        only_deletes = bool(commit.options.sequence_fields)  # 'sequence.field' orders the rest
+        first = min(b.base for b in self.buckets.values()) + 1
+        for sid in range(latest.id, first - 1, -1):
+            for e, snap in self._others_added(commit, sid) or ():
+                b = self.buckets[(e.partition, e.bucket)]
+                f = e.file
+                if sid <= b.base or f.file_name in self.own:
+                    continue
+                if kind == CommitKind.APPEND and b.new_min is not None and f.max_sequence_number >= b.new_min \
+                        and not (only_deletes and f.delete_row_count == 0):
+                    raise SequenceConflictError(
+                        f"sequence conflict in {commit.table.identifier}: bucket {e.bucket} of partition "
+                        f"{commit._partition_desc(e.partition)} got rows numbered up to {f.max_sequence_number} from "
+                        f"snapshot {sid} (by {snap.commit_user}) after snapshot {b.base}, from which this write "
+                        f"numbered its rows from {b.new_min}; landing it would let the earlier commit win over this "
+                        "one. Nothing was committed — write the data again against the latest snapshot "
+                        "(write_arrow does so itself), or run one writer per bucket")
+                if kind == CommitKind.COMPACT and b.dropped_max is not None and f.min_sequence_number <= b.dropped_max:
+                    raise SequenceConflictError(
+                        f"sequence conflict in {commit.table.identifier}: compaction of bucket {e.bucket} of partition "
+                        f"{commit._partition_desc(e.partition)} (planned at snapshot {b.base}) dropped deletes numbered "
+                        f"up to {b.dropped_max}, but snapshot {sid} (by {snap.commit_user}) since added rows numbered "
+                        f"from {f.min_sequence_number} that those deletes must still shadow. Nothing was committed — "
+                        "re-run the compaction against the latest snapshot")

@@ -1,1 +1,0 @@
-"""Data file encodings that need more than pyarrow's writers give."""

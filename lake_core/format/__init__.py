@@ -1,0 +1,1 @@
+"""Paimon's on-disk encodings: BinaryRow, data files (Parquet/ORC/Avro), column statistics, integrity checks."""

@@ -1,0 +1,79 @@
+"""Reading files whose content must match what the table says about them.
+
+Metadata files (snapshots, schemas, tags, manifest lists, manifests, index manifests) are decoded
+through :func:`decode_metadata`, so a garbled file gives a :class:`CorruptFileError` naming it instead
+of a raw ``UnicodeDecodeError`` or ``KeyError``. Data files are read through
+:func:`read_checked_data_file`, which compares the file's size and row count with its manifest entry
+(``file_size``, ``row_count``) before trusting its rows: the size costs one ``stat`` (local) or
+nothing (S3 learns it when the file is opened), the row count comes with the rows.
+"""
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Callable, Sequence, TypeVar
+
+import pyarrow as pa
+
+from lake_core.format.data_file import read_data_file
+from lake_core.errors import CorruptFileError, DataFileMismatchError
+
+if TYPE_CHECKING:
+    from lake_core.io.fileio import FileIO
+    from lake_core.manifest.metadata import DataFileMeta
+
+T = TypeVar("T")
+
+_REMEDY = ("restore it from a backup, or roll the table back to a snapshot that does not use it; "
+           "the table's other files were not changed")
+
+
+def decode_metadata(path: str, what: str, decode: Callable[[bytes], T], data: bytes) -> T:
+    """``decode(data)``, turning any failure into a :class:`CorruptFileError` that names ``path``."""
+    try:
+        return decode(data)
+    except CorruptFileError:
+        raise
+    except MemoryError:
+        raise
+    except Exception as e:  # any failure to decode these bytes means the file is not a valid `what`
+        raise CorruptFileError(path, f"{what} {path} is corrupt or truncated ({type(e).__name__}: {e}); "
+                                     + _REMEDY) from e
+
+
+def read_metadata(fileio: "FileIO", path: str, what: str, decode: Callable[[bytes], T]) -> T:
+    """Read and decode one metadata file (``FileNotFoundError`` passes through: callers decide)."""
+    return decode_metadata(path, what, decode, fileio.read_bytes(path))
+
+
+def read_checked_data_file(fileio: "FileIO", path: str, meta: "DataFileMeta", fmt: str,
+                           columns: Sequence[str], schema: pa.Schema) -> pa.Table:
+    """The rows of one data file, after checking its size and row count against ``meta``."""
+    try:
+        local = fileio.local_path(path)
+        if local is not None:
+            _check_size(path, meta, os.path.getsize(local))
+            table = read_data_file(local, fmt, columns, schema)
+        else:
+            with fileio.open_input(path) as src:
+                _check_size(path, meta, int(src.size))
+                table = read_data_file(src, fmt, columns, schema)
+    except FileNotFoundError:
+        raise CorruptFileError(path, f"data file {path} is listed in the table's manifests but does not exist "
+                                     "(deleted outside lake_core, or its snapshot was expired while reading)") from None
+    if table.num_rows != meta.row_count:
+        raise DataFileMismatchError(path, f"data file {path} holds {table.num_rows} rows but its manifest entry "
+                                          f"says {meta.row_count}; it was replaced or damaged after it was committed, "
+                                          "so its rows are not trusted; " + _REMEDY)
+    return table
+
+
+def check_data_file_size(path: str, meta: "DataFileMeta", actual: int) -> None:
+    """Refuse a data file whose size differs from its manifest entry (streaming readers)."""
+    _check_size(path, meta, actual)
+
+
+def _check_size(path: str, meta: "DataFileMeta", actual: int) -> None:
+    if actual != meta.file_size:
+        raise DataFileMismatchError(path, f"data file {path} is {actual} bytes but its manifest entry says "
+                                          f"{meta.file_size}; it was truncated, replaced or damaged after it was "
+                                          "committed, so its rows are not trusted; " + _REMEDY)

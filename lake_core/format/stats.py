@@ -1,0 +1,242 @@
+"""Per-column min / max / null-count statistics for data files (``_VALUE_STATS``, ``_KEY_STATS``).
+
+Semantics follow Java Paimon (``org.apache.paimon.statistics.*SimpleColStatsCollector`` and
+``ParquetSimpleStatsExtractor``), computed column-wise with ``pyarrow.compute``:
+
+* ``none``       -> min, max and null count all null.
+* ``counts``     -> null count only.
+* ``full``       -> exact min / max and null count.
+* ``truncate(N)``-> like full, but STRING min is cut to its first N code points and STRING max is
+  cut to N code points with the last code point that can be incremented incremented (so it stays
+  an upper bound). When no code point can be incremented (all U+10FFFF), min and max are both
+  null (Java's ``failed`` flag); the null count is kept. BYTES get null min / max in truncate mode
+  (Java only truncates ``BinaryString`` and skips non-``Comparable`` ``byte[]``).
+* Nested types (ARRAY, MAP, ROW): null min / max, null count kept.
+* FLOAT / DOUBLE: if any value is NaN, min and max are null (what parquet-mr's statistics builder
+  does, and so what Java reports for the default Parquet format); a min of +0.0 is widened to
+  -0.0 and a max of -0.0 to +0.0 (same origin), so no zero is ever excluded.
+* A column with only nulls (or no rows) has null min / max.
+
+Orderings match Java: strings by UTF-8 bytes (= code points), bytes unsigned lexicographic,
+booleans false < true.
+
+Values are Python objects: int, float, bool, str, bytes, decimal.Decimal, datetime.date,
+datetime.time, datetime.datetime (naive for TIMESTAMP, tz-aware for TIMESTAMP WITH LOCAL TIME
+ZONE, in UTC; nanosecond precision columns give ``lake_core.format.binary_row.NanoDatetime``, a datetime
+subclass with ``.nanosecond``, when the value is not a whole microsecond).
+"""
+from __future__ import annotations
+
+import datetime
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Sequence, Union
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lake_core.errors import InvalidOptionError
+from lake_core.types import is_nested
+
+__all__ = [
+    "StatsMode",
+    "ColumnStats",
+    "parse_stats_mode",
+    "column_stats",
+    "table_stats",
+    "truncate_min",
+    "truncate_max",
+    "DEFAULT_STATS_MODE",
+    "NONE",
+    "COUNTS",
+    "FULL",
+]
+
+STATS_MODE_OPTION = "metadata.stats-mode"
+
+
+@dataclass(frozen=True)
+class StatsMode:
+    kind: str  # 'none' | 'counts' | 'full' | 'truncate'
+    length: Optional[int] = None  # truncate length, code points
+
+    def __str__(self) -> str:
+        return f"truncate({self.length})" if self.kind == "truncate" else self.kind
+
+
+NONE = StatsMode("none")
+COUNTS = StatsMode("counts")
+FULL = StatsMode("full")
+DEFAULT_STATS_MODE = StatsMode("truncate", 16)
+
+_TRUNCATE_RE = re.compile(r"TRUNCATE\((\d+)\)")
+
+
+def parse_stats_mode(mode: Union[str, StatsMode], option: str = STATS_MODE_OPTION) -> StatsMode:
+    """Parse a stats mode option value ('none', 'counts', 'full', 'truncate(N)', any case).
+
+    ``option`` names the option in error messages (e.g. ``fields.name.stats-mode``)."""
+    if isinstance(mode, StatsMode):
+        return mode
+    if not isinstance(mode, str):
+        raise InvalidOptionError(f"Option '{option}' must be a string, got {mode!r}")
+    upper = mode.strip().upper()
+    if upper == "NONE":
+        return NONE
+    if upper == "COUNTS":
+        return COUNTS
+    if upper == "FULL":
+        return FULL
+    m = _TRUNCATE_RE.fullmatch(upper)
+    if m:
+        n = int(m.group(1))
+        if n <= 0:
+            raise InvalidOptionError(
+                f"Invalid value {mode!r} for option '{option}': truncate length must be > 0"
+            )
+        return StatsMode("truncate", n)
+    raise InvalidOptionError(
+        f"Invalid value {mode!r} for option '{option}': expected none, counts, full or truncate(N)"
+    )
+
+
+@dataclass(frozen=True)
+class ColumnStats:
+    min: Any
+    max: Any
+    null_count: Optional[int]
+
+
+_EMPTY = ColumnStats(None, None, None)
+
+_MAX_CODE_POINT = 0x10FFFF
+
+
+def truncate_min(s: str, length: int) -> str:
+    """Java ``TruncateSimpleColStatsCollector.truncateMin`` for strings."""
+    return s[:length]
+
+
+def truncate_max(s: str, length: int) -> Optional[str]:
+    """Java ``truncateMax``: ``s`` itself when it has at most ``length`` code points; else the
+    first ``length`` code points with the last incrementable one incremented (and the rest
+    dropped); None when nothing can be incremented.
+
+    Deviation: Java can produce a lone surrogate (U+D7FF + 1 = U+D800), which it cannot encode to
+    UTF-8; we skip the surrogate block (U+D800 -> U+E000) so the result is a valid string and still
+    an upper bound."""
+    if len(s) <= length:
+        return s
+    t = s[:length]
+    for i in range(length - 1, -1, -1):
+        cp = ord(t[i]) + 1
+        if cp <= _MAX_CODE_POINT:
+            if 0xD800 <= cp <= 0xDFFF:
+                cp = 0xE000
+            return t[:i] + chr(cp)
+    return None
+
+
+def _as_array(arr: Union[pa.Array, pa.ChunkedArray]) -> Union[pa.Array, pa.ChunkedArray]:
+    t = arr.type
+    if pa.types.is_dictionary(t):
+        arr = arr.cast(t.value_type) if isinstance(arr, pa.Array) else pc.cast(arr, t.value_type)
+    return arr
+
+
+def _is_stringish(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or (
+        hasattr(pa.types, "is_string_view") and pa.types.is_string_view(t)
+    )
+
+
+def _is_binaryish(t: pa.DataType) -> bool:
+    return (
+        pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+        or pa.types.is_fixed_size_binary(t)
+        or (hasattr(pa.types, "is_binary_view") and pa.types.is_binary_view(t))
+    ) and not pa.types.is_decimal(t)
+
+
+def column_stats(arr: Union[pa.Array, pa.ChunkedArray], mode: Union[StatsMode, str]) -> ColumnStats:
+    """Statistics of one column (vectorized: one ``min_max`` pass, plus a NaN check for floats)."""
+    mode = parse_stats_mode(mode)
+    if mode.kind == "none":
+        return _EMPTY
+    arr = _as_array(arr)
+    null_count = int(arr.null_count)
+    if mode.kind == "counts":
+        return ColumnStats(None, None, null_count)
+    t = arr.type
+    if is_nested(t) or pa.types.is_null(t) or len(arr) == null_count:
+        return ColumnStats(None, None, null_count)
+    truncate = mode.kind == "truncate"
+    if truncate and _is_binaryish(t):
+        return ColumnStats(None, None, null_count)
+
+    if pa.types.is_floating(t):
+        if pc.any(pc.is_nan(arr)).as_py():
+            return ColumnStats(None, None, null_count)
+
+    if pa.types.is_timestamp(t) and t.unit == "ns":
+        mm = pc.min_max(arr.cast(pa.int64()))
+        lo = _ns_value(mm["min"].as_py(), t.tz)
+        hi = _ns_value(mm["max"].as_py(), t.tz)
+    else:
+        mm = pc.min_max(arr)
+        lo = mm["min"].as_py()
+        hi = mm["max"].as_py()
+    if lo is None or hi is None:
+        return ColumnStats(None, None, null_count)
+
+    if pa.types.is_floating(t):
+        if lo == 0.0 and math.copysign(1.0, lo) > 0:
+            lo = -0.0
+        if hi == 0.0 and math.copysign(1.0, hi) < 0:
+            hi = 0.0
+    elif truncate and _is_stringish(t):
+        n = mode.length
+        hi_t = truncate_max(hi, n)
+        if hi_t is None:
+            return ColumnStats(None, None, null_count)
+        lo, hi = truncate_min(lo, n), hi_t
+    return ColumnStats(lo, hi, null_count)
+
+
+_EPOCH = datetime.datetime(1970, 1, 1)
+
+
+def _ns_value(v: Optional[int], tz: Optional[str]) -> Any:
+    """A nanosecond epoch value as a datetime (``binary_row.NanoDatetime`` when the nanoseconds
+    are not a whole microsecond), without needing pandas."""
+    if v is None:
+        return None
+    from lake_core.format.binary_row import NanoDatetime
+
+    micros, nano = divmod(v, 1000)
+    base = _EPOCH + datetime.timedelta(microseconds=micros)
+    if tz is not None:
+        base = base.replace(tzinfo=datetime.timezone.utc)
+    if not nano:
+        return base
+    return NanoDatetime(base.year, base.month, base.day, base.hour, base.minute, base.second,
+                        base.microsecond, base.tzinfo, nanosecond=nano)
+
+
+def table_stats(
+    table: pa.Table,
+    columns: Sequence[str],
+    modes: Union[Mapping[str, Union[StatsMode, str]], StatsMode, str],
+) -> list[ColumnStats]:
+    """Stats of ``columns`` of ``table``, in that order. ``modes`` maps a column to its mode
+    (columns missing from the mapping use ``truncate(16)``), or is one mode for all."""
+    if isinstance(modes, (StatsMode, str)):
+        m = parse_stats_mode(modes)
+        return [column_stats(table.column(c), m) for c in columns]
+    out = []
+    for c in columns:
+        m = parse_stats_mode(modes.get(c, DEFAULT_STATS_MODE), f"fields.{c}.stats-mode")
+        out.append(column_stats(table.column(c), m))
+    return out

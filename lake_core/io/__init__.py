@@ -1,0 +1,1 @@
+"""File access: the FileIO over local disk and S3."""

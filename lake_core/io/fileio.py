@@ -1,0 +1,236 @@
+"""One narrow, picklable file-system interface over fsspec (the role of Java ``FileIO``).
+
+Everything lake_core stores goes through ``FileIO``: local disk (``file://`` or plain paths) and
+S3-compatible stores (``s3://``, MinIO/moto via ``endpoint_url``). The one operation that makes
+commits atomic is :meth:`FileIO.try_create`: an exclusive create that fails if the target exists
+(``os.link`` of a temp file locally; a conditional ``If-None-Match: *`` put on S3).
+"""
+from __future__ import annotations
+
+import os
+import uuid
+from typing import Any, Mapping
+from urllib.parse import urlparse
+
+from lake_core.errors import LakeError
+
+
+class FileIOError(LakeError):
+    pass
+
+
+def _strip_file_scheme(uri: str) -> str:
+    if uri.startswith("file://"):
+        return urlparse(uri).path
+    return uri
+
+
+class FileIO:
+    """Stateless w.r.t. pickling: the fsspec filesystem is rebuilt lazily in each process."""
+
+    def __init__(self, warehouse_uri: str, storage_options: Mapping[str, Any] | None = None):
+        self.scheme = urlparse(warehouse_uri).scheme or "file"
+        if self.scheme not in ("file", "s3", "s3a"):
+            raise FileIOError(f"unsupported warehouse scheme {self.scheme!r} in {warehouse_uri!r}; use file:// or s3://")
+        self.storage_options = dict(storage_options or {})
+        self._fs = None
+
+    # -- pickling: never ship a live client to another process --------------------------------
+    def __getstate__(self):
+        return {"scheme": self.scheme, "storage_options": self.storage_options}
+
+    def __setstate__(self, state):
+        self.scheme = state["scheme"]
+        self.storage_options = state["storage_options"]
+        self._fs = None
+
+    @property
+    def is_local(self) -> bool:
+        return self.scheme == "file"
+
+    @property
+    def fs(self):
+        if self._fs is None:
+            if self.is_local:
+                import fsspec
+                self._fs = fsspec.filesystem("file")
+            else:
+                self._fs = _make_s3fs(self.storage_options)
+        return self._fs
+
+    def _p(self, path: str) -> str:
+        if self.is_local:
+            return _strip_file_scheme(path)
+        return path.split("://", 1)[1] if "://" in path else path
+
+    # -- reads --------------------------------------------------------------------------------
+    def read_bytes(self, path: str) -> bytes:
+        try:
+            if self.is_local:
+                with open(self._p(path), "rb") as f:
+                    return f.read()
+            return self.fs.cat_file(self._p(path))
+        except FileNotFoundError:
+            raise
+        except OSError as e:
+            raise FileIOError(f"could not read {path}: {e}") from e
+
+    def read_text(self, path: str) -> str:
+        return self.read_bytes(path).decode("utf-8")
+
+    def exists(self, path: str) -> bool:
+        if self.is_local:
+            return os.path.exists(self._p(path))
+        return self.fs.exists(self._p(path))
+
+    def file_size(self, path: str) -> int:
+        if self.is_local:
+            return os.path.getsize(self._p(path))
+        return int(self.fs.info(self._p(path))["size"])
+
+    def list_names(self, directory: str) -> list[str]:
+        """Base names of the entries directly under ``directory`` (empty if it does not exist)."""
+        p = self._p(directory).rstrip("/")
+        if self.is_local:
+            try:
+                return os.listdir(p)
+            except FileNotFoundError:
+                return []
+        try:
+            return [e.rstrip("/").rsplit("/", 1)[-1] for e in self.fs.ls(p, detail=False, refresh=True)]
+        except FileNotFoundError:
+            return []
+
+    def list_files_recursive(self, directory: str) -> list[tuple[str, int, float]]:
+        """(full path, size, modification time epoch seconds) of every file under a directory."""
+        p = self._p(directory).rstrip("/")
+        out = []
+        if self.is_local:
+            for root, _dirs, files in os.walk(p):
+                for name in files:
+                    full = os.path.join(root, name)
+                    try:
+                        st = os.stat(full)
+                    except FileNotFoundError:
+                        continue  # a temp file renamed or a file deleted while we walked
+                    out.append((full, st.st_size, st.st_mtime))
+            return out
+        for full, info in self.fs.find(p, detail=True, withdirs=False).items():
+            mtime = info.get("LastModified") or info.get("mtime")
+            ts = mtime.timestamp() if hasattr(mtime, "timestamp") else float(mtime or 0)
+            out.append(("s3://" + full, int(info.get("size", 0)), ts))
+        return out
+
+    def local_path(self, path: str) -> str | None:
+        """The operating-system path of ``path`` on local disk (readers that are faster given a
+        path use it), or None on an object store (use :meth:`open_input`)."""
+        return self._p(path) if self.is_local else None
+
+    def open_input(self, path: str):
+        """A seekable binary file object (for Parquet/ORC readers)."""
+        if self.is_local:
+            return open(self._p(path), "rb")
+        return self.fs.open(self._p(path), "rb")
+
+    # -- writes -------------------------------------------------------------------------------
+    def mkdirs(self, directory: str) -> None:
+        if self.is_local:
+            os.makedirs(self._p(directory), exist_ok=True)
+        # object stores have no directories
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        """Write a new immutable file (data, manifest...). Local writes go through a temp file so a
+        crash never leaves a half-written file under the final name."""
+        if self.is_local:
+            p = self._p(path)
+            os.replace(_write_temp_sibling(p, data, sync=False), p)
+        else:
+            self.fs.pipe_file(self._p(path), data)
+
+    def overwrite_hint(self, path: str, text: str) -> None:
+        """LATEST/EARLIEST hints: best effort, last writer wins."""
+        self.write_bytes(path, text.encode("utf-8"))
+
+    def try_create(self, path: str, data: bytes) -> bool:
+        """Exclusively create ``path`` with ``data``; False if it already exists. Never overwrites."""
+        if self.is_local:
+            p = self._p(path)
+            tmp = _write_temp_sibling(p, data, sync=True)
+            try:
+                os.link(tmp, p)  # atomic, fails if p exists (unlike rename, which replaces)
+                return True
+            except FileExistsError:
+                return False
+            finally:
+                os.unlink(tmp)
+        try:
+            self.fs.pipe_file(self._p(path), data, mode="create")
+            return True
+        except FileExistsError:
+            return False
+        except OSError as e:
+            if _is_precondition_failed(e):
+                return False
+            raise
+
+    def delete(self, path: str) -> bool:
+        try:
+            if self.is_local:
+                os.unlink(self._p(path))
+            else:
+                self.fs.rm_file(self._p(path))
+            return True
+        except FileNotFoundError:
+            return False
+
+    def delete_dir(self, directory: str) -> None:
+        if self.is_local:
+            import shutil
+            shutil.rmtree(self._p(directory), ignore_errors=True)
+        else:
+            try:
+                self.fs.rm(self._p(directory), recursive=True)
+            except FileNotFoundError:
+                pass
+
+
+def _write_temp_sibling(path: str, data: bytes, sync: bool) -> str:
+    """Write ``data`` to a hidden temp file next to ``path`` (Paimon's ``.<name>.<uuid>.tmp``)."""
+    d = os.path.dirname(path)
+    os.makedirs(d, exist_ok=True)
+    tmp = os.path.join(d, f".{os.path.basename(path)}.{uuid.uuid4()}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        if sync:  # a snapshot must be durable before it becomes visible
+            f.flush()
+            os.fsync(f.fileno())
+    return tmp
+
+
+def _is_precondition_failed(e: BaseException) -> bool:
+    seen = 0
+    while e is not None and seen < 5:
+        text = str(e)
+        if "PreconditionFailed" in text or "412" in text:
+            return True
+        e = e.__cause__ or e.__context__
+        seen += 1
+    return False
+
+
+def _make_s3fs(opts: Mapping[str, Any]):
+    import s3fs
+
+    opts = dict(opts)
+    client_kwargs = dict(opts.pop("client_kwargs", {}) or {})
+    endpoint = opts.pop("endpoint_url", None) or opts.pop("endpoint", None)
+    if endpoint:
+        client_kwargs.setdefault("endpoint_url", endpoint)
+    client_kwargs.setdefault("region_name", opts.pop("region", None) or opts.pop("region_name", None) or "us-east-1")
+    config_kwargs = dict(opts.pop("config_kwargs", {}) or {})
+    # MinIO and moto want path-style addressing.
+    config_kwargs.setdefault("s3", {"addressing_style": "path"})
+    key = opts.pop("key", None) or opts.pop("access_key", None) or opts.pop("aws_access_key_id", None)
+    secret = opts.pop("secret", None) or opts.pop("secret_key", None) or opts.pop("aws_secret_access_key", None)
+    return s3fs.S3FileSystem(key=key, secret=secret, client_kwargs=client_kwargs, config_kwargs=config_kwargs,
+                             use_listings_cache=False, skip_instance_cache=True, **opts)

@@ -1,0 +1,1 @@
+"""The key-value layout of primary-key data files: row kinds and system columns."""

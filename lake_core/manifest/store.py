@@ -1,0 +1,159 @@
+"""Manifest lists and manifests of one table, read through a cache and written as new files.
+
+Manifests are immutable once written, so caching them by name is always safe.
+"""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Iterable, Sequence
+
+import pyarrow as pa
+
+from lake_core.format.binary_row import deserialize_row, serialize_row
+from lake_core.io.fileio import FileIO
+from lake_core.format.integrity import read_metadata
+from lake_core.manifest.manifest_io import (decode_index_manifest, decode_manifest_entries, decode_manifest_list,
+                          encode_index_manifest, encode_manifest_entries, encode_manifest_list)
+from lake_core.manifest.metadata import FileKind, IndexManifestEntry, ManifestEntry, ManifestFileMeta, SimpleStats, merge_entries
+from lake_core.paths import FileNamer, TablePaths
+from lake_core.snapshot.snapshot import Snapshot
+
+
+class _LRU:
+    def __init__(self, size: int):
+        self.size = size
+        self.data: OrderedDict = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, key):
+        with self.lock:
+            v = self.data.get(key)
+            if v is not None:
+                self.data.move_to_end(key)
+            return v
+
+    def put(self, key, value):
+        with self.lock:
+            self.data[key] = value
+            self.data.move_to_end(key)
+            while len(self.data) > self.size:
+                self.data.popitem(last=False)
+
+
+class ManifestStore:
+    def __init__(self, fileio: FileIO, paths: TablePaths, partition_types: Sequence[pa.DataType]):
+        self.fileio = fileio
+        self.paths = paths
+        self.partition_types = list(partition_types)
+        self._entries = _LRU(512)
+        self._lists = _LRU(256)
+        self._partitions: dict[bytes, tuple] = {}
+
+    # -- partitions ---------------------------------------------------------------------------
+    def partition_values(self, partition: bytes) -> tuple:
+        v = self._partitions.get(partition)
+        if v is None:
+            v = tuple(deserialize_row(partition, self.partition_types)) if self.partition_types else ()
+            self._partitions[partition] = v
+        return v
+
+    # -- reads --------------------------------------------------------------------------------
+    def read_manifest_list(self, name: str | None) -> list[ManifestFileMeta]:
+        if not name:
+            return []
+        v = self._lists.get(name)
+        if v is None:
+            v = read_metadata(self.fileio, self.paths.manifest(name), "manifest list", decode_manifest_list)
+            self._lists.put(name, v)
+        return v
+
+    def read_manifest(self, name: str) -> list[ManifestEntry]:
+        v = self._entries.get(name)
+        if v is None:
+            v = read_metadata(self.fileio, self.paths.manifest(name), "manifest file", decode_manifest_entries)
+            self._entries.put(name, v)
+        return v
+
+    def data_manifests(self, snapshot: Snapshot) -> list[ManifestFileMeta]:
+        return self.read_manifest_list(snapshot.base_manifest_list) + self.read_manifest_list(
+            snapshot.delta_manifest_list)
+
+    def read_entries(self, metas: Iterable[ManifestFileMeta]) -> list[ManifestEntry]:
+        out: list[ManifestEntry] = []
+        for m in metas:
+            out.extend(self.read_manifest(m.file_name))
+        return out
+
+    def live_entries(self, snapshot: Snapshot | None, metas: Iterable[ManifestFileMeta] | None = None) -> list[ManifestEntry]:
+        """ADD entries still live at ``snapshot`` (ADD and DELETE of one file cancel out)."""
+        if snapshot is None:
+            return []
+        metas = self.data_manifests(snapshot) if metas is None else metas
+        merged = merge_entries(self.read_entries(metas))
+        return [e for e in merged if e.kind == FileKind.ADD]
+
+    def delta_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
+        return self.read_entries(self.read_manifest_list(snapshot.delta_manifest_list))
+
+    def changelog_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
+        return self.read_entries(self.read_manifest_list(snapshot.changelog_manifest_list))
+
+    def index_entries(self, snapshot: Snapshot | None) -> list[IndexManifestEntry]:
+        if snapshot is None or not snapshot.index_manifest:
+            return []
+        return read_metadata(self.fileio, self.paths.manifest(snapshot.index_manifest), "index manifest",
+                             decode_index_manifest)
+
+    # -- writes -------------------------------------------------------------------------------
+    def _partition_stats(self, partitions: Iterable[bytes]) -> SimpleStats:
+        types = self.partition_types
+        if not types:
+            return SimpleStats(serialize_row([], []), serialize_row([], []), ())
+        mins: list = [None] * len(types)
+        maxs: list = [None] * len(types)
+        nulls = [0] * len(types)
+        for p in set(partitions):
+            for i, v in enumerate(self.partition_values(p)):
+                if v is None:
+                    nulls[i] += 1
+                    continue
+                if mins[i] is None or v < mins[i]:
+                    mins[i] = v
+                if maxs[i] is None or v > maxs[i]:
+                    maxs[i] = v
+        return SimpleStats(serialize_row(mins, types), serialize_row(maxs, types), tuple(nulls))
+
+    def write_manifest(self, entries: Sequence[ManifestEntry], schema_id: int, namer: FileNamer) -> ManifestFileMeta:
+        name = namer.manifest()
+        data = encode_manifest_entries(entries)
+        self.fileio.write_bytes(self.paths.manifest(name), data)
+        self._entries.put(name, list(entries))
+        buckets = [e.bucket for e in entries]
+        levels = [e.file.level for e in entries]
+        return ManifestFileMeta(
+            file_name=name, file_size=len(data),
+            num_added_files=sum(1 for e in entries if e.kind == FileKind.ADD),
+            num_deleted_files=sum(1 for e in entries if e.kind == FileKind.DELETE),
+            partition_stats=self._partition_stats(e.partition for e in entries),
+            schema_id=schema_id,
+            min_bucket=min(buckets) if buckets else None, max_bucket=max(buckets) if buckets else None,
+            min_level=min(levels) if levels else None, max_level=max(levels) if levels else None)
+
+    def write_manifests(self, entries: Sequence[ManifestEntry], schema_id: int, namer: FileNamer,
+                        target_entries: int = 20_000) -> list[ManifestFileMeta]:
+        """Roll entries into manifests of bounded size (about 8 MB of Avro at ~400 B/entry)."""
+        return [self.write_manifest(entries[i:i + target_entries], schema_id, namer)
+                for i in range(0, len(entries), target_entries)]
+
+    def write_manifest_list(self, metas: Sequence[ManifestFileMeta], namer: FileNamer) -> tuple[str, int]:
+        name = namer.manifest_list()
+        data = encode_manifest_list(metas)
+        self.fileio.write_bytes(self.paths.manifest(name), data)
+        self._lists.put(name, list(metas))
+        return name, len(data)
+
+    def write_index_manifest(self, entries: Sequence[IndexManifestEntry], namer: FileNamer) -> str:
+        name = namer.index_manifest()
+        self.fileio.write_bytes(self.paths.manifest(name), encode_index_manifest(entries))
+        return name

@@ -1,0 +1,1 @@
+"""Reading: predicates, scan planning (snapshot → manifests → splits) and merged split reads."""

@@ -1,0 +1,1 @@
+"""Table schemas: the schema file, its manager, schema changes and evolution on read."""

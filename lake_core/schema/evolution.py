@@ -1,0 +1,103 @@
+"""Reading data files written under older schemas through the table's current schema.
+
+Every data file records the id of the schema it was written with (``DataFileMeta.schema_id``).
+Columns are matched by **field id**, never by name (Java ``SchemaEvolutionUtil``): a renamed
+column keeps its data, a dropped column disappears, a column added later reads as NULL, a widened
+column is cast to its new type, and a column dropped and re-added under the same name (a new id)
+never picks up the old values. The same mapping turns an old file's value statistics into
+statistics of the current columns (Java ``SimpleStatsEvolution``), so filter pruning keeps working
+across schema versions: a column the file predates is all NULL in that file.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional, Sequence
+
+import pyarrow as pa
+
+from lake_core.format.binary_row import deserialize_row
+from lake_core.format.integrity import read_checked_data_file
+from lake_core.merge.sort import KIND, SEQ
+from lake_core.manifest.metadata import DataFileMeta
+
+if TYPE_CHECKING:
+    from lake_core.schema.table_schema import TableSchema
+    from lake_core.table import FileStoreTable
+
+_SYSTEM = (SEQ, KIND)
+
+
+def _file_fields(table: "FileStoreTable", schema_id: int) -> dict[int, Any]:
+    """Field id -> DataField of the schema a file was written with."""
+    return {f.id: f for f in table.schema_manager.schema(schema_id).fields}
+
+
+def read_evolved(table: "FileStoreTable", path: str, meta: DataFileMeta, fmt: str, columns: Sequence[str],
+                 arrow_schema: pa.Schema) -> pa.Table:
+    """Read ``columns`` (current names, plus ``_SEQUENCE_NUMBER``/``_VALUE_KIND``) of the data file
+    ``meta`` at ``path``, typed as ``arrow_schema`` (current types); the file is checked against
+    its manifest entry (size, row count) first."""
+    current = table.schema
+    if meta.schema_id == current.id:
+        return read_checked_data_file(table.fileio, path, meta, fmt, columns, arrow_schema)
+    old = _file_fields(table, meta.schema_id)
+    file_cols: list[str] = []
+    file_fields: list[pa.Field] = []
+    source_of: dict[str, Optional[str]] = {}
+    for name in columns:
+        if name in _SYSTEM:
+            file_cols.append(name)
+            file_fields.append(arrow_schema.field(name))
+            source_of[name] = name
+            continue
+        of = old.get(current.field(name).id)
+        if of is None:  # added after this file was written
+            source_of[name] = None
+            continue
+        file_cols.append(of.name)
+        file_fields.append(pa.field(of.name, of.type, True))
+        source_of[name] = of.name
+    if not file_cols:  # only columns the file predates: read one column for the row count
+        first = next(iter(old.values()))
+        file_cols.append(first.name)
+        file_fields.append(pa.field(first.name, first.type, True))
+    raw = read_checked_data_file(table.fileio, path, meta, fmt, file_cols, pa.schema(file_fields))
+    arrays = []
+    for name in columns:
+        target = arrow_schema.field(name)
+        src = source_of[name]
+        if src is None:
+            arrays.append(pa.nulls(raw.num_rows, type=target.type))
+        else:
+            col = raw[src]
+            arrays.append(col if col.type.equals(target.type) else col.cast(target.type))
+    return pa.Table.from_arrays(arrays, schema=pa.schema([arrow_schema.field(n) for n in columns]))
+
+
+def evolved_value_stats(table: "FileStoreTable", f: DataFileMeta) -> dict[str, tuple]:
+    """``{current column: (min, max, null_count)}`` from the value stats of a file written under
+    an older schema. Columns the file predates are all NULL there; columns without stats are
+    left out (unknown)."""
+    old_schema: "TableSchema" = table.schema_manager.schema(f.schema_id)
+    names = [fl.name for fl in old_schema.fields] if f.value_stats_cols is None else list(f.value_stats_cols)
+    stats: dict[int, tuple] = {}
+    if names:
+        by_name = {fl.name: fl for fl in old_schema.fields}
+        if all(n in by_name for n in names):
+            st = f.value_stats
+            try:
+                lo = deserialize_row(st.min_values, [by_name[n].type for n in names])
+                hi = deserialize_row(st.max_values, [by_name[n].type for n in names])
+            except Exception:
+                lo = hi = None
+            if lo is not None:
+                nulls = st.null_counts or ()
+                for i, n in enumerate(names):
+                    stats[by_name[n].id] = (lo[i], hi[i], nulls[i] if i < len(nulls) else None)
+    old_ids = {fl.id for fl in old_schema.fields}
+    out: dict[str, tuple] = {}
+    for fl in table.schema.fields:
+        if fl.id in stats:
+            out[fl.name] = stats[fl.id]
+        elif fl.id not in old_ids:
+            out[fl.name] = (None, None, f.row_count)
+    return out

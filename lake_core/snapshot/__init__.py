@@ -1,0 +1,1 @@
+"""Snapshots, changelogs and the snapshot manager."""

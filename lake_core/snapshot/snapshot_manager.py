@@ -1,0 +1,137 @@
+"""Finding, reading and exclusively creating snapshots (Java ``SnapshotManager``).
+
+``LATEST``/``EARLIEST`` are hints, never truth (as in Java ``SnapshotManager``): the hinted id is trusted only
+when ``snapshot-(hint+1)`` does not exist; otherwise the directory is listed.
+"""
+from __future__ import annotations
+
+import re
+from typing import Iterator
+
+from lake_core.errors import SnapshotNotFoundError
+from lake_core.io.fileio import FileIO
+from lake_core.format.integrity import read_metadata
+from lake_core.paths import TablePaths
+from lake_core.snapshot.snapshot import Snapshot
+
+_SNAPSHOT_NAME = re.compile(r"^snapshot-(\d+)$")
+
+
+class SnapshotManager:
+    # What the files are called; :class:`lake_core.snapshot.changelog_manager.LongLivedChangelogs` reuses
+    # the hint and listing rules for ``changelog/changelog-N`` by overriding these.
+    _name = _SNAPSHOT_NAME
+    _what = "snapshot"
+
+    def __init__(self, fileio: FileIO, paths: TablePaths):
+        self.fileio = fileio
+        self.paths = paths
+        self._cache: dict[int, Snapshot] = {}
+
+    @property
+    def _dir(self) -> str:
+        return self.paths.snapshot_dir
+
+    def _path(self, snapshot_id: int) -> str:
+        return self.paths.snapshot(snapshot_id)
+
+    @property
+    def _latest_hint(self) -> str:
+        return self.paths.latest_hint
+
+    @property
+    def _earliest_hint(self) -> str:
+        return self.paths.earliest_hint
+
+    def _read_hint(self, path: str) -> int | None:
+        try:
+            return int(self.fileio.read_text(path).strip())
+        except (FileNotFoundError, ValueError):
+            return None
+
+    def list_ids(self) -> list[int]:
+        ids = []
+        for name in self.fileio.list_names(self._dir):
+            m = self._name.match(name)
+            if m:
+                ids.append(int(m.group(1)))
+        return sorted(ids)
+
+    def exists(self, snapshot_id: int) -> bool:
+        return snapshot_id in self._cache or self.fileio.exists(self._path(snapshot_id))
+
+    def latest_id(self) -> int | None:
+        hint = self._read_hint(self._latest_hint)
+        if hint is not None and self.exists(hint) and not self.exists(hint + 1):
+            return hint
+        ids = self.list_ids()
+        return ids[-1] if ids else None
+
+    def earliest_id(self) -> int | None:
+        hint = self._read_hint(self._earliest_hint)
+        if hint is not None and self.exists(hint) and not self.exists(hint - 1):
+            return hint
+        ids = self.list_ids()
+        return ids[0] if ids else None
+
+    def get(self, snapshot_id: int) -> Snapshot:
+        snap = self._cache.get(snapshot_id)
+        if snap is not None:
+            return snap
+        path = self._path(snapshot_id)
+        try:
+            snap = read_metadata(self.fileio, path, f"{self._what} file", Snapshot.from_json)
+        except FileNotFoundError:
+            earliest, latest = self.earliest_id(), self.latest_id()
+            raise SnapshotNotFoundError(
+                f"{self._what} {snapshot_id} does not exist in table {self.paths.root} "
+                f"(available: {earliest}..{latest})" if latest else
+                f"{self._what} {snapshot_id} does not exist: table {self.paths.root} has no {self._what}s") from None
+        self._cache[snapshot_id] = snap  # snapshot files are immutable once created
+        return snap
+
+    def latest(self) -> Snapshot | None:
+        sid = self.latest_id()
+        return self.get(sid) if sid is not None else None
+
+    def snapshots(self) -> Iterator[Snapshot]:
+        for sid in self.list_ids():
+            try:
+                yield self.get(sid)
+            except SnapshotNotFoundError:
+                continue  # expired while we were listing
+
+    def at_or_before_time(self, timestamp_millis: int) -> Snapshot:
+        """The newest snapshot committed at or before ``timestamp_millis`` (time travel)."""
+        best = None
+        for snap in self.snapshots():
+            if snap.time_millis <= timestamp_millis:
+                best = snap
+            else:
+                break
+        if best is None:
+            raise SnapshotNotFoundError(
+                f"no snapshot of table {self.paths.root} was committed at or before {timestamp_millis} ms")
+        return best
+
+    def try_create(self, snapshot: Snapshot) -> bool:
+        """Exclusively create ``snapshot-N``; False if another committer got there first."""
+        ok = self.fileio.try_create(self._path(snapshot.id), snapshot.to_json().encode("utf-8"))
+        if ok:
+            self._cache[snapshot.id] = snapshot
+            self.commit_latest_hint(snapshot.id)
+        return ok
+
+    def commit_latest_hint(self, snapshot_id: int) -> None:
+        for _ in range(3):  # best effort, like Java's commitLatestHint
+            try:
+                self.fileio.overwrite_hint(self._latest_hint, str(snapshot_id))
+                return
+            except OSError:
+                continue
+
+    def commit_earliest_hint(self, snapshot_id: int) -> None:
+        self.fileio.overwrite_hint(self._earliest_hint, str(snapshot_id))
+
+    def forget(self, snapshot_id: int) -> None:
+        self._cache.pop(snapshot_id, None)

@@ -1,0 +1,1 @@
+"""Writing: rows → buckets → data files → commit messages."""

@@ -1,0 +1,454 @@
+"""The write path: Arrow rows → validation → bucket assignment → per-(partition, bucket)
+sort + fold in the merge engine → level-0 data files → CommitMessages."""
+from __future__ import annotations
+
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lake_core.kv import rowkind
+from lake_core.format.binary_row import serialize_row
+from lake_core.bucket.assign import assign_buckets
+from lake_core.errors import InvalidDataError, SchemaMismatchError
+from lake_core.merge.sort import KIND, SEQ
+from lake_core.commit.messages import CommitMessage
+from lake_core.write.file_writer import DataFileWriter
+from lake_core.paths import FileNamer, check_new_partition_dir, partition_dir
+
+if TYPE_CHECKING:
+    from lake_core.table import FileStoreTable
+
+log = logging.getLogger(__name__)
+
+
+def conform(table: "FileStoreTable", data: Any) -> pa.Table:
+    """Check ``data`` against the table schema: same column names, castable types, no NULL keys.
+    Returns a table with exactly the schema's columns, order and types."""
+    if isinstance(data, pa.RecordBatch):
+        data = pa.Table.from_batches([data])
+    elif not isinstance(data, pa.Table):
+        if hasattr(data, "to_arrow"):  # polars
+            data = data.to_arrow()
+        elif hasattr(data, "columns") and hasattr(data, "dtypes"):  # pandas
+            data = pa.Table.from_pandas(data, preserve_index=False)
+        else:
+            raise SchemaMismatchError(f"write to {table.identifier} expects a pyarrow Table or RecordBatch, "
+                                      f"got {type(data).__name__}")
+    schema = table.schema
+    expected = [f.name for f in schema.fields]
+    got = data.column_names
+    dups = sorted({n for n in got if got.count(n) > 1}) if len(set(got)) != len(got) else []
+    if dups:
+        raise SchemaMismatchError(f"data written to {table.identifier} has duplicate column(s) {dups}; each column "
+                                  f"must appear once (table columns: {expected})")
+    missing = [n for n in expected if n not in got]
+    extra = [n for n in got if n not in expected]
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"missing column(s) {missing}")
+        if extra:
+            parts.append(f"unknown column(s) {extra}")
+        raise SchemaMismatchError(f"data written to {table.identifier} does not match its schema: "
+                                  + "; ".join(parts) + f" (table columns: {expected})")
+    cols = []
+    for f in schema.fields:
+        col = data[f.name]
+        if col.type != f.type:
+            if not _castable(col.type, f.type):
+                raise SchemaMismatchError(
+                    f"column '{f.name}' of {table.identifier} has type {f.type}, but the data has {col.type}")
+            try:
+                col = col.cast(f.type, safe=True)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                raise SchemaMismatchError(
+                    f"column '{f.name}' of {table.identifier} has type {f.type}; the data ({col.type}) does not "
+                    f"fit: {e}") from None
+        if not f.nullable and col.null_count:
+            what = "primary-key column" if f.name in schema.primary_keys else "NOT NULL column"
+            raise InvalidDataError(f"{what} '{f.name}' of {table.identifier} contains {col.null_count} NULL "
+                                   "value(s); every row needs a value there")
+        cols.append(col)
+    return pa.Table.from_arrays(cols, schema=schema.arrow_schema())
+
+
+def _castable(src: pa.DataType, dst: pa.DataType) -> bool:
+    """Widening and same-family casts only: a string never silently becomes a number."""
+    fam = lambda t: ("int" if pa.types.is_integer(t) else "float" if pa.types.is_floating(t)
+                     else "str" if pa.types.is_string(t) or pa.types.is_large_string(t)
+                     else "bin" if pa.types.is_binary(t) or pa.types.is_large_binary(t)
+                     else "dec" if pa.types.is_decimal(t) else "ts" if pa.types.is_timestamp(t)
+                     else "date" if pa.types.is_date(t) else str(t))
+    a, b = fam(src), fam(dst)
+    if a == b:
+        return True
+    return (a, b) in {("int", "float"), ("int", "dec"), ("null", "int")} or pa.types.is_null(src)
+
+
+def partition_codes(data: pa.Table, names: list[str]) -> tuple[np.ndarray, list[tuple]]:
+    """Dense code per row for its partition, plus the partition value tuples (vectorized)."""
+    if not names:
+        return np.zeros(data.num_rows, np.int64), [()]
+    code = np.zeros(data.num_rows, np.int64)
+    dicts = []
+    for n in names:
+        enc = pc.dictionary_encode(data[n].combine_chunks())
+        idx = enc.indices.to_numpy(zero_copy_only=False)
+        size = len(enc.dictionary) + 1
+        idx = np.where(enc.indices.is_null().to_numpy(zero_copy_only=False), size - 1, idx) if enc.indices.null_count else idx
+        code = code * size + idx.astype(np.int64)
+        dicts.append(enc.dictionary.to_pylist() + [None])
+    uniq, dense = np.unique(code, return_inverse=True)
+    values = []
+    sizes = [len(d) for d in dicts]
+    for u in uniq.tolist():
+        parts = []
+        for s in reversed(sizes):
+            parts.append(u % s)
+            u //= s
+        parts.reverse()
+        values.append(tuple(d[i] for d, i in zip(dicts, parts)))
+    return dense.astype(np.int64), values
+
+
+@dataclass
+class _BucketBuffer:
+    partition: tuple
+    bucket: int
+    batches: list[pa.Table] = field(default_factory=list)
+    rows: int = 0
+
+
+class TableWrite:
+    """Buffers rows per (partition, bucket); ``prepare_commit`` writes level-0 files."""
+
+    def __init__(self, table: "FileStoreTable", static_partition: dict | None = None):
+        self.table = table
+        schema = table.schema
+        self.schema = schema
+        self.is_pk = bool(schema.primary_keys)
+        opts = table.options
+        self.num_buckets = opts.bucket
+        self.mode = table.bucket_mode  # fixed | dynamic | cross-partition | unaware
+        if self.mode in ("dynamic", "cross-partition") and opts.get("bucket-key"):
+            from lake_core.errors import InvalidOptionError
+            raise InvalidOptionError(f"table {table.identifier} is in {self.mode} bucket mode, where 'bucket-key' is "
+                                     "not allowed (Paimon refuses it too); remove the option or set a fixed 'bucket'")
+        self.partition_names = list(schema.partition_keys)
+        self.partition_types = [schema.field(n).type for n in self.partition_names]
+        self.bucket_keys = list(schema.bucket_keys()) if self.num_buckets >= 1 else []
+        self.bucket_types = [schema.field(n).type for n in self.bucket_keys]
+        self.engine = table.merge_engine() if self.is_pk else None
+        self.rowkind_field = opts.rowkind_field
+        self.static_partition = static_partition
+        if static_partition:
+            unknown = [k for k in static_partition if k not in self.partition_names]
+            if unknown:
+                raise InvalidDataError(
+                    f"overwrite partition spec {static_partition} of {table.identifier} names {unknown}, which "
+                    f"{'is not a partition column' if len(unknown) == 1 else 'are not partition columns'} "
+                    f"(partition columns: {self.partition_names})")
+        self.buffers: dict[tuple, _BucketBuffer] = {}
+        self.namer = FileNamer()
+        self._next_seq: dict[tuple[bytes, int], int] | None = None
+        self.rows_written = 0
+        self._dynamic = None  # DynamicBucketAssigner (dynamic mode)
+        self._cross = None  # CrossPartitionAssigner (cross-partition mode)
+        self._partition_bytes: dict[tuple, bytes] = {}
+
+    # -- input ----------------------------------------------------------------------------------
+    def write_arrow(self, data: Any) -> None:
+        data = conform(self.table, data)
+        if data.num_rows == 0:
+            return
+        if getattr(self, "_fixed_kind", None) is not None:
+            kinds = np.full(data.num_rows, self._fixed_kind, np.int8)
+        elif self.rowkind_field:
+            kinds = rowkind.kinds_from_column(data[self.rowkind_field], self.rowkind_field)
+        else:
+            kinds = np.zeros(data.num_rows, np.int8)
+        if self.static_partition:
+            self._check_static_partition(data)
+        data = data.append_column(pa.field(KIND, pa.int8(), nullable=False), pa.array(kinds, pa.int8()))
+        pcode, pvalues = partition_codes(data, self.partition_names)
+        for pv in pvalues:  # per partition, before any file is written
+            check_new_partition_dir(self.partition_names, pv, self.table.options.partition_default_name,
+                                    self.table.identifier)
+        if self.num_buckets >= 1:
+            buckets = self._assign_fixed(data, pcode, pvalues)
+        elif self.mode == "dynamic":
+            buckets = self._assign_dynamic(data, pcode, pvalues)
+        elif self.mode == "cross-partition":
+            data, buckets = self._cross_assigner().route(data, pcode, pvalues)
+            if data.num_rows == 0:
+                return
+            pcode, pvalues = partition_codes(data, self.partition_names)
+        else:
+            buckets = np.zeros(data.num_rows, np.int64)  # bucket-unaware append table
+        nb = max(self.num_buckets, int(buckets.max()) + 1 if len(buckets) else 1, 1)
+        gid = pcode * nb + buckets
+        order = np.argsort(gid, kind="stable")  # stable: keeps input order inside a bucket
+        sorted_gid = gid[order]
+        cuts = np.flatnonzero(np.diff(sorted_gid)) + 1
+        starts = np.concatenate([[0], cuts])
+        ends = np.concatenate([cuts, [len(order)]])
+        for s, e in zip(starts.tolist(), ends.tolist()):
+            g = int(sorted_gid[s])
+            pv, b = pvalues[g // nb], g % nb
+            buf = self.buffers.get((pv, b))
+            if buf is None:
+                buf = self.buffers[(pv, b)] = _BucketBuffer(pv, b)
+            part = data.take(pa.array(order[s:e]))
+            buf.batches.append(part)
+            buf.rows += part.num_rows
+        self.rows_written += data.num_rows
+
+    write_arrow_batch = write_arrow
+
+    # -- fixed bucket mode: each partition keeps its own bucket count ------------------------------
+    def _bucket_count(self, values: tuple) -> int:
+        """A partition already written keeps the bucket count of its files until a rescale
+        rewrites it (``_TOTAL_BUCKETS``); new partitions, and overwrites, use the table's
+        ``bucket`` option."""
+        if self.num_buckets < 1:
+            return -1
+        if self.static_partition is not None:
+            return self.num_buckets
+        self._live_files()
+        return self._partition_buckets.get(self._partition_row(values), self.num_buckets)
+
+    def _assign_fixed(self, data: pa.Table, pcode: np.ndarray, pvalues: list[tuple]) -> np.ndarray:
+        counts = [self._bucket_count(pv) for pv in pvalues]
+        keys = [data[k] for k in self.bucket_keys]
+        fn = self.table.options.bucket_function
+        if len(set(counts)) == 1:
+            return assign_buckets(keys, self.bucket_types, counts[0], fn).astype(np.int64)
+        per_row = np.asarray(counts, dtype=np.int64)[pcode]
+        buckets = np.empty(data.num_rows, np.int64)
+        for c in set(counts):
+            rows = np.flatnonzero(per_row == c)
+            idx = pa.array(rows)
+            buckets[rows] = assign_buckets([k.take(idx) for k in keys], self.bucket_types, c, fn)
+        return buckets
+
+        # -- dynamic bucket modes (Java HashBucketAssigner) ----------------------------------------------
+    def _partition_row(self, values: tuple) -> bytes:
+        b = self._partition_bytes.get(values)
+        if b is None:
+            b = self._partition_bytes[values] = serialize_row(list(values), self.partition_types)
+        return b
+
+    def _assign_dynamic(self, data: pa.Table, pcode: np.ndarray, pvalues: list[tuple]) -> np.ndarray:
+        from lake_core.bucket.assign import hash_rows
+        if self._dynamic is None:
+            from lake_core.bucket.dynamic import DynamicBucketAssigner
+            live = self._live_files()
+            data_buckets: dict[bytes, set] = {}
+            for (p, b) in live:
+                data_buckets.setdefault(p, set()).add(b)
+            self._dynamic = DynamicBucketAssigner(self.table, self._base_snapshot(),
+                                                  lambda p: data_buckets.get(p, ()),
+                                                  ignore_existing=self.static_partition is not None)
+        key_names = self.schema.trimmed_primary_keys
+        hashes = hash_rows([data[k] for k in key_names], [self.schema.field(k).type for k in key_names])
+        if len(pvalues) == 1:
+            return self._dynamic.assign(self._partition_row(pvalues[0]), hashes)
+        buckets = np.empty(data.num_rows, np.int64)
+        order = np.argsort(pcode, kind="stable")
+        cuts = np.flatnonzero(np.diff(pcode[order])) + 1
+        for rows in np.split(order, cuts):
+            part = self._partition_row(pvalues[int(pcode[rows[0]])])
+            buckets[rows] = self._dynamic.assign(part, hashes[rows])
+        return buckets
+
+    def _cross_assigner(self):
+        if self._cross is None:
+            from lake_core.bucket.cross_partition import CrossPartitionAssigner
+            skip = None
+            if self.static_partition is not None:  # overwritten partitions lose their keys
+                spec = self.static_partition
+                idx = {n: i for i, n in enumerate(self.partition_names)}
+                skip = lambda values: all(values[idx[k]] == v for k, v in spec.items())
+            self._cross = CrossPartitionAssigner(self.table, self._base_snapshot(), skip)
+        return self._cross
+
+    def write_pandas(self, df) -> None:
+        self.write_arrow(pa.Table.from_pandas(df, preserve_index=False))
+
+    def _check_static_partition(self, data: pa.Table) -> None:
+        for k, v in self.static_partition.items():
+            try:
+                want = pa.scalar(v, data[k].type)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+                raise InvalidDataError(f"overwrite partition spec of {self.table.identifier} gives '{k}' = {v!r}, "
+                                       f"which is not a {data[k].type} value") from None
+            bad = pc.sum(pc.invert(pc.fill_null(pc.equal(data[k], want), False))).as_py()
+            if bad:
+                raise InvalidDataError(f"overwrite of partition {self.static_partition} of {self.table.identifier} "
+                                       f"got {bad} row(s) whose '{k}' is not {v!r}")
+
+    # -- output ---------------------------------------------------------------------------------
+    def _base_snapshot(self):
+        """The snapshot this writer builds on (latest when first needed), read once per writer."""
+        if "_base" not in self.__dict__:
+            self._base = self.table.snapshot_manager.latest()
+        return self._base
+
+    def _live_files(self) -> dict[tuple[bytes, int], list]:
+        """Live data files per (partition, bucket) at the base snapshot, read once per writer."""
+        live = self.__dict__.get("_live")
+        if live is None:
+            live = {}
+            self._partition_buckets: dict[bytes, int] = {}
+            for e in self.table.manifest_store.live_entries(self._base_snapshot()):
+                live.setdefault((e.partition, e.bucket), []).append(e.file)
+                if e.total_buckets > 0:
+                    self._partition_buckets.setdefault(e.partition, e.total_buckets)
+            self._live = live
+        return live
+
+    def _current_live_files(self) -> dict[tuple[bytes, int], list]:
+        """Live files as of the writer's base snapshot, which moves past the writer's own commits:
+        a reused writer compacts what its previous commits left, and the commit's sequence checks
+        judge the compaction against that same base."""
+        base = self._base_snapshot()
+        if base is None or base.id == self.__dict__.get("_live_base_id", base.id):
+            self._live_base_id = base.id if base is not None else None
+            return self._live_files()
+        cached = self.__dict__.get("_live_now")
+        if cached is None or cached[0] != base.id:
+            live: dict[tuple[bytes, int], list] = {}
+            for e in self.table.manifest_store.live_entries(base):
+                live.setdefault((e.partition, e.bucket), []).append(e.file)
+            cached = self._live_now = (base.id, live)
+        return cached[1]
+
+    def _restore_sequences(self) -> dict[tuple[bytes, int], int]:
+        """Sequence numbers continue per bucket from the live files (Java 'scan' init mode)."""
+        if self._next_seq is None:
+            self._next_seq = {k: max(f.max_sequence_number for f in files) + 1
+                              for k, files in self._live_files().items()}
+        return self._next_seq
+
+    def _flush_bucket(self, buf: _BucketBuffer) -> CommitMessage:
+        partition = serialize_row(list(buf.partition), self.partition_types)
+        rows = pa.concat_tables(buf.batches) if len(buf.batches) > 1 else buf.batches[0]
+        seqs = self._restore_sequences()
+        start = seqs.get((partition, buf.bucket), 0)
+        seqs[(partition, buf.bucket)] = start + rows.num_rows
+        rows = rows.append_column(pa.field(SEQ, pa.int64(), nullable=False),
+                                  pa.array(np.arange(start, start + rows.num_rows, dtype=np.int64)))
+        ppath = partition_dir(self.partition_names, buf.partition, self.table.options.partition_default_name)
+        writer = DataFileWriter(self.table, ppath, buf.bucket, self.namer)
+        changelog = []
+        if self.is_pk:
+            rows = self.engine.prepare_input(rows)
+            if rows.num_rows == 0:
+                return CommitMessage(partition, buf.bucket, self._total_buckets(buf.partition))
+            if self.table.options.changelog_producer == "input":
+                changelog = [w.meta for w in writer.write(rows, level=0, changelog=True)]
+            rows = self.engine.merge(rows, drop_deletes=False)
+        files = [w.meta for w in writer.write(rows, level=0)]
+        if self.is_pk:
+            # Inline compaction, as Java's batch writer: the bucket's picker runs now and its result
+            # lands in the same commit as a COMPACT snapshot (first-row: level 0 is forced up, since
+            # batch readers skip it).
+            from lake_core.compaction.inline import compact_written_bucket
+            # An overwrite replaces the bucket's live files: only its own new files are levels.
+            live = [] if self.static_partition is not None else \
+                self._current_live_files().get((partition, buf.bucket), [])
+            msg = compact_written_bucket(self.table, partition, buf.bucket, self._total_buckets(buf.partition), live, files,
+                                         self.namer)
+            if msg is not None:
+                return CommitMessage(partition, buf.bucket, self._total_buckets(buf.partition), new_files=tuple(files),
+                                     changelog_files=tuple(changelog), compact_before=msg.compact_before,
+                                     compact_after=msg.compact_after, new_index_files=msg.new_index_files,
+                                     deleted_index_files=msg.deleted_index_files)
+        return CommitMessage(partition, buf.bucket, self._total_buckets(buf.partition), new_files=tuple(files),
+                             changelog_files=tuple(changelog))
+
+    def _total_buckets(self, values: tuple = ()) -> int:
+        return self._bucket_count(values) if self.num_buckets >= 1 else -1
+
+    def prepare_commit(self) -> list[CommitMessage]:
+        buffers = list(self.buffers.values())
+        self.buffers = {}
+        if not buffers:
+            return []
+        self.table.check_identity()  # never write files into a dropped or re-created table
+        if self.is_pk and "_base" in self.__dict__:
+            self._advance_base_past_own_commits()  # inline compaction works on what this writer left
+        self._restore_sequences()
+        # Parquet encoding and zstd release the GIL: two threads use both cores. HASH index files
+        # (dynamic mode) are written alongside, with their own file namer.
+        index_changes = None
+        with ThreadPoolExecutor(max_workers=min(2, len(buffers) + (self._dynamic is not None))) as pool:
+            if self._dynamic is not None:
+                index_changes = pool.submit(self._dynamic.prepare_commit, FileNamer())
+            messages = list(pool.map(self._flush_bucket, buffers))
+        if index_changes is not None:
+            messages = self._attach_index_changes(messages, index_changes.result())
+        if self.is_pk:  # sequence numbers (and dynamic buckets) were assigned from the base snapshot
+            messages = self._mark_base(messages)
+        log.info("prepared %d commit message(s) for %s: %d file(s), %d row(s)", len(messages),
+                 self.table.identifier, sum(len(m.new_files) for m in messages),
+                 sum(f.row_count for m in messages for f in m.new_files))
+        return messages
+
+    def _attach_index_changes(self, messages: list[CommitMessage], changes: dict) -> list[CommitMessage]:
+        """Each bucket that gained keys carries its complete new HASH file and the DELETE of the
+        file it replaces; the commit fails if that file is no longer the bucket's
+        (as Java's ``DynamicBucketIndexMaintainer``)."""
+        from dataclasses import replace
+        by_key = {(m.partition, m.bucket): i for i, m in enumerate(messages)}
+        for (part, bucket), entries in changes.items():
+            new = tuple(e for e in entries if e.kind == 0)
+            deleted = tuple(e for e in entries if e.kind != 0)
+            i = by_key.get((part, bucket))
+            if i is None:  # every row of the bucket was dropped (ignore-delete), its keys still count
+                messages.append(CommitMessage(part, bucket, self._total_buckets(), new_index_files=new,
+                                              deleted_index_files=deleted))
+            else:
+                messages[i] = replace(messages[i], new_index_files=new, deleted_index_files=deleted)
+        return messages
+
+    def _mark_base(self, messages: list[CommitMessage]) -> list[CommitMessage]:
+        """Sequence numbers and bucket assignment relied on the table as of the base snapshot:
+        the commit fails if another job since added rows numbered like these to a bucket written
+        here, overwrote a partition written here (dynamic mode) or wrote any data
+        (cross-partition mode); FileStoreCommit checks ``base_snapshot_id``."""
+        from dataclasses import replace
+        base = self._advance_base_past_own_commits()
+        base_id = base.id if base is not None else 0
+        return [replace(m, base_snapshot_id=base_id) for m in messages]
+
+    def _advance_base_past_own_commits(self):
+        """A writer reused for several commits: snapshots after the base that only added this
+        writer's own files keep its key index valid, so the base moves past them."""
+        base = self._base_snapshot()
+        latest = self.table.snapshot_manager.latest()
+        if latest is None or (base is not None and latest.id == base.id):
+            return base
+        from lake_core.snapshot.snapshot import CommitKind
+        token = self.namer._uuid  # every file this writer names carries it
+        sid = (base.id if base is not None else 0) + 1
+        while sid <= latest.id:
+            snap = self.table.snapshot_manager.get(sid)
+            if snap.commit_kind != CommitKind.COMPACT:  # compactions never move keys
+                added = [e.file.file_name for e in self.table.manifest_store.delta_entries(snap) if e.kind == 0]
+                if not added or any(token not in name for name in added):
+                    break
+            base = snap
+            sid += 1
+        self._base = base
+        return base
+
+    def close(self) -> None:
+        if self._cross is not None:
+            self._cross.close()
+        self.buffers = {}
