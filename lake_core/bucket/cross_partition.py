@@ -42,7 +42,7 @@ from lake_core.format.binary_row import _field, encode_rows, serialize_row
 from lake_core.bucket.assign import _hash_word_matrix, hash_rows
 from lake_core.bucket.dynamic import BucketFiller, DynamicBucketOptions, assigner_of
 from lake_core.bucket.assign import hash_row_bytes
-from lake_core.merge.sort import KIND
+from lake_core.kv.system_fields import KIND
 from lake_core.commit.messages import Split
 from lake_core.options import parse_duration_ms
 from lake_core.paths import partition_dir

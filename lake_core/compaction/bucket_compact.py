@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import pyarrow as pa
 
-from lake_core.merge.sort import KIND, SEQ
+from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.commit.messages import CommitMessage
 from lake_core.manifest.metadata import DataFileMeta
 from lake_core.paths import FileNamer, data_file_in

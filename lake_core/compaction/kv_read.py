@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
-from lake_core.merge.sort import KIND, SEQ
+from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.manifest.metadata import DataFileMeta
 from lake_core.paths import data_file_in
 

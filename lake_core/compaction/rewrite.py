@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from lake_core.kv import rowkind
 from lake_core.write.file_writer import DataFileWriter
-from lake_core.merge.sort import KIND, SEQ
+from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.commit.messages import CommitMessage
 from lake_core.manifest.metadata import DataFileMeta, FileSource
 from lake_core.paths import FileNamer, data_file_in, partition_dir

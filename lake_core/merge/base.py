@@ -17,7 +17,8 @@ import pyarrow as pa
 from lake_core.options import CoreOptions
 from lake_core.schema.table_schema import TableSchema
 from lake_core.kv import rowkind
-from lake_core.merge.sort import KIND, SEQ, Groups, group_rows
+from lake_core.kv.system_fields import KIND, SEQ
+from lake_core.merge.sort import Groups, group_rows
 
 
 @dataclass(frozen=True)

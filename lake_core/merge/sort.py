@@ -13,8 +13,7 @@ import pyarrow.compute as pc
 
 from lake_core.format.float_order import sortable_array, sortable_bits
 
-SEQ = "_SEQUENCE_NUMBER"
-KIND = "_VALUE_KIND"
+from lake_core.kv.system_fields import KIND, SEQ
 
 
 @dataclass(frozen=True)

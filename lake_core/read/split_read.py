@@ -13,7 +13,7 @@ import pyarrow as pa
 from lake_core.format.binary_row import deserialize_row
 from lake_core.format.float_order import java_order_key
 from lake_core.merge.base import drop_retracts
-from lake_core.merge.sort import KIND, SEQ
+from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.commit.messages import Split
 from lake_core.manifest.metadata import DataFileMeta
 from lake_core.read.predicate import Predicate

@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from lake_core.format.binary_row import deserialize_row
 from lake_core.format.integrity import read_checked_data_file
-from lake_core.merge.sort import KIND, SEQ
+from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.manifest.metadata import DataFileMeta
 
 if TYPE_CHECKING:

@@ -41,15 +41,10 @@ CURRENT_VERSION = 3
 PAIMON_07_VERSION = 1
 PAIMON_08_VERSION = 2
 
-#: Java ``SpecialFields``: KV data-file system columns and their field ids.
-KEY_FIELD_PREFIX = "_KEY_"
-KEY_FIELD_ID_START = 2147483647 // 2  # Integer.MAX_VALUE / 2 = 1073741823
-SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
-SEQUENCE_NUMBER_ID = 2147483647 - 1
-VALUE_KIND = "_VALUE_KIND"
-VALUE_KIND_ID = 2147483647 - 2
-
-_RESERVED_NAMES = {SEQUENCE_NUMBER, VALUE_KIND}
+from lake_core.kv.system_fields import (  # noqa: E402  (Java SpecialFields)
+    KEY_FIELD_ID_START, KEY_FIELD_PREFIX, RESERVED_NAMES as _RESERVED_NAMES, SEQUENCE_NUMBER, SEQUENCE_NUMBER_ID,
+    VALUE_KIND, VALUE_KIND_ID,
+)
 
 
 # ------------------------------------------------------------------------------------------------

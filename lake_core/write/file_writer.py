@@ -14,14 +14,14 @@ from lake_core.kv import rowkind
 from lake_core.format.binary_row import EMPTY_ROW, serialize_row
 from lake_core.format.data_file import write_data_file
 from lake_core.manifest.metadata import DataFileMeta, SimpleStats
-from lake_core.merge.sort import KIND, SEQ
+from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.paths import FileNamer, data_file_in
 from lake_core.format.stats import parse_stats_mode, table_stats
 
 if TYPE_CHECKING:
     from lake_core.table import FileStoreTable
 
-KEY_PREFIX = "_KEY_"
+from lake_core.kv.system_fields import KEY_FIELD_PREFIX as KEY_PREFIX  # noqa: E402
 EMPTY_STATS = SimpleStats(EMPTY_ROW, EMPTY_ROW, ())
 
 

@@ -15,7 +15,7 @@ from lake_core.kv import rowkind
 from lake_core.format.binary_row import serialize_row
 from lake_core.bucket.assign import assign_buckets
 from lake_core.errors import InvalidDataError, SchemaMismatchError
-from lake_core.merge.sort import KIND, SEQ
+from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.commit.messages import CommitMessage
 from lake_core.write.file_writer import DataFileWriter
 from lake_core.paths import FileNamer, check_new_partition_dir, partition_dir

@@ -11,7 +11,7 @@ from lake_core import Catalog
 from lake_core.compaction import rewrite
 from lake_core.compaction.stream import merge_sorted_runs
 from lake_core.format.float_order import java_order_key
-from lake_core.merge.sort import KIND, SEQ
+from lake_core.kv.system_fields import KIND, SEQ
 
 runs_strategy = st.lists(st.lists(st.tuples(st.sampled_from(["a", "b", "é", "zz"]), st.integers(-5, 5)),
                                   max_size=25, unique=True), min_size=1, max_size=5)
