@@ -3,7 +3,7 @@ from lake_core.bucket.assign import assign_buckets
 from lake_core.catalog import Catalog, validate_options
 from lake_core.errors import *  # noqa: F401,F403  (the exception hierarchy is public API)
 from lake_core.maintenance.health import TableHealth
-from lake_core.maintenance.result import OperationResult
+from lake_core.result import OperationResult
 from lake_core.maintenance.tag_snapshot import check_name_format as check_tag_name_format
 from lake_core.commit.messages import CommitMessage, Split
 from lake_core.options import CoreOptions, parse_duration_ms

@@ -128,3 +128,18 @@ class CorruptFileError(FormatError):
 
 class DataFileMismatchError(CorruptFileError):
     """A data file's size or row count differs from what its manifest entry records."""
+
+
+# -- maintenance operations (none leaves a change behind) ---------------------------------------
+class MaintenanceArgumentError(InvalidOptionError):
+    """An argument of a maintenance operation is invalid (negative retention, a future cut-off...).
+    Raised before anything is read or written."""
+
+
+class MaintenanceAbortedError(LakeError):
+    """A destructive operation refused to run because it could not prove its plan is safe (the
+    referenced set could not be read completely, or the table changed under the plan)."""
+
+
+class LeaseError(LakeError):
+    """A lease could not be taken (the snapshot no longer exists, or the holder name is invalid)."""

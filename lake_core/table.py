@@ -47,6 +47,10 @@ class FileStoreTable:
     def __reduce__(self):
         return (FileStoreTable, (self.fileio, self.paths.root, self.identifier, self._schema))
 
+    def with_schema(self, schema: TableSchema) -> "FileStoreTable":
+        """This table seen with ``schema`` (a committed later schema, or per-job options on top)."""
+        return FileStoreTable(self.fileio, self.paths.root, self.identifier, schema)
+
     # -- metadata ----------------------------------------------------------------------------------
     @property
     def schema(self) -> TableSchema:

@@ -62,7 +62,7 @@ def test_the_code_keeps_the_import_contracts():
     ("lake_core/table.py", "import orchestration.assets"),
     ("lake_core/table.py", "from jobs import compact"),
     ("jobs/compact.py", "from orchestration.assets import x"),
-    ("jobs/compact.py", "from lake_core.bucket import assign_buckets"),
+    ("jobs/compact.py", "from lake_core.hashing import assign_buckets"),
     ("orchestration/assets.py", "import lake_core.catalog"),
 ])
 def test_the_contracts_catch_a_violation(tmp_path, offender, line):
@@ -70,9 +70,9 @@ def test_the_contracts_catch_a_violation(tmp_path, offender, line):
     for pkg in ("lake_core", "orchestration", "jobs"):
         (tmp_path / pkg).mkdir()
         (tmp_path / pkg / "__init__.py").write_text("")
-    for internal in ("bucket", "catalog", "errors"):
+    for internal in ("hashing", "catalog", "errors"):
         (tmp_path / "lake_core" / f"{internal}.py").write_text("x = 1\n")
-    (tmp_path / "lake_core" / "__init__.py").write_text("from .bucket import x\nfrom .catalog import x\n")
+    (tmp_path / "lake_core" / "__init__.py").write_text("from .hashing import x\nfrom .catalog import x\n")
     (tmp_path / "orchestration" / "assets.py").write_text("x = 1\n")
     (tmp_path / "jobs" / "compact.py").write_text("import lake_core\n")
     (tmp_path / offender).write_text(textwrap.dedent(f"""\
@@ -91,9 +91,9 @@ def test_the_public_api_passes(tmp_path):
     """The same tree importing only ``lake_core`` and ``lake_core.errors`` keeps every contract."""
     for pkg in ("lake_core", "orchestration", "jobs"):
         (tmp_path / pkg).mkdir()
-    for internal in ("bucket", "catalog", "errors"):
+    for internal in ("hashing", "catalog", "errors"):
         (tmp_path / "lake_core" / f"{internal}.py").write_text("x = 1\n")
-    (tmp_path / "lake_core" / "__init__.py").write_text("from .bucket import x\nfrom .catalog import x\n")
+    (tmp_path / "lake_core" / "__init__.py").write_text("from .hashing import x\nfrom .catalog import x\n")
     for pkg in ("orchestration", "jobs"):
         (tmp_path / pkg / "__init__.py").write_text("")
     (tmp_path / "orchestration" / "assets.py").write_text("import lake_core\nfrom lake_core.errors import x\n")

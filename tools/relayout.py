@@ -28,7 +28,7 @@ MOVES = {
     "lake_core.metadata": "lake_core.manifest.metadata",
     "lake_core.manifest_io": "lake_core.manifest.manifest_io",
     "lake_core.manifest_store": "lake_core.manifest.store",
-    "lake_core.manifest_merge": "lake_core.manifest.minor_compaction",
+    "lake_core.manifest_merge": "lake_core.manifest.merger",
     "lake_core.snapshot": "lake_core.snapshot.snapshot",
     "lake_core.snapshot_manager": "lake_core.snapshot.snapshot_manager",
     "lake_core.changelog_manager": "lake_core.snapshot.changelog_manager",
@@ -39,7 +39,7 @@ MOVES = {
     "lake_core.rowkind": "lake_core.kv.rowkind",
     "lake_core.bucket": "lake_core.bucket.assign",
     "lake_core.dynamic_bucket": "lake_core.bucket.dynamic",
-    "lake_core.cross_partition": "lake_core.bucket.cross_partition",
+    "lake_core.cross_partition": "lake_core.write.cross_partition",
     "lake_core.hash_index": "lake_core.bucket.hash_index",
     "lake_core.write": "lake_core.write.table_write",
     "lake_core.file_writer": "lake_core.write.file_writer",
@@ -49,6 +49,13 @@ MOVES = {
     "lake_core.commit": "lake_core.commit.file_store_commit",
     "lake_core.messages": "lake_core.commit.messages",
     "lake_core.compact": "lake_core.compaction.bucket_compact",
+    # second step: modules that moved again to break import cycles
+    "lake_core.bucket.cross_partition": "lake_core.write.cross_partition",
+    "lake_core.compaction.levels": "lake_core.lsm.levels",
+    "lake_core.maintenance.errors": "lake_core.errors",
+    "lake_core.manifest.minor_compaction": "lake_core.manifest.merger",
+    "lake_core.maintenance.result": "lake_core.result",
+    "lake_core.maintenance.checksum": "lake_core.format.checksum",
 }
 #: modules that stay where they were (base layer and the table/catalog tops)
 STAYS = {"lake_core.errors", "lake_core.options", "lake_core.paths", "lake_core.types", "lake_core.names",

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 from lake_core.errors import (CommitConflictError, CommitFailedError, CommitIdentityError, InvalidOptionError,
                      PartialCommitError, SequenceConflictError, StalePlanError)
 from lake_core.bucket.hash_index import HASH_INDEX
-from lake_core.manifest.minor_compaction import merge_manifests
+from lake_core.manifest.merger import merge_manifests
 from lake_core.deletion_vectors.index_file import DV_INDEX
 from lake_core.manifest.metadata import FileKind, IndexManifestEntry, ManifestEntry
 from lake_core.commit.messages import CommitMessage

@@ -1,6 +1,6 @@
 """LSM compaction as Paimon does it: levels, the universal picker, compaction units and the
 dedicated compaction job (``table.maintenance.compact``)."""
-from lake_core.compaction.levels import LevelSortedRun, Levels, SortedRun
+from lake_core.lsm.levels import LevelSortedRun, Levels, SortedRun
 from lake_core.compaction.picker import CompactUnit, UniversalConfig, pick_full, pick_universal
 from lake_core.compaction.plan import CompactionPlan, CompactionUnit, execute_unit, plan_compaction, run_unit
 from lake_core.compaction.job import abort_compaction, commit_compaction

@@ -47,7 +47,7 @@ def compact_bucket(table: "FileStoreTable", partition: bytes, bucket: int, total
     compaction whose dropped deletes are still needed by files that landed since."""
     from dataclasses import replace
 
-    from lake_core.compaction.levels import Levels, key_decoder
+    from lake_core.lsm.levels import Levels, key_decoder
     from lake_core.compaction.picker import CompactUnit, drop_delete
     from lake_core.compaction.rewrite import run_compact_unit
     inputs = tuple(files) + tuple(extra_new_files)

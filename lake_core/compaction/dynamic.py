@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Mapping
 
+from lake_core.definition import validate_table_definition
 from lake_core.errors import InvalidOptionError
+from lake_core.options import validate_table_options
 
 if TYPE_CHECKING:
     from lake_core.table import FileStoreTable
@@ -27,9 +29,6 @@ def with_planning_options(table: "FileStoreTable", options: Mapping[str, str] | 
     """``table`` seen with ``options`` on top of its own (the same table when there are none)."""
     if not options:
         return table
-    from lake_core.catalog import _validate_table_definition
-    from lake_core.options import validate_table_options
-    from lake_core.table import FileStoreTable
 
     opts = {str(k): str(v) for k, v in options.items()}
     bad = sorted(k for k in opts if k not in PLANNING_OPTIONS)
@@ -41,6 +40,6 @@ def with_planning_options(table: "FileStoreTable", options: Mapping[str, str] | 
     # above the top level
     merged.setdefault("num-levels", str(table.options.num_levels))
     schema = table.schema.with_options(merged)
-    _validate_table_definition(table.identifier, schema,
+    validate_table_definition(table.identifier, schema,
                                validate_table_options(merged, has_primary_key=bool(schema.primary_keys)))
-    return FileStoreTable(table.fileio, table.paths.root, table.identifier, schema)
+    return table.with_schema(schema)

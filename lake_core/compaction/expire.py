@@ -16,27 +16,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_core.format.binary_row import deserialize_row
-from lake_core.errors import InvalidOptionError
 from lake_core.manifest.metadata import DataFileMeta
 
 _MILLIS_FROM = 1_000_000_000_000  # Java: a BIGINT at or above this is epoch millis
-
-
-def validate_expiry_options(identifier: str, schema) -> None:
-    """Both options or none, and an expire time of at least a second."""
-    opts = schema.options
-    expire, field = opts.get("record-level.expire-time"), opts.get("record-level.time-field")
-    if expire is None and field is None:
-        return
-    if expire is None or field is None:
-        have, need = ("record-level.expire-time", "record-level.time-field") if expire is not None else \
-            ("record-level.time-field", "record-level.expire-time")
-        raise InvalidOptionError(f"table {identifier}: option '{have}' needs '{need}' as well")
-    from lake_core.options import parse_duration_ms
-    if parse_duration_ms("record-level.expire-time", expire) < 1000:
-        raise InvalidOptionError(f"table {identifier}: option 'record-level.expire-time' = {expire!r} must be at "
-                                 "least one second")
-    # the column itself (exists, INT/BIGINT/TIMESTAMP) is checked with the other column options
 
 
 def _to_seconds(value) -> int | None:

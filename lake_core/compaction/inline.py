@@ -22,7 +22,7 @@ from lake_core.commit.messages import CommitMessage
 from lake_core.manifest.metadata import DataFileMeta
 from lake_core.paths import FileNamer, data_file_in
 from lake_core.compaction.expire import RecordExpiry
-from lake_core.compaction.levels import Levels, key_decoder
+from lake_core.lsm.levels import Levels, key_decoder
 from lake_core.compaction.picker import Pick, UniversalConfig, drop_delete, force_pick_level0, pick_full, pick_universal, worth_running
 from lake_core.compaction.plan import outside_unit
 from lake_core.compaction.rewrite import partition_path, run_compact_unit

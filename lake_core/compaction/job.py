@@ -99,7 +99,7 @@ def _elapsed(plan: CompactionPlan) -> float:
 
 
 def _check_arguments(table: "FileStoreTable", *, parallelism, **flags) -> None:
-    from lake_core.maintenance.errors import MaintenanceArgumentError
+    from lake_core.errors import MaintenanceArgumentError
     for name, v in flags.items():  # a truthy string would silently switch on a full rewrite
         if not isinstance(v, bool):
             raise MaintenanceArgumentError(f"{name} = {v!r} for compact of {table.identifier} must be True or False")

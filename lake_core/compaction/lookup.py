@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.manifest.metadata import DataFileMeta
 from lake_core.compaction.kv_read import CHUNK_ROWS, POSITION, iter_kv_file, kv_schema
-from lake_core.compaction.levels import key_decoder, level0_order
+from lake_core.lsm.levels import key_decoder, level0_order
 
 if TYPE_CHECKING:
     from lake_core.deletion_vectors.vector import DeletionVector

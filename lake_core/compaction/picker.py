@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from lake_core.manifest.metadata import DataFileMeta
-from lake_core.compaction.levels import LevelSortedRun, Levels
+from lake_core.lsm.levels import LevelSortedRun, Levels
 
 
 @dataclass(frozen=True)

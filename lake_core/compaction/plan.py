@@ -16,7 +16,7 @@ from lake_core.deletion_vectors.maintainer import BucketDeletionVectors, bucket_
 from lake_core.paths import FileNamer
 from lake_core.compaction.dynamic import with_planning_options
 from lake_core.compaction.expire import RecordExpiry
-from lake_core.compaction.levels import Levels, key_decoder
+from lake_core.lsm.levels import Levels, key_decoder
 from lake_core.compaction.picker import CompactUnit, Pick, UniversalConfig, drop_delete, force_pick_level0, pick_full, \
     pick_universal, worth_running
 from lake_core.compaction.rewrite import UnitOutcome, run_compact_unit

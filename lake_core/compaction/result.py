@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from lake_core.maintenance.result import OperationResult
+from lake_core.result import OperationResult
 
 
 @dataclass(frozen=True, kw_only=True)

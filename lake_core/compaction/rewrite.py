@@ -12,14 +12,14 @@ import pyarrow as pa
 
 from lake_core.kv import rowkind
 from lake_core.write.file_writer import DataFileWriter
-from lake_core.kv.system_fields import KIND, SEQ
+from lake_core.kv.system_fields import KIND
 from lake_core.commit.messages import CommitMessage
 from lake_core.manifest.metadata import DataFileMeta, FileSource
 from lake_core.paths import FileNamer, data_file_in, partition_dir
 from lake_core.compaction.dv import DvCompaction, unit_vectors
 from lake_core.compaction.expire import RecordExpiry
 from lake_core.compaction.kv_read import CHUNK_ROWS, iter_kv_file, kv_schema  # noqa: F401 - re-exported
-from lake_core.compaction.levels import key_decoder
+from lake_core.lsm.levels import key_decoder
 from lake_core.compaction.stream import merge_sorted_runs
 from lake_core.compaction.picker import CompactUnit
 from lake_core.compaction.task import Rewrite, unit_actions

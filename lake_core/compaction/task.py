@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from lake_core.manifest.metadata import DataFileMeta
-from lake_core.compaction.levels import KeyOf, interval_partition
+from lake_core.lsm.levels import KeyOf, interval_partition
 from lake_core.compaction.picker import CompactUnit
 
 

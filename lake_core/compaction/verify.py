@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from lake_core.maintenance.checksum import table_checksum
+from lake_core.format.checksum import table_checksum
 from lake_core.compaction.expire import RecordExpiry
 
 if TYPE_CHECKING:

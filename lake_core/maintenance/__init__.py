@@ -5,6 +5,6 @@ first, can be shown as a dry run, then executes and returns a frozen result whos
 is what the Dagster service records.
 """
 from lake_core.maintenance.namespace import TableMaintenance
-from lake_core.maintenance.result import OperationResult
+from lake_core.result import OperationResult
 
 __all__ = ["TableMaintenance", "OperationResult"]

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Iterator
 from lake_core.errors import SnapshotNotFoundError
 from lake_core.names import validate_consumer_id
 from lake_core.options import parse_duration_ms
-from lake_core.maintenance.errors import LeaseError, MaintenanceArgumentError
+from lake_core.errors import LeaseError, MaintenanceArgumentError
 
 if TYPE_CHECKING:
     from lake_core.snapshot.snapshot import Snapshot
@@ -78,7 +78,7 @@ class ConsumerManager:
                 continue  # removed while listing
             except (ValueError, KeyError, TypeError) as e:
                 if strict:
-                    from lake_core.maintenance.errors import MaintenanceAbortedError
+                    from lake_core.errors import MaintenanceAbortedError
                     raise MaintenanceAbortedError(
                         f"consumer file {full} of table {self.table.identifier} is unreadable ({e}); "
                         "fix or delete it before expiring snapshots") from None

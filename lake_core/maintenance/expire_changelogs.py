@@ -32,12 +32,12 @@ from typing import TYPE_CHECKING
 from lake_core.errors import SnapshotNotFoundError
 from lake_core.snapshot.snapshot import Snapshot
 from lake_core.maintenance.consumers import ConsumerManager
-from lake_core.maintenance.errors import MaintenanceAbortedError, MaintenanceArgumentError
+from lake_core.errors import MaintenanceAbortedError, MaintenanceArgumentError
 from lake_core.maintenance.expiry_lock import expiry_lock
 from lake_core.maintenance.expire_snapshots import ExpireConfig, changelog_config, delete_planned, resolve_config
 from lake_core.maintenance.references import (PlannedFile, added_files, deleted_in_delta, existing_list, manifest_skipping_set,
                          now_ms, tagged_snapshots, unheld_data_files, unused_lists)
-from lake_core.maintenance.result import OperationResult
+from lake_core.result import OperationResult
 
 if TYPE_CHECKING:
     from lake_core.table import FileStoreTable

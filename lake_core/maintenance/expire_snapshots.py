@@ -33,12 +33,12 @@ from lake_core.manifest.metadata import FileSource
 from lake_core.options import parse_duration_ms
 from lake_core.snapshot.snapshot import Snapshot
 from lake_core.maintenance.consumers import ConsumerManager
-from lake_core.maintenance.errors import MaintenanceAbortedError, MaintenanceArgumentError
+from lake_core.errors import MaintenanceAbortedError, MaintenanceArgumentError
 from lake_core.maintenance.expiry_lock import expiry_lock
 from lake_core.maintenance.references import (PlannedFile, added_files, data_file_paths, deleted_in_delta, index_path,
                          manifest_skipping_set, now_ms, tagged_snapshots, try_index_entries, unheld_data_files,
                          unused_lists)
-from lake_core.maintenance.result import OperationResult
+from lake_core.result import OperationResult
 
 if TYPE_CHECKING:
     from lake_core.table import FileStoreTable

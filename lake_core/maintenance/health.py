@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from lake_core.compaction.expire import RecordExpiry
 from lake_core.compaction.plan import level_counts, ttl_lag_s
 from lake_core.options import parse_duration_ms
-from lake_core.maintenance.errors import MaintenanceArgumentError
+from lake_core.errors import MaintenanceArgumentError
 
 if TYPE_CHECKING:
     from lake_core.manifest.metadata import DataFileMeta

@@ -18,44 +18,15 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
-from lake_core.manifest.metadata import FileKind, ManifestFileMeta, merge_entries
-from lake_core.options import CoreOptions, parse_memory_size
+from lake_core.manifest.merger import try_full_compaction
+from lake_core.manifest.metadata import ManifestFileMeta
 from lake_core.paths import FileNamer
 from lake_core.snapshot.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
-from lake_core.maintenance.errors import MaintenanceAbortedError, MaintenanceArgumentError
-from lake_core.maintenance.result import OperationResult
+from lake_core.errors import MaintenanceAbortedError, MaintenanceArgumentError
+from lake_core.result import OperationResult
 
 if TYPE_CHECKING:
-    from lake_core.manifest.store import ManifestStore
     from lake_core.table import FileStoreTable
-
-
-def try_full_compaction(store: "ManifestStore", metas: Sequence[ManifestFileMeta], options: CoreOptions,
-                        schema_id: int, namer: FileNamer, *, force: bool = False
-                        ) -> tuple[list[ManifestFileMeta], list[ManifestFileMeta]] | None:
-    """(new base list, manifests written), or None when not triggered / nothing to fold."""
-    target = parse_memory_size("manifest.target-file-size", options.get("manifest.target-file-size"))
-    threshold = parse_memory_size("manifest.full-compaction-threshold-size",
-                                  options.get("manifest.full-compaction-threshold-size"))
-    must = [m for m in metas if m.num_deleted_files > 0 or m.file_size < target]
-    if not force and sum(m.file_size for m in must) < threshold:
-        return None
-    if len(must) <= 1 and not any(m.num_deleted_files for m in must):
-        return None  # already compact
-    must_names = {m.file_name for m in must}
-    deleted = {e.identifier() for m in metas if m.num_deleted_files > 0
-               for e in store.read_manifest(m.file_name) if e.kind == FileKind.DELETE}
-    keep, rewrite = [], []
-    for m in metas:
-        if m.file_name in must_names or (deleted and any(
-                e.identifier() in deleted for e in store.read_manifest(m.file_name))):
-            rewrite.append(m)
-        else:
-            keep.append(m)
-    # Deletes whose file is in no manifest any more are dropped, as Java does.
-    adds = [e for e in merge_entries(store.read_entries(rewrite)) if e.kind == FileKind.ADD]
-    written = store.write_manifests(adds, schema_id, namer) if adds else []
-    return keep + written, written
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,7 +47,7 @@ def _fold(table: "FileStoreTable", metas: Sequence[ManifestFileMeta], namer: Fil
     store = table.manifest_store
     if mode == "full":
         return try_full_compaction(store, metas, table.options, table.schema.id, namer, force=True)
-    from lake_core.manifest.minor_compaction import merge_manifests
+    from lake_core.manifest.merger import merge_manifests
     new_metas, written = merge_manifests(store, metas, table.options, table.schema.id, namer)
     if len(new_metas) < len(metas):
         return new_metas, written

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING
 from lake_core.errors import LakeError, SnapshotNotFoundError
 from lake_core.io.fileio import FileIOError
 from lake_core.snapshot.snapshot import Snapshot
-from lake_core.maintenance.errors import MaintenanceAbortedError, MaintenanceArgumentError
+from lake_core.errors import MaintenanceAbortedError, MaintenanceArgumentError
 from lake_core.maintenance.references import PlannedFile, ReferencedNames, long_lived_changelogs, now_ms, tagged_snapshots
-from lake_core.maintenance.result import OperationResult
+from lake_core.result import OperationResult
 
 if TYPE_CHECKING:
     from lake_core.table import FileStoreTable

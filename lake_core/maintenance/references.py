@@ -15,7 +15,7 @@ from lake_core.bucket.hash_index import index_file_path
 from lake_core.manifest.metadata import DataFileMeta, FileKind, IndexManifestEntry, ManifestEntry
 from lake_core.paths import partition_dir
 from lake_core.snapshot.snapshot import Snapshot
-from lake_core.maintenance.errors import MaintenanceAbortedError
+from lake_core.errors import MaintenanceAbortedError
 
 if TYPE_CHECKING:
     from lake_core.table import FileStoreTable

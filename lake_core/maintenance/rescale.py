@@ -41,8 +41,10 @@ from lake_core.manifest.metadata import DataFileMeta, FileKind, ManifestEntry
 from lake_core.paths import FileNamer, partition_dir
 from lake_core.read.split_read import SplitRead
 from lake_core.read.scan import TableScan
-from lake_core.maintenance.checksum import Checksum, table_checksum
-from lake_core.maintenance.result import OperationResult
+from lake_core.definition import commit_schema_changes
+from lake_core.format.checksum import Checksum, table_checksum
+from lake_core.schema.change import SchemaChange
+from lake_core.result import OperationResult
 
 if TYPE_CHECKING:
     from lake_core.table import FileStoreTable
@@ -438,11 +440,9 @@ def set_bucket_option(table: "FileStoreTable", bucket: int) -> "FileStoreTable":
     """The table with its ``bucket`` option set to ``bucket`` (a schema change when it differs)."""
     if table.options.bucket == bucket:
         return table
-    from lake_core.schema.change import SchemaChange, commit_schema_changes
-    from lake_core.table import FileStoreTable
     schema = commit_schema_changes(table, [SchemaChange.set_option("bucket", str(bucket))])
     log.info("rescale %s: option 'bucket' set to %d (schema %d)", table.identifier, bucket, schema.id)
-    return FileStoreTable(table.fileio, table.paths.root, table.identifier, schema)
+    return table.with_schema(schema)
 
 
 def rescale(table: "FileStoreTable", *, bucket: int, partitions: Sequence[Mapping[str, Any]] | None = None,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Mapping
 from lake_core.errors import SnapshotNotFoundError
 from lake_core.read.split_read import SplitRead
 from lake_core.read.scan import TableScan
-from lake_core.maintenance.checksum import Checksum, table_checksum
+from lake_core.format.checksum import Checksum, table_checksum
 from lake_core.maintenance.rescale import _named, _partition_entries, _spec_text
 
 if TYPE_CHECKING:

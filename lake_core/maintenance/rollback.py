@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 
 from lake_core.errors import SnapshotNotFoundError
 from lake_core.names import validate_tag_name
-from lake_core.maintenance.errors import MaintenanceAbortedError, MaintenanceArgumentError
+from lake_core.errors import MaintenanceAbortedError, MaintenanceArgumentError
 from lake_core.maintenance.references import ReferencedNames, long_lived_changelogs, tagged_snapshots
-from lake_core.maintenance.result import OperationResult
+from lake_core.result import OperationResult
 
 if TYPE_CHECKING:
     from lake_core.snapshot.snapshot import Snapshot

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 from lake_core.errors import LakeError
 from lake_core.names import validate_tag_name
-from lake_core.maintenance.errors import MaintenanceArgumentError
-from lake_core.maintenance.result import OperationResult
+from lake_core.errors import MaintenanceArgumentError
+from lake_core.result import OperationResult
 from lake_core.maintenance.tags import _auto_tags as tags_of_format
 
 if TYPE_CHECKING:

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 from lake_core.errors import LakeError, TagNotFoundError
 from lake_core.options import parse_duration_ms
 from lake_core.snapshot.snapshot import Snapshot
-from lake_core.maintenance.errors import MaintenanceArgumentError
-from lake_core.maintenance.result import OperationResult
+from lake_core.errors import MaintenanceArgumentError
+from lake_core.result import OperationResult
 
 if TYPE_CHECKING:
     from lake_core.table import FileStoreTable

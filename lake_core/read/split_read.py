@@ -111,7 +111,7 @@ class SplitRead:
         """Deletion vectors: each file read raw with its vector applied, no merge (Java's raw read
         of DV tables). None when the bucket must still be merged: no vectors yet and levels that
         overlap, i.e. a merge-on-read table whose option was switched on before a full compaction."""
-        from lake_core.compaction.levels import Levels, key_decoder
+        from lake_core.lsm.levels import Levels, key_decoder
         from lake_core.deletion_vectors.maintainer import load_vectors, needs_full_for_dv
         vectors = load_vectors(self.table, split.dv_index)
         if not vectors and len(split.files) > 1 and needs_full_for_dv(

@@ -29,7 +29,7 @@ from typing import Optional, Sequence, Union
 
 import pyarrow as pa
 
-from lake_core.errors import InvalidOptionError, LakeError, SchemaError, UnsupportedOptionError
+from lake_core.errors import InvalidOptionError, SchemaError, UnsupportedOptionError
 from lake_core.schema.table_schema import TableSchema
 from lake_core.types import DataField, assign_nested_ids, from_paimon_type, is_nested, max_nested_id, to_paimon_type
 
@@ -481,40 +481,3 @@ def apply_schema_changes(old: TableSchema, changes: Sequence[SchemaChange], *, i
 # ------------------------------------------------------------------------------------------------
 # Committing: schema-(N+1), created exclusively
 # ------------------------------------------------------------------------------------------------
-
-_MAX_ATTEMPTS = 20
-
-
-def commit_schema_changes(table, changes: Sequence[SchemaChange]) -> TableSchema:
-    """Apply ``changes`` to the latest schema of ``table`` and create the next ``schema-N``
-    exclusively (Java ``SchemaManager.commitChanges``). If another alter creates that file first,
-    the changes are applied again on top of it (and refused if they no longer fit, e.g. the column
-    is gone): two alters never overwrite each other. Returns the new schema."""
-    from lake_core.catalog import _validate_table_definition
-    from lake_core.options import validate_table_options
-    from lake_core.table import FileStoreTable
-
-    identifier = table.identifier
-    manager = table.schema_manager
-    for _ in range(_MAX_ATTEMPTS):
-        old = manager.latest()
-        if old is None:
-            from lake_core.errors import TableNotFoundError
-            raise TableNotFoundError(f"table {identifier} does not exist")
-        has_snapshots = table.snapshot_manager.latest_id() is not None
-        new = apply_schema_changes(old, changes, identifier=identifier, has_snapshots=has_snapshots)
-        # Validate the result exactly like a new table definition.
-        try:
-            core = validate_table_options(new.options, has_primary_key=bool(new.primary_keys))
-            new.bucket_keys()
-            _validate_table_definition(identifier, new, core)
-            FileStoreTable(table.fileio, table.paths.root, identifier, new).merge_engine()
-        except LakeError as e:
-            if identifier in str(e):
-                raise
-            raise type(e)(f"cannot alter table {identifier}: {e}") from e
-        if manager.try_commit(new):
-            return new
-    from lake_core.errors import CommitFailedError
-    raise CommitFailedError(f"alter_table of {identifier} lost the race for the next schema file "
-                            f"{_MAX_ATTEMPTS} times to concurrent alters; nothing was changed — retry")

@@ -21,7 +21,6 @@ from lake_core.format.stats import parse_stats_mode, table_stats
 if TYPE_CHECKING:
     from lake_core.table import FileStoreTable
 
-from lake_core.kv.system_fields import KEY_FIELD_PREFIX as KEY_PREFIX  # noqa: E402
 EMPTY_STATS = SimpleStats(EMPTY_ROW, EMPTY_ROW, ())
 
 

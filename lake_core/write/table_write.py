@@ -268,7 +268,7 @@ class TableWrite:
 
     def _cross_assigner(self):
         if self._cross is None:
-            from lake_core.bucket.cross_partition import CrossPartitionAssigner
+            from lake_core.write.cross_partition import CrossPartitionAssigner
             skip = None
             if self.static_partition is not None:  # overwritten partitions lose their keys
                 spec = self.static_partition

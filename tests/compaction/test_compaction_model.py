@@ -7,7 +7,7 @@ import pyarrow as pa
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from lake_core import Catalog
-from lake_core.compaction.levels import Levels, key_decoder
+from lake_core.lsm.levels import Levels, key_decoder
 
 from merge.model import Model, Spec, strip
 

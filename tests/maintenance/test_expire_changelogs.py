@@ -9,7 +9,7 @@ import pytest
 
 from lake_core.snapshot.changelog_manager import ChangelogNotFoundError, changelog_manifest_list
 from lake_core.errors import InvalidOptionError, LakeError
-from lake_core.maintenance.errors import MaintenanceArgumentError
+from lake_core.errors import MaintenanceArgumentError
 from lake_core.maintenance.references import data_file_paths
 
 from .helpers import Workload, listing, make_table, state

@@ -10,7 +10,7 @@ import pytest
 from lake_core import Catalog
 from lake_core.errors import InvalidOptionError, LakeError, SnapshotNotFoundError, UnsupportedOptionError
 from lake_core.maintenance import expire_snapshots as expire_mod
-from lake_core.maintenance.errors import LeaseError, MaintenanceArgumentError
+from lake_core.errors import LeaseError, MaintenanceArgumentError
 
 from .helpers import SCHEMA, Workload, listing, make_table, referenced_files, state
 

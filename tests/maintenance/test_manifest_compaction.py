@@ -5,7 +5,7 @@ import datetime as dt
 
 import pytest
 
-from lake_core.maintenance.errors import MaintenanceArgumentError
+from lake_core.errors import MaintenanceArgumentError
 from lake_core.manifest.metadata import FileKind
 
 from .helpers import Workload, listing, make_table, state

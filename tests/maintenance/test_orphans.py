@@ -8,7 +8,7 @@ import time
 import pytest
 
 from lake_core.maintenance import expire_snapshots as expire_mod
-from lake_core.maintenance.errors import MaintenanceAbortedError, MaintenanceArgumentError
+from lake_core.errors import MaintenanceAbortedError, MaintenanceArgumentError
 
 from .helpers import Workload, listing, make_table, referenced_files, state
 

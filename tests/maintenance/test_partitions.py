@@ -8,7 +8,7 @@ import pytest
 
 from lake_core import Catalog
 from lake_core.errors import LakeError
-from lake_core.maintenance.errors import MaintenanceArgumentError
+from lake_core.errors import MaintenanceArgumentError
 
 from .helpers import listing
 

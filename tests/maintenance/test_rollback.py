@@ -6,7 +6,7 @@ import datetime as dt
 import pytest
 
 from lake_core.errors import LakeError, SnapshotNotFoundError, TagNotFoundError
-from lake_core.maintenance.errors import MaintenanceArgumentError
+from lake_core.errors import MaintenanceArgumentError
 
 from .helpers import Workload, listing, make_table, referenced_files, state
 

@@ -5,7 +5,7 @@ import datetime as dt
 
 import pytest
 
-from lake_core.maintenance.errors import MaintenanceArgumentError
+from lake_core.errors import MaintenanceArgumentError
 
 from .helpers import Workload, make_table, state
 

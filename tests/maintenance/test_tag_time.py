@@ -8,7 +8,7 @@ import time
 import pytest
 
 from lake_core.errors import InvalidOptionError
-from lake_core.maintenance.errors import MaintenanceArgumentError
+from lake_core.errors import MaintenanceArgumentError
 from lake_core.maintenance.tag_time import expire_tags, tag_times
 
 from .helpers import Workload, listing, make_table, state

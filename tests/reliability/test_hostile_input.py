@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 from lake_core import Catalog, errors
-from lake_core.maintenance.errors import LeaseError, MaintenanceAbortedError, MaintenanceArgumentError
+from lake_core.errors import LeaseError, MaintenanceAbortedError, MaintenanceArgumentError
 
 from .harness import IDENT, NEW, OLD, SCHEMA, content, default_setup, rows
 

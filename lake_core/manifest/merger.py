@@ -1,4 +1,5 @@
-"""Minor manifest compaction run inside every commit (Java ``ManifestFileMerger.tryMinorCompaction``).
+"""Manifest compaction run inside every commit (Java ``ManifestFileMerger``: ``tryMinorCompaction``
+and ``tryFullCompaction``).
 
 Without it every commit adds one manifest to the base list and scan planning slows down without
 bound. Full compaction (Java's ``tryFullCompaction``) runs first once its size trigger is reached.
@@ -7,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
 
-from lake_core.manifest.metadata import ManifestFileMeta, merge_entries
+from lake_core.manifest.metadata import FileKind, ManifestFileMeta, merge_entries
 from lake_core.options import CoreOptions, parse_memory_size
 from lake_core.paths import FileNamer
 
@@ -19,7 +20,6 @@ def merge_manifests(store: "ManifestStore", metas: Sequence[ManifestFileMeta], o
                     schema_id: int, namer: FileNamer) -> tuple[list[ManifestFileMeta], list[ManifestFileMeta]]:
     """Returns (new base list, manifests newly written). Groups consecutive manifests until their
     size reaches the target; a trailing group is merged only if it has >= merge-min-count files."""
-    from lake_core.maintenance.manifest_compaction import try_full_compaction
     full = try_full_compaction(store, metas, options, schema_id, namer)  # manifest.full-compaction-threshold-size
     if full is not None:
         return full
@@ -54,3 +54,31 @@ def merge_manifests(store: "ManifestStore", metas: Sequence[ManifestFileMeta], o
         else:
             result.extend(group)
     return result, written
+
+
+def try_full_compaction(store: "ManifestStore", metas: Sequence[ManifestFileMeta], options: CoreOptions,
+                        schema_id: int, namer: FileNamer, *, force: bool = False
+                        ) -> tuple[list[ManifestFileMeta], list[ManifestFileMeta]] | None:
+    """(new base list, manifests written), or None when not triggered / nothing to fold."""
+    target = parse_memory_size("manifest.target-file-size", options.get("manifest.target-file-size"))
+    threshold = parse_memory_size("manifest.full-compaction-threshold-size",
+                                  options.get("manifest.full-compaction-threshold-size"))
+    must = [m for m in metas if m.num_deleted_files > 0 or m.file_size < target]
+    if not force and sum(m.file_size for m in must) < threshold:
+        return None
+    if len(must) <= 1 and not any(m.num_deleted_files for m in must):
+        return None  # already compact
+    must_names = {m.file_name for m in must}
+    deleted = {e.identifier() for m in metas if m.num_deleted_files > 0
+               for e in store.read_manifest(m.file_name) if e.kind == FileKind.DELETE}
+    keep, rewrite = [], []
+    for m in metas:
+        if m.file_name in must_names or (deleted and any(
+                e.identifier() in deleted for e in store.read_manifest(m.file_name))):
+            rewrite.append(m)
+        else:
+            keep.append(m)
+    # Deletes whose file is in no manifest any more are dropped, as Java does.
+    adds = [e for e in merge_entries(store.read_entries(rewrite)) if e.kind == FileKind.ADD]
+    written = store.write_manifests(adds, schema_id, namer) if adds else []
+    return keep + written, written
