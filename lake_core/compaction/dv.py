@@ -35,7 +35,7 @@ class DvCompaction:
             return rows
         # deduplicate by arrival order: the newer rows win whatever the old one held, so only its
         # position is needed, and a keys-only read is enough
-        positions_only = self.table.options.merge_engine == "deduplicate" and not self.table.options.sequence_fields
+        positions_only = not self.table.merge_engine().lookup_needs_old_value
         found = lookup_latest(self.table, bucket_dir=self.bucket_dir, files=self.outside, keys=rows,
                               deletion_vectors=self.vectors.vectors, with_rows=not positions_only)
         if found.num_rows == 0:

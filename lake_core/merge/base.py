@@ -45,8 +45,23 @@ class MergeEngine(ABC):
     """One engine instance per table; stateless between calls."""
 
     name: str = ""
-    #: first-row and similar engines require level-0 files to be compacted before they are visible.
+    # Capabilities: scan, read, write and compaction ask the engine these instead of comparing names.
+    #: Batch reads skip level 0 (first-row), so writers compact it up at once (ForceUpLevel0).
     hides_level0: bool = False
+    #: The merged row of a key is one of its stored rows, unchanged (deduplicate, first-row): value
+    #: statistics of the files can prune a whole bucket, and a read needs only the projected columns.
+    merged_row_is_stored: bool = False
+    #: One sorted run already holds each key once, merged: reading it alone only drops retractions.
+    run_is_merged: bool = False
+    #: Cross-partition upsert, a key arriving in a new partition: 'delete-old' moves it, 'use-old'
+    #: merges into the old row and moves it, 'skip-new' keeps the old one (Java ``ExistingProcessor``).
+    on_partition_change: str = "use-old"
+
+    @property
+    def lookup_needs_old_value(self) -> bool:
+        """Whether merging a key with its looked-up older row needs that row's values, not just its
+        position (not when the newest row wins whatever the old one held)."""
+        return True
 
     def __init__(self, ctx: MergeContext):
         self.ctx = ctx

@@ -24,6 +24,8 @@ REJECT_HELP = ("By default, the first-row merge engine cannot accept DELETE/UPDA
 class FirstRowEngine(MergeEngine):
     name = "first-row"
     hides_level0 = True
+    merged_row_is_stored = True
+    on_partition_change = "skip-new"
 
     def validate(self) -> None:
         opts = self.ctx.options

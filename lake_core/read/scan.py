@@ -89,7 +89,7 @@ class TableScan:
         (deduplicate/first-row), so no file matching means no merged row can match."""
         if not self.is_pk or self.predicate is None:
             return True
-        if self.table.options.merge_engine not in ("deduplicate", "first-row"):
+        if not self.table.merge_engine().merged_row_is_stored:
             return True
         return any(self.predicate.may_match(self._value_stats(f), f.row_count) for f in files)
 

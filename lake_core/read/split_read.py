@@ -43,7 +43,7 @@ class SplitRead:
         self.engine = table.merge_engine() if self.is_pk else None
         needed = set(self.projection) | (predicate.fields() if predicate else set())
         if self.is_pk:
-            if table.options.merge_engine in ("deduplicate", "first-row"):
+            if self.engine.merged_row_is_stored:
                 needed |= set(self.key_names) | set(table.options.sequence_fields)
             else:
                 needed = set(names)  # partial-update/aggregation combine every value column
@@ -97,7 +97,7 @@ class SplitRead:
                     continue
                 rows = [self._read_file(split, f, True) for f in section]
                 rows = pa.concat_tables(rows) if len(rows) > 1 else rows[0]
-                if len(section) == 1 and self.engine.name == "deduplicate":
+                if len(section) == 1 and self.engine.run_is_merged:
                     merged = drop_retracts(rows)  # one file already holds each key once
                 else:
                     merged = self.engine.merge(rows, drop_deletes=True)

@@ -59,14 +59,6 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 DEDUPLICATE, USE_OLD, SKIP_NEW = "delete-old", "use-old", "skip-new"
 
 
-def existing_processor(merge_engine: str) -> str:
-    if merge_engine == "deduplicate":
-        return DEDUPLICATE
-    if merge_engine in ("partial-update", "aggregation"):
-        return USE_OLD
-    if merge_engine == "first-row":
-        return SKIP_NEW
-    raise ValueError(merge_engine)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -376,7 +368,7 @@ class CrossPartitionAssigner:
         self.base = base
         schema = table.schema
         self.opts = DynamicBucketOptions.of(table.options)
-        self.processor = existing_processor(table.options.merge_engine)
+        self.processor = table.merge_engine().on_partition_change
         self.key_names = list(schema.trimmed_primary_keys)
         self.key_types = [schema.field(k).type for k in self.key_names]
         self.partition_names = list(schema.partition_keys)
