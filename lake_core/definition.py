@@ -8,8 +8,11 @@ import pyarrow as pa
 
 from lake_core.bucket.dynamic import DynamicBucketOptions
 from lake_core.errors import CommitFailedError, InvalidOptionError, LakeError, SchemaError, TableNotFoundError
+from lake_core.format.data_file import _codec
+from lake_core.format.stats import parse_stats_mode
+from lake_core.manifest.manifest_io import _CODEC_ALIASES
 from lake_core.merge import create_merge_engine
-from lake_core.options import CoreOptions, parse_duration_ms, validate_table_options
+from lake_core.options import CoreOptions, _check_choice, parse_duration_ms, validate_table_options
 from lake_core.schema.change import SchemaChange, apply_schema_changes
 from lake_core.schema.table_schema import TableSchema
 
@@ -79,7 +82,19 @@ def validate_table_definition(identifier: str, schema: TableSchema, core: CoreOp
         if not pa.types.is_string(schema.field(rk).type) and not pa.types.is_large_string(schema.field(rk).type):
             raise InvalidOptionError(f"option 'rowkind.field' column '{rk}' of {identifier} must be a STRING column")
     _validate_column_options(identifier, schema, core)
+    _check_codecs(core)
     create_merge_engine(schema, core)  # engine checks: aggregate types, sequence groups, ...
+
+
+def _check_codecs(opts: CoreOptions) -> None:
+    """Compression and stats modes are checked by the modules that use them."""
+    _codec(opts.file_format, opts.file_compression, opts.raw)
+    mc = str(opts.get("manifest.compression") or "").lower()
+    _check_choice("manifest.compression", mc, sorted(_CODEC_ALIASES), ignore_case=True)
+    parse_stats_mode(opts.stats_mode)
+    for key, value in opts.raw.items():
+        if key.startswith("fields.") and key.endswith(".stats-mode"):
+            parse_stats_mode(value, key)
 
 
 def _validate_column_options(identifier: str, schema: TableSchema, core) -> None:

@@ -545,7 +545,6 @@ def validate_table_options(options: Mapping[str, str], *, has_primary_key: bool)
             f"option 'commit.min-retry-wait' = {opts.get('commit.min-retry-wait')!r} is longer than "
             f"'commit.max-retry-wait' = {opts.get('commit.max-retry-wait')!r}")
     _check_names_and_texts(options)
-    _check_codecs(opts)
     _validate_expire_options(options)
     if not has_primary_key:
         for key in ("merge-engine", "sequence.field", "changelog-producer"):
@@ -575,17 +574,3 @@ def _validate_expire_options(options: Mapping[str, str]) -> None:
         raise InvalidOptionError(
             f"option 'snapshot.expire.execution-mode' = {options['snapshot.expire.execution-mode']!r} is "
             "invalid; choose 'sync' (or 'async', which lake_core does not support)")
-
-
-def _check_codecs(opts: CoreOptions) -> None:
-    """Compression and stats modes are checked by the modules that use them, at create time."""
-    from lake_core.format.data_file import _codec
-    from lake_core.manifest.manifest_io import _CODEC_ALIASES
-    from lake_core.format.stats import parse_stats_mode
-    _codec(opts.file_format, opts.file_compression, opts.raw)
-    mc = str(opts.get("manifest.compression") or "").lower()
-    _check_choice("manifest.compression", mc, sorted(_CODEC_ALIASES), ignore_case=True)
-    parse_stats_mode(opts.stats_mode)
-    for key, value in opts.raw.items():
-        if key.startswith("fields.") and key.endswith(".stats-mode"):
-            parse_stats_mode(value, key)

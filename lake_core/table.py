@@ -8,10 +8,13 @@ from typing import Any, Sequence
 import pyarrow as pa
 
 from lake_core.commit.file_store_commit import BATCH_IDENTIFIER, FileStoreCommit
+from lake_core.compaction.bucket_compact import recompact_buckets
+from lake_core.compaction.inline import compact_written_bucket
 from lake_core.errors import InvalidOptionError, SnapshotNotFoundError, TagNotFoundError
 from lake_core.io.fileio import FileIO
 from lake_core.format.integrity import read_metadata
 from lake_core.maintenance import TableMaintenance
+from lake_core.maintenance.post_commit import after_commit
 from lake_core.manifest.store import ManifestStore
 from lake_core.commit.messages import CommitMessage
 from lake_core.names import validate_tag_name
@@ -50,6 +53,21 @@ class FileStoreTable:
     def with_schema(self, schema: TableSchema) -> "FileStoreTable":
         """This table seen with ``schema`` (a committed later schema, or per-job options on top)."""
         return FileStoreTable(self.fileio, self.paths.root, self.identifier, schema)
+
+    # -- what commit and write call back: they sit below compaction and maintenance, so the table
+    #    hands them these (as Java's table gives its TableCommitImpl the expire maintainers) -------
+    def after_commit(self) -> None:
+        """Expiry and tags after a successful commit, unless ``write-only`` (Java ``TableCommitImpl``)."""
+        after_commit(self)
+
+    def compact_written_bucket(self, partition: bytes, bucket: int, total_buckets: int, live, new_files,
+                               namer) -> CommitMessage | None:
+        """A writer's inline compaction of one bucket after it wrote ``new_files``."""
+        return compact_written_bucket(self, partition, bucket, total_buckets, live, new_files, namer)
+
+    def recompact_buckets(self, snapshot: Snapshot, buckets) -> list[CommitMessage]:
+        """Full compactions of ``buckets`` at ``snapshot`` (a first-row commit whose compaction lost)."""
+        return recompact_buckets(self, snapshot, buckets)
 
     # -- metadata ----------------------------------------------------------------------------------
     @property

@@ -1,4 +1,5 @@
-"""The import direction between the three packages, enforced by import-linter.
+"""The import direction between the three packages and between lake_core's stages, enforced by
+import-linter and the import graph (grimp).
 
 ``lake_core`` never imports ``orchestration`` or ``jobs``; ``jobs`` never imports
 ``orchestration``; ``jobs`` and ``orchestration`` use lake_core's public API only (the package and
@@ -32,6 +33,17 @@ def _lint_imports(cwd: Path, config: Path) -> subprocess.CompletedProcess:
     env["PYTHONPATH"] = str(cwd)
     return subprocess.run([exe, "--config", str(config), "--no-cache"], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=300)
+
+
+def _config_without_layers(dest: Path) -> Path:
+    """pyproject.toml minus lake_core's layers contract, for throw-away trees without its stages."""
+    text = (REPO_ROOT / "pyproject.toml").read_text()
+    start = text.index("# The stages of the data flow")
+    end = text.index("[[tool.importlinter.contracts]]", start)
+    head = text[:start].rstrip()
+    assert head.endswith("[[tool.importlinter.contracts]]")
+    dest.write_text(head[: -len("[[tool.importlinter.contracts]]")] + text[end:])
+    return dest
 
 
 def _contracts() -> list[dict]:
@@ -79,7 +91,7 @@ def test_the_contracts_catch_a_violation(tmp_path, offender, line):
         import lake_core
         {line}
     """))
-    shutil.copy(REPO_ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    _config_without_layers(tmp_path / "pyproject.toml")
 
     result = _lint_imports(tmp_path, tmp_path / "pyproject.toml")
     assert result.returncode != 0, result.stdout + result.stderr
@@ -98,6 +110,81 @@ def test_the_public_api_passes(tmp_path):
         (tmp_path / pkg / "__init__.py").write_text("")
     (tmp_path / "orchestration" / "assets.py").write_text("import lake_core\nfrom lake_core.errors import x\n")
     (tmp_path / "jobs" / "write.py").write_text("from lake_core import x\nimport lake_core.errors\n")
-    shutil.copy(REPO_ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    _config_without_layers(tmp_path / "pyproject.toml")
     result = _lint_imports(tmp_path, tmp_path / "pyproject.toml")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_layers_contract_catches_an_upward_import(tmp_path):
+    """A copy of lake_core where commit imports compaction lazily, inside a function: refused."""
+    shutil.copytree(REPO_ROOT / "lake_core", tmp_path / "lake_core",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for pkg in ("orchestration", "jobs"):
+        (tmp_path / pkg).mkdir()
+        (tmp_path / pkg / "__init__.py").write_text("")
+    target = tmp_path / "lake_core" / "commit" / "messages.py"
+    target.write_text(target.read_text() + "\n\ndef _late():\n    from lake_core.compaction import job\n")
+    shutil.copy(REPO_ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    result = _lint_imports(tmp_path, tmp_path / "pyproject.toml")
+    assert result.returncode != 0
+    assert "lake_core.commit is not allowed to import lake_core.compaction" in result.stdout, result.stdout
+
+
+def _runtime_import_cycles() -> list[list[str]]:
+    """Strongly connected components of lake_core's module graph (lazy imports included,
+    ``if TYPE_CHECKING:`` annotations excluded)."""
+    import grimp
+    graph = grimp.build_graph("lake_core", include_external_packages=False, exclude_type_checking_imports=True)
+    edges = {m: graph.find_modules_directly_imported_by(m) for m in graph.modules}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                cycles.append(sorted(comp))
+
+    for m in sorted(edges):
+        if m not in index:
+            visit(m)
+    return cycles
+
+
+def test_lake_core_has_no_import_cycles():
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    assert _runtime_import_cycles() == []
+
+
+def test_merge_engines_are_asked_not_named():
+    """Outside lake_core/merge, code asks the engine for a capability (hides_level0,
+    merged_row_is_stored, ...) instead of comparing merge-engine names."""
+    import re
+    names = re.compile(r"""(==|!=|\bin\b|\bnot in\b)\s*\(?\s*["'](deduplicate|first-row|partial-update|aggregation)["']""")
+    offenders = []
+    for path in sorted((REPO_ROOT / "lake_core").rglob("*.py")):
+        rel = path.relative_to(REPO_ROOT).as_posix()
+        if rel.startswith("lake_core/merge/") or rel == "lake_core/options.py":  # the registry and option parsing
+            continue
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if names.search(line) or re.search(r"merge_engine\s*(==|!=|in\b|not in\b)", line):
+                offenders.append(f"{rel}:{n}: {line.strip()}")
+    assert offenders == []

@@ -149,8 +149,7 @@ class FileStoreCommit:
                     raise
                 out += self._recompact_after_landing(messages, out, identifier, properties, e)
         if out:
-            from lake_core.maintenance.post_commit import after_commit
-            after_commit(self.table)  # expiry as Paimon runs it, unless 'write-only'
+            self.table.after_commit()  # expiry as Paimon runs it, unless 'write-only'
         return out
 
     def _recompact_after_landing(self, messages, landed: list[Snapshot], identifier, properties,
@@ -159,7 +158,7 @@ class FileStoreCommit:
         whose level-0 files are invisible (first-row) the rows must not stay hidden: compact the
         buckets again at the latest snapshot (bounded). Otherwise, or if that keeps failing,
         report truthfully that the data landed and what did not."""
-        from lake_core.compaction.bucket_compact import recompact_buckets
+        recompact_buckets = self.table.recompact_buckets  # compaction sits above commit
         buckets = {(m.partition, m.bucket, m.total_buckets) for m in messages if m.has_compaction}
         error = cause
         if not self.table.level0_hidden:
@@ -175,7 +174,7 @@ class FileStoreCommit:
             self._sequence_checks = None  # a full compaction at the latest snapshot drops nothing it must keep
             for _ in range(3):
                 latest = self.snapshots.latest()
-                redo = recompact_buckets(self.table, latest, buckets)
+                redo = recompact_buckets(latest, buckets)
                 entries = self._entries(redo)[3]
                 if not entries:
                     return []

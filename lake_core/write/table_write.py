@@ -358,11 +358,11 @@ class TableWrite:
             # Inline compaction, as Java's batch writer: the bucket's picker runs now and its result
             # lands in the same commit as a COMPACT snapshot (first-row: level 0 is forced up, since
             # batch readers skip it).
-            from lake_core.compaction.inline import compact_written_bucket
+            compact_written_bucket = self.table.compact_written_bucket  # compaction sits above write
             # An overwrite replaces the bucket's live files: only its own new files are levels.
             live = [] if self.static_partition is not None else \
                 self._current_live_files().get((partition, buf.bucket), [])
-            msg = compact_written_bucket(self.table, partition, buf.bucket, self._total_buckets(buf.partition), live, files,
+            msg = compact_written_bucket(partition, buf.bucket, self._total_buckets(buf.partition), live, files,
                                          self.namer)
             if msg is not None:
                 return CommitMessage(partition, buf.bucket, self._total_buckets(buf.partition), new_files=tuple(files),

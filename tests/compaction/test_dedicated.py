@@ -171,14 +171,13 @@ def test_first_row_is_visible_after_each_commit(warehouse):
 
 
 def test_writer_facing_many_runs_compacts_before_committing(warehouse, monkeypatch):
-    from lake_core.compaction import inline
     t = _table(warehouse, bucket="1", **{"write-only": "false"})
-    real = inline.compact_written_bucket
-    monkeypatch.setattr(inline, "compact_written_bucket", lambda *a, **k: None)  # runs pile up past 8
+    # the writer's inline compaction off: runs pile up past 8
+    monkeypatch.setattr(type(t), "compact_written_bucket", lambda *a, **k: None)
     for i in range(10):
         _write(t, "a", [i], i)
     assert len(_live(t)) == 10
-    monkeypatch.setattr(inline, "compact_written_bucket", real)
+    monkeypatch.undo()
     _write(t, "a", [99], 99)
     live = _live(t)
     runs = len([e for e in live if e.file.level == 0]) + len({e.file.level for e in live if e.file.level > 0})
