@@ -17,7 +17,6 @@ import pyarrow as pa
 
 from lake_core.kv import rowkind
 from lake_core.errors import InvalidDataError
-from lake_core.merge import register_engine
 from lake_core.merge.aggregate_functions import (ADD, ADD_REVERSED, RETRACT, SKIP, AggFunction, CountAgg, Segments,
                                   count_contributions, create_function, ignore_retract, last_index,
                                   retract_error, seg_reduce, take_or_null)
@@ -215,6 +214,3 @@ class AggregationEngine(MergeEngine):
         values = {name: fold_column(rows, m, fn, ops, ignores_retract=self.ignore_retract[name])
                   for name, fn in self.functions.items()}
         return assemble(rows, m, values, kinds_out, drop_deletes)
-
-
-register_engine("aggregation", AggregationEngine)
