@@ -188,3 +188,35 @@ def test_merge_engines_are_asked_not_named():
             if names.search(line) or re.search(r"merge_engine\s*(==|!=|in\b|not in\b)", line):
                 offenders.append(f"{rel}:{n}: {line.strip()}")
     assert offenders == []
+
+
+# Stages that need only the table's services take the FileStore value, not the table (Java's
+# KeyValueFileStore); the list grows as stages move over.
+STORE_ONLY = ("lake_core/bucket", "lake_core/deletion_vectors", "lake_core/store.py",
+              "lake_core/write/file_writer.py", "lake_core/write/cross_partition.py")
+
+
+def test_lower_stages_take_the_file_store_not_the_table():
+    offenders = [p.relative_to(REPO_ROOT).as_posix()
+                 for root in STORE_ONLY
+                 for p in ([REPO_ROOT / root] if root.endswith(".py") else sorted((REPO_ROOT / root).rglob("*.py")))
+                 if "FileStoreTable" in p.read_text()]
+    assert offenders == []
+
+
+def test_file_store_is_a_frozen_picklable_value(tmp_path):
+    import dataclasses
+    import pickle
+
+    import pyarrow as pa
+
+    from lake_core import Catalog
+    cat = Catalog(f"file://{tmp_path}")
+    cat.create_database("db")
+    t = cat.create_table("db.t", schema=pa.schema([("id", pa.int64()), ("v", pa.int64())]),
+                         primary_keys=["id"], options={"bucket": "2", "merge-engine": "first-row"})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        t.store.schema = None
+    back = pickle.loads(pickle.dumps(t.store))
+    assert (back.identifier, back.paths.root, back.schema) == (t.identifier, t.paths.root, t.schema)
+    assert back.merge_engine().hides_level0 and back.bucket_mode == "fixed" and back.level0_hidden

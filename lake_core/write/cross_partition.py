@@ -49,7 +49,7 @@ from lake_core.paths import partition_dir
 
 if TYPE_CHECKING:
     from lake_core.snapshot.snapshot import Snapshot
-    from lake_core.table import FileStoreTable
+    from lake_core.store import FileStore
 
 log = logging.getLogger(__name__)
 
@@ -362,7 +362,7 @@ class CrossPartitionIndex:
 class CrossPartitionAssigner:
     """Routes a writer's rows in cross-partition upsert mode (see the module docstring)."""
 
-    def __init__(self, table: "FileStoreTable", base: "Snapshot | None",
+    def __init__(self, table: "FileStore", base: "Snapshot | None",
                  skip_partition: Callable[[tuple], bool] | None = None, tmp_root: str | None = None):
         self.table = table
         self.base = base
