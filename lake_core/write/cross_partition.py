@@ -38,7 +38,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_core.kv import rowkind
-from lake_core.format.binary_row import _field, encode_rows, serialize_row
+from lake_core.format.binary_row.column_encoder import encode_rows
+from lake_core.format.binary_row.layout import field_layout
+from lake_core.format.binary_row.writer import serialize_row
 from lake_core.bucket.assign import _hash_word_matrix, hash_rows
 from lake_core.bucket.dynamic import BucketFiller, DynamicBucketOptions, assigner_of
 from lake_core.bucket.assign import hash_row_bytes
@@ -71,7 +73,7 @@ class KeyEncoder:
 
     def __init__(self, types: Sequence[pa.DataType]):
         self.types = list(types)
-        f = _field(types[0]) if len(types) == 1 else None
+        f = field_layout(types[0]) if len(types) == 1 else None
         self.exact = f is not None and f.kind in ("int", "date") and f.width <= 8
 
     def encode(self, columns: Sequence[Any]) -> tuple[np.ndarray, pa.Array | None]:
