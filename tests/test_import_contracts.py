@@ -193,7 +193,8 @@ def test_merge_engines_are_asked_not_named():
 # Stages that need only the table's services take the FileStore value, not the table (Java's
 # KeyValueFileStore); the list grows as stages move over.
 STORE_ONLY = ("lake_core/bucket", "lake_core/deletion_vectors", "lake_core/store.py",
-              "lake_core/write/file_writer.py", "lake_core/write/cross_partition.py")
+              "lake_core/write/file_writer.py", "lake_core/write/cross_partition.py",
+              "lake_core/write/key_index.py")
 
 
 def test_lower_stages_take_the_file_store_not_the_table():

@@ -503,7 +503,7 @@ class FileStoreCommit:
             if (e.partition, e.bucket) in touched and e.file.level > 0 and e.identifier() not in removed:
                 by_level.setdefault((e.partition, e.bucket, e.file.level), []).append(e.file)
         key_types = self.table.key_types
-        from lake_core.format.binary_row import deserialize_row
+        from lake_core.format.binary_row.reader import deserialize_row
         from lake_core.format.float_order import java_order_key
         for (partition, bucket, level), files in by_level.items():
             if len(files) < 2:

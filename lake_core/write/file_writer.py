@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 
 from lake_core.kv import rowkind
-from lake_core.format.binary_row import EMPTY_ROW, serialize_row
+from lake_core.format.binary_row.writer import EMPTY_ROW, serialize_row
 from lake_core.format.data_file import write_data_file
 from lake_core.manifest.metadata import DataFileMeta, SimpleStats
 from lake_core.kv.system_fields import KIND, SEQ

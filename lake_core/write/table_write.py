@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_core.kv import rowkind
-from lake_core.format.binary_row import serialize_row
+from lake_core.format.binary_row.writer import serialize_row
 from lake_core.bucket.assign import assign_buckets
 from lake_core.errors import InvalidDataError, SchemaMismatchError
 from lake_core.kv.system_fields import KIND, SEQ

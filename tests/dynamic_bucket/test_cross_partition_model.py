@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from fixtures.commits import commit_batches
 from lake_core import Catalog
-from lake_core.write.cross_partition import CrossPartitionIndex
+from lake_core.write.key_index import CrossPartitionIndex
 
 from .helpers import assert_each_key_once
 

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from lake_core.errors import InvalidDataError, InvalidOptionError, SchemaError
-from lake_core.merge.aggregate_functions import FUNCTIONS
+from lake_core.merge.aggregate.registry import FUNCTIONS
 
 from .model import Driver, Model, Spec, rows_of, strip
 

@@ -232,7 +232,7 @@ def _agg_all_case():
     # merge_map: pypaimon 2.1.0 cannot build its own Arrow output for MAP columns (it hands dicts
     # to pyarrow < 20); the merge itself is covered by test_aggregation
     # hll_sketch / theta_sketch: pypaimon's environment has no datasketches; its code for them
-    # is the same union as ours (aggregate_functions.HllSketchAgg / ThetaSketchAgg)
+    # is the same union as ours (lake_core.merge.aggregate.sketches)
     opts = {"merge-engine": "aggregation", "fields.nu.nested-key": "id",
             **{f"fields.{c}.aggregate-function": f for c, f in fns.items()}}
     b = _blobs()
