@@ -16,7 +16,7 @@ import pytest
 from lake_core import Catalog
 from orchestration.config import parse_tables_config
 from orchestration.defs import maintenance as maintenance_mod
-from orchestration.defs.leases import LEASE_TAG, sweep_leases
+from orchestration.defs.leases import LEASE_TAG, lease_holder, sweep_leases
 from orchestration.defs.naming import maintenance_asset_key, table_asset_key, table_group
 from orchestration.defs.resources import LakeCatalogResource
 from orchestration.definitions import build_definitions
@@ -337,6 +337,22 @@ def test_leases_of_canceled_or_vanished_runs_are_swept(warehouse):
         (note,) = sweep_leases(instance, table, ttl_s=12 * 3600, now_ms=later)
         assert note.startswith(f"released lease {vanished.tags[LEASE_TAG]} on snapshot 1: no run carries it after")
         assert table.maintenance.consumers.consumers() == []
+
+
+def test_another_dagster_instance_does_not_sweep_our_leases(warehouse):
+    defs = _definitions(warehouse, downstream=True)
+    table = _table(warehouse)
+    table.write_arrow(orders(orders_per_batch=10).batch(0))
+    with dg.DagsterInstance.ephemeral() as ours, dg.DagsterInstance.ephemeral() as theirs:
+        (request,) = _tick(defs, ours, SNAPSHOTS).run_requests
+        lease_id = request.tags[LEASE_TAG]
+        assert lease_holder(ours) in lease_id and lease_holder(ours) != lease_holder(theirs)
+        later = int(time.time() * 1000) + 700_000  # long past the "vanished request" grace period
+        # The other deployment cannot see our run, so it must not take its missing run as vanished.
+        assert sweep_leases(theirs, table, ttl_s=12 * 3600, now_ms=later) == []
+        assert table.maintenance.consumers.get(lease_id) == 1
+        (note,) = sweep_leases(ours, table, ttl_s=12 * 3600, now_ms=later)
+        assert note.startswith(f"released lease {lease_id} on snapshot 1: no run carries it after")
 
 
 @pytest.mark.s3
