@@ -175,10 +175,11 @@ class FileStoreTable:
     def list_tags(self) -> list[str]:
         return sorted(n[4:] for n in self.fileio.list_names(self.paths.tag_dir) if n.startswith("tag-"))
 
-    def delete_tag(self, name: str) -> None:
-        validate_tag_name(name)
-        if not self.fileio.delete(self.paths.tag(name)):
-            raise TagNotFoundError(f"tag '{name}' does not exist on {self.identifier}")
+    def delete_tag(self, name: str, *, dry_run: bool = False):
+        """Delete tag ``name``, then the files only it held (Java ``TagManager.deleteTag``); a
+        ``DeleteTagResult`` lists them. ``dry_run``: the plan, nothing deleted."""
+        from lake_core.maintenance.tag_deletion import delete_tags
+        return delete_tags(self, [name], dry_run=dry_run)
 
     def resolve_snapshot(self, snapshot_id: int | None = None, tag: str | None = None,
                          timestamp_millis: int | None = None) -> Snapshot | None:

@@ -50,9 +50,10 @@ def _snapshot_or_none(table: "FileStoreTable", sid: int) -> Snapshot | None:
         return None
 
 
-def _collect(table: "FileStoreTable", refs: ReferencedNames) -> None:
-    """Add every snapshot and tag. A read failure aborts unless the snapshot was expired meanwhile
-    (then its files are legitimately gone)."""
+def collect_retained(table: "FileStoreTable", refs: ReferencedNames, *, operation: str = "remove_orphan_files",
+                     skip_tags: frozenset[str] = frozenset()) -> None:
+    """Add every snapshot, long-lived changelog and tag (but ``skip_tags``). A read failure aborts
+    unless the snapshot was expired meanwhile (then its files are legitimately gone)."""
     sm = table.snapshot_manager
     for sid in sm.list_ids():
         snap = _snapshot_or_none(table, sid)
@@ -64,7 +65,7 @@ def _collect(table: "FileStoreTable", refs: ReferencedNames) -> None:
             sm.forget(sid)
             if table.fileio.exists(table.paths.snapshot(sid)):
                 raise MaintenanceAbortedError(
-                    f"remove_orphan_files on {table.identifier}: snapshot {sid} could not be read completely "
+                    f"{operation} on {table.identifier}: snapshot {sid} could not be read completely "
                     f"({e}); refusing to delete anything") from None
     long_lived = table.changelog_manager.long_lived
     for cl in long_lived_changelogs(table):
@@ -74,14 +75,14 @@ def _collect(table: "FileStoreTable", refs: ReferencedNames) -> None:
             long_lived.forget(cl.id)
             if table.fileio.exists(long_lived.path(cl.id)):
                 raise MaintenanceAbortedError(
-                    f"remove_orphan_files on {table.identifier}: changelog/changelog-{cl.id} could not be read "
+                    f"{operation} on {table.identifier}: changelog/changelog-{cl.id} could not be read "
                     f"completely ({e}); refusing to delete anything") from None
-    for tag in tagged_snapshots(table):
+    for tag in tagged_snapshots(table, skip=skip_tags):
         try:
             refs.add_snapshot(tag)
         except (FileNotFoundError, FileIOError, LakeError) as e:
             raise MaintenanceAbortedError(
-                f"remove_orphan_files on {table.identifier}: tag of snapshot {tag.id} could not be read "
+                f"{operation} on {table.identifier}: tag of snapshot {tag.id} could not be read "
                 f"completely ({e}); refusing to delete anything") from None
 
 
@@ -129,10 +130,10 @@ def remove_orphan_files(table: "FileStoreTable", *, older_than=_dt.timedelta(day
 
     floor_s = (now_ms() - older_than.total_seconds() * 1000) / 1000
     refs = ReferencedNames(table)
-    _collect(table, refs)
+    collect_retained(table, refs)
     candidates, scanned = _candidates(table, refs.names, floor_s)
     # Re-check: snapshots or tags committed while we listed take their files back.
-    _collect(table, refs)
+    collect_retained(table, refs)
     candidates = [f for f in candidates if f.path.rsplit("/", 1)[-1] not in refs.names]
 
     deleted = []

@@ -53,12 +53,15 @@ def entry_key(entry: ManifestEntry) -> tuple[bytes, int, str]:
     return entry.partition, entry.bucket, entry.file.file_name
 
 
-def tagged_snapshots(table: "FileStoreTable", names_out: list | None = None) -> list[Snapshot]:
-    """Every tag's snapshot, sorted by id, one per id (Java ``TagManager.taggedSnapshots``).
-    Raises :class:`MaintenanceAbortedError` if a tag cannot be read: a destructive operation must
-    never run on a partial view of what tags need."""
+def tagged_snapshots(table: "FileStoreTable", names_out: list | None = None,
+                     skip: frozenset[str] = frozenset()) -> list[Snapshot]:
+    """Every tag's snapshot (but the tags named in ``skip``), sorted by id, one per id (Java
+    ``TagManager.taggedSnapshots``). Raises :class:`MaintenanceAbortedError` if a tag cannot be
+    read: a destructive operation must never run on a partial view of what tags need."""
     by_id: dict[int, Snapshot] = {}
     for name in table.list_tags():
+        if name in skip:
+            continue
         try:
             snap = table.tag(name)
         except TagNotFoundError:
