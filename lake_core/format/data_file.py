@@ -32,7 +32,6 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import re
 from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, Union
 
 import numpy as np
@@ -41,6 +40,7 @@ import pyarrow.compute as pc
 
 from lake_core.errors import FormatError, InvalidOptionError, SchemaMismatchError
 from lake_core.format.parquet_int96 import has_nanos, leaf_paths, to_int96_columns, write_declaring_int96
+from lake_core.option_values import LONG_RANGE, parse_bool, parse_int, parse_memory_size
 from lake_core.types import DataField, arrow_field, is_nested
 
 __all__ = [
@@ -80,31 +80,6 @@ def file_extension(fmt: str) -> str:
 # options
 # ------------------------------------------------------------------------------------------------
 
-_SIZE_RE = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
-_SIZE_UNITS = {
-    "": 1, "b": 1, "bytes": 1,
-    "k": 1024, "kb": 1024, "kibibytes": 1024,
-    "m": 1024 ** 2, "mb": 1024 ** 2, "mebibytes": 1024 ** 2,
-    "g": 1024 ** 3, "gb": 1024 ** 3, "gibibytes": 1024 ** 3,
-}
-
-
-def _parse_size(option: str, value: str) -> int:
-    m = _SIZE_RE.match(str(value))
-    if not m or m.group(2).lower() not in _SIZE_UNITS:
-        raise InvalidOptionError(f"Invalid value {value!r} for option '{option}': expected a size like 65536 or '64 kb'")
-    return int(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
-
-
-def _parse_bool(option: str, value: str) -> bool:
-    v = str(value).strip().lower()
-    if v in ("true", "1", "yes"):
-        return True
-    if v in ("false", "0", "no"):
-        return False
-    raise InvalidOptionError(f"Invalid value {value!r} for option '{option}': expected true or false")
-
-
 _PARQUET_CODECS = {
     "zstd": "zstd", "zstandard": "zstd", "snappy": "snappy", "gzip": "gzip", "lz4": "lz4",
     "brotli": "brotli", "none": "none", "uncompressed": "none",
@@ -132,13 +107,8 @@ def _codec(fmt: str, compression: str, options: Mapping[str, str]) -> tuple[str,
     codec = table[name]
     level = None
     if codec in ("zstd", "zstandard"):
-        lv = options.get("file.compression.zstd-level", _DEFAULT_ZSTD_LEVEL)
-        try:
-            level = int(lv)
-        except (TypeError, ValueError):
-            raise InvalidOptionError(
-                f"Invalid value {lv!r} for option 'file.compression.zstd-level': expected an integer"
-            ) from None
+        level = parse_int("file.compression.zstd-level",
+                          options.get("file.compression.zstd-level", _DEFAULT_ZSTD_LEVEL))
     return codec, level
 
 
@@ -259,11 +229,12 @@ def parquet_write_options(table: pa.Table, compression: str = "zstd",
     """The keyword arguments lake_core passes to ``pyarrow.parquet.ParquetWriter``."""
     options = options or {}
     codec, level = _codec("parquet", compression, options)
-    page = options.get("parquet.page.size", options.get("page-size"))
-    page_size = _parse_size("parquet.page.size", page) if page is not None else _DEFAULT_PAGE_SIZE
+    page_key = "parquet.page.size" if "parquet.page.size" in options else "page-size"
+    page = options.get(page_key)
+    page_size = parse_memory_size(page_key, page) if page is not None else _DEFAULT_PAGE_SIZE
     use_dict: Union[bool, list[str]]
     dict_opt = options.get("parquet.enable.dictionary")
-    if dict_opt is not None and not _parse_bool("parquet.enable.dictionary", dict_opt):
+    if dict_opt is not None and not parse_bool("parquet.enable.dictionary", dict_opt):
         use_dict = False
     else:
         use_dict = _dictionary_columns(table)
@@ -290,12 +261,7 @@ def _write_parquet(table: pa.Table, sink, compression: str, options: Mapping[str
     rg = options.get("parquet.row-group.rows")
     row_group_size = None
     if rg is not None:
-        try:
-            row_group_size = int(rg)
-        except ValueError:
-            raise InvalidOptionError(
-                f"Invalid value {rg!r} for option 'parquet.row-group.rows': expected an integer"
-            ) from None
+        row_group_size = parse_int("parquet.row-group.rows", rg, LONG_RANGE)
     table, int96_paths = to_int96_columns(table)
     if not int96_paths:
         with pq.ParquetWriter(sink, table.schema, **kw) as w:
