@@ -20,7 +20,7 @@ LOCK_TTL_S = 600.0
 
 
 def _lock_path(table: "FileStoreTable") -> str:
-    return f"{table.paths.snapshot_dir}/.expire-lock"
+    return table.paths.expire_lock
 
 
 @contextmanager
