@@ -97,7 +97,13 @@ class Catalog:
             raise TableAlreadyExistsError(f"table {identifier} already exists in {self.warehouse}")
         table_schema = define_table(identifier, schema, primary_keys, partition_keys, options, comment)
         table = FileStoreTable(self.fileio, self.table_path(identifier), identifier, table_schema)
-        table.schema_manager.create(table_schema)
+        try:
+            table.schema_manager.create(table_schema)
+        except TableAlreadyExistsError:
+            if not ignore_if_exists:
+                raise
+            # Another creator won the exclusive create of schema-0 since the check above: theirs is the table.
+            return self.get_table(identifier)
         return table
 
     def get_table(self, identifier: str) -> FileStoreTable:
