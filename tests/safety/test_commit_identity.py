@@ -112,10 +112,10 @@ def test_find_commit_is_the_committers_lookup(warehouse):
             got = fresh.find_commit(commit_user=user, identifier=ident)
             assert (got.id if got else None) == (want[-1] if want else None), (user, ident)
             assert got is None or (got.commit_user, got.commit_identifier) == (user, ident)
-    # A retry of b's identifier 5 lands on the snapshot find_commit names, and commits nothing new.
+    # b's identifier 5 again with other files: the committer refuses it, naming the snapshot
+    # find_commit finds, and commits nothing.
     wb, msgs = prepared(t, [3], ["b"], user="b")
     model_b5 = fresh.find_commit(commit_user="b", identifier=5)
-    # (new files, so the identity check refuses it; the snapshot it names is find_commit's)
     with pytest.raises(CommitIdentityError, match=f"snapshot {model_b5.id} "):
         wb.new_commit().commit(msgs, identifier=5)
     assert [s.id for s in t.snapshots()] == [sid for sid, _, _ in model]
