@@ -230,14 +230,14 @@ def _rename_in_delta(table, snapshot_id: int, kind, new_name: str) -> None:
     (a manifest written by a hostile or broken writer)."""
     import dataclasses
 
-    from lake_core.manifest.manifest_io import decode_manifest_entries, encode_manifest_entries
+    from lake_core.manifest import manifest_io
     store = table.manifest_store
     for meta in store.read_manifest_list(table.snapshot(snapshot_id).delta_manifest_list):
         path = table.paths.manifest(meta.file_name)
-        entries = decode_manifest_entries(table.fileio.read_bytes(path))
+        entries = manifest_io.decode_manifest_entries(table.fileio.read_bytes(path))
         entries = [dataclasses.replace(e, file=dataclasses.replace(e.file, file_name=new_name))
                    if e.kind == kind else e for e in entries]
-        table.fileio.write_bytes(path, encode_manifest_entries(entries))
+        table.fileio.write_bytes(path, manifest_io.encode_manifest_entries(entries))
 
 
 @pytest.mark.parametrize("name", ["../../../outside/precious.txt", "../../../../outside/precious.txt"])
