@@ -15,6 +15,7 @@ from lake_core.io.fileio import FileIO
 from lake_core.format.integrity import read_metadata
 from lake_core.maintenance import TableMaintenance
 from lake_core.maintenance.post_commit import after_commit
+from lake_core.manifest.metadata import DataFileMeta, FileKind
 from lake_core.commit.messages import CommitMessage
 from lake_core.names import validate_tag_name
 from lake_core.options import check_supported
@@ -144,6 +145,16 @@ class FileStoreTable:
 
     def snapshots(self) -> list[Snapshot]:
         return list(self.snapshot_manager.snapshots())
+
+    def find_commit(self, *, commit_user: str, identifier: int | None = None) -> Snapshot | None:
+        """The newest live snapshot committed by ``commit_user`` (with ``identifier`` if given),
+        or None: how a retried writer learns that its commit already landed. The committer
+        makes the same lookup before committing, so a retry never commits twice."""
+        return self.snapshot_manager.find_commit(commit_user=commit_user, identifier=identifier)
+
+    def added_files(self, snapshot: Snapshot) -> list[DataFileMeta]:
+        """The data files ``snapshot`` added (its delta manifests' ADD entries)."""
+        return [e.file for e in self.manifest_store.delta_entries(snapshot) if e.kind == FileKind.ADD]
 
     # -- tags (time travel by name) ------------------------------------------------------------------
     def create_tag(self, name: str, snapshot_id: int | None = None, *, time_retained=None) -> None:

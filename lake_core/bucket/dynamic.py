@@ -316,7 +316,7 @@ class DynamicBucketAssigner:
             at += len(h)
             counts[e.bucket] = len(h)
 
-        if len(ordered) > 1 and not self.table.fileio.is_local:
+        if len(ordered) > 1 and self.table.fileio.reads_are_remote:
             with ThreadPoolExecutor(max_workers=4) as pool:
                 for e, h in zip(ordered, pool.map(lambda e: read_hash_index(self.table, e), ordered)):
                     fill(e, h)

@@ -25,7 +25,7 @@ LOCK_TTL_S = 600.0
 
 
 def _lock_path(table: "FileStoreTable") -> str:
-    return f"{table.paths.snapshot_dir}/.expire-lock"
+    return table.paths.expire_lock
 
 
 def _holder_is_gone(lock: dict) -> bool:

@@ -19,11 +19,12 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lake_core.errors import LakeError, SnapshotNotFoundError
+from lake_core.errors import LakeError, PathEscapeError, SnapshotNotFoundError
 from lake_core.io.fileio import FileIOError
 from lake_core.snapshot.snapshot import Snapshot
 from lake_core.errors import MaintenanceAbortedError, MaintenanceArgumentError
 from lake_core.maintenance.references import PlannedFile, ReferencedNames, long_lived_changelogs, now_ms, tagged_snapshots
+from lake_core.paths import join_relative
 from lake_core.result import OperationResult
 
 if TYPE_CHECKING:
@@ -88,13 +89,9 @@ def collect_retained(table: "FileStoreTable", refs: ReferencedNames, *, operatio
 
 def _candidates(table: "FileStoreTable", names: set[str], floor_s: float) -> tuple[list[PlannedFile], int]:
     root = table.paths.root
-    # Listings give back paths without the scheme on object stores; compare relative to the root.
-    root_key = root.split("://", 1)[-1].rstrip("/") + "/"
     out, scanned = [], 0
-    for full, size, mtime in table.fileio.list_files_recursive(root):
+    for rel, size, mtime in table.fileio.list_files_relative(root):
         scanned += 1
-        rel = full.split("://", 1)[-1]
-        rel = rel[len(root_key):] if rel.startswith(root_key) else rel
         name = rel.rsplit("/", 1)[-1]
         top = rel.split("/", 1)[0]
         is_temp = name.startswith(".") and name.endswith(".tmp")
@@ -102,7 +99,11 @@ def _candidates(table: "FileStoreTable", names: set[str], floor_s: float) -> tup
             continue
         if name in names or mtime >= floor_s:
             continue
-        out.append(PlannedFile(f"{root}/{rel}", size, "temp" if is_temp else top if top in ("manifest", "index",
+        try:
+            path = join_relative(root, rel)
+        except PathEscapeError:
+            continue  # a name no table file can have (e.g. a backslash): never delete what cannot be named
+        out.append(PlannedFile(path, size, "temp" if is_temp else top if top in ("manifest", "index",
                                                                                             "statistics") else "data"))
     return out, scanned
 
@@ -123,7 +124,7 @@ def remove_orphan_files(table: "FileStoreTable", *, older_than=_dt.timedelta(day
     for name, v in (("dry_run", dry_run), ("force", force)):
         if not isinstance(v, bool):
             raise MaintenanceArgumentError(f"{name} = {v!r} for table {table.identifier} must be True or False")
-    if table.fileio.list_names(f"{table.paths.root}/branch"):
+    if table.fileio.list_names(table.paths.branch_dir):
         raise MaintenanceAbortedError(
             f"remove_orphan_files on {table.identifier}: the table has branches, whose files lake_core cannot "
             "read yet; refusing to delete anything")
