@@ -8,19 +8,35 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Iterator, Sequence
 
+import numpy as np
 import pyarrow as pa
 
 from lake_core.format.binary_row import deserialize_row
 from lake_core.format.float_order import java_order_key
 from lake_core.merge.base import drop_retracts
+from lake_core.kv.rowkind import SHORT_STRINGS
 from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.commit.messages import Split
 from lake_core.manifest.metadata import DataFileMeta
 from lake_core.read.predicate import Predicate
 from lake_core.schema.evolution import read_evolved
 
+#: The column holding each row's kind in change reads (``+I``, ``-U``, ``+U``, ``-D``).
+ROW_KIND = "_ROW_KIND"
+
 if TYPE_CHECKING:
     from lake_core.table import FileStoreTable
+
+
+def with_row_kind(rows: pa.Table, kinds: pa.ChunkedArray | pa.Array | None) -> pa.Table:
+    """``rows`` with a ``_ROW_KIND`` string column from the int8 row kinds (None: all +I), vectorized."""
+    codes = (np.zeros(rows.num_rows, dtype=np.int8) if kinds is None
+             else np.asarray(kinds.to_numpy() if isinstance(kinds, pa.ChunkedArray) else kinds.to_numpy(
+                 zero_copy_only=False), dtype=np.int8))
+    return rows.append_column(pa.field(ROW_KIND, pa.string(), nullable=False), _KIND_STRINGS.take(pa.array(codes)))
+
+
+_KIND_STRINGS = pa.array(SHORT_STRINGS, pa.string())
 
 
 class SplitRead:
@@ -82,6 +98,27 @@ class SplitRead:
 
     # -- splits -------------------------------------------------------------------------------------
     def read_split(self, split: Split) -> pa.Table:
+        if split.streaming:
+            return self._read_changes(split)
+        out = self._read_merged(split)
+        return with_row_kind(out, None) if split.row_kind else out
+
+    def _read_changes(self, split: Split) -> pa.Table:
+        """A streaming split: its files' rows as they are, in file order, retractions kept, each
+        with its kind (Java's no-merge read of ``DataSplit.isStreaming``)."""
+        if not split.files:
+            return with_row_kind(self.read_schema.empty_table().select(self.projection), None)
+        parts = [self._read_file(split, f, self.is_pk) for f in split.files]
+        rows = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+        kinds = rows[KIND] if self.is_pk else None  # an append table's rows are all inserts
+        if self.is_pk:
+            rows = rows.drop_columns([SEQ, KIND])
+        rows = with_row_kind(rows, kinds)
+        if self.predicate is not None:
+            rows = self.predicate.filter(rows)
+        return rows.select(self.projection + [ROW_KIND])
+
+    def _read_merged(self, split: Split) -> pa.Table:
         if not split.files:
             return self.read_schema.empty_table().select(self.projection)
         if not self.is_pk:
@@ -140,15 +177,23 @@ class SplitRead:
             for p in pending:
                 yield p.result()
 
-    def to_arrow(self, splits: Sequence[Split]) -> pa.Table:
+    def output_schema(self, row_kind: bool = False) -> pa.Schema:
+        """The schema of what this read returns; ``row_kind``: with the ``_ROW_KIND`` column."""
+        schema = pa.schema([self.schema.arrow_schema().field(n) for n in self.projection])
+        return schema.append(pa.field(ROW_KIND, pa.string(), nullable=False)) if row_kind else schema
+
+    def to_arrow(self, splits: Sequence[Split], *, row_kind: bool | None = None) -> pa.Table:
+        """The rows of ``splits``; with ``_ROW_KIND`` when they carry it (or ``row_kind`` says so:
+        an empty change read still has the column)."""
         parts = list(self.iter_batches(splits))
-        empty = pa.schema([self.schema.arrow_schema().field(n) for n in self.projection]).empty_table()
+        if row_kind is None:
+            row_kind = any(s.row_kind for s in splits)
         if not parts:
-            return empty
+            return self.output_schema(row_kind).empty_table()
         return pa.concat_tables(parts)
 
     def to_arrow_batch_reader(self, splits: Sequence[Split]) -> pa.RecordBatchReader:
-        schema = pa.schema([self.schema.arrow_schema().field(n) for n in self.projection])
+        schema = self.output_schema(any(s.row_kind for s in splits))
 
         def gen():
             for t in self.iter_batches(splits):
