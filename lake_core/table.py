@@ -505,7 +505,9 @@ class ReadBuilder:
 class ReadOptimizedTable(FileStoreTable):
     """``db.t$ro`` (Java ``ReadOptimizedTable``): reads of a primary-key table return only the files
     of its highest level (what full compaction wrote), read without merge, so they are fast and
-    may lag behind the latest writes until the next full compaction. Append tables read as usual.
+    may lag behind the latest writes until the next full compaction. Append tables, and tables
+    whose batch reads already need no merge (deletion vectors, first-row: every level above 0),
+    read as usual (Java's ``DataTableBatchScan`` level filter).
     Writes, commits and maintenance are refused with ``ReadOnlyTableError``."""
 
     read_optimized = True

@@ -318,3 +318,15 @@ def test_read_optimized_append_table_and_refusals(warehouse):
         cat.get_table("db.logs$audit_log")
     with pytest.raises(TableNotFoundError):
         cat.get_table("db.nope$ro")
+
+
+def test_read_optimized_of_a_deletion_vector_table_is_the_usual_read(warehouse):
+    """Deletion-vector (and first-row) reads need no merge already: Java's batch scan reads every
+    level above 0 there, for ``$ro`` too."""
+    t = _table(warehouse, **{"deletion-vectors.enabled": "true"})
+    rng = random.Random(6)
+    for _ in range(4):
+        t.write_arrow(_batch(rng, ("+I",), 8))
+    levels = {f.level for s in t.new_read_builder().new_scan().plan().splits() for f in s.files}
+    assert levels - {t.options.num_levels - 1}  # not all at the top level
+    assert _canon(_catalog(warehouse).get_table("db.t$ro").to_arrow()) == _canon(t.to_arrow())
