@@ -330,3 +330,24 @@ def test_read_optimized_of_a_deletion_vector_table_is_the_usual_read(warehouse):
     levels = {f.level for s in t.new_read_builder().new_scan().plan().splits() for f in s.files}
     assert levels - {t.options.num_levels - 1}  # not all at the top level
     assert _canon(_catalog(warehouse).get_table("db.t$ro").to_arrow()) == _canon(t.to_arrow())
+
+
+def test_partitions_and_schema_evolution(warehouse):
+    """Changes of a partitioned table, pruned by a partition filter, across a schema change (files
+    of the old schema are read in the new one: renamed column, added column NULL)."""
+    from lake_core import SchemaChange
+    schema = pa.schema([pa.field("p", pa.string(), nullable=False), pa.field("k", pa.int32(), nullable=False),
+                        ("v", pa.string())])
+    cat = _catalog(warehouse)
+    t = cat.create_table("db.p", schema, primary_keys=["p", "k"], partition_keys=["p"],
+                         options={"bucket": "1", "changelog-producer": "input"})
+    t.write_arrow(pa.table({"p": ["x", "y"], "k": [1, 1], "v": ["a", "b"]}, schema=schema))
+    t = cat.alter_table("db.p", [SchemaChange.rename_column("v", "v2"), SchemaChange.add_column("w", pa.int64())])
+    t.write_arrow(pa.table({"p": ["x", "y"], "k": [1, 2], "v2": ["a2", "c"], "w": [5, 6]}, schema=t.arrow_schema()))
+    pb = t.predicate_builder()
+    got = t.to_arrow(incremental_between=(0, 2), filter=pb.equal("p", "x"))
+    assert got.to_pylist() == [{"p": "x", "k": 1, "v2": "a", "w": None, ROW_KIND: "+I"},
+                               {"p": "x", "k": 1, "v2": "a2", "w": 5, ROW_KIND: "+I"}]
+    splits = t.new_read_builder().with_filter(pb.equal("p", "x")).with_incremental_between((0, 2)).new_scan() \
+        .plan().splits()
+    assert [(s.snapshot_id, s.partition_values) for s in splits] == [(1, ("x",)), (2, ("x",))]
