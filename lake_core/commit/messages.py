@@ -60,6 +60,11 @@ class Split:
     # The rows read carry ``_ROW_KIND`` (streaming splits, and the full first plan of a stream scan
     # whose merged rows are all +I).
     row_kind: bool = False
+    # Java ``DataSplit.beforeFiles``: a diff split (``incremental-between-scan-mode = diff``) holds
+    # the live files of the start snapshot here, of the end snapshot in ``files``; read, the merged
+    # rows of both are compared per key. None: not a diff split.
+    before_files: tuple[DataFileMeta, ...] | None = None
+    before_dv_index: tuple[IndexManifestEntry, ...] | None = None
 
     @property
     def row_count(self) -> int:

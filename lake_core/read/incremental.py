@@ -5,7 +5,10 @@ snapshot after ``start`` up to ``end``, scan mode
 
 - ``delta``: the data files an APPEND snapshot added (COMPACT and OVERWRITE snapshots are skipped);
 - ``changelog``: the changelog files of every snapshot but OVERWRITE (``changelogManifestList``);
-- ``auto``: ``changelog`` when ``changelog-producer`` is not ``none``, else ``delta``.
+- ``auto``: ``changelog`` when ``changelog-producer`` is not ``none``, else ``delta``;
+- ``diff`` (Java ``IncrementalDiffStartingScanner``, and Java 1.0's read between two tags): the
+  merged states of the two snapshots compared per key (:mod:`lake_core.read.diff`); needs only
+  those two snapshots (or tags), not the ones between.
 
 Each snapshot's files become streaming splits (Java ``DataSplit.isStreaming``): read as they are,
 retractions kept, every row with its kind in ``_ROW_KIND``, in commit order. Java 1.0 instead
@@ -22,11 +25,11 @@ table has no changelog producer (then its changelog *is* the delta and outlives 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Mapping
 
 from lake_core.commit.messages import Split
-from lake_core.errors import FormatError, InvalidOptionError, SnapshotNotFoundError
+from lake_core.errors import FormatError, InvalidOptionError, SnapshotNotFoundError, UnsupportedOptionError
 from lake_core.manifest.metadata import FileKind, ManifestEntry
 from lake_core.paths import partition_dir
 from lake_core.read.predicate import Predicate
@@ -41,7 +44,7 @@ if TYPE_CHECKING:
 #: Paimon's option keys (Java ``CoreOptions.INCREMENTAL_BETWEEN``, ``INCREMENTAL_BETWEEN_SCAN_MODE``).
 INCREMENTAL_BETWEEN = "incremental-between"
 INCREMENTAL_BETWEEN_SCAN_MODE = "incremental-between-scan-mode"
-SCAN_MODES = ("auto", "delta", "changelog")
+SCAN_MODES = ("auto", "delta", "changelog", "diff")
 
 
 @dataclass(frozen=True)
@@ -54,13 +57,16 @@ class IncrementalRange:
 
 
 def scan_mode_of(table: "FileStoreTable", scan_mode: str | None) -> str:
-    """``delta`` or ``changelog`` for a requested ``incremental-between-scan-mode``."""
+    """``delta``, ``changelog`` or ``diff`` for a requested ``incremental-between-scan-mode``."""
     mode = "auto" if scan_mode is None else str(scan_mode).strip().lower()
     if mode not in SCAN_MODES:
         raise InvalidOptionError(f"option '{INCREMENTAL_BETWEEN_SCAN_MODE}' = {scan_mode!r} for a read of "
                                  f"{table.identifier} must be one of {list(SCAN_MODES)}")
     if mode == "auto":
         return "delta" if table.options.changelog_producer == "none" else "changelog"
+    if mode == "diff" and not table.schema.primary_keys:
+        raise UnsupportedOptionError(f"option '{INCREMENTAL_BETWEEN_SCAN_MODE}' = 'diff' needs a primary-key table; "
+                                     f"{table.identifier} is an append table (read its delta instead)")
     return mode
 
 
@@ -191,8 +197,61 @@ class ChangeScan(TableScan):
         return out
 
 
+class DiffScan(TableScan):
+    """Diff splits (Java ``IncrementalDiffStartingScanner``): per (partition, bucket) whose live
+    files differ, those of the start snapshot as ``before_files`` and of the end snapshot as
+    ``files``. Only partitions and key ranges are pruned: pruning by values could drop one side of
+    a key and turn an update into an insert or a delete."""
+
+    def __init__(self, table: "FileStoreTable", start: Snapshot | None, end: Snapshot | None,
+                 predicate: Predicate | None = None):
+        super().__init__(table, end, predicate)
+        self.start = start
+        keys = set(table.schema.partition_keys) | set(table.schema.trimmed_primary_keys)
+        self.prune = predicate.restrict_to(keys) if predicate is not None else None
+
+    def splits(self) -> list[Split]:
+        if self.snapshot is None:
+            return []
+        before = {(s.partition, s.bucket): s for s in TableScan(self.table, self.start, self.prune).splits()}
+        after = {(s.partition, s.bucket): s for s in TableScan(self.table, self.snapshot, self.prune).splits()}
+        out = []
+        for key in sorted(before.keys() | after.keys(),
+                          key=lambda k: (repr(self.table.manifest_store.partition_values(k[0])), k[1])):
+            b, a = before.get(key), after.get(key)
+            if b is not None and a is not None and b.files == a.files and b.dv_index == a.dv_index:
+                continue  # nothing changed in this bucket
+            base = a if a is not None else replace(b, files=(), dv_index=None)
+            out.append(replace(base, snapshot_id=self.snapshot.id, row_kind=True,
+                               before_files=b.files if b is not None else (),
+                               before_dv_index=b.dv_index if b is not None else None))
+        return out
+
+
+def _diff_ends(table: "FileStoreTable", between: Any) -> tuple[Snapshot | None, Snapshot | None]:
+    """The two snapshots a diff compares: ids (0: before the first snapshot) or tags, whose
+    snapshot need not be retained (the tag keeps its files)."""
+    start_text, end_text = parse_between(table, between)
+    try:
+        start_id, end_id = int(start_text), int(end_text)
+    except ValueError:
+        start, end = table.tag(start_text), table.tag(end_text)
+    else:
+        if table.snapshot_manager.latest_id() is None:
+            return None, None
+        start = None if start_id == 0 else table.snapshot_manager.get(start_id)
+        end = None if end_id == 0 else table.snapshot_manager.get(end_id)
+    if (start.id if start else 0) > (end.id if end else 0):
+        raise InvalidOptionError(f"option '{INCREMENTAL_BETWEEN}' = '{start_text},{end_text}' for a read of "
+                                 f"{table.identifier}: the start snapshot is after the end snapshot")
+    return start, end
+
+
 def incremental_scan(table: "FileStoreTable", between: Any, scan_mode: str | None,
-                     predicate: Predicate | None = None) -> ChangeScan:
+                     predicate: Predicate | None = None) -> TableScan:
+    if scan_mode_of(table, scan_mode) == "diff":
+        start, end = _diff_ends(table, between)
+        return DiffScan(table, start, end, predicate)
     rng = resolve_range(table, between, scan_mode)
     if rng is None:
         return ChangeScan(table, range(0), scan_mode_of(table, scan_mode), predicate)

@@ -100,6 +100,8 @@ class SplitRead:
     def read_split(self, split: Split) -> pa.Table:
         if split.streaming:
             return self._read_changes(split)
+        if split.before_files is not None:
+            return self._read_diff(split)
         out = self._read_merged(split)
         return with_row_kind(out, None) if split.row_kind else out
 
@@ -118,19 +120,47 @@ class SplitRead:
             rows = self.predicate.filter(rows)
         return rows.select(self.projection + [ROW_KIND])
 
-    def _read_merged(self, split: Split) -> pa.Table:
+    def _read_diff(self, split: Split) -> pa.Table:
+        """A diff split: the merged rows of ``before_files`` against those of ``files``, compared
+        whole (Java ``IncrementalDiffSplitRead``), then filtered and projected."""
+        from dataclasses import replace
+
+        from lake_core.read.diff import diff_rows
+        columns = [f.name for f in self.schema.fields]
+        # rows are compared whole, whatever the projection
+        reader = self if self.read_columns == columns else SplitRead(self.table)
+        before = reader._read_merged(replace(split, files=split.before_files, dv_index=split.before_dv_index,
+                                             before_files=None), keep_kind=True)
+        after = reader._read_merged(replace(split, before_files=None), keep_kind=True)
+        rows = diff_rows(before, after, self.key_names, columns)
+        rows = with_row_kind(rows.drop_columns([KIND]), rows[KIND])
+        if self.predicate is not None:
+            rows = self.predicate.filter(rows)
+        return rows.select(self.projection + [ROW_KIND])
+
+    def _read_merged(self, split: Split, keep_kind: bool = False) -> pa.Table:
+        """The merged rows of ``split``; ``keep_kind``: with each merged row's ``_VALUE_KIND``
+        (the kind of the row that won, as Java's merge reader keeps it), unfiltered, every column."""
+        system = [SEQ, KIND]
         if not split.files:
-            return self.read_schema.empty_table().select(self.projection)
+            empty = self.read_schema.empty_table()
+            if keep_kind:
+                return empty.append_column(pa.field(KIND, pa.int8(), nullable=False), pa.array([], pa.int8()))
+            return empty.select(self.projection)
         if not self.is_pk:
             parts = [self._read_file(split, f, False) for f in split.files]
             out = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
-        elif split.dv_index is not None and (out := self._read_dv_split(split)) is not None:
+            if keep_kind:
+                out = out.append_column(pa.field(KIND, pa.int8(), nullable=False),
+                                        pa.array(np.zeros(out.num_rows, np.int8)))
+        elif split.dv_index is not None and (out := self._read_dv_split(split, keep_kind)) is not None:
             pass
         else:
             parts = []
             for section in self._sections(split.files):
                 if len(section) == 1 and section[0].delete_row_count == 0:
-                    parts.append(self._read_file(split, section[0], False))
+                    raw = self._read_file(split, section[0], keep_kind)
+                    parts.append(raw.drop_columns([SEQ]) if keep_kind else raw)
                     continue
                 rows = [self._read_file(split, f, True) for f in section]
                 rows = pa.concat_tables(rows) if len(rows) > 1 else rows[0]
@@ -138,13 +168,15 @@ class SplitRead:
                     merged = drop_retracts(rows)  # one file already holds each key once
                 else:
                     merged = self.engine.merge(rows, drop_deletes=True)
-                parts.append(merged.drop_columns([SEQ, KIND]))
+                parts.append(merged.drop_columns([SEQ] if keep_kind else system))
             out = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+        if keep_kind:
+            return out
         if self.predicate is not None:
             out = self.predicate.filter(out)
         return out.select(self.projection)
 
-    def _read_dv_split(self, split: Split) -> pa.Table | None:
+    def _read_dv_split(self, split: Split, keep_kind: bool = False) -> pa.Table | None:
         """Deletion vectors: each file read raw with its vector applied, no merge (Java's raw read
         of DV tables). None when the bucket must still be merged: no vectors yet and levels that
         overlap, i.e. a merge-on-read table whose option was switched on before a full compaction."""
@@ -156,7 +188,9 @@ class SplitRead:
             return None
         parts = []
         for f in split.files:
-            t = self._read_file(split, f, False)
+            t = self._read_file(split, f, keep_kind)
+            if keep_kind:
+                t = t.drop_columns([SEQ])
             dv = vectors.get(f.file_name)
             keep = dv.keep_mask(0, t.num_rows) if dv is not None else None
             parts.append(t.filter(pa.array(keep)) if keep is not None else t)

@@ -15,7 +15,7 @@ import pytest
 
 from lake_core import ROW_KIND, Catalog
 from lake_core.errors import (InvalidOptionError, PredicateError, ReadOnlyTableError, SnapshotNotFoundError,
-                              TableNotFoundError, TagNotFoundError)
+                              TableNotFoundError, TagNotFoundError, UnsupportedOptionError)
 from lake_core.snapshot.changelog_manager import ChangelogNotFoundError
 from merge.model import KIND_NAMES, Model, Spec
 
@@ -181,8 +181,8 @@ def test_bad_ranges_are_refused(warehouse):
             t.to_arrow(incremental_between=bad)
     with pytest.raises(InvalidOptionError, match="start snapshot 3 is after the end snapshot 2"):
         t.to_arrow(incremental_between=(3, 2))
-    with pytest.raises(InvalidOptionError, match="'incremental-between-scan-mode' = 'diff'"):
-        t.to_arrow(incremental_between=(1, 2), scan_mode="diff")
+    with pytest.raises(InvalidOptionError, match="'incremental-between-scan-mode' = 'full'"):
+        t.to_arrow(incremental_between=(1, 2), scan_mode="full")
     with pytest.raises(InvalidOptionError, match="needs 'incremental-between'"):
         t.to_arrow(options={"incremental-between-scan-mode": "delta"})
     with pytest.raises(InvalidOptionError, match="not both"):
@@ -215,6 +215,63 @@ def test_expired_changes_are_refused_and_long_lived_changelogs_read(warehouse, p
         with pytest.raises(SnapshotNotFoundError, match=f"at least {first_snapshot - 1}"):
             t.to_arrow(incremental_between=(earliest, latest), scan_mode="delta")
         assert t.to_arrow(incremental_between=(first_snapshot - 1, latest), scan_mode="delta").num_rows
+
+
+@pytest.mark.parametrize("engine", ["deduplicate", "partial-update", "aggregation"])
+def test_diff_mode_folded_onto_the_start_gives_the_end_even_after_expiry(warehouse, engine):
+    """``diff`` compares the merged states of the two snapshots (Java's DIFF mode, and what Java 1.0
+    reads between two tags): -D for a removed key, the new row for an added or changed one, nothing
+    for an unchanged one. Tags keep working after the snapshots between them expired."""
+    options, kinds = ENGINES[engine]
+    t = _table(warehouse, **options)
+    states = _history(t, seed=zlib.crc32(engine.encode()), kinds=kinds)
+    states[0] = t.to_arrow().slice(0, 0)
+    ids = sorted(states)
+    for s in [0] + ids:
+        for e in ids:
+            if e < s:
+                continue
+            diff = t.to_arrow(incremental_between=(s, e), scan_mode="diff")
+            # a diff row is the key's whole new row (or -D): folding replaces, whatever the engine
+            state = {r[0][1]: r for r in _canon(states[s])}
+            for r in diff.to_pylist():
+                if r[ROW_KIND] == "-D":
+                    del state[r["k"]]
+                else:
+                    state[r["k"]] = tuple((c, r[c]) for c in ("k", "a", "b"))
+            assert sorted(state.values()) == _canon(states[e]), (s, e)
+            # and minimal: exactly the keys whose whole row (op too) differs, once each
+            before = {r["k"]: r for r in states[s].to_pylist()}
+            after = {r["k"]: r for r in states[e].to_pylist()}
+            assert sorted(diff["k"].to_pylist()) == sorted(k for k in before.keys() | after.keys()
+                                                           if before.get(k) != after.get(k))
+    t.create_tag("first", ids[1])
+    t.create_tag("last", ids[-1])
+    expected = t.to_arrow(incremental_between=(ids[1], ids[-1]), scan_mode="diff")
+    t.maintenance.expire_snapshots(retain_min=1, older_than=dt.timedelta(0), max_deletes=1000)
+    assert t.snapshot_manager.earliest_id() == ids[-1]
+    assert t.to_arrow(incremental_between=("first", "last"), scan_mode="diff").equals(expected)
+    with pytest.raises(SnapshotNotFoundError):
+        t.to_arrow(incremental_between=("first", "last"), scan_mode="delta")
+
+
+def test_diff_mode_projection_filter_and_append_tables(warehouse):
+    t = _table(warehouse)
+    t.write_arrow(pa.table({"k": [1, 2, 3], "a": [1, 2, 3], "b": ["x", "y", "z"], "op": ["+I"] * 3}, schema=SCHEMA))
+    t.write_arrow(pa.table({"k": [1, 2, 4], "a": [1, 5, 4], "b": ["x", "y", "w"], "op": ["+I", "+I", "+I"]},
+                           schema=SCHEMA))
+    t.write_arrow(pa.table({"k": [3], "a": [3], "b": ["z"], "op": ["-D"]}, schema=SCHEMA))
+    got = t.to_arrow(incremental_between=(1, 3), scan_mode="diff", columns=["k", "b"])
+    assert sorted(got.to_pylist(), key=lambda r: r["k"]) == [
+        {"k": 2, "b": "y", ROW_KIND: "+I"}, {"k": 3, "b": "z", ROW_KIND: "-D"}, {"k": 4, "b": "w", ROW_KIND: "+I"}]
+    pb = t.predicate_builder()
+    assert t.to_arrow(incremental_between=(1, 3), scan_mode="diff", filter=pb.greater_than("a", 3))["k"] \
+        .to_pylist() in ([2, 4], [4, 2])
+    schema = pa.schema([("id", pa.int64())])
+    logs = _table(warehouse, "db.logs", schema=schema, pk=())
+    logs.write_arrow(pa.table({"id": [1]}, schema=schema))
+    with pytest.raises(UnsupportedOptionError, match="'diff' needs a primary-key table"):
+        logs.to_arrow(incremental_between=(0, 1), scan_mode="diff")
 
 
 # -- the stream scan ------------------------------------------------------------------------------
