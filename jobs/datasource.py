@@ -103,10 +103,12 @@ class PaimonReader(DataSourceReader):
     def partitions(self) -> list[InputPartition]:
         """Driver side: plan once at a pinned snapshot (or range); one input partition per split."""
         table = _open_table(self.options)
+        # Paimon read options: the incremental ones are applied, others that would change the answer refused
+        builder = table.new_read_builder().with_options(self.options)
         if _incremental(self.options):
             if _snapshot_id(self.options) is not None:
                 raise ValueError("the paimon data source takes either 'snapshot-id' or 'incremental-between', not both")
-            splits = table.new_read_builder().with_options(self.options).new_scan().plan().splits()
+            splits = builder.new_scan().plan().splits()
             return [_SplitPartition(pickle.dumps(s, protocol=pickle.HIGHEST_PROTOCOL)) for s in splits]
         snapshot_id = _snapshot_id(self.options)
         if snapshot_id is None:
@@ -114,7 +116,7 @@ class PaimonReader(DataSourceReader):
             if latest is None:
                 return []  # an empty table: no splits, an empty DataFrame
             snapshot_id = latest.id
-        splits = table.new_read_builder().new_scan(snapshot_id=snapshot_id).plan().splits()
+        splits = builder.new_scan(snapshot_id=snapshot_id).plan().splits()
         return [_SplitPartition(pickle.dumps(s, protocol=pickle.HIGHEST_PROTOCOL)) for s in splits]
 
     def read(self, partition: InputPartition) -> Iterator["pa.RecordBatch"]:

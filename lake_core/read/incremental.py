@@ -259,7 +259,16 @@ def incremental_scan(table: "FileStoreTable", between: Any, scan_mode: str | Non
 
 
 def incremental_options(table: "FileStoreTable", options: Mapping[str, Any]) -> tuple[Any, str | None] | None:
-    """(between, scan mode) from Paimon read options; None when ``incremental-between`` is absent."""
+    """(between, scan mode) from Paimon read options; None when ``incremental-between`` is absent.
+    Other Paimon options that would change what a read returns (``incremental-between-timestamp``,
+    ``incremental-to-auto-tag``, ``scan.*``) are refused rather than ignored."""
+    unsupported = sorted(k for k in options if isinstance(k, str) and (
+        (k.startswith("incremental-") and k not in (INCREMENTAL_BETWEEN, INCREMENTAL_BETWEEN_SCAN_MODE))
+        or k.startswith("scan.")))
+    if unsupported:
+        raise UnsupportedOptionError(f"read option(s) {unsupported} for {table.identifier} are not supported by "
+                                     f"lake_core yet (supported: '{INCREMENTAL_BETWEEN}', "
+                                     f"'{INCREMENTAL_BETWEEN_SCAN_MODE}'; time travel: snapshot_id/tag)")
     between = options.get(INCREMENTAL_BETWEEN)
     mode = options.get(INCREMENTAL_BETWEEN_SCAN_MODE)
     if between in (None, ""):

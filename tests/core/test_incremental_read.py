@@ -187,6 +187,9 @@ def test_bad_ranges_are_refused(warehouse):
         t.to_arrow(options={"incremental-between-scan-mode": "delta"})
     with pytest.raises(InvalidOptionError, match="not both"):
         t.to_arrow(snapshot_id=2, incremental_between=(1, 2))
+    for key in ("incremental-between-timestamp", "scan.snapshot-id"):  # refused, never ignored
+        with pytest.raises(UnsupportedOptionError, match=key):
+            t.to_arrow(options={key: "1"})
     with pytest.raises(SnapshotNotFoundError, match="at most 4"):
         t.to_arrow(incremental_between=(1, 5))
 

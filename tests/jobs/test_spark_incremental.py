@@ -40,6 +40,9 @@ def test_spark_reads_what_changed_since_a_snapshot(spark, warehouse):
     delta = read_table(spark, warehouse, "db.t", incremental_between=(1, 3), scan_mode="delta")
     assert _changes(delta.toArrow()) == [(1, "a2", "+U"), (2, "b", "-D"), (4, "d", "+I")]
     assert sorted(tuple(r) for r in delta.select("k", ROW_KIND).collect()) == [(1, "+U"), (2, "-D"), (4, "+I")]
+    # the diff of two snapshots: each changed key once, with its new row
+    diff = read_table(spark, warehouse, "db.t", incremental_between=(1, 3), scan_mode="diff")
+    assert _changes(diff.toArrow()) == [(1, "a2", "+U"), (2, "b", "-D"), (4, "d", "+I")]
     # nothing changed after the latest snapshot: an empty DataFrame with the same columns
     empty = read_table(spark, warehouse, "db.t", incremental_between=(3, 3))
     assert empty.columns == ["k", "v", "op", ROW_KIND] and empty.count() == 0
@@ -51,8 +54,9 @@ def test_spark_incremental_options_are_checked(spark, warehouse):
     t = cat.create_table("db.t", SCHEMA, primary_keys=["k"], options={"bucket": "1"})
     t.write_arrow(pa.table({"k": [1], "v": ["a"], "op": ["+I"]}, schema=SCHEMA))
     for options, message in [({"incremental-between": "1,9"}, "at most 1"),
-                             ({"incremental-between": "0,1", "incremental-between-scan-mode": "diff"}, "diff"),
-                             ({"incremental-between": "0,1", "snapshot-id": "1"}, "not both")]:
+                             ({"incremental-between": "0,1", "incremental-between-scan-mode": "full"}, "full"),
+                             ({"incremental-between": "0,1", "snapshot-id": "1"}, "not both"),
+                             ({"scan.mode": "latest"}, "not supported")]:
         reader = spark.read.format("paimon").option("warehouse", warehouse).option("table", "db.t")
         for k, v in options.items():
             reader = reader.option(k, v)
