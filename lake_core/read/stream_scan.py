@@ -4,7 +4,8 @@
 The first :meth:`StreamScan.plan` is the full state of the latest snapshot, every row ``+I``;
 each later plan is the changes of the next snapshot that has any (Java's follow-up scanners:
 the delta of APPEND snapshots for ``changelog-producer`` = ``none``, else the snapshot's changelog;
-COMPACT and OVERWRITE snapshots without changes are passed over), or an empty plan when no new
+COMPACT snapshots without changes and OVERWRITE snapshots are passed over, as Java without
+``streaming-read-overwrite``), or an empty plan when no new
 snapshot exists. :meth:`checkpoint` is the next snapshot id to read; :meth:`restore` resumes there.
 A position whose changelog has expired is refused (``ChangelogNotFoundError``), never skipped.
 """
