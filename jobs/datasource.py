@@ -4,12 +4,18 @@
         .option("warehouse", "s3://bucket/wh")            # or file:///abs/path
         .option("table", "db.t")
         .option("snapshot-id", "5")                        # optional: time travel; default latest
+        .option("incremental-between", "5,9")              # optional: the changes of snapshots 6..9
+        .option("incremental-between-scan-mode", "auto")   # auto | delta | changelog
         .option("storage-options", json.dumps({...}))      # optional: fsspec/s3fs options
         .load()
 
 The driver plans the scan once, pinned to one snapshot, and makes one Spark input partition per
 lake_core split (one (partition, bucket)); each Python worker merges its split with lake_core and
 yields Arrow record batches. The JVM never touches the files.
+
+With ``incremental-between`` (snapshot ids or tag names, Paimon's option) the DataFrame is the
+changes instead of a snapshot: one row per change with its kind in a ``_ROW_KIND`` column
+(``+I``, ``-U``, ``+U``, ``-D``), one input partition per (snapshot, partition, bucket).
 """
 from __future__ import annotations
 
@@ -59,6 +65,10 @@ def _snapshot_id(options: dict[str, str]) -> int | None:
         raise ValueError(f"option 'snapshot-id' must be an integer, got {raw!r}") from None
 
 
+def _incremental(options: dict[str, str]) -> bool:
+    return bool(options.get("incremental-between"))
+
+
 class PaimonDataSource(DataSource):
     @classmethod
     def name(cls) -> str:
@@ -70,10 +80,16 @@ class PaimonDataSource(DataSource):
         self.options = {str(k).lower(): str(v) for k, v in dict(options).items()}
 
     def schema(self) -> "StructType":
+        import pyarrow as pa
         from pyspark.sql.pandas.types import from_arrow_schema
 
+        from lake_core import ROW_KIND
+
+        schema = _open_table(self.options).arrow_schema()
+        if _incremental(self.options):
+            schema = schema.append(pa.field(ROW_KIND, pa.string(), nullable=False))
         # prefer_timestamp_ntz: Paimon TIMESTAMP (no zone) stays TimestampNTZ, LTZ stays Timestamp.
-        return from_arrow_schema(_open_table(self.options).arrow_schema(), prefer_timestamp_ntz=True)
+        return from_arrow_schema(schema, prefer_timestamp_ntz=True)
 
     def reader(self, schema: "StructType") -> "PaimonReader":
         return PaimonReader(self.options, schema)
@@ -85,25 +101,35 @@ class PaimonReader(DataSourceReader):
         self.columns = [f.name for f in schema.fields]
 
     def partitions(self) -> list[InputPartition]:
-        """Driver side: plan once at a pinned snapshot; one input partition per split."""
+        """Driver side: plan once at a pinned snapshot (or range); one input partition per split."""
         table = _open_table(self.options)
+        # Paimon read options: the incremental ones are applied, others that would change the answer refused
+        builder = table.new_read_builder().with_options(self.options)
+        if _incremental(self.options):
+            if _snapshot_id(self.options) is not None:
+                raise ValueError("the paimon data source takes either 'snapshot-id' or 'incremental-between', not both")
+            splits = builder.new_scan().plan().splits()
+            return [_SplitPartition(pickle.dumps(s, protocol=pickle.HIGHEST_PROTOCOL)) for s in splits]
         snapshot_id = _snapshot_id(self.options)
         if snapshot_id is None:
             latest = table.latest_snapshot()
             if latest is None:
                 return []  # an empty table: no splits, an empty DataFrame
             snapshot_id = latest.id
-        splits = table.new_read_builder().new_scan(snapshot_id=snapshot_id).plan().splits()
+        splits = builder.new_scan(snapshot_id=snapshot_id).plan().splits()
         return [_SplitPartition(pickle.dumps(s, protocol=pickle.HIGHEST_PROTOCOL)) for s in splits]
 
     def read(self, partition: InputPartition) -> Iterator["pa.RecordBatch"]:
         """Worker side: merge one split with lake_core and stream it as Arrow batches."""
         if partition.value is None:  # Spark turns an empty partition list into one None partition
             return
+        from lake_core import ROW_KIND
+
         table = _open_table(self.options)
         split = pickle.loads(partition.value)
-        data = table.new_read_builder().with_projection(self.columns).new_read().to_arrow([split])
-        yield from data.to_batches(max_chunksize=65_536)
+        columns = [c for c in self.columns if c != ROW_KIND]  # the kind comes with a change split's rows
+        data = table.new_read_builder().with_projection(columns).new_read().to_arrow([split])
+        yield from data.select(self.columns).to_batches(max_chunksize=65_536)
 
 
 def register(spark: "SparkSession") -> None:
@@ -118,12 +144,20 @@ def read_table(
     *,
     snapshot_id: int | None = None,
     storage_options: dict[str, Any] | None = None,
+    incremental_between: tuple[Any, Any] | None = None,
+    scan_mode: str | None = None,
 ):
-    """Convenience wrapper: the DataFrame of ``table`` at ``snapshot_id`` (default latest)."""
+    """Convenience wrapper: the DataFrame of ``table`` at ``snapshot_id`` (default latest), or
+    with ``incremental_between=(start, end)`` the changes of snapshots (start, end] with
+    ``_ROW_KIND`` (``scan_mode``: auto, delta, changelog)."""
     register(spark)
     reader = spark.read.format(FORMAT_NAME).option("warehouse", warehouse).option("table", table)
     if snapshot_id is not None:
         reader = reader.option("snapshot-id", str(snapshot_id))
+    if incremental_between is not None:
+        reader = reader.option("incremental-between", ",".join(str(x) for x in incremental_between))
+    if scan_mode is not None:
+        reader = reader.option("incremental-between-scan-mode", scan_mode)
     if storage_options:
         reader = reader.option("storage-options", json.dumps(storage_options))
     return reader.load()

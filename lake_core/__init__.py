@@ -8,14 +8,16 @@ from lake_core.maintenance.tag_snapshot import check_name_format as check_tag_na
 from lake_core.commit.messages import CommitMessage, Split
 from lake_core.options import CoreOptions, parse_duration_ms
 from lake_core.read.predicate import Predicate, PredicateBuilder
+from lake_core.read.split_read import ROW_KIND
+from lake_core.read.stream_scan import StreamScan
 from lake_core.schema.change import Move, SchemaChange
 from lake_core.snapshot.snapshot import CommitKind, Snapshot
-from lake_core.table import FileStoreTable
+from lake_core.table import FileStoreTable, ReadOptimizedTable
 from lake_core.types import from_paimon_type
 
 __all__ = [
     "Catalog", "CommitKind", "CommitMessage", "CoreOptions", "FileStoreTable", "Move", "OperationResult",
-    "Predicate", "PredicateBuilder", "SchemaChange", "Snapshot", "Split", "TableHealth", "assign_buckets",
+    "Predicate", "PredicateBuilder", "ROW_KIND", "ReadOptimizedTable", "SchemaChange", "Snapshot", "Split", "StreamScan", "TableHealth", "assign_buckets",
     "check_tag_name_format", "from_paimon_type", "parse_duration_ms", "validate_options",
 ]
 __version__ = "0.1.0"

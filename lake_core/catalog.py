@@ -12,7 +12,7 @@ from lake_core.options import CoreOptions
 from lake_core.schema.schema_manager import SchemaManager
 from lake_core.paths import TablePaths, join
 from lake_core.definition import commit_schema_changes, define_table
-from lake_core.table import FileStoreTable
+from lake_core.table import FileStoreTable, ReadOptimizedTable
 
 
 class Catalog:
@@ -107,6 +107,10 @@ class Catalog:
         return table
 
     def get_table(self, identifier: str) -> FileStoreTable:
+        """The table ``'db.t'``, or its read-optimized system table ``'db.t$ro'`` (Java
+        ``SystemTableLoader``: read-only, top-level files only, no merge)."""
+        if isinstance(identifier, str) and "$" in identifier:
+            return self._system_table(identifier)
         db, _ = split_identifier(identifier)
         path = self.table_path(identifier)
         schema = SchemaManager(self.fileio, TablePaths(path)).latest()
@@ -115,6 +119,14 @@ class Catalog:
                 raise DatabaseNotFoundError(f"database '{db}' does not exist in {self.warehouse}")
             raise TableNotFoundError(f"table {identifier} does not exist in {self.warehouse}")
         return FileStoreTable(self.fileio, path, identifier, schema)
+
+    def _system_table(self, identifier: str) -> FileStoreTable:
+        base, _, system = identifier.rpartition("$")
+        if system.lower() != "ro":
+            raise TableNotFoundError(f"system table '{system}' of {base} ({identifier}) is not supported by lake_core; "
+                                     "supported: '$ro' (read-optimized)")
+        table = self.get_table(base)
+        return ReadOptimizedTable(table.fileio, table.paths.root, base + ReadOptimizedTable.SUFFIX, table.schema)
 
     def alter_table(self, identifier: str, changes) -> FileStoreTable:
         """Apply ``SchemaChange``s (one or a list) as the table's next ``schema-N``; returns the

@@ -30,6 +30,10 @@ class TableAlreadyExistsError(CatalogError):
     pass
 
 
+class ReadOnlyTableError(CatalogError):
+    """A write, commit or maintenance operation on a read-only system table (``db.t$ro``)."""
+
+
 class SchemaError(LakeError):
     """A table definition is invalid (keys not in schema, unsupported type, ...)."""
 

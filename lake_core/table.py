@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import datetime as _dt
 import uuid
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 
 from lake_core.commit.file_store_commit import BATCH_IDENTIFIER, FileStoreCommit
 from lake_core.compaction.bucket_compact import recompact_buckets
 from lake_core.compaction.inline import compact_written_bucket
-from lake_core.errors import InvalidOptionError, SnapshotNotFoundError, TagNotFoundError
+from lake_core.errors import InvalidOptionError, ReadOnlyTableError, SnapshotNotFoundError, TagNotFoundError
 from lake_core.io.fileio import FileIO
 from lake_core.format.integrity import read_metadata
 from lake_core.maintenance import TableMaintenance
@@ -22,7 +22,9 @@ from lake_core.options import check_supported
 from lake_core.paths import data_file_in
 from lake_core.read.predicate import Predicate, PredicateBuilder
 from lake_core.read.split_read import SplitRead
+from lake_core.read.incremental import incremental_options, incremental_scan, parse_between, scan_mode_of
 from lake_core.read.scan import TableScan
+from lake_core.read.stream_scan import StreamScan
 from lake_core.schema.table_schema import TableSchema
 from lake_core.snapshot.snapshot import Snapshot
 from lake_core.store import FileStore
@@ -30,6 +32,9 @@ from lake_core.write.table_write import TableWrite
 
 
 class FileStoreTable:
+    #: Reads return only the top level without merge (the ``$ro`` system table).
+    read_optimized = False
+
     def __init__(self, fileio: FileIO, root: str, identifier: str, schema: TableSchema):
         # Checked on every open, not only at creation: the table may come from another engine.
         check_supported(schema.options, table=identifier)
@@ -47,7 +52,7 @@ class FileStoreTable:
 
     # -- pickling (Spark tasks carry tables) ------------------------------------------------------
     def __reduce__(self):
-        return (FileStoreTable, (self.fileio, self.paths.root, self.identifier, self._schema))
+        return (type(self), (self.fileio, self.paths.root, self.identifier, self._schema))
 
     def with_schema(self, schema: TableSchema) -> "FileStoreTable":
         """This table seen with ``schema`` (a committed later schema, or per-job options on top)."""
@@ -281,12 +286,30 @@ class FileStoreTable:
                 self.fileio.delete(f.external_path or data_file_in(bucket_dir, f.file_name))
 
     def to_arrow(self, snapshot_id: int | None = None, tag: str | None = None, timestamp_millis: int | None = None,
-                 columns: Sequence[str] | None = None, filter: Predicate | None = None) -> pa.Table:
+                 columns: Sequence[str] | None = None, filter: Predicate | None = None, *,
+                 incremental_between: Any = None, scan_mode: str | None = None,
+                 options: Mapping[str, Any] | None = None) -> pa.Table:
+        """The merged rows of a snapshot (the latest, or the one time travel names).
+
+        ``incremental_between=(start, end)`` (snapshot ids or tag names; or ``"start,end"``)
+        instead returns the changes of the snapshots after ``start`` up to ``end``, each row with
+        its kind in ``_ROW_KIND`` (``+I``, ``-U``, ``+U``, ``-D``); ``scan_mode`` is ``auto``,
+        ``delta`` or ``changelog`` (Paimon's ``incremental-between-scan-mode``). ``options`` takes
+        the same as Paimon read options (``incremental-between``, ``incremental-between-scan-mode``)."""
         rb = self.new_read_builder()
         if columns is not None:
             rb = rb.with_projection(list(columns))
         if filter is not None:
             rb = rb.with_filter(filter)
+        if options:
+            rb = rb.with_options(options)
+        if incremental_between is not None or scan_mode is not None:
+            rb = rb.with_incremental_between(incremental_between, scan_mode=scan_mode)
+        if rb.incremental is not None:
+            if any(x is not None for x in (snapshot_id, tag, timestamp_millis)):
+                raise InvalidOptionError(f"a read of {self.identifier} takes either time travel (snapshot_id, tag, "
+                                         "timestamp_millis) or incremental_between, not both")
+            return rb.new_read().to_arrow(rb.new_scan().plan().splits(), row_kind=True)
         snap = self.resolve_snapshot(snapshot_id, tag, timestamp_millis)
         return rb.new_read().to_arrow(rb.new_scan(snapshot=snap).plan().splits())
 
@@ -405,6 +428,7 @@ class ReadBuilder:
         self.table = table
         self._projection: list[str] | None = None
         self._predicate: Predicate | None = None
+        self.incremental: tuple[Any, str | None] | None = None  # (between, scan mode)
 
     def with_projection(self, columns: Sequence[str]) -> "ReadBuilder":
         self._projection = list(columns)
@@ -414,13 +438,104 @@ class ReadBuilder:
         self._predicate = predicate
         return self
 
+    def with_incremental_between(self, between: Any, *, scan_mode: str | None = None) -> "ReadBuilder":
+        """Scan the changes of snapshots (start, end] instead of a snapshot: ``between`` is
+        ``(start, end)`` or ``"start,end"`` (snapshot ids or tag names), ``scan_mode`` ``auto``
+        (default), ``delta`` or ``changelog``. Rows read carry ``_ROW_KIND``."""
+        if between is None:
+            raise InvalidOptionError(f"a read of {self.table.identifier} with incremental-between-scan-mode = "
+                                     f"{scan_mode!r} needs incremental-between")
+        self._refuse_on_read_optimized("an incremental read")
+        parse_between(self.table, between)
+        scan_mode_of(self.table, scan_mode)  # checked now, not at the first plan
+        self.incremental = (between, scan_mode)
+        return self
+
+    def with_options(self, options: Mapping[str, Any]) -> "ReadBuilder":
+        """Paimon read options: ``incremental-between`` and ``incremental-between-scan-mode``."""
+        parsed = incremental_options(self.table, options)
+        if parsed is not None:
+            self.with_incremental_between(parsed[0], scan_mode=parsed[1])
+        return self
+
     def new_predicate_builder(self) -> PredicateBuilder:
         return self.table.predicate_builder()
 
     def new_scan(self, snapshot: Snapshot | None = None, snapshot_id: int | None = None) -> TableScan:
+        if self.incremental is not None:
+            if snapshot is not None or snapshot_id is not None:
+                raise InvalidOptionError(f"a scan of {self.table.identifier} takes either a snapshot or "
+                                         "incremental-between, not both")
+            return incremental_scan(self.table, self.incremental[0], self.incremental[1], self._predicate)
         if snapshot is None:
             snapshot = self.table.resolve_snapshot(snapshot_id)
-        return TableScan(self.table, snapshot, self._predicate)
+        return TableScan(self.table, snapshot, self._predicate, top_level_only=self.table.read_optimized)
+
+    def new_stream_scan(self, *, consumer_id: str | None = None) -> StreamScan:
+        """A scan a consumer polls: the first ``plan()`` is the latest snapshot in full (+I rows),
+        then each plan the next snapshot's changes. ``consumer_id``: start where that consumer's
+        ``consumer-<id>`` file says, and record it at ``notify_checkpoint_complete`` (expiry keeps
+        what it has yet to read)."""
+        self._refuse_on_read_optimized("a stream scan")
+        if consumer_id is None:
+            return StreamScan(self.table, self._predicate)
+        from lake_core.maintenance.consumers import ConsumerManager
+        consumers = ConsumerManager(self.table)
+        scan = StreamScan(self.table, self._predicate,
+                          on_checkpoint_complete=lambda n: consumers.reset(consumer_id, n))
+        scan.restore(consumers.get(consumer_id))
+        return scan
 
     def new_read(self) -> SplitRead:
         return SplitRead(self.table, self._projection, self._predicate)
+
+    def _refuse_on_read_optimized(self, what: str) -> None:
+        if self.table.read_optimized:
+            raise ReadOnlyTableError(f"{what} of the read-optimized table {self.table.identifier} is not supported "
+                                     "(it reads only the top level of one snapshot, as Java's ReadOptimizedTable)")
+
+
+class ReadOptimizedTable(FileStoreTable):
+    """``db.t$ro`` (Java ``ReadOptimizedTable``): reads of a primary-key table return only the files
+    of its highest level (what full compaction wrote), read without merge, so they are fast and
+    may lag behind the latest writes until the next full compaction. Append tables, and tables
+    whose batch reads already need no merge (deletion vectors, first-row: every level above 0),
+    read as usual (Java's ``DataTableBatchScan`` level filter).
+    Writes, commits and maintenance are refused with ``ReadOnlyTableError``."""
+
+    read_optimized = True
+    SUFFIX = "$ro"
+
+    def __init__(self, fileio: FileIO, root: str, identifier: str, schema: TableSchema):
+        super().__init__(fileio, root, identifier, schema)
+        if not identifier.endswith(self.SUFFIX):
+            self.identifier = identifier + self.SUFFIX
+
+    def with_schema(self, schema: TableSchema) -> "ReadOptimizedTable":
+        return ReadOptimizedTable(self.fileio, self.paths.root, self.identifier, schema)
+
+    def _refuse(self, what: str):
+        raise ReadOnlyTableError(f"{self.identifier} is a read-only system table: {what} is refused; write to "
+                                 f"{self.identifier[:-len(self.SUFFIX)]} instead")
+
+    def write_arrow(self, *args, **kwargs):
+        self._refuse("write_arrow")
+
+    def delete_where(self, *args, **kwargs):
+        self._refuse("delete_where")
+
+    def new_batch_write_builder(self):
+        self._refuse("a write builder")
+
+    def create_tag(self, *args, **kwargs):
+        self._refuse("create_tag")
+
+    def delete_tag(self, *args, **kwargs):
+        self._refuse("delete_tag")
+
+    def lease(self, *args, **kwargs):
+        self._refuse("a lease")
+
+    @property
+    def maintenance(self):
+        self._refuse("maintenance")

@@ -40,7 +40,8 @@ class CommitMessage:
 
 @dataclass(frozen=True)
 class Split:
-    """All live data files of one (partition, bucket) at one snapshot."""
+    """All live data files of one (partition, bucket) at one snapshot (or, ``streaming``, the
+    delta/changelog files one snapshot added to it)."""
 
     snapshot_id: int
     partition: bytes
@@ -53,6 +54,17 @@ class Split:
     # deletion-vectors tables: the bucket's DV index files (files are read raw, vectors applied)
     dv_index: tuple[IndexManifestEntry, ...] | None = None
     extra: dict = field(default_factory=dict, compare=False)
+    # Java ``DataSplit.isStreaming``: the files are one snapshot's delta or changelog files, read
+    # as they are (no merge, retractions kept) with each row's kind in ``_ROW_KIND``.
+    streaming: bool = False
+    # The rows read carry ``_ROW_KIND`` (streaming splits, and the full first plan of a stream scan
+    # whose merged rows are all +I).
+    row_kind: bool = False
+    # Java ``DataSplit.beforeFiles``: a diff split (``incremental-between-scan-mode = diff``) holds
+    # the live files of the start snapshot here, of the end snapshot in ``files``; read, the merged
+    # rows of both are compared per key. None: not a diff split.
+    before_files: tuple[DataFileMeta, ...] | None = None
+    before_dv_index: tuple[IndexManifestEntry, ...] | None = None
 
     @property
     def row_count(self) -> int:

@@ -18,8 +18,14 @@ if TYPE_CHECKING:
 
 
 class TableScan:
-    def __init__(self, table: "FileStoreTable", snapshot: Snapshot | None, predicate: Predicate | None = None):
+    def __init__(self, table: "FileStoreTable", snapshot: Snapshot | None, predicate: Predicate | None = None,
+                 *, top_level_only: bool = False):
+        """``top_level_only``: only the files of the highest level of a primary-key table, read
+        without merge (Java ``ReadOptimizedTable``'s level filter ``numLevels - 1``). Tables whose
+        batch reads hide level 0 (deletion vectors, first-row) are read as usual, every level above
+        0 with its vectors: Java's ``DataTableBatchScan`` replaces that filter by ``level > 0`` there."""
         self.table = table
+        self.top_level_only = top_level_only
         self.snapshot = snapshot
         self.predicate = predicate
         schema = table.schema
@@ -114,6 +120,7 @@ class TableScan:
             if ok:
                 groups[(e.partition, e.bucket)].append(e)
         hide_l0 = self.table.level0_hidden
+        top_level = self.table.options.num_levels - 1
         dv_entries = None
         if self.is_pk and self.table.options.deletion_vectors_enabled:
             from lake_core.deletion_vectors.maintainer import bucket_dv_entries
@@ -122,6 +129,8 @@ class TableScan:
         default_name = self.table.options.partition_default_name
         for (partition, bucket), entries in sorted(groups.items(), key=lambda kv: (store.partition_values(kv[0][0]).__repr__(), kv[0][1])):
             files = [e.file for e in entries if not (hide_l0 and e.file.level == 0)]
+            if self.top_level_only and self.is_pk and not hide_l0:
+                files = [f for f in files if f.level == top_level]
             files = [f for f in files if self._keep_file(f)]
             if not files or not self._keep_bucket(files):
                 continue

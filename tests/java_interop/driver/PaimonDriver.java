@@ -440,7 +440,10 @@ public final class PaimonDriver {
     // Read
 
     private static JsonNode read(JsonNode args) throws Exception {
-        FileStoreTable table = table(args);
+        FileStoreTable fileTable = table(args);
+        // "system": "ro" reads the read-optimized system table (what catalog.getTable("db.t$ro") returns)
+        org.apache.paimon.table.Table table = "ro".equals(args.path("system").asText(""))
+                ? new org.apache.paimon.table.system.ReadOptimizedTable(fileTable) : fileTable;
         RowType rowType = table.rowType();
         ReadBuilder builder = table.newReadBuilder();
         JsonNode filter = args.path("filter");
