@@ -121,7 +121,12 @@ def test_hostile_table_names_are_refused_and_touch_nothing(store):
         for call in (lambda: cat.create_table(identifier, SCHEMA), lambda: cat.drop_table(identifier),
                      lambda: cat.drop_table(identifier, ignore_if_not_exists=True),
                      lambda: cat.get_table(identifier), lambda: cat.table_exists(identifier)):
-            err = _assert_refused(store, before, call)
+            try:
+                err = _assert_refused(store, before, call)
+            except errors.TableNotFoundError as e:  # '$name' reads as a system table: one we do not have
+                assert "$" in identifier and "system table 'snapshots'" in str(e), e
+                assert store.tree() == before
+                continue
             assert err.kind in ("table name", "database name", "table identifier")
     again = cat.get_table("db.orders")
     assert _rows(again) == EXPECTED and [s.id for s in again.snapshots()] == [1, 2]
