@@ -101,6 +101,13 @@ class FileStoreTable:
                                                      or self.options.deletion_vectors_enabled)
 
     @property
+    def force_up_level0(self) -> bool:
+        """Every compaction moves level 0 up (Paimon's ``ForceUpLevel0Compaction``): level 0 is
+        hidden from batch reads, or ``changelog-producer`` = ``lookup`` produces the changelog of
+        each commit's level-0 files when they are compacted."""
+        return self.level0_hidden or (bool(self._schema.primary_keys) and self.options.changelog_producer == "lookup")
+
+    @property
     def bucket_mode(self) -> str:
         """``fixed`` (bucket >= 1), ``dynamic`` (primary key with every partition field, bucket -1),
         ``cross-partition`` (primary key omitting a partition field, bucket -1) or ``unaware``
