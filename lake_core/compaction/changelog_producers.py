@@ -3,8 +3,8 @@
 
 - ``lookup`` (``LookupMergeTreeCompactRewriter`` + ``LookupChangelogMergeFunctionWrapper``): only
   keys with a level-0 row change. Their value before is the newest row of the unit at a level >= 1,
-  else the key's row looked up in the levels above the output level, which is then merged with
-  the unit's result (Java's second merge function);
+  else the key's row looked up in the levels above the output level, which is merged in as the
+  key's oldest input (Java 1.0's ``calculateResult``);
 - ``lookup`` with first-row (``FirstRowMergeFunctionWrapper``): ``+I`` for a key that no level >= 1
   holds, nothing else;
 - ``full-compaction`` (``FullChangelogMergeTreeCompactRewriter``, only for a unit whose output is
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
-from lake_core.kv.system_fields import KIND, SEQ
+from lake_core.kv.system_fields import SEQ
 from lake_core.manifest.metadata import DataFileMeta
 from lake_core.compaction.changelog import changelog_rows
 from lake_core.compaction.kv_read import kv_schema
@@ -97,6 +97,10 @@ class ChangelogProducer:
         """What :meth:`changelog` needs that must be read before the chunk is merged."""
         return None
 
+    def absorb(self, rows: pa.Table, prepared, engine) -> pa.Table:
+        """The rows to merge: the chunk's, with what the producer adds."""
+        return rows
+
     def changelog(self, state: ChunkState, merged: pa.Table, engine, prepared) -> tuple[pa.Table, pa.Table | None]:
         """(the merged rows to write, possibly corrected; the chunk's changelog rows or None)."""
         raise NotImplementedError
@@ -126,6 +130,14 @@ class LookupChangelog(ChangelogProducer):
                               keys=need.select(self.key_names), deletion_vectors=self.deletion_vectors)
         return found.select(self.schema.names).cast(self.schema) if found.num_rows else None
 
+    def absorb(self, rows: pa.Table, found: pa.Table | None, engine) -> pa.Table:
+        """Java 1.0's ``LookupChangelogMergeFunctionWrapper.calculateResult``: the looked-up row is
+        merged in as the key's oldest input, in one pass with the unit's rows (a delete among them
+        still resets it). Deduplicate needs no old values; deletion vectors merged them in already."""
+        if found is None or self.old_merged_in or not engine.lookup_needs_old_value:
+            return rows
+        return pa.concat_tables([found.cast(rows.schema), rows])
+
     def changelog(self, state: ChunkState, merged: pa.Table, engine, found: pa.Table | None):
         if merged.num_rows == 0:
             return merged, None
@@ -143,11 +155,6 @@ class LookupChangelog(ChangelogProducer):
             if use_found.any():
                 sel = np.flatnonzero(use_found)
                 old = found.take(fi.take(pa.array(sel)))
-                if not self.old_merged_in and engine.lookup_needs_old_value:
-                    # Java: mergeFunction2 merges the looked-up row with the unit's result
-                    redo = engine.merge(pa.concat_tables([old, merged.take(sel)]), drop_deletes=False)
-                    if redo.num_rows == len(sel):
-                        merged = _replace_rows(merged, sel, redo)
                 before = _replace_rows(before, sel, old)
                 has_before = has_before | use_found
         idx = np.flatnonzero(has_l0)

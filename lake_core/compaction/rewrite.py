@@ -177,6 +177,8 @@ def _merge_chunk(engine, rows: pa.Table, drop_delete: bool, expiry: RecordExpiry
             prepared = producer.prepare(state)
     if dv is not None:
         rows = dv.absorb(rows)
+    if producer is not None and state is not None:
+        rows = producer.absorb(rows, prepared, engine)
     merged = engine.merge(rows, drop_deletes=False) if rows.num_rows else rows
     if producer is not None and state is not None:
         merged, changelog = producer.changelog(state, merged, engine, prepared)
