@@ -20,8 +20,10 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from lake_core.kv.system_fields import SEQ
+from lake_core.kv import rowkind
+from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.manifest.metadata import DataFileMeta
 from lake_core.compaction.changelog import changelog_rows
 from lake_core.compaction.kv_read import kv_schema
@@ -134,9 +136,38 @@ class LookupChangelog(ChangelogProducer):
         """Java 1.0's ``LookupChangelogMergeFunctionWrapper.calculateResult``: the looked-up row is
         merged in as the key's oldest input, in one pass with the unit's rows (a delete among them
         still resets it). Deduplicate needs no old values; deletion vectors merged them in already."""
-        if found is None or self.old_merged_in or not engine.lookup_needs_old_value:
+        if not engine.lookup_needs_old_value:
             return rows
-        return pa.concat_tables([found.cast(rows.schema), rows])
+        if found is not None and not self.old_merged_in:
+            rows = pa.concat_tables([found.cast(rows.schema), rows])
+        return self._merge_lone_retractions(rows)
+
+    def _merge_lone_retractions(self, rows: pa.Table) -> pa.Table:
+        """Java 1.0 merges every key of the unit with the merge function itself (no
+        ``ReducerMergeFunctionWrapper``), so a lone retraction of a key with no stored value is
+        aggregated from nothing (sum: its negation, as ``+I``). lake_core's engines pass a single row
+        through unchanged; an empty row of the key before it makes it a real merge."""
+        kinds = rows[KIND].to_numpy()
+        retract = rowkind.is_retract(kinds)
+        if not retract.any() or any(not f.nullable for f in self.table.schema.arrow_schema()
+                                    if f.name not in self.key_names):
+            return rows
+        t = rows.select(self.key_names).append_column(_ROW, pa.array(np.arange(rows.num_rows, dtype=np.int64)))
+        counts = t.group_by(self.key_names, use_threads=False).aggregate([(_ROW, "count"), (_ROW, "max")])
+        lone = counts.filter(pc.equal(counts[_ROW + "_count"], 1))[_ROW + "_max"].to_numpy()
+        lone = lone[retract[lone]]
+        if len(lone) == 0:
+            return rows
+        empty = rows.take(pa.array(lone))
+        for name in self.value_names:
+            if name not in self.key_names:
+                i = empty.schema.get_field_index(name)
+                empty = empty.set_column(i, empty.schema.field(i), pa.nulls(len(lone), empty.schema.field(i).type))
+        seq = empty[SEQ].to_numpy() - 1
+        empty = empty.set_column(empty.schema.get_field_index(SEQ), empty.schema.field(SEQ), pa.array(seq, pa.int64()))
+        empty = empty.set_column(empty.schema.get_field_index(KIND), empty.schema.field(KIND),
+                                 pa.array(np.zeros(len(lone), np.int8), pa.int8()))
+        return pa.concat_tables([empty, rows])
 
     def changelog(self, state: ChunkState, merged: pa.Table, engine, found: pa.Table | None):
         if merged.num_rows == 0:
