@@ -81,6 +81,13 @@ def _take(rows: pa.Table, idx: pa.ChunkedArray | pa.Array) -> pa.Table:
 class ChunkState:
     rows: pa.Table  # the chunk's rows as merged (no level column)
     levels: np.ndarray
+    _info: pa.Table | None = None
+
+    def info(self, key_names: Sequence[str], top_level: int | None = None) -> pa.Table:
+        """:func:`_group_info` of the chunk, computed once."""
+        if self._info is None:
+            self._info = _group_info(self.rows, key_names, self.levels, top_level)
+        return self._info
 
 
 class ChangelogProducer:
@@ -123,7 +130,7 @@ class LookupChangelog(ChangelogProducer):
         (done before the chunk is merged, so deletion vectors still show them)."""
         if not self.lookup_files or state.rows.num_rows == 0:
             return None
-        info = _group_info(state.rows, self.key_names, state.levels)
+        info = state.info(self.key_names)
         need = info.filter(pa.array((info["l0_max"].to_numpy(zero_copy_only=False) == 1)
                                     & info["hi"].is_null().to_numpy(zero_copy_only=False)))
         if need.num_rows == 0:
@@ -172,7 +179,7 @@ class LookupChangelog(ChangelogProducer):
     def changelog(self, state: ChunkState, merged: pa.Table, engine, found: pa.Table | None):
         if merged.num_rows == 0:
             return merged, None
-        info = _align(merged, _group_info(state.rows, self.key_names, state.levels), self.key_names)
+        info = _align(merged, state.info(self.key_names), self.key_names)
         has_l0 = info["l0_max"].fill_null(0).to_numpy(zero_copy_only=False) == 1
         if not has_l0.any():
             return merged, None
@@ -204,7 +211,7 @@ class FirstRowChangelog(ChangelogProducer):
         seen = self.seen
         if merged.num_rows == 0:
             return merged, None
-        info = _align(merged, _group_info(state.rows, self.key_names, state.levels), self.key_names)
+        info = _align(merged, state.info(self.key_names), self.key_names)
         new = info["hi"].is_null().to_numpy(zero_copy_only=False)
         cl = merged.filter(pa.array(new))
         if seen is not None and cl.num_rows:
@@ -222,7 +229,7 @@ class FullCompactionChangelog(ChangelogProducer):
     def changelog(self, state: ChunkState, merged: pa.Table, engine, prepared):
         if merged.num_rows == 0:
             return merged, None
-        info = _align(merged, _group_info(state.rows, self.key_names, state.levels, self.max_level), self.key_names)
+        info = _align(merged, state.info(self.key_names, self.max_level), self.key_names)
         top = info["trow_max"]
         has_top = top.is_valid().to_numpy(zero_copy_only=False)
         count = info[_ROW + "_count"].fill_null(0).to_numpy(zero_copy_only=False)

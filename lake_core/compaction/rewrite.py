@@ -91,8 +91,9 @@ def run_compact_unit(table: "FileStoreTable", partition: bytes, bucket: int, tot
     if producer is not None and hasattr(producer, "seen"):
         producer.seen = seen
     with_levels = producer is not None or lookup_merge
-    changelog_chunks: list[pa.Table] = []
     changelog_files: list[DataFileMeta] = []
+    # Java writes the changelog of a compaction at its output level (createRollingChangelogFileWriter)
+    changelog_chunks = _ChangelogSink(writer, unit.output_level, opts.target_file_size, changelog_files)
     dv = None
     if vectors is not None:
         # the replaced rows are masked in their files, so retractions have nothing left to cancel
@@ -126,11 +127,7 @@ def run_compact_unit(table: "FileStoreTable", partition: bytes, bucket: int, tot
             start = len(written)
             _write_rolled(writer, merged_chunks, unit.output_level, opts.target_file_size, written)
             after.extend(written[start:])
-            if changelog_chunks:
-                # Java writes the changelog of a compaction at its output level (createRollingChangelogFileWriter)
-                _write_rolled(writer, changelog_chunks, unit.output_level, opts.target_file_size, changelog_files,
-                              changelog=True)
-                changelog_chunks.clear()
+            changelog_chunks.flush()
             unit_vectors(vectors, files)
     except Exception:
         for f in written + changelog_files:  # a failed unit commits nothing: leave none of its files behind
@@ -196,6 +193,27 @@ def _merge_chunk(engine, rows: pa.Table, drop_delete: bool, expiry: RecordExpiry
             merged = kept.sort_by([(k, "ascending") for k in key_names])
     c["rows_out"] += merged.num_rows
     return merged
+
+
+class _ChangelogSink:
+    """Changelog chunks written as files of about ``target-file-size`` while the merge runs, so
+    memory holds at most one file's worth of changelog."""
+
+    def __init__(self, writer: DataFileWriter, level: int, target_size: int, out: list[DataFileMeta]):
+        self.writer, self.level, self.target_size, self.out = writer, level, target_size, out
+        self.held: list[pa.Table] = []
+        self.bytes = 0
+
+    def append(self, chunk: pa.Table) -> None:
+        self.held.append(chunk)
+        self.bytes += chunk.nbytes
+        if self.bytes >= 3 * self.target_size:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.held:
+            _write_rolled(self.writer, self.held, self.level, self.target_size, self.out, changelog=True)
+        self.held, self.bytes = [], 0
 
 
 def _write_rolled(writer: DataFileWriter, chunks, level: int, target_size: int,
