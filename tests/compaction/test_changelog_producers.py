@@ -255,3 +255,18 @@ def test_lookup_aggregation_reads_each_key_once(warehouse):
         write(t, [(1, 1, None, 0), (i + 2, 1, None, 0)])
     assert as_state(t.to_arrow())[1] == (4, None)
     assert len({f.level for s in t.new_read_builder().new_scan().plan().splits() for f in s.files}) >= 1
+
+
+def test_full_compaction_producer_ignores_compactions_below_the_top(warehouse):
+    t = make_table(warehouse, "t", "deduplicate", "full-compaction", bucket="1")
+    write(t, [(k, k, "x" * 50, 0) for k in range(20000)])
+    t.maintenance.compact(full=True)
+    top = t.latest_snapshot().id
+    for k in range(4):  # four small level-0 runs: the writer's universal pick moves them below the top
+        write(t, [(30000 + k, k, "y", 0)])
+    compacts = [s for s in t.snapshots() if s.id > top and s.commit_kind == CommitKind.COMPACT]
+    levels = {f.level for s in t.new_read_builder().new_scan().plan().splits() for f in s.files}
+    assert compacts and levels == {4, 5}
+    assert all(s.changelog_manifest_list is None for s in compacts)
+    t.maintenance.compact(full=True)
+    assert sorted(_kinds(snapshot_changelog(t, t.latest_snapshot().id))) == [(30000 + k, k, "+I") for k in range(4)]
