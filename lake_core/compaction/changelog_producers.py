@@ -45,23 +45,22 @@ def with_level(chunks, level: int):
 
 def _group_info(rows: pa.Table, key_names: Sequence[str], levels: np.ndarray, top_level: int | None = None) -> pa.Table:
     """Per key of ``rows``: whether it has a level-0 row (``l0``), how many rows (``n``), the row
-    index of its newest row at a level >= 1 (``hi``, by sequence number) and of its row at
-    ``top_level`` (``top``)."""
+    index of its newest row at a level >= 1 (``hi``: the lowest such level, data only moves up)
+    and of its row at ``top_level`` (``top``)."""
     n = rows.num_rows
-    seq = rows[SEQ].to_numpy()
     high = levels > 0
     t = rows.select(list(key_names)).append_column("l0", pa.array((levels == 0).astype(np.int8))) \
-        .append_column("hseq", pa.array(seq, pa.int64(), mask=~high)) \
+        .append_column("hlevel", pa.array(levels.astype(np.int32), pa.int32(), mask=~high)) \
         .append_column(_ROW, pa.array(np.arange(n, dtype=np.int64)))
-    aggs = [("l0", "max"), (_ROW, "count"), ("hseq", "max")]
+    aggs = [("l0", "max"), (_ROW, "count"), ("hlevel", "min")]
     if top_level is not None:
         t = t.append_column("trow", pa.array(np.arange(n, dtype=np.int64), mask=levels != top_level))
         aggs.append(("trow", "max"))
     g = t.group_by(list(key_names), use_threads=False).aggregate(aggs)
-    # the row index of the newest high-level row: join its (key, seq) back
-    hi_rows = t.filter(pa.array(high)).select(list(key_names) + ["hseq", _ROW]) \
-        .rename_columns(list(key_names) + ["hseq_max", "hi"])
-    g = g.join(hi_rows, keys=list(key_names) + ["hseq_max"], join_type="left outer", use_threads=False)
+    # the row index of the newest high-level row: join its (key, level) back
+    hi_rows = t.filter(pa.array(high)).select(list(key_names) + ["hlevel", _ROW]) \
+        .rename_columns(list(key_names) + ["hlevel_min", "hi"])
+    g = g.join(hi_rows, keys=list(key_names) + ["hlevel_min"], join_type="left outer", use_threads=False)
     return g
 
 
@@ -166,8 +165,9 @@ class LookupChangelog(ChangelogProducer):
         if len(lone) == 0:
             return rows
         empty = rows.take(pa.array(lone))
+        keep = set(self.key_names) | set(self.table.options.sequence_fields)  # same order, one step older
         for name in self.value_names:
-            if name not in self.key_names:
+            if name not in keep:
                 i = empty.schema.get_field_index(name)
                 empty = empty.set_column(i, empty.schema.field(i), pa.nulls(len(lone), empty.schema.field(i).type))
         seq = empty[SEQ].to_numpy() - 1

@@ -13,30 +13,28 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lake_core.kv.system_fields import SEQ
-
-_ROW, _HSEQ = "__lookup_row", "__lookup_hseq"
+_ROW, _HLEVEL = "__lookup_row", "__lookup_hlevel"
 
 
 def newest_high_level_mask(rows: pa.Table, key_names: Sequence[str], levels: np.ndarray) -> np.ndarray | None:
     """Which rows to merge (None: all of them): every level-0 row, and of each key's rows at
-    levels >= 1 the one with the highest ``_SEQUENCE_NUMBER``."""
+    levels >= 1 the one at the lowest level (data only moves up, so it is the newest; a sorted run
+    holds a key once)."""
     high = levels > 0
     if int(np.count_nonzero(high)) <= 1:
         return None
-    seq = rows[SEQ].to_numpy()
-    hseq = pa.array(seq, pa.int64(), mask=~high)
+    hlevel = pa.array(levels.astype(np.int32), pa.int32(), mask=~high)
     t = rows.select(list(key_names)).append_column(_ROW, pa.array(np.arange(rows.num_rows, dtype=np.int64))) \
-        .append_column(_HSEQ, hseq)
-    newest = t.group_by(list(key_names), use_threads=False).aggregate([(_HSEQ, "max"), (_HSEQ, "count")])
-    if newest.num_rows and int(pc.max(newest[_HSEQ + "_count"]).as_py() or 0) <= 1:
+        .append_column(_HLEVEL, hlevel)
+    newest = t.group_by(list(key_names), use_threads=False).aggregate([(_HLEVEL, "min"), (_HLEVEL, "count")])
+    if newest.num_rows and int(pc.max(newest[_HLEVEL + "_count"]).as_py() or 0) <= 1:
         return None  # no key has two copies above level 0
-    joined = t.join(newest.select(list(key_names) + [_HSEQ + "_max"]), keys=list(key_names), join_type="left outer",
-                    use_threads=False)
+    joined = t.join(newest.select(list(key_names) + [_HLEVEL + "_min"]), keys=list(key_names),
+                    join_type="left outer", use_threads=False)
     idx = joined[_ROW].to_numpy()
-    top = joined[_HSEQ + "_max"].fill_null(-1).to_numpy()
+    top = joined[_HLEVEL + "_min"].fill_null(-1).to_numpy()
     keep = np.ones(rows.num_rows, bool)
-    keep[idx] = ~high[idx] | (seq[idx] == top)
+    keep[idx] = ~high[idx] | (levels[idx] == top)
     return keep
 
 

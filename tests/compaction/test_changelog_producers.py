@@ -270,3 +270,17 @@ def test_full_compaction_producer_ignores_compactions_below_the_top(warehouse):
     assert all(s.changelog_manifest_list is None for s in compacts)
     t.maintenance.compact(full=True)
     assert sorted(_kinds(snapshot_changelog(t, t.latest_snapshot().id))) == [(30000 + k, k, "+I") for k in range(4)]
+
+
+def test_partitioned_lookup_changelog(warehouse):
+    schema = pa.schema([pa.field("p", pa.string(), nullable=False), pa.field("k", pa.int32(), nullable=False),
+                        ("a", pa.int64())])
+    cat = Catalog(warehouse)
+    cat.create_database("db", ignore_if_exists=True)
+    t = cat.create_table("db.parts", schema=schema, primary_keys=["p", "k"], partition_keys=["p"],
+                         options={"bucket": "2", "changelog-producer": "lookup"})
+    t.write_arrow(pa.table({"p": ["x", "y", "x"], "k": [1, 1, 2], "a": [1, 2, 3]}, schema=schema))
+    t.write_arrow(pa.table({"p": ["y", "x"], "k": [1, 3], "a": [20, 4]}, schema=schema))
+    cl = snapshot_changelog(t, t.latest_snapshot().id)
+    assert sorted(zip(cl["p"].to_pylist(), cl["k"].to_pylist(), cl["a"].to_pylist(), cl[ROW_KIND].to_pylist())) == [
+        ("x", 3, 4, "+I"), ("y", 1, 2, "-U"), ("y", 1, 20, "+U")]
