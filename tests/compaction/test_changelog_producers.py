@@ -136,8 +136,10 @@ def ops_strategy(engine: str):
 _counter = iter(range(10**9))
 
 
-def run_history(warehouse, engine: str, producer: str, ops, *, row_deduplicate: bool = False) -> None:
+def run_history(warehouse, engine: str, producer: str, ops, *, row_deduplicate: bool = False,
+                **options) -> None:
     extra = {"changelog-producer.row-deduplicate": "true"} if row_deduplicate else {}
+    extra.update(options)
     table = make_table(warehouse, f"t{next(_counter)}", engine, producer, **extra)
     model: dict = {}
     folded: dict = {}
@@ -176,6 +178,14 @@ def test_folded_changelog_is_the_table(tmp_path, engine, producer, data):
 @given(data=st.data())
 def test_row_deduplicate(tmp_path, engine, producer, data):
     run_history(str(tmp_path), engine, producer, data.draw(ops_strategy(engine)), row_deduplicate=True)
+
+
+@pytest.mark.parametrize("engine", ["deduplicate", "partial-update", "aggregation"])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_lookup_with_deletion_vectors(tmp_path, engine, data):
+    run_history(str(tmp_path), engine, "lookup", data.draw(ops_strategy(engine)),
+                **{"deletion-vectors.enabled": "true"})
 
 
 # -- examples ---------------------------------------------------------------------------------------------
