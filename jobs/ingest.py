@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Protocol
 import pyarrow as pa
 
 from jobs.tables import TableSpec, ensure_table
-from jobs.write import WriteResult, committed_result, distributed_write, find_commit
+from jobs.write import WriteResult, committed_result, distributed_write
 from lake_core import Catalog
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ def ingest(
     options = dict(storage_options or {})
     table = ensure_table(Catalog(warehouse, storage_options=options), spec)
     user = ingest_commit_user(run_key)
-    done = find_commit(table, user)
+    done = table.find_commit(commit_user=user)
     if done is not None:  # a retry of a run whose commit landed: report it, write nothing
         result = committed_result(table, user, done.commit_identifier)
         assert result is not None

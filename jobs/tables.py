@@ -22,7 +22,8 @@ class TableSpec:
 
 
 def ensure_table(catalog: Catalog, spec: TableSpec) -> "FileStoreTable":
-    """The table, created (with its database) if it does not exist; an existing one is returned as it is."""
+    """The table, created (with its database) if it does not exist; an existing one is returned as it is.
+    Concurrent first calls agree on one table (the catalog's exclusive create of schema-0 decides)."""
     catalog.create_database(spec.name.split(".")[0], ignore_if_exists=True)
     return catalog.create_table(
         spec.name,

@@ -58,35 +58,9 @@ class WriteResult:
         }
 
 
-def find_commit(table: "FileStoreTable", commit_user: str, identifier: int | None = None) -> Snapshot | None:
-    """The newest live snapshot committed by ``commit_user`` (with ``identifier`` if given).
-
-    Newest first, reading one snapshot file at a time, so a retry right after its commit stops
-    at once. With ``identifier``, the walk stops at the user's first snapshot with a smaller
-    identifier (identifiers increase per user, Paimon's convention); otherwise at the oldest
-    snapshot still kept (older ones were expired).
-    """
-    from lake_core.errors import SnapshotNotFoundError
-
-    latest = table.latest_snapshot()
-    sid = latest.id if latest is not None else 0
-    while sid >= 1:
-        try:
-            snap = table.snapshot(sid)
-        except (SnapshotNotFoundError, FileNotFoundError):
-            break
-        if snap.commit_user == commit_user:
-            if identifier is None or snap.commit_identifier == identifier:
-                return snap
-            if snap.commit_identifier < identifier:
-                break
-        sid -= 1
-    return None
-
-
 def committed_result(table: "FileStoreTable", commit_user: str, identifier: int) -> WriteResult | None:
     """The result of an earlier commit with this identity, or None if it has not landed."""
-    done = find_commit(table, commit_user, identifier)
+    done = table.find_commit(commit_user=commit_user, identifier=identifier)
     return None if done is None else _landed_result(table, done)
 
 
@@ -98,8 +72,8 @@ def _landed_result(table: "FileStoreTable", done: Snapshot) -> WriteResult:
 
 
 def _snapshot_stats(table: "FileStoreTable", snap: Snapshot) -> tuple[int, int]:
-    """(files, bytes) added by a snapshot, from its delta manifests: for an already-committed retry."""
-    added = [e.file for e in table.manifest_store.delta_entries(snap) if e.kind.name == "ADD"]
+    """(files, bytes) added by a snapshot: for an already-committed retry."""
+    added = table.added_files(snap)
     return len(added), sum(f.file_size for f in added)
 
 
@@ -199,7 +173,7 @@ def distributed_write(
         if isinstance(e, CommitIdentityError):
             # Another run of this identity landed before this commit (after the fast-path check,
             # or the check was skipped): this run is a retry of it.
-            done = find_commit(table, commit_user, identifier)
+            done = table.find_commit(commit_user=commit_user, identifier=identifier)
             if done is not None:
                 return _landed_result(table, done)
         raise

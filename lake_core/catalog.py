@@ -36,9 +36,7 @@ class Catalog:
 
     def database_exists(self, name: str) -> bool:
         validate_database_name(name)
-        if self.fileio.is_local:
-            return self.fileio.exists(self._db_path(name))
-        return name in self.list_databases()
+        return self.fileio.directory_exists(self._db_path(name))
 
     def create_database(self, name: str, ignore_if_exists: bool = False, properties: dict | None = None) -> None:
         validate_database_name(name)
@@ -47,14 +45,7 @@ class Catalog:
             if ignore_if_exists:
                 return
             raise DatabaseAlreadyExistsError(f"database '{name}' already exists in {self.warehouse}")
-        if self.fileio.is_local:
-            self.fileio.mkdirs(self._db_path(name))
-        else:
-            # Object stores have no directories: a zero-byte "dir/" marker makes the database
-            # visible to listings, as Hadoop's S3A does.
-            fs = self.fileio.fs
-            bucket, _, key = self.fileio._p(self._db_path(name)).partition("/")
-            fs.call_s3("put_object", Bucket=bucket, Key=key + "/", Body=b"")
+        self.fileio.create_directory(self._db_path(name))
 
     def list_databases(self) -> list[str]:
         return sorted(n[: -len(DB_SUFFIX)] for n in self.fileio.list_names(self.warehouse) if n.endswith(DB_SUFFIX))
@@ -106,7 +97,13 @@ class Catalog:
             raise TableAlreadyExistsError(f"table {identifier} already exists in {self.warehouse}")
         table_schema = define_table(identifier, schema, primary_keys, partition_keys, options, comment)
         table = FileStoreTable(self.fileio, self.table_path(identifier), identifier, table_schema)
-        table.schema_manager.create(table_schema)
+        try:
+            table.schema_manager.create(table_schema)
+        except TableAlreadyExistsError:
+            if not ignore_if_exists:
+                raise
+            # Another creator won the exclusive create of schema-0 since the check above: theirs is the table.
+            return self.get_table(identifier)
         return table
 
     def get_table(self, identifier: str) -> FileStoreTable:

@@ -8,9 +8,9 @@ import pyarrow as pa
 
 from lake_core.bucket.dynamic import DynamicBucketOptions
 from lake_core.errors import CommitFailedError, InvalidOptionError, LakeError, SchemaError, TableNotFoundError
+from lake_core.format.avro import CODEC_ALIASES
 from lake_core.format.data_file import _codec
 from lake_core.format.stats import parse_stats_mode
-from lake_core.manifest.manifest_io import _CODEC_ALIASES
 from lake_core.merge import create_merge_engine
 from lake_core.options import CoreOptions, _check_choice, parse_duration_ms, validate_table_options
 from lake_core.schema.change import SchemaChange, apply_schema_changes
@@ -90,7 +90,7 @@ def _check_codecs(opts: CoreOptions) -> None:
     """Compression and stats modes are checked by the modules that use them."""
     _codec(opts.file_format, opts.file_compression, opts.raw)
     mc = str(opts.get("manifest.compression") or "").lower()
-    _check_choice("manifest.compression", mc, sorted(_CODEC_ALIASES), ignore_case=True)
+    _check_choice("manifest.compression", mc, sorted(CODEC_ALIASES), ignore_case=True)
     parse_stats_mode(opts.stats_mode)
     for key, value in opts.raw.items():
         if key.startswith("fields.") and key.endswith(".stats-mode"):

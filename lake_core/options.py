@@ -6,11 +6,20 @@ named as such, so the user knows the difference between "typo" and "not yet".
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from lake_core.errors import InvalidOptionError, UnsupportedOptionError
+
+# The value parsers live below format/, which reads the writer options with them too.
+from lake_core.option_values import (
+    INT_RANGE,
+    LONG_RANGE,
+    parse_bool,
+    parse_duration_ms,
+    parse_int,
+    parse_memory_size,
+)
 
 MERGE_ENGINES = ("deduplicate", "partial-update", "aggregation", "first-row")
 CHANGELOG_PRODUCERS = ("none", "input", "lookup", "full-compaction")
@@ -140,64 +149,6 @@ UNSUPPORTED_PREFIXES = (
     "metadata.stats-keep-first-n-columns",
 )
 
-_SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?i?b?|bytes?)?\s*$", re.I)
-_DURATION = re.compile(
-    r"^\s*(\d+)\s*(ms|milli|millis|millisecond|milliseconds|s|sec|secs|second|seconds|"
-    r"min|mins|minute|minutes|m|h|hour|hours|d|day|days)?\s*$",
-    re.I,
-)
-_DURATION_MS = {"ms": 1, "milli": 1, "millis": 1, "millisecond": 1, "milliseconds": 1,
-                "s": 1000, "sec": 1000, "secs": 1000, "second": 1000, "seconds": 1000,
-                "min": 60_000, "mins": 60_000, "minute": 60_000, "minutes": 60_000, "m": 60_000,
-                "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
-                "d": 86_400_000, "day": 86_400_000, "days": 86_400_000}
-
-
-def parse_memory_size(key: str, value: str) -> int:
-    m = _SIZE.match(str(value))
-    if not m:
-        raise InvalidOptionError(f"option '{key}' = {value!r} is not a memory size (e.g. '128 mb')")
-    unit = (m.group(2) or "b").lower().rstrip("s")
-    mult = {"b": 1, "byte": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20,
-            "mb": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30,
-            "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}.get(unit)
-    if mult is None:
-        raise InvalidOptionError(f"option '{key}' = {value!r}: unknown size unit {m.group(2)!r}")
-    return int(m.group(1)) * mult
-
-
-def parse_duration_ms(key: str, value: str) -> int:
-    m = _DURATION.match(str(value))
-    if not m:
-        raise InvalidOptionError(f"option '{key}' = {value!r} is not a duration (e.g. '1 h', '30 min')")
-    return int(m.group(1)) * _DURATION_MS[(m.group(2) or "ms").lower()]
-
-
-def _parse_bool(key: str, value: str) -> bool:
-    # Java's OptionsUtils.convertToBoolean: 'true'/'false' in any case, nothing around them.
-    v = str(value).lower()
-    if v in ("true", "false"):
-        return v == "true"
-    raise InvalidOptionError(f"option '{key}' = {value!r} must be 'true' or 'false'")
-
-
-_INT = re.compile(r"^[+-]?[0-9]+$")
-INT_RANGE = (-(1 << 31), (1 << 31) - 1)  # Java int: what Paimon parses these options into
-LONG_RANGE = (-(1 << 63), (1 << 63) - 1)
-
-
-def _parse_int(key: str, value: str, bounds: tuple[int, int] = INT_RANGE) -> int:
-    # Strict like Java's Integer.parseInt: no spaces, no '1_000', so Java and pypaimon read the
-    # same number from the stored option (' 2 ' is accepted by Python's int(), refused by Java).
-    text = str(value)
-    if not _INT.match(text):
-        raise InvalidOptionError(f"option '{key}' = {value!r} must be an integer (digits only, no spaces)")
-    n = int(text)
-    if not bounds[0] <= n <= bounds[1]:
-        raise InvalidOptionError(f"option '{key}' = {value!r} is out of range; allowed: {bounds[0]}..{bounds[1]}")
-    return n
-
-
 def validate_option_names(options: Mapping[str, str]) -> None:
     """Reject unknown options and known-but-unsupported ones, naming each."""
     for key in options:
@@ -228,7 +179,7 @@ class CoreOptions:
         return KNOWN.get(key, default) if default is None else default
 
     def get_bool(self, key: str) -> bool:
-        return _parse_bool(key, self.get(key) or "false")
+        return parse_bool(key, self.get(key) or "false")
 
     @property
     def deletion_vectors_enabled(self) -> bool:
@@ -239,12 +190,12 @@ class CoreOptions:
         return self.get_bool("deletion-vectors.bitmap64")
 
     def get_int(self, key: str) -> int:
-        return _parse_int(key, self.get(key))
+        return parse_int(key, self.get(key))
 
     # -- the options the write/read paths consult --------------------------------------------
     @property
     def bucket(self) -> int:
-        return _parse_int("bucket", self.get("bucket"))
+        return parse_int("bucket", self.get("bucket"))
 
     @property
     def bucket_function(self) -> str:
@@ -334,14 +285,14 @@ class CoreOptions:
     @property
     def num_levels(self) -> int:
         v = self.get("num-levels")
-        return _parse_int("num-levels", v) if v else self.num_sorted_run_compaction_trigger + 1
+        return parse_int("num-levels", v) if v else self.num_sorted_run_compaction_trigger + 1
 
     # -- compaction (Paimon's UniversalCompaction / MergeTreeCompactManager options) ----------------
     @property
     def num_sorted_run_stop_trigger(self) -> int:
         v = self.get("num-sorted-run.stop-trigger")
         trigger = self.num_sorted_run_compaction_trigger
-        return max(trigger, _parse_int("num-sorted-run.stop-trigger", v)) if v else trigger + 3
+        return max(trigger, parse_int("num-sorted-run.stop-trigger", v)) if v else trigger + 3
 
     @property
     def compaction_max_size_amp(self) -> int:
@@ -377,7 +328,7 @@ class CoreOptions:
     @property
     def full_compaction_delta_commits(self) -> int | None:
         v = self.get("full-compaction.delta-commits")
-        return _parse_int("full-compaction.delta-commits", v) if v else None
+        return parse_int("full-compaction.delta-commits", v) if v else None
 
     @property
     def write_only(self) -> bool:
@@ -454,16 +405,16 @@ def _check_choice(key: str, value: str, choices: Sequence[str], *, ignore_case: 
 def _check_int_options(options: Mapping[str, str]) -> None:
     for key, (lo, hi, what) in _INT_OPTIONS.items():
         if key in options:
-            n = _parse_int(key, options[key], LONG_RANGE)
+            n = parse_int(key, options[key], LONG_RANGE)
             if not lo <= n <= hi or (key == "dynamic-bucket.max-buckets" and n == 0):
                 raise InvalidOptionError(f"option '{key}' = {options[key]!r} is invalid: it must be {what}")
     for kind in ("snapshot", "changelog"):
         lo_key, hi_key = f"{kind}.num-retained.min", f"{kind}.num-retained.max"
         if lo_key in options or hi_key in options:
             # changelog.* fall back to snapshot.* (CoreOptions.changelogNumRetainMin/Max)
-            lo = _parse_int(lo_key, options.get(lo_key) or options.get("snapshot.num-retained.min")
+            lo = parse_int(lo_key, options.get(lo_key) or options.get("snapshot.num-retained.min")
                             or KNOWN["snapshot.num-retained.min"])
-            hi = _parse_int(hi_key, options.get(hi_key) or options.get("snapshot.num-retained.max")
+            hi = parse_int(hi_key, options.get(hi_key) or options.get("snapshot.num-retained.max")
                             or KNOWN["snapshot.num-retained.max"])
             if lo > hi:  # SchemaValidation refuses this too
                 raise InvalidOptionError(f"option '{lo_key}' = {lo} is larger than '{hi_key}' = {hi}")
@@ -494,7 +445,7 @@ def check_supported(options: Mapping[str, str], *, table: str | None = None) -> 
     ``table`` names the table in the message."""
     try:
         validate_option_names(options)
-        if (_parse_bool("deletion-vectors.enabled", options.get("deletion-vectors.enabled", "false"))
+        if (parse_bool("deletion-vectors.enabled", options.get("deletion-vectors.enabled", "false"))
                 and str(options.get("merge-engine", "deduplicate")).lower() == "first-row"):
             # Paimon's SchemaValidation refuses it too: first-row never replaces a stored row
             raise UnsupportedOptionError(
@@ -516,7 +467,7 @@ def validate_table_options(options: Mapping[str, str], *, has_primary_key: bool)
     check_supported(options)
     opts = CoreOptions(dict(options))
     if "bucket" in options:
-        b = _parse_int("bucket", options["bucket"])
+        b = parse_int("bucket", options["bucket"])
         if b == 0 or b < -2:
             raise InvalidOptionError(
                 f"option 'bucket' = {options['bucket']!r} is invalid: use a positive bucket count, "
@@ -530,7 +481,7 @@ def validate_table_options(options: Mapping[str, str], *, has_primary_key: bool)
             _check_choice(key, options[key], choices, ignore_case=True)
     for key in _BOOL_OPTIONS:
         if key in options:
-            _parse_bool(key, options[key])
+            parse_bool(key, options[key])
     _check_int_options(options)
     for key, minimum in _MEMORY_OPTIONS.items():
         if key in options and parse_memory_size(key, options[key]) < minimum:

@@ -132,6 +132,15 @@ class TablePaths:
         return f"{self.root}/snapshot/EARLIEST"
 
     @property
+    def expire_lock(self) -> str:
+        """Hidden lock file of the snapshot expiry in flight."""
+        return f"{self.root}/snapshot/.expire-lock"
+
+    @property
+    def branch_dir(self) -> str:
+        return f"{self.root}/branch"
+
+    @property
     def manifest_dir(self) -> str:
         return f"{self.root}/manifest"
 
@@ -199,6 +208,11 @@ class TablePaths:
 def data_file_in(bucket_dir: str, file_name: str) -> str:
     """A data file of a bucket directory (names come from manifests, so they are checked too)."""
     return join(bucket_dir, file_name, what="data file name")
+
+
+def extra_file_beside(data_file: str, name: str) -> str:
+    """An extra file of a data file (Java ``DataFilePathFactory.toAlignedPath``: same directory)."""
+    return join(data_file.rsplit("/", 1)[0], name, what="extra file name")
 
 
 class FileNamer:

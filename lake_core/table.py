@@ -15,19 +15,17 @@ from lake_core.io.fileio import FileIO
 from lake_core.format.integrity import read_metadata
 from lake_core.maintenance import TableMaintenance
 from lake_core.maintenance.post_commit import after_commit
-from lake_core.manifest.store import ManifestStore
+from lake_core.manifest.metadata import DataFileMeta, FileKind
 from lake_core.commit.messages import CommitMessage
 from lake_core.names import validate_tag_name
-from lake_core.options import CoreOptions, check_supported
-from lake_core.paths import TablePaths, data_file_in
+from lake_core.options import check_supported
+from lake_core.paths import data_file_in
 from lake_core.read.predicate import Predicate, PredicateBuilder
 from lake_core.read.split_read import SplitRead
 from lake_core.read.scan import TableScan
 from lake_core.schema.table_schema import TableSchema
-from lake_core.schema.schema_manager import SchemaManager
 from lake_core.snapshot.snapshot import Snapshot
-from lake_core.snapshot.snapshot_manager import SnapshotManager
-from lake_core.snapshot.changelog_manager import ChangelogManager
+from lake_core.store import FileStore
 from lake_core.write.table_write import TableWrite
 
 
@@ -35,16 +33,17 @@ class FileStoreTable:
     def __init__(self, fileio: FileIO, root: str, identifier: str, schema: TableSchema):
         # Checked on every open, not only at creation: the table may come from another engine.
         check_supported(schema.options, table=identifier)
+        # The stages below the table get this value, not the table (Java KeyValueFileStore).
+        self.store = store = FileStore.open(fileio, root, identifier, schema)
         self.fileio = fileio
         self.identifier = identifier
-        self.paths = TablePaths(root)
+        self.paths = store.paths
         self._schema = schema
-        self.options = CoreOptions(schema.options)
-        self.snapshot_manager = SnapshotManager(fileio, self.paths)
-        self.changelog_manager = ChangelogManager(fileio, self.paths, self.snapshot_manager)
-        self.schema_manager = SchemaManager(fileio, self.paths)
-        self.manifest_store = ManifestStore(fileio, self.paths,
-                                            [schema.field(n).type for n in schema.partition_keys])
+        self.options = store.options
+        self.snapshot_manager = store.snapshot_manager
+        self.changelog_manager = store.changelog_manager
+        self.schema_manager = store.schema_manager
+        self.manifest_store = store.manifest_store
 
     # -- pickling (Spark tasks carry tables) ------------------------------------------------------
     def __reduce__(self):
@@ -81,24 +80,17 @@ class FileStoreTable:
 
     @property
     def key_types(self) -> list[pa.DataType]:
-        return [self._schema.field(k).type for k in self._schema.trimmed_primary_keys]
+        return self.store.key_types
 
     def arrow_schema(self) -> pa.Schema:
         return self._schema.arrow_schema()
 
     def merge_engine(self):
-        engine = self.__dict__.get("_engine")
-        if engine is None:
-            from lake_core.merge import create_merge_engine
-            engine = self.__dict__["_engine"] = create_merge_engine(self._schema, self.options)
-        return engine
+        return self.store.merge_engine()
 
     @property
     def level0_hidden(self) -> bool:
-        """Batch reads skip level 0 (first-row, or deletion vectors: each file is read raw), so
-        writers compact level 0 up at once (Paimon's ``ForceUpLevel0Compaction``)."""
-        return bool(self._schema.primary_keys) and (self.merge_engine().hides_level0
-                                                     or self.options.deletion_vectors_enabled)
+        return self.store.level0_hidden
 
     @property
     def force_up_level0(self) -> bool:
@@ -109,17 +101,7 @@ class FileStoreTable:
 
     @property
     def bucket_mode(self) -> str:
-        """``fixed`` (bucket >= 1), ``dynamic`` (primary key with every partition field, bucket -1),
-        ``cross-partition`` (primary key omitting a partition field, bucket -1) or ``unaware``
-        (append table, bucket -1), as Java ``BucketMode``."""
-        if self.options.bucket >= 1:
-            return "fixed"
-        schema = self._schema
-        if not schema.primary_keys:
-            return "unaware"
-        if any(p not in schema.primary_keys for p in schema.partition_keys):
-            return "cross-partition"
-        return "dynamic"
+        return self.store.bucket_mode
 
     def require_fixed_bucket(self, operation: str = "this operation") -> None:
         """Raise unless the table has a fixed bucket count (for callers that compute buckets
@@ -171,6 +153,16 @@ class FileStoreTable:
     def snapshots(self) -> list[Snapshot]:
         return list(self.snapshot_manager.snapshots())
 
+    def find_commit(self, *, commit_user: str, identifier: int | None = None) -> Snapshot | None:
+        """The newest live snapshot committed by ``commit_user`` (with ``identifier`` if given),
+        or None: how a retried writer learns that its commit already landed. The committer
+        makes the same lookup before committing, so a retry never commits twice."""
+        return self.snapshot_manager.find_commit(commit_user=commit_user, identifier=identifier)
+
+    def added_files(self, snapshot: Snapshot) -> list[DataFileMeta]:
+        """The data files ``snapshot`` added (its delta manifests' ADD entries)."""
+        return [e.file for e in self.manifest_store.delta_entries(snapshot) if e.kind == FileKind.ADD]
+
     # -- tags (time travel by name) ------------------------------------------------------------------
     def create_tag(self, name: str, snapshot_id: int | None = None, *, time_retained=None) -> None:
         """Tag a snapshot (the latest by default). ``time_retained`` (a timedelta; default the
@@ -201,10 +193,11 @@ class FileStoreTable:
     def list_tags(self) -> list[str]:
         return sorted(n[4:] for n in self.fileio.list_names(self.paths.tag_dir) if n.startswith("tag-"))
 
-    def delete_tag(self, name: str) -> None:
-        validate_tag_name(name)
-        if not self.fileio.delete(self.paths.tag(name)):
-            raise TagNotFoundError(f"tag '{name}' does not exist on {self.identifier}")
+    def delete_tag(self, name: str, *, dry_run: bool = False):
+        """Delete tag ``name``, then the files only it held (Java ``TagManager.deleteTag``); a
+        ``DeleteTagResult`` lists them. ``dry_run``: the plan, nothing deleted."""
+        from lake_core.maintenance.tag_deletion import delete_tags
+        return delete_tags(self, [name], dry_run=dry_run)
 
     def resolve_snapshot(self, snapshot_id: int | None = None, tag: str | None = None,
                          timestamp_millis: int | None = None) -> Snapshot | None:

@@ -219,6 +219,10 @@ class SensorPolicy(_Strict):
     # A requested run's snapshot is leased until the run finishes; past this TTL (a safety net for
     # leases nothing released) snapshot expiry ignores the lease.
     lease_ttl: Duration = "12 h"
+    # A health-sensor run that failed is requested again for the same table state, up to this many
+    # times, waiting retry_backoff after the first failure and twice as long after each next one.
+    failed_run_retries: int = Field(2, ge=0)
+    retry_backoff: Duration = "5 min"
 
 
 # -- schemas ------------------------------------------------------------------------------------

@@ -15,8 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lake_core.format.binary_row import (EMPTY_ROW, NanoDatetime, deserialize_row, encode_rows,
-                                  null_bits_size, row_bytes, serialize_row)
+from lake_core.format.binary_row.column_encoder import encode_rows
+from lake_core.format.binary_row.layout import null_bits_size
+from lake_core.format.binary_row.nano_datetime import NanoDatetime
+from lake_core.format.binary_row.reader import deserialize_row
+from lake_core.format.binary_row.writer import EMPTY_ROW, row_bytes, serialize_row
 from lake_core.errors import FormatError, LakeError, SchemaError, SchemaMismatchError
 
 UTC = dt.timezone.utc

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lake_core.format.binary_row import row_bytes
+from lake_core.format.binary_row.writer import row_bytes
 from lake_core.bucket.assign import assign_buckets, bucket_of_hashes, hash_row_bytes, hash_rows
 from lake_core.errors import FormatError, InvalidOptionError
 

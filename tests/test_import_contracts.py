@@ -188,3 +188,62 @@ def test_merge_engines_are_asked_not_named():
             if names.search(line) or re.search(r"merge_engine\s*(==|!=|in\b|not in\b)", line):
                 offenders.append(f"{rel}:{n}: {line.strip()}")
     assert offenders == []
+
+
+# Stages that need only the table's services take the FileStore value, not the table (Java's
+# KeyValueFileStore); the list grows as stages move over.
+STORE_ONLY = ("lake_core/bucket", "lake_core/deletion_vectors", "lake_core/store.py",
+              "lake_core/write/file_writer.py", "lake_core/write/cross_partition.py",
+              "lake_core/write/key_index.py")
+
+
+def test_lower_stages_take_the_file_store_not_the_table():
+    offenders = [p.relative_to(REPO_ROOT).as_posix()
+                 for root in STORE_ONLY
+                 for p in ([REPO_ROOT / root] if root.endswith(".py") else sorted((REPO_ROOT / root).rglob("*.py")))
+                 if "FileStoreTable" in p.read_text()]
+    assert offenders == []
+
+
+def test_file_store_is_a_frozen_picklable_value(tmp_path):
+    import dataclasses
+    import pickle
+
+    import pyarrow as pa
+
+    from lake_core import Catalog
+    cat = Catalog(f"file://{tmp_path}")
+    cat.create_database("db")
+    t = cat.create_table("db.t", schema=pa.schema([("id", pa.int64()), ("v", pa.int64())]),
+                         primary_keys=["id"], options={"bucket": "2", "merge-engine": "first-row"})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        t.store.schema = None
+    back = pickle.loads(pickle.dumps(t.store))
+    assert (back.identifier, back.paths.root, back.schema) == (t.identifier, t.paths.root, t.schema)
+    assert back.merge_engine().hides_level0 and back.bucket_mode == "fixed" and back.level0_hidden
+
+
+def test_storage_details_stay_in_fileio_and_paths():
+    """Outside lake_core/io, code uses FileIO's public operations (no ``_p()``, ``fs`` or
+    ``is_local`` branches), and table paths come from lake_core/paths.py (no joining of
+    snapshot/bucket/branch paths by hand)."""
+    import ast
+    import re
+    fileio_internals = {"_p", "fs", "is_local"}
+    hand_joined = re.compile(r"""(["'/]\.?(snapshot|bucket|branch|manifest|schema|tag|changelog)-?["{/]"""
+                             r"""|\.expire-lock|\}/\{)""")
+    offenders = []
+    for root in ("lake_core", "jobs", "orchestration"):
+        for path in sorted((REPO_ROOT / root).rglob("*.py")):
+            rel = path.relative_to(REPO_ROOT).as_posix()
+            if rel.startswith("lake_core/io/"):
+                continue
+            source = path.read_text()
+            for node in ast.walk(ast.parse(source)):
+                if isinstance(node, ast.Attribute) and node.attr in fileio_internals:
+                    offenders.append(f"{rel}:{node.lineno}: .{node.attr}")
+                if rel != "lake_core/paths.py" and isinstance(node, ast.JoinedStr):
+                    text = ast.get_source_segment(source, node) or ""
+                    if hand_joined.search(text) and ("path" in text or "root" in text or "dir" in text):
+                        offenders.append(f"{rel}:{node.lineno}: {text}")
+    assert offenders == []

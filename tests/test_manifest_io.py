@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lake_core.format import avro
 from lake_core.manifest import manifest_io as mio
 from lake_core.errors import FormatError, LakeError
 from lake_core.manifest.metadata import (
@@ -49,7 +50,7 @@ def _header(data: bytes) -> tuple[dict, bytes]:
 
 
 def _raw_schema_and_codec(data: bytes) -> tuple[dict, str]:
-    meta, _, _ = mio._parse_container(data)
+    meta, _, _ = avro.parse_container(data)
     return json.loads(meta["avro.schema"]), meta["avro.codec"].decode()
 
 
@@ -394,12 +395,12 @@ def test_writer_schema_is_javas(data, expected):
     # same names, order, types, defaults and key order as Java's Schema.toString()
     assert schema == expected
     assert json.dumps(schema) == json.dumps(expected)
-    meta, _, _ = mio._parse_container(raw)
+    meta, _, _ = avro.parse_container(raw)
     assert meta["avro.schema"] == json.dumps(expected, separators=(",", ":")).encode()
     # and any Avro reader (fastavro here) accepts the container
     writer_schema, fa_codec = _header(raw)
     assert fa_codec == b"zstandard"
-    assert mio.read_container_schema(raw) == expected
+    assert avro.read_container_schema(raw) == expected
 
 
 def test_version_fields():
@@ -415,7 +416,7 @@ def test_zstd_blocks_decompress_with_plain_zstandard():
     import zstandard
 
     raw = mio.encode_manifest_entries([full_entry()] * 50)
-    _, _, blocks = mio._parse_container(raw)
+    _, _, blocks = avro.parse_container(raw)
     assert blocks
     for count, payload in blocks:
         assert payload[:4] == b"\x28\xb5\x2f\xfd"  # zstd frame magic
@@ -429,13 +430,13 @@ def test_zstd_stream_frames_without_content_size():
 
     entries = [full_entry(), minimal_entry(), full_entry()]
     plain = mio.encode_manifest_entries(entries, codec="null")
-    meta, sync, ((count, payload),) = mio._parse_container(plain)
+    meta, sync, ((count, payload),) = avro.parse_container(plain)
     cobj = zstandard.ZstdCompressor(level=3).compressobj()
     half = len(payload) // 2
     frame1 = cobj.compress(payload[:half]) + cobj.flush()
     cobj = zstandard.ZstdCompressor(level=3).compressobj()
     frame2 = cobj.compress(payload[half:]) + cobj.flush()
-    data = mio._container(meta["avro.schema"], b"zstandard", sync, [(count, frame1 + frame2)])
+    data = avro.build_container(meta["avro.schema"], b"zstandard", sync, [(count, frame1 + frame2)])
     assert mio.decode_manifest_entries(data) == entries
 
 
@@ -464,10 +465,10 @@ def test_snappy_framing_with_stand_in_compressor(monkeypatch):
     """Avro snappy blocks = compressed bytes + big-endian CRC32 of the uncompressed bytes."""
     import zlib
 
-    monkeypatch.setattr(mio, "_snappy_module", lambda: (zlib.compress, zlib.decompress))
+    monkeypatch.setattr(avro, "_snappy_module", lambda: (zlib.compress, zlib.decompress))
     entries = [full_entry(), minimal_entry()]
     data = mio.encode_manifest_entries(entries, codec="snappy")
-    _, _, blocks = mio._parse_container(data)
+    _, _, blocks = avro.parse_container(data)
     (count, payload), = blocks
     raw = zlib.decompress(payload[:-4])
     assert payload[-4:] == zlib.crc32(raw).to_bytes(4, "big")
@@ -500,7 +501,7 @@ def test_unknown_codec_rejected():
 def test_multi_block_file():
     entries = [dataclasses.replace(full_entry(), file=full_file(f"data-{i}.parquet")) for i in range(2000)]
     data = mio.encode_manifest_entries(entries)
-    _, _, blocks = mio._parse_container(data)
+    _, _, blocks = avro.parse_container(data)
     assert len(blocks) > 1
     assert sum(c for c, _ in blocks) == 2000
     assert mio.decode_manifest_entries(data) == entries

@@ -20,8 +20,9 @@ from typing import Any, Sequence
 import numpy as np
 import pyarrow as pa
 
-from lake_core.format.binary_row import (_DEC_CTX, _as_array, _bytes_layout, _encode_column, _encode_rows,
-                         _field, _fixed_values, _null_mask, _ragged_index, null_bits_size)
+from lake_core.format.binary_row.arrow_buffers import as_array, bytes_layout, fixed_values, null_mask, ragged_index
+from lake_core.format.binary_row.column_encoder import encode_column, encode_rows_and_nulls
+from lake_core.format.binary_row.layout import DECIMAL_CONTEXT, field_layout, null_bits_size
 from lake_core.errors import FormatError, InvalidOptionError
 
 __all__ = ["assign_buckets", "bucket_of_hashes", "hash_row_bytes", "hash_rows"]
@@ -135,19 +136,19 @@ def _fast_single_int(columns: Sequence[Any], types: Sequence[pa.DataType]):
     """
     if len(types) != 1:
         return None
-    f = _field(types[0])
+    f = field_layout(types[0])
     if f.kind not in ("int", "date") or f.width not in (4, 8):
         return None
-    arr = _as_array(columns[0], types[0])
+    arr = as_array(columns[0], types[0])
     if arr.null_count:
         return None
     h = np.full(len(arr), _seed_after_zero_words(2), np.uint32)
     if f.width == 8:
-        words = _fixed_values(arr, "<u8", None)
+        words = fixed_values(arr, "<u8", None)
         h = _mix(h, (words & np.uint64(_U32)).astype(np.uint32))
         h = _mix(h, (words >> np.uint64(32)).astype(np.uint32))
     else:
-        h = _mix(h, _fixed_values(arr, "<u4", None).copy())
+        h = _mix(h, fixed_values(arr, "<u4", None).copy())
         h = _mix(h, np.zeros(len(arr), np.uint32))
     return _fmix(h, 16)
 
@@ -157,7 +158,7 @@ def hash_rows(columns: Sequence[Any], types: Sequence[pa.DataType]) -> np.ndarra
     fast = _fast_single_int(columns, types)
     if fast is not None:
         return fast
-    buf, lengths, any_null = _encode_rows(columns, types)
+    buf, lengths, any_null = encode_rows_and_nulls(columns, types)
     words = buf.view("<u4")
     # Without null bits the header words are zero in every row (RowKind byte is 0 too).
     start = 0 if any_null else null_bits_size(len(types)) // 4
@@ -187,9 +188,9 @@ def _mod_buckets(columns, types, num_buckets: int) -> np.ndarray:
         raise InvalidOptionError(
             "'bucket-function.type' = 'mod' needs exactly one bucket key field of type INT or "
             f"BIGINT, got {[str(t) for t in types]}; use 'default' or change 'bucket-key'")
-    arr = _as_array(columns[0], types[0])
+    arr = as_array(columns[0], types[0])
     # A null key reads as 0 from the BinaryRow slot, as in Java's row.getInt/getLong.
-    values = _fixed_values(arr, f"<i{types[0].bit_width // 8}", _null_mask(arr))
+    values = fixed_values(arr, f"<i{types[0].bit_width // 8}", null_mask(arr))
     return np.mod(values.astype(np.int64), num_buckets).astype(np.int32)  # NumPy % is floorMod
 
 
@@ -203,7 +204,7 @@ def _java_decimal_hive_hash(d: decimal.Decimal) -> int:
     """
     if d == 0:
         return 0  # BigDecimal.ZERO
-    sign, digits, exp = _DEC_CTX.normalize(d).as_tuple()
+    sign, digits, exp = DECIMAL_CONTEXT.normalize(d).as_tuple()
     unscaled = int("".join(map(str, digits))) * 10 ** max(exp, 0)
     scale = max(-exp, 0)
     h = 0
@@ -216,28 +217,28 @@ def _java_decimal_hive_hash(d: decimal.Decimal) -> int:
 
 def _hive_column_hash(col: Any, t: pa.DataType) -> np.ndarray:
     """``HiveHasher`` hash of every value of one column, uint32; null -> 0."""
-    f = _field(t)
-    arr = _as_array(col, t) if f.kind != "nested" else None
-    null = _null_mask(arr) if arr is not None else None
+    f = field_layout(t)
+    arr = as_array(col, t) if f.kind != "nested" else None
+    null = null_mask(arr) if arr is not None else None
     n = len(col)
     k = f.kind
     if k == "bool":
         out = arr.fill_null(False).to_numpy(zero_copy_only=False).astype(np.uint32)
     elif k in ("int", "date") and f.width <= 4:
-        out = _fixed_values(arr, f"<i{f.width}", null).astype(np.int32).view(np.uint32)
+        out = fixed_values(arr, f"<i{f.width}", null).astype(np.int32).view(np.uint32)
     elif k == "time":  # Paimon TIME is an Integer of millis; reuse the slot's unit conversion
-        out = _encode_column(arr, t).slot.astype(np.uint32)
+        out = encode_column(arr, t).slot.astype(np.uint32)
     elif k == "int":  # BIGINT: Long.hashCode
-        v = _fixed_values(arr, "<u8", null)
+        v = fixed_values(arr, "<u8", null)
         out = ((v ^ (v >> np.uint64(32))) & np.uint64(_U32)).astype(np.uint32)
     elif k == "float" and f.width == 4:
-        v = _fixed_values(arr, "<f4", null)
+        v = fixed_values(arr, "<f4", null)
         bits = v.view(np.uint32).copy()
         bits[np.isnan(v)] = 0x7FC00000  # floatToIntBits' canonical NaN
         bits[v == 0] = 0                # -0.0f hashes like 0
         out = bits
     elif k == "float":
-        v = _fixed_values(arr, "<f8", null)
+        v = fixed_values(arr, "<f8", null)
         bits = v.view(np.uint64).copy()
         bits[np.isnan(v)] = 0x7FF8000000000000
         bits[v == 0] = 0
@@ -263,13 +264,13 @@ def _hive_bytes_hash(arr: pa.Array, null) -> np.ndarray:
     """Java ``h = 31 * h + b`` over the signed UTF-8/raw bytes of every value, vectorized as
     ``sum(b_j * 31^(len-1-j))`` with uint32 wraparound."""
     n = len(arr)
-    starts, lens, data = _bytes_layout(arr)
+    starts, lens, data = bytes_layout(arr)
     rows = np.flatnonzero((lens > 0) if null is None else (lens > 0) & ~null)
     out = np.zeros(n, np.uint32)
     if rows.size == 0:
         return out
     lens = lens[rows]
-    first, within = _ragged_index(lens)
+    first, within = ragged_index(lens)
     signed = data[np.repeat(starts[rows], lens) + within].view(np.int8)
     pow31 = np.ones(int(lens.max()), np.uint32)
     pow31[1:] = np.cumprod(np.full(len(pow31) - 1, 31, np.uint32), dtype=np.uint32)

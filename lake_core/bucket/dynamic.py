@@ -37,7 +37,7 @@ from lake_core.paths import FileNamer
 
 if TYPE_CHECKING:
     from lake_core.snapshot.snapshot import Snapshot
-    from lake_core.table import FileStoreTable
+    from lake_core.store import FileStore
 
 log = logging.getLogger(__name__)
 
@@ -254,7 +254,7 @@ class DynamicBucketAssigner:
     ``ignore_existing``: start every partition empty (overwrite).
     """
 
-    def __init__(self, table: "FileStoreTable", base: "Snapshot | None",
+    def __init__(self, table: "FileStore", base: "Snapshot | None",
                  data_buckets: Callable[[bytes], Iterable[int]], ignore_existing: bool = False):
         self.table = table
         self.base = base
@@ -316,7 +316,7 @@ class DynamicBucketAssigner:
             at += len(h)
             counts[e.bucket] = len(h)
 
-        if len(ordered) > 1 and not self.table.fileio.is_local:
+        if len(ordered) > 1 and self.table.fileio.reads_are_remote:
             with ThreadPoolExecutor(max_workers=4) as pool:
                 for e, h in zip(ordered, pool.map(lambda e: read_hash_index(self.table, e), ordered)):
                     fill(e, h)

@@ -15,7 +15,7 @@ from lake_core.manifest.metadata import FileKind, IndexManifestEntry
 from lake_core.paths import FileNamer
 
 if TYPE_CHECKING:
-    from lake_core.table import FileStoreTable
+    from lake_core.store import FileStore
 
 HASH_INDEX = "HASH"
 
@@ -32,26 +32,26 @@ def decode_hashes(data: bytes, where: str = "HASH index file") -> np.ndarray:
     return np.frombuffer(data, dtype=">i4").astype(np.int32)
 
 
-def index_file_path(table: "FileStoreTable", entry: IndexManifestEntry) -> str:
-    return entry.external_path or table.paths.index_file(entry.file_name)
+def index_file_path(store: "FileStore", entry: IndexManifestEntry) -> str:
+    return entry.external_path or store.paths.index_file(entry.file_name)
 
 
-def read_hash_index(table: "FileStoreTable", entry: IndexManifestEntry) -> np.ndarray:
+def read_hash_index(store: "FileStore", entry: IndexManifestEntry) -> np.ndarray:
     """The int32 hashes of one HASH index file."""
-    path = index_file_path(table, entry)
-    hashes = decode_hashes(table.fileio.read_bytes(path), f"HASH index file {path}")
+    path = index_file_path(store, entry)
+    hashes = decode_hashes(store.fileio.read_bytes(path), f"HASH index file {path}")
     if entry.row_count is not None and entry.row_count != len(hashes):
         raise FormatError(f"HASH index file {path} holds {len(hashes)} hashes but the index manifest says "
                           f"{entry.row_count}; the table's index is corrupt")
     return hashes
 
 
-def write_hash_index(table: "FileStoreTable", partition: bytes, bucket: int, hashes: np.ndarray,
+def write_hash_index(store: "FileStore", partition: bytes, bucket: int, hashes: np.ndarray,
                      namer: FileNamer) -> IndexManifestEntry:
     """Write one complete HASH index file and return its ADD entry for the index manifest."""
     name = namer.index_file()
     data = encode_hashes(hashes)
-    table.fileio.write_bytes(table.paths.index_file(name), data)
+    store.fileio.write_bytes(store.paths.index_file(name), data)
     return IndexManifestEntry(kind=FileKind.ADD, partition=partition, bucket=bucket, index_type=HASH_INDEX,
                               file_name=name, file_size=len(data), row_count=len(data) // 4)
 

@@ -334,26 +334,15 @@ class FileStoreCommit:
         with a smaller identifier instead of reading every snapshot of the table."""
         if latest is None:
             return None
-        stop = checked_up_to if checked_up_to is not None else (self.snapshots.earliest_id() or 1) - 1
-        sid = latest.id
-        while sid > stop:
-            try:
-                s = self.snapshots.get(sid)
-            except Exception:
-                break  # expired underneath us
-            if s.commit_user == self.commit_user:
-                if s.commit_identifier == identifier and s.commit_kind == kind:
-                    if self._same_files(s, kind, fingerprint):
-                        return s
-                    raise CommitIdentityError(
-                        f"commit user '{self.commit_user}' with identifier {identifier} already committed snapshot "
-                        f"{s.id} ({kind.value}) of {self.table.identifier} with other files; nothing was committed. "
-                        "A retry must re-send the same commit messages; new data needs a new identifier (or "
-                        "another commit user)")
-                if s.commit_identifier < identifier:
-                    break  # the user's earlier commits all have smaller identifiers
-            sid -= 1
-        return None
+        s = self.snapshots.find_commit(commit_user=self.commit_user, identifier=identifier, kind=kind,
+                                       newer_than=checked_up_to or 0, up_to=latest.id)
+        if s is None or self._same_files(s, kind, fingerprint):
+            return s
+        raise CommitIdentityError(
+            f"commit user '{self.commit_user}' with identifier {identifier} already committed snapshot "
+            f"{s.id} ({kind.value}) of {self.table.identifier} with other files; nothing was committed. "
+            "A retry must re-send the same commit messages; new data needs a new identifier (or "
+            "another commit user)")
 
     def _same_files(self, landed: Snapshot, kind: CommitKind, fingerprint: list[ManifestEntry]) -> bool:
         """Whether ``landed`` added (and removed) exactly the files of ``fingerprint``. An
@@ -510,7 +499,7 @@ class FileStoreCommit:
             if (e.partition, e.bucket) in touched and e.file.level > 0 and e.identifier() not in removed:
                 by_level.setdefault((e.partition, e.bucket, e.file.level), []).append(e.file)
         key_types = self.table.key_types
-        from lake_core.format.binary_row import deserialize_row
+        from lake_core.format.binary_row.reader import deserialize_row
         from lake_core.format.float_order import java_order_key
         for (partition, bucket, level), files in by_level.items():
             if len(files) < 2:

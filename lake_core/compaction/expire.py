@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lake_core.format.binary_row import deserialize_row
+from lake_core.format.binary_row.reader import deserialize_row
 from lake_core.manifest.metadata import DataFileMeta
 
 _MILLIS_FROM = 1_000_000_000_000  # Java: a BIGINT at or above this is epoch millis

@@ -49,7 +49,7 @@ class UnitOutcome:
 
 def partition_path(table: "FileStoreTable", partition: bytes) -> str:
     schema = table.schema
-    from lake_core.format.binary_row import deserialize_row
+    from lake_core.format.binary_row.reader import deserialize_row
     values = deserialize_row(partition, [schema.field(n).type for n in schema.partition_keys]) \
         if schema.partition_keys else []
     return partition_dir(list(schema.partition_keys), values, table.options.partition_default_name)

@@ -17,7 +17,7 @@ from lake_core.paths import FileNamer
 from lake_core.deletion_vectors.vector import DeletionVector
 
 if TYPE_CHECKING:
-    from lake_core.table import FileStoreTable
+    from lake_core.store import FileStore
 
 DV_INDEX = "DELETION_VECTORS"
 VERSION = 1
@@ -65,22 +65,22 @@ def decode_index_file(data: bytes, ranges, where: str) -> dict[str, DeletionVect
     return out
 
 
-def dv_index_path(table: "FileStoreTable", entry: IndexManifestEntry) -> str:
-    return entry.external_path or table.paths.index_file(entry.file_name)
+def dv_index_path(store: "FileStore", entry: IndexManifestEntry) -> str:
+    return entry.external_path or store.paths.index_file(entry.file_name)
 
 
-def read_dv_index(table: "FileStoreTable", entry: IndexManifestEntry) -> dict[str, DeletionVector]:
-    path = dv_index_path(table, entry)
-    return decode_index_file(table.fileio.read_bytes(path), entry.dv_ranges or (), path)
+def read_dv_index(store: "FileStore", entry: IndexManifestEntry) -> dict[str, DeletionVector]:
+    path = dv_index_path(store, entry)
+    return decode_index_file(store.fileio.read_bytes(path), entry.dv_ranges or (), path)
 
 
-def write_dv_index(table: "FileStoreTable", partition: bytes, bucket: int, vectors: Mapping[str, DeletionVector],
+def write_dv_index(store: "FileStore", partition: bytes, bucket: int, vectors: Mapping[str, DeletionVector],
                    namer: FileNamer) -> IndexManifestEntry | None:
     """Write the bucket's complete DV index file; its ADD entry (None: no deleted rows left)."""
     data, metas = encode_index_file(vectors)
     if not metas:
         return None
     name = namer.index_file()
-    table.fileio.write_bytes(table.paths.index_file(name), data)
+    store.fileio.write_bytes(store.paths.index_file(name), data)
     return IndexManifestEntry(kind=FileKind.ADD, partition=partition, bucket=bucket, index_type=DV_INDEX,
                               file_name=name, file_size=len(data), row_count=len(metas), dv_ranges=metas)

@@ -17,23 +17,23 @@ from lake_core.deletion_vectors.vector import DeletionVector
 
 if TYPE_CHECKING:
     from lake_core.snapshot.snapshot import Snapshot
-    from lake_core.table import FileStoreTable
+    from lake_core.store import FileStore
 
 
-def bucket_dv_entries(table: "FileStoreTable", snapshot: "Snapshot | None") -> dict[tuple[bytes, int], list[IndexManifestEntry]]:
+def bucket_dv_entries(store: "FileStore", snapshot: "Snapshot | None") -> dict[tuple[bytes, int], list[IndexManifestEntry]]:
     out: dict[tuple[bytes, int], list[IndexManifestEntry]] = {}
     if snapshot is None:
         return out
-    for e in table.manifest_store.index_entries(snapshot):
+    for e in store.manifest_store.index_entries(snapshot):
         if e.index_type == DV_INDEX:
             out.setdefault((e.partition, e.bucket), []).append(e)
     return out
 
 
-def load_vectors(table: "FileStoreTable", entries: Iterable[IndexManifestEntry]) -> dict[str, DeletionVector]:
+def load_vectors(store: "FileStore", entries: Iterable[IndexManifestEntry]) -> dict[str, DeletionVector]:
     out: dict[str, DeletionVector] = {}
     for e in entries:
-        out.update(read_dv_index(table, e))
+        out.update(read_dv_index(store, e))
     return out
 
 
@@ -66,11 +66,11 @@ class BucketDeletionVectors:
     _new: list = field(default_factory=list)
 
     @staticmethod
-    def load(table: "FileStoreTable", partition: bytes, bucket: int,
+    def load(store: "FileStore", partition: bytes, bucket: int,
              entries: Iterable[IndexManifestEntry]) -> "BucketDeletionVectors":
         entries = tuple(entries)
-        return BucketDeletionVectors(partition, bucket, entries, load_vectors(table, entries),
-                                     table.options.deletion_vectors_bitmap64)
+        return BucketDeletionVectors(partition, bucket, entries, load_vectors(store, entries),
+                                     store.options.deletion_vectors_bitmap64)
 
     def get(self, file_name: str) -> DeletionVector | None:
         return self.vectors.get(file_name)
@@ -88,10 +88,10 @@ class BucketDeletionVectors:
             if self.vectors.pop(name, None) is not None:
                 self.modified = True
 
-    def changes(self, table: "FileStoreTable", namer: FileNamer) -> tuple[tuple[IndexManifestEntry, ...],
+    def changes(self, store: "FileStore", namer: FileNamer) -> tuple[tuple[IndexManifestEntry, ...],
                                                                          tuple[IndexManifestEntry, ...]]:
         """(new index files, deleted index files) for the commit message; both empty if unchanged."""
         if not self.modified:
             return (), ()
-        new = write_dv_index(table, self.partition, self.bucket, self.vectors, namer)
+        new = write_dv_index(store, self.partition, self.bucket, self.vectors, namer)
         return ((new,) if new is not None else ()), tuple(as_delete(e) for e in self.entries)

@@ -1,1 +1,1 @@
-"""Paimon's on-disk encodings: BinaryRow, data files (Parquet/ORC/Avro), column statistics, integrity checks."""
+"""Paimon's on-disk encodings: BinaryRow, the Avro container codec, data files (Parquet/ORC/Avro), column statistics, integrity checks."""

@@ -32,7 +32,6 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import re
 from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, Union
 
 import numpy as np
@@ -40,7 +39,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_core.errors import FormatError, InvalidOptionError, SchemaMismatchError
+from lake_core.format.avro import CODEC_ALIASES, read_records, write_records
 from lake_core.format.parquet_int96 import has_nanos, leaf_paths, to_int96_columns, write_declaring_int96
+from lake_core.option_values import LONG_RANGE, parse_bool, parse_int, parse_memory_size
 from lake_core.types import DataField, arrow_field, is_nested
 
 __all__ = [
@@ -50,7 +51,6 @@ __all__ = [
     "read_data_file",
     "read_file_schema",
     "parquet_write_options",
-    "ensure_avro_zstandard",
     "avro_schema_for",
 ]
 
@@ -80,31 +80,6 @@ def file_extension(fmt: str) -> str:
 # options
 # ------------------------------------------------------------------------------------------------
 
-_SIZE_RE = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
-_SIZE_UNITS = {
-    "": 1, "b": 1, "bytes": 1,
-    "k": 1024, "kb": 1024, "kibibytes": 1024,
-    "m": 1024 ** 2, "mb": 1024 ** 2, "mebibytes": 1024 ** 2,
-    "g": 1024 ** 3, "gb": 1024 ** 3, "gibibytes": 1024 ** 3,
-}
-
-
-def _parse_size(option: str, value: str) -> int:
-    m = _SIZE_RE.match(str(value))
-    if not m or m.group(2).lower() not in _SIZE_UNITS:
-        raise InvalidOptionError(f"Invalid value {value!r} for option '{option}': expected a size like 65536 or '64 kb'")
-    return int(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
-
-
-def _parse_bool(option: str, value: str) -> bool:
-    v = str(value).strip().lower()
-    if v in ("true", "1", "yes"):
-        return True
-    if v in ("false", "0", "no"):
-        return False
-    raise InvalidOptionError(f"Invalid value {value!r} for option '{option}': expected true or false")
-
-
 _PARQUET_CODECS = {
     "zstd": "zstd", "zstandard": "zstd", "snappy": "snappy", "gzip": "gzip", "lz4": "lz4",
     "brotli": "brotli", "none": "none", "uncompressed": "none",
@@ -113,11 +88,7 @@ _ORC_CODECS = {
     "zstd": "zstd", "zstandard": "zstd", "snappy": "snappy", "gzip": "zlib", "zlib": "zlib",
     "lz4": "lz4", "none": "uncompressed", "uncompressed": "uncompressed",
 }
-_AVRO_CODECS = {
-    "zstd": "zstandard", "zstandard": "zstandard", "snappy": "snappy", "deflate": "deflate",
-    "gzip": "deflate", "none": "null", "uncompressed": "null", "null": "null", "xz": "xz",
-    "bzip2": "bzip2",
-}
+_AVRO_CODECS = {**CODEC_ALIASES, "gzip": "deflate", "uncompressed": "null"}
 
 
 def _codec(fmt: str, compression: str, options: Mapping[str, str]) -> tuple[str, Optional[int]]:
@@ -132,13 +103,8 @@ def _codec(fmt: str, compression: str, options: Mapping[str, str]) -> tuple[str,
     codec = table[name]
     level = None
     if codec in ("zstd", "zstandard"):
-        lv = options.get("file.compression.zstd-level", _DEFAULT_ZSTD_LEVEL)
-        try:
-            level = int(lv)
-        except (TypeError, ValueError):
-            raise InvalidOptionError(
-                f"Invalid value {lv!r} for option 'file.compression.zstd-level': expected an integer"
-            ) from None
+        level = parse_int("file.compression.zstd-level",
+                          options.get("file.compression.zstd-level", _DEFAULT_ZSTD_LEVEL))
     return codec, level
 
 
@@ -259,11 +225,12 @@ def parquet_write_options(table: pa.Table, compression: str = "zstd",
     """The keyword arguments lake_core passes to ``pyarrow.parquet.ParquetWriter``."""
     options = options or {}
     codec, level = _codec("parquet", compression, options)
-    page = options.get("parquet.page.size", options.get("page-size"))
-    page_size = _parse_size("parquet.page.size", page) if page is not None else _DEFAULT_PAGE_SIZE
+    page_key = "parquet.page.size" if "parquet.page.size" in options else "page-size"
+    page = options.get(page_key)
+    page_size = parse_memory_size(page_key, page) if page is not None else _DEFAULT_PAGE_SIZE
     use_dict: Union[bool, list[str]]
     dict_opt = options.get("parquet.enable.dictionary")
-    if dict_opt is not None and not _parse_bool("parquet.enable.dictionary", dict_opt):
+    if dict_opt is not None and not parse_bool("parquet.enable.dictionary", dict_opt):
         use_dict = False
     else:
         use_dict = _dictionary_columns(table)
@@ -290,12 +257,7 @@ def _write_parquet(table: pa.Table, sink, compression: str, options: Mapping[str
     rg = options.get("parquet.row-group.rows")
     row_group_size = None
     if rg is not None:
-        try:
-            row_group_size = int(rg)
-        except ValueError:
-            raise InvalidOptionError(
-                f"Invalid value {rg!r} for option 'parquet.row-group.rows': expected an integer"
-            ) from None
+        row_group_size = parse_int("parquet.row-group.rows", rg, LONG_RANGE)
     table, int96_paths = to_int96_columns(table)
     if not int96_paths:
         with pq.ParquetWriter(sink, table.schema, **kw) as w:
@@ -342,99 +304,6 @@ def _write_orc(table: pa.Table, sink, compression: str, options: Mapping[str, st
 # -- avro ---------------------------------------------------------------------------------------
 
 _AVRO_ROOT = "org.apache.paimon.avro.generated.record"
-_avro_zstd_ready = False
-
-
-def _zigzag_varint(n: int) -> bytes:
-    n = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while n & ~0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def _read_varint_long(fo) -> int:
-    shift = 0
-    acc = 0
-    while True:
-        b = fo.read(1)
-        if not b:
-            raise EOFError("truncated avro block")
-        acc |= (b[0] & 0x7F) << shift
-        if not b[0] & 0x80:
-            break
-        shift += 7
-    return (acc >> 1) ^ -(acc & 1)
-
-
-def ensure_avro_zstandard() -> None:
-    """Make fastavro's ``zstandard`` codec work with the ``zstandard`` package when fastavro's
-    own backend (``backports.zstd`` on Python < 3.14) is missing. Idempotent."""
-    global _avro_zstd_ready
-    if _avro_zstd_ready:
-        return
-    try:
-        import fastavro._read as c_read
-        import fastavro._write as c_write
-    except ImportError:  # pragma: no cover - pure python fastavro
-        c_read = c_write = None  # type: ignore[assignment]
-    import fastavro._read_py as py_read
-    import fastavro._write_py as py_write
-
-    try:
-        if __import__("sys").version_info >= (3, 14):  # pragma: no cover
-            from compression import zstd as _z  # noqa: F401
-        else:
-            from backports import zstd as _z  # noqa: F401
-        _avro_zstd_ready = True
-        return
-    except ImportError:
-        pass
-    try:
-        import zstandard
-    except ImportError:  # pragma: no cover
-        _avro_zstd_ready = True  # nothing we can do; fastavro will raise a clear error
-        return
-
-    def _compress(data: bytes, level) -> bytes:
-        return zstandard.ZstdCompressor(level=3 if level is None else int(level)).compress(data)
-
-    def _decompress(data: bytes) -> bytes:
-        # Java (zstd-jni streams) writes frames without a content size: stream-decompress, and
-        # accept several concatenated frames
-        dctx = zstandard.ZstdDecompressor()
-        try:
-            obj = dctx.decompressobj(read_across_frames=True)
-        except TypeError:  # zstandard < 0.23
-            obj = dctx.decompressobj()
-        return obj.decompress(data)
-
-    def c_writer(fo, block_bytes, level):
-        data = _compress(block_bytes, level)
-        fo.write(_zigzag_varint(len(data)))
-        fo.write(data)
-
-    def c_reader(fo):
-        n = _read_varint_long(fo)
-        return io.BytesIO(_decompress(fo.read(n)))
-
-    def py_writer(encoder, block_bytes, level):
-        data = _compress(block_bytes, level)
-        encoder.write_long(len(data))
-        encoder._fo.write(data)
-
-    def py_reader(decoder):
-        n = decoder.read_long()
-        return io.BytesIO(_decompress(decoder.read_fixed(n)))
-
-    if c_write is not None:
-        c_write.BLOCK_WRITERS["zstandard"] = c_writer
-        c_read.BLOCK_READERS["zstandard"] = c_reader
-    py_write.BLOCK_WRITERS["zstandard"] = py_writer
-    py_read.BLOCK_READERS["zstandard"] = py_reader
-    _avro_zstd_ready = True
 
 
 def _avro_type(t: pa.DataType, nullable: bool, row_name: str, column: str) -> Any:
@@ -643,9 +512,7 @@ def _write_avro(table: pa.Table, sink, compression: str, options: Mapping[str, s
     import fastavro
 
     codec, level = _codec("avro", compression, options)
-    if codec == "zstandard":
-        ensure_avro_zstandard()
-    elif codec == "snappy":
+    if codec == "snappy":
         try:
             import cramjam  # noqa: F401
         except ImportError:
@@ -668,8 +535,10 @@ def _write_avro(table: pa.Table, sink, compression: str, options: Mapping[str, s
             values = [fix(v) for v in values]
         columns.append(values)
     records = [dict(zip(names, row)) for row in zip(*columns)] if columns else [{}] * table.num_rows
+    data = write_records(records, schema, codec=codec, zstd_level=_DEFAULT_ZSTD_LEVEL if level is None else level,
+                         what="Avro data file")
     with _binary_file(sink, "wb") as fo:
-        fastavro.writer(fo, schema, records, codec=codec, codec_compression_level=level)
+        fo.write(data)
 
 
 @contextlib.contextmanager
@@ -939,28 +808,30 @@ def _avro_record_schema(ws, source) -> dict:
     return ws
 
 
-def _read_avro(source, columns, arrow_schema) -> pa.Table:
-    import fastavro
-
-    ensure_avro_zstandard()
+def _avro_records(source) -> tuple[dict, list]:
+    """(record schema, records) of an Avro data file, decoded by the shared container codec."""
     with _binary_file(source, "rb") as fo:
         try:
-            reader = fastavro.reader(fo)
-            ws = _avro_record_schema(reader.writer_schema, source)
-            file_fields = {f["name"]: f["type"] for f in ws["fields"]}
-            file_names = list(file_fields)
-            read_cols = _wanted(columns, arrow_schema, file_names)
-            values: dict[str, list] = {c: [] for c in read_cols}
-            n_rows = 0
-            appenders = [(values[c].append, c) for c in read_cols]
-            for rec in reader:
-                if rec is None:
-                    raise FormatError(f"Avro data file {_src_name(source)} holds a NULL row")
-                n_rows += 1
-                for app, c in appenders:
-                    app(rec.get(c))
-        except (ValueError, EOFError, OSError, StopIteration) as e:
+            data = fo.read()
+        except OSError as e:
             raise FormatError(f"Cannot read Avro data file {_src_name(source)}: {e}") from e
+    ws, records = read_records(data, f"Avro data file {_src_name(source)}")
+    return _avro_record_schema(ws, source), records
+
+
+def _read_avro(source, columns, arrow_schema) -> pa.Table:
+    ws, records = _avro_records(source)
+    file_fields = {f["name"]: f["type"] for f in ws["fields"]}
+    file_names = list(file_fields)
+    read_cols = _wanted(columns, arrow_schema, file_names)
+    values: dict[str, list] = {c: [] for c in read_cols}
+    n_rows = len(records)
+    appenders = [(values[c].append, c) for c in read_cols]
+    for rec in records:
+        if rec is None:
+            raise FormatError(f"Avro data file {_src_name(source)} holds a NULL row")
+        for app, c in appenders:
+            app(rec.get(c))
     available = {}
     for c in read_cols:
         t, _ = _avro_to_arrow(file_fields[c])
@@ -990,10 +861,6 @@ def read_file_schema(source, fmt: str) -> pa.Schema:
         import pyarrow.orc as orc
 
         return orc.ORCFile(source).schema
-    import fastavro
-
-    ensure_avro_zstandard()
-    with _binary_file(source, "rb") as fo:
-        ws = _avro_record_schema(fastavro.reader(fo).writer_schema, source)
+    ws, _ = _avro_records(source)
     return pa.schema([pa.field(f["name"], *_avro_to_arrow(f["type"])) for f in ws["fields"]])
 

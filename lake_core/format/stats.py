@@ -22,7 +22,7 @@ booleans false < true.
 
 Values are Python objects: int, float, bool, str, bytes, decimal.Decimal, datetime.date,
 datetime.time, datetime.datetime (naive for TIMESTAMP, tz-aware for TIMESTAMP WITH LOCAL TIME
-ZONE, in UTC; nanosecond precision columns give ``lake_core.format.binary_row.NanoDatetime``, a datetime
+ZONE, in UTC; nanosecond precision columns give ``lake_core.format.binary_row.nano_datetime.NanoDatetime``, a datetime
 subclass with ``.nanosecond``, when the value is not a whole microsecond).
 """
 from __future__ import annotations
@@ -209,11 +209,11 @@ _EPOCH = datetime.datetime(1970, 1, 1)
 
 
 def _ns_value(v: Optional[int], tz: Optional[str]) -> Any:
-    """A nanosecond epoch value as a datetime (``binary_row.NanoDatetime`` when the nanoseconds
+    """A nanosecond epoch value as a datetime (``binary_row.nano_datetime.NanoDatetime`` when the nanoseconds
     are not a whole microsecond), without needing pandas."""
     if v is None:
         return None
-    from lake_core.format.binary_row import NanoDatetime
+    from lake_core.format.binary_row.nano_datetime import NanoDatetime
 
     micros, nano = divmod(v, 1000)
     base = _EPOCH + datetime.timedelta(microseconds=micros)

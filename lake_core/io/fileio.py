@@ -49,6 +49,12 @@ class FileIO:
         return self.scheme == "file"
 
     @property
+    def reads_are_remote(self) -> bool:
+        """Whether each read is a network round trip (object stores): then overlapping a few reads
+        in threads pays; on local disk it only adds overhead."""
+        return not self.is_local
+
+    @property
     def fs(self):
         if self._fs is None:
             if self.is_local:
@@ -100,6 +106,34 @@ class FileIO:
             return [e.rstrip("/").rsplit("/", 1)[-1] for e in self.fs.ls(p, detail=False, refresh=True)]
         except FileNotFoundError:
             return []
+
+    def directory_exists(self, directory: str) -> bool:
+        """Whether ``directory`` exists: on an object store, whether its parent's listing shows it
+        (it has files, or the marker of :meth:`create_directory`)."""
+        if self.is_local:
+            return os.path.isdir(self._p(directory))
+        parent, _, name = directory.rstrip("/").rpartition("/")
+        return name in self.list_names(parent)
+
+    def create_directory(self, directory: str) -> None:
+        """An empty directory that listings show. Object stores have no directories: a zero-byte
+        ``<directory>/`` marker object stands for it, as Hadoop's S3A writes."""
+        if self.is_local:
+            os.makedirs(self._p(directory), exist_ok=True)
+            return
+        bucket, _, key = self._p(directory).rstrip("/").partition("/")
+        self.fs.call_s3("put_object", Bucket=bucket, Key=key + "/", Body=b"")
+
+    def list_files_relative(self, directory: str) -> list[tuple[str, int, float]]:
+        """(path relative to ``directory`` with ``/`` separators, size, modification time epoch
+        seconds) of every file under ``directory``; the same on local disk and object stores."""
+        root_key = self._p(directory).rstrip("/") + "/"
+        out = []
+        for full, size, mtime in self.list_files_recursive(directory):
+            key = self._p(full)
+            if key.startswith(root_key):
+                out.append((key[len(root_key):], size, mtime))
+        return out
 
     def list_files_recursive(self, directory: str) -> list[tuple[str, int, float]]:
         """(full path, size, modification time epoch seconds) of every file under a directory."""

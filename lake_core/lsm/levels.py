@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
-from lake_core.format.binary_row import deserialize_row
+from lake_core.format.binary_row.reader import deserialize_row
 from lake_core.errors import LakeError
 from lake_core.manifest.metadata import DataFileMeta
 

@@ -3,11 +3,16 @@
 Two expiries racing each other could otherwise each delete part of a range and one of them, seeing
 a lease appear, write back snapshots whose files the other is deleting. Snapshot and changelog
 expiry take this lock for their destructive phase; a run that finds it held skips (the holder does
-the work) and says so. A lock older than its TTL (a crashed holder) is taken over.
+the work) and says so. A crashed holder's lock is taken over: at once when the holder ran on this
+host and its process is gone, else once the lock is older than its TTL. A takeover first creates
+``.expire-lock.takeover-<owner>`` exclusively, so of several processes finding the same dead lock
+exactly one replaces it (a plain delete-and-create would let a late one delete the winner's lock).
 """
 from __future__ import annotations
 
 import json
+import os
+import socket
 import time
 import uuid
 from contextlib import contextmanager
@@ -20,7 +25,50 @@ LOCK_TTL_S = 600.0
 
 
 def _lock_path(table: "FileStoreTable") -> str:
-    return f"{table.paths.snapshot_dir}/.expire-lock"
+    return table.paths.expire_lock
+
+
+def _holder_is_gone(lock: dict) -> bool:
+    """The lock's process ran on this host and no longer exists (a crash, a kill -9)."""
+    if lock.get("host") != socket.gethostname() or not isinstance(lock.get("pid"), int):
+        return False
+    try:
+        os.kill(lock["pid"], 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False  # exists, owned by someone else
+    return False
+
+
+def _read_lock(fio, path: str) -> dict | None:
+    """The lock's body; None if it is gone; {} if it is unreadable (a torn write of a crashed holder)."""
+    try:
+        body = json.loads(fio.read_text(path))
+        return body if isinstance(body, dict) else {}
+    except FileNotFoundError:
+        return None
+    except ValueError:
+        return {}
+
+
+def _marker(path: str, dead: dict) -> str:
+    return f"{path}.takeover-{dead.get('owner', 'torn')}"
+
+
+def _take_over(fio, path: str, dead: dict, body: bytes, ttl_s: float) -> bool:
+    marker = _marker(path, dead)
+    if not fio.try_create(marker, json.dumps({"expires": time.time() + ttl_s}).encode("utf-8")):
+        stuck = _read_lock(fio, marker)  # a taker that crashed mid-takeover leaves its marker
+        if stuck is None or stuck.get("expires", 0) >= time.time():
+            return False
+        fio.delete(marker)
+        if not fio.try_create(marker, json.dumps({"expires": time.time() + ttl_s}).encode("utf-8")):
+            return False
+    if _read_lock(fio, path) not in (dead, None):
+        return False  # replaced meanwhile by a holder that came through the front door
+    fio.delete(path)
+    return fio.try_create(path, body)
 
 
 @contextmanager
@@ -28,24 +76,23 @@ def expiry_lock(table: "FileStoreTable", ttl_s: float = LOCK_TTL_S) -> Iterator[
     """Yields True while this process holds the lock, False if another expiry holds it."""
     fio, path = table.fileio, _lock_path(table)
     token = uuid.uuid4().hex
-    body = json.dumps({"owner": token, "expires": time.time() + ttl_s}).encode("utf-8")
+    body = json.dumps({"owner": token, "expires": time.time() + ttl_s, "host": socket.gethostname(),
+                       "pid": os.getpid()}).encode("utf-8")
     held = fio.try_create(path, body)
+    replaced = None
     if not held:
-        try:
-            stale = json.loads(fio.read_text(path)).get("expires", 0) < time.time()
-        except FileNotFoundError:
-            stale = True  # released meanwhile
-        except ValueError:
-            stale = True  # torn write of a crashed holder
-        if stale:
-            fio.delete(path)
-            held = fio.try_create(path, body)
+        lock = _read_lock(fio, path)
+        if lock is None:
+            held = fio.try_create(path, body)  # released meanwhile
+        elif lock.get("expires", 0) < time.time() or _holder_is_gone(lock):
+            held = _take_over(fio, path, lock, body, ttl_s)
+            replaced = lock
     try:
         yield held
     finally:
         if held:
-            try:
-                if json.loads(fio.read_text(path)).get("owner") == token:
-                    fio.delete(path)
-            except (FileNotFoundError, ValueError):
-                pass
+            lock = _read_lock(fio, path)
+            if lock and lock.get("owner") == token:
+                fio.delete(path)
+            if replaced is not None:  # kept until now so no late taker of the dead lock deletes ours
+                fio.delete(_marker(path, replaced))

@@ -98,6 +98,13 @@ class TableMaintenance:
         return expire_changelogs(self._table, retain_min=retain_min, retain_max=retain_max,
                                  older_than=older_than, max_deletes=max_deletes, dry_run=dry_run)
 
+    # -- tags (tag_deletion.py) ----------------------------------------------------------------
+    def delete_tag(self, *, name: str, dry_run: bool = False):
+        """Delete tag ``name`` and the files only it held (Java ``TagDeletion``); a
+        ``DeleteTagResult``. ``dry_run``: what would be deleted, nothing is."""
+        from lake_core.maintenance.tag_deletion import delete_tags
+        return delete_tags(self._table, [name], dry_run=dry_run)
+
     # -- tag time retention (tag_time.py) ------------------------------------------------------
     def expire_tags(self, *, older_than=None, dry_run: bool = False):
         """Delete tags whose ``tagTimeRetained`` (per tag, or ``tag.default-time-retained`` when

@@ -19,11 +19,12 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lake_core.errors import LakeError, SnapshotNotFoundError
+from lake_core.errors import LakeError, PathEscapeError, SnapshotNotFoundError
 from lake_core.io.fileio import FileIOError
 from lake_core.snapshot.snapshot import Snapshot
 from lake_core.errors import MaintenanceAbortedError, MaintenanceArgumentError
 from lake_core.maintenance.references import PlannedFile, ReferencedNames, long_lived_changelogs, now_ms, tagged_snapshots
+from lake_core.paths import join_relative
 from lake_core.result import OperationResult
 
 if TYPE_CHECKING:
@@ -50,9 +51,10 @@ def _snapshot_or_none(table: "FileStoreTable", sid: int) -> Snapshot | None:
         return None
 
 
-def _collect(table: "FileStoreTable", refs: ReferencedNames) -> None:
-    """Add every snapshot and tag. A read failure aborts unless the snapshot was expired meanwhile
-    (then its files are legitimately gone)."""
+def collect_retained(table: "FileStoreTable", refs: ReferencedNames, *, operation: str = "remove_orphan_files",
+                     skip_tags: frozenset[str] = frozenset()) -> None:
+    """Add every snapshot, long-lived changelog and tag (but ``skip_tags``). A read failure aborts
+    unless the snapshot was expired meanwhile (then its files are legitimately gone)."""
     sm = table.snapshot_manager
     for sid in sm.list_ids():
         snap = _snapshot_or_none(table, sid)
@@ -64,7 +66,7 @@ def _collect(table: "FileStoreTable", refs: ReferencedNames) -> None:
             sm.forget(sid)
             if table.fileio.exists(table.paths.snapshot(sid)):
                 raise MaintenanceAbortedError(
-                    f"remove_orphan_files on {table.identifier}: snapshot {sid} could not be read completely "
+                    f"{operation} on {table.identifier}: snapshot {sid} could not be read completely "
                     f"({e}); refusing to delete anything") from None
     long_lived = table.changelog_manager.long_lived
     for cl in long_lived_changelogs(table):
@@ -74,26 +76,22 @@ def _collect(table: "FileStoreTable", refs: ReferencedNames) -> None:
             long_lived.forget(cl.id)
             if table.fileio.exists(long_lived.path(cl.id)):
                 raise MaintenanceAbortedError(
-                    f"remove_orphan_files on {table.identifier}: changelog/changelog-{cl.id} could not be read "
+                    f"{operation} on {table.identifier}: changelog/changelog-{cl.id} could not be read "
                     f"completely ({e}); refusing to delete anything") from None
-    for tag in tagged_snapshots(table):
+    for tag in tagged_snapshots(table, skip=skip_tags):
         try:
             refs.add_snapshot(tag)
         except (FileNotFoundError, FileIOError, LakeError) as e:
             raise MaintenanceAbortedError(
-                f"remove_orphan_files on {table.identifier}: tag of snapshot {tag.id} could not be read "
+                f"{operation} on {table.identifier}: tag of snapshot {tag.id} could not be read "
                 f"completely ({e}); refusing to delete anything") from None
 
 
 def _candidates(table: "FileStoreTable", names: set[str], floor_s: float) -> tuple[list[PlannedFile], int]:
     root = table.paths.root
-    # Listings give back paths without the scheme on object stores; compare relative to the root.
-    root_key = root.split("://", 1)[-1].rstrip("/") + "/"
     out, scanned = [], 0
-    for full, size, mtime in table.fileio.list_files_recursive(root):
+    for rel, size, mtime in table.fileio.list_files_relative(root):
         scanned += 1
-        rel = full.split("://", 1)[-1]
-        rel = rel[len(root_key):] if rel.startswith(root_key) else rel
         name = rel.rsplit("/", 1)[-1]
         top = rel.split("/", 1)[0]
         is_temp = name.startswith(".") and name.endswith(".tmp")
@@ -101,7 +99,11 @@ def _candidates(table: "FileStoreTable", names: set[str], floor_s: float) -> tup
             continue
         if name in names or mtime >= floor_s:
             continue
-        out.append(PlannedFile(f"{root}/{rel}", size, "temp" if is_temp else top if top in ("manifest", "index",
+        try:
+            path = join_relative(root, rel)
+        except PathEscapeError:
+            continue  # a name no table file can have (e.g. a backslash): never delete what cannot be named
+        out.append(PlannedFile(path, size, "temp" if is_temp else top if top in ("manifest", "index",
                                                                                             "statistics") else "data"))
     return out, scanned
 
@@ -122,17 +124,17 @@ def remove_orphan_files(table: "FileStoreTable", *, older_than=_dt.timedelta(day
     for name, v in (("dry_run", dry_run), ("force", force)):
         if not isinstance(v, bool):
             raise MaintenanceArgumentError(f"{name} = {v!r} for table {table.identifier} must be True or False")
-    if table.fileio.list_names(f"{table.paths.root}/branch"):
+    if table.fileio.list_names(table.paths.branch_dir):
         raise MaintenanceAbortedError(
             f"remove_orphan_files on {table.identifier}: the table has branches, whose files lake_core cannot "
             "read yet; refusing to delete anything")
 
     floor_s = (now_ms() - older_than.total_seconds() * 1000) / 1000
     refs = ReferencedNames(table)
-    _collect(table, refs)
+    collect_retained(table, refs)
     candidates, scanned = _candidates(table, refs.names, floor_s)
     # Re-check: snapshots or tags committed while we listed take their files back.
-    _collect(table, refs)
+    collect_retained(table, refs)
     candidates = [f for f in candidates if f.path.rsplit("/", 1)[-1] not in refs.names]
 
     deleted = []

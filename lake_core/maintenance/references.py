@@ -13,7 +13,7 @@ from lake_core.errors import LakeError, SnapshotNotFoundError, TagNotFoundError
 from lake_core.io.fileio import FileIOError
 from lake_core.bucket.hash_index import index_file_path
 from lake_core.manifest.metadata import DataFileMeta, FileKind, IndexManifestEntry, ManifestEntry
-from lake_core.paths import partition_dir
+from lake_core.paths import data_file_in, extra_file_beside, partition_dir
 from lake_core.snapshot.snapshot import Snapshot
 from lake_core.errors import MaintenanceAbortedError
 
@@ -43,9 +43,8 @@ def bucket_path(table: "FileStoreTable", partition: bytes, bucket: int) -> str:
 def data_file_paths(table: "FileStoreTable", entry: ManifestEntry) -> list[tuple[str, int]]:
     """The data file of an entry and its extra files (Java ``toAlignedPath``: next to it)."""
     f: DataFileMeta = entry.file
-    main = f.external_path or f"{bucket_path(table, entry.partition, entry.bucket)}/{f.file_name}"
-    folder = main.rsplit("/", 1)[0]
-    return [(main, f.file_size)] + [(f"{folder}/{x}", 0) for x in f.extra_files]
+    main = f.external_path or data_file_in(bucket_path(table, entry.partition, entry.bucket), f.file_name)
+    return [(main, f.file_size)] + [(extra_file_beside(main, x), 0) for x in f.extra_files]
 
 
 def entry_key(entry: ManifestEntry) -> tuple[bytes, int, str]:
@@ -53,12 +52,15 @@ def entry_key(entry: ManifestEntry) -> tuple[bytes, int, str]:
     return entry.partition, entry.bucket, entry.file.file_name
 
 
-def tagged_snapshots(table: "FileStoreTable", names_out: list | None = None) -> list[Snapshot]:
-    """Every tag's snapshot, sorted by id, one per id (Java ``TagManager.taggedSnapshots``).
-    Raises :class:`MaintenanceAbortedError` if a tag cannot be read: a destructive operation must
-    never run on a partial view of what tags need."""
+def tagged_snapshots(table: "FileStoreTable", names_out: list | None = None,
+                     skip: frozenset[str] = frozenset()) -> list[Snapshot]:
+    """Every tag's snapshot (but the tags named in ``skip``), sorted by id, one per id (Java
+    ``TagManager.taggedSnapshots``). Raises :class:`MaintenanceAbortedError` if a tag cannot be
+    read: a destructive operation must never run on a partial view of what tags need."""
     by_id: dict[int, Snapshot] = {}
     for name in table.list_tags():
+        if name in skip:
+            continue
         try:
             snap = table.tag(name)
         except TagNotFoundError:

@@ -16,10 +16,11 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lake_core.errors import SnapshotNotFoundError
+from lake_core.errors import PathEscapeError, SnapshotNotFoundError
 from lake_core.names import validate_tag_name
 from lake_core.errors import MaintenanceAbortedError, MaintenanceArgumentError
 from lake_core.maintenance.references import ReferencedNames, long_lived_changelogs, tagged_snapshots
+from lake_core.paths import join_relative
 from lake_core.result import OperationResult
 
 if TYPE_CHECKING:
@@ -110,15 +111,19 @@ def rollback_to(table: "FileStoreTable", *, snapshot_id: int | None = None, tag:
     doomed = candidates - keep
     deleted = size = 0
     if doomed:
-        root_key = paths.root.split("://", 1)[-1].rstrip("/") + "/"
-        for full, nbytes, _mtime in fio.list_files_recursive(paths.root):
-            rel = full.split("://", 1)[-1]
-            rel = rel[len(root_key):] if rel.startswith(root_key) else rel
+        for rel, nbytes, _mtime in fio.list_files_relative(paths.root):
             if rel.split("/", 1)[0] in ("snapshot", "tag", "schema", "consumer", "branch", "changelog"):
                 continue
-            if rel.rsplit("/", 1)[-1] in doomed and fio.delete(f"{paths.root}/{rel}"):
+            if rel.rsplit("/", 1)[-1] not in doomed:
+                continue
+            try:
+                path = join_relative(paths.root, rel)
+            except PathEscapeError:
+                continue  # a name no table file can have (e.g. a backslash): never delete what cannot be named
+            if fio.delete(path):
                 deleted += 1
                 size += nbytes
     return RollbackResult(operation="rollback_to", table=table.identifier, duration_s=time.monotonic() - started,
                           snapshot_id=target.id, removed_snapshots=tuple(newer), removed_tags=tuple(newer_tags),
                           deleted_files=deleted, bytes_reclaimed=size)
+

@@ -24,6 +24,7 @@ from lake_core.errors import LakeError, TagNotFoundError
 from lake_core.options import parse_duration_ms
 from lake_core.snapshot.snapshot import Snapshot
 from lake_core.errors import MaintenanceArgumentError
+from lake_core.maintenance.tag_deletion import delete_tags
 from lake_core.result import OperationResult
 
 if TYPE_CHECKING:
@@ -100,6 +101,8 @@ def tag_times(table: "FileStoreTable", name: str) -> TagTimes:
 @dataclass(frozen=True, kw_only=True)
 class ExpireTagsResult(OperationResult):
     expired_tags: tuple[str, ...] = ()
+    deleted_files: int = 0  # the files only those tags held
+    bytes_reclaimed: int = 0
     skipped: str | None = None
 
     def describe(self) -> str:
@@ -131,9 +134,9 @@ def expire_tags(table: "FileStoreTable", *, older_than: _dt.datetime | None = No
         reached = times.time_retained is not None and now > times.create_time + times.time_retained
         if reached or (older_than is not None and times.create_time < older_than):
             doomed.append(name)
-    if not dry_run:
-        for name in doomed:
-            table.fileio.delete(table.paths.tag(name))
+    cleaned = delete_tags(table, doomed, dry_run=dry_run, operation="expire_tags") if doomed else None
     return ExpireTagsResult(operation="expire_tags", table=table.identifier, dry_run=dry_run,
                             duration_s=time.monotonic() - started, expired_tags=tuple(doomed),
+                            deleted_files=cleaned.deleted_files if cleaned else 0,
+                            bytes_reclaimed=cleaned.bytes_reclaimed if cleaned else 0,
                             skipped=None if doomed else "no tag has reached its time retained")

@@ -11,7 +11,8 @@ from __future__ import annotations
 import datetime as _dt
 from typing import TYPE_CHECKING
 
-from lake_core.errors import InvalidOptionError, LakeError
+from lake_core.errors import InvalidOptionError, LakeError, TagNotFoundError
+from lake_core.maintenance.tag_deletion import delete_tags
 
 if TYPE_CHECKING:
     from lake_core.table import FileStoreTable
@@ -64,6 +65,10 @@ def auto_create_tag(table: "FileStoreTable", now: _dt.datetime | None = None) ->
         existing = _auto_tags(table, fmt)
     keep = table.options.get("tag.num-retained-max")
     if keep:
-        for _when, old in existing[: max(0, len(existing) - int(keep))]:
-            table.fileio.delete(table.paths.tag(old))
+        doomed = [old for _when, old in existing[: max(0, len(existing) - int(keep))]]
+        if doomed:
+            try:
+                delete_tags(table, doomed, operation="tag.num-retained-max")
+            except TagNotFoundError:
+                pass  # another writer's commit retired it first
     return created

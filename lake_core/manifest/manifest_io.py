@@ -15,23 +15,17 @@ Reading matches fields by *name* like Java's ``FieldReaderFactory``: record name
 from older writers' schemas take their defaults. Codecs ``null``, ``deflate``, ``zstandard``,
 ``bzip2``, ``xz`` are built in; ``snappy`` needs ``cramjam`` or ``python-snappy``.
 
-The container framing and block compression are done here (fastavro 1.13 only supports zstd
-through ``backports.zstd``); record encoding and decoding are fastavro's.
+The container framing and block codecs are :mod:`lake_core.format.avro`'s, shared with Avro data
+files; record encoding and decoding are fastavro's.
 """
 from __future__ import annotations
 
-import bz2
-import json
-import lzma
-import os
-import zlib
-from io import BytesIO
 from typing import Any, Callable, Sequence, TypeVar
 
 import fastavro
-import zstandard
 
 from lake_core.errors import FormatError, LakeError
+from lake_core.format.avro import read_records, schema_text, write_records
 from lake_core.manifest.metadata import (
     EMPTY_STATS,
     DataFileMeta,
@@ -56,7 +50,6 @@ __all__ = [
     "decode_manifest_list",
     "encode_index_manifest",
     "decode_index_manifest",
-    "read_container_schema",
 ]
 
 #: ``_VERSION`` values Java writes (ManifestEntrySerializer / ManifestFileMetaSerializer /
@@ -67,8 +60,6 @@ INDEX_MANIFEST_ENTRY_VERSION = 1
 
 DEFAULT_CODEC = "zstandard"
 DEFAULT_ZSTD_LEVEL = 1  # Java CoreOptions.FILE_COMPRESSION_ZSTD_LEVEL default
-_SYNC_INTERVAL = 64000  # Java DataFileConstants.DEFAULT_SYNC_INTERVAL
-_MAGIC = b"Obj\x01"
 
 _T = TypeVar("_T")
 
@@ -218,302 +209,21 @@ INDEX_MANIFEST_ENTRY_SCHEMA: dict[str, Any] = _top_record(
 )
 
 
-def _schema_text(schema: dict[str, Any]) -> bytes:
-    # Java Schema.toString(): compact JSON, keys in the order built above.
-    return json.dumps(schema, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-
-
 _PARSED_MANIFEST_ENTRY = fastavro.parse_schema(MANIFEST_ENTRY_SCHEMA)
 _PARSED_MANIFEST_FILE_META = fastavro.parse_schema(MANIFEST_FILE_META_SCHEMA)
 _PARSED_INDEX_MANIFEST_ENTRY = fastavro.parse_schema(INDEX_MANIFEST_ENTRY_SCHEMA)
-_TEXT_MANIFEST_ENTRY = _schema_text(MANIFEST_ENTRY_SCHEMA)
-_TEXT_MANIFEST_FILE_META = _schema_text(MANIFEST_FILE_META_SCHEMA)
-_TEXT_INDEX_MANIFEST_ENTRY = _schema_text(INDEX_MANIFEST_ENTRY_SCHEMA)
-
-# --------------------------------------------------------------------------------------------
-# Avro object container framing
-# --------------------------------------------------------------------------------------------
-
-
-def _write_long(out: bytearray, n: int) -> None:
-    n = (n << 1) ^ (n >> 63)
-    while n & ~0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-
-
-def _read_long(buf: bytes, pos: int) -> tuple[int, int]:
-    shift = 0
-    acc = 0
-    while True:
-        try:
-            b = buf[pos]
-        except IndexError:
-            raise FormatError("truncated Avro file: a varint runs past the end of the data") from None
-        pos += 1
-        acc |= (b & 0x7F) << shift
-        if not b & 0x80:
-            break
-        shift += 7
-        if shift > 63:
-            raise FormatError("corrupt Avro file: varint longer than 10 bytes")
-    return (acc >> 1) ^ -(acc & 1), pos
-
-
-def _read_bytes(buf: bytes, pos: int) -> tuple[bytes, int]:
-    n, pos = _read_long(buf, pos)
-    end = pos + n
-    if n < 0 or end > len(buf):
-        raise FormatError("truncated Avro file: a byte string runs past the end of the data")
-    return buf[pos:end], end
-
-
-def _parse_container(data: bytes) -> tuple[dict[str, bytes], bytes, list[tuple[int, bytes]]]:
-    """Split an Avro object container into (metadata, sync marker, [(record count, payload)])."""
-    if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise FormatError(f"expected the bytes of an Avro file, got {type(data).__name__}")
-    data = bytes(data)
-    if data[:4] != _MAGIC:
-        raise FormatError(
-            "not an Avro object container file (bad magic bytes "
-            f"{data[:4]!r}); is the path pointing at a manifest file?"
-        )
-    pos = 4
-    meta: dict[str, bytes] = {}
-    while True:
-        count, pos = _read_long(data, pos)
-        if count == 0:
-            break
-        if count < 0:
-            count = -count
-            _, pos = _read_long(data, pos)  # byte size of the map block
-        for _ in range(count):
-            key, pos = _read_bytes(data, pos)
-            value, pos = _read_bytes(data, pos)
-            meta[key.decode("utf-8")] = value
-    sync = data[pos : pos + 16]
-    if len(sync) != 16:
-        raise FormatError("truncated Avro file: header ends before its sync marker")
-    pos += 16
-    blocks: list[tuple[int, bytes]] = []
-    end = len(data)
-    while pos < end:
-        count, pos = _read_long(data, pos)
-        payload, pos = _read_bytes(data, pos)
-        if data[pos : pos + 16] != sync:
-            raise FormatError("corrupt Avro file: a data block is not followed by the sync marker")
-        pos += 16
-        blocks.append((count, payload))
-    return meta, sync, blocks
-
-
-def _container(schema_text: bytes, codec: bytes, sync: bytes, blocks: list[tuple[int, bytes]]) -> bytes:
-    out = bytearray(_MAGIC)
-    _write_long(out, 2)
-    for key, value in ((b"avro.schema", schema_text), (b"avro.codec", codec)):
-        _write_long(out, len(key))
-        out += key
-        _write_long(out, len(value))
-        out += value
-    _write_long(out, 0)
-    out += sync
-    for count, payload in blocks:
-        _write_long(out, count)
-        _write_long(out, len(payload))
-        out += payload
-        out += sync
-    return bytes(out)
-
-
-# ---- codecs ---------------------------------------------------------------------------------
-
-
-def _snappy_module() -> tuple[Callable[[bytes], bytes], Callable[[bytes], bytes]]:
-    try:
-        import cramjam  # type: ignore[import-not-found]
-
-        return (
-            lambda b: bytes(cramjam.snappy.compress_raw(b)),
-            lambda b: bytes(cramjam.snappy.decompress_raw(b)),
-        )
-    except ImportError:
-        pass
-    try:
-        import snappy  # type: ignore[import-not-found]
-
-        return snappy.compress, snappy.decompress
-    except ImportError:
-        raise FormatError(
-            "this Avro file uses the snappy codec; install 'cramjam' or 'python-snappy' to read "
-            "or write it (Paimon's default manifest codec is zstd)"
-        ) from None
-
-
-def _zstd_decompress(payload: bytes) -> bytes:
-    # Java's zstd-jni stream writes frames without a content size, so ZstdDecompressor.decompress
-    # cannot be used; read every frame of the block.
-    dctx = zstandard.ZstdDecompressor()
-    try:
-        return dctx.decompressobj(read_across_frames=True).decompress(payload)
-    except TypeError:  # zstandard < 0.23: no read_across_frames on decompressobj
-        return dctx.stream_reader(BytesIO(payload), read_across_frames=True).read()
-
-
-def _decompress(codec: str, payload: bytes) -> bytes:
-    if codec == "null":
-        return payload
-    try:
-        if codec == "zstandard":
-            return _zstd_decompress(payload)
-        if codec == "deflate":
-            return zlib.decompress(payload, -15)
-        if codec == "snappy":
-            _, decompress = _snappy_module()
-            raw = decompress(payload[:-4])
-            if zlib.crc32(raw) != int.from_bytes(payload[-4:], "big"):
-                raise FormatError("corrupt Avro snappy block: CRC32 mismatch")
-            return raw
-        if codec == "bzip2":
-            return bz2.decompress(payload)
-        if codec == "xz":
-            return lzma.decompress(payload)
-    except FormatError:
-        raise
-    except Exception as e:  # zstd/zlib/bz2/lzma errors
-        raise FormatError(f"corrupt Avro {codec} block: {e}") from e
-    raise FormatError(
-        f"unsupported Avro codec {codec!r}; lake_core reads null, deflate, zstandard, snappy, "
-        "bzip2 and xz"
-    )
-
-
-_CODEC_ALIASES = {
-    "zstd": "zstandard",
-    "zstandard": "zstandard",
-    "null": "null",
-    "none": "null",
-    "deflate": "deflate",
-    "snappy": "snappy",
-    "bzip2": "bzip2",
-    "xz": "xz",
-}
-
-
-def _compressor(codec: str, zstd_level: int) -> Callable[[bytes], bytes]:
-    if codec == "null":
-        return lambda b: b
-    if codec == "zstandard":
-        cctx = zstandard.ZstdCompressor(level=zstd_level)
-        return cctx.compress
-    if codec == "deflate":
-
-        def deflate(b: bytes) -> bytes:
-            c = zlib.compressobj(zlib.Z_DEFAULT_COMPRESSION, zlib.DEFLATED, -15)
-            return c.compress(b) + c.flush()
-
-        return deflate
-    if codec == "snappy":
-        compress, _ = _snappy_module()
-        return lambda b: compress(b) + zlib.crc32(b).to_bytes(4, "big")
-    if codec == "bzip2":
-        return bz2.compress
-    if codec == "xz":
-        return lzma.compress
-    raise AssertionError(codec)  # pragma: no cover
-
-
-# ---- reading / writing records ---------------------------------------------------------------
-
-
-def _strip_logical_types(schema: Any) -> Any:
-    """Drop ``logicalType`` annotations so fastavro hands back raw ints/bytes (fast, lossless)."""
-    if isinstance(schema, dict):
-        out = {}
-        for k, v in schema.items():
-            if k == "logicalType":
-                continue
-            if k in ("type", "items", "values"):
-                out[k] = _strip_logical_types(v)
-            elif k == "fields":
-                out[k] = [
-                    {**f, "type": _strip_logical_types(f.get("type"))} if isinstance(f, dict) else f
-                    for f in v
-                ]
-            else:
-                out[k] = v
-        return out
-    if isinstance(schema, list):
-        return [_strip_logical_types(s) for s in schema]
-    return schema
-
-
-def read_container_schema(data: bytes) -> Any:
-    """The writer schema stored in an Avro file's header, parsed from JSON (for inspection)."""
-    meta, _, _ = _parse_container(data)
-    try:
-        return json.loads(meta["avro.schema"])
-    except KeyError:
-        raise FormatError("Avro file header has no 'avro.schema' entry") from None
-
+_TEXT_MANIFEST_ENTRY = schema_text(MANIFEST_ENTRY_SCHEMA)
+_TEXT_MANIFEST_FILE_META = schema_text(MANIFEST_FILE_META_SCHEMA)
+_TEXT_INDEX_MANIFEST_ENTRY = schema_text(INDEX_MANIFEST_ENTRY_SCHEMA)
 
 def _read_records(data: bytes, what: str) -> list[dict[str, Any]]:
-    meta, sync, blocks = _parse_container(data)
-    try:
-        schema_json = json.loads(meta["avro.schema"])
-    except KeyError:
-        raise FormatError(f"{what}: Avro header has no 'avro.schema' entry") from None
-    except ValueError as e:
-        raise FormatError(f"{what}: Avro header schema is not valid JSON: {e}") from e
-    codec = meta.get("avro.codec", b"null").decode("utf-8") or "null"
-    if not blocks:
-        return []
-    total = 0
-    parts = []
-    for count, payload in blocks:
-        total += count
-        parts.append(_decompress(codec, payload))
-    # Re-frame as one uncompressed block with logical types stripped, and let fastavro's
-    # compiled reader decode every record in one pass.
-    plain = _container(_schema_text(_strip_logical_types(schema_json)), b"null", sync,
-                       [(total, b"".join(parts))])
-    try:
-        records = list(fastavro.reader(BytesIO(plain)))
-    except Exception as e:
-        raise FormatError(f"{what}: cannot decode Avro records: {e}") from e
-    if len(records) != total:  # pragma: no cover - fastavro reads exactly `total`
-        raise FormatError(f"{what}: expected {total} records, decoded {len(records)}")
-    return records
+    return read_records(data, what, logical_types=False)[1]
 
 
-def _write_records(
-    records: list[dict[str, Any]],
-    parsed_schema: Any,
-    schema_text: bytes,
-    codec: str,
-    zstd_level: int,
-    what: str,
-) -> bytes:
-    canonical = _CODEC_ALIASES.get(str(codec).lower())
-    if canonical is None:
-        raise LakeError(
-            f"unsupported Avro codec {codec!r} for {what}; use one of "
-            f"{sorted(set(_CODEC_ALIASES))} (Paimon's default manifest.compression is zstd)"
-        )
-    compress = _compressor(canonical, zstd_level)
-    buf = BytesIO()
-    try:
-        fastavro.writer(buf, parsed_schema, records, codec="null", sync_interval=_SYNC_INTERVAL)
-    except (ValueError, TypeError, OverflowError, AttributeError, KeyError) as e:
-        raise FormatError(f"cannot encode {what}: {e}") from e
-    _, _, blocks = _parse_container(buf.getvalue())
-    sync = os.urandom(16)
-    return _container(
-        schema_text,
-        canonical.encode("ascii"),
-        sync,
-        [(count, compress(payload)) for count, payload in blocks],
-    )
+def _write_records(records: list[dict[str, Any]], parsed_schema: Any, schema_json: bytes, codec: str,
+                   zstd_level: int, what: str) -> bytes:
+    return write_records(records, parsed_schema, codec=codec, zstd_level=zstd_level, what=what,
+                         schema_json=schema_json)
 
 
 # ---- SimpleStats -----------------------------------------------------------------------------

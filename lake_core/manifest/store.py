@@ -10,7 +10,8 @@ from typing import Iterable, Sequence
 
 import pyarrow as pa
 
-from lake_core.format.binary_row import deserialize_row, serialize_row
+from lake_core.format.binary_row.reader import deserialize_row
+from lake_core.format.binary_row.writer import serialize_row
 from lake_core.io.fileio import FileIO
 from lake_core.format.integrity import read_metadata
 from lake_core.manifest.manifest_io import (decode_index_manifest, decode_manifest_entries, decode_manifest_list,

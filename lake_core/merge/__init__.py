@@ -5,34 +5,28 @@ from lake_core.errors import InvalidOptionError
 from lake_core.options import CoreOptions
 from lake_core.schema.table_schema import TableSchema
 from lake_core.merge.base import MergeContext, MergeEngine
+from lake_core.merge.aggregation import AggregationEngine
 from lake_core.merge.deduplicate import DeduplicateEngine
+from lake_core.merge.first_row import FirstRowEngine
+from lake_core.merge.partial_update import PartialUpdateEngine
 
-_ENGINES: dict[str, type[MergeEngine]] = {"deduplicate": DeduplicateEngine}
-
-
-def register_engine(name: str, cls: type[MergeEngine]) -> None:
-    _ENGINES[name] = cls
-
-
-def _load_optional_engines() -> None:
-    # Engines live in their own modules; import them lazily so a missing one names itself.
-    for mod in ("partial_update", "aggregation", "first_row"):
-        try:
-            __import__(f"{__name__}.{mod}")
-        except ModuleNotFoundError as e:
-            if e.name != f"{__name__}.{mod}":
-                raise
+# Paimon's CoreOptions.MergeEngine values. Every engine is imported eagerly: a broken engine module
+# must fail the import of lake_core, not turn into "not supported" at table creation.
+_ENGINES: dict[str, type[MergeEngine]] = {
+    "deduplicate": DeduplicateEngine,
+    "partial-update": PartialUpdateEngine,
+    "aggregation": AggregationEngine,
+    "first-row": FirstRowEngine,
+}
 
 
 def create_merge_engine(schema: TableSchema, options: CoreOptions | None = None) -> MergeEngine:
     ctx = MergeContext.of(schema, options)
     name = ctx.options.merge_engine
-    if name not in _ENGINES:
-        _load_optional_engines()
     cls = _ENGINES.get(name)
     if cls is None:
         raise InvalidOptionError(f"option 'merge-engine' = {name!r} is not supported by lake_core yet")
     return cls(ctx)
 
 
-__all__ = ["MergeContext", "MergeEngine", "create_merge_engine", "register_engine"]
+__all__ = ["MergeContext", "MergeEngine", "create_merge_engine"]

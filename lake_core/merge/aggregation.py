@@ -17,10 +17,10 @@ import pyarrow as pa
 
 from lake_core.kv import rowkind
 from lake_core.errors import InvalidDataError
-from lake_core.merge import register_engine
-from lake_core.merge.aggregate_functions import (ADD, ADD_REVERSED, RETRACT, SKIP, AggFunction, CountAgg, Segments,
-                                  count_contributions, create_function, ignore_retract, last_index,
-                                  retract_error, seg_reduce, take_or_null)
+from lake_core.merge.aggregate.base import ADD, ADD_REVERSED, RETRACT, SKIP, AggFunction, retract_error
+from lake_core.merge.aggregate.numeric import CountAgg, count_contributions
+from lake_core.merge.aggregate.registry import create_function, ignore_retract
+from lake_core.merge.aggregate.segments import Segments, last_index, seg_reduce, take_or_null
 from lake_core.merge.base import KIND, SEQ, MergeEngine, drop_retracts
 from lake_core.merge.sequence import validate_common
 
@@ -215,6 +215,3 @@ class AggregationEngine(MergeEngine):
         values = {name: fold_column(rows, m, fn, ops, ignores_retract=self.ignore_retract[name])
                   for name, fn in self.functions.items()}
         return assemble(rows, m, values, kinds_out, drop_deletes)
-
-
-register_engine("aggregation", AggregationEngine)

@@ -13,7 +13,6 @@ import pyarrow as pa
 
 from lake_core.kv import rowkind
 from lake_core.errors import InvalidDataError, InvalidOptionError
-from lake_core.merge import register_engine
 from lake_core.merge.base import KIND, MergeEngine, take
 from lake_core.merge.sequence import validate_common
 
@@ -57,6 +56,3 @@ class FirstRowEngine(MergeEngine):
             if rows.num_rows == 0:
                 return rows
         return take(rows, self.groups(rows).first)
-
-
-register_engine("first-row", FirstRowEngine)

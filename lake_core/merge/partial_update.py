@@ -23,9 +23,9 @@ import pyarrow as pa
 
 from lake_core.kv import rowkind
 from lake_core.errors import InvalidDataError, InvalidOptionError
-from lake_core.merge import register_engine
-from lake_core.merge.aggregate_functions import (ADD, ADD_REVERSED, RETRACT, SKIP, AggFunction, Segments, any_per_group,
-                                  create_function, first_index, ignore_retract, last_index, retract_error)
+from lake_core.merge.aggregate.base import ADD, ADD_REVERSED, RETRACT, SKIP, AggFunction, retract_error
+from lake_core.merge.aggregate.registry import create_function, ignore_retract
+from lake_core.merge.aggregate.segments import Segments, any_per_group, first_index, last_index
 from lake_core.merge.aggregation import (MultiRows, _col, assemble, fold_column, key_like_columns,
                           with_count_contributions)
 from lake_core.merge.base import KIND, MergeEngine, drop_retracts
@@ -234,6 +234,3 @@ class PartialUpdateEngine(MergeEngine):
                     continue
                 values[f] = fold_column(rows, m, fn, ops, ignores_retract=self.ignore_retract[f])
         return values, kinds_out
-
-
-register_engine("partial-update", PartialUpdateEngine)

@@ -18,7 +18,8 @@ import pyarrow.compute as pc
 
 from lake_core.errors import InvalidOptionError, SchemaError
 from lake_core.options import CoreOptions
-from lake_core.merge.aggregate_functions import FUNCTIONS, ALIASES, Segments
+from lake_core.merge.aggregate.registry import ALIASES, FUNCTIONS
+from lake_core.merge.aggregate.segments import Segments
 
 AUTO_PADDINGS = ("row-kind-flag", "second-to-micro", "millis-to-micro")
 SEQUENCE_GROUP_SUFFIX = ".sequence-group"

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 
 import pyarrow as pa
 
-from lake_core.format.binary_row import deserialize_row
+from lake_core.format.binary_row.reader import deserialize_row
 from lake_core.format.float_order import java_order_key
 from lake_core.merge.base import drop_retracts
 from lake_core.kv.system_fields import KIND, SEQ

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import pyarrow as pa
 
-from lake_core.format.binary_row import deserialize_row
+from lake_core.format.binary_row.reader import deserialize_row
 from lake_core.format.integrity import read_checked_data_file
 from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.manifest.metadata import DataFileMeta

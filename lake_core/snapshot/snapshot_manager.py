@@ -12,7 +12,7 @@ from lake_core.errors import SnapshotNotFoundError
 from lake_core.io.fileio import FileIO
 from lake_core.format.integrity import read_metadata
 from lake_core.paths import TablePaths
-from lake_core.snapshot.snapshot import Snapshot
+from lake_core.snapshot.snapshot import CommitKind, Snapshot
 
 _SNAPSHOT_NAME = re.compile(r"^snapshot-(\d+)$")
 
@@ -100,6 +100,31 @@ class SnapshotManager:
                 yield self.get(sid)
             except SnapshotNotFoundError:
                 continue  # expired while we were listing
+
+    def find_commit(self, *, commit_user: str, identifier: int | None = None, kind: CommitKind | None = None,
+                    newer_than: int = 0, up_to: int | None = None) -> Snapshot | None:
+        """The newest snapshot in (``newer_than``, ``up_to``] (default: up to the latest)
+        committed by ``commit_user`` (with ``identifier`` and ``kind`` when given), or None.
+
+        Newest first, one snapshot file at a time, so a retry right after its commit stops at
+        once. Identifiers increase per commit user (Paimon's convention, as Java's
+        ``FileStoreCommitImpl.filterCommitted``), so with ``identifier`` the walk stops at the
+        user's first snapshot with a smaller one; otherwise at the oldest snapshot still kept."""
+        sid = (self.latest_id() or 0) if up_to is None else up_to
+        while sid > newer_than:
+            try:
+                snap = self.get(sid)
+            except SnapshotNotFoundError:
+                break  # expired: every older snapshot is gone too
+            if snap.commit_user == commit_user:
+                if identifier is None:
+                    return snap
+                if snap.commit_identifier == identifier and (kind is None or snap.commit_kind == kind):
+                    return snap
+                if snap.commit_identifier < identifier:
+                    break  # the user's earlier commits all have smaller identifiers
+            sid -= 1
+        return None
 
     def at_or_before_time(self, timestamp_millis: int) -> Snapshot:
         """The newest snapshot committed at or before ``timestamp_millis`` (time travel)."""

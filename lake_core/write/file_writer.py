@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 
 from lake_core.kv import rowkind
-from lake_core.format.binary_row import EMPTY_ROW, serialize_row
+from lake_core.format.binary_row.writer import EMPTY_ROW, serialize_row
 from lake_core.format.data_file import write_data_file
 from lake_core.manifest.metadata import DataFileMeta, SimpleStats
 from lake_core.kv.system_fields import KIND, SEQ
@@ -19,7 +19,7 @@ from lake_core.paths import FileNamer, data_file_in
 from lake_core.format.stats import parse_stats_mode, table_stats
 
 if TYPE_CHECKING:
-    from lake_core.table import FileStoreTable
+    from lake_core.store import FileStore
 
 EMPTY_STATS = SimpleStats(EMPTY_ROW, EMPTY_ROW, ())
 
@@ -39,7 +39,7 @@ class WrittenFile:
 class DataFileWriter:
     """Writes files for one (partition, bucket) of one table."""
 
-    def __init__(self, table: "FileStoreTable", partition_path: str, bucket: int, namer: FileNamer):
+    def __init__(self, table: "FileStore", partition_path: str, bucket: int, namer: FileNamer):
         self.table = table
         self.bucket_dir = table.paths.bucket_dir(partition_path, bucket)
         self.namer = namer

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_core.kv import rowkind
-from lake_core.format.binary_row import serialize_row
+from lake_core.format.binary_row.writer import serialize_row
 from lake_core.bucket.assign import assign_buckets
 from lake_core.errors import InvalidDataError, SchemaMismatchError
 from lake_core.kv.system_fields import KIND, SEQ
@@ -251,7 +251,7 @@ class TableWrite:
             data_buckets: dict[bytes, set] = {}
             for (p, b) in live:
                 data_buckets.setdefault(p, set()).add(b)
-            self._dynamic = DynamicBucketAssigner(self.table, self._base_snapshot(),
+            self._dynamic = DynamicBucketAssigner(self.table.store, self._base_snapshot(),
                                                   lambda p: data_buckets.get(p, ()),
                                                   ignore_existing=self.static_partition is not None)
         key_names = self.schema.trimmed_primary_keys
@@ -274,7 +274,7 @@ class TableWrite:
                 spec = self.static_partition
                 idx = {n: i for i, n in enumerate(self.partition_names)}
                 skip = lambda values: all(values[idx[k]] == v for k, v in spec.items())
-            self._cross = CrossPartitionAssigner(self.table, self._base_snapshot(), skip)
+            self._cross = CrossPartitionAssigner(self.table.store, self._base_snapshot(), skip)
         return self._cross
 
     def write_pandas(self, df) -> None:
@@ -344,7 +344,7 @@ class TableWrite:
         rows = rows.append_column(pa.field(SEQ, pa.int64(), nullable=False),
                                   pa.array(np.arange(start, start + rows.num_rows, dtype=np.int64)))
         ppath = partition_dir(self.partition_names, buf.partition, self.table.options.partition_default_name)
-        writer = DataFileWriter(self.table, ppath, buf.bucket, self.namer)
+        writer = DataFileWriter(self.table.store, ppath, buf.bucket, self.namer)
         changelog = []
         if self.is_pk:
             rows = self.engine.prepare_input(rows)

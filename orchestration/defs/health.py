@@ -7,9 +7,12 @@ asset, with the reason in the run's tags (``lake/reason``) and in the tick's log
 due, the tick is skipped and its skip reason lists every operation's reason.
 
 Run keys are ``<table>:<operation>:<snapshot id>@<table identity digest>``: the same table state
-never requests the same operation twice (a compaction that did nothing leaves the snapshot as it
-was), and a new snapshot or a recreated table is a new state. An operation that already has a run
-queued or in progress is not requested again.
+never requests the same operation twice once a run of it succeeded (a compaction that did nothing
+leaves the snapshot as it was), and a new snapshot or a recreated table is a new state. An operation
+that already has a run queued or in progress is not requested again. A run that failed (or was
+canceled) is requested again for the same state, as ``<key>#retry-N``, up to
+``sensor.failed_run_retries`` times, after ``sensor.retry_backoff`` doubled per attempt; then the
+sensor waits for the table to change and says so.
 
 The **schedule** (the policy's ``cron``) requests the time-driven operations
 (:data:`policy.SCHEDULED_OPERATIONS`: snapshot expiry, partition expiry, orphan cleanup) that the
@@ -18,13 +21,14 @@ policy enables, with their reasons, and skips with the reasons otherwise.
 from __future__ import annotations
 
 import hashlib
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import dagster as dg
 
 from lake_core import LakeError, TableNotFoundError
-from orchestration.config import TableConfig
+from orchestration.config import TableConfig, duration_seconds
 from orchestration.defs.naming import REASON_TAG, health_sensor_name, maintenance_asset_key, \
     maintenance_schedule_name
 from orchestration.defs.policy import HEALTH_OPERATIONS, SCHEDULED_OPERATIONS, Decision, evaluate_policy, \
@@ -37,6 +41,7 @@ if TYPE_CHECKING:
 
 OPERATION_TAG = "lake/operation"
 TRIGGER_TAG = "lake/trigger"
+STATE_TAG = "lake/health_state"  # the state key every attempt of one request carries
 _TAG_LIMIT = 4000  # a reason longer than this is cut in the tag (the tick's log keeps it whole)
 
 
@@ -92,14 +97,50 @@ def _active_run(instance: dg.DagsterInstance, table_name: str, operation: str) -
     return runs[0] if runs else None
 
 
-def _run_with_key(instance: dg.DagsterInstance, run_key: str) -> dg.DagsterRun | None:
-    runs = instance.get_runs(dg.RunsFilter(tags={"dagster/run_key": run_key}), limit=1)
-    return runs[0] if runs else None
+@dataclass(frozen=True)
+class RetryPolicy:
+    retries: int = 2
+    backoff_s: float = 300.0
+
+
+def _attempts(instance: dg.DagsterInstance, state_key: str) -> list[dg.RunRecord]:
+    """Every run requested for this table state, newest first (the first attempt's run key is the
+    state key; every attempt carries the state tag)."""
+    records = {r.dagster_run.run_id: r for tags in ({STATE_TAG: state_key}, {"dagster/run_key": state_key})
+               for r in instance.get_run_records(dg.RunsFilter(tags=tags))}
+    return sorted(records.values(), key=lambda r: r.create_timestamp, reverse=True)
+
+
+def _retry_decision(instance: dg.DagsterInstance, state_key: str, snapshot_id: int | None, retry: RetryPolicy,
+                    now: float) -> tuple[str | None, str | None]:
+    """(run key to request, None) or (None, why not): the first attempt, a retry of a failed one, or
+    nothing because a run succeeded, the retries are spent or the backoff has not passed."""
+    attempts = _attempts(instance, state_key)
+    if not attempts:
+        return state_key, None
+    record = attempts[0]
+    last = record.dagster_run
+    if last.status == dg.DagsterRunStatus.SUCCESS:
+        return None, (f"run {last.run_id[:8]} already ran for snapshot {snapshot_id} (SUCCESS); waiting for the "
+                      "table to change")
+    failures = len(attempts)
+    if failures > retry.retries:
+        return None, (f"{failures} runs for snapshot {snapshot_id} failed (last {last.run_id[:8]}, "
+                      f"{last.status.value}); retries spent (sensor.failed_run_retries = {retry.retries}), waiting "
+                      "for the table to change")
+    ended = record.end_time if record.end_time is not None else record.create_timestamp.timestamp()
+    wait = retry.backoff_s * 2 ** (failures - 1) - (now - ended)
+    if wait > 0:
+        return None, (f"run {last.run_id[:8]} for snapshot {snapshot_id} {last.status.value}; retry {failures} of "
+                      f"{retry.retries} in {wait:.0f} s")
+    return f"{state_key}#retry-{failures}", None
 
 
 def plan_health_requests(instance: dg.DagsterInstance, evaluation: HealthEvaluation, available: frozenset[str],
-                         *, max_requests: int) -> tuple[list[dg.RunRequest], list[str]]:
+                         *, max_requests: int, retry: RetryPolicy = RetryPolicy(),
+                         now: float | None = None) -> tuple[list[dg.RunRequest], list[str]]:
     """The runs to request and the reasons of everything not requested (for the skip reason)."""
+    now = time.time() if now is None else now
     requests: list[dg.RunRequest] = []
     skipped: list[str] = []
     health = evaluation.health
@@ -117,17 +158,16 @@ def plan_health_requests(instance: dg.DagsterInstance, evaluation: HealthEvaluat
         if active is not None:
             skipped.append(f"{d.reason} — due, but run {active.run_id[:8]} is already {active.status.value}")
             continue
-        done = _run_with_key(instance, key)
-        if done is not None:
-            skipped.append(f"{d.reason} — due, but run {done.run_id[:8]} already ran for snapshot "
-                           f"{health.snapshot_id} ({done.status.value}); waiting for the table to change")
+        run_key, why_not = _retry_decision(instance, key, health.snapshot_id, retry, now)
+        if run_key is None:
+            skipped.append(f"{d.reason} — due, but {why_not}")
             continue
         if len(requests) >= max_requests:
             skipped.append(f"{d.reason} — due, next tick (max_requests_per_tick reached)")
             continue
         requests.append(dg.RunRequest(
-            run_key=key, asset_selection=[maintenance_asset_key(evaluation.table, d.operation)],
-            tags=_tags(evaluation.table, d, "health_sensor", health.snapshot_id)))
+            run_key=run_key, asset_selection=[maintenance_asset_key(evaluation.table, d.operation)],
+            tags={**_tags(evaluation.table, d, "health_sensor", health.snapshot_id), STATE_TAG: key}))
     return requests, skipped
 
 
@@ -146,8 +186,9 @@ def build_health_sensor(table: TableConfig, available: frozenset[str]) -> dg.Sen
             return dg.SkipReason(evaluation.missing)
         for d in evaluation.decisions:
             context.log.info(("request " if d.request else "skip ") + d.reason)
+        retry = RetryPolicy(table.sensor.failed_run_retries, duration_seconds(table.sensor.retry_backoff))
         requests, skipped = plan_health_requests(context.instance, evaluation, ours,
-                                                 max_requests=table.sensor.max_requests_per_tick)
+                                                 max_requests=table.sensor.max_requests_per_tick, retry=retry)
         if not requests:
             return dg.SkipReason("; ".join(skipped))
         return dg.SensorResult(run_requests=requests)

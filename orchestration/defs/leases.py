@@ -16,6 +16,7 @@ which our expiry and Java Paimon's ``ExpireSnapshotsImpl`` both honour.
 """
 from __future__ import annotations
 
+import hashlib
 import time
 from typing import TYPE_CHECKING
 
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from lake_core import Catalog, FileStoreTable
 
 LEASE_TAG = "lake/lease"
-HOLDER = "dagster-snapshot-sensor"
+LEGACY_HOLDER = "dagster-snapshot-sensor"  # leases taken before holders named their instance
 VANISHED_AFTER_S = 600  # a requested run appears within seconds; after this, no run will carry it
 FINISHED = frozenset({dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED})
 
@@ -48,13 +49,21 @@ def release_run_lease(catalog: "Catalog", run: dg.DagsterRun) -> str | None:
             f"(run {run.run_id[:8]} {run.status.value})")
 
 
+def lease_holder(instance: dg.DagsterInstance) -> str:
+    """The lease holder name of this Dagster instance: two instances (two deployments on one
+    warehouse) each sweep only their own leases, since neither can see the other's runs."""
+    where = getattr(instance, "root_directory", None) or repr(instance.run_storage)
+    return f"dagster-{hashlib.sha1(str(where).encode()).hexdigest()[:12]}"
+
+
 def sweep_leases(instance: dg.DagsterInstance, table: "FileStoreTable", *, ttl_s: float,
                  now_ms: int | None = None) -> list[str]:
-    """Release this holder's leases on ``table`` whose run finished or never appeared."""
+    """Release this instance's leases on ``table`` whose run finished or never appeared."""
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     notes = []
+    prefixes = (f"lease-{lease_holder(instance)}-", f"lease-{LEGACY_HOLDER}-")
     for consumer in table.maintenance.consumers.consumers():
-        if consumer.lease_expires_ms is None or not consumer.consumer_id.startswith(f"lease-{HOLDER}-"):
+        if consumer.lease_expires_ms is None or not consumer.consumer_id.startswith(prefixes):
             continue
         runs = instance.get_runs(dg.RunsFilter(tags={LEASE_TAG: consumer.consumer_id}), limit=1)
         if runs and runs[0].status not in FINISHED:

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from jobs.tables import TableSpec, ensure_table
 from lake_core import Catalog, OperationResult
-from lake_core.errors import DatabaseAlreadyExistsError, TableAlreadyExistsError
 
 if TYPE_CHECKING:
     from lake_core import FileStoreTable
@@ -97,14 +97,7 @@ def ledger_table(lake: "LakeCatalogResource | Catalog") -> "FileStoreTable":
     catalog = _catalog(lake)
     if catalog.table_exists(LEDGER_TABLE):
         return catalog.get_table(LEDGER_TABLE)
-    try:
-        catalog.create_database(LEDGER_DATABASE, ignore_if_exists=True)
-    except DatabaseAlreadyExistsError:
-        pass  # created by a concurrent first run
-    try:
-        return catalog.create_table(LEDGER_TABLE, schema=SCHEMA, primary_keys=list(PRIMARY_KEYS), options=OPTIONS)
-    except TableAlreadyExistsError:
-        return catalog.get_table(LEDGER_TABLE)
+    return ensure_table(catalog, TableSpec(LEDGER_TABLE, SCHEMA, primary_keys=PRIMARY_KEYS, options=OPTIONS))
 
 
 def _json_value(value: Any) -> Any:

@@ -80,8 +80,7 @@ def result_metadata(result, lake_table: "FileStoreTable", source: dict[str, str]
     if result.skipped:
         meta["skipped_units"] = dg.MetadataValue.md("\n".join(f"- {reason}" for reason in result.skipped))
     if result.snapshot_id is not None:
-        meta["snapshot"] = dg.MetadataValue.path(
-            f"{lake_table.paths.root.rstrip('/')}/snapshot/snapshot-{result.snapshot_id}")
+        meta["snapshot"] = dg.MetadataValue.path(lake_table.paths.snapshot(result.snapshot_id))
     for key, where in source.items():
         meta[f"options.{key}"] = f"{result.options.get(key)} (from {where})"
     return meta

@@ -142,7 +142,8 @@ def run_maintenance(
     if not catalog.table_exists(table.name):
         return skip(f"table {table.name} does not exist yet; materialize {table.name} first")
     try:
-        results = list(execute(catalog.get_table(table.name)))
+        lake_table = catalog.get_table(table.name)
+        results = list(execute(lake_table))
     except Exception as e:
         ledger.record(lake, **entry, error=f"{type(e).__name__}: {e}", dry_run=bool(inputs.get("dry_run")))
         raise
@@ -159,7 +160,7 @@ def run_maintenance(
         metadata["bytes_reclaimed"] = dg.MetadataValue.int(reclaimed)
     snapshot_id = ledger.committed_snapshot(main)
     if snapshot_id is not None:
-        metadata["snapshot"] = dg.MetadataValue.path(f"{catalog.table_path(table.name)}/snapshot/snapshot-{snapshot_id}")
+        metadata["snapshot"] = dg.MetadataValue.path(lake_table.paths.snapshot(snapshot_id))
     if skipped is not None:
         metadata["skipped"] = skipped
         context.log.info(f"{operation} on {table.name} skipped: {skipped} (requested: {reason})")

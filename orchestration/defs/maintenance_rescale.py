@@ -70,7 +70,7 @@ def _result_metadata(result, table: "FileStoreTable", target: int) -> dict[str, 
                     f"{p.files_in} → {p.files_out} | {p.snapshot_committed or ''} | {p.skipped or ''} |")
     meta["partitions"] = dg.MetadataValue.md("\n".join(rows))
     if result.snapshot_id is not None:
-        meta["snapshot"] = dg.MetadataValue.path(f"{table.paths.root.rstrip('/')}/snapshot/snapshot-{result.snapshot_id}")
+        meta["snapshot"] = dg.MetadataValue.path(table.paths.snapshot(result.snapshot_id))
     return meta
 
 

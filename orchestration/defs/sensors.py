@@ -22,7 +22,7 @@ import dagster as dg
 
 from lake_core import CommitKind, LakeError, SchemaError, SnapshotNotFoundError, TableNotFoundError
 from orchestration.config import TableConfig, duration_seconds
-from orchestration.defs.leases import HOLDER, LEASE_TAG, sweep_leases
+from orchestration.defs.leases import LEASE_TAG, lease_holder, sweep_leases
 from orchestration.defs.naming import snapshot_sensor_name
 from orchestration.defs.resources import LakeCatalogResource
 
@@ -166,7 +166,8 @@ def build_snapshot_sensor(
         for sid in plan.snapshot_ids:
             # Lease first, request second: expiry cannot remove the snapshot before the run reads it.
             try:
-                lease = lake_table.maintenance.acquire_lease(snapshot_id=sid, holder=HOLDER, ttl=ttl_s)
+                lease = lake_table.maintenance.acquire_lease(snapshot_id=sid, holder=lease_holder(context.instance),
+                                                             ttl=ttl_s)
             except LakeError as e:  # the snapshot expired since the plan
                 context.log.warning(f"{table.name}: snapshot {sid} not requested: {e}")
                 continue

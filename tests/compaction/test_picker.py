@@ -9,7 +9,7 @@ import itertools
 import pyarrow as pa
 import pytest
 
-from lake_core.format.binary_row import serialize_row
+from lake_core.format.binary_row.writer import serialize_row
 from lake_core.lsm.levels import LevelSortedRun, Levels, SortedRun, key_decoder
 from lake_core.compaction.picker import (CompactUnit, UniversalConfig, create_unit, drop_delete, early_full,
                                          force_pick_level0, pick_full, pick_universal, worth_running)

@@ -49,6 +49,33 @@ def test_catalog_lifecycle(catalog, warehouse):
         catalog.list_tables("nope")
 
 
+def test_create_if_not_exists_loses_a_race_gracefully(warehouse):
+    """Two first runs creating the same table (jobs' ensure_table, the maintenance ledger): the
+    one whose exclusive create of schema-0 loses gets the winner's table, not an error."""
+    from lake_core.io.fileio import FileIO
+
+    other = {"bucket": "3"}  # the winner's definition, so the test sees whose table it got
+
+    class RacedFileIO(FileIO):
+        """Another creator lands between this catalog's existence check and its create."""
+
+        def try_create(self, path, data):
+            if path.endswith("/schema/schema-0") and not self.exists(path):
+                Catalog(warehouse).create_table("db.t", schema=SCHEMA, primary_keys=["id"], options=other)
+            return super().try_create(path, data)
+
+    Catalog(warehouse).create_database("db")
+    raced = Catalog(warehouse, fileio=RacedFileIO(warehouse))
+    t = raced.create_table("db.t", schema=SCHEMA, primary_keys=["id"], options={"bucket": "2"},
+                           ignore_if_exists=True)
+    assert t.options.bucket == 3 and t.schema.id == 0
+    t.write_arrow(rows([1], ["a"], [1.0]))
+    assert Catalog(warehouse).get_table("db.t").to_arrow().num_rows == 1
+    Catalog(warehouse).drop_table("db.t")
+    with pytest.raises(TableAlreadyExistsError):  # without ignore_if_exists the lost race is an error
+        raced.create_table("db.t", schema=SCHEMA, primary_keys=["id"], options={"bucket": "2"})
+
+
 def test_upserts_and_deletes_across_commits(catalog):
     t = catalog.create_table("db.t", schema=pa.schema(list(SCHEMA) + [pa.field("op", pa.string())]),
                              primary_keys=["id"], options={"bucket": "2", "rowkind.field": "op"})

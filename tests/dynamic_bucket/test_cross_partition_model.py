@@ -8,8 +8,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from fixtures.commits import commit_batches
 from lake_core import Catalog
-from lake_core.write.cross_partition import CrossPartitionIndex
-from lake_core.errors import InvalidOptionError
+from lake_core.write.key_index import CrossPartitionIndex
 
 from .helpers import assert_each_key_once
 
@@ -28,13 +27,8 @@ def make_table(tmp, engine, composite, extra=None):
     cat = Catalog(f"file://{tmp}")
     cat.create_database("db")
     pk = ["k", "name"] if composite else ["k"]
-    try:
-        t = cat.create_table("db.t", schema=SCHEMA, primary_keys=pk, partition_keys=["dt"],
-                             options={**ENGINE_OPTIONS[engine], **(extra or {})})
-    except InvalidOptionError as e:
-        if "not supported" in str(e):
-            pytest.skip(f"merge engine {engine} is not available yet: {e}")
-        raise
+    t = cat.create_table("db.t", schema=SCHEMA, primary_keys=pk, partition_keys=["dt"],
+                         options={**ENGINE_OPTIONS[engine], **(extra or {})})
     assert t.bucket_mode == "cross-partition"
     return t, pk
 

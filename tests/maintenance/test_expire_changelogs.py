@@ -224,3 +224,50 @@ def test_one_expiry_at_a_time_and_a_crashed_holder_is_taken_over(warehouse):
     assert t.maintenance.expire_snapshots(retain_min=2, older_than=NOW).expired_snapshots
     assert t.maintenance.expire_changelogs(older_than=NOW).expired_changelogs
     assert not t.fileio.exists(lock)
+
+
+def test_a_lock_of_a_dead_process_on_this_host_is_taken_over_at_once(warehouse):
+    import json
+    import socket
+    import subprocess
+    import sys
+    import time as _time
+    t, _ = _history(warehouse, n=6)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    lock = f"{t.paths.snapshot_dir}/.expire-lock"
+    t.fileio.try_create(lock, json.dumps({"owner": "killed", "expires": _time.time() + 600,
+                                          "host": socket.gethostname(), "pid": int(dead.stdout)}).encode())
+    assert t.maintenance.expire_snapshots(retain_min=2, older_than=NOW).expired_snapshots
+    assert not t.fileio.exists(lock) and not t.fileio.exists(f"{lock}.takeover-killed")
+
+
+def test_of_many_processes_finding_one_dead_lock_exactly_one_takes_it_over(warehouse):
+    import json
+    import threading
+    import time as _time
+    from lake_core.maintenance.expiry_lock import expiry_lock
+    t, _ = _history(warehouse, n=2)
+    lock = f"{t.paths.snapshot_dir}/.expire-lock"
+    t.fileio.try_create(lock, json.dumps({"owner": "dead", "expires": _time.time() - 1}).encode())
+    barrier, held, inside, most = threading.Barrier(8), [], [0], [0]
+    guard = threading.Lock()
+
+    def contend():
+        barrier.wait()
+        with expiry_lock(t) as ok:
+            held.append(ok)
+            if ok:
+                with guard:
+                    inside[0] += 1
+                    most[0] = max(most[0], inside[0])
+                _time.sleep(0.3)  # every other contender decides while this one holds
+                with guard:
+                    inside[0] -= 1
+
+    threads = [threading.Thread(target=contend) for _ in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert held.count(True) == 1 and most[0] == 1
+    assert not t.fileio.exists(lock) and not t.fileio.exists(f"{lock}.takeover-dead")

@@ -1,4 +1,4 @@
-"""aggregation engine: seed examples, every aggregate function, retraction rules, type checks."""
+"""aggregation engine: Paimon docs examples, every aggregate function, retraction rules, type checks."""
 from __future__ import annotations
 
 import decimal
@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from lake_core.errors import InvalidDataError, InvalidOptionError, SchemaError
-from lake_core.merge.aggregate_functions import FUNCTIONS
+from lake_core.merge.aggregate.registry import FUNCTIONS
 
 from .model import Driver, Model, Spec, rows_of, strip
 
@@ -39,9 +39,9 @@ def one_col(t, fn, values, kinds=None, extra=None, batches=1):
     return out[0]["v"] if out else "<deleted>"
 
 
-# -- seeds ------------------------------------------------------------------------------------------
+# -- Paimon docs examples ------------------------------------------------------------------------------------------
 
-def test_seed_002_max_and_sum():
+def test_docs_example_max_and_sum():
     s = pa.schema([("product_id", L), ("price", D), ("sales", L)])
     d = Driver(s, ["product_id"], {"merge-engine": "aggregation", "fields.price.aggregate-function": "max",
                                    "fields.sales.aggregate-function": "sum"})
@@ -50,7 +50,7 @@ def test_seed_002_max_and_sum():
     assert d.read_tuples() == [(1, 30.2, 35)]
 
 
-def test_seed_003_aggregation_salary_max_sum_cnt_sum():
+def test_docs_example_aggregation_salary_max_sum_cnt_sum():
     s = pa.schema([("id", I), ("name", pa.string()), ("salary", I), ("sum_cnt", I)])
     d = Driver(s, ["id"], {"merge-engine": "aggregation", "fields.salary.aggregate-function": "max",
                            "fields.sum_cnt.aggregate-function": "sum", "changelog-producer": "lookup"})
@@ -60,7 +60,7 @@ def test_seed_003_aggregation_salary_max_sum_cnt_sum():
     assert d.read_tuples() == [(2, "flink", 2000, 1500), (3, "flink", 500, 500)]
 
 
-def test_seed_004_aggregation_in_one_batch():
+def test_docs_example_aggregation_in_one_batch():
     s = pa.schema([("product_id", L), ("price", D), ("sales", L)])
     d = Driver(s, ["product_id"], {"merge-engine": "aggregation", "fields.price.aggregate-function": "max",
                                    "fields.sales.aggregate-function": "sum"})
@@ -281,9 +281,14 @@ def test_type_checks_name_column_and_function(fn, bad, good):
            {"merge-engine": "aggregation", "fields.col_x.aggregate-function": fn})
 
 
-def test_bad_type_for_last_value_is_fine():
-    Driver(pa.schema([("k", I), ("m", pa.list_(I))]), ["k"],
-           {"merge-engine": "aggregation", "fields.m.aggregate-function": "last_value"})
+def test_last_value_accepts_any_type():
+    # last_value has no type restriction in Paimon (FieldLastValueAgg), lists included.
+    s = pa.schema([("k", I), ("m", pa.list_(I))])
+    d = Driver(s, ["k"], {"merge-engine": "aggregation", "fields.m.aggregate-function": "last_value"})
+    d.write([{"k": 1, "m": [1, 2]}, {"k": 2, "m": [3]}])
+    d.write([{"k": 1, "m": [9]}])
+    assert sorted(d.read_table().select(["k", "m"]).to_pylist(), key=lambda r: r["k"]) == \
+        [{"k": 1, "m": [9]}, {"k": 2, "m": [3]}]
 
 
 def test_unknown_function_and_unknown_column():

@@ -1,4 +1,4 @@
-"""first-row engine: seed examples, delete handling, option checks."""
+"""first-row engine: Paimon docs examples, delete handling, option checks."""
 from __future__ import annotations
 
 import pyarrow as pa
@@ -13,20 +13,20 @@ I = pa.int32()
 S = pa.schema([("k", I), ("v1", pa.float64()), ("v2", pa.string())])
 
 
-def test_seed_004_first_row_keeps_apple():
+def test_docs_example_first_row_keeps_apple():
     d = Driver(S, ["k"], {"merge-engine": "first-row"})
     for r in [(1, 2.0, "apple"), (1, 4.0, "banana"), (1, 8.0, "cherry")]:
         d.write(rows_of(S.names, r))
     assert d.read_tuples() == [(1, 2.0, "apple")]
 
 
-def test_seed_004_first_row_in_one_batch():
+def test_docs_example_first_row_in_one_batch():
     d = Driver(S, ["k"], {"merge-engine": "first-row"})
     d.write(rows_of(S.names, (1, 2.0, "apple"), (1, 4.0, "banana"), (1, 8.0, "cherry")))
     assert d.read_tuples() == [(1, 2.0, "apple")]
 
 
-def test_seed_003_first_row_with_lookup_changelog():
+def test_docs_example_first_row_with_lookup_changelog():
     s = pa.schema([("id", I), ("name", pa.string()), ("salary", I)])
     d = Driver(s, ["id"], {"merge-engine": "first-row", "changelog-producer": "lookup"})
     d.write(rows_of(s.names, (1, "flink", 1000)))

@@ -1,5 +1,5 @@
-"""partial-update engine: the seeds' examples (one test each, outputs as the seeds state) and
-the semantics the seeds leave to Java (deletes, sequence-group retraction, row kinds)."""
+"""partial-update engine: the Paimon docs' examples (one test each, outputs as the docs state) and
+the semantics the docs leave to Java (deletes, sequence-group retraction, row kinds)."""
 from __future__ import annotations
 
 import pyarrow as pa
@@ -21,32 +21,32 @@ def run_each(d: Driver, names, *tuples, kinds=None):
         d.write(rows_of(names, t, kinds=None if kinds is None else [kinds[i]]))
 
 
-# -- seed 002 / 004: latest non-null value per field ---------------------------------------------
+# -- Paimon docs (merge engines): latest non-null value per field ---------------------------------------------
 
-def test_seed_partial_update_latest_non_null():
+def test_docs_example_partial_update_latest_non_null():
     s = pa.schema([("k", I), ("a", pa.float64()), ("b", pa.int64()), ("c", pa.string())])
     d = Driver(s, ["k"], {"merge-engine": "partial-update"})
     run_each(d, s.names, (1, 23.0, 10, None), (1, None, None, "This is a book"), (1, 25.2, None, None))
     assert d.read_tuples() == [(1, 25.2, 10, "This is a book")]
 
 
-def test_seed_partial_update_in_one_batch_too():
+def test_docs_example_partial_update_in_one_batch_too():
     s = pa.schema([("k", I), ("a", pa.float64()), ("b", pa.int64()), ("c", pa.string())])
     d = Driver(s, ["k"], {"merge-engine": "partial-update"})
     d.write(rows_of(s.names, (1, 23.0, 10, None), (1, None, None, "This is a book"), (1, 25.2, None, None)))
     assert d.read_tuples() == [(1, 25.2, 10, "This is a book")]
 
 
-def test_seed_003_two_streams_fill_one_row():
+def test_docs_example_two_streams_fill_one_row():
     s = pa.schema([("id", I), ("name", pa.string()), ("salary", pa.int64())])
     d = Driver(s, ["id"], {"merge-engine": "partial-update", "changelog-producer": "lookup"})
     run_each(d, s.names, (1, "flink", None), (1, None, 2000))
     assert d.read_tuples() == [(1, "flink", 2000)]
 
 
-# -- seed 002: sequence groups --------------------------------------------------------------------
+# -- Paimon docs (merge engines): sequence groups --------------------------------------------------------------------
 
-def test_seed_sequence_group():
+def test_docs_example_sequence_group():
     s = ints("k", "a", "b", "g_1", "c", "d", "g_2")
     d = Driver(s, ["k"], {"merge-engine": "partial-update", "fields.g_1.sequence-group": "a,b",
                           "fields.g_2.sequence-group": "c,d"})
@@ -57,7 +57,7 @@ def test_seed_sequence_group():
     assert d.read_tuples() == [(1, 2, 2, 2, 3, 3, 3)]
 
 
-def test_seed_sequence_group_multiple_sequence_fields():
+def test_docs_example_sequence_group_multiple_sequence_fields():
     s = ints("k", "a", "b", "g_1", "c", "d", "g_2", "g_3")
     d = Driver(s, ["k"], {"merge-engine": "partial-update", "fields.g_1.sequence-group": "a,b",
                           "fields.g_2,g_3.sequence-group": "c,d"})
@@ -68,7 +68,7 @@ def test_seed_sequence_group_multiple_sequence_fields():
     assert d.read_tuples() == [(1, 2, 2, 2, 3, 3, 3, 1)]
 
 
-def test_seed_003_sequence_group_stream_outputs():
+def test_docs_example_sequence_group_stream_outputs():
     s = pa.schema([("id", I), ("name", pa.string()), ("sg_1", I), ("salary", pa.int64()), ("sg_2", I)])
     d = Driver(s, ["id"], {"merge-engine": "partial-update", "changelog-producer": "input",
                            "fields.sg_1.sequence-group": "name", "fields.sg_2.sequence-group": "salary"})
@@ -82,10 +82,10 @@ def test_seed_003_sequence_group_stream_outputs():
         assert d.read_tuples() == [want]
 
 
-def test_seed_003_last_stated_output_is_a_typo():
-    """Seed 003 states '+I | 1 | flink3 | 1 | 3000 | 1' after inserting (1,'flink3',2,3000,2): the
-    sequence columns are updated with the group (Java sets sg_1 = 2, sg_2 = 2); the seed's text
-    kept the old sequence values. The group columns (name, salary) agree with the seed."""
+def test_docs_example_last_stated_output_is_a_typo():
+    """The docs example states '+I | 1 | flink3 | 1 | 3000 | 1' after inserting (1,'flink3',2,3000,2): the
+    sequence columns are updated with the group (Java sets sg_1 = 2, sg_2 = 2); the example's text
+    kept the old sequence values. The group columns (name, salary) agree with the example."""
     s = pa.schema([("id", I), ("name", pa.string()), ("sg_1", I), ("salary", pa.int64()), ("sg_2", I)])
     d = Driver(s, ["id"], {"merge-engine": "partial-update", "fields.sg_1.sequence-group": "name",
                            "fields.sg_2.sequence-group": "salary"})
@@ -96,9 +96,9 @@ def test_seed_003_last_stated_output_is_a_typo():
     assert (row["name"], row["salary"]) == ("flink3", 3000)
 
 
-# -- seed 002: aggregation inside partial update -------------------------------------------------
+# -- Paimon docs (merge engines): aggregation inside partial update -------------------------------------------------
 
-def test_seed_partial_update_aggregate_in_sequence_group():
+def test_docs_example_partial_update_aggregate_in_sequence_group():
     s = ints("k", "a", "b", "c", "d")
     d = Driver(s, ["k"], {"merge-engine": "partial-update", "fields.a.sequence-group": "b",
                           "fields.b.aggregate-function": "first_value", "fields.c.sequence-group": "d",
@@ -107,7 +107,7 @@ def test_seed_partial_update_aggregate_in_sequence_group():
     assert d.read_tuples() == [(1, 2, 1, 2, 3)]
 
 
-def test_seed_partial_update_aggregate_multiple_sequence_fields():
+def test_docs_example_partial_update_aggregate_multiple_sequence_fields():
     s = pa.schema([("k", I), ("a", I), ("b", I), ("g_1", I), ("c", pa.string()), ("g_2", I), ("g_3", I)])
     d = Driver(s, ["k"], {"merge-engine": "partial-update", "fields.a.aggregate-function": "sum",
                           "fields.g_1,g_3.sequence-group": "a", "fields.g_2.sequence-group": "c"})
@@ -118,7 +118,7 @@ def test_seed_partial_update_aggregate_multiple_sequence_fields():
     assert d.read_tuples() == [(1, 6, 3, 2, "3", 3, 2)]
 
 
-def test_seed_partial_update_default_aggregate_function():
+def test_docs_example_partial_update_default_aggregate_function():
     s = ints("k", "a", "b", "c", "d")
     d = Driver(s, ["k"], {"merge-engine": "partial-update", "fields.a.sequence-group": "b",
                           "fields.c.sequence-group": "d", "fields.default-aggregate-function": "last_non_null_value",
@@ -127,7 +127,7 @@ def test_seed_partial_update_default_aggregate_function():
     assert d.read_tuples() == [(1, 2, 2, 2, 3)]
 
 
-def test_seed_004_max_and_sum_in_groups():
+def test_docs_example_max_and_sum_in_groups():
     s = pa.schema([("k", I), ("a", pa.string()), ("b", I), ("g_1", I), ("c", pa.string()), ("d", I), ("g_2", I)])
     d = Driver(s, ["k"], {"merge-engine": "partial-update", "fields.g_1.sequence-group": "a,b",
                           "fields.b.aggregate-function": "max", "fields.g_2.sequence-group": "c,d",
@@ -321,8 +321,21 @@ def test_composite_key_and_partition_columns():
     assert d.read_tuples() == [("d", 1, "x", 1, 5), ("d", 1, "y", 2, None)]
 
 
-def test_errors_are_lake_errors():
-    assert issubclass(InvalidDataError, LakeError)
+def test_a_rejected_delete_is_a_lake_error_and_leaves_the_table_unchanged(tmp_path):
+    from lake_core import Catalog
+    cat = Catalog(f"file://{tmp_path}")
+    cat.create_database("db")
+    t = cat.create_table("db.t", schema=pa.schema([("k", I), ("a", I), ("op", pa.string())]),
+                         primary_keys=["k"],
+                         options={"merge-engine": "partial-update", "bucket": "1", "rowkind.field": "op"})
+    t.write_arrow(pa.table({"k": [1], "a": [1], "op": ["+I"]}, schema=t.schema.arrow_schema()))
+    before = t.latest_snapshot().id
+    # Callers catch the project's one base class; the message names the option to set.
+    with pytest.raises(LakeError, match="ignore-delete") as e:
+        t.write_arrow(pa.table({"k": [1], "a": [1], "op": ["-D"]}, schema=t.schema.arrow_schema()))
+    assert isinstance(e.value, InvalidDataError)
+    assert t.latest_snapshot().id == before
+    assert t.to_arrow().select(["k", "a"]).to_pylist() == [{"k": 1, "a": 1}]
 
 
 @pytest.mark.parametrize("fn,t,vals", [

@@ -16,7 +16,7 @@ import pytest
 from lake_core import Catalog
 from orchestration.config import parse_tables_config
 from orchestration.defs import maintenance as maintenance_mod
-from orchestration.defs.leases import LEASE_TAG, sweep_leases
+from orchestration.defs.leases import LEASE_TAG, lease_holder, sweep_leases
 from orchestration.defs.naming import maintenance_asset_key, table_asset_key, table_group
 from orchestration.defs.resources import LakeCatalogResource
 from orchestration.definitions import build_definitions
@@ -54,9 +54,11 @@ def with_maintenance_assets(monkeypatch):
         monkeypatch.setitem(maintenance_mod.MAINTENANCE_ASSETS, op, _op_asset(op, run))
 
 
-def _definitions(warehouse: str, maintenance: dict | None = None, downstream: bool = False, **warehouse_extra):
+def _definitions(warehouse: str, maintenance: dict | None = None, downstream: bool = False, sensor=None,
+                 **warehouse_extra):
     raw = {"warehouse": {"uri": warehouse, **warehouse_extra},
-           "tables": [demo_orders_table(options=dict(OPTIONS), maintenance=maintenance or {})],
+           "tables": [demo_orders_table(options=dict(OPTIONS), maintenance=maintenance or {},
+                                        **({"sensor": sensor} if sensor else {}))],
            "downstream": [demo_orders_by_day()] if downstream else []}
     return build_definitions(parse_tables_config(raw))
 
@@ -129,6 +131,41 @@ def test_health_sensor_requests_compaction_with_its_reason_then_skips(warehouse,
         text = _skip_text(_tick(defs, instance))
         assert "compaction: max 1 sorted runs <= 5" in text, text
         assert table.to_arrow().sort_by("order_id").equals(before.sort_by("order_id"))
+
+
+def _failed(instance, request, status=dg.DagsterRunStatus.FAILURE) -> dg.DagsterRun:
+    """A run of ``request`` that ended in ``status`` (as the run launcher records it)."""
+    run = dg.DagsterRun(job_name="__ASSET_JOB", run_id=uuid.uuid4().hex, status=status,
+                        tags={**request.tags, "dagster/run_key": request.run_key})
+    instance.add_run(run)
+    return run
+
+
+def test_a_failed_maintenance_run_is_retried_with_backoff_then_given_up(warehouse, with_maintenance_assets):
+    defs = _definitions(warehouse, sensor={"failed_run_retries": 1, "retry_backoff": "2 s"})
+    with dg.DagsterInstance.ephemeral() as instance:
+        table = _table(warehouse)
+        for _ in range(7):
+            table.write_arrow(orders(orders_per_batch=30).batch(0))
+        (first,) = _tick(defs, instance).run_requests
+        assert first.run_key.startswith(f"{NAME}:compaction:7@") and "#" not in first.run_key
+        failed = _failed(instance, first)
+        # Same table state, the run failed: wait the backoff, then request it again under a new key.
+        text = _skip_text(_tick(defs, instance))
+        assert f"run {failed.run_id[:8]} for snapshot 7 FAILURE; retry 1 of 1 in " in text, text
+        time.sleep(2.2)
+        (retry,) = _tick(defs, instance).run_requests
+        assert retry.run_key == f"{first.run_key}#retry-1"
+        assert retry.tags["lake/health_state"] == first.run_key and retry.tags["lake/reason"] == first.tags["lake/reason"]
+        # The retry was canceled too: retries are spent, the sensor waits for the table to change.
+        _failed(instance, retry, dg.DagsterRunStatus.CANCELED)
+        time.sleep(2.2)
+        text = _skip_text(_tick(defs, instance))
+        assert "2 runs for snapshot 7 failed" in text and "retries spent (sensor.failed_run_retries = 1)" in text
+        # A new commit is a new state: requested at once.
+        table.write_arrow(orders(orders_per_batch=30).batch(1))
+        (fresh,) = _tick(defs, instance).run_requests
+        assert fresh.run_key.startswith(f"{NAME}:compaction:8@")
 
 
 def test_health_sensor_explains_a_due_operation_without_an_asset(warehouse, monkeypatch):
@@ -300,6 +337,22 @@ def test_leases_of_canceled_or_vanished_runs_are_swept(warehouse):
         (note,) = sweep_leases(instance, table, ttl_s=12 * 3600, now_ms=later)
         assert note.startswith(f"released lease {vanished.tags[LEASE_TAG]} on snapshot 1: no run carries it after")
         assert table.maintenance.consumers.consumers() == []
+
+
+def test_another_dagster_instance_does_not_sweep_our_leases(warehouse):
+    defs = _definitions(warehouse, downstream=True)
+    table = _table(warehouse)
+    table.write_arrow(orders(orders_per_batch=10).batch(0))
+    with dg.DagsterInstance.ephemeral() as ours, dg.DagsterInstance.ephemeral() as theirs:
+        (request,) = _tick(defs, ours, SNAPSHOTS).run_requests
+        lease_id = request.tags[LEASE_TAG]
+        assert lease_holder(ours) in lease_id and lease_holder(ours) != lease_holder(theirs)
+        later = int(time.time() * 1000) + 700_000  # long past the "vanished request" grace period
+        # The other deployment cannot see our run, so it must not take its missing run as vanished.
+        assert sweep_leases(theirs, table, ttl_s=12 * 3600, now_ms=later) == []
+        assert table.maintenance.consumers.get(lease_id) == 1
+        (note,) = sweep_leases(ours, table, ttl_s=12 * 3600, now_ms=later)
+        assert note.startswith(f"released lease {lease_id} on snapshot 1: no run carries it after")
 
 
 @pytest.mark.s3

@@ -100,7 +100,7 @@ def test_nan_bucket_matches_java_binary_row_bits():
     """Java's BinaryRowWriter stores a double's raw bits (no NaN canonicalisation), so the bucket
     of a key is the hash of those bits; a canonical NaN and -0.0 hash as their own bit patterns."""
     import struct
-    from lake_core.format.binary_row import serialize_row
+    from lake_core.format.binary_row.writer import serialize_row
     from lake_core.bucket.assign import hash_row_bytes, hash_rows
     for v in (NAN, -0.0, 0.0):
         row = serialize_row([v], [pa.float64()])

@@ -89,3 +89,47 @@ def test_a_commit_reads_few_snapshot_files(warehouse):
     wb.new_commit().commit(msgs, identifier=2)
     assert 1 <= len(reads) <= 15, reads  # back to the user's previous commit, not to snapshot 1
     assert as_dict(fresh2)[102] == "w"
+
+
+def test_find_commit_is_the_committers_lookup(warehouse):
+    """``table.find_commit`` (what a retried job asks) against a list of what was committed, and
+    the committer's own retry check finds the same snapshot."""
+    from lake_core import Catalog
+    t = new_table(warehouse)
+    plan = [("a", 1), ("b", 1), ("a", 2), ("b", 5), ("c", 3), ("a", 4), ("b", 6)]
+    model: list[tuple[int, str, int]] = []
+    for i, (user, ident) in enumerate(plan):
+        wb, msgs = prepared(t, [i], [user], user=user)
+        # every snapshot of the commit (an inline compaction adds one of the same identity)
+        model += [(snap.id, user, ident) for snap in wb.new_commit().commit(msgs, identifier=ident)]
+    fresh = Catalog(warehouse).get_table("db.t")
+    for user in ("a", "b", "c", "nobody"):
+        newest = [sid for sid, u, _ in model if u == user]
+        got = fresh.find_commit(commit_user=user)
+        assert (got.id if got else None) == (newest[-1] if newest else None), user
+        for ident in range(8):
+            want = [sid for sid, u, i in model if u == user and i == ident]
+            got = fresh.find_commit(commit_user=user, identifier=ident)
+            assert (got.id if got else None) == (want[-1] if want else None), (user, ident)
+            assert got is None or (got.commit_user, got.commit_identifier) == (user, ident)
+    # b's identifier 5 again with other files: the committer refuses it, naming the snapshot
+    # find_commit finds, and commits nothing.
+    wb, msgs = prepared(t, [3], ["b"], user="b")
+    model_b5 = fresh.find_commit(commit_user="b", identifier=5)
+    with pytest.raises(CommitIdentityError, match=f"snapshot {model_b5.id} "):
+        wb.new_commit().commit(msgs, identifier=5)
+    assert [s.id for s in t.snapshots()] == [sid for sid, _, _ in model]
+
+
+def test_find_commit_after_expiry_and_on_an_empty_table(warehouse):
+    t = new_table(warehouse, options={"snapshot.num-retained.min": "2", "snapshot.num-retained.max": "2"})
+    assert t.find_commit(commit_user="job") is None and t.find_commit(commit_user="job", identifier=1) is None
+    landed = {}
+    for ident in range(1, 6):
+        wb, msgs = prepared(t, [ident], ["x"], user="job")
+        landed[ident] = wb.new_commit().commit(msgs, identifier=ident)[-1].id
+    kept = [s.id for s in t.snapshots()]
+    assert len(kept) == 2 and landed[5] in kept
+    assert t.find_commit(commit_user="job").id == landed[5]
+    assert t.find_commit(commit_user="job", identifier=5).id == landed[5]
+    assert t.find_commit(commit_user="job", identifier=2) is None  # expired: not found, no error

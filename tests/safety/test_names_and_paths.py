@@ -222,3 +222,32 @@ def test_consumer_ids_cannot_leave_the_consumer_directory(consumer):
     with pytest.raises(errors.InvalidNameError):
         validate_consumer_id(consumer)
     assert validate_consumer_id("nightly-job") == "nightly-job"
+
+
+# -- file names read from manifests ---------------------------------------------------------------------------
+def _rename_in_delta(table, snapshot_id: int, kind, new_name: str) -> None:
+    """Rewrite the delta manifest of ``snapshot_id`` so its ``kind`` entry names ``new_name``
+    (a manifest written by a hostile or broken writer)."""
+    import dataclasses
+
+    from lake_core.manifest import manifest_io
+    store = table.manifest_store
+    for meta in store.read_manifest_list(table.snapshot(snapshot_id).delta_manifest_list):
+        path = table.paths.manifest(meta.file_name)
+        entries = manifest_io.decode_manifest_entries(table.fileio.read_bytes(path))
+        entries = [dataclasses.replace(e, file=dataclasses.replace(e.file, file_name=new_name))
+                   if e.kind == kind else e for e in entries]
+        table.fileio.write_bytes(path, manifest_io.encode_manifest_entries(entries))
+
+
+@pytest.mark.parametrize("name", ["../../../outside/precious.txt", "../../../../outside/precious.txt"])
+def test_expiry_never_deletes_outside_the_table_for_a_file_name_read_from_a_manifest(store, name):
+    from lake_core.manifest.metadata import FileKind
+    cat, t = _orders(store)
+    t.write_arrow(pa.table({"k": [9], "v": ["z"]}, schema=SCHEMA), overwrite=True)  # snapshot 3 DELETEs files
+    _rename_in_delta(t, 3, FileKind.DELETE, name)
+    before = {p: v for p, v in store.tree().items() if "precious" in p}
+    assert before, "the sentinel exists"
+    with pytest.raises(errors.PathEscapeError, match=re.escape(repr(name))):
+        cat.get_table("db.orders").maintenance.expire_snapshots(retain_max=1, retain_min=1)
+    assert {p: v for p, v in store.tree().items() if "precious" in p} == before

@@ -108,3 +108,40 @@ def test_sequence_group_over_several_fields_is_still_accepted(local_store):
                          options={"bucket": "1", "merge-engine": "partial-update", "fields.g1,g2.sequence-group": "v"})
     t.write_arrow(pa.table({"k": [1, 1], "g1": [2, 1], "g2": [0, 5], "v": ["newer", "older"]}, schema=schema))
     assert t.to_arrow().to_pylist()[0]["v"] == "newer"
+
+
+# One dialect (issue 10): the data file writer reads 'page-size' / 'parquet.*' with the same
+# parsers as the table options, so a value the table accepted never fails at write time.
+SIZE_SPELLINGS = ["64kib", "64 KiB", "64 kb", "64k", "65536", "65536 bytes", "64 kibibytes"]
+
+
+@pytest.mark.parametrize("spelling", SIZE_SPELLINGS)
+def test_page_size_accepted_by_the_table_is_honoured_by_the_writer(local_store, spelling):
+    from lake_core.format.data_file import parquet_write_options
+
+    cat = local_store.catalog()
+    cat.create_database("db")
+    t = cat.create_table("db.t", SCHEMA, primary_keys=["k"], options={"bucket": "1", "page-size": spelling})
+    t.write_arrow(ROWS)  # the old writer refused '64kib' here, after the table had accepted it
+    assert {r["k"]: r["v"] for r in t.to_arrow().to_pylist()} == {1: "c", 2: "b"}
+    for key in ("page-size", "parquet.page.size"):
+        assert parquet_write_options(ROWS, options={key: spelling})["data_page_size"] == 64 * 1024
+
+
+@pytest.mark.parametrize("table_key,writer_key,value", [
+    ("page-size", "parquet.page.size", "64 kibx"),
+    ("page-size", "parquet.page.size", "lots"),
+    ("write-only", "parquet.enable.dictionary", "yes"),
+    ("write-only", "parquet.enable.dictionary", "1"),
+    ("file.compression.zstd-level", "parquet.row-group.rows", " 2 "),
+])
+def test_writer_option_errors_read_like_table_option_errors(local_store, table_key, writer_key, value):
+    from lake_core.format.data_file import write_data_file
+
+    cat = local_store.catalog()
+    cat.create_database("db")
+    with pytest.raises(errors.InvalidOptionError) as table_error:
+        cat.create_table("db.t", SCHEMA, primary_keys=["k"], options={"bucket": "1", table_key: value})
+    with pytest.raises(errors.InvalidOptionError) as writer_error:
+        write_data_file(ROWS, SCHEMA, "parquet", pa.BufferOutputStream(), options={writer_key: value})
+    assert str(writer_error.value) == str(table_error.value).replace(table_key, writer_key)

@@ -1,5 +1,5 @@
-"""The seeds' merge-engine examples at table level: every INSERT of a seed is its own commit
-(Catalog -> create_table -> write_arrow per statement -> to_arrow), outputs as the seeds state."""
+"""The Paimon docs' merge-engine examples at table level: every INSERT of an example is its own commit
+(Catalog -> create_table -> write_arrow per statement -> to_arrow), outputs as the docs state."""
 from __future__ import annotations
 
 import pyarrow as pa
@@ -91,14 +91,14 @@ def test_partial_update_default_aggregate_function(catalog):
     assert select(t, "k") == [(1, 2, 2, 2, 3)]
 
 
-def test_seed_003_partial_update_two_writes(catalog):
+def test_docs_example_partial_update_two_writes(catalog):
     s = pa.schema([("id", I), ("name", S), ("salary", L)])
     t = table(catalog, "part1", s, ["id"], {"merge-engine": "partial-update", "changelog-producer": "lookup"})
     insert(t, s, (1, "flink", None), (1, None, 2000))
     assert select(t, "id") == [(1, "flink", 2000)]
 
 
-def test_seed_003_partial_update_sequence_groups(catalog):
+def test_docs_example_partial_update_sequence_groups(catalog):
     s = pa.schema([("id", I), ("name", S), ("sg_1", I), ("salary", L), ("sg_2", I)])
     t = table(catalog, "part2", s, ["id"], {"merge-engine": "partial-update", "changelog-producer": "input",
                                             "fields.sg_1.sequence-group": "name", "fields.sg_2.sequence-group": "salary"})
@@ -122,7 +122,7 @@ def test_aggregation_max_sum(catalog):
     assert select(t, "product_id") == [(1, 30.2, 35)]
 
 
-def test_seed_003_aggregation(catalog):
+def test_docs_example_aggregation(catalog):
     s = pa.schema([("id", I), ("name", S), ("salary", I), ("sum_cnt", I)])
     t = table(catalog, "aggregation_test1", s, ["id"], {"merge-engine": "aggregation",
                                                         "fields.salary.aggregate-function": "max",
@@ -153,14 +153,14 @@ def test_first_row(catalog):
     assert select(t, "k") == [(1, 2.0, "apple")]
 
 
-def test_seed_003_first_row_lookup(catalog):
+def test_docs_example_first_row_lookup(catalog):
     s = pa.schema([("id", I), ("name", S), ("salary", I)])
     t = table(catalog, "first_test1", s, ["id"], {"merge-engine": "first-row", "changelog-producer": "lookup"})
     insert(t, s, (1, "flink", 1000), (1, "flink", 2000))
     assert select(t, "id") == [(1, "flink", 1000)]
 
 
-def test_deduplicate_seeds(catalog):
+def test_deduplicate_docs_examples(catalog):
     s = pa.schema([("k", I), ("v1", D), ("v2", S)])
     t = table(catalog, "dd", s, ["k"], {"merge-engine": "deduplicate"})
     insert(t, s, (1, 2.0, "apple"), (1, 4.0, "banana"), (1, 8.0, "cherry"))
@@ -232,7 +232,7 @@ def _agg_all_case():
     # merge_map: pypaimon 2.1.0 cannot build its own Arrow output for MAP columns (it hands dicts
     # to pyarrow < 20); the merge itself is covered by test_aggregation
     # hll_sketch / theta_sketch: pypaimon's environment has no datasketches; its code for them
-    # is the same union as ours (aggregate_functions.HllSketchAgg / ThetaSketchAgg)
+    # is the same union as ours (lake_core.merge.aggregate.sketches)
     opts = {"merge-engine": "aggregation", "fields.nu.nested-key": "id",
             **{f"fields.{c}.aggregate-function": f for c, f in fns.items()}}
     b = _blobs()

@@ -1,0 +1,81 @@
+"""FileStore: the services a table's internals need, as one frozen value.
+
+Paimon's ``KeyValueFileStore``: the stages below the table (bucket assignment, deletion vectors,
+file writers, scans, reads) need the table's identity, schema, options, FileIO, paths, snapshot,
+schema and manifest stores and its merge engine, never the table itself with its builders and
+maintenance. They are typed against this value, so the table sits above them in the import graph.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import pyarrow as pa
+
+from lake_core.io.fileio import FileIO
+from lake_core.manifest.store import ManifestStore
+from lake_core.merge import MergeEngine, create_merge_engine
+from lake_core.options import CoreOptions
+from lake_core.paths import TablePaths
+from lake_core.schema.schema_manager import SchemaManager
+from lake_core.schema.table_schema import TableSchema
+from lake_core.snapshot.changelog_manager import ChangelogManager
+from lake_core.snapshot.snapshot_manager import SnapshotManager
+
+
+@dataclass(frozen=True)
+class FileStore:
+    identifier: str
+    fileio: FileIO
+    paths: TablePaths
+    schema: TableSchema
+    options: CoreOptions = field(repr=False)
+    snapshot_manager: SnapshotManager = field(repr=False)
+    changelog_manager: ChangelogManager = field(repr=False)
+    schema_manager: SchemaManager = field(repr=False)
+    manifest_store: ManifestStore = field(repr=False)
+
+    @classmethod
+    def open(cls, fileio: FileIO, root: str, identifier: str, schema: TableSchema) -> "FileStore":
+        paths = TablePaths(root)
+        snapshots = SnapshotManager(fileio, paths)
+        return cls(identifier=identifier, fileio=fileio, paths=paths, schema=schema,
+                   options=CoreOptions(schema.options), snapshot_manager=snapshots,
+                   changelog_manager=ChangelogManager(fileio, paths, snapshots),
+                   schema_manager=SchemaManager(fileio, paths),
+                   manifest_store=ManifestStore(fileio, paths,
+                                                [schema.field(n).type for n in schema.partition_keys]))
+
+    def __reduce__(self):  # Spark tasks carry stores; the managers are rebuilt from the same parts
+        return (FileStore.open, (self.fileio, self.paths.root, self.identifier, self.schema))
+
+    @cached_property
+    def _merge_engine(self) -> MergeEngine:
+        return create_merge_engine(self.schema, self.options)
+
+    def merge_engine(self) -> MergeEngine:
+        return self._merge_engine
+
+    @property
+    def key_types(self) -> list[pa.DataType]:
+        return [self.schema.field(k).type for k in self.schema.trimmed_primary_keys]
+
+    @property
+    def level0_hidden(self) -> bool:
+        """Batch reads skip level 0 (first-row, or deletion vectors: each file is read raw), so
+        writers compact level 0 up at once (Paimon's ``ForceUpLevel0Compaction``)."""
+        return bool(self.schema.primary_keys) and (self.merge_engine().hides_level0
+                                                    or self.options.deletion_vectors_enabled)
+
+    @property
+    def bucket_mode(self) -> str:
+        """``fixed`` (bucket >= 1), ``dynamic`` (primary key with every partition field, bucket -1),
+        ``cross-partition`` (primary key omitting a partition field, bucket -1) or ``unaware``
+        (append table, bucket -1), as Java ``BucketMode``."""
+        if self.options.bucket >= 1:
+            return "fixed"
+        if not self.schema.primary_keys:
+            return "unaware"
+        if any(p not in self.schema.primary_keys for p in self.schema.partition_keys):
+            return "cross-partition"
+        return "dynamic"
