@@ -21,7 +21,6 @@ ROW_KIND = "_ROW_KIND"
 def snapshot_changelog(table: "FileStoreTable", snapshot_id: int) -> pa.Table:
     """Changelog rows of snapshot ``snapshot_id`` (table columns + ``_ROW_KIND``)."""
     from lake_core.schema.evolution import read_evolved
-    from lake_core.format.binary_row import deserialize_row
     from lake_core.paths import partition_dir
 
     snapshot = table.changelog_manager.changelog(snapshot_id)
@@ -31,9 +30,9 @@ def snapshot_changelog(table: "FileStoreTable", snapshot_id: int) -> pa.Table:
     if not snapshot.changelog_manifest_list:
         return out_schema.empty_table()
     parts = []
-    part_types = [table.schema.field(n).type for n in table.schema.partition_keys]
-    for e in table.manifest_store.changelog_entries(snapshot):
-        values = deserialize_row(e.partition, part_types) if part_types else []
+    store = table.manifest_store
+    for e in store.changelog_entries(snapshot):
+        values = list(store.partition_values(e.partition))
         ppath = partition_dir(list(table.schema.partition_keys), values, table.options.partition_default_name)
         path = e.file.external_path or data_file_in(table.paths.bucket_dir(ppath, e.bucket), e.file.file_name)
         rows = read_evolved(table, path, e.file, e.file.file_name.rsplit(".", 1)[-1], full.names, full)
