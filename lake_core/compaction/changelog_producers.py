@@ -205,7 +205,9 @@ class FirstRowChangelog(ChangelogProducer):
     """``+I`` for keys no level >= 1 holds: the unit's own high-level rows, or ``seen`` (keys of the
     bucket's other files)."""
 
-    seen: pa.Table | None = None  # keys stored in the bucket's other files
+    def __init__(self, table: "FileStoreTable", seen: pa.Table | None):
+        super().__init__(table)
+        self.seen = seen  # keys stored in the bucket's other files
 
     def changelog(self, state: ChunkState, merged: pa.Table, engine, prepared):
         seen = self.seen
@@ -253,14 +255,16 @@ def _replace_rows(t: pa.Table, positions: np.ndarray, new: pa.Table) -> pa.Table
 
 
 def producer_for(table: "FileStoreTable", *, output_level: int, max_level: int, bucket_dir: str,
-                 lookup_files: Sequence[DataFileMeta], vectors) -> ChangelogProducer | None:
-    """The changelog producer of a unit writing to ``output_level``, or None (no changelog)."""
+                 lookup_files: Sequence[DataFileMeta], vectors,
+                 seen: pa.Table | None = None) -> ChangelogProducer | None:
+    """The changelog producer of a unit writing to ``output_level``, or None (no changelog).
+    ``seen``: first-row, the keys of the bucket's files outside the unit."""
     if not table.schema.primary_keys:
         return None
     producer = table.options.changelog_producer
     if producer == "lookup" and output_level > 0:
         if table.merge_engine().hides_level0:
-            return FirstRowChangelog(table)
+            return FirstRowChangelog(table, seen)
         dvs = vectors.vectors if vectors is not None else None
         above = [f for f in lookup_files if f.level > output_level]
         return LookupChangelog(table, bucket_dir=bucket_dir, lookup_files=above, deletion_vectors=dvs,

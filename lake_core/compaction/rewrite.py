@@ -71,8 +71,12 @@ def run_compact_unit(table: "FileStoreTable", partition: bytes, bucket: int, tot
     is_expired = (lambda f: expiry.file_has_expired(f, schema)) if expiry is not None else (lambda f: False)
     ppath = partition_path(table, partition)
     bucket_dir = table.paths.bucket_dir(ppath, bucket)
+    key_names = list(schema.trimmed_primary_keys)
+    # first-row: a key already in the bucket's other levels is not a first row; Java reads such
+    # tables without merging, so a key must never be stored twice (Paimon's lookup compaction)
+    seen = _lookup_keys(table, ppath, bucket, lookup_files, key_names) if engine.hides_level0 else None
     producer = producer_for(table, output_level=unit.output_level, max_level=max_level, bucket_dir=bucket_dir,
-                            lookup_files=lookup_files, vectors=vectors)
+                            lookup_files=lookup_files, vectors=vectors, seen=seen)
     actions = unit_actions(unit, key_of=key_of, max_level=max_level,
                            min_file_size=int(opts.target_file_size * opts.compaction_small_file_ratio),
                            is_expired=is_expired,
@@ -84,12 +88,6 @@ def run_compact_unit(table: "FileStoreTable", partition: bytes, bucket: int, tot
                            rewrite_upgrades=producer is not None and opts.changelog_producer == "full-compaction")
     lookup_merge = needs_lookup_merge(table)
     writer = DataFileWriter(table, ppath, bucket, namer or FileNamer())
-    key_names = list(schema.trimmed_primary_keys)
-    # first-row: a key already in the bucket's other levels is not a first row; Java reads such
-    # tables without merging, so a key must never be stored twice (Paimon's lookup compaction)
-    seen = _lookup_keys(table, ppath, bucket, lookup_files, key_names) if engine.hides_level0 else None
-    if producer is not None and hasattr(producer, "seen"):
-        producer.seen = seen
     with_levels = producer is not None or lookup_merge
     changelog_files: list[DataFileMeta] = []
     # Java writes the changelog of a compaction at its output level (createRollingChangelogFileWriter)
