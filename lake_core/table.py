@@ -98,6 +98,13 @@ class FileStoreTable:
         return self.store.level0_hidden
 
     @property
+    def force_up_level0(self) -> bool:
+        """Every compaction moves level 0 up (Paimon's ``ForceUpLevel0Compaction``): level 0 is
+        hidden from batch reads, or ``changelog-producer`` = ``lookup`` produces the changelog of
+        each commit's level-0 files when they are compacted."""
+        return self.level0_hidden or (bool(self._schema.primary_keys) and self.options.changelog_producer == "lookup")
+
+    @property
     def bucket_mode(self) -> str:
         return self.store.bucket_mode
 

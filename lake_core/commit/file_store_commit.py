@@ -109,7 +109,7 @@ class FileStoreCommit:
         messages = [m for m in messages if not m.is_empty()]
         self.table.check_identity()
         out: list[Snapshot] = []
-        data_entries, changelog, index_changes, compact_entries = self._entries(messages)
+        data_entries, changelog, index_changes, compact_entries, compact_changelog = self._entries(messages)
         # Deletion vectors come from compaction: they land with the COMPACT snapshot, as in Java
         dv_changes = [c for c in index_changes if c.index_type == DV_INDEX]
         index_changes = [c for c in index_changes if c.index_type != DV_INDEX]
@@ -141,7 +141,10 @@ class FileStoreCommit:
             self._bundled_compaction = []
         if compact_entries or dv_changes:
             try:
-                out.append(self._commit_with_retry(CommitKind.COMPACT, lambda _l: compact_entries, [], dv_changes,
+                # changelog produced by compaction (lookup, full-compaction) belongs to the COMPACT
+                # snapshot, as Java's compactIncrement.changelogFiles()
+                out.append(self._commit_with_retry(CommitKind.COMPACT, lambda _l: compact_entries, compact_changelog,
+                                                   dv_changes,
                                                    identifier, properties, check_conflicts=True,
                                                    fingerprint=compact_entries))
             except (CommitConflictError, CommitFailedError) as e:
@@ -168,18 +171,20 @@ class FileStoreCommit:
                         "was dropped: %s", self.table.identifier, landed[-1].id, cause)
             self.table.remove_uncommitted([CommitMessage(m.partition, m.bucket, m.total_buckets,
                                                          compact_before=m.compact_before,
-                                                         compact_after=m.compact_after) for m in messages])
+                                                         compact_after=m.compact_after,
+                                                         compact_changelog=m.compact_changelog)
+                                           for m in messages])
             return []
         if self.table.level0_hidden:
             self._sequence_checks = None  # a full compaction at the latest snapshot drops nothing it must keep
             for _ in range(3):
                 latest = self.snapshots.latest()
                 redo = recompact_buckets(latest, buckets)
-                entries = self._entries(redo)[3]
+                entries, redo_changelog = self._entries(redo)[3:]
                 if not entries:
                     return []
                 try:
-                    return [self._commit_with_retry(CommitKind.COMPACT, lambda _l: entries, [], [], identifier,
+                    return [self._commit_with_retry(CommitKind.COMPACT, lambda _l: entries, redo_changelog, [], identifier,
                                                     properties, check_conflicts=True, fingerprint=entries)]
                 except (CommitConflictError, CommitFailedError) as e:
                     self.table.remove_uncommitted(redo)
@@ -206,21 +211,23 @@ class FileStoreCommit:
     # -- building entries ---------------------------------------------------------------------
     @staticmethod
     def _entries(messages: Iterable[CommitMessage]):
-        data, changelog, index, compact = [], [], [], []
+        data, changelog, index, compact, compact_changelog = [], [], [], [], []
         for m in messages:
             for f in m.deleted_files:
                 data.append(ManifestEntry(FileKind.DELETE, m.partition, m.bucket, m.total_buckets, f))
             for f in m.new_files:
                 data.append(ManifestEntry(FileKind.ADD, m.partition, m.bucket, m.total_buckets, f))
-            for f in m.changelog_files + m.compact_changelog:
+            for f in m.changelog_files:
                 changelog.append(ManifestEntry(FileKind.ADD, m.partition, m.bucket, m.total_buckets, f))
+            for f in m.compact_changelog:
+                compact_changelog.append(ManifestEntry(FileKind.ADD, m.partition, m.bucket, m.total_buckets, f))
             for f in m.compact_before:
                 compact.append(ManifestEntry(FileKind.DELETE, m.partition, m.bucket, m.total_buckets, f))
             for f in m.compact_after:
                 compact.append(ManifestEntry(FileKind.ADD, m.partition, m.bucket, m.total_buckets, f))
             index.extend(m.deleted_index_files)
             index.extend(m.new_index_files)
-        return data, changelog, index, compact
+        return data, changelog, index, compact, compact_changelog
 
     def _partition_matcher(self, overwrite) -> Callable[[bytes], bool]:
         if callable(overwrite):  # a predicate over serialized partitions (partition expiry drops several)

@@ -46,7 +46,7 @@ def pick_inline(table: "FileStoreTable", levels: Levels, expiry: RecordExpiry | 
     cfg = UniversalConfig.from_options(opts)
     # A batch writer starts with no memory of a previous full compaction (Java keeps it per writer).
     p = pick_universal(runs, n, cfg, now_ms=now_ms, last_full_ms=None)
-    if p.unit is None and table.level0_hidden:
+    if p.unit is None and table.force_up_level0:
         p = force_pick_level0(runs, n, cfg)
     return p if worth_running(p.unit) else Pick(None)
 
@@ -65,6 +65,7 @@ def compact_written_bucket(table: "FileStoreTable", partition: bytes, bucket: in
     levels = Levels.of(original, opts.num_levels, key_decoder(table.key_types))
     stop = opts.num_sorted_run_stop_trigger
     written: set[str] = set()
+    changelog: tuple[DataFileMeta, ...] = ()  # every round's changelog (lookup, full-compaction)
     vectors = None
     if opts.deletion_vectors_enabled:
         # no live files (a new bucket, or an overwrite replacing them): no vectors can matter
@@ -80,6 +81,7 @@ def compact_written_bucket(table: "FileStoreTable", partition: bytes, bucket: in
         out = run_compact_unit(table, partition, bucket, total_buckets, p.unit, drop_delete=drop_delete(p.unit, levels),
                                max_level=levels.max_level, expiry=expiry, namer=namer,
                                lookup_files=outside_unit(levels, p.unit), vectors=vectors).message
+        changelog += out.compact_changelog
         upgraded = {f.file_name for f in out.compact_before}
         written |= {f.file_name for f in out.compact_after if f.file_name not in upgraded}
         levels = levels.update(out.compact_before, out.compact_after)
@@ -98,4 +100,4 @@ def compact_written_bucket(table: "FileStoreTable", partition: bytes, bucket: in
         return None
     new_index, deleted_index = vectors.changes(table, namer) if vectors is not None else ((), ())
     return CommitMessage(partition, bucket, total_buckets, compact_before=before, compact_after=after,
-                         new_index_files=new_index, deleted_index_files=deleted_index)
+                         compact_changelog=changelog, new_index_files=new_index, deleted_index_files=deleted_index)

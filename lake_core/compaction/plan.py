@@ -142,7 +142,7 @@ def pick_bucket(table: "FileStoreTable", levels: Levels, *, full: bool, expiry: 
         return Pick(None)
     cfg = UniversalConfig.from_options(opts)
     p = pick_universal(runs, n, cfg, now_ms=now_ms, last_full_ms=last_full_ms)
-    if p.unit is None and table.level0_hidden:
+    if p.unit is None and table.force_up_level0:
         p = force_pick_level0(runs, n, cfg)  # ForceUpLevel0Compaction: level 0 is invisible to readers
     return p if worth_running(p.unit) else Pick(None)
 

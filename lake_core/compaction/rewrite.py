@@ -16,7 +16,9 @@ from lake_core.kv.system_fields import KIND
 from lake_core.commit.messages import CommitMessage
 from lake_core.manifest.metadata import DataFileMeta, FileSource
 from lake_core.paths import FileNamer, data_file_in, partition_dir
+from lake_core.compaction.changelog_producers import LEVEL, ChangelogProducer, ChunkState, producer_for, with_level
 from lake_core.compaction.dv import DvCompaction, unit_vectors
+from lake_core.merge.lookup_merge import needs_lookup_merge, newest_high_level_mask
 from lake_core.compaction.expire import RecordExpiry
 from lake_core.compaction.kv_read import CHUNK_ROWS, iter_kv_file, kv_schema  # noqa: F401 - re-exported
 from lake_core.lsm.levels import key_decoder
@@ -67,18 +69,29 @@ def run_compact_unit(table: "FileStoreTable", partition: bytes, bucket: int, tot
     key_of = key_decoder(table.key_types)
     schema = table.schema
     is_expired = (lambda f: expiry.file_has_expired(f, schema)) if expiry is not None else (lambda f: False)
-    actions = unit_actions(unit, key_of=key_of, max_level=max_level,
-                           min_file_size=int(opts.target_file_size * opts.compaction_small_file_ratio),
-                           is_expired=is_expired,
-                           force_rewrite=opts.compaction_force_rewrite_all_files if force_rewrite is None else force_rewrite,
-                           rewrite_level0=(engine.hides_level0 and bool(lookup_files)) or vectors is not None)
     ppath = partition_path(table, partition)
-    writer = DataFileWriter(table, ppath, bucket, namer or FileNamer())
+    bucket_dir = table.paths.bucket_dir(ppath, bucket)
     key_names = list(schema.trimmed_primary_keys)
     # first-row: a key already in the bucket's other levels is not a first row; Java reads such
     # tables without merging, so a key must never be stored twice (Paimon's lookup compaction)
     seen = _lookup_keys(table, ppath, bucket, lookup_files, key_names) if engine.hides_level0 else None
-    bucket_dir = table.paths.bucket_dir(ppath, bucket)
+    producer = producer_for(table, output_level=unit.output_level, max_level=max_level, bucket_dir=bucket_dir,
+                            lookup_files=lookup_files, vectors=vectors, seen=seen)
+    actions = unit_actions(unit, key_of=key_of, max_level=max_level,
+                           min_file_size=int(opts.target_file_size * opts.compaction_small_file_ratio),
+                           is_expired=is_expired,
+                           force_rewrite=opts.compaction_force_rewrite_all_files if force_rewrite is None else force_rewrite,
+                           rewrite_level0=(engine.hides_level0 and bool(lookup_files)) or vectors is not None
+                           or producer is not None,
+                           # Java's ChangelogMergeTreeRewriter.upgrade: a file moved to the top level by a
+                           # full-compaction changelog producer is rewritten, to emit its changelog
+                           rewrite_upgrades=producer is not None and opts.changelog_producer == "full-compaction")
+    lookup_merge = needs_lookup_merge(table)
+    writer = DataFileWriter(table, ppath, bucket, namer or FileNamer())
+    with_levels = producer is not None or lookup_merge
+    changelog_files: list[DataFileMeta] = []
+    # Java writes the changelog of a compaction at its output level (createRollingChangelogFileWriter)
+    changelog_chunks = _ChangelogSink(writer, unit.output_level, opts.target_file_size, changelog_files)
     dv = None
     if vectors is not None:
         # the replaced rows are masked in their files, so retractions have nothing left to cancel
@@ -100,20 +113,27 @@ def run_compact_unit(table: "FileStoreTable", partition: bytes, bucket: int, tot
                            key=lambda f: (f.min_sequence_number, f.file_name))  # oldest first
             before.extend(files)
             dvs = vectors.vectors if vectors is not None else {}
-            merged_chunks = merge_sorted_runs([iter_kv_file(table, bucket_dir, f, deletion=dvs.get(f.file_name))
-                                               for f in files], key_names,
+
+            def chunks(f: DataFileMeta):
+                it = iter_kv_file(table, bucket_dir, f, deletion=dvs.get(f.file_name))
+                return with_level(it, f.level) if with_levels else it
+
+            merged_chunks = merge_sorted_runs([chunks(f) for f in files], key_names,
                                               lambda rows: _merge_chunk(engine, rows, drop_delete, expiry, c, seen,
-                                                                        key_names, dv))
+                                                                        key_names, dv, producer, lookup_merge,
+                                                                        changelog_chunks))
             start = len(written)
             _write_rolled(writer, merged_chunks, unit.output_level, opts.target_file_size, written)
             after.extend(written[start:])
+            changelog_chunks.flush()
             unit_vectors(vectors, files)
     except Exception:
-        for f in written:  # a failed unit commits nothing: leave none of its files behind
+        for f in written + changelog_files:  # a failed unit commits nothing: leave none of its files behind
             table.fileio.delete(f.external_path or data_file_in(bucket_dir, f.file_name))
         raise
     msg = CommitMessage(partition, bucket, total_buckets, new_files=tuple(extra_new_files),
-                        compact_before=tuple(before), compact_after=tuple(after))
+                        compact_before=tuple(before), compact_after=tuple(after),
+                        compact_changelog=tuple(changelog_files))
     return UnitOutcome(msg, UnitCounts(**c))
 
 
@@ -127,17 +147,38 @@ def _lookup_keys(table, ppath: str, bucket: int, files: Sequence[DataFileMeta], 
 
 
 def _merge_chunk(engine, rows: pa.Table, drop_delete: bool, expiry: RecordExpiry | None, c: dict,
-                 seen: pa.Table | None = None, key_names=(), dv: DvCompaction | None = None) -> pa.Table:
+                 seen: pa.Table | None = None, key_names=(), dv: DvCompaction | None = None,
+                 producer: ChangelogProducer | None = None, lookup_merge: bool = False,
+                 changelog_out: list | None = None) -> pa.Table:
     """Merge one chunk of complete key groups; counts rows in/out, expired and dropped deletes.
-    ``seen``: keys stored elsewhere in the bucket (first-row), whose rows are dropped."""
+    ``seen``: keys stored elsewhere in the bucket (first-row), whose rows are dropped.
+    ``producer``: appends the chunk's changelog to ``changelog_out``; ``lookup_merge``: Java's
+    ``LookupMergeFunction`` (only a key's newest row above level 0 is merged)."""
     c["rows_in"] += rows.num_rows
     if expiry is not None:
         rows, expired, nulls = expiry.split(rows)
         c["rows_expired"] += expired
         c["rows_null_time"] += nulls
+    state = prepared = None
+    if LEVEL in rows.column_names:
+        levels = rows[LEVEL].to_numpy()
+        rows = rows.drop_columns([LEVEL])
+        if lookup_merge:
+            keep = newest_high_level_mask(rows, key_names, levels)
+            if keep is not None:
+                rows, levels = rows.filter(pa.array(keep)), levels[keep]
+        state = ChunkState(rows, levels)
+        if producer is not None:
+            prepared = producer.prepare(state)
     if dv is not None:
         rows = dv.absorb(rows)
+    if producer is not None and state is not None:
+        rows = producer.absorb(rows, prepared, engine)
     merged = engine.merge(rows, drop_deletes=False) if rows.num_rows else rows
+    if producer is not None and state is not None:
+        merged, changelog = producer.changelog(state, merged, engine, prepared)
+        if changelog is not None and changelog.num_rows and changelog_out is not None:
+            changelog_out.append(changelog)
     if drop_delete and merged.num_rows:
         retract = rowkind.is_retract(merged[KIND].to_numpy())
         n = int(np.count_nonzero(retract))
@@ -152,8 +193,29 @@ def _merge_chunk(engine, rows: pa.Table, drop_delete: bool, expiry: RecordExpiry
     return merged
 
 
+class _ChangelogSink:
+    """Changelog chunks written as files of about ``target-file-size`` while the merge runs, so
+    memory holds at most one file's worth of changelog."""
+
+    def __init__(self, writer: DataFileWriter, level: int, target_size: int, out: list[DataFileMeta]):
+        self.writer, self.level, self.target_size, self.out = writer, level, target_size, out
+        self.held: list[pa.Table] = []
+        self.bytes = 0
+
+    def append(self, chunk: pa.Table) -> None:
+        self.held.append(chunk)
+        self.bytes += chunk.nbytes
+        if self.bytes >= 3 * self.target_size:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.held:
+            _write_rolled(self.writer, self.held, self.level, self.target_size, self.out, changelog=True)
+        self.held, self.bytes = [], 0
+
+
 def _write_rolled(writer: DataFileWriter, chunks, level: int, target_size: int,
-                  out: list[DataFileMeta]) -> None:
+                  out: list[DataFileMeta], changelog: bool = False) -> None:
     """Write merged chunks as files of about ``target-file-size`` (appended to ``out`` as they are
     written): chunks are gathered until they reach the writer's in-memory roll size, so at most
     one output file is held in memory."""
@@ -164,7 +226,8 @@ def _write_rolled(writer: DataFileWriter, chunks, level: int, target_size: int,
     def flush():
         nonlocal held, held_bytes
         rows = pa.concat_tables(held) if len(held) > 1 else held[0]
-        out.extend(w.meta for w in writer.write(rows, level=level, file_source=FileSource.COMPACT))
+        out.extend(w.meta for w in writer.write(rows, level=level, file_source=FileSource.COMPACT,
+                                                changelog=changelog))
         held, held_bytes = [], 0
 
     for chunk in chunks:

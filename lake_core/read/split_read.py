@@ -66,6 +66,8 @@ class SplitRead:
         self.read_columns = [n for n in names if n in needed]
         self.read_schema = pa.schema([schema.arrow_schema().field(n) for n in self.read_columns])
         self.key_types = [schema.field(k).type for k in self.key_names]
+        from lake_core.merge.lookup_merge import needs_lookup_merge
+        self.lookup_merge = needs_lookup_merge(table)
 
     # -- files -----------------------------------------------------------------------------------
     def _read_file(self, split: Split, f: DataFileMeta, with_system: bool) -> pa.Table:
@@ -163,6 +165,8 @@ class SplitRead:
                     parts.append(raw.drop_columns([SEQ]) if keep_kind else raw)
                     continue
                 rows = [self._read_file(split, f, True) for f in section]
+                if self.lookup_merge and len(rows) > 1:
+                    rows = self._newest_high_level(rows, section)
                 rows = pa.concat_tables(rows) if len(rows) > 1 else rows[0]
                 if len(section) == 1 and self.engine.run_is_merged:
                     merged = drop_retracts(rows)  # one file already holds each key once
@@ -175,6 +179,16 @@ class SplitRead:
         if self.predicate is not None:
             out = self.predicate.filter(out)
         return out.select(self.projection)
+
+    def _newest_high_level(self, parts: list[pa.Table], files: Sequence[DataFileMeta]) -> list[pa.Table]:
+        """Java's ``LookupMergeFunction`` (``changelog-producer`` = ``lookup``): of a key's copies
+        above level 0 only the newest is merged."""
+        import numpy as np
+        from lake_core.merge.lookup_merge import newest_high_level_mask
+        rows = pa.concat_tables(parts)
+        levels = np.concatenate([np.full(p.num_rows, f.level, np.int32) for p, f in zip(parts, files)])
+        keep = newest_high_level_mask(rows, self.key_names, levels)
+        return [rows if keep is None else rows.filter(pa.array(keep))]
 
     def _read_dv_split(self, split: Split, keep_kind: bool = False) -> pa.Table | None:
         """Deletion vectors: each file read raw with its vector applied, no merge (Java's raw read

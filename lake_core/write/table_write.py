@@ -367,7 +367,8 @@ class TableWrite:
             if msg is not None:
                 return CommitMessage(partition, buf.bucket, self._total_buckets(buf.partition), new_files=tuple(files),
                                      changelog_files=tuple(changelog), compact_before=msg.compact_before,
-                                     compact_after=msg.compact_after, new_index_files=msg.new_index_files,
+                                     compact_after=msg.compact_after, compact_changelog=msg.compact_changelog,
+                                     new_index_files=msg.new_index_files,
                                      deleted_index_files=msg.deleted_index_files)
         return CommitMessage(partition, buf.bucket, self._total_buckets(buf.partition), new_files=tuple(files),
                              changelog_files=tuple(changelog))
