@@ -289,13 +289,25 @@ class FileStoreTable:
 
     def to_arrow(self, snapshot_id: int | None = None, tag: str | None = None, timestamp_millis: int | None = None,
                  columns: Sequence[str] | None = None, filter: Predicate | None = None) -> pa.Table:
+        read, splits = self._read_plan(snapshot_id, tag, timestamp_millis, columns, filter)
+        return read.to_arrow(splits)
+
+    def to_arrow_batch_reader(self, snapshot_id: int | None = None, tag: str | None = None,
+                              timestamp_millis: int | None = None, columns: Sequence[str] | None = None,
+                              filter: Predicate | None = None) -> pa.RecordBatchReader:
+        """The rows of :meth:`to_arrow` as record batches, merged as they are read: memory is bounded
+        by ``read.batch-size`` rows per file of a bucket's overlapping files, not by the table."""
+        read, splits = self._read_plan(snapshot_id, tag, timestamp_millis, columns, filter)
+        return read.to_arrow_batch_reader(splits)
+
+    def _read_plan(self, snapshot_id, tag, timestamp_millis, columns, filter) -> tuple[SplitRead, list]:
         rb = self.new_read_builder()
         if columns is not None:
             rb = rb.with_projection(list(columns))
         if filter is not None:
             rb = rb.with_filter(filter)
         snap = self.resolve_snapshot(snapshot_id, tag, timestamp_millis)
-        return rb.new_read().to_arrow(rb.new_scan(snapshot=snap).plan().splits())
+        return rb.new_read(), rb.new_scan(snapshot=snap).plan().splits()
 
     def delete_where(self, predicate: Predicate) -> Snapshot | None:
         """One commit of -D records for every live row matching ``predicate`` (PK tables)."""

@@ -12,13 +12,14 @@ import pyarrow as pa
 
 from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.manifest.metadata import DataFileMeta
+from lake_core.options import READ_BATCH_ROWS
 from lake_core.paths import data_file_in
 
 if TYPE_CHECKING:
     from lake_core.deletion_vectors.vector import DeletionVector
     from lake_core.table import FileStoreTable
 
-CHUNK_ROWS = 65_536  # rows read per input file per merge round
+CHUNK_ROWS = READ_BATCH_ROWS  # rows read per input file per merge round (unless read.batch-size)
 POSITION = "_POSITION"
 
 

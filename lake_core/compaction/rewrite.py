@@ -20,7 +20,7 @@ from lake_core.compaction.dv import DvCompaction, unit_vectors
 from lake_core.compaction.expire import RecordExpiry
 from lake_core.compaction.kv_read import CHUNK_ROWS, iter_kv_file, kv_schema  # noqa: F401 - re-exported
 from lake_core.lsm.levels import key_decoder
-from lake_core.compaction.stream import merge_sorted_runs
+from lake_core.lsm.merge_stream import merge_sorted_runs
 from lake_core.compaction.picker import CompactUnit
 from lake_core.compaction.task import Rewrite, unit_actions
 
@@ -100,7 +100,8 @@ def run_compact_unit(table: "FileStoreTable", partition: bytes, bucket: int, tot
                            key=lambda f: (f.min_sequence_number, f.file_name))  # oldest first
             before.extend(files)
             dvs = vectors.vectors if vectors is not None else {}
-            merged_chunks = merge_sorted_runs([iter_kv_file(table, bucket_dir, f, deletion=dvs.get(f.file_name))
+            merged_chunks = merge_sorted_runs([iter_kv_file(table, bucket_dir, f, opts.read_batch_rows,
+                                                            deletion=dvs.get(f.file_name))
                                                for f in files], key_names,
                                               lambda rows: _merge_chunk(engine, rows, drop_delete, expiry, c, seen,
                                                                         key_names, dv))
@@ -147,7 +148,8 @@ def _merge_chunk(engine, rows: pa.Table, drop_delete: bool, expiry: RecordExpiry
     if seen is not None and merged.num_rows:
         kept = merged.join(seen, keys=list(key_names), join_type="left anti", use_threads=False)
         if kept.num_rows != merged.num_rows:
-            merged = kept.sort_by([(k, "ascending") for k in key_names])
+            # a join reorders columns and drops NOT NULL: every chunk of a file needs one schema
+            merged = kept.select(merged.column_names).cast(merged.schema).sort_by([(k, "ascending") for k in key_names])
     c["rows_out"] += merged.num_rows
     return merged
 

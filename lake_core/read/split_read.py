@@ -1,32 +1,49 @@
 """The read path: Split → data files → sections of overlapping files → merge engine → Arrow.
 
 Non-overlapping files need no merge; a single file without retract rows is read raw
-(Java ``MergeTreeSplitGenerator`` + raw-file split read, as ``RawFileSplitRead``).
+(Java ``MergeTreeSplitGenerator`` + raw-file split read, as ``RawFileSplitRead``). The files of a
+section are merged as they are read, ``read.batch-size`` rows per file at a time (the k-way merge of
+:mod:`lake_core.lsm.merge_stream`, as compaction does), so a reader holds about (files of a section x
+batch) rows, not the bucket.
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+import queue
+import threading
+from collections import deque
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator, Sequence
 
 import pyarrow as pa
 
 from lake_core.format.binary_row import deserialize_row
 from lake_core.format.float_order import java_order_key
+from lake_core.lsm.merge_stream import merge_sorted_runs
 from lake_core.merge.base import drop_retracts
 from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.commit.messages import Split
 from lake_core.manifest.metadata import DataFileMeta
 from lake_core.read.predicate import Predicate
-from lake_core.schema.evolution import read_evolved
+from lake_core.schema.evolution import iter_evolved, read_evolved
 
 if TYPE_CHECKING:
+    from lake_core.deletion_vectors.vector import DeletionVector
     from lake_core.table import FileStoreTable
+
+_AHEAD = 2  # merged chunks a split read ahead in its thread may hold before the reader takes them
+_DONE = object()
+
+
+@dataclass(frozen=True)
+class _Failed:
+    error: BaseException
 
 
 class SplitRead:
     def __init__(self, table: "FileStoreTable", projection: Sequence[str] | None = None,
                  predicate: Predicate | None = None):
         self.table = table
+        self.batch_rows = table.options.read_batch_rows
         schema = table.schema
         self.schema = schema
         names = [f.name for f in schema.fields]
@@ -52,14 +69,21 @@ class SplitRead:
         self.key_types = [schema.field(k).type for k in self.key_names]
 
     # -- files -----------------------------------------------------------------------------------
-    def _read_file(self, split: Split, f: DataFileMeta, with_system: bool) -> pa.Table:
+    def _file_args(self, split: Split, f: DataFileMeta, with_system: bool):
         cols = list(self.read_columns) + ([SEQ, KIND] if with_system else [])
         schema = self.read_schema
         if with_system:
             schema = schema.append(pa.field(SEQ, pa.int64(), nullable=False)).append(
                 pa.field(KIND, pa.int8(), nullable=False))
         fmt = f.file_name.rsplit(".", 1)[-1] if "." in f.file_name else self.table.options.file_format
-        return read_evolved(self.table, split.file_path(f), f, fmt, cols, schema)
+        return split.file_path(f), f, fmt, cols, schema
+
+    def _read_file(self, split: Split, f: DataFileMeta, with_system: bool) -> pa.Table:
+        return read_evolved(self.table, *self._file_args(split, f, with_system))
+
+    def _file_chunks(self, split: Split, f: DataFileMeta, with_system: bool) -> Iterator[pa.Table]:
+        """The rows of one file, ``read.batch-size`` at a time; the file is opened on first use."""
+        return iter_evolved(self.table, *self._file_args(split, f, with_system), self.batch_rows)
 
     def _sections(self, files: Sequence[DataFileMeta]) -> list[list[DataFileMeta]]:
         """Group files whose key ranges overlap (Java IntervalPartition)."""
@@ -81,34 +105,51 @@ class SplitRead:
         return sections
 
     # -- splits -------------------------------------------------------------------------------------
-    def read_split(self, split: Split) -> pa.Table:
-        if not split.files:
-            return self.read_schema.empty_table().select(self.projection)
-        if not self.is_pk:
-            parts = [self._read_file(split, f, False) for f in split.files]
-            out = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
-        elif split.dv_index is not None and (out := self._read_dv_split(split)) is not None:
-            pass
-        else:
-            parts = []
-            for section in self._sections(split.files):
-                if len(section) == 1 and section[0].delete_row_count == 0:
-                    parts.append(self._read_file(split, section[0], False))
-                    continue
-                rows = [self._read_file(split, f, True) for f in section]
-                rows = pa.concat_tables(rows) if len(rows) > 1 else rows[0]
-                if len(section) == 1 and self.engine.run_is_merged:
-                    merged = drop_retracts(rows)  # one file already holds each key once
-                else:
-                    merged = self.engine.merge(rows, drop_deletes=True)
-                parts.append(merged.drop_columns([SEQ, KIND]))
-            out = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
-        if self.predicate is not None:
-            out = self.predicate.filter(out)
-        return out.select(self.projection)
+    def iter_split(self, split: Split) -> Iterator[pa.Table]:
+        """The merged, filtered and projected rows of one split, chunk by chunk in key order of each
+        section; files are opened as the chunks are consumed."""
+        for chunk in self._merged_chunks(split):
+            if self.predicate is not None:
+                chunk = self.predicate.filter(chunk)
+            if chunk.num_rows:
+                yield chunk.select(self.projection)
 
-    def _read_dv_split(self, split: Split) -> pa.Table | None:
-        """Deletion vectors: each file read raw with its vector applied, no merge (Java's raw read
+    def _merged_chunks(self, split: Split) -> Iterator[pa.Table]:
+        if not split.files:
+            return
+        if not self.is_pk:
+            for f in split.files:
+                yield from self._file_chunks(split, f, False)
+            return
+        vectors = self._dv_vectors(split) if split.dv_index is not None else None
+        if vectors is not None:
+            for f in split.files:
+                yield from self._deleted_masked(self._file_chunks(split, f, False), vectors.get(f.file_name))
+            return
+        for section in self._sections(split.files):
+            if len(section) == 1 and section[0].delete_row_count == 0:
+                yield from self._file_chunks(split, section[0], False)
+            elif len(section) == 1 and self.engine.run_is_merged:
+                for chunk in self._file_chunks(split, section[0], True):  # one file holds each key once
+                    yield drop_retracts(chunk).drop_columns([SEQ, KIND])
+            else:
+                # oldest first, so each key's rows usually arrive in sequence order (cheap sort)
+                runs = sorted(section, key=lambda f: (f.min_sequence_number, f.file_name))
+                for merged in merge_sorted_runs([self._file_chunks(split, f, True) for f in runs], self.key_names,
+                                                lambda rows: self.engine.merge(rows, drop_deletes=True)):
+                    yield merged.drop_columns([SEQ, KIND])
+
+    @staticmethod
+    def _deleted_masked(chunks: Iterator[pa.Table], dv: "DeletionVector | None") -> Iterator[pa.Table]:
+        start = 0
+        for chunk in chunks:
+            n = chunk.num_rows
+            keep = dv.keep_mask(start, n) if dv is not None else None
+            start += n
+            yield chunk.filter(pa.array(keep)) if keep is not None else chunk
+
+    def _dv_vectors(self, split: Split) -> "dict[str, DeletionVector] | None":
+        """Deletion vectors: each file is read raw with its vector applied, no merge (Java's raw read
         of DV tables). None when the bucket must still be merged: no vectors yet and levels that
         overlap, i.e. a merge-on-read table whose option was switched on before a full compaction."""
         from lake_core.lsm.levels import Levels, key_decoder
@@ -117,41 +158,92 @@ class SplitRead:
         if not vectors and len(split.files) > 1 and needs_full_for_dv(
                 Levels.of(split.files, self.table.options.num_levels, key_decoder(self.key_types)), ()):
             return None
-        parts = []
-        for f in split.files:
-            t = self._read_file(split, f, False)
-            dv = vectors.get(f.file_name)
-            keep = dv.keep_mask(0, t.num_rows) if dv is not None else None
-            parts.append(t.filter(pa.array(keep)) if keep is not None else t)
+        return vectors
+
+    def read_split(self, split: Split) -> pa.Table:
+        parts = list(self.iter_split(split))
+        if not parts:
+            return self._out_schema().empty_table()
         return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
 
-    def iter_batches(self, splits: Sequence[Split], threads: int = 2) -> Iterator[pa.Table]:
-        """One table per split, in order; at most ``threads`` splits in memory at a time."""
+    def _out_schema(self) -> pa.Schema:
+        return pa.schema([self.read_schema.field(n) for n in self.projection])
+
+    # -- many splits ------------------------------------------------------------------------------
+    def iter_split_batches(self, splits: Sequence[Split], threads: int = 2) -> Iterator[tuple[Split, pa.Table]]:
+        """``(split, chunk)`` for every merged chunk of ``splits``, in split order. Up to ``threads``
+        splits are read at once, each in its own thread holding at most a few chunks ahead, so
+        memory stays bounded by threads x (files of a section + a few) x ``read.batch-size`` rows."""
         if threads <= 1 or len(splits) <= 1:
             for s in splits:
-                yield self.read_split(s)
+                for chunk in self.iter_split(s):
+                    yield s, chunk
             return
-        with ThreadPoolExecutor(max_workers=threads) as pool:
-            pending = []
-            for s in splits:
-                pending.append(pool.submit(self.read_split, s))
-                if len(pending) >= threads:
-                    yield pending.pop(0).result()
-            for p in pending:
-                yield p.result()
+        stop = threading.Event()
+
+        def put(q: queue.Queue, item) -> bool:
+            while not stop.is_set():
+                try:
+                    q.put(item, timeout=0.05)
+                    return True
+                except queue.Full:
+                    continue
+            return False
+
+        def produce(split: Split, q: queue.Queue) -> None:
+            try:
+                for chunk in self.iter_split(split):
+                    if not put(q, chunk):
+                        return
+            except BaseException as e:  # noqa: BLE001 - handed to the reader's thread, which raises it
+                put(q, _Failed(e))
+                return
+            put(q, _DONE)
+
+        todo = iter(splits)
+        running: deque = deque()
+
+        def start_next() -> None:
+            s = next(todo, None)
+            if s is not None:
+                q: queue.Queue = queue.Queue(maxsize=_AHEAD)
+                # daemon: a reader dropped half-way must never keep the interpreter from exiting
+                threading.Thread(target=produce, args=(s, q), daemon=True, name="lake-core-read").start()
+                running.append((s, q))
+
+        try:
+            for _ in range(threads):
+                start_next()
+            while running:
+                s, q = running[0]
+                item = q.get()
+                if item is _DONE:
+                    running.popleft()
+                    start_next()
+                elif isinstance(item, _Failed):
+                    raise item.error
+                else:
+                    yield s, item
+        finally:
+            stop.set()
+
+    def iter_batches(self, splits: Sequence[Split], threads: int = 2) -> Iterator[pa.Table]:
+        """The merged chunks of ``splits`` in split order (see :meth:`iter_split_batches`)."""
+        for _split, chunk in self.iter_split_batches(splits, threads):
+            yield chunk
 
     def to_arrow(self, splits: Sequence[Split]) -> pa.Table:
         parts = list(self.iter_batches(splits))
-        empty = pa.schema([self.schema.arrow_schema().field(n) for n in self.projection]).empty_table()
         if not parts:
-            return empty
+            return self._out_schema().empty_table()
         return pa.concat_tables(parts)
 
     def to_arrow_batch_reader(self, splits: Sequence[Split]) -> pa.RecordBatchReader:
-        schema = pa.schema([self.schema.arrow_schema().field(n) for n in self.projection])
+        """A reader of record batches of at most ``read.batch-size`` rows per merged input chunk,
+        read as they are consumed."""
 
         def gen():
             for t in self.iter_batches(splits):
                 yield from t.to_batches()
 
-        return pa.RecordBatchReader.from_batches(schema, gen())
+        return pa.RecordBatchReader.from_batches(self._out_schema(), gen())

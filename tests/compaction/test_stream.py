@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from lake_core import Catalog
 from lake_core.compaction import rewrite
-from lake_core.compaction.stream import merge_sorted_runs
+from lake_core.lsm.merge_stream import merge_sorted_runs
 from lake_core.format.float_order import java_order_key
 from lake_core.kv.system_fields import KIND, SEQ
 
