@@ -60,7 +60,7 @@ _DEFAULT_PAGE_SIZE = 64 * 1024
 _DEFAULT_ZSTD_LEVEL = 1
 _DICT_SAMPLE = 2048  # rows per sampled slice
 _DICT_MAX_RATIO = 0.5  # distinct / sampled rows at or below which dictionary encoding pays
-_STREAM_BUFFER = 1 << 20  # bytes of one column chunk read at a time by the streaming reader
+_STREAM_BUFFER = 64 * 1024  # bytes of a column chunk read at a time by the streaming reader (a page)
 
 
 def _check_fmt(fmt: str) -> str:
