@@ -46,8 +46,11 @@ def read_metadata(fileio: "FileIO", path: str, what: str, decode: Callable[[byte
 
 
 def read_checked_data_file(fileio: "FileIO", path: str, meta: "DataFileMeta", fmt: str,
-                           columns: Sequence[str], schema: pa.Schema) -> pa.Table:
-    """The rows of one data file, after checking its size and row count against ``meta``."""
+                           columns: Sequence[str], schema: pa.Schema, *,
+                           missing: Callable[[], Exception] | None = None) -> pa.Table:
+    """The rows of one data file, after checking its size and row count against ``meta``.
+    ``missing``: the error to raise when the file does not exist (default: a
+    :class:`CorruptFileError`)."""
     try:
         local = fileio.local_path(path)
         if local is not None:
@@ -58,16 +61,22 @@ def read_checked_data_file(fileio: "FileIO", path: str, meta: "DataFileMeta", fm
                 _check_size(path, meta, int(src.size))
                 table = read_data_file(src, fmt, columns, schema)
     except FileNotFoundError:
-        raise _missing(path) from None
+        raise (missing() if missing is not None else _missing(path)) from None
     _check_rows(path, meta, table.num_rows)
     return table
 
 
 def iter_checked_data_file(fileio: "FileIO", path: str, meta: "DataFileMeta", fmt: str, columns: Sequence[str],
-                           schema: pa.Schema, batch_rows: int) -> Iterator[pa.Table]:
+                           schema: pa.Schema, batch_rows: int, *,
+                           missing: Callable[[], Exception] | None = None) -> Iterator[pa.Table]:
     """:func:`read_checked_data_file` in chunks of about ``batch_rows`` rows. The file is opened on
     the first ``next()``; its size is checked before the first chunk, its row count after the last
-    (a reader that stops early never learns it)."""
+    (a reader that stops early never learns it). ``missing``: as for :func:`read_checked_data_file`."""
+    if meta.row_count <= batch_rows:
+        # one chunk anyway: read it whole and close the file, rather than holding a reader (and its
+        # buffers per column) open while a merge works through the other files
+        yield read_checked_data_file(fileio, path, meta, fmt, columns, schema, missing=missing)
+        return
     rows = 0
     try:
         local = fileio.local_path(path)
@@ -83,7 +92,7 @@ def iter_checked_data_file(fileio: "FileIO", path: str, meta: "DataFileMeta", fm
                     rows += chunk.num_rows
                     yield chunk
     except FileNotFoundError:
-        raise _missing(path) from None
+        raise (missing() if missing is not None else _missing(path)) from None
     _check_rows(path, meta, rows)
 
 

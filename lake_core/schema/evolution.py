@@ -11,7 +11,7 @@ across schema versions: a column the file predates is all NULL in that file.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence
 
 import pyarrow as pa
 
@@ -44,14 +44,17 @@ def read_evolved(table: "FileStoreTable", path: str, meta: DataFileMeta, fmt: st
 
 
 def iter_evolved(table: "FileStoreTable", path: str, meta: DataFileMeta, fmt: str, columns: Sequence[str],
-                 arrow_schema: pa.Schema, batch_rows: int) -> Iterator[pa.Table]:
-    """:func:`read_evolved` in chunks of about ``batch_rows`` rows, read as they are consumed."""
+                 arrow_schema: pa.Schema, batch_rows: int, *,
+                 missing: Callable[[], Exception] | None = None) -> Iterator[pa.Table]:
+    """:func:`read_evolved` in chunks of about ``batch_rows`` rows, read as they are consumed
+    (``missing``: see :func:`iter_checked_data_file`)."""
     if meta.schema_id == table.schema.id:
-        yield from iter_checked_data_file(table.fileio, path, meta, fmt, columns, arrow_schema, batch_rows)
+        yield from iter_checked_data_file(table.fileio, path, meta, fmt, columns, arrow_schema, batch_rows,
+                                          missing=missing)
         return
     mapping = _Mapping.of(table, meta, columns, arrow_schema)
     for chunk in iter_checked_data_file(table.fileio, path, meta, fmt, mapping.file_cols, mapping.file_schema,
-                                        batch_rows):
+                                        batch_rows, missing=missing):
         yield mapping.apply(chunk)
 
 
