@@ -119,6 +119,20 @@ def test_reader_yields_before_it_opens_the_later_files(warehouse):
     assert rest["v"].to_pylist() == [1, 0] * 200
 
 
+@pytest.mark.s3
+def test_streamed_merge_on_s3(s3_warehouse):
+    # object storage: files are read through file objects, a buffer at a time, not local paths
+    cat = Catalog(s3_warehouse.uri, s3_warehouse.storage_options)
+    cat.create_database("db")
+    t = _two_sections(cat, {"read.batch-size": "7"})
+    batches = _batches(t.to_arrow_batch_reader())
+    assert max(b.num_rows for b in batches) <= 2 * 8
+    got = pa.Table.from_batches(batches)
+    assert got["k"].to_pylist() == list(range(200)) + list(range(1000, 1200))
+    assert got["v"].to_pylist() == [1, 0] * 200
+    assert t.to_arrow().to_pylist() == got.to_pylist()
+
+
 def _peak_while_reading(cat: Catalog, name: str, n: int) -> tuple[int, pa.Table]:
     """Peak Arrow memory while streaming a merged bucket of two overlapping files (``n`` rows and
     ``n / 2`` updates) in batches of 1000 rows, each batch dropped once counted; and the rows."""
