@@ -8,10 +8,6 @@ batch) rows, not the bucket.
 """
 from __future__ import annotations
 
-import queue
-import threading
-from collections import deque
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator, Sequence
 
 import pyarrow as pa
@@ -24,19 +20,12 @@ from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.commit.messages import Split
 from lake_core.manifest.metadata import DataFileMeta
 from lake_core.read.predicate import Predicate
+from lake_core.read.read_ahead import read_ahead
 from lake_core.schema.evolution import iter_evolved, read_evolved
 
 if TYPE_CHECKING:
     from lake_core.deletion_vectors.vector import DeletionVector
     from lake_core.table import FileStoreTable
-
-_AHEAD = 2  # merged chunks a split read ahead in its thread may hold before the reader takes them
-_DONE = object()
-
-
-@dataclass(frozen=True)
-class _Failed:
-    error: BaseException
 
 
 class SplitRead:
@@ -172,60 +161,9 @@ class SplitRead:
     # -- many splits ------------------------------------------------------------------------------
     def iter_split_batches(self, splits: Sequence[Split], threads: int = 2) -> Iterator[tuple[Split, pa.Table]]:
         """``(split, chunk)`` for every merged chunk of ``splits``, in split order. Up to ``threads``
-        splits are read at once, each in its own thread holding at most a few chunks ahead, so
-        memory stays bounded by threads x (files of a section + a few) x ``read.batch-size`` rows."""
-        if threads <= 1 or len(splits) <= 1:
-            for s in splits:
-                for chunk in self.iter_split(s):
-                    yield s, chunk
-            return
-        stop = threading.Event()
-
-        def put(q: queue.Queue, item) -> bool:
-            while not stop.is_set():
-                try:
-                    q.put(item, timeout=0.05)
-                    return True
-                except queue.Full:
-                    continue
-            return False
-
-        def produce(split: Split, q: queue.Queue) -> None:
-            try:
-                for chunk in self.iter_split(split):
-                    if not put(q, chunk):
-                        return
-            except BaseException as e:  # noqa: BLE001 - handed to the reader's thread, which raises it
-                put(q, _Failed(e))
-                return
-            put(q, _DONE)
-
-        todo = iter(splits)
-        running: deque = deque()
-
-        def start_next() -> None:
-            s = next(todo, None)
-            if s is not None:
-                q: queue.Queue = queue.Queue(maxsize=_AHEAD)
-                # daemon: a reader dropped half-way must never keep the interpreter from exiting
-                threading.Thread(target=produce, args=(s, q), daemon=True, name="lake-core-read").start()
-                running.append((s, q))
-
-        try:
-            for _ in range(threads):
-                start_next()
-            while running:
-                s, q = running[0]
-                item = q.get()
-                if item is _DONE:
-                    running.popleft()
-                    start_next()
-                elif isinstance(item, _Failed):
-                    raise item.error
-                else:
-                    yield s, item
-        finally:
-            stop.set()
+        splits are read at once, each in its own thread at most a few chunks ahead, so memory stays
+        bounded by threads x (files of a section + a few) x ``read.batch-size`` rows."""
+        return read_ahead(splits, self.iter_split, threads=threads)
 
     def iter_batches(self, splits: Sequence[Split], threads: int = 2) -> Iterator[pa.Table]:
         """The merged chunks of ``splits`` in split order (see :meth:`iter_split_batches`)."""

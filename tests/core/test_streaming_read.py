@@ -168,6 +168,30 @@ def test_memory_is_bounded_by_the_batch_size_not_the_bucket(warehouse):
     assert peak_10 - peak_1 < (whole_10.nbytes - whole_1.nbytes) / 4, (peak_1, peak_10)
 
 
+def test_reader_dropped_half_way_stops_its_threads(warehouse):
+    import gc
+    import threading
+    import time
+
+    cat = Catalog(warehouse)
+    cat.create_database("db")
+    schema = pa.schema([("k", pa.int64()), ("v", pa.int64())])
+    t = cat.create_table("db.t", schema=schema, primary_keys=["k"],
+                         options={"bucket": "4", "write-only": "true", "read.batch-size": "10"})
+    for v in range(3):
+        t.write_arrow(pa.table({"k": np.arange(2000), "v": np.full(2000, v)}, schema=schema))
+    reader = t.to_arrow_batch_reader()
+    first = reader.read_next_batch()
+    assert first.num_rows <= 3 * 11 and set(first.column("v").to_pylist()) == {2}
+    assert any(th.name == "lake-core-read-ahead" for th in threading.enumerate())  # splits read ahead
+    del reader
+    gc.collect()
+    deadline = time.monotonic() + 30  # no timing asserted: only that the threads end at all
+    while any(th.name == "lake-core-read-ahead" for th in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(th.name == "lake-core-read-ahead" for th in threading.enumerate())
+
+
 @pytest.mark.parametrize("value", ["0", "-5", "many", "1.5"])
 def test_read_batch_size_is_validated(warehouse, value):
     cat = Catalog(warehouse)
