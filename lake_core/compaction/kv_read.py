@@ -64,8 +64,6 @@ def iter_kv_file(table: "FileStoreTable", bucket_dir: str, f: DataFileMeta, chun
         if with_position:
             chunk = chunk.append_column(POSITION, pa.array(np.arange(start, start + n, dtype=np.int64)))
         if deletion is not None:
-            keep = deletion.keep_mask(start, n)
-            if keep is not None:
-                chunk = chunk.filter(pa.array(keep))
+            chunk = deletion.filter_rows(chunk, start)
         start += n
         yield chunk

@@ -132,10 +132,8 @@ class SplitRead:
     def _deleted_masked(chunks: Iterator[pa.Table], dv: "DeletionVector | None") -> Iterator[pa.Table]:
         start = 0
         for chunk in chunks:
-            n = chunk.num_rows
-            keep = dv.keep_mask(start, n) if dv is not None else None
-            start += n
-            yield chunk.filter(pa.array(keep)) if keep is not None else chunk
+            yield dv.filter_rows(chunk, start) if dv is not None else chunk
+            start += chunk.num_rows
 
     def _dv_vectors(self, split: Split) -> "dict[str, DeletionVector] | None":
         """Deletion vectors: each file is read raw with its vector applied, no merge (Java's raw read
