@@ -19,8 +19,10 @@ from reliability.faultio import FaultyFileIO
 
 CASES = {
     **ENGINES,
-    # a user sequence field orders each key's rows, not the arrival order
-    "deduplicate (sequence.field)": (ENGINES["deduplicate"][0], {"sequence.field": "v"}, [0, 2, 3]),
+    # a user sequence field orders each key's rows, not the arrival order. No retractions: one
+    # that wins by sequence value is dropped by a full compaction, after which a later row with a
+    # smaller value shows (Paimon's behaviour too), which a one-shot model cannot follow.
+    "deduplicate (sequence.field)": (ENGINES["deduplicate"][0], {"sequence.field": "v"}, [0, 2]),
     # merge-on-write: each file is read raw, its deletion vector applied chunk by chunk
     "deduplicate (deletion vectors)": (ENGINES["deduplicate"][0], {"deletion-vectors.enabled": "true"}, [0, 2, 3]),
 }
@@ -70,16 +72,18 @@ def _run(tmp_path_factory, case: str, steps, inline: bool, chunk: int) -> None:
         part = t.to_arrow(columns=["k", "v"], filter=pb.greater_than("k", 5))
         assert sorted(part.to_pylist(), key=str) == sorted(
             ({"k": k, "v": v} for (_p, k, v, *_rest) in want if k > 5), key=str)
+        streamed = t.to_arrow_batch_reader(columns=["k", "v"], filter=pb.greater_than("k", 5)).read_all()
+        assert streamed.schema == part.schema and streamed.to_pylist() == part.to_pylist()
 
 
-SETTINGS = dict(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+SETTINGS = dict(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                       HealthCheck.too_slow])
 
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_streamed_read_equals_the_model_for_any_batch_size(tmp_path_factory, case):
     @settings(**SETTINGS)
-    @given(steps=step_strategy(case.split(" ")[0]), inline=st.booleans(), chunk=st.integers(1, 7))
+    @given(steps=step_strategy(case.split(" ")[0], CASES[case][2]), inline=st.booleans(), chunk=st.integers(1, 7))
     def check(steps, inline, chunk):
         _run(tmp_path_factory, case, steps, inline, chunk)
 
