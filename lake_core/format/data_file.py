@@ -772,8 +772,6 @@ def iter_data_file(source, fmt: str, columns: Sequence[str], arrow_schema: pa.Sc
         for start in range(0, t.num_rows, batch_rows):
             yield t.slice(start, batch_rows)
         return
-    import pyarrow.parquet as pq
-
     try:
         pf = _streaming_parquet_file(source)
         file_names = pf.schema_arrow.names
