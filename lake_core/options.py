@@ -24,6 +24,7 @@ from lake_core.option_values import (
 MERGE_ENGINES = ("deduplicate", "partial-update", "aggregation", "first-row")
 CHANGELOG_PRODUCERS = ("none", "input", "lookup", "full-compaction")
 FILE_FORMATS = ("parquet", "orc", "avro")
+READ_BATCH_ROWS = 65_536  # 'read.batch-size' when unset
 
 # Exact option names lake_core understands, with their Paimon defaults (None = no default).
 KNOWN: dict[str, str | None] = {
@@ -107,6 +108,9 @@ KNOWN: dict[str, str | None] = {
     "partition.timestamp-pattern": None,
     "deletion-vectors.enabled": "false",
     "deletion-vectors.bitmap64": "false",
+    # Paimon's default is 1024 (rows per batch of its format readers); unset, lake_core reads
+    # READ_BATCH_ROWS: its merge is vectorized per chunk, so small chunks cost speed
+    "read.batch-size": None,
     "path": None,
     "owner": None,
     "comment": None,
@@ -193,6 +197,13 @@ class CoreOptions:
         return parse_int(key, self.get(key))
 
     # -- the options the write/read paths consult --------------------------------------------
+    @property
+    def read_batch_rows(self) -> int:
+        """Rows read per data file per merge round (``read.batch-size``): merge-on-read and compaction
+        hold about this many rows per sorted run, whatever the size of the bucket."""
+        v = self.get("read.batch-size")
+        return parse_int("read.batch-size", v) if v else READ_BATCH_ROWS
+
     @property
     def bucket(self) -> int:
         return parse_int("bucket", self.get("bucket"))
@@ -361,6 +372,7 @@ _INT_OPTIONS: dict[str, tuple[int, int, str]] = {
     "dynamic-bucket.target-row-num": (1, LONG_RANGE[1], "at least 1 key per bucket"),
     "dynamic-bucket.max-buckets": (-1, INT_RANGE[1], "-1 (unlimited) or a positive count"),  # 0: see below
     "dynamic-bucket.initial-buckets": (1, INT_RANGE[1], "at least 1 bucket"),
+    "read.batch-size": (1, INT_RANGE[1], "at least 1 row"),
     # zstd's own level range (ZSTD_minCLevel()..ZSTD_maxCLevel()); negative levels are zstd's fast modes
     "file.compression.zstd-level": (-(1 << 17), 22, "a zstd level between -131072 and 22"),
 }

@@ -303,6 +303,23 @@ class FileStoreTable:
         its kind in ``_ROW_KIND`` (``+I``, ``-U``, ``+U``, ``-D``); ``scan_mode`` is ``auto``,
         ``delta`` or ``changelog`` (Paimon's ``incremental-between-scan-mode``). ``options`` takes
         the same as Paimon read options (``incremental-between``, ``incremental-between-scan-mode``)."""
+        read, splits, row_kind = self._read_plan(snapshot_id, tag, timestamp_millis, columns, filter,
+                                                 incremental_between, scan_mode, options)
+        return read.to_arrow(splits, row_kind=row_kind)
+
+    def to_arrow_batch_reader(self, snapshot_id: int | None = None, tag: str | None = None,
+                              timestamp_millis: int | None = None, columns: Sequence[str] | None = None,
+                              filter: Predicate | None = None, *, incremental_between: Any = None,
+                              scan_mode: str | None = None,
+                              options: Mapping[str, Any] | None = None) -> pa.RecordBatchReader:
+        """The rows of :meth:`to_arrow` as record batches, merged as they are read: memory is bounded
+        by ``read.batch-size`` rows per file of a bucket's overlapping files, not by the table."""
+        read, splits, row_kind = self._read_plan(snapshot_id, tag, timestamp_millis, columns, filter,
+                                                 incremental_between, scan_mode, options)
+        return read.to_arrow_batch_reader(splits, row_kind=row_kind)
+
+    def _read_plan(self, snapshot_id, tag, timestamp_millis, columns, filter, incremental_between, scan_mode,
+                   options) -> tuple[SplitRead, list, bool | None]:
         rb = self.new_read_builder()
         if columns is not None:
             rb = rb.with_projection(list(columns))
@@ -316,9 +333,9 @@ class FileStoreTable:
             if any(x is not None for x in (snapshot_id, tag, timestamp_millis)):
                 raise InvalidOptionError(f"a read of {self.identifier} takes either time travel (snapshot_id, tag, "
                                          "timestamp_millis) or incremental_between, not both")
-            return rb.new_read().to_arrow(rb.new_scan().plan().splits(), row_kind=True)
+            return rb.new_read(), rb.new_scan().plan().splits(), True
         snap = self.resolve_snapshot(snapshot_id, tag, timestamp_millis)
-        return rb.new_read().to_arrow(rb.new_scan(snapshot=snap).plan().splits())
+        return rb.new_read(), rb.new_scan(snapshot=snap).plan().splits(), None
 
     def delete_where(self, predicate: Predicate) -> Snapshot | None:
         """One commit of -D records for every live row matching ``predicate`` (PK tables)."""

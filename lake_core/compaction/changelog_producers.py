@@ -33,14 +33,7 @@ if TYPE_CHECKING:
     from lake_core.deletion_vectors.vector import DeletionVector
     from lake_core.table import FileStoreTable
 
-LEVEL = "_LEVEL"
 _ROW = "__cl_row"
-
-
-def with_level(chunks, level: int):
-    """The chunks of one file with its level as column ``_LEVEL``."""
-    for chunk in chunks:
-        yield chunk.append_column(LEVEL, pa.array(np.full(chunk.num_rows, level, np.int32)))
 
 
 def _group_info(rows: pa.Table, key_names: Sequence[str], levels: np.ndarray, top_level: int | None = None) -> pa.Table:
@@ -274,5 +267,5 @@ def producer_for(table: "FileStoreTable", *, output_level: int, max_level: int, 
     return None
 
 
-__all__ = ["LEVEL", "with_level", "ChunkState", "ChangelogProducer", "LookupChangelog", "FirstRowChangelog",
+__all__ = ["ChunkState", "ChangelogProducer", "LookupChangelog", "FirstRowChangelog",
            "FullCompactionChangelog", "producer_for"]

@@ -4,7 +4,6 @@ optional deletion vector applied (rows whose position is marked are dropped) and
 ``_POSITION`` column (the row's 0-based ordinal in the file, what deletion vectors address)."""
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Iterator, Sequence
 
 import numpy as np
@@ -12,13 +11,15 @@ import pyarrow as pa
 
 from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.manifest.metadata import DataFileMeta
+from lake_core.options import READ_BATCH_ROWS
 from lake_core.paths import data_file_in
+from lake_core.schema.evolution import iter_evolved
 
 if TYPE_CHECKING:
     from lake_core.deletion_vectors.vector import DeletionVector
     from lake_core.table import FileStoreTable
 
-CHUNK_ROWS = 65_536  # rows read per input file per merge round
+CHUNK_ROWS = READ_BATCH_ROWS  # rows read per input file per merge round (unless read.batch-size)
 POSITION = "_POSITION"
 
 
@@ -29,39 +30,14 @@ def kv_schema(table: "FileStoreTable") -> pa.Schema:
 
 def _raw_chunks(table: "FileStoreTable", bucket_dir: str, f: DataFileMeta, chunk_rows: int,
                 columns: Sequence[str] | None) -> Iterator[pa.Table]:
-    from lake_core.format.data_file import iter_data_file
-    from lake_core.errors import DataFileMismatchError
-    from lake_core.format.integrity import check_data_file_size
     full = kv_schema(table)
     if columns is not None:
         full = pa.schema([full.field(c) for c in columns])
     path = f.external_path or data_file_in(bucket_dir, f.file_name)
     fmt = f.file_name.rsplit(".", 1)[-1]
-    rows = 0
-    if f.schema_id != table.schema.id:  # written under an older schema: the evolving reader maps its columns
-        from lake_core.schema.evolution import read_evolved
-        whole = read_evolved(table, path, f, fmt, full.names, full)
-        for start in range(0, whole.num_rows, chunk_rows):
-            yield whole.slice(start, chunk_rows)
-        return
-    try:
-        local = table.fileio.local_path(path)
-        if local is not None:
-            check_data_file_size(path, f, os.path.getsize(local))
-            for chunk in iter_data_file(local, fmt, full.names, full, chunk_rows):
-                rows += chunk.num_rows
-                yield chunk
-        else:
-            with table.fileio.open_input(path) as src:
-                check_data_file_size(path, f, int(src.size))
-                for chunk in iter_data_file(src, fmt, full.names, full, chunk_rows):
-                    rows += chunk.num_rows
-                    yield chunk
-    except FileNotFoundError:
-        raise _missing_input(table, path, f) from None
-    if rows != f.row_count:
-        raise DataFileMismatchError(path, f"data file {path} holds {rows} rows but its manifest entry says "
-                                          f"{f.row_count}; compaction stopped and committed nothing")
+    # the read path's chunked file read: size and row count checked, older schemas mapped
+    return iter_evolved(table, path, f, fmt, full.names, full, chunk_rows,
+                        missing=lambda: _missing_input(table, path, f))
 
 
 def _missing_input(table: "FileStoreTable", path: str, f: DataFileMeta) -> Exception:
@@ -88,8 +64,6 @@ def iter_kv_file(table: "FileStoreTable", bucket_dir: str, f: DataFileMeta, chun
         if with_position:
             chunk = chunk.append_column(POSITION, pa.array(np.arange(start, start + n, dtype=np.int64)))
         if deletion is not None:
-            keep = deletion.keep_mask(start, n)
-            if keep is not None:
-                chunk = chunk.filter(pa.array(keep))
+            chunk = deletion.filter_rows(chunk, start)
         start += n
         yield chunk

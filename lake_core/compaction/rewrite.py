@@ -16,13 +16,13 @@ from lake_core.kv.system_fields import KIND
 from lake_core.commit.messages import CommitMessage
 from lake_core.manifest.metadata import DataFileMeta, FileSource
 from lake_core.paths import FileNamer, data_file_in, partition_dir
-from lake_core.compaction.changelog_producers import LEVEL, ChangelogProducer, ChunkState, producer_for, with_level
+from lake_core.compaction.changelog_producers import ChangelogProducer, ChunkState, producer_for
 from lake_core.compaction.dv import DvCompaction, unit_vectors
-from lake_core.merge.lookup_merge import needs_lookup_merge, newest_high_level_mask
+from lake_core.merge.lookup_merge import LEVEL, needs_lookup_merge, newest_high_level_mask, with_level
 from lake_core.compaction.expire import RecordExpiry
 from lake_core.compaction.kv_read import CHUNK_ROWS, iter_kv_file, kv_schema  # noqa: F401 - re-exported
 from lake_core.lsm.levels import key_decoder
-from lake_core.compaction.stream import merge_sorted_runs
+from lake_core.lsm.merge_stream import merge_sorted_runs
 from lake_core.compaction.picker import CompactUnit
 from lake_core.compaction.task import Rewrite, unit_actions
 
@@ -115,7 +115,7 @@ def run_compact_unit(table: "FileStoreTable", partition: bytes, bucket: int, tot
             dvs = vectors.vectors if vectors is not None else {}
 
             def chunks(f: DataFileMeta):
-                it = iter_kv_file(table, bucket_dir, f, deletion=dvs.get(f.file_name))
+                it = iter_kv_file(table, bucket_dir, f, opts.read_batch_rows, deletion=dvs.get(f.file_name))
                 return with_level(it, f.level) if with_levels else it
 
             merged_chunks = merge_sorted_runs([chunks(f) for f in files], key_names,
@@ -188,7 +188,8 @@ def _merge_chunk(engine, rows: pa.Table, drop_delete: bool, expiry: RecordExpiry
     if seen is not None and merged.num_rows:
         kept = merged.join(seen, keys=list(key_names), join_type="left anti", use_threads=False)
         if kept.num_rows != merged.num_rows:
-            merged = kept.sort_by([(k, "ascending") for k in key_names])
+            # a join reorders columns and drops NOT NULL: every chunk of a file needs one schema
+            merged = kept.select(merged.column_names).cast(merged.schema).sort_by([(k, "ascending") for k in key_names])
     c["rows_out"] += merged.num_rows
     return merged
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 
 from lake_core.errors import FormatError
 from lake_core.deletion_vectors.roaring import deserialize32, deserialize64, serialize32, serialize64
@@ -43,6 +44,11 @@ class DeletionVector:
         keep = np.ones(n, dtype=bool)
         keep[(p[lo:hi] - np.uint64(start)).astype(np.int64)] = False
         return keep
+
+    def filter_rows(self, rows: pa.Table, start: int) -> pa.Table:
+        """``rows`` (the file's rows from position ``start`` on, a chunk of it) without the deleted ones."""
+        keep = self.keep_mask(start, rows.num_rows)
+        return rows if keep is None else rows.filter(pa.array(keep))
 
     def to_bytes(self) -> bytes:
         if self.bitmap64:

@@ -10,11 +10,11 @@ nothing (S3 learns it when the file is opened), the row count comes with the row
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Callable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence, TypeVar
 
 import pyarrow as pa
 
-from lake_core.format.data_file import read_data_file
+from lake_core.format.data_file import iter_data_file, read_data_file
 from lake_core.errors import CorruptFileError, DataFileMismatchError
 
 if TYPE_CHECKING:
@@ -46,8 +46,11 @@ def read_metadata(fileio: "FileIO", path: str, what: str, decode: Callable[[byte
 
 
 def read_checked_data_file(fileio: "FileIO", path: str, meta: "DataFileMeta", fmt: str,
-                           columns: Sequence[str], schema: pa.Schema) -> pa.Table:
-    """The rows of one data file, after checking its size and row count against ``meta``."""
+                           columns: Sequence[str], schema: pa.Schema, *,
+                           missing: Callable[[], Exception] | None = None) -> pa.Table:
+    """The rows of one data file, after checking its size and row count against ``meta``.
+    ``missing``: the error to raise when the file does not exist (default: a
+    :class:`CorruptFileError`)."""
     try:
         local = fileio.local_path(path)
         if local is not None:
@@ -58,13 +61,51 @@ def read_checked_data_file(fileio: "FileIO", path: str, meta: "DataFileMeta", fm
                 _check_size(path, meta, int(src.size))
                 table = read_data_file(src, fmt, columns, schema)
     except FileNotFoundError:
-        raise CorruptFileError(path, f"data file {path} is listed in the table's manifests but does not exist "
-                                     "(deleted outside lake_core, or its snapshot was expired while reading)") from None
-    if table.num_rows != meta.row_count:
-        raise DataFileMismatchError(path, f"data file {path} holds {table.num_rows} rows but its manifest entry "
+        raise (missing() if missing is not None else _missing(path)) from None
+    _check_rows(path, meta, table.num_rows)
+    return table
+
+
+def iter_checked_data_file(fileio: "FileIO", path: str, meta: "DataFileMeta", fmt: str, columns: Sequence[str],
+                           schema: pa.Schema, batch_rows: int, *,
+                           missing: Callable[[], Exception] | None = None) -> Iterator[pa.Table]:
+    """:func:`read_checked_data_file` in chunks of about ``batch_rows`` rows. The file is opened on
+    the first ``next()``; its size is checked before the first chunk, its row count after the last
+    (a reader that stops early never learns it). ``missing``: as for :func:`read_checked_data_file`."""
+    if meta.row_count <= batch_rows:
+        # one chunk anyway: read it whole and close the file, rather than holding a reader (and its
+        # buffers per column) open while a merge works through the other files
+        yield read_checked_data_file(fileio, path, meta, fmt, columns, schema, missing=missing)
+        return
+    rows = 0
+    try:
+        local = fileio.local_path(path)
+        if local is not None:
+            _check_size(path, meta, os.path.getsize(local))
+            for chunk in iter_data_file(local, fmt, columns, schema, batch_rows):
+                rows += chunk.num_rows
+                yield chunk
+        else:
+            with fileio.open_input(path) as src:
+                _check_size(path, meta, int(src.size))
+                for chunk in iter_data_file(src, fmt, columns, schema, batch_rows):
+                    rows += chunk.num_rows
+                    yield chunk
+    except FileNotFoundError:
+        raise (missing() if missing is not None else _missing(path)) from None
+    _check_rows(path, meta, rows)
+
+
+def _missing(path: str) -> CorruptFileError:
+    return CorruptFileError(path, f"data file {path} is listed in the table's manifests but does not exist "
+                                  "(deleted outside lake_core, or its snapshot was expired while reading)")
+
+
+def _check_rows(path: str, meta: "DataFileMeta", rows: int) -> None:
+    if rows != meta.row_count:
+        raise DataFileMismatchError(path, f"data file {path} holds {rows} rows but its manifest entry "
                                           f"says {meta.row_count}; it was replaced or damaged after it was committed, "
                                           "so its rows are not trusted; " + _REMEDY)
-    return table
 
 
 def check_data_file_size(path: str, meta: "DataFileMeta", actual: int) -> None:

@@ -254,7 +254,7 @@ def _read_back(table: "FileStoreTable", snapshot_id: int, partition: bytes, valu
     parts = []
     keys = list(table.schema.bucket_keys())
     types = [table.schema.field(k).type for k in keys]
-    for split, t in zip(splits, reader.iter_batches(splits)):
+    for split, t in reader.iter_split_batches(splits):
         got = assign_buckets([t[k] for k in keys], types, bucket, table.options.bucket_function)
         if len(got) and not np.all(got == split.bucket):
             raise RescaleVerificationError(

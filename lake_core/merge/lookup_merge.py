@@ -14,6 +14,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 _ROW, _HLEVEL = "__lookup_row", "__lookup_hlevel"
+LEVEL = "_LEVEL"  # the level of each row's file, for merges that depend on it
+
+
+def with_level(chunks, level: int):
+    """The chunks of one file with its level as column ``_LEVEL``."""
+    for chunk in chunks:
+        yield chunk.append_column(LEVEL, pa.array(np.full(chunk.num_rows, level, np.int32)))
 
 
 def newest_high_level_mask(rows: pa.Table, key_names: Sequence[str], levels: np.ndarray) -> np.ndarray | None:
@@ -45,4 +52,4 @@ def needs_lookup_merge(table) -> bool:
         and table.merge_engine().lookup_needs_old_value
 
 
-__all__ = ["newest_high_level_mask", "needs_lookup_merge"]
+__all__ = ["LEVEL", "newest_high_level_mask", "needs_lookup_merge", "with_level"]

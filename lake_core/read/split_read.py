@@ -1,11 +1,13 @@
 """The read path: Split → data files → sections of overlapping files → merge engine → Arrow.
 
 Non-overlapping files need no merge; a single file without retract rows is read raw
-(Java ``MergeTreeSplitGenerator`` + raw-file split read, as ``RawFileSplitRead``).
+(Java ``MergeTreeSplitGenerator`` + raw-file split read, as ``RawFileSplitRead``). The files of a
+section are merged as they are read, ``read.batch-size`` rows per file at a time (the k-way merge of
+:mod:`lake_core.lsm.merge_stream`, as compaction does), so a reader holds about (files of a section x
+batch) rows, not the bucket.
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Iterator, Sequence
 
 import numpy as np
@@ -13,18 +15,22 @@ import pyarrow as pa
 
 from lake_core.format.binary_row.reader import deserialize_row
 from lake_core.format.float_order import java_order_key
+from lake_core.lsm.merge_stream import merge_sorted_runs
 from lake_core.merge.base import drop_retracts
+from lake_core.merge.lookup_merge import LEVEL, needs_lookup_merge, newest_high_level_mask, with_level
 from lake_core.kv.rowkind import SHORT_STRINGS
 from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.commit.messages import Split
 from lake_core.manifest.metadata import DataFileMeta
 from lake_core.read.predicate import Predicate
-from lake_core.schema.evolution import read_evolved
+from lake_core.read.read_ahead import read_ahead
+from lake_core.schema.evolution import iter_evolved, read_evolved
 
 #: The column holding each row's kind in change reads (``+I``, ``-U``, ``+U``, ``-D``).
 ROW_KIND = "_ROW_KIND"
 
 if TYPE_CHECKING:
+    from lake_core.deletion_vectors.vector import DeletionVector
     from lake_core.table import FileStoreTable
 
 
@@ -43,6 +49,7 @@ class SplitRead:
     def __init__(self, table: "FileStoreTable", projection: Sequence[str] | None = None,
                  predicate: Predicate | None = None):
         self.table = table
+        self.batch_rows = table.options.read_batch_rows
         schema = table.schema
         self.schema = schema
         names = [f.name for f in schema.fields]
@@ -66,18 +73,24 @@ class SplitRead:
         self.read_columns = [n for n in names if n in needed]
         self.read_schema = pa.schema([schema.arrow_schema().field(n) for n in self.read_columns])
         self.key_types = [schema.field(k).type for k in self.key_names]
-        from lake_core.merge.lookup_merge import needs_lookup_merge
         self.lookup_merge = needs_lookup_merge(table)
 
     # -- files -----------------------------------------------------------------------------------
-    def _read_file(self, split: Split, f: DataFileMeta, with_system: bool) -> pa.Table:
+    def _file_args(self, split: Split, f: DataFileMeta, with_system: bool):
         cols = list(self.read_columns) + ([SEQ, KIND] if with_system else [])
         schema = self.read_schema
         if with_system:
             schema = schema.append(pa.field(SEQ, pa.int64(), nullable=False)).append(
                 pa.field(KIND, pa.int8(), nullable=False))
         fmt = f.file_name.rsplit(".", 1)[-1] if "." in f.file_name else self.table.options.file_format
-        return read_evolved(self.table, split.file_path(f), f, fmt, cols, schema)
+        return split.file_path(f), f, fmt, cols, schema
+
+    def _read_file(self, split: Split, f: DataFileMeta, with_system: bool) -> pa.Table:
+        return read_evolved(self.table, *self._file_args(split, f, with_system))
+
+    def _file_chunks(self, split: Split, f: DataFileMeta, with_system: bool) -> Iterator[pa.Table]:
+        """The rows of one file, ``read.batch-size`` at a time; the file is opened on first use."""
+        return iter_evolved(self.table, *self._file_args(split, f, with_system), self.batch_rows)
 
     def _sections(self, files: Sequence[DataFileMeta]) -> list[list[DataFileMeta]]:
         """Group files whose key ranges overlap (Java IntervalPartition)."""
@@ -99,19 +112,28 @@ class SplitRead:
         return sections
 
     # -- splits -------------------------------------------------------------------------------------
-    def read_split(self, split: Split) -> pa.Table:
+    def iter_split(self, split: Split) -> Iterator[pa.Table]:
+        """The rows of one split, chunk by chunk: merged, filtered and projected in key order of each
+        section (files are opened as the chunks are consumed), or its changes (a streaming or diff
+        split of an incremental read, with ``_ROW_KIND``)."""
         if split.streaming:
-            return self._read_changes(split)
+            yield self._read_changes(split)
+            return
         if split.before_files is not None:
-            return self._read_diff(split)
-        out = self._read_merged(split)
-        return with_row_kind(out, None) if split.row_kind else out
+            yield self._read_diff(split)
+            return
+        for chunk in self._merged_chunks(split):
+            if self.predicate is not None:
+                chunk = self.predicate.filter(chunk)
+            if chunk.num_rows:
+                chunk = chunk.select(self.projection)
+                yield with_row_kind(chunk, None) if split.row_kind else chunk
 
     def _read_changes(self, split: Split) -> pa.Table:
         """A streaming split: its files' rows as they are, in file order, retractions kept, each
         with its kind (Java's no-merge read of ``DataSplit.isStreaming``)."""
         if not split.files:
-            return with_row_kind(self.read_schema.empty_table().select(self.projection), None)
+            return self.output_schema(True).empty_table()
         parts = [self._read_file(split, f, self.is_pk) for f in split.files]
         rows = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
         kinds = rows[KIND] if self.is_pk else None  # an append table's rows are all inserts
@@ -132,66 +154,76 @@ class SplitRead:
         # rows are compared whole, whatever the projection
         reader = self if self.read_columns == columns else SplitRead(self.table)
         before = reader._read_merged(replace(split, files=split.before_files, dv_index=split.before_dv_index,
-                                             before_files=None), keep_kind=True)
-        after = reader._read_merged(replace(split, before_files=None), keep_kind=True)
+                                             before_files=None))
+        after = reader._read_merged(replace(split, before_files=None))
         rows = diff_rows(before, after, self.key_names, columns)
         rows = with_row_kind(rows.drop_columns([KIND]), rows[KIND])
         if self.predicate is not None:
             rows = self.predicate.filter(rows)
         return rows.select(self.projection + [ROW_KIND])
 
-    def _read_merged(self, split: Split, keep_kind: bool = False) -> pa.Table:
-        """The merged rows of ``split``; ``keep_kind``: with each merged row's ``_VALUE_KIND``
-        (the kind of the row that won, as Java's merge reader keeps it), unfiltered, every column."""
-        system = [SEQ, KIND]
+    def _read_merged(self, split: Split) -> pa.Table:
+        """Every column of the merged rows of ``split`` with each row's ``_VALUE_KIND`` (the kind of
+        the row that won, as Java's merge reader keeps it), unfiltered."""
+        parts = list(self._merged_chunks(split, keep_kind=True))
+        if not parts:
+            return self.read_schema.empty_table().append_column(pa.field(KIND, pa.int8(), nullable=False),
+                                                                pa.array([], pa.int8()))
+        return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+
+    def _merged_chunks(self, split: Split, keep_kind: bool = False) -> Iterator[pa.Table]:
+        """The merged rows of ``split`` chunk by chunk; ``keep_kind``: with ``_VALUE_KIND``."""
         if not split.files:
-            empty = self.read_schema.empty_table()
-            if keep_kind:
-                return empty.append_column(pa.field(KIND, pa.int8(), nullable=False), pa.array([], pa.int8()))
-            return empty.select(self.projection)
+            return
+        drop = [SEQ] if keep_kind else [SEQ, KIND]
         if not self.is_pk:
-            parts = [self._read_file(split, f, False) for f in split.files]
-            out = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
-            if keep_kind:
-                out = out.append_column(pa.field(KIND, pa.int8(), nullable=False),
-                                        pa.array(np.zeros(out.num_rows, np.int8)))
-        elif split.dv_index is not None and (out := self._read_dv_split(split, keep_kind)) is not None:
-            pass
-        else:
-            parts = []
-            for section in self._sections(split.files):
-                if len(section) == 1 and section[0].delete_row_count == 0:
-                    raw = self._read_file(split, section[0], keep_kind)
-                    parts.append(raw.drop_columns([SEQ]) if keep_kind else raw)
-                    continue
-                rows = [self._read_file(split, f, True) for f in section]
-                if self.lookup_merge and len(rows) > 1:
-                    rows = self._newest_high_level(rows, section)
-                rows = pa.concat_tables(rows) if len(rows) > 1 else rows[0]
-                if len(section) == 1 and self.engine.run_is_merged:
-                    merged = drop_retracts(rows)  # one file already holds each key once
+            for f in split.files:
+                for chunk in self._file_chunks(split, f, False):
+                    yield chunk.append_column(pa.field(KIND, pa.int8(), nullable=False),
+                                              pa.array(np.zeros(chunk.num_rows, np.int8))) if keep_kind else chunk
+            return
+        vectors = self._dv_vectors(split) if split.dv_index is not None else None
+        if vectors is not None:
+            for f in split.files:
+                for chunk in self._deleted_masked(self._file_chunks(split, f, keep_kind), vectors.get(f.file_name)):
+                    yield chunk.drop_columns([SEQ]) if keep_kind else chunk
+            return
+        for section in self._sections(split.files):
+            if len(section) == 1 and section[0].delete_row_count == 0:
+                for chunk in self._file_chunks(split, section[0], keep_kind):
+                    yield chunk.drop_columns([SEQ]) if keep_kind else chunk
+            elif len(section) == 1 and self.engine.run_is_merged:
+                for chunk in self._file_chunks(split, section[0], True):  # one file holds each key once
+                    yield drop_retracts(chunk).drop_columns(drop)
+            else:
+                # oldest first, so each key's rows usually arrive in sequence order (cheap sort)
+                runs = sorted(section, key=lambda f: (f.min_sequence_number, f.file_name))
+                if self.lookup_merge:
+                    inputs = [with_level(self._file_chunks(split, f, True), f.level) for f in runs]
                 else:
-                    merged = self.engine.merge(rows, drop_deletes=True)
-                parts.append(merged.drop_columns([SEQ] if keep_kind else system))
-            out = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
-        if keep_kind:
-            return out
-        if self.predicate is not None:
-            out = self.predicate.filter(out)
-        return out.select(self.projection)
+                    inputs = [self._file_chunks(split, f, True) for f in runs]
+                for merged in merge_sorted_runs(inputs, self.key_names, self._merge):
+                    yield merged.drop_columns(drop)
 
-    def _newest_high_level(self, parts: list[pa.Table], files: Sequence[DataFileMeta]) -> list[pa.Table]:
-        """Java's ``LookupMergeFunction`` (``changelog-producer`` = ``lookup``): of a key's copies
-        above level 0 only the newest is merged."""
-        import numpy as np
-        from lake_core.merge.lookup_merge import newest_high_level_mask
-        rows = pa.concat_tables(parts)
-        levels = np.concatenate([np.full(p.num_rows, f.level, np.int32) for p, f in zip(parts, files)])
-        keep = newest_high_level_mask(rows, self.key_names, levels)
-        return [rows if keep is None else rows.filter(pa.array(keep))]
+    def _merge(self, rows: pa.Table) -> pa.Table:
+        if LEVEL in rows.column_names:
+            # Java's LookupMergeFunction: of a key's copies above level 0 only the newest is merged
+            levels = rows[LEVEL].to_numpy()
+            rows = rows.drop_columns([LEVEL])
+            keep = newest_high_level_mask(rows, self.key_names, levels)
+            if keep is not None:
+                rows = rows.filter(pa.array(keep))
+        return self.engine.merge(rows, drop_deletes=True)
 
-    def _read_dv_split(self, split: Split, keep_kind: bool = False) -> pa.Table | None:
-        """Deletion vectors: each file read raw with its vector applied, no merge (Java's raw read
+    @staticmethod
+    def _deleted_masked(chunks: Iterator[pa.Table], dv: "DeletionVector | None") -> Iterator[pa.Table]:
+        start = 0
+        for chunk in chunks:
+            yield dv.filter_rows(chunk, start) if dv is not None else chunk
+            start += chunk.num_rows
+
+    def _dv_vectors(self, split: Split) -> "dict[str, DeletionVector] | None":
+        """Deletion vectors: each file is read raw with its vector applied, no merge (Java's raw read
         of DV tables). None when the bucket must still be merged: no vectors yet and levels that
         overlap, i.e. a merge-on-read table whose option was switched on before a full compaction."""
         from lake_core.lsm.levels import Levels, key_decoder
@@ -200,30 +232,25 @@ class SplitRead:
         if not vectors and len(split.files) > 1 and needs_full_for_dv(
                 Levels.of(split.files, self.table.options.num_levels, key_decoder(self.key_types)), ()):
             return None
-        parts = []
-        for f in split.files:
-            t = self._read_file(split, f, keep_kind)
-            if keep_kind:
-                t = t.drop_columns([SEQ])
-            dv = vectors.get(f.file_name)
-            keep = dv.keep_mask(0, t.num_rows) if dv is not None else None
-            parts.append(t.filter(pa.array(keep)) if keep is not None else t)
+        return vectors
+
+    def read_split(self, split: Split) -> pa.Table:
+        parts = list(self.iter_split(split))
+        if not parts:
+            return self.output_schema(split.row_kind or split.streaming or split.before_files is not None).empty_table()
         return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
 
+    # -- many splits ------------------------------------------------------------------------------
+    def iter_split_batches(self, splits: Sequence[Split], threads: int = 2) -> Iterator[tuple[Split, pa.Table]]:
+        """``(split, chunk)`` for every merged chunk of ``splits``, in split order. Up to ``threads``
+        splits are read at once, each in its own thread at most a few chunks ahead, so memory stays
+        bounded by threads x (files of a section + a few) x ``read.batch-size`` rows."""
+        return read_ahead(splits, self.iter_split, threads=threads)
+
     def iter_batches(self, splits: Sequence[Split], threads: int = 2) -> Iterator[pa.Table]:
-        """One table per split, in order; at most ``threads`` splits in memory at a time."""
-        if threads <= 1 or len(splits) <= 1:
-            for s in splits:
-                yield self.read_split(s)
-            return
-        with ThreadPoolExecutor(max_workers=threads) as pool:
-            pending = []
-            for s in splits:
-                pending.append(pool.submit(self.read_split, s))
-                if len(pending) >= threads:
-                    yield pending.pop(0).result()
-            for p in pending:
-                yield p.result()
+        """The merged chunks of ``splits`` in split order (see :meth:`iter_split_batches`)."""
+        for _split, chunk in self.iter_split_batches(splits, threads):
+            yield chunk
 
     def output_schema(self, row_kind: bool = False) -> pa.Schema:
         """The schema of what this read returns; ``row_kind``: with the ``_ROW_KIND`` column."""
@@ -240,11 +267,14 @@ class SplitRead:
             return self.output_schema(row_kind).empty_table()
         return pa.concat_tables(parts)
 
-    def to_arrow_batch_reader(self, splits: Sequence[Split]) -> pa.RecordBatchReader:
-        schema = self.output_schema(any(s.row_kind for s in splits))
+    def to_arrow_batch_reader(self, splits: Sequence[Split], *, row_kind: bool | None = None) -> pa.RecordBatchReader:
+        """A reader of record batches of at most ``read.batch-size`` rows per merged input chunk,
+        read as they are consumed."""
+        if row_kind is None:
+            row_kind = any(s.row_kind for s in splits)
 
         def gen():
             for t in self.iter_batches(splits):
                 yield from t.to_batches()
 
-        return pa.RecordBatchReader.from_batches(schema, gen())
+        return pa.RecordBatchReader.from_batches(self.output_schema(row_kind), gen())

@@ -10,12 +10,13 @@ across schema versions: a column the file predates is all NULL in that file.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence
 
 import pyarrow as pa
 
 from lake_core.format.binary_row.reader import deserialize_row
-from lake_core.format.integrity import read_checked_data_file
+from lake_core.format.integrity import iter_checked_data_file, read_checked_data_file
 from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.manifest.metadata import DataFileMeta
 
@@ -36,41 +37,74 @@ def read_evolved(table: "FileStoreTable", path: str, meta: DataFileMeta, fmt: st
     """Read ``columns`` (current names, plus ``_SEQUENCE_NUMBER``/``_VALUE_KIND``) of the data file
     ``meta`` at ``path``, typed as ``arrow_schema`` (current types); the file is checked against
     its manifest entry (size, row count) first."""
-    current = table.schema
-    if meta.schema_id == current.id:
+    if meta.schema_id == table.schema.id:
         return read_checked_data_file(table.fileio, path, meta, fmt, columns, arrow_schema)
-    old = _file_fields(table, meta.schema_id)
-    file_cols: list[str] = []
-    file_fields: list[pa.Field] = []
-    source_of: dict[str, Optional[str]] = {}
-    for name in columns:
-        if name in _SYSTEM:
-            file_cols.append(name)
-            file_fields.append(arrow_schema.field(name))
-            source_of[name] = name
-            continue
-        of = old.get(current.field(name).id)
-        if of is None:  # added after this file was written
-            source_of[name] = None
-            continue
-        file_cols.append(of.name)
-        file_fields.append(pa.field(of.name, of.type, True))
-        source_of[name] = of.name
-    if not file_cols:  # only columns the file predates: read one column for the row count
-        first = next(iter(old.values()))
-        file_cols.append(first.name)
-        file_fields.append(pa.field(first.name, first.type, True))
-    raw = read_checked_data_file(table.fileio, path, meta, fmt, file_cols, pa.schema(file_fields))
-    arrays = []
-    for name in columns:
-        target = arrow_schema.field(name)
-        src = source_of[name]
-        if src is None:
-            arrays.append(pa.nulls(raw.num_rows, type=target.type))
-        else:
-            col = raw[src]
-            arrays.append(col if col.type.equals(target.type) else col.cast(target.type))
-    return pa.Table.from_arrays(arrays, schema=pa.schema([arrow_schema.field(n) for n in columns]))
+    mapping = _Mapping.of(table, meta, columns, arrow_schema)
+    return mapping.apply(read_checked_data_file(table.fileio, path, meta, fmt, mapping.file_cols, mapping.file_schema))
+
+
+def iter_evolved(table: "FileStoreTable", path: str, meta: DataFileMeta, fmt: str, columns: Sequence[str],
+                 arrow_schema: pa.Schema, batch_rows: int, *,
+                 missing: Callable[[], Exception] | None = None) -> Iterator[pa.Table]:
+    """:func:`read_evolved` in chunks of about ``batch_rows`` rows, read as they are consumed
+    (``missing``: see :func:`iter_checked_data_file`)."""
+    if meta.schema_id == table.schema.id:
+        yield from iter_checked_data_file(table.fileio, path, meta, fmt, columns, arrow_schema, batch_rows,
+                                          missing=missing)
+        return
+    mapping = _Mapping.of(table, meta, columns, arrow_schema)
+    for chunk in iter_checked_data_file(table.fileio, path, meta, fmt, mapping.file_cols, mapping.file_schema,
+                                        batch_rows, missing=missing):
+        yield mapping.apply(chunk)
+
+
+@dataclass(frozen=True)
+class _Mapping:
+    """Which column of an older file feeds each requested current column (None: added later)."""
+
+    file_cols: tuple[str, ...]
+    file_schema: pa.Schema
+    source_of: dict[str, Optional[str]]
+    columns: tuple[str, ...]
+    arrow_schema: pa.Schema
+
+    @staticmethod
+    def of(table: "FileStoreTable", meta: DataFileMeta, columns: Sequence[str], arrow_schema: pa.Schema) -> "_Mapping":
+        current = table.schema
+        old = _file_fields(table, meta.schema_id)
+        file_cols: tuple[str, ...] = []
+        file_fields: list[pa.Field] = []
+        source_of: dict[str, Optional[str]] = {}
+        for name in columns:
+            if name in _SYSTEM:
+                file_cols.append(name)
+                file_fields.append(arrow_schema.field(name))
+                source_of[name] = name
+                continue
+            of = old.get(current.field(name).id)
+            if of is None:  # added after this file was written
+                source_of[name] = None
+                continue
+            file_cols.append(of.name)
+            file_fields.append(pa.field(of.name, of.type, True))
+            source_of[name] = of.name
+        if not file_cols:  # only columns the file predates: read one column for the row count
+            first = next(iter(old.values()))
+            file_cols.append(first.name)
+            file_fields.append(pa.field(first.name, first.type, True))
+        return _Mapping(tuple(file_cols), pa.schema(file_fields), source_of, tuple(columns), arrow_schema)
+
+    def apply(self, raw: pa.Table) -> pa.Table:
+        arrays = []
+        for name in self.columns:
+            target = self.arrow_schema.field(name)
+            src = self.source_of[name]
+            if src is None:
+                arrays.append(pa.nulls(raw.num_rows, type=target.type))
+            else:
+                col = raw[src]
+                arrays.append(col if col.type.equals(target.type) else col.cast(target.type))
+        return pa.Table.from_arrays(arrays, schema=pa.schema([self.arrow_schema.field(n) for n in self.columns]))
 
 
 def evolved_value_stats(table: "FileStoreTable", f: DataFileMeta) -> dict[str, tuple]:

@@ -138,7 +138,7 @@ class CrossPartitionAssigner:
         def chunks():
             # Every level is read (first-row hides level 0 from batch scans, not from the index).
             read = SplitRead(table, self.key_names)
-            for split, keys in zip(splits, read.iter_batches(splits)):
+            for split, keys in read.iter_split_batches(splits):
                 if keys.num_rows == 0:
                     continue
                 pid = self._part_id(split.partition, split.partition_values)

@@ -28,8 +28,9 @@ ENGINES = {
 KIND_TEXT = ["+I", "-U", "+U", "-D"]
 
 
-def step_strategy(engine: str):
-    schema, _opts, kinds = ENGINES[engine]
+def step_strategy(engine: str, kinds=None):
+    schema, _opts, engine_kinds = ENGINES[engine]
+    kinds = engine_kinds if kinds is None else kinds
     value = st.one_of(st.none(), st.integers(-3, 3))
     cols = {"p": st.integers(0, 1), "k": st.integers(0, 12), "_kind": st.sampled_from(kinds)}
     cols.update({n: value for n in schema.names if n not in ("p", "k")})

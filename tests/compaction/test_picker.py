@@ -13,7 +13,7 @@ from lake_core.format.binary_row.writer import serialize_row
 from lake_core.lsm.levels import LevelSortedRun, Levels, SortedRun, key_decoder
 from lake_core.compaction.picker import (CompactUnit, UniversalConfig, create_unit, drop_delete, early_full,
                                          force_pick_level0, pick_full, pick_universal, worth_running)
-from lake_core.compaction.task import Rewrite, Upgrade, unit_actions
+from lake_core.compaction.task import Upgrade, unit_actions
 from lake_core.manifest.metadata import EMPTY_STATS, DataFileMeta
 from lake_core.options import CoreOptions
 

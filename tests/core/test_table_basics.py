@@ -1,7 +1,6 @@
 """Catalog, upserts, deletes, time travel and predicates on real local tables."""
 from __future__ import annotations
 
-import os
 import time
 
 import pyarrow as pa
