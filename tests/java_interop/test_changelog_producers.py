@@ -14,7 +14,7 @@ import pytest
 from fixtures.java_paimon import JavaPaimonError, canonical_rows
 from lake_core import ROW_KIND
 
-from .data import lake_open, lake_table
+from .data import lake_open, lake_table, stream_since
 
 SCHEMA = pa.schema([pa.field("k", pa.int32(), nullable=False), ("a", pa.int64()), ("b", pa.string())])
 
@@ -283,15 +283,8 @@ def test_java_incremental_read_of_our_changelog_equals_ours(java_paimon, warehou
 @pytest.mark.parametrize("engine,producer", JAVA_READ_CASES)
 def test_java_streaming_read_of_our_changelog_equals_our_stream_scan(java_paimon, warehouse, engine, producer):
     ours, points = _our_history(warehouse, engine, producer, seed=6)
-    latest = ours.latest_snapshot().id
     for start in (1, points[len(points) // 2] + 1):
-        scan = ours.new_read_builder().new_stream_scan()
-        scan.restore(start)
-        read = ours.new_read_builder().new_read()
-        parts = []
-        while scan.checkpoint() <= latest:
-            parts.append(read.to_arrow(scan.plan().splits(), row_kind=True))
-        mine = _keyed(pa.concat_tables(parts), ROW_KIND)
+        mine = _keyed(stream_since(ours, start), ROW_KIND)
         assert mine and _keyed(java_paimon.stream_read(ours, from_snapshot=start), "_row_kind") == mine, start
 
 
@@ -340,13 +333,7 @@ def test_java_streams_our_rolled_changelog_files_in_the_same_order(java_paimon, 
     """Java's streaming read of rolled changelog files and our stream scan return the same rows in
     the same order (the files' manifest order, not their sequence numbers)."""
     ours, mine = _rolled_changelog(warehouse, producer)
-    latest = ours.latest_snapshot().id
-    scan = ours.new_read_builder().new_stream_scan()
-    scan.restore(1)
-    read = ours.new_read_builder().new_read()
-    streamed = []
-    while scan.checkpoint() <= latest:
-        streamed += _in_order(read.to_arrow(scan.plan().splits(), row_kind=True), ROW_KIND)
+    streamed = _in_order(stream_since(ours, 1), ROW_KIND)
     assert streamed == _in_order(java_paimon.stream_read(ours, from_snapshot=1), "_row_kind")
     assert streamed[-len(mine):] == mine
 
