@@ -4,7 +4,9 @@ Java ``IncrementalStartingScanner`` (1.0) / ``IncrementalDeltaStartingScanner`` 
 snapshot after ``start`` up to ``end``, scan mode
 
 - ``delta``: the data files an APPEND snapshot added (COMPACT and OVERWRITE snapshots are skipped);
-- ``changelog``: the changelog files of every snapshot but OVERWRITE (``changelogManifestList``);
+- ``changelog``: the changelog files of every snapshot but OVERWRITE (``changelogManifestList``):
+  ``input`` lists them on APPEND snapshots, ``lookup`` and ``full-compaction`` on the COMPACT
+  snapshots of the compactions that produced them;
 - ``auto``: ``changelog`` when ``changelog-producer`` is not ``none``, else ``delta``;
 - ``diff`` (Java ``IncrementalDiffStartingScanner``, and Java 1.0's read between two tags): the
   merged states of the two snapshots compared per key (:mod:`lake_core.read.diff`); needs only
@@ -180,8 +182,10 @@ class ChangeScan(TableScan):
         for (partition, bucket), entries in sorted(groups.items(),
                                                    key=lambda kv: (repr(store.partition_values(kv[0][0])), kv[0][1])):
             values = store.partition_values(partition)
-            files = sorted((e.file for e in entries),
-                           key=lambda f: (f.min_sequence_number, f.max_sequence_number, f.file_name))
+            # the manifest's order, as Java's streaming split keeps it: a compaction's changelog
+            # files (lookup, full-compaction) are rolled in key order and a key's -U/+U may span two
+            # of them, so ordering by sequence number could put a +U before its -U
+            files = [e.file for e in entries]
             out.append(Split(
                 snapshot_id=snapshot.id, partition=partition, partition_values=values, bucket=bucket,
                 total_buckets=entries[0].total_buckets,

@@ -1,7 +1,8 @@
 """Changelog producers ``lookup`` and ``full-compaction``: the changelog of random commits and
 compactions, folded row by row, reproduces the table (and a plain dict model of it), for every
 merge engine; ``changelog-producer.row-deduplicate`` drops unchanged -U/+U pairs; first-row emits
-only +I."""
+only +I. The changelog is read as users read it: the incremental read in ``changelog`` and ``auto``
+modes between any two snapshots where the changelog is complete, and the stream scan."""
 from __future__ import annotations
 
 import pyarrow as pa
@@ -9,9 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lake_core import Catalog
+from lake_core import ROW_KIND, Catalog
 from lake_core.kv import rowkind
-from lake_core.read.changelog_read import ROW_KIND, snapshot_changelog
 from lake_core.snapshot.snapshot import CommitKind
 
 SCHEMA = pa.schema([pa.field("k", pa.int32(), nullable=False), ("a", pa.int64()), ("b", pa.string())])
@@ -112,10 +112,14 @@ def make_table(warehouse, name: str, engine: str, producer: str, **extra) -> obj
     return cat.create_table(f"db.{name}", schema=SCHEMA, primary_keys=["k"], options=options)
 
 
+def snapshot_changelog(table, snapshot_id: int) -> pa.Table:
+    """The changelog rows of one snapshot (the incremental read of it alone)."""
+    return table.to_arrow(incremental_between=(snapshot_id - 1, snapshot_id), scan_mode="changelog")
+
+
 def changelog_since(table, after_id: int) -> tuple[pa.Table, int]:
     latest = table.latest_snapshot().id if table.latest_snapshot() is not None else 0
-    parts = [snapshot_changelog(table, sid) for sid in range(after_id + 1, latest + 1)]
-    return (pa.concat_tables(parts) if parts else pa.table({"k": [], "a": [], "b": [], ROW_KIND: []})), latest
+    return table.to_arrow(incremental_between=(after_id, latest), scan_mode="changelog"), latest
 
 
 def row_strategy(engine: str):
@@ -138,12 +142,31 @@ _counter = iter(range(10**9))
 
 def run_history(warehouse, engine: str, producer: str, ops, *, row_deduplicate: bool = False,
                 **options) -> None:
+    """Applies ``ops`` to a new table and to the dict model. At every point where the changelog
+    is complete (lookup: after each commit and compaction, which compacts level 0 up at once;
+    full-compaction: right after a full compaction), the table equals the model, the stream scan's
+    plans so far folded equal it, and for every two such points s < e the incremental read of
+    (s, e] in ``changelog`` mode (``auto`` the same), folded onto the state at s, is the state at e."""
     extra = {"changelog-producer.row-deduplicate": "true"} if row_deduplicate else {}
     extra.update(options)
     table = make_table(warehouse, f"t{next(_counter)}", engine, producer, **extra)
+    stream = table.new_read_builder().new_stream_scan()
     model: dict = {}
     folded: dict = {}
+    streamed: dict = {}
+    points: dict[int, dict] = {0: {}}  # snapshot id -> the model's state there
     seen = 0
+
+    def at_point() -> None:
+        latest = table.latest_snapshot().id
+        assert as_state(table.to_arrow()) == model
+        read = table.new_read_builder().new_read()
+        while stream.checkpoint() is None or stream.checkpoint() <= latest:
+            fold(read.to_arrow(stream.plan().splits(), row_kind=True), streamed,
+                 row_deduplicate=row_deduplicate, engine=engine)
+        assert streamed == model
+        points[latest] = dict(model)
+
     for op, arg in ops:
         if op == "write":
             write(table, arg)
@@ -157,11 +180,24 @@ def run_history(warehouse, engine: str, producer: str, ops, *, row_deduplicate: 
         if producer == "lookup":
             # every commit compacts its level-0 files: the changelog is always up to date
             assert folded == model
+            at_point()
+        elif op == "compact" and arg:
+            at_point()
     table.maintenance.compact(full=True)  # full-compaction: the changelog catches up here
     changes, seen = changelog_since(table, seen)
     fold(changes, folded, row_deduplicate=row_deduplicate, engine=engine)
-    assert as_state(table.to_arrow()) == model
     assert folded == model
+    if table.latest_snapshot() is None:
+        return
+    at_point()
+    ids = sorted(points)
+    for i, s in enumerate(ids):
+        for e in ids[i + 1:]:
+            changes = table.to_arrow(incremental_between=(s, e), scan_mode="changelog")
+            assert table.to_arrow(incremental_between=(s, e), scan_mode="auto").equals(changes)
+            state = dict(points[s])
+            fold(changes, state, row_deduplicate=row_deduplicate, engine=engine)
+            assert state == points[e], (s, e)
 
 
 @pytest.mark.parametrize("engine,producer", CASES)
@@ -294,3 +330,29 @@ def test_partitioned_lookup_changelog(warehouse):
     cl = snapshot_changelog(t, t.latest_snapshot().id)
     assert sorted(zip(cl["p"].to_pylist(), cl["k"].to_pylist(), cl["a"].to_pylist(), cl[ROW_KIND].to_pylist())) == [
         ("x", 3, 4, "+I"), ("y", 1, 2, "-U"), ("y", 1, 20, "+U")]
+
+
+@pytest.mark.parametrize("producer", ["lookup", "full-compaction"])
+def test_rolled_changelog_files_read_in_written_order(warehouse, producer):
+    """A compaction's changelog rolls into several files in key order, a key's -U in one file and
+    its +U in the next; the incremental read and the stream scan keep the written order (keys were
+    first written in descending order, so ordering the files by sequence number would not)."""
+    t = make_table(warehouse, "t", "deduplicate", producer, bucket="1", **{"target-file-size": "1 b"})
+    keys = list(range(8))[::-1]
+    write(t, [(k, k, "x", 0) for k in keys])
+    t.maintenance.compact(full=True)
+    stream = t.new_read_builder().new_stream_scan()
+    stream.plan()
+    start = t.latest_snapshot().id
+    write(t, [(k, k + 100, "y", 0) for k in keys])
+    t.maintenance.compact(full=True)
+    latest = t.latest_snapshot().id
+    files = t.manifest_store.changelog_entries(t.changelog_manager.changelog(latest))
+    assert len(files) > 1  # rolled
+    expected = [(k, a, kind) for k in range(8) for a, kind in ((k, "-U"), (k + 100, "+U"))]
+    assert _kinds(t.to_arrow(incremental_between=(start, latest), scan_mode="changelog")) == expected
+    read = t.new_read_builder().new_read()
+    streamed = []
+    while stream.checkpoint() <= latest:
+        streamed += _kinds(read.to_arrow(stream.plan().splits(), row_kind=True))
+    assert streamed == expected

@@ -89,3 +89,16 @@ def lake_table(warehouse: str, identifier: str, schema: pa.Schema, **kwargs):
 
 def lake_open(warehouse: str, identifier: str):
     return Catalog(warehouse).get_table(identifier)
+
+
+def stream_since(table, start: int) -> pa.Table:
+    """Our stream scan restored at snapshot ``start``, polled up to the latest snapshot: every
+    plan's rows (with ``_ROW_KIND``) in order, as Java's streaming read from ``start`` returns them."""
+    latest = table.latest_snapshot().id
+    scan = table.new_read_builder().new_stream_scan()
+    scan.restore(start)
+    read = table.new_read_builder().new_read()
+    parts = []
+    while scan.checkpoint() <= latest:
+        parts.append(read.to_arrow(scan.plan().splits(), row_kind=True))
+    return pa.concat_tables(parts)

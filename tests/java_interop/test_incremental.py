@@ -18,7 +18,7 @@ import pytest
 
 from lake_core import ROW_KIND
 
-from .data import lake_open, lake_table
+from .data import lake_open, lake_table, stream_since
 
 SCHEMA = pa.schema([pa.field("k", pa.int32(), nullable=False), ("v", pa.string()), ("op", pa.string())])
 DATA = pa.schema([f for f in SCHEMA if f.name != "op"])
@@ -145,15 +145,8 @@ def test_our_stream_scan_equals_java_streaming_read(java_paimon, warehouse, prod
     _history(t, seed=12, commits=7)
     t.maintenance.compact(full=True)
     t.write_arrow(pa.table({"k": [42], "v": ["z"], "op": ["+I"]}, schema=SCHEMA))
-    latest = t.latest_snapshot().id
     for start in (1, 3):
-        scan = t.new_read_builder().new_stream_scan()
-        scan.restore(start)
-        read = t.new_read_builder().new_read()
-        parts = []
-        while scan.checkpoint() <= latest:
-            parts.append(read.to_arrow(scan.plan().splits(), row_kind=True))
-        ours = _changes(pa.concat_tables(parts), ROW_KIND)
+        ours = _changes(stream_since(t, start), ROW_KIND)
         assert ours == _changes(java_paimon.stream_read(t, from_snapshot=start), "_row_kind")
 
 
