@@ -493,7 +493,7 @@ class ReadBuilder:
             return incremental_scan(self.table, self.incremental[0], self.incremental[1], self._predicate)
         if snapshot is None:
             snapshot = self.table.resolve_snapshot(snapshot_id)
-        return TableScan(self.table, snapshot, self._predicate, top_level_only=self.table.read_optimized)
+        return TableScan(self.table.store, snapshot, self._predicate, top_level_only=self.table.read_optimized)
 
     def new_stream_scan(self, *, consumer_id: str | None = None) -> StreamScan:
         """A scan a consumer polls: the first ``plan()`` is the latest snapshot in full (+I rows),
@@ -511,7 +511,7 @@ class ReadBuilder:
         return scan
 
     def new_read(self) -> SplitRead:
-        return SplitRead(self.table, self._projection, self._predicate)
+        return SplitRead(self.table.store, self._projection, self._predicate)
 
     def _refuse_on_read_optimized(self, what: str) -> None:
         if self.table.read_optimized:

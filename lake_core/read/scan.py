@@ -14,11 +14,11 @@ from lake_core.schema.evolution import evolved_value_stats
 from lake_core.snapshot.snapshot import Snapshot
 
 if TYPE_CHECKING:
-    from lake_core.table import FileStoreTable
+    from lake_core.store import FileStore
 
 
 class TableScan:
-    def __init__(self, table: "FileStoreTable", snapshot: Snapshot | None, predicate: Predicate | None = None,
+    def __init__(self, table: "FileStore", snapshot: Snapshot | None, predicate: Predicate | None = None,
                  *, top_level_only: bool = False):
         """``top_level_only``: only the files of the highest level of a primary-key table, read
         without merge (Java ``ReadOptimizedTable``'s level filter ``numLevels - 1``). Tables whose

@@ -31,7 +31,7 @@ ROW_KIND = "_ROW_KIND"
 
 if TYPE_CHECKING:
     from lake_core.deletion_vectors.vector import DeletionVector
-    from lake_core.table import FileStoreTable
+    from lake_core.store import FileStore
 
 
 def with_row_kind(rows: pa.Table, kinds: pa.ChunkedArray | pa.Array | None) -> pa.Table:
@@ -46,7 +46,7 @@ _KIND_STRINGS = pa.array(SHORT_STRINGS, pa.string())
 
 
 class SplitRead:
-    def __init__(self, table: "FileStoreTable", projection: Sequence[str] | None = None,
+    def __init__(self, table: "FileStore", projection: Sequence[str] | None = None,
                  predicate: Predicate | None = None):
         self.table = table
         self.batch_rows = table.options.read_batch_rows

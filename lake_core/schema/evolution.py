@@ -22,17 +22,17 @@ from lake_core.manifest.metadata import DataFileMeta
 
 if TYPE_CHECKING:
     from lake_core.schema.table_schema import TableSchema
-    from lake_core.table import FileStoreTable
+    from lake_core.store import FileStore
 
 _SYSTEM = (SEQ, KIND)
 
 
-def _file_fields(table: "FileStoreTable", schema_id: int) -> dict[int, Any]:
+def _file_fields(table: "FileStore", schema_id: int) -> dict[int, Any]:
     """Field id -> DataField of the schema a file was written with."""
     return {f.id: f for f in table.schema_manager.schema(schema_id).fields}
 
 
-def read_evolved(table: "FileStoreTable", path: str, meta: DataFileMeta, fmt: str, columns: Sequence[str],
+def read_evolved(table: "FileStore", path: str, meta: DataFileMeta, fmt: str, columns: Sequence[str],
                  arrow_schema: pa.Schema) -> pa.Table:
     """Read ``columns`` (current names, plus ``_SEQUENCE_NUMBER``/``_VALUE_KIND``) of the data file
     ``meta`` at ``path``, typed as ``arrow_schema`` (current types); the file is checked against
@@ -43,7 +43,7 @@ def read_evolved(table: "FileStoreTable", path: str, meta: DataFileMeta, fmt: st
     return mapping.apply(read_checked_data_file(table.fileio, path, meta, fmt, mapping.file_cols, mapping.file_schema))
 
 
-def iter_evolved(table: "FileStoreTable", path: str, meta: DataFileMeta, fmt: str, columns: Sequence[str],
+def iter_evolved(table: "FileStore", path: str, meta: DataFileMeta, fmt: str, columns: Sequence[str],
                  arrow_schema: pa.Schema, batch_rows: int, *,
                  missing: Callable[[], Exception] | None = None) -> Iterator[pa.Table]:
     """:func:`read_evolved` in chunks of about ``batch_rows`` rows, read as they are consumed
@@ -69,7 +69,7 @@ class _Mapping:
     arrow_schema: pa.Schema
 
     @staticmethod
-    def of(table: "FileStoreTable", meta: DataFileMeta, columns: Sequence[str], arrow_schema: pa.Schema) -> "_Mapping":
+    def of(table: "FileStore", meta: DataFileMeta, columns: Sequence[str], arrow_schema: pa.Schema) -> "_Mapping":
         current = table.schema
         old = _file_fields(table, meta.schema_id)
         file_cols: tuple[str, ...] = []
@@ -107,7 +107,7 @@ class _Mapping:
         return pa.Table.from_arrays(arrays, schema=pa.schema([self.arrow_schema.field(n) for n in self.columns]))
 
 
-def evolved_value_stats(table: "FileStoreTable", f: DataFileMeta) -> dict[str, tuple]:
+def evolved_value_stats(table: "FileStore", f: DataFileMeta) -> dict[str, tuple]:
     """``{current column: (min, max, null_count)}`` from the value stats of a file written under
     an older schema. Columns the file predates are all NULL there; columns without stats are
     left out (unknown)."""
