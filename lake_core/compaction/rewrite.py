@@ -105,7 +105,7 @@ def run_compact_unit(table: "FileStoreTable", partition: bytes, bucket: int, tot
                                               lambda rows: _merge_chunk(engine, rows, drop_delete, expiry, c, seen,
                                                                         key_names, dv))
             start = len(written)
-            _write_rolled(writer, merged_chunks, unit.output_level, opts.target_file_size, written)
+            _write_rolled(writer, merged_chunks, unit.output_level, written)
             after.extend(written[start:])
             unit_vectors(vectors, files)
     except Exception:
@@ -152,27 +152,16 @@ def _merge_chunk(engine, rows: pa.Table, drop_delete: bool, expiry: RecordExpiry
     return merged
 
 
-def _write_rolled(writer: DataFileWriter, chunks, level: int, target_size: int,
-                  out: list[DataFileMeta]) -> None:
-    """Write merged chunks as files of about ``target-file-size`` (appended to ``out`` as they are
-    written): chunks are gathered until they reach the writer's in-memory roll size, so at most
-    one output file is held in memory."""
-    held: list[pa.Table] = []
-    held_bytes = 0
-    roll = 3 * target_size  # the writer's Arrow-bytes-per-file estimate (Parquet+zstd ~3x smaller)
-
-    def flush():
-        nonlocal held, held_bytes
-        rows = pa.concat_tables(held) if len(held) > 1 else held[0]
-        out.extend(w.meta for w in writer.write(rows, level=level, file_source=FileSource.COMPACT))
-        held, held_bytes = [], 0
-
-    for chunk in chunks:
-        if chunk.num_rows == 0:
-            continue
-        held.append(chunk)
-        held_bytes += chunk.nbytes
-        if held_bytes >= roll:
-            flush()
-    if held:
-        flush()
+def _write_rolled(writer: DataFileWriter, chunks, level: int, out: list[DataFileMeta]) -> None:
+    """Stream merged chunks into files rolled at ``target-file-size`` (appended to ``out``, also
+    when a later chunk fails, so the caller can delete them): one row group is held, never a file."""
+    rolling = writer.rolling(level=level, file_source=FileSource.COMPACT)
+    try:
+        for chunk in chunks:
+            rolling.write(chunk)
+        rolling.close()
+    except BaseException:
+        rolling.abort()
+        raise
+    finally:
+        out.extend(w.meta for w in rolling.written)
