@@ -18,7 +18,7 @@ from lake_core.manifest.metadata import DataFileMeta, FileSource
 from lake_core.paths import FileNamer, data_file_in, partition_dir
 from lake_core.compaction.dv import DvCompaction, unit_vectors
 from lake_core.compaction.expire import RecordExpiry
-from lake_core.compaction.kv_read import CHUNK_ROWS, iter_kv_file, kv_schema  # noqa: F401 - kv_schema re-exported
+from lake_core.compaction.kv_read import CHUNK_ROWS, iter_kv_file, kv_schema  # noqa: F401 - re-exported
 from lake_core.lsm.levels import key_decoder
 from lake_core.compaction.stream import merge_sorted_runs
 from lake_core.compaction.picker import CompactUnit
@@ -100,7 +100,7 @@ def run_compact_unit(table: "FileStoreTable", partition: bytes, bucket: int, tot
                            key=lambda f: (f.min_sequence_number, f.file_name))  # oldest first
             before.extend(files)
             dvs = vectors.vectors if vectors is not None else {}
-            merged_chunks = merge_sorted_runs([iter_kv_file(table, bucket_dir, f, CHUNK_ROWS, deletion=dvs.get(f.file_name))
+            merged_chunks = merge_sorted_runs([iter_kv_file(table, bucket_dir, f, deletion=dvs.get(f.file_name))
                                                for f in files], key_names,
                                               lambda rows: _merge_chunk(engine, rows, drop_delete, expiry, c, seen,
                                                                         key_names, dv))

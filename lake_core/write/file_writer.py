@@ -106,8 +106,8 @@ class _OpenFile:
                                             options=opts.raw)
         self.key_stats = StatsAccumulator(w.key_names, w.key_modes)
         self.value_stats = StatsAccumulator(w.stats_cols, w.value_modes)
-        self.first: pa.Table | None = None  # first row (its key is the file's min key)
-        self.last: pa.Table | None = None  # last chunk written (its last row holds the max key)
+        self.min_key: list | None = None  # key of the first row
+        self.max_key: list | None = None  # key of the last row so far
         self.min_seq: int | None = None
         self.max_seq: int | None = None
         self.deletes = 0
@@ -154,7 +154,7 @@ class RollingFileWriter:
             opts = w.table.options
             name = w.namer.data_file(opts.changelog_file_prefix if self.changelog else opts.data_file_prefix, w.fmt)
             f = self._file = _OpenFile(w, name, data_file_in(w.bucket_dir, name))
-            f.first = rows.slice(0, 1)
+            f.min_key = self._key_at(rows, 0)
         f.encoder.write(w._file_table(rows))
         f.key_stats.add(rows)
         f.value_stats.add(rows)
@@ -163,9 +163,13 @@ class RollingFileWriter:
         f.max_seq = hi.as_py() if f.max_seq is None else max(f.max_seq, hi.as_py())
         if w.is_pk:
             f.deletes += int(np.count_nonzero(rowkind.is_retract(rows[KIND].to_numpy())))
-        f.last = rows
+        f.max_key = self._key_at(rows, rows.num_rows - 1)
         if f.encoder.bytes_written >= self.target:
             self._roll()
+
+    def _key_at(self, rows: pa.Table, i: int) -> list:
+        # Python values, not a slice: a slice would keep the whole chunk's buffers alive
+        return [rows[k][i].as_py() for k in self.w.key_names]
 
     def _roll(self) -> None:
         f, self._file = self._file, None
@@ -173,9 +177,8 @@ class RollingFileWriter:
         f.out.commit()
         w = self.w
         if w.is_pk:
-            last = f.last.slice(f.last.num_rows - 1, 1)
-            min_key = serialize_row([f.first[k][0].as_py() for k in w.key_names], w.key_types)
-            max_key = serialize_row([last[k][0].as_py() for k in w.key_names], w.key_types)
+            min_key = serialize_row(f.min_key, w.key_types)
+            max_key = serialize_row(f.max_key, w.key_types)
             key_stats = w._stats(f.key_stats, w.key_types)
         else:
             min_key = max_key = EMPTY_ROW

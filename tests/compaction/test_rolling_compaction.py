@@ -71,7 +71,12 @@ def compact_bounded(t, monkeypatch) -> dict:
     """Full compaction with merge rounds of CHUNK rows per file; returns the largest merge round
     and the largest chunk handed to the file encoder (rows, Arrow bytes)."""
     seen = {"merge_rows": 0, "encode_bytes": 0}
-    monkeypatch.setattr(rewrite, "CHUNK_ROWS", CHUNK)
+    read_file = rewrite.iter_kv_file
+
+    def read_small_chunks(table, bucket_dir, f, chunk_rows=None, **kwargs):  # whatever chunk the caller asks
+        return read_file(table, bucket_dir, f, CHUNK, **kwargs)
+
+    monkeypatch.setattr(rewrite, "iter_kv_file", read_small_chunks)
     merge_chunk = rewrite._merge_chunk
 
     def spy_merge(engine, rows, *args, **kwargs):
