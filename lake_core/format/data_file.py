@@ -60,6 +60,7 @@ _DEFAULT_PAGE_SIZE = 64 * 1024
 _DEFAULT_ZSTD_LEVEL = 1
 _DICT_SAMPLE = 2048  # rows per sampled slice
 _DICT_MAX_RATIO = 0.5  # distinct / sampled rows at or below which dictionary encoding pays
+_STREAM_BUFFER = 64 * 1024  # bytes of a column chunk read at a time by the streaming reader (a page)
 
 
 def _check_fmt(fmt: str) -> str:
@@ -774,7 +775,7 @@ def iter_data_file(source, fmt: str, columns: Sequence[str], arrow_schema: pa.Sc
     import pyarrow.parquet as pq
 
     try:
-        pf = pq.ParquetFile(source)
+        pf = _streaming_parquet_file(source)
         file_names = pf.schema_arrow.names
         read_cols = _wanted(columns, arrow_schema, file_names)
         for batch in pf.iter_batches(batch_size=batch_rows, columns=read_cols, use_threads=True):
@@ -782,6 +783,15 @@ def iter_data_file(source, fmt: str, columns: Sequence[str], arrow_schema: pa.Sc
             yield _assemble(available, batch.num_rows, columns, arrow_schema, file_names)
     except (pa.ArrowInvalid, OSError) as e:
         raise FormatError(f"Cannot read Parquet data file {_src_name(source)}: {e}") from e
+
+
+def _streaming_parquet_file(source):
+    """A ParquetFile that reads a column chunk a buffer at a time as batches are decoded. By default
+    a row group's column chunks are read whole first (``pre_buffer``): memory would grow with the
+    row group, i.e. with the file, instead of with the batch."""
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(source, buffer_size=_STREAM_BUFFER, pre_buffer=False)
 
 
 def _wanted(columns, arrow_schema, file_names) -> list[str]:
