@@ -92,7 +92,7 @@ def timed(scenario: str, path: str) -> dict:
     secs = time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"secs": secs, "rows": rows, "peak_rss_mb": peak, "growth_mb": max(0.0, peak - base),
-            "arrow_peak_mb": pa.default_memory_pool().max_memory() / 2**20}
+            "peak_arrow_mb": pa.default_memory_pool().max_memory() / 2**20}
 
 
 JAVA_BENCH_JVM = ("-Xmx2g", "-Dlog4j2.statusLoggerLevel=OFF")  # full JIT: Java at its best
@@ -146,7 +146,7 @@ def run(scenario: str, rows: int, runs: int) -> dict:
             shutil.rmtree(base, ignore_errors=True)
     secs = statistics.median(r["secs"] for r in results)
     return {"scenario": scenario, "rows": results[0]["rows"], "rows_s": results[0]["rows"] / secs, "secs": secs,
-            **{k: max(r[k] for r in results) for k in ("peak_rss_mb", "growth_mb", "arrow_peak_mb")}}
+            **{k: max(r[k] for r in results) for k in ("peak_rss_mb", "growth_mb", "peak_arrow_mb")}}
 
 
 def main(argv=None):
@@ -166,7 +166,7 @@ def main(argv=None):
         print(json.dumps(timed(args.timed, args.path)))
         return
     print(f"{'scenario':<20}{'rows':>12}{'rows/s':>14}{'seconds':>10}{'peak RSS MB':>13}{'growth MB':>11}"
-          f"{'Arrow peak MB':>15}{'Java rows/s':>14}{'ours/Java':>11}")
+          f"{'peak Arrow MB':>15}{'Java rows/s':>14}{'ours/Java':>11}")
     out = {}
     for s in args.scenarios.split(","):
         r = out[s] = run(s, args.rows, args.runs)
@@ -175,7 +175,7 @@ def main(argv=None):
             j = java_compaction(s, args.rows, args.runs)
             java = f"{j['rows_s']:>14,.0f}{r['rows_s'] / j['rows_s']:>10.2f}x"
         print(f"{s:<20}{r['rows']:>12,}{r['rows_s']:>14,.0f}{r['secs']:>10.2f}{r['peak_rss_mb']:>13,.0f}"
-              f"{r['growth_mb']:>11,.0f}{r['arrow_peak_mb']:>15,.0f}{java}", flush=True)
+              f"{r['growth_mb']:>11,.0f}{r['peak_arrow_mb']:>15,.0f}{java}", flush=True)
     if "read-50-inline" in out and "read-50-compacted" in out:
         print(f"merged read after 50 commits, inline compaction vs fully compacted: "
               f"x{out['read-50-compacted']['rows_s'] / out['read-50-inline']['rows_s']:.2f} slower (target <= 1.5)")
