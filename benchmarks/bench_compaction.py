@@ -9,7 +9,8 @@ process, the timed step runs in a fresh one), so peak memory is the step's own.
 
 The timed process imports lake_core and pyarrow (whose first ``pa.array`` imports pandas, ~0.2 s)
 before the clock starts: a process start-up cost, not a compaction cost. Peak memory: the
-process's peak RSS, its growth during the step, and the peak of Arrow's allocator.
+process's peak RSS, its growth during the step, and the peak of Arrow's allocator. CPU s is the
+step's CPU time (all threads): on a shared machine it moves less with other load than seconds do.
 
 With ``--java`` the full-compaction scenarios are also run by Java Paimon 1.0 (the test driver,
 ``BatchTableWrite.compact`` of every bucket then one commit) on a copy of the same table, in a JVM
@@ -83,6 +84,7 @@ def timed(scenario: str, path: str) -> dict:
     pa.array(np.arange(1))  # pyarrow imports pandas on first use
     t = Catalog(f"file://{path}").get_table("db.t")
     base = _rss_mb()
+    cpu0 = time.process_time()
     t0 = time.perf_counter()
     if scenario.startswith("full"):
         r = t.maintenance.compact(full=True)
@@ -90,8 +92,9 @@ def timed(scenario: str, path: str) -> dict:
     else:
         rows = t.to_arrow().num_rows
     secs = time.perf_counter() - t0
+    cpu = time.process_time() - cpu0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"secs": secs, "rows": rows, "peak_rss_mb": peak, "growth_mb": max(0.0, peak - base),
+    return {"secs": secs, "cpu_s": cpu, "rows": rows, "peak_rss_mb": peak, "growth_mb": max(0.0, peak - base),
             "peak_arrow_mb": pa.default_memory_pool().max_memory() / 2**20}
 
 
@@ -146,6 +149,7 @@ def run(scenario: str, rows: int, runs: int) -> dict:
             shutil.rmtree(base, ignore_errors=True)
     secs = statistics.median(r["secs"] for r in results)
     return {"scenario": scenario, "rows": results[0]["rows"], "rows_s": results[0]["rows"] / secs, "secs": secs,
+            "cpu_s": statistics.median(r["cpu_s"] for r in results),
             **{k: max(r[k] for r in results) for k in ("peak_rss_mb", "growth_mb", "peak_arrow_mb")}}
 
 
@@ -165,7 +169,7 @@ def main(argv=None):
     if args.timed:
         print(json.dumps(timed(args.timed, args.path)))
         return
-    print(f"{'scenario':<20}{'rows':>12}{'rows/s':>14}{'seconds':>10}{'peak RSS MB':>13}{'growth MB':>11}"
+    print(f"{'scenario':<20}{'rows':>12}{'rows/s':>14}{'seconds':>10}{'CPU s':>8}{'peak RSS MB':>13}{'growth MB':>11}"
           f"{'peak Arrow MB':>15}{'Java rows/s':>14}{'ours/Java':>11}")
     out = {}
     for s in args.scenarios.split(","):
@@ -174,7 +178,7 @@ def main(argv=None):
         if args.java and s.startswith("full"):
             j = java_compaction(s, args.rows, args.runs)
             java = f"{j['rows_s']:>14,.0f}{r['rows_s'] / j['rows_s']:>10.2f}x"
-        print(f"{s:<20}{r['rows']:>12,}{r['rows_s']:>14,.0f}{r['secs']:>10.2f}{r['peak_rss_mb']:>13,.0f}"
+        print(f"{s:<20}{r['rows']:>12,}{r['rows_s']:>14,.0f}{r['secs']:>10.2f}{r['cpu_s']:>8.2f}{r['peak_rss_mb']:>13,.0f}"
               f"{r['growth_mb']:>11,.0f}{r['peak_arrow_mb']:>15,.0f}{java}", flush=True)
     if "read-50-inline" in out and "read-50-compacted" in out:
         print(f"merged read after 50 commits, inline compaction vs fully compacted: "
