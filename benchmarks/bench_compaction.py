@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
 import statistics
@@ -101,13 +102,21 @@ def timed(scenario: str, path: str) -> dict:
 JAVA_BENCH_JVM = ("-Xmx2g", "-Dlog4j2.statusLoggerLevel=OFF")  # full JIT: Java at its best
 
 
+def _proc_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system, all threads) a process has used so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def java_compaction(scenario: str, rows: int, runs: int) -> dict:
-    """Java Paimon's full compaction of the table ``build`` makes, timed after a warm-up run."""
+    """Java Paimon's full compaction of the table ``build`` makes, timed after a warm-up run
+    (wall seconds and the JVM's CPU seconds, GC threads included)."""
     sys.path.insert(0, str(ROOT / "tests"))
     from fixtures.java_paimon import JavaPaimon
 
     from lake_core import Catalog
-    secs = []
+    secs, cpus = [], []
     with JavaPaimon(jvm_options=JAVA_BENCH_JVM) as java:
         java.ping()
         for i in range(runs + 1):
@@ -116,18 +125,21 @@ def java_compaction(scenario: str, rows: int, runs: int) -> dict:
                 _sub("--build", scenario, "--path", base, "--rows", str(rows))
                 t = Catalog(f"file://{base}").get_table("db.t")
                 n = sum(e.file.row_count for e in t.manifest_store.live_entries(t.latest_snapshot()))
+                cpu0 = _proc_cpu_s(java._proc.pid)
                 t0 = time.perf_counter()
                 java.compact(t, full=True, options={"write-only": "false"})  # write-only: no compact manager
+                took, cpu = time.perf_counter() - t0, _proc_cpu_s(java._proc.pid) - cpu0
                 t = Catalog(f"file://{base}").get_table("db.t")
                 levels = {e.file.level for e in t.manifest_store.live_entries(t.latest_snapshot())}
                 if levels != {t.options.num_levels - 1}:
                     raise SystemExit(f"Java Paimon's full compaction left files at levels {sorted(levels)}")
                 if i:  # the first run loads Paimon's classes and warms the JIT
-                    secs.append(time.perf_counter() - t0)
+                    secs.append(took)
+                    cpus.append(cpu)
             finally:
                 shutil.rmtree(base, ignore_errors=True)
     s = statistics.median(secs)
-    return {"rows": n, "secs": s, "rows_s": n / s}
+    return {"rows": n, "secs": s, "rows_s": n / s, "cpu_s": statistics.median(cpus)}
 
 
 def _sub(*args: str) -> dict:
@@ -170,14 +182,15 @@ def main(argv=None):
         print(json.dumps(timed(args.timed, args.path)))
         return
     print(f"{'scenario':<20}{'rows':>12}{'rows/s':>14}{'seconds':>10}{'CPU s':>8}{'peak RSS MB':>13}{'growth MB':>11}"
-          f"{'peak Arrow MB':>15}{'Java rows/s':>14}{'ours/Java':>11}")
+          f"{'peak Arrow MB':>15}{'Java rows/s':>14}{'Java CPU s':>12}{'ours/Java':>11}{'by CPU':>8}")
     out = {}
     for s in args.scenarios.split(","):
         r = out[s] = run(s, args.rows, args.runs)
         java = ""
         if args.java and s.startswith("full"):
             j = java_compaction(s, args.rows, args.runs)
-            java = f"{j['rows_s']:>14,.0f}{r['rows_s'] / j['rows_s']:>10.2f}x"
+            java = (f"{j['rows_s']:>14,.0f}{j['cpu_s']:>12.2f}{r['rows_s'] / j['rows_s']:>10.2f}x"
+                    f"{j['cpu_s'] / r['cpu_s']:>7.2f}x")
         print(f"{s:<20}{r['rows']:>12,}{r['rows_s']:>14,.0f}{r['secs']:>10.2f}{r['cpu_s']:>8.2f}{r['peak_rss_mb']:>13,.0f}"
               f"{r['growth_mb']:>11,.0f}{r['peak_arrow_mb']:>15,.0f}{java}", flush=True)
     if "read-50-inline" in out and "read-50-compacted" in out:
