@@ -40,7 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_core.errors import FormatError, InvalidOptionError, SchemaMismatchError
-from lake_core.format.parquet_int96 import has_nanos, leaf_paths, to_int96_columns, write_declaring_int96
+from lake_core.format.parquet_int96 import has_nanos
 from lake_core.types import DataField, arrow_field, is_nested
 
 __all__ = [
@@ -209,16 +209,12 @@ def write_data_file(
     Options honoured: ``file.compression`` (overrides ``compression``),
     ``file.compression.zstd-level``, ``parquet.enable.dictionary``, ``parquet.page.size``
     (alias ``page-size``), ``parquet.row-group.rows``."""
-    fmt = _check_fmt(fmt)
-    options = options or {}
-    afields = _as_arrow_fields(fields)
-    data = _conform(table, afields)
-    if fmt == "parquet":
-        _write_parquet(data, sink, compression, options)
-    elif fmt == "orc":
-        _write_orc(data, sink, compression, options)
-    else:
-        _write_avro(data, sink, compression, options)
+    from lake_core.format.data_file_writer import DataFileStreamWriter  # it builds on this module
+
+    with _binary_file(sink, "wb") as fo:
+        w = DataFileStreamWriter(fields, fmt, fo, compression=compression, options=options or {})
+        w.write(table)
+        w.close()
 
 
 def _low_cardinality(col: pa.ChunkedArray) -> bool:
@@ -282,39 +278,6 @@ def parquet_write_options(table: pa.Table, compression: str = "zstd",
     if level is not None and codec == "zstd":
         kw["compression_level"] = level
     return kw
-
-
-def _write_parquet(table: pa.Table, sink, compression: str, options: Mapping[str, str]) -> None:
-    import pyarrow.parquet as pq
-
-    kw = parquet_write_options(table, compression, options)
-    rg = options.get("parquet.row-group.rows")
-    row_group_size = None
-    if rg is not None:
-        try:
-            row_group_size = int(rg)
-        except ValueError:
-            raise InvalidOptionError(
-                f"Invalid value {rg!r} for option 'parquet.row-group.rows': expected an integer"
-            ) from None
-    table, int96_paths = to_int96_columns(table)
-    if not int96_paths:
-        with pq.ParquetWriter(sink, table.schema, **kw) as w:
-            w.write_table(table, row_group_size=row_group_size)
-        return
-    # TIMESTAMP(7..9): INT96 as Java writes it (see lake_core.format.parquet_int96). pyarrow's
-    # stored Arrow schema would name the INT96 leaves fixed_size_binary, so it is left out; readers
-    # take the types from the table schema.
-    kw["write_statistics"] = [p for f in table.schema for p in leaf_paths(f.name, f.type) if p not in int96_paths]
-    kw["store_schema"] = False
-    buf = io.BytesIO()
-    with pq.ParquetWriter(buf, table.schema, **kw) as w:
-        w.write_table(table, row_group_size=row_group_size)
-    if isinstance(sink, (str, os.PathLike)):
-        with open(sink, "wb") as f:
-            write_declaring_int96(buf.getbuffer(), int96_paths, f)
-    else:
-        write_declaring_int96(buf.getbuffer(), int96_paths, sink)
 
 
 def _orc_compatible(table: pa.Table) -> pa.Table:
@@ -677,7 +640,7 @@ def _write_avro(table: pa.Table, sink, compression: str, options: Mapping[str, s
 def _binary_file(target, mode: str):
     """``target`` as a binary file object: a path is opened in ``mode`` and closed on exit; a
     file-like belongs to the caller and stays open."""
-    if isinstance(target, str):
+    if isinstance(target, (str, os.PathLike)):
         with open(target, mode) as fo:
             yield fo
     else:
