@@ -40,7 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_core.errors import FormatError, InvalidOptionError, SchemaMismatchError
-from lake_core.format.parquet_int96 import has_nanos
+from lake_core.format.parquet_int96 import has_nanos, leaf_paths, to_int96_columns, write_declaring_int96
 from lake_core.types import DataField, arrow_field, is_nested
 
 __all__ = [
@@ -209,12 +209,16 @@ def write_data_file(
     Options honoured: ``file.compression`` (overrides ``compression``),
     ``file.compression.zstd-level``, ``parquet.enable.dictionary``, ``parquet.page.size``
     (alias ``page-size``), ``parquet.row-group.rows``."""
-    from lake_core.format.data_file_writer import DataFileStreamWriter  # it builds on this module
-
-    with _binary_file(sink, "wb") as fo:
-        w = DataFileStreamWriter(fields, fmt, fo, compression=compression, options=options or {})
-        w.write(table)
-        w.close()
+    fmt = _check_fmt(fmt)
+    options = options or {}
+    afields = _as_arrow_fields(fields)
+    data = _conform(table, afields)
+    if fmt == "parquet":
+        _write_parquet(data, sink, compression, options)
+    elif fmt == "orc":
+        _write_orc(data, sink, compression, options)
+    else:
+        _write_avro(data, sink, compression, options)
 
 
 def _low_cardinality(col: pa.ChunkedArray) -> bool:
@@ -278,6 +282,49 @@ def parquet_write_options(table: pa.Table, compression: str = "zstd",
     if level is not None and codec == "zstd":
         kw["compression_level"] = level
     return kw
+
+
+def declare_int96_options(kw: dict, schema: pa.Schema, int96_paths: set[str]) -> dict:
+    """ParquetWriter options for a file whose ``int96_paths`` leaves are declared INT96 at close
+    (TIMESTAMP(7..9) as Java writes them, see lake_core.format.parquet_int96): no statistics for
+    those leaves, and no stored Arrow schema (it would name them fixed_size_binary; readers take
+    the types from the table schema)."""
+    return {**kw, "write_statistics": [p for f in schema for p in leaf_paths(f.name, f.type) if p not in int96_paths],
+            "store_schema": False}
+
+
+def parquet_row_group_rows(options: Mapping[str, str]) -> Optional[int]:
+    """``parquet.row-group.rows``: rows per row group of one write (None: pyarrow's default)."""
+    rg = options.get("parquet.row-group.rows")
+    if rg is None:
+        return None
+    try:
+        return int(rg)
+    except ValueError:
+        raise InvalidOptionError(
+            f"Invalid value {rg!r} for option 'parquet.row-group.rows': expected an integer"
+        ) from None
+
+
+def _write_parquet(table: pa.Table, sink, compression: str, options: Mapping[str, str]) -> None:
+    import pyarrow.parquet as pq
+
+    kw = parquet_write_options(table, compression, options)
+    row_group_size = parquet_row_group_rows(options)
+    table, int96_paths = to_int96_columns(table)
+    if not int96_paths:
+        with pq.ParquetWriter(sink, table.schema, **kw) as w:
+            w.write_table(table, row_group_size=row_group_size)
+        return
+    kw = declare_int96_options(kw, table.schema, int96_paths)
+    buf = io.BytesIO()
+    with pq.ParquetWriter(buf, table.schema, **kw) as w:
+        w.write_table(table, row_group_size=row_group_size)
+    if isinstance(sink, (str, os.PathLike)):
+        with open(sink, "wb") as f:
+            write_declaring_int96(buf.getbuffer(), int96_paths, f)
+    else:
+        write_declaring_int96(buf.getbuffer(), int96_paths, sink)
 
 
 def _orc_compatible(table: pa.Table) -> pa.Table:
@@ -640,7 +687,7 @@ def _write_avro(table: pa.Table, sink, compression: str, options: Mapping[str, s
 def _binary_file(target, mode: str):
     """``target`` as a binary file object: a path is opened in ``mode`` and closed on exit; a
     file-like belongs to the caller and stays open."""
-    if isinstance(target, (str, os.PathLike)):
+    if isinstance(target, str):
         with open(target, mode) as fo:
             yield fo
     else:

@@ -15,24 +15,12 @@ from typing import Any, Mapping, Sequence, Union
 
 import pyarrow as pa
 
-from lake_core.errors import InvalidOptionError
 from lake_core.format.data_file import (_as_arrow_fields, _check_fmt, _conform, _write_avro, _write_orc,
-                                        parquet_write_options)
-from lake_core.format.parquet_int96 import leaf_paths, to_int96_columns, write_declaring_int96
+                                        declare_int96_options, parquet_row_group_rows, parquet_write_options)
+from lake_core.format.parquet_int96 import to_int96_columns, write_declaring_int96
 
 #: Arrow bytes per encoded-byte guess for formats encoded at close (zstd on typical tables).
 _ARROW_PER_ENCODED_BYTE = 3
-
-
-def _row_group_rows(options: Mapping[str, str]) -> int | None:
-    rg = options.get("parquet.row-group.rows")
-    if rg is None:
-        return None
-    try:
-        return int(rg)
-    except ValueError:
-        raise InvalidOptionError(
-            f"Invalid value {rg!r} for option 'parquet.row-group.rows': expected an integer") from None
 
 
 class DataFileStreamWriter:
@@ -47,7 +35,7 @@ class DataFileStreamWriter:
         self._sink = sink
         self._compression = compression
         self._options = dict(options or {})
-        self._row_group_rows = _row_group_rows(self._options) if self.fmt == "parquet" else None
+        self._row_group_rows = parquet_row_group_rows(self._options) if self.fmt == "parquet" else None
         self._pq = None  # the ParquetWriter, opened on the first chunk
         self._int96_paths: set[str] = set()
         self._int96_buf: pa.BufferOutputStream | None = None
@@ -81,11 +69,8 @@ class DataFileStreamWriter:
         kw = parquet_write_options(first, self._compression, self._options)
         sink = self._sink
         if int96_paths:
-            # TIMESTAMP(7..9): INT96 as Java writes it (see lake_core.format.parquet_int96); the
-            # footer is rewritten at close, so the file is encoded into memory first.
-            kw["write_statistics"] = [p for f in first.schema for p in leaf_paths(f.name, f.type)
-                                      if p not in int96_paths]
-            kw["store_schema"] = False
+            # TIMESTAMP(7..9): the footer is rewritten at close, so the file is encoded into memory
+            kw = declare_int96_options(kw, first.schema, int96_paths)
             self._int96_paths = int96_paths
             self._int96_buf = sink = pa.BufferOutputStream()
         self._pq = pq.ParquetWriter(sink, first.schema, **kw)
