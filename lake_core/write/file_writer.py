@@ -172,9 +172,10 @@ class RollingFileWriter:
         return [rows[k][i].as_py() for k in self.w.key_names]
 
     def _roll(self) -> None:
-        f, self._file = self._file, None
+        f = self._file
         size = f.encoder.close()
         f.out.commit()
+        self._file = None  # only now: a failed close or commit is still aborted by abort()
         w = self.w
         if w.is_pk:
             min_key = serialize_row(f.min_key, w.key_types)
