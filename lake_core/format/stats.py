@@ -258,7 +258,7 @@ class StatsAccumulator:
         self._types: list[Optional[pa.DataType]] = [None] * len(self.columns)
 
     def add(self, table: pa.Table) -> None:
-        for i, (c, mode) in enumerate(zip(self.columns, self._modes)):
+        for i, (c, mode) in enumerate(zip(self.columns, self._modes, strict=True)):
             if mode.kind == "none":
                 continue
             arr = _as_array(table.column(c))
