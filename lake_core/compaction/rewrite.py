@@ -91,7 +91,7 @@ def run_compact_unit(table: "FileStoreTable", partition: bytes, bucket: int, tot
     with_levels = producer is not None or lookup_merge
     changelog_files: list[DataFileMeta] = []
     # Java writes the changelog of a compaction at its output level (createRollingChangelogFileWriter)
-    changelog_chunks = _ChangelogSink(writer, unit.output_level, opts.target_file_size, changelog_files)
+    changelog_chunks = _ChangelogSink(writer, unit.output_level, changelog_files)
     dv = None
     if vectors is not None:
         # the replaced rows are masked in their files, so retractions have nothing left to cancel
@@ -123,11 +123,12 @@ def run_compact_unit(table: "FileStoreTable", partition: bytes, bucket: int, tot
                                                                         key_names, dv, producer, lookup_merge,
                                                                         changelog_chunks))
             start = len(written)
-            _write_rolled(writer, merged_chunks, unit.output_level, opts.target_file_size, written)
+            _write_rolled(writer, merged_chunks, unit.output_level, written)
             after.extend(written[start:])
             changelog_chunks.flush()
             unit_vectors(vectors, files)
     except Exception:
+        changelog_chunks.discard()
         for f in written + changelog_files:  # a failed unit commits nothing: leave none of its files behind
             table.fileio.delete(f.external_path or data_file_in(bucket_dir, f.file_name))
         raise
@@ -195,48 +196,55 @@ def _merge_chunk(engine, rows: pa.Table, drop_delete: bool, expiry: RecordExpiry
 
 
 class _ChangelogSink:
-    """Changelog chunks written as files of about ``target-file-size`` while the merge runs, so
-    memory holds at most one file's worth of changelog."""
+    """Changelog chunks streamed into changelog files rolled at ``target-file-size`` while the merge
+    runs (appended to ``out``, also on failure, so the caller can delete them)."""
 
-    def __init__(self, writer: DataFileWriter, level: int, target_size: int, out: list[DataFileMeta]):
-        self.writer, self.level, self.target_size, self.out = writer, level, target_size, out
-        self.held: list[pa.Table] = []
-        self.bytes = 0
+    def __init__(self, writer: DataFileWriter, level: int, out: list[DataFileMeta]):
+        self.writer, self.level, self.out = writer, level, out
+        self.rolling = None
 
     def append(self, chunk: pa.Table) -> None:
-        self.held.append(chunk)
-        self.bytes += chunk.nbytes
-        if self.bytes >= 3 * self.target_size:
-            self.flush()
+        if self.rolling is None:
+            self.rolling = self.writer.rolling(level=self.level, file_source=FileSource.COMPACT, changelog=True)
+        try:
+            self.rolling.write(chunk)
+        except BaseException:
+            self._finish(abort=True)
+            raise
 
     def flush(self) -> None:
-        if self.held:
-            _write_rolled(self.writer, self.held, self.level, self.target_size, self.out, changelog=True)
-        self.held, self.bytes = [], 0
+        if self.rolling is not None:
+            self._finish(abort=False)
+
+    def discard(self) -> None:
+        """Drop the file being written (a failed unit); finished files are in ``out``."""
+        if self.rolling is not None:
+            self._finish(abort=True)
+
+    def _finish(self, abort: bool) -> None:
+        rolling, self.rolling = self.rolling, None
+        try:
+            if abort:
+                rolling.abort()
+            else:
+                rolling.close()
+        except BaseException:
+            rolling.abort()
+            raise
+        finally:
+            self.out.extend(w.meta for w in rolling.written)
 
 
-def _write_rolled(writer: DataFileWriter, chunks, level: int, target_size: int,
-                  out: list[DataFileMeta], changelog: bool = False) -> None:
-    """Write merged chunks as files of about ``target-file-size`` (appended to ``out`` as they are
-    written): chunks are gathered until they reach the writer's in-memory roll size, so at most
-    one output file is held in memory."""
-    held: list[pa.Table] = []
-    held_bytes = 0
-    roll = 3 * target_size  # the writer's Arrow-bytes-per-file estimate (Parquet+zstd ~3x smaller)
-
-    def flush():
-        nonlocal held, held_bytes
-        rows = pa.concat_tables(held) if len(held) > 1 else held[0]
-        out.extend(w.meta for w in writer.write(rows, level=level, file_source=FileSource.COMPACT,
-                                                changelog=changelog))
-        held, held_bytes = [], 0
-
-    for chunk in chunks:
-        if chunk.num_rows == 0:
-            continue
-        held.append(chunk)
-        held_bytes += chunk.nbytes
-        if held_bytes >= roll:
-            flush()
-    if held:
-        flush()
+def _write_rolled(writer: DataFileWriter, chunks, level: int, out: list[DataFileMeta]) -> None:
+    """Stream merged chunks into files rolled at ``target-file-size`` (appended to ``out``, also
+    when a later chunk fails, so the caller can delete them): one row group is held, never a file."""
+    rolling = writer.rolling(level=level, file_source=FileSource.COMPACT)
+    try:
+        for chunk in chunks:
+            rolling.write(chunk)
+        rolling.close()
+    except BaseException:
+        rolling.abort()
+        raise
+    finally:
+        out.extend(w.meta for w in rolling.written)

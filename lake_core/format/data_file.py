@@ -251,24 +251,32 @@ def parquet_write_options(table: pa.Table, compression: str = "zstd",
     return kw
 
 
+def declare_int96_options(kw: dict, schema: pa.Schema, int96_paths: set[str]) -> dict:
+    """ParquetWriter options for a file whose ``int96_paths`` leaves are declared INT96 at close
+    (TIMESTAMP(7..9) as Java writes them, see lake_core.format.parquet_int96): no statistics for
+    those leaves, and no stored Arrow schema (it would name them fixed_size_binary; readers take
+    the types from the table schema)."""
+    return {**kw, "write_statistics": [p for f in schema for p in leaf_paths(f.name, f.type) if p not in int96_paths],
+            "store_schema": False}
+
+
+def parquet_row_group_rows(options: Mapping[str, str]) -> Optional[int]:
+    """``parquet.row-group.rows``: rows per row group of one write (None: pyarrow's default)."""
+    rg = options.get("parquet.row-group.rows")
+    return None if rg is None else parse_int("parquet.row-group.rows", rg, LONG_RANGE)
+
+
 def _write_parquet(table: pa.Table, sink, compression: str, options: Mapping[str, str]) -> None:
     import pyarrow.parquet as pq
 
     kw = parquet_write_options(table, compression, options)
-    rg = options.get("parquet.row-group.rows")
-    row_group_size = None
-    if rg is not None:
-        row_group_size = parse_int("parquet.row-group.rows", rg, LONG_RANGE)
+    row_group_size = parquet_row_group_rows(options)
     table, int96_paths = to_int96_columns(table)
     if not int96_paths:
         with pq.ParquetWriter(sink, table.schema, **kw) as w:
             w.write_table(table, row_group_size=row_group_size)
         return
-    # TIMESTAMP(7..9): INT96 as Java writes it (see lake_core.format.parquet_int96). pyarrow's
-    # stored Arrow schema would name the INT96 leaves fixed_size_binary, so it is left out; readers
-    # take the types from the table schema.
-    kw["write_statistics"] = [p for f in table.schema for p in leaf_paths(f.name, f.type) if p not in int96_paths]
-    kw["store_schema"] = False
+    kw = declare_int96_options(kw, table.schema, int96_paths)
     buf = io.BytesIO()
     with pq.ParquetWriter(buf, table.schema, **kw) as w:
         w.write_table(table, row_group_size=row_group_size)

@@ -240,3 +240,50 @@ def table_stats(
         m = parse_stats_mode(modes.get(c, DEFAULT_STATS_MODE), f"fields.{c}.stats-mode")
         out.append(column_stats(table.column(c), m))
     return out
+
+
+class StatsAccumulator:
+    """Statistics of ``columns`` over a file written in chunks, equal to :func:`table_stats` of the
+    whole file: each chunk contributes its null count, a NaN flag and its raw (untruncated)
+    min / max; :meth:`result` takes the min / max of those and applies the mode (truncation,
+    zero widening) once."""
+
+    def __init__(self, columns: Sequence[str], modes: Mapping[str, Union[StatsMode, str]]):
+        self.columns = list(columns)
+        self._modes = [parse_stats_mode(modes.get(c, DEFAULT_STATS_MODE), f"fields.{c}.stats-mode")
+                       for c in self.columns]
+        self._nulls = [0] * len(self.columns)
+        self._nan = [False] * len(self.columns)
+        self._extremes: list[list[pa.Array]] = [[] for _ in self.columns]
+        self._types: list[Optional[pa.DataType]] = [None] * len(self.columns)
+
+    def add(self, table: pa.Table) -> None:
+        for i, (c, mode) in enumerate(zip(self.columns, self._modes, strict=True)):
+            if mode.kind == "none":
+                continue
+            arr = _as_array(table.column(c))
+            self._types[i] = arr.type
+            nulls = int(arr.null_count)
+            self._nulls[i] += nulls
+            t = arr.type
+            if mode.kind == "counts" or self._nan[i] or is_nested(t) or pa.types.is_null(t) or len(arr) == nulls:
+                continue
+            if mode.kind == "truncate" and _is_binaryish(t):
+                continue
+            if pa.types.is_floating(t) and pc.any(pc.is_nan(arr)).as_py():
+                self._nan[i] = True
+                continue
+            mm = pc.min_max(arr)
+            self._extremes[i].append(pa.array([mm["min"], mm["max"]], type=t))
+
+    def result(self) -> list[ColumnStats]:
+        out = []
+        for i, mode in enumerate(self._modes):
+            if mode.kind == "none":
+                out.append(_EMPTY)
+            elif mode.kind == "counts" or self._nan[i] or not self._extremes[i]:
+                out.append(ColumnStats(None, None, self._nulls[i]))
+            else:
+                s = column_stats(pa.chunked_array(self._extremes[i], type=self._types[i]), mode)
+                out.append(ColumnStats(s.min, s.max, self._nulls[i]))
+        return out

@@ -181,6 +181,20 @@ class FileIO:
         else:
             self.fs.pipe_file(self._p(path), data)
 
+    def open_output(self, path: str) -> "OutputFile":
+        """A new immutable file written as a stream (data files too large to hold in memory):
+        write to :attr:`OutputFile.stream`, then :meth:`~OutputFile.commit` makes it appear under
+        ``path`` whole, or :meth:`~OutputFile.abort` leaves nothing. As :meth:`write_bytes`, a
+        crash never leaves a half-written file under the final name."""
+        if self.is_local:
+            import pyarrow as pa
+            p = self._p(path)
+            d = os.path.dirname(p)
+            os.makedirs(d, exist_ok=True)
+            tmp = os.path.join(d, f".{os.path.basename(p)}.{uuid.uuid4()}.tmp")
+            return OutputFile(pa.OSFile(tmp, "wb"), final=p, temp=tmp)  # native: writes release the GIL
+        return OutputFile(self.fs.open(self._p(path), "wb"))  # a multipart upload, visible on close
+
     def overwrite_hint(self, path: str, text: str) -> None:
         """LATEST/EARLIEST hints: best effort, last writer wins."""
         self.write_bytes(path, text.encode("utf-8"))
@@ -226,6 +240,34 @@ class FileIO:
                 self.fs.rm(self._p(directory), recursive=True)
             except FileNotFoundError:
                 pass
+
+
+class OutputFile:
+    """A file being written by :meth:`FileIO.open_output`: ``stream`` (binary, with ``tell``)."""
+
+    def __init__(self, stream, *, final: str | None = None, temp: str | None = None):
+        self.stream = stream
+        self._final = final
+        self._temp = temp
+
+    def commit(self) -> None:
+        self.stream.close()
+        if self._temp is not None:
+            os.replace(self._temp, self._final)
+
+    def abort(self) -> None:
+        """Drop the file (idempotent, never raises for a stream already closed)."""
+        import contextlib
+        discard = getattr(self.stream, "discard", None)
+        with contextlib.suppress(Exception):  # cleanup of a write that already failed
+            if discard is not None:
+                discard()  # fsspec: abort the multipart upload, nothing becomes visible
+                self.stream.closed = True  # and never upload the rest when collected
+            else:
+                self.stream.close()
+        if self._temp is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self._temp)
 
 
 def _write_temp_sibling(path: str, data: bytes, sync: bool) -> str:

@@ -3,20 +3,20 @@ sequence range, retract count). Shared by writes, changelog files and compaction
 from __future__ import annotations
 
 import datetime as _dt
-import io
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lake_core.kv import rowkind
 from lake_core.format.binary_row.writer import EMPTY_ROW, serialize_row
-from lake_core.format.data_file import write_data_file
+from lake_core.format.data_file_writer import DataFileStreamWriter
 from lake_core.manifest.metadata import DataFileMeta, SimpleStats
 from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.paths import FileNamer, data_file_in
-from lake_core.format.stats import parse_stats_mode, table_stats
+from lake_core.format.stats import StatsAccumulator, parse_stats_mode
 
 if TYPE_CHECKING:
     from lake_core.store import FileStore
@@ -68,55 +68,144 @@ class DataFileWriter:
         cols = [rows[k] for k in self.key_names] + [rows[SEQ], rows[KIND]] + [rows[n] for n in self.value_names]
         return pa.Table.from_arrays(cols, schema=pa.schema(self.file_fields))
 
-    def _stats(self, rows: pa.Table, names: Sequence[str], types, modes) -> SimpleStats:
-        if not names:
+    def _stats(self, acc: StatsAccumulator, types) -> SimpleStats:
+        if not acc.columns:
             return EMPTY_STATS
-        st = table_stats(rows, list(names), modes)
+        st = acc.result()
         return SimpleStats(serialize_row([s.min for s in st], types), serialize_row([s.max for s in st], types),
                            tuple(s.null_count for s in st))
 
+    def rolling(self, *, level: int = 0, file_source: int = 0, changelog: bool = False) -> "RollingFileWriter":
+        """A writer that takes rows in chunks and rolls files at ``target-file-size``."""
+        return RollingFileWriter(self, level=level, file_source=file_source, changelog=changelog)
+
     def write(self, rows: pa.Table, level: int = 0, file_source: int = 0, changelog: bool = False) -> list[WrittenFile]:
         """``rows`` must already be in final order (sorted by key for PK data files)."""
-        out = []
-        target = self.table.options.target_file_size
-        # Roll files by in-memory size; Parquet+zstd typically compresses 3-6x, so 3x the target
-        # in Arrow bytes keeps files near the target without measuring mid-write.
-        per_row = max(1, rows.nbytes // max(1, rows.num_rows))
-        chunk = max(1, int(3 * target // per_row))
-        for start in range(0, rows.num_rows, chunk):
-            out.append(self._write_one(rows.slice(start, chunk), level, file_source, changelog))
-        return out
+        w = self.rolling(level=level, file_source=file_source, changelog=changelog)
+        try:
+            w.write(rows)
+            return w.close()
+        except BaseException:
+            w.abort()
+            raise
 
-    def _write_one(self, rows: pa.Table, level: int, file_source: int, changelog: bool) -> WrittenFile:
-        opts = self.table.options
-        prefix = opts.changelog_file_prefix if changelog else opts.data_file_prefix
-        name = self.namer.data_file(prefix, self.fmt)
-        path = data_file_in(self.bucket_dir, name)
-        buf = io.BytesIO()
-        write_data_file(self._file_table(rows), self.file_fields, self.fmt, buf,
-                        compression=opts.file_compression, options=opts.raw)
-        data = buf.getvalue()
-        self.table.fileio.write_bytes(path, data)
-        seq = rows[SEQ].to_numpy()
-        if self.is_pk:
-            keys = rows.select(self.key_names)
-            min_key = serialize_row(list(keys.slice(0, 1).to_pylist()[0].values()), self.key_types)
-            max_key = serialize_row(list(keys.slice(rows.num_rows - 1, 1).to_pylist()[0].values()), self.key_types)
-            key_stats = self._stats(rows, self.key_names, self.key_types, self.key_modes)
-            deletes = int(np.count_nonzero(rowkind.is_retract(rows[KIND].to_numpy())))
+
+#: Arrow bytes gathered before they are encoded as one Parquet row group: few, large row groups
+#: compress well and keep per-call overhead low, and the memory held stays a small constant.
+ROW_GROUP_BYTES = 16 << 20
+
+
+class _OpenFile:
+    """The file a rolling writer is filling, with its metadata gathered chunk by chunk."""
+
+    def __init__(self, w: DataFileWriter, name: str, path: str):
+        opts = w.table.options
+        self.name, self.path = name, path
+        self.out = w.table.fileio.open_output(path)
+        self.encoder = DataFileStreamWriter(w.file_fields, w.fmt, self.out.stream, compression=opts.file_compression,
+                                            options=opts.raw)
+        self.key_stats = StatsAccumulator(w.key_names, w.key_modes)
+        self.value_stats = StatsAccumulator(w.stats_cols, w.value_modes)
+        self.min_key: list | None = None  # key of the first row
+        self.max_key: list | None = None  # key of the last row so far
+        self.min_seq: int | None = None
+        self.max_seq: int | None = None
+        self.deletes = 0
+
+
+class RollingFileWriter:
+    """Paimon's ``RollingFileWriter``: rows arrive in order, in chunks of any size, and go to a
+    file until its encoded size reaches ``target-file-size``; then the next file starts. Only one
+    row group's worth of rows is held; ``DataFileMeta`` (row count, key range, key and value
+    statistics, sequence range, retract count) is gathered as the chunks pass."""
+
+    def __init__(self, writer: DataFileWriter, *, level: int, file_source: int, changelog: bool):
+        self.w = writer
+        self.level, self.file_source, self.changelog = level, file_source, changelog
+        self.target = writer.table.options.target_file_size
+        # a row group never exceeds half the target, so a small target still rolls by size
+        self.group_bytes = max(1, min(ROW_GROUP_BYTES, self.target // 2))
+        self.written: list[WrittenFile] = []
+        self._pending: list[pa.Table] = []
+        self._pending_bytes = 0
+        self._file: _OpenFile | None = None
+
+    def write(self, rows: pa.Table) -> None:
+        if rows.num_rows == 0:
+            return
+        self._pending.append(rows)
+        self._pending_bytes += rows.nbytes
+        while self._pending_bytes >= self.group_bytes:
+            self._flush_group()
+
+    def _flush_group(self) -> None:
+        rows = pa.concat_tables(self._pending) if len(self._pending) > 1 else self._pending[0]
+        per_row = max(1, self._pending_bytes // max(1, rows.num_rows))
+        take = max(1, self.group_bytes // per_row)
+        group, rest = rows.slice(0, take), rows.slice(take)
+        self._pending = [rest] if rest.num_rows else []
+        self._pending_bytes = rest.nbytes if rest.num_rows else 0
+        self._write_group(group)
+
+    def _write_group(self, rows: pa.Table) -> None:
+        w = self.w
+        f = self._file
+        if f is None:
+            opts = w.table.options
+            name = w.namer.data_file(opts.changelog_file_prefix if self.changelog else opts.data_file_prefix, w.fmt)
+            f = self._file = _OpenFile(w, name, data_file_in(w.bucket_dir, name))
+            f.min_key = self._key_at(rows, 0)
+        f.encoder.write(w._file_table(rows))
+        f.key_stats.add(rows)
+        f.value_stats.add(rows)
+        lo, hi = pc.min_max(rows[SEQ]).values()
+        f.min_seq = lo.as_py() if f.min_seq is None else min(f.min_seq, lo.as_py())
+        f.max_seq = hi.as_py() if f.max_seq is None else max(f.max_seq, hi.as_py())
+        if w.is_pk:
+            f.deletes += int(np.count_nonzero(rowkind.is_retract(rows[KIND].to_numpy())))
+        f.max_key = self._key_at(rows, rows.num_rows - 1)
+        if f.encoder.bytes_written >= self.target:
+            self._roll()
+
+    def _key_at(self, rows: pa.Table, i: int) -> list:
+        # Python values, not a slice: a slice would keep the whole chunk's buffers alive
+        return [rows[k][i].as_py() for k in self.w.key_names]
+
+    def _roll(self) -> None:
+        f = self._file
+        size = f.encoder.close()
+        f.out.commit()
+        self._file = None  # only now: a failed close or commit is still aborted by abort()
+        w = self.w
+        if w.is_pk:
+            min_key = serialize_row(f.min_key, w.key_types)
+            max_key = serialize_row(f.max_key, w.key_types)
+            key_stats = w._stats(f.key_stats, w.key_types)
         else:
             min_key = max_key = EMPTY_ROW
             key_stats = EMPTY_STATS
-            deletes = 0
-        value_stats = self._stats(rows, self.stats_cols, [self.schema.field(n).type for n in self.stats_cols],
-                                  self.value_modes)
+        value_stats = w._stats(f.value_stats, [w.schema.field(n).type for n in w.stats_cols])
         meta = DataFileMeta(
-            file_name=name, file_size=len(data), row_count=rows.num_rows,
+            file_name=f.name, file_size=size, row_count=f.encoder.rows,
             min_key=min_key, max_key=max_key, key_stats=key_stats, value_stats=value_stats,
-            min_sequence_number=int(seq.min()) if len(seq) else 0,
-            max_sequence_number=int(seq.max()) if len(seq) else 0,
-            schema_id=self.schema.id, level=level, extra_files=(), creation_time=local_now_millis(),
-            delete_row_count=deletes, embedded_file_index=None, file_source=file_source,
-            value_stats_cols=None if len(self.stats_cols) == len(self.value_names) else tuple(self.stats_cols),
+            min_sequence_number=f.min_seq or 0, max_sequence_number=f.max_seq or 0,
+            schema_id=w.schema.id, level=self.level, extra_files=(), creation_time=local_now_millis(),
+            delete_row_count=f.deletes, embedded_file_index=None, file_source=self.file_source,
+            value_stats_cols=None if len(w.stats_cols) == len(w.value_names) else tuple(w.stats_cols),
             external_path=None)
-        return WrittenFile(meta, path)
+        self.written.append(WrittenFile(meta, f.path))
+
+    def close(self) -> list[WrittenFile]:
+        """Write what is held and finish the last file; the files written, in order."""
+        while self._pending:
+            self._flush_group()
+        if self._file is not None:
+            self._roll()
+        return self.written
+
+    def abort(self) -> None:
+        """Drop the file being written (finished files are the caller's to delete)."""
+        self._pending, self._pending_bytes = [], 0
+        if self._file is not None:
+            self._file.out.abort()
+            self._file = None

@@ -134,6 +134,12 @@ class FaultyFileIO(FileIO):
         tmp = self._op("write", lambda: _write_temp_sibling(p, data, sync=False), path)
         self._op("rename", lambda: os.replace(tmp, p), path)
 
+    def open_output(self, path):
+        if not self.inner.is_local:  # the object appears when its upload completes: that is the write
+            return _FaultyOutput(self, self.inner.open_output(path), path, "write")
+        # local: the temp file is the write, moving it under its final name the rename
+        return _FaultyOutput(self, self._op("write", lambda: self.inner.open_output(path), path), path, "rename")
+
     def overwrite_hint(self, path, text):
         self.write_bytes(path, text.encode("utf-8"))
 
@@ -145,3 +151,18 @@ class FaultyFileIO(FileIO):
 
     def delete_dir(self, directory):
         return self._op("delete", lambda: self.inner.delete_dir(directory), directory)
+
+
+class _FaultyOutput:
+    """A streamed file (``FileIO.open_output``) whose commit goes through the fault gate."""
+
+    def __init__(self, fio: FaultyFileIO, out, path: str, commit_kind: str):
+        self._fio, self._out, self._path, self._kind = fio, out, path, commit_kind
+        self.stream = out.stream
+
+    def commit(self) -> None:
+        self._fio._op(self._kind, self._out.commit, self._path)
+
+    def abort(self) -> None:
+        if not self._fio.dead:  # a crashed process cleans nothing up
+            self._out.abort()

@@ -1,0 +1,93 @@
+"""One data file encoded chunk by chunk (Java ``FormatWriter``: ``addElement`` ... ``close``), so a
+writer never holds a whole file in memory.
+
+Parquet streams through ``pyarrow.parquet.ParquetWriter``: every :meth:`DataFileStreamWriter.write`
+becomes one or more row groups on the sink, and :attr:`~DataFileStreamWriter.bytes_written` is the
+encoded size so far (what ``RollingFileWriter`` compares with ``target-file-size``). The layout is
+exactly :func:`lake_core.format.data_file.write_data_file`'s (same schema, field ids, codecs and
+options); the dictionary columns are chosen on the first chunk. Two cases keep the encoded file in
+memory (still bounded by the file size, not by the data): TIMESTAMP(7..9) columns, whose INT96
+declaration rewrites the footer at close, and ORC/Avro, which are encoded at close.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence, Union
+
+import pyarrow as pa
+
+from lake_core.format.data_file import (_as_arrow_fields, _check_fmt, _conform, _write_avro, _write_orc,
+                                        declare_int96_options, parquet_row_group_rows, parquet_write_options)
+from lake_core.format.parquet_int96 import to_int96_columns, write_declaring_int96
+
+#: Arrow bytes per encoded-byte guess for formats encoded at close (zstd on typical tables).
+_ARROW_PER_ENCODED_BYTE = 3
+
+
+class DataFileStreamWriter:
+    """Encodes one data file of format ``fmt`` onto ``sink`` (a writable binary stream that the
+    caller owns and closes after :meth:`close`). Chunks are selected by name and cast to
+    ``fields`` as :func:`~lake_core.format.data_file.write_data_file` does."""
+
+    def __init__(self, fields: Union[Sequence[Any], pa.Schema], fmt: str, sink, *, compression: str = "zstd",
+                 options: Mapping[str, str] = {}):
+        self.fmt = _check_fmt(fmt)
+        self._fields = _as_arrow_fields(fields)
+        self._sink = sink
+        self._compression = compression
+        self._options = dict(options or {})
+        self._row_group_rows = parquet_row_group_rows(self._options) if self.fmt == "parquet" else None
+        self._pq = None  # the ParquetWriter, opened on the first chunk
+        self._int96_paths: set[str] = set()
+        self._int96_buf: pa.BufferOutputStream | None = None
+        self._held: list[pa.Table] = []  # ORC / Avro: conformed chunks, encoded at close
+        self._held_bytes = 0
+        self.rows = 0
+
+    @property
+    def bytes_written(self) -> int:
+        """Encoded bytes so far (for ORC/Avro an estimate from the held Arrow bytes)."""
+        if self.fmt != "parquet":
+            return self._held_bytes // _ARROW_PER_ENCODED_BYTE
+        if self._int96_buf is not None:
+            return self._int96_buf.tell()
+        return self._sink.tell() if self._pq is not None else 0
+
+    def write(self, rows: pa.Table) -> None:
+        data = _conform(rows, self._fields)
+        self.rows += data.num_rows
+        if self.fmt != "parquet":
+            self._held.append(data)
+            self._held_bytes += data.nbytes
+            return
+        data, int96_paths = to_int96_columns(data)
+        if self._pq is None:
+            self._open_parquet(data, int96_paths)
+        self._pq.write_table(data, row_group_size=self._row_group_rows)
+
+    def _open_parquet(self, first: pa.Table, int96_paths: set[str]) -> None:
+        import pyarrow.parquet as pq
+        kw = parquet_write_options(first, self._compression, self._options)
+        sink = self._sink
+        if int96_paths:
+            # TIMESTAMP(7..9): the footer is rewritten at close, so the file is encoded into memory
+            kw = declare_int96_options(kw, first.schema, int96_paths)
+            self._int96_paths = int96_paths
+            self._int96_buf = sink = pa.BufferOutputStream()
+        self._pq = pq.ParquetWriter(sink, first.schema, **kw)
+
+    def close(self) -> int:
+        """Finish the file (footer); returns its size in bytes. The sink stays open."""
+        if self.fmt != "parquet":
+            data = pa.concat_tables(self._held) if self._held else \
+                pa.schema(self._fields).empty_table()
+            self._held = []
+            (_write_orc if self.fmt == "orc" else _write_avro)(data, self._sink, self._compression, self._options)
+        else:
+            if self._pq is None:  # no rows: still a valid, empty file
+                self._open_parquet(*to_int96_columns(pa.schema(self._fields).empty_table()))
+            self._pq.close()
+            if self._int96_buf is not None:
+                write_declaring_int96(self._int96_buf.getvalue(), self._int96_paths, self._sink)
+                self._int96_buf = None
+        return self._sink.tell()
+
