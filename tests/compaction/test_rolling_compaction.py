@@ -14,7 +14,7 @@ from fixtures.java_paimon import assert_same_rows
 from lake_core import Catalog
 from lake_core.compaction import rewrite
 from lake_core.format import data_file_writer
-from lake_core.format.binary_row import deserialize_row
+from lake_core.format.binary_row.reader import deserialize_row
 from lake_core.format.data_file import read_data_file
 from lake_core.format.stats import table_stats
 from lake_core.kv.system_fields import KIND, SEQ
