@@ -133,6 +133,10 @@ class RollingFileWriter:
     def write(self, rows: pa.Table) -> None:
         if rows.num_rows == 0:
             return
+        if self._pending and rows.schema != self._pending[0].schema:
+            # chunks of one stream may differ in nullability or column order (e.g. a join's output)
+            head = self._pending[0].schema
+            rows = rows.select(head.names).cast(head)
         self._pending.append(rows)
         self._pending_bytes += rows.nbytes
         while self._pending_bytes >= self.group_bytes:
