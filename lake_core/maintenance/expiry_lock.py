@@ -57,18 +57,25 @@ def _marker(path: str, dead: dict) -> str:
 
 
 def _take_over(fio, path: str, dead: dict, body: bytes, ttl_s: float) -> bool:
+    """Replace the dead lock ``dead`` with ours; True if we now hold the lock. Only the holder of
+    the takeover marker of ``dead`` may delete ``dead``: nobody else can replace a lock that
+    exists, so between our read and our delete it is still ``dead``."""
     marker = _marker(path, dead)
-    if not fio.try_create(marker, json.dumps({"expires": time.time() + ttl_s}).encode("utf-8")):
+    stamp = json.dumps({"expires": time.time() + ttl_s}).encode("utf-8")
+    if not fio.try_create(marker, stamp):
         stuck = _read_lock(fio, marker)  # a taker that crashed mid-takeover leaves its marker
         if stuck is None or stuck.get("expires", 0) >= time.time():
             return False
         fio.delete(marker)
-        if not fio.try_create(marker, json.dumps({"expires": time.time() + ttl_s}).encode("utf-8")):
+        if not fio.try_create(marker, stamp):
             return False
-    if _read_lock(fio, path) not in (dead, None):
-        return False  # replaced meanwhile by a holder that came through the front door
-    fio.delete(path)
-    return fio.try_create(path, body)
+    current = _read_lock(fio, path)
+    if current == dead:
+        fio.delete(path)
+    if (current == dead or current is None) and fio.try_create(path, body):
+        return True  # the marker goes when we release, so no late taker of ``dead`` deletes ours
+    fio.delete(marker)  # someone else holds the lock now
+    return False
 
 
 @contextmanager
