@@ -14,7 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from benchmarks.bench_merge import timeit
-from lake_core.format.data_file import parquet_write_options, write_data_file
+from lake_core.format.data_file import write_data_file
+from lake_core.format.parquet_file import parquet_write_options
 
 
 def _table(rows: int, ts_columns: int) -> pa.Table:

@@ -9,7 +9,7 @@ import pyarrow as pa
 from lake_core.bucket.dynamic import DynamicBucketOptions
 from lake_core.errors import CommitFailedError, InvalidOptionError, LakeError, SchemaError, TableNotFoundError
 from lake_core.format.avro import CODEC_ALIASES
-from lake_core.format.data_file import _codec
+from lake_core.format.file_format import choose_codec
 from lake_core.format.stats import parse_stats_mode
 from lake_core.merge import create_merge_engine
 from lake_core.options import CoreOptions, _check_choice, parse_duration_ms, validate_table_options
@@ -88,7 +88,7 @@ def validate_table_definition(identifier: str, schema: TableSchema, core: CoreOp
 
 def _check_codecs(opts: CoreOptions) -> None:
     """Compression and stats modes are checked by the modules that use them."""
-    _codec(opts.file_format, opts.file_compression, opts.raw)
+    choose_codec(opts.file_format, opts.file_compression, opts.raw)
     mc = str(opts.get("manifest.compression") or "").lower()
     _check_choice("manifest.compression", mc, sorted(CODEC_ALIASES), ignore_case=True)
     parse_stats_mode(opts.stats_mode)

@@ -13,14 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lake_core.format import avro
-from lake_core.format.data_file import (
-    _decimal_bytes,
-    avro_schema_for,
-    file_extension,
-    read_data_file,
-    read_file_schema,
-    write_data_file,
-)
+from lake_core.format.avro_file import _decimal_bytes
+from lake_core.format.avro_file_schema import avro_schema_for
+from lake_core.format.data_file import read_data_file, read_file_schema, write_data_file
+from lake_core.format.file_format import file_extension
 from lake_core.errors import FormatError, InvalidOptionError, SchemaMismatchError
 from lake_core.schema.table_schema import TableSchema
 

@@ -15,8 +15,11 @@ from typing import Any, Mapping, Sequence, Union
 
 import pyarrow as pa
 
-from lake_core.format.data_file import (_as_arrow_fields, _check_fmt, _conform, _write_avro, _write_orc,
-                                        declare_int96_options, parquet_row_group_rows, parquet_write_options)
+from lake_core.format.avro_file import write_avro
+from lake_core.format.conform import as_arrow_fields, conform_table
+from lake_core.format.file_format import check_format
+from lake_core.format.orc_file import write_orc
+from lake_core.format.parquet_file import declare_int96_options, parquet_row_group_rows, parquet_write_options
 from lake_core.format.parquet_int96 import to_int96_columns, write_declaring_int96
 
 #: Arrow bytes per encoded-byte guess for formats encoded at close (zstd on typical tables).
@@ -30,8 +33,8 @@ class DataFileStreamWriter:
 
     def __init__(self, fields: Union[Sequence[Any], pa.Schema], fmt: str, sink, *, compression: str = "zstd",
                  options: Mapping[str, str] = {}):
-        self.fmt = _check_fmt(fmt)
-        self._fields = _as_arrow_fields(fields)
+        self.fmt = check_format(fmt)
+        self._fields = as_arrow_fields(fields)
         self._sink = sink
         self._compression = compression
         self._options = dict(options or {})
@@ -53,7 +56,7 @@ class DataFileStreamWriter:
         return self._sink.tell() if self._pq is not None else 0
 
     def write(self, rows: pa.Table) -> None:
-        data = _conform(rows, self._fields)
+        data = conform_table(rows, self._fields)
         self.rows += data.num_rows
         if self.fmt != "parquet":
             self._held.append(data)
@@ -81,7 +84,7 @@ class DataFileStreamWriter:
             data = pa.concat_tables(self._held) if self._held else \
                 pa.schema(self._fields).empty_table()
             self._held = []
-            (_write_orc if self.fmt == "orc" else _write_avro)(data, self._sink, self._compression, self._options)
+            (write_orc if self.fmt == "orc" else write_avro)(data, self._sink, self._compression, self._options)
         else:
             if self._pq is None:  # no rows: still a valid, empty file
                 self._open_parquet(*to_int96_columns(pa.schema(self._fields).empty_table()))

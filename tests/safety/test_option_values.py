@@ -117,7 +117,7 @@ SIZE_SPELLINGS = ["64kib", "64 KiB", "64 kb", "64k", "65536", "65536 bytes", "64
 
 @pytest.mark.parametrize("spelling", SIZE_SPELLINGS)
 def test_page_size_accepted_by_the_table_is_honoured_by_the_writer(local_store, spelling):
-    from lake_core.format.data_file import parquet_write_options
+    from lake_core.format.parquet_file import parquet_write_options
 
     cat = local_store.catalog()
     cat.create_database("db")
