@@ -13,7 +13,7 @@ from lake_core.read.stream_scan import StreamScan
 from lake_core.schema.change import Move, SchemaChange
 from lake_core.snapshot.snapshot import CommitKind, Snapshot
 from lake_core.table import FileStoreTable, ReadOptimizedTable
-from lake_core.types import from_paimon_type
+from lake_core.type_parser import from_paimon_type
 
 __all__ = [
     "Catalog", "CommitKind", "CommitMessage", "CoreOptions", "FileStoreTable", "Move", "OperationResult",

@@ -1,4 +1,4 @@
-"""Paimon data types <-> pyarrow types.
+"""Paimon data types <-> pyarrow types: the Paimon JSON of an arrow type, and DataField.
 
 Paimon (Java ``org.apache.paimon.types``) writes atomic types into ``schema-N`` as the string of
 ``DataType.asSQLString()`` (``"BIGINT NOT NULL"``, ``"DECIMAL(10, 2)"``,
@@ -28,60 +28,31 @@ struct                         ROW  (nested field ids in the child fields' metad
 dictionary<values=T>           as T
 =============================  ==========================================================
 
-Reading accepts Java's other spellings: ``VARCHAR(n)``, ``CHAR(n)`` -> string,
-``BINARY(n)``/``VARBINARY(n)`` -> binary, ``INTEGER``, ``NUMERIC``/``DEC``,
-``DOUBLE PRECISION``, ``TIMESTAMP_LTZ(p)`` (pypaimon's spelling), ``TIMESTAMP(p) WITHOUT TIME
-ZONE``, ``TIME(p)`` -> time32('ms'), ``TIMESTAMP(p)`` -> the smallest arrow unit holding p
-digits, string forms ``ARRAY<T>`` / ``MAP<K, V>`` and the suffix form ``T ARRAY``.
+Paimon type strings are parsed back by lake_core.type_parser.
 """
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Optional
 
 import pyarrow as pa
 
 from lake_core.errors import SchemaError
+from lake_core.field_metadata import DESCRIPTION_KEY, FIELD_ID_KEY, field_id_of
+from lake_core.type_parser import MAX_DECIMAL_PRECISION, TypeJson, from_paimon_type, in_column
 
 __all__ = [
     "DataField",
-    "FIELD_ID_KEY",
     "to_paimon_type",
-    "from_paimon_type",
     "arrow_field",
     "arrow_schema_of",
     "assign_nested_ids",
-    "field_id_of",
     "is_nested",
     "normalize_arrow_type",
 ]
 
-#: Arrow field-metadata key holding a Paimon field id (pyarrow also writes it as the Parquet
-#: field id).
-FIELD_ID_KEY = b"PARQUET:field_id"
-_DESCRIPTION_KEY = b"description"
-
-TypeJson = Union[str, dict]
-
-_MAX_DECIMAL_PRECISION = 38
 _STRING_MAX = 2147483647
-
-
-def _col(column: Optional[str]) -> str:
-    return f" of column '{column}'" if column else ""
-
-
-def field_id_of(f: pa.Field) -> Optional[int]:
-    """The Paimon/Parquet field id stored in an arrow field's metadata, or None."""
-    md = f.metadata
-    if md and FIELD_ID_KEY in md:
-        try:
-            return int(md[FIELD_ID_KEY])
-        except ValueError:
-            return None
-    return None
 
 
 def is_nested(t: pa.DataType) -> bool:
@@ -141,7 +112,7 @@ def to_paimon_type(t: pa.DataType, nullable: bool, column: Optional[str] = None)
         return _nn("TIME(0)" if t.unit == "s" else "TIME(3)", nullable)
     if pa.types.is_time64(t):
         raise SchemaError(
-            f"Unsupported arrow type {t}{_col(column)}: Paimon stores TIME as int32 milliseconds; "
+            f"Unsupported arrow type {t}{in_column(column)}: Paimon stores TIME as int32 milliseconds; "
             f"cast the column to time32('ms')"
         )
     if pa.types.is_timestamp(t):
@@ -150,9 +121,9 @@ def to_paimon_type(t: pa.DataType, nullable: bool, column: Optional[str] = None)
             return _nn(f"TIMESTAMP({p}) WITH LOCAL TIME ZONE", nullable)
         return _nn(f"TIMESTAMP({p})", nullable)
     if pa.types.is_decimal(t):
-        if t.precision > _MAX_DECIMAL_PRECISION:
+        if t.precision > MAX_DECIMAL_PRECISION:
             raise SchemaError(
-                f"Unsupported arrow type {t}{_col(column)}: Paimon DECIMAL precision is at most 38"
+                f"Unsupported arrow type {t}{in_column(column)}: Paimon DECIMAL precision is at most 38"
             )
         return _nn(f"DECIMAL({t.precision}, {t.scale})", nullable)
     if pa.types.is_list(t) or pa.types.is_large_list(t):
@@ -175,7 +146,7 @@ def to_paimon_type(t: pa.DataType, nullable: bool, column: Optional[str] = None)
             fid = field_id_of(cf)
             if fid is None:
                 raise SchemaError(
-                    f"Struct field '{cf.name}'{_col(column)} has no field id; "
+                    f"Struct field '{cf.name}'{in_column(column)} has no field id; "
                     f"call lake_core.types.assign_nested_ids first"
                 )
             fj: dict = {
@@ -183,12 +154,12 @@ def to_paimon_type(t: pa.DataType, nullable: bool, column: Optional[str] = None)
                 "name": cf.name,
                 "type": to_paimon_type(cf.type, cf.nullable, f"{column}.{cf.name}" if column else cf.name),
             }
-            if cf.metadata and _DESCRIPTION_KEY in cf.metadata:
-                fj["description"] = cf.metadata[_DESCRIPTION_KEY].decode("utf-8")
+            if cf.metadata and DESCRIPTION_KEY in cf.metadata:
+                fj["description"] = cf.metadata[DESCRIPTION_KEY].decode("utf-8")
             fields.append(fj)
         return {"type": _nn("ROW", nullable), "fields": fields}
     raise SchemaError(
-        f"Unsupported arrow type {t}{_col(column)}: Paimon has no equivalent "
+        f"Unsupported arrow type {t}{in_column(column)}: Paimon has no equivalent "
         f"(supported: int8/16/32/64, float32/64, bool, string, binary, date32, time32, timestamp, "
         f"decimal128, list, map, struct)"
     )
@@ -257,231 +228,6 @@ def normalize_arrow_type(t: pa.DataType, column: Optional[str] = None) -> pa.Dat
     j = to_paimon_type(t, True, column)
     nt, _ = from_paimon_type(j, column)
     return nt
-
-
-# ------------------------------------------------------------------------------------------------
-# Paimon -> arrow
-# ------------------------------------------------------------------------------------------------
-
-_TOKEN_RE = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z0-9_]*)|(`(?:[^`]|``)*`)|('(?:[^']|'')*')|(.))")
-
-
-def _tokenize(s: str) -> list[str]:
-    toks: list[str] = []
-    pos = 0
-    s = s.rstrip()
-    while pos < len(s):
-        m = _TOKEN_RE.match(s, pos)
-        if m is None or m.end() == pos:
-            break
-        pos = m.end()
-        num, ident, quoted, lit, other = m.groups()
-        if num is not None:
-            toks.append(num)
-        elif ident is not None:
-            toks.append(ident.upper())
-        elif quoted is not None:
-            toks.append(quoted)
-        elif lit is not None:
-            toks.append(lit)
-        elif other is not None and not other.isspace():
-            toks.append(other)
-    return toks
-
-
-# Paimon type keywords that take no parameters (DOUBLE is parsed apart: DOUBLE PRECISION).
-_PLAIN_TYPES = {
-    "STRING": pa.string(),
-    "BOOLEAN": pa.bool_(),
-    "BYTES": pa.binary(),
-    "TINYINT": pa.int8(),
-    "SMALLINT": pa.int16(),
-    "INT": pa.int32(),
-    "INTEGER": pa.int32(),
-    "BIGINT": pa.int64(),
-    "FLOAT": pa.float32(),
-    "DATE": pa.date32(),
-}
-
-
-def _ts_unit(p: int) -> str:
-    if p == 0:
-        return "s"
-    if p <= 3:
-        return "ms"
-    if p <= 6:
-        return "us"
-    return "ns"
-
-
-class _Parser:
-    def __init__(self, text: str, column: Optional[str]):
-        self.text = text
-        self.column = column
-        self.toks = _tokenize(text)
-        self.i = 0
-
-    def err(self, why: str) -> SchemaError:
-        return SchemaError(f"Cannot parse Paimon type {self.text!r}{_col(self.column)}: {why}")
-
-    def peek(self, k: int = 0) -> Optional[str]:
-        j = self.i + k
-        return self.toks[j] if j < len(self.toks) else None
-
-    def take(self, expected: Optional[str] = None) -> str:
-        t = self.peek()
-        if t is None:
-            raise self.err("unexpected end")
-        if expected is not None and t != expected:
-            raise self.err(f"expected {expected!r} but found {t!r}")
-        self.i += 1
-        return t
-
-    def take_int(self) -> int:
-        t = self.take()
-        if not t.isdigit():
-            raise self.err(f"expected a number but found {t!r}")
-        return int(t)
-
-    def opt_params(self) -> list[int]:
-        if self.peek() != "(":
-            return []
-        self.take("(")
-        vals = [self.take_int()]
-        while self.peek() == ",":
-            self.take(",")
-            vals.append(self.take_int())
-        self.take(")")
-        return vals
-
-    def nullability(self) -> bool:
-        if self.peek() == "NOT" and self.peek(1) == "NULL":
-            self.i += 2
-            return False
-        if self.peek() == "NULL":
-            self.i += 1
-            return True
-        return True
-
-    def parse_full(self) -> tuple[pa.DataType, bool]:
-        t, nullable = self.parse_with_nullability()
-        if self.peek() is not None:
-            raise self.err(f"unexpected token {self.peek()!r}")
-        return t, nullable
-
-    def parse_with_nullability(self) -> tuple[pa.DataType, bool]:
-        t = self.parse_type()
-        nullable = self.nullability()
-        while self.peek() == "ARRAY":  # suffix notation: INT ARRAY
-            self.take()
-            t = pa.list_(pa.field("item", t, nullable))
-            nullable = self.nullability()
-        return t, nullable
-
-    def parse_type(self) -> pa.DataType:
-        kw = self.take()
-        plain = _PLAIN_TYPES.get(kw)
-        if plain is not None:
-            return plain
-        if kw in ("CHAR", "VARCHAR", "BINARY", "VARBINARY"):
-            # lake_core keeps no length: every CHAR/VARCHAR is a string, every BINARY/VARBINARY bytes
-            if len(self.opt_params()) > 1:
-                raise self.err(f"{kw} takes one length")
-            return pa.string() if kw.endswith("CHAR") else pa.binary()
-        if kw in ("DECIMAL", "NUMERIC", "DEC"):
-            p = self.opt_params()
-            precision = p[0] if p else 10
-            scale = p[1] if len(p) > 1 else 0
-            if len(p) > 2:
-                raise self.err("DECIMAL takes (precision, scale)")
-            if not (1 <= precision <= _MAX_DECIMAL_PRECISION) or not (0 <= scale <= precision):
-                raise self.err(f"invalid DECIMAL({precision}, {scale})")
-            return pa.decimal128(precision, scale)
-        if kw == "DOUBLE":
-            if self.peek() == "PRECISION":
-                self.take()
-            return pa.float64()
-        if kw == "TIME":
-            p = self.opt_params()
-            if p and not (0 <= p[0] <= 9):
-                raise self.err(f"invalid TIME precision {p[0]}")
-            if self.peek() == "WITHOUT":
-                self.take(), self.take("TIME"), self.take("ZONE")
-            return pa.time32("ms")
-        if kw in ("TIMESTAMP", "TIMESTAMP_LTZ"):
-            p = self.opt_params()
-            precision = p[0] if p else 6
-            if not (0 <= precision <= 9):
-                raise self.err(f"invalid TIMESTAMP precision {precision}")
-            ltz = kw == "TIMESTAMP_LTZ"
-            if not ltz and self.peek() == "WITHOUT":
-                self.take(), self.take("TIME"), self.take("ZONE")
-            elif not ltz and self.peek() == "WITH":
-                self.take()
-                self.take("LOCAL")
-                self.take("TIME")
-                self.take("ZONE")
-                ltz = True
-            return pa.timestamp(_ts_unit(precision), tz="UTC" if ltz else None)
-        if kw == "ARRAY":
-            self.take("<")
-            et, en = self.parse_with_nullability()
-            self.take(">")
-            return pa.list_(pa.field("item", et, en))
-        if kw == "MAP":
-            self.take("<")
-            kt, _kn = self.parse_with_nullability()
-            self.take(",")
-            vt, vn = self.parse_with_nullability()
-            self.take(">")
-            return pa.map_(pa.field("key", kt, False), pa.field("value", vt, vn))
-        if kw in ("VARIANT", "BLOB", "VECTOR", "MULTISET", "GEOMETRY", "GEOGRAPHY", "ROW",
-                  "INTERVAL", "RAW"):
-            raise self.err(f"type {kw} is not supported by lake_core")
-        raise self.err(f"unknown type {kw!r}")
-
-
-def from_paimon_type(j: TypeJson, column: Optional[str] = None) -> tuple[pa.DataType, bool]:
-    """Parse a Paimon type (the ``type`` value of a schema field) into ``(arrow type, nullable)``."""
-    if isinstance(j, str):
-        return _Parser(j, column).parse_full()
-    if isinstance(j, dict):
-        ts = j.get("type")
-        if not isinstance(ts, str):
-            raise SchemaError(f"Cannot parse Paimon type {json.dumps(j)}{_col(column)}: no 'type'")
-        head = ts.strip().upper()
-        nullable = "NOT NULL" not in head
-        if head.startswith("ARRAY"):
-            if "element" not in j:
-                raise SchemaError(f"Paimon ARRAY type{_col(column)} has no 'element': {json.dumps(j)}")
-            et, en = from_paimon_type(j["element"], column)
-            return pa.list_(pa.field("item", et, en)), nullable
-        if head.startswith("MAP"):
-            if "key" not in j or "value" not in j:
-                raise SchemaError(f"Paimon MAP type{_col(column)} needs 'key' and 'value': {json.dumps(j)}")
-            kt, _ = from_paimon_type(j["key"], column)
-            vt, vn = from_paimon_type(j["value"], column)
-            # arrow map keys are never null (Parquet has the same restriction; Java writes
-            # them as required too)
-            return pa.map_(pa.field("key", kt, False), pa.field("value", vt, vn)), nullable
-        if head.startswith("ROW"):
-            children = []
-            for fj in j.get("fields", []):
-                name = fj.get("name")
-                ct, cn = from_paimon_type(fj.get("type"), f"{column}.{name}" if column else name)
-                md = {}
-                if fj.get("id") is not None:
-                    md[FIELD_ID_KEY] = str(int(fj["id"])).encode()
-                if fj.get("description") is not None:
-                    md[_DESCRIPTION_KEY] = str(fj["description"]).encode("utf-8")
-                children.append(pa.field(name, ct, cn, metadata=md or None))
-            return pa.struct(children), nullable
-        if head.startswith(("MULTISET", "VECTOR")):
-            raise SchemaError(f"Paimon type {head.split()[0]}{_col(column)} is not supported by lake_core")
-        # an atomic type spelled as an object
-        return from_paimon_type(ts, column)
-    raise SchemaError(f"Cannot parse Paimon type {j!r}{_col(column)}")
-
 
 # ------------------------------------------------------------------------------------------------
 # DataField
@@ -568,7 +314,7 @@ def arrow_field(f: DataField) -> pa.Field:
     (and the description, when set)."""
     md = {FIELD_ID_KEY: str(f.id).encode()}
     if f.description is not None:
-        md[_DESCRIPTION_KEY] = f.description.encode("utf-8")
+        md[DESCRIPTION_KEY] = f.description.encode("utf-8")
     return pa.field(f.name, f.type, f.nullable, metadata=md)
 
 

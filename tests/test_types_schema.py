@@ -9,14 +9,9 @@ import pytest
 
 from lake_core.errors import SchemaError
 from lake_core.schema.table_schema import TableSchema, jackson_pretty
-from lake_core.types import (
-    FIELD_ID_KEY,
-    DataField,
-    arrow_field,
-    from_paimon_type,
-    normalize_arrow_type,
-    to_paimon_type,
-)
+from lake_core.field_metadata import FIELD_ID_KEY
+from lake_core.type_parser import from_paimon_type
+from lake_core.types import DataField, arrow_field, normalize_arrow_type, to_paimon_type
 
 # --------------------------------------------------------------------------------------------
 # types

@@ -31,7 +31,8 @@ import pyarrow as pa
 
 from lake_core.errors import InvalidOptionError, SchemaError, UnsupportedOptionError
 from lake_core.schema.table_schema import TableSchema
-from lake_core.types import DataField, assign_nested_ids, from_paimon_type, is_nested, max_nested_id, to_paimon_type
+from lake_core.type_parser import from_paimon_type
+from lake_core.types import DataField, assign_nested_ids, is_nested, max_nested_id, to_paimon_type
 
 __all__ = ["SchemaChange", "Move", "SetOption", "RemoveOption", "UpdateComment", "AddColumn", "RenameColumn",
            "DropColumn", "UpdateColumnType", "UpdateColumnNullability", "UpdateColumnComment",

@@ -15,14 +15,8 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 import pyarrow as pa
 
 from lake_core.errors import SchemaError
-from lake_core.types import (
-    DataField,
-    arrow_field,
-    assign_nested_ids,
-    from_paimon_type,
-    is_nested,
-    to_paimon_type,
-)
+from lake_core.type_parser import from_paimon_type
+from lake_core.types import DataField, arrow_field, assign_nested_ids, is_nested, to_paimon_type
 
 __all__ = [
     "TableSchema",
