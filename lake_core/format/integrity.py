@@ -10,7 +10,8 @@ nothing (S3 learns it when the file is opened), the row count comes with the row
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Callable, Iterator, Sequence, TypeVar
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar
 
 import pyarrow as pa
 
@@ -45,23 +46,32 @@ def read_metadata(fileio: "FileIO", path: str, what: str, decode: Callable[[byte
     return decode_metadata(path, what, decode, fileio.read_bytes(path))
 
 
+@contextmanager
+def _checked_source(fileio: "FileIO", path: str, meta: "DataFileMeta",
+                    missing: Callable[[], Exception] | None) -> Iterator[Any]:
+    """The data file to read (a local path, or an open remote stream), after its size matched
+    ``meta``; a missing file raises ``missing()`` (default: a :class:`CorruptFileError`)."""
+    try:
+        local = fileio.local_path(path)
+        if local is not None:
+            _check_size(path, meta, os.path.getsize(local))
+            yield local
+        else:
+            with fileio.open_input(path) as src:
+                _check_size(path, meta, int(src.size))
+                yield src
+    except FileNotFoundError:
+        raise (missing() if missing is not None else _missing(path)) from None
+
+
 def read_checked_data_file(fileio: "FileIO", path: str, meta: "DataFileMeta", fmt: str,
                            columns: Sequence[str], schema: pa.Schema, *,
                            missing: Callable[[], Exception] | None = None) -> pa.Table:
     """The rows of one data file, after checking its size and row count against ``meta``.
     ``missing``: the error to raise when the file does not exist (default: a
     :class:`CorruptFileError`)."""
-    try:
-        local = fileio.local_path(path)
-        if local is not None:
-            _check_size(path, meta, os.path.getsize(local))
-            table = read_data_file(local, fmt, columns, schema)
-        else:
-            with fileio.open_input(path) as src:
-                _check_size(path, meta, int(src.size))
-                table = read_data_file(src, fmt, columns, schema)
-    except FileNotFoundError:
-        raise (missing() if missing is not None else _missing(path)) from None
+    with _checked_source(fileio, path, meta, missing) as src:
+        table = read_data_file(src, fmt, columns, schema)
     _check_rows(path, meta, table.num_rows)
     return table
 
@@ -78,21 +88,10 @@ def iter_checked_data_file(fileio: "FileIO", path: str, meta: "DataFileMeta", fm
         yield read_checked_data_file(fileio, path, meta, fmt, columns, schema, missing=missing)
         return
     rows = 0
-    try:
-        local = fileio.local_path(path)
-        if local is not None:
-            _check_size(path, meta, os.path.getsize(local))
-            for chunk in iter_data_file(local, fmt, columns, schema, batch_rows):
-                rows += chunk.num_rows
-                yield chunk
-        else:
-            with fileio.open_input(path) as src:
-                _check_size(path, meta, int(src.size))
-                for chunk in iter_data_file(src, fmt, columns, schema, batch_rows):
-                    rows += chunk.num_rows
-                    yield chunk
-    except FileNotFoundError:
-        raise (missing() if missing is not None else _missing(path)) from None
+    with _checked_source(fileio, path, meta, missing) as src:
+        for chunk in iter_data_file(src, fmt, columns, schema, batch_rows):
+            rows += chunk.num_rows
+            yield chunk
     _check_rows(path, meta, rows)
 
 
@@ -106,11 +105,6 @@ def _check_rows(path: str, meta: "DataFileMeta", rows: int) -> None:
         raise DataFileMismatchError(path, f"data file {path} holds {rows} rows but its manifest entry "
                                           f"says {meta.row_count}; it was replaced or damaged after it was committed, "
                                           "so its rows are not trusted; " + _REMEDY)
-
-
-def check_data_file_size(path: str, meta: "DataFileMeta", actual: int) -> None:
-    """Refuse a data file whose size differs from its manifest entry (streaming readers)."""
-    _check_size(path, meta, actual)
 
 
 def _check_size(path: str, meta: "DataFileMeta", actual: int) -> None:

@@ -245,10 +245,6 @@ def _stats_from_avro(d: dict[str, Any] | None) -> SimpleStats:
     return SimpleStats(d["_MIN_VALUES"], d["_MAX_VALUES"], None if nc is None else tuple(nc))
 
 
-def _tuple_or_none(v: list[Any] | None) -> tuple[Any, ...] | None:
-    return None if v is None else tuple(v)
-
-
 def _missing(what: str, e: KeyError) -> FormatError:
     return FormatError(
         f"{what}: a record lacks the required field {e.args[0]!r}; the file was not written by "
