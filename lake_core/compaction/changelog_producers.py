@@ -195,24 +195,15 @@ class LookupChangelog(ChangelogProducer):
 
 
 class FirstRowChangelog(ChangelogProducer):
-    """``+I`` for keys no level >= 1 holds: the unit's own high-level rows, or ``seen`` (keys of the
-    bucket's other files)."""
-
-    def __init__(self, table: "FileStoreTable", seen: pa.Table | None):
-        super().__init__(table)
-        self.seen = seen  # keys stored in the bucket's other files
+    """``+I`` for keys no level >= 1 holds: neither the unit's own high-level rows nor the bucket's
+    other files (the caller drops those keys from ``merged`` first)."""
 
     def changelog(self, state: ChunkState, merged: pa.Table, engine, prepared):
-        seen = self.seen
         if merged.num_rows == 0:
             return merged, None
         info = _align(merged, state.info(self.key_names), self.key_names)
         new = info["hi"].is_null().to_numpy(zero_copy_only=False)
         cl = merged.filter(pa.array(new))
-        if seen is not None and cl.num_rows:
-            kept = cl.join(seen, keys=self.key_names, join_type="left anti", use_threads=False)
-            if kept.num_rows != cl.num_rows:
-                cl = kept.sort_by([(k, "ascending") for k in self.key_names])
         return merged, cl.select(self.schema.names) if cl.num_rows else None
 
 
@@ -248,16 +239,14 @@ def _replace_rows(t: pa.Table, positions: np.ndarray, new: pa.Table) -> pa.Table
 
 
 def producer_for(table: "FileStoreTable", *, output_level: int, max_level: int, bucket_dir: str,
-                 lookup_files: Sequence[DataFileMeta], vectors,
-                 seen: pa.Table | None = None) -> ChangelogProducer | None:
-    """The changelog producer of a unit writing to ``output_level``, or None (no changelog).
-    ``seen``: first-row, the keys of the bucket's files outside the unit."""
+                 lookup_files: Sequence[DataFileMeta], vectors) -> ChangelogProducer | None:
+    """The changelog producer of a unit writing to ``output_level``, or None (no changelog)."""
     if not table.schema.primary_keys:
         return None
     producer = table.options.changelog_producer
     if producer == "lookup" and output_level > 0:
         if table.merge_engine().hides_level0:
-            return FirstRowChangelog(table, seen)
+            return FirstRowChangelog(table)
         dvs = vectors.vectors if vectors is not None else None
         above = [f for f in lookup_files if f.level > output_level]
         return LookupChangelog(table, bucket_dir=bucket_dir, lookup_files=above, deletion_vectors=dvs,

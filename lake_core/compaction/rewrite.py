@@ -22,7 +22,9 @@ from lake_core.merge.lookup_merge import LEVEL, needs_lookup_merge, newest_high_
 from lake_core.compaction.expire import RecordExpiry
 from lake_core.compaction.kv_read import CHUNK_ROWS, iter_kv_file, kv_schema  # noqa: F401 - re-exported
 from lake_core.lsm.levels import key_decoder
+from lake_core.lsm.key_probe import SortedKeyProbe
 from lake_core.lsm.merge_stream import merge_sorted_runs
+from lake_core.format.float_order import java_order_key
 from lake_core.compaction.picker import CompactUnit
 from lake_core.compaction.task import Rewrite, unit_actions
 
@@ -74,9 +76,10 @@ def run_compact_unit(table: "FileStoreTable", partition: bytes, bucket: int, tot
     key_names = list(schema.trimmed_primary_keys)
     # first-row: a key already in the bucket's other levels is not a first row; Java reads such
     # tables without merging, so a key must never be stored twice (Paimon's lookup compaction)
-    seen = _lookup_keys(table, ppath, bucket, lookup_files, key_names) if engine.hides_level0 else None
+    seen = _stored_keys(table, bucket_dir, lookup_files, key_names, opts.read_batch_rows, key_of) \
+        if engine.hides_level0 and lookup_files else None
     producer = producer_for(table, output_level=unit.output_level, max_level=max_level, bucket_dir=bucket_dir,
-                            lookup_files=lookup_files, vectors=vectors, seen=seen)
+                            lookup_files=lookup_files, vectors=vectors)
     actions = unit_actions(unit, key_of=key_of, max_level=max_level,
                            min_file_size=int(opts.target_file_size * opts.compaction_small_file_ratio),
                            is_expired=is_expired,
@@ -138,21 +141,29 @@ def run_compact_unit(table: "FileStoreTable", partition: bytes, bucket: int, tot
     return UnitOutcome(msg, UnitCounts(**c))
 
 
-def _lookup_keys(table, ppath: str, bucket: int, files: Sequence[DataFileMeta], key_names) -> pa.Table | None:
-    """The keys stored in ``files`` (key columns only), or None when there are none."""
-    if not files:
-        return None
-    bucket_dir = table.paths.bucket_dir(ppath, bucket)
-    parts = [chunk.select(key_names) for f in files for chunk in iter_kv_file(table, bucket_dir, f)]
-    return pa.concat_tables(parts) if parts else None
+def _stored_keys(table, bucket_dir: str, files: Sequence[DataFileMeta], key_names, chunk_rows: int,
+                 key_of) -> SortedKeyProbe:
+    """A probe of the keys stored in ``files`` (the bucket's files outside the unit), read key
+    columns only as the merge advances: each level >= 1 is one sorted run of its files in key
+    order, each level-0 file a run of its own."""
+    def run(fs: Sequence[DataFileMeta]):
+        for f in fs:
+            yield from iter_kv_file(table, bucket_dir, f, chunk_rows, columns=key_names)
+
+    level0 = [[f] for f in files if f.level == 0]
+    levels = sorted({f.level for f in files if f.level > 0})
+    chained = [sorted((f for f in files if f.level == lv), key=lambda f: java_order_key(key_of(f.min_key)))
+               for lv in levels]
+    return SortedKeyProbe([run(fs) for fs in level0 + chained], key_names)
 
 
 def _merge_chunk(engine, rows: pa.Table, drop_delete: bool, expiry: RecordExpiry | None, c: dict,
-                 seen: pa.Table | None = None, key_names=(), dv: DvCompaction | None = None,
+                 seen: SortedKeyProbe | None = None, key_names=(), dv: DvCompaction | None = None,
                  producer: ChangelogProducer | None = None, lookup_merge: bool = False,
                  changelog_out: list | None = None) -> pa.Table:
     """Merge one chunk of complete key groups; counts rows in/out, expired and dropped deletes.
-    ``seen``: keys stored elsewhere in the bucket (first-row), whose rows are dropped.
+    ``seen``: keys stored elsewhere in the bucket (first-row), whose rows are dropped before the
+    changelog is produced (a key stored elsewhere has no first row here).
     ``producer``: appends the chunk's changelog to ``changelog_out``; ``lookup_merge``: Java's
     ``LookupMergeFunction`` (only a key's newest row above level 0 is merged)."""
     c["rows_in"] += rows.num_rows
@@ -176,6 +187,10 @@ def _merge_chunk(engine, rows: pa.Table, drop_delete: bool, expiry: RecordExpiry
     if producer is not None and state is not None:
         rows = producer.absorb(rows, prepared, engine)
     merged = engine.merge(rows, drop_deletes=False) if rows.num_rows else rows
+    if seen is not None and merged.num_rows:
+        stored = seen.present(merged)
+        if stored.any():
+            merged = merged.filter(pa.array(~stored))
     if producer is not None and state is not None:
         merged, changelog = producer.changelog(state, merged, engine, prepared)
         if changelog is not None and changelog.num_rows and changelog_out is not None:
@@ -186,11 +201,6 @@ def _merge_chunk(engine, rows: pa.Table, drop_delete: bool, expiry: RecordExpiry
         if n:
             merged = merged.filter(pa.array(~retract))
             c["rows_deleted"] += n
-    if seen is not None and merged.num_rows:
-        kept = merged.join(seen, keys=list(key_names), join_type="left anti", use_threads=False)
-        if kept.num_rows != merged.num_rows:
-            # a join reorders columns and drops NOT NULL: every chunk of a file needs one schema
-            merged = kept.select(merged.column_names).cast(merged.schema).sort_by([(k, "ascending") for k in key_names])
     c["rows_out"] += merged.num_rows
     return merged
 

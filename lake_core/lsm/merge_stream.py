@@ -42,12 +42,17 @@ class _Cursor:
         return self.buf is not None and self.buf.num_rows > 0
 
 
-def _last_key(buf: pa.Table, keys: Sequence[str]) -> tuple:
-    row = buf.slice(buf.num_rows - 1, 1)
+def key_at(buf: pa.Table, keys: Sequence[str], i: int) -> tuple:
+    """The key of row ``i`` of ``buf`` (Python values)."""
+    row = buf.slice(i, 1)
     return tuple(row.column(k)[0].as_py() for k in keys)
 
 
-def _count_below(buf: pa.Table, keys: Sequence[str], bound: tuple) -> int:
+def _last_key(buf: pa.Table, keys: Sequence[str]) -> tuple:
+    return key_at(buf, keys, buf.num_rows - 1)
+
+
+def count_below(buf: pa.Table, keys: Sequence[str], bound: tuple) -> int:
     """Rows of the sorted ``buf`` whose key is < ``bound`` (they form a prefix). Float keys are
     compared in Java's ``Double.compare`` order (-0.0 < 0.0, NaN largest), the order runs are
     sorted in."""
@@ -102,7 +107,7 @@ def merge_sorted_runs(runs: Sequence[Iterator[pa.Table]], keys: Sequence[str],
             bound = next(k for k, _c in last if java_order_key(k) == bound_order)
             parts = []
             for c in live:
-                n = _count_below(c.buf, keys, bound)
+                n = count_below(c.buf, keys, bound)
                 if n:
                     parts.append(c.buf.slice(0, n))
                     c.buf = c.buf.slice(n)
