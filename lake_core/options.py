@@ -56,6 +56,7 @@ KNOWN: dict[str, str | None] = {
     "manifest.merge-min-count": "30",
     "manifest.full-compaction-threshold-size": "16 mb",
     "target-file-size": None,
+    "parquet.block.size": None,  # Parquet's row-group size (ParquetOutputFormat.BLOCK_SIZE)
     "write-buffer-size": "256 mb",
     "page-size": "64 kb",
     "num-sorted-run.compaction-trigger": "5",
@@ -261,6 +262,12 @@ class CoreOptions:
         return parse_memory_size("target-file-size", v) if v else 128 << 20
 
     @property
+    def parquet_block_size(self) -> int | None:
+        """``parquet.block.size``: bytes of rows per Parquet row group (None: the writer's default)."""
+        v = self.get("parquet.block.size")
+        return parse_memory_size("parquet.block.size", v) if v else None
+
+    @property
     def partition_default_name(self) -> str:
         return self.get("partition.default-name")
 
@@ -377,7 +384,7 @@ _INT_OPTIONS: dict[str, tuple[int, int, str]] = {
     "file.compression.zstd-level": (-(1 << 17), 22, "a zstd level between -131072 and 22"),
 }
 _MEMORY_OPTIONS: dict[str, int] = {  # option -> minimum bytes
-    "target-file-size": 1, "write-buffer-size": 1, "page-size": 1, "manifest.target-file-size": 1,
+    "target-file-size": 1, "parquet.block.size": 1, "write-buffer-size": 1, "page-size": 1, "manifest.target-file-size": 1,
     "manifest.full-compaction-threshold-size": 0, "compaction.total-size-threshold": 0,
     "compaction.incremental-size-threshold": 0,
 }

@@ -13,6 +13,7 @@ from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.manifest.metadata import DataFileMeta
 from lake_core.options import READ_BATCH_ROWS
 from lake_core.paths import data_file_in
+from lake_core.format.integrity import checked_row_group_ranges
 from lake_core.schema.evolution import iter_evolved
 
 if TYPE_CHECKING:
@@ -29,15 +30,33 @@ def kv_schema(table: "FileStoreTable") -> pa.Schema:
 
 
 def _raw_chunks(table: "FileStoreTable", bucket_dir: str, f: DataFileMeta, chunk_rows: int,
-                columns: Sequence[str] | None) -> Iterator[pa.Table]:
-    full = kv_schema(table)
-    if columns is not None:
-        full = pa.schema([full.field(c) for c in columns])
+                columns: Sequence[str] | None, row_groups: Sequence[int] | None = None) -> Iterator[pa.Table]:
+    full = _columns_schema(table, columns)
     path = f.external_path or data_file_in(bucket_dir, f.file_name)
-    fmt = f.file_name.rsplit(".", 1)[-1]
     # the read path's chunked file read: size and row count checked, older schemas mapped
-    return iter_evolved(table, path, f, fmt, full.names, full, chunk_rows,
-                        missing=lambda: _missing_input(table, path, f))
+    return iter_evolved(table, path, f, _format(f), full.names, full, chunk_rows,
+                        missing=lambda: _missing_input(table, path, f), row_groups=row_groups)
+
+
+def _columns_schema(table: "FileStoreTable", columns: Sequence[str] | None) -> pa.Schema:
+    full = kv_schema(table)
+    return full if columns is None else pa.schema([full.field(c) for c in columns])
+
+
+def _format(f: DataFileMeta) -> str:
+    return f.file_name.rsplit(".", 1)[-1]
+
+
+def key_ranges(table: "FileStoreTable", bucket_dir: str, f: DataFileMeta,
+               key_names: Sequence[str]) -> list[tuple[int, tuple, tuple]] | None:
+    """Per row group of the Parquet file ``f``: (rows, min, max of the key columns), the file read
+    no further than its footer; None when it has none to trust (another format, an older schema,
+    a key type without a usable order, missing statistics)."""
+    if f.schema_id != table.schema.id:
+        return None
+    path = f.external_path or data_file_in(bucket_dir, f.file_name)
+    return checked_row_group_ranges(table.fileio, path, f, _format(f), key_names,
+                                    _columns_schema(table, key_names), missing=lambda: _missing_input(table, path, f))
 
 
 def _missing_input(table: "FileStoreTable", path: str, f: DataFileMeta) -> Exception:
@@ -56,10 +75,14 @@ def _missing_input(table: "FileStoreTable", path: str, f: DataFileMeta) -> Excep
 
 def iter_kv_file(table: "FileStoreTable", bucket_dir: str, f: DataFileMeta, chunk_rows: int = CHUNK_ROWS,
                  *, deletion: "DeletionVector | None" = None, with_position: bool = False,
-                 columns: Sequence[str] | None = None) -> Iterator[pa.Table]:
-    """Chunks of one data file (see the module docstring); ``columns``: only these KV columns."""
+                 columns: Sequence[str] | None = None, row_groups: Sequence[int] | None = None) -> Iterator[pa.Table]:
+    """Chunks of one data file (see the module docstring); ``columns``: only these KV columns;
+    ``row_groups``: only these Parquet row groups (no positions, no deletion vector: both count rows
+    from the start of the file)."""
+    if row_groups is not None and (with_position or deletion is not None):
+        raise ValueError("a row-group read of a data file has no file positions")
     start = 0
-    for chunk in _raw_chunks(table, bucket_dir, f, chunk_rows, columns):
+    for chunk in _raw_chunks(table, bucket_dir, f, chunk_rows, columns, row_groups):
         n = chunk.num_rows
         if with_position:
             chunk = chunk.append_column(POSITION, pa.array(np.arange(start, start + n, dtype=np.int64)))

@@ -20,9 +20,9 @@ from lake_core.compaction.changelog_producers import ChangelogProducer, ChunkSta
 from lake_core.compaction.dv import DvCompaction, unit_vectors
 from lake_core.merge.lookup_merge import LEVEL, needs_lookup_merge, newest_high_level_mask, with_level
 from lake_core.compaction.expire import RecordExpiry
-from lake_core.compaction.kv_read import CHUNK_ROWS, iter_kv_file, kv_schema  # noqa: F401 - re-exported
+from lake_core.compaction.kv_read import CHUNK_ROWS, iter_kv_file, key_ranges, kv_schema  # noqa: F401 - re-exported
 from lake_core.lsm.levels import key_decoder
-from lake_core.lsm.key_probe import SortedKeyProbe
+from lake_core.lsm.key_probe import KeyBlock, SortedKeyProbe
 from lake_core.lsm.merge_stream import merge_sorted_runs
 from lake_core.format.float_order import java_order_key
 from lake_core.compaction.picker import CompactUnit
@@ -143,18 +143,28 @@ def run_compact_unit(table: "FileStoreTable", partition: bytes, bucket: int, tot
 
 def _stored_keys(table, bucket_dir: str, files: Sequence[DataFileMeta], key_names, chunk_rows: int,
                  key_of) -> SortedKeyProbe:
-    """A probe of the keys stored in ``files`` (the bucket's files outside the unit), read key
-    columns only as the merge advances: each level >= 1 is one sorted run of its files in key
-    order, each level-0 file a run of its own."""
-    def run(fs: Sequence[DataFileMeta]):
-        for f in fs:
-            yield from iter_kv_file(table, bucket_dir, f, chunk_rows, columns=key_names)
+    """A probe of the keys stored in ``files`` (the bucket's files outside the unit): each level >= 1
+    is one run of its files in key order, each level-0 file a run of its own. A file is a block of
+    its key range, split into its row groups once a key falls in it (Parquet statistics)."""
+    def file_block(f: DataFileMeta) -> KeyBlock:
+        def read():
+            return iter_kv_file(table, bucket_dir, f, chunk_rows, columns=key_names)
+
+        def split():
+            ranges = key_ranges(table, bucket_dir, f, key_names)
+            if ranges is None or len(ranges) < 2:
+                return None
+            return [KeyBlock(lo, hi, lambda g=g: iter_kv_file(table, bucket_dir, f, chunk_rows, columns=key_names,
+                                                               row_groups=[g]))
+                    for g, (_rows, lo, hi) in enumerate(ranges)]
+
+        return KeyBlock(tuple(key_of(f.min_key)), tuple(key_of(f.max_key)), read, split)
 
     level0 = [[f] for f in files if f.level == 0]
     levels = sorted({f.level for f in files if f.level > 0})
     chained = [sorted((f for f in files if f.level == lv), key=lambda f: java_order_key(key_of(f.min_key)))
                for lv in levels]
-    return SortedKeyProbe([run(fs) for fs in level0 + chained], key_names)
+    return SortedKeyProbe([[file_block(f) for f in run] for run in level0 + chained], key_names)
 
 
 def _merge_chunk(engine, rows: pa.Table, drop_delete: bool, expiry: RecordExpiry | None, c: dict,

@@ -73,18 +73,20 @@ def read_data_file(
 
 
 def iter_data_file(source, fmt: str, columns: Sequence[str], arrow_schema: pa.Schema,
-                   batch_rows: int) -> Iterator[pa.Table]:
+                   batch_rows: int, row_groups: Optional[Sequence[int]] = None) -> Iterator[pa.Table]:
     """Decode a data file in chunks of about ``batch_rows`` rows (same column rules as
-    :func:`read_data_file`). Parquet streams record batches; ORC and Avro files are decoded whole
-    and then sliced."""
+    :func:`read_data_file`). Parquet streams record batches (of ``row_groups`` only, if given); ORC
+    and Avro files are decoded whole and then sliced."""
     fmt = check_format(fmt)
     columns = list(columns)
+    if row_groups is not None and fmt != "parquet":
+        raise ValueError(f"row groups are a Parquet notion, not {fmt}'s")
     if fmt != "parquet":
         t = read_data_file(source, fmt, columns, arrow_schema)
         for start in range(0, t.num_rows, batch_rows):
             yield t.slice(start, batch_rows)
         return
-    yield from iter_parquet(source, columns, arrow_schema, batch_rows)
+    yield from iter_parquet(source, columns, arrow_schema, batch_rows, row_groups)
 
 
 def read_file_schema(source, fmt: str) -> pa.Schema:

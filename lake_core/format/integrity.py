@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar
 import pyarrow as pa
 
 from lake_core.format.data_file import iter_data_file, read_data_file
+from lake_core.format.parquet_file import parquet_row_group_ranges
 from lake_core.errors import CorruptFileError, DataFileMismatchError
 
 if TYPE_CHECKING:
@@ -78,10 +79,16 @@ def read_checked_data_file(fileio: "FileIO", path: str, meta: "DataFileMeta", fm
 
 def iter_checked_data_file(fileio: "FileIO", path: str, meta: "DataFileMeta", fmt: str, columns: Sequence[str],
                            schema: pa.Schema, batch_rows: int, *,
-                           missing: Callable[[], Exception] | None = None) -> Iterator[pa.Table]:
+                           missing: Callable[[], Exception] | None = None,
+                           row_groups: Sequence[int] | None = None) -> Iterator[pa.Table]:
     """:func:`read_checked_data_file` in chunks of about ``batch_rows`` rows. The file is opened on
     the first ``next()``; its size is checked before the first chunk, its row count after the last
-    (a reader that stops early never learns it). ``missing``: as for :func:`read_checked_data_file`."""
+    (a reader that stops early never learns it). ``missing``: as for :func:`read_checked_data_file`.
+    ``row_groups``: only these Parquet row groups (the row count is then not checked)."""
+    if row_groups is not None:
+        with _checked_source(fileio, path, meta, missing) as src:
+            yield from iter_data_file(src, fmt, columns, schema, batch_rows, row_groups)
+        return
     if meta.row_count <= batch_rows:
         # one chunk anyway: read it whole and close the file, rather than holding a reader (and its
         # buffers per column) open while a merge works through the other files
@@ -93,6 +100,20 @@ def iter_checked_data_file(fileio: "FileIO", path: str, meta: "DataFileMeta", fm
             rows += chunk.num_rows
             yield chunk
     _check_rows(path, meta, rows)
+
+
+def checked_row_group_ranges(fileio: "FileIO", path: str, meta: "DataFileMeta", fmt: str, columns: Sequence[str],
+                             schema: pa.Schema, *, missing: Callable[[], Exception] | None = None
+                             ) -> list[tuple[int, tuple, tuple]] | None:
+    """:func:`parquet_row_group_ranges` of a data file after its size matched ``meta`` (None: not
+    Parquet, or no usable statistics)."""
+    if fmt != "parquet":
+        return None
+    with _checked_source(fileio, path, meta, missing) as src:
+        ranges = parquet_row_group_ranges(src, columns, schema)
+    if ranges is not None:
+        _check_rows(path, meta, sum(r[0] for r in ranges))
+    return ranges
 
 
 def _missing(path: str) -> CorruptFileError:

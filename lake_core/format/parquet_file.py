@@ -25,7 +25,7 @@ from lake_core.option_values import LONG_RANGE, parse_bool, parse_int, parse_mem
 from lake_core.types import is_nested
 
 __all__ = ["parquet_write_options", "declare_int96_options", "parquet_row_group_rows", "write_parquet",
-           "read_parquet", "iter_parquet"]
+           "read_parquet", "iter_parquet", "parquet_row_group_ranges"]
 
 _DEFAULT_PAGE_SIZE = 64 * 1024
 _DICT_SAMPLE = 2048  # rows per sampled slice
@@ -149,17 +149,49 @@ def read_parquet(source, columns, arrow_schema) -> pa.Table:
 
 
 def iter_parquet(source, columns: Sequence[str], arrow_schema: Optional[pa.Schema],
-                 batch_rows: int) -> Iterator[pa.Table]:
-    """A Parquet data file as tables of about ``batch_rows`` rows, decoded a batch at a time."""
+                 batch_rows: int, row_groups: Optional[Sequence[int]] = None) -> Iterator[pa.Table]:
+    """A Parquet data file (only ``row_groups``, if given) as tables of about ``batch_rows`` rows,
+    decoded a batch at a time."""
     try:
         pf = _streaming_parquet_file(source)
         file_names = pf.schema_arrow.names
         read_cols = columns_to_read(columns, arrow_schema, file_names)
-        for batch in pf.iter_batches(batch_size=batch_rows, columns=read_cols, use_threads=True):
+        for batch in pf.iter_batches(batch_size=batch_rows, columns=read_cols, use_threads=True,
+                                     row_groups=row_groups):
             available = {n: batch.column(n) for n in batch.schema.names}
             yield assemble_columns(available, batch.num_rows, columns, arrow_schema, file_names)
     except (pa.ArrowInvalid, OSError) as e:
         raise FormatError(f"Cannot read Parquet data file {source_name(source)}: {e}") from e
+
+
+def _ranged(t: pa.DataType) -> bool:
+    # types whose Parquet min/max order is Paimon's key order (floats are not: -0.0, NaN)
+    return pa.types.is_integer(t) or pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_date32(t)
+
+
+def parquet_row_group_ranges(source, columns: Sequence[str], arrow_schema: pa.Schema
+                             ) -> Optional[list[tuple[int, tuple, tuple]]]:
+    """Per row group: (rows, min of each of ``columns``, max of each), from the footer's statistics;
+    None when a column's type has no usable order or a row group lacks its statistics."""
+    import pyarrow.parquet as pq
+
+    if not all(_ranged(arrow_schema.field(c).type) for c in columns):
+        return None
+    try:
+        md = pq.ParquetFile(source).metadata
+    except (pa.ArrowInvalid, OSError) as e:
+        raise FormatError(f"Cannot read Parquet data file {source_name(source)}: {e}") from e
+    index = {md.schema.column(i).path: i for i in range(md.num_columns)}
+    if not all(c in index for c in columns):
+        return None
+    out = []
+    for g in range(md.num_row_groups):
+        rg = md.row_group(g)
+        stats = [rg.column(index[c]).statistics for c in columns]
+        if any(s is None or not s.has_min_max for s in stats):
+            return None
+        out.append((rg.num_rows, tuple(s.min for s in stats), tuple(s.max for s in stats)))
+    return out
 
 
 def _streaming_parquet_file(source):

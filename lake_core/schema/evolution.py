@@ -45,16 +45,17 @@ def read_evolved(table: "FileStore", path: str, meta: DataFileMeta, fmt: str, co
 
 def iter_evolved(table: "FileStore", path: str, meta: DataFileMeta, fmt: str, columns: Sequence[str],
                  arrow_schema: pa.Schema, batch_rows: int, *,
-                 missing: Callable[[], Exception] | None = None) -> Iterator[pa.Table]:
+                 missing: Callable[[], Exception] | None = None,
+                 row_groups: Sequence[int] | None = None) -> Iterator[pa.Table]:
     """:func:`read_evolved` in chunks of about ``batch_rows`` rows, read as they are consumed
-    (``missing``: see :func:`iter_checked_data_file`)."""
+    (``missing``, ``row_groups``: see :func:`iter_checked_data_file`)."""
     if meta.schema_id == table.schema.id:
         yield from iter_checked_data_file(table.fileio, path, meta, fmt, columns, arrow_schema, batch_rows,
-                                          missing=missing)
+                                          missing=missing, row_groups=row_groups)
         return
     mapping = _Mapping.of(table, meta, columns, arrow_schema)
     for chunk in iter_checked_data_file(table.fileio, path, meta, fmt, mapping.file_cols, mapping.file_schema,
-                                        batch_rows, missing=missing):
+                                        batch_rows, missing=missing, row_groups=row_groups):
         yield mapping.apply(chunk)
 
 

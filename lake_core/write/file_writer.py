@@ -124,7 +124,8 @@ class RollingFileWriter:
         self.level, self.file_source, self.changelog = level, file_source, changelog
         self.target = writer.table.options.target_file_size
         # a row group never exceeds half the target, so a small target still rolls by size
-        self.group_bytes = max(1, min(ROW_GROUP_BYTES, self.target // 2))
+        block = writer.table.options.parquet_block_size or ROW_GROUP_BYTES
+        self.group_bytes = max(1, min(block, self.target // 2))
         self.written: list[WrittenFile] = []
         self._pending: list[pa.Table] = []
         self._pending_bytes = 0
