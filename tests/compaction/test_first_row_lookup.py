@@ -110,7 +110,7 @@ def test_first_row_commits_probe_the_bucket_a_batch_at_a_time(warehouse, monkeyp
     cat.create_database("db")
     t = cat.create_table("db.t", schema=SCHEMA, primary_keys=["k", "n"],
                          options={"bucket": "1", "merge-engine": "first-row", "changelog-producer": "lookup",
-                                  "read.batch-size": str(BATCH), "parquet.block.size": "2 kb"})
+                                  "read.batch-size": str(BATCH), "parquet.block.size": "2048"})
     rng = np.random.default_rng(5)
     model: dict[tuple, int] = {}
     for i, n in enumerate((3000, 200, 200, 40, 40, 400)):
