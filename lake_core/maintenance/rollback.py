@@ -8,7 +8,8 @@ Order, so a crash never leaves a reader a snapshot without its files: first the 
 only), then the newer tags and snapshot files go (newest first) and ``LATEST`` moves, and only then
 the files no remaining snapshot, tag or consumer-held snapshot mentions (the set is read again
 after the metadata moved). Writers must be stopped: a commit landing during the rollback is found
-and reported, and none of its files are deleted.
+and reported, and none of its files are deleted. The rollback holds the expiry lock, so no
+snapshot expiry or tag deletion removes files of the target while it becomes the latest state.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING
 from lake_core.errors import PathEscapeError, SnapshotNotFoundError
 from lake_core.names import validate_tag_name
 from lake_core.errors import MaintenanceAbortedError, MaintenanceArgumentError
+from lake_core.maintenance.expiry_lock import expiry_lock
 from lake_core.maintenance.references import ReferencedNames, long_lived_changelogs, tagged_snapshots
 from lake_core.paths import join_relative
 from lake_core.result import OperationResult
@@ -63,7 +65,18 @@ def _names_of(table: "FileStoreTable", snaps, changelogs=()) -> set[str]:
 
 def rollback_to(table: "FileStoreTable", *, snapshot_id: int | None = None, tag: str | None = None) -> RollbackResult:
     started = time.monotonic()
-    target, restore = _target(table, snapshot_id, tag)
+    _target(table, snapshot_id, tag)  # bad arguments fail before the lock is asked for
+    # an expiry or tag deletion must not delete what the target needs while it becomes the latest
+    with expiry_lock(table) as held:
+        if not held:
+            raise MaintenanceAbortedError(
+                f"rollback_to on {table.identifier}: another expiry or tag deletion holds snapshot/.expire-lock; "
+                "nothing was changed — run the rollback again when it is done")
+        return _rollback(table, snapshot_id, tag, started)
+
+
+def _rollback(table: "FileStoreTable", snapshot_id, tag, started: float) -> RollbackResult:
+    target, restore = _target(table, snapshot_id, tag)  # again, under the lock
     sm, fio, paths = table.snapshot_manager, table.fileio, table.paths
     newer = [i for i in sm.list_ids() if i > target.id]
     tag_names = table.list_tags()

@@ -60,3 +60,22 @@ def test_bad_arguments(warehouse, kwargs, error, match):
     with pytest.raises(error, match=match):
         t.maintenance.rollback_to(**kwargs)
     assert listing(t) == before
+
+
+def test_rollback_waits_for_no_expiry_and_changes_nothing_while_one_runs(warehouse):
+    """An expiry (or tag deletion) holding the lock could delete the target's files as it becomes
+    the latest state: the rollback is refused, the table unchanged, and runs once the lock is free."""
+    from lake_core.errors import MaintenanceAbortedError
+    from lake_core.maintenance.expiry_lock import expiry_lock
+    t = make_table(warehouse)
+    w = Workload(t, 24).run(8)
+    t.create_tag("v", 3)
+    before = listing(t)
+    with expiry_lock(t) as held:
+        assert held
+        with pytest.raises(MaintenanceAbortedError, match="expire-lock"):
+            t.maintenance.rollback_to(tag="v")
+        now = listing(t)
+        now.pop("snapshot/.expire-lock", None)
+        assert now == before
+    assert t.maintenance.rollback_to(tag="v").snapshot_id == 3 and state(t) == w.models[3]
