@@ -1,8 +1,10 @@
 """ORC data files via ``pyarrow.orc``. TIME columns are stored as int32 milliseconds, as Java
-Paimon's ORC writer does; reads take only the requested columns."""
+Paimon's ORC writer does; reads take only the requested columns, whole or streamed a batch at a
+time."""
 from __future__ import annotations
 
-from typing import Mapping
+import contextlib
+from typing import Iterator, Mapping, Optional, Sequence
 
 import pyarrow as pa
 
@@ -11,7 +13,7 @@ from lake_core.format.conform import assemble_columns, columns_to_read
 from lake_core.format.file_format import choose_codec
 from lake_core.format.file_source import source_name
 
-__all__ = ["write_orc", "read_orc"]
+__all__ = ["write_orc", "read_orc", "iter_orc"]
 
 def _orc_compatible(table: pa.Table) -> pa.Table:
     cols, fields, changed = [], [], False
@@ -49,3 +51,45 @@ def read_orc(source, columns, arrow_schema) -> pa.Table:
         raise FormatError(f"Cannot read ORC data file {source_name(source)}: {e}") from e
     available = {n: t.column(n) for n in t.column_names} if t is not None else {}
     return assemble_columns(available, n_rows, columns, arrow_schema, file_names)
+
+
+def iter_orc(source, columns: Sequence[str], arrow_schema: Optional[pa.Schema],
+             batch_rows: int) -> Iterator[pa.Table]:
+    """An ORC data file as tables of at most ``batch_rows`` rows, each decoded as it is asked for.
+
+    The C++ ORC reader's batch reader (``ORCFileReader::GetRecordBatchReader``, reached through
+    ``pyarrow.dataset``'s ORC fragment) decodes ``batch_rows`` rows at a time from the stripe's
+    column streams, which it reads a compression block at a time: memory is about one batch,
+    not a stripe (``ORCFile.read_stripe`` would decode a whole stripe, up to 64 MB)."""
+    import pyarrow.dataset as ds
+
+    try:
+        with _random_access(source) as f:
+            fragment = ds.OrcFileFormat().make_fragment(f)
+            file_names = fragment.physical_schema.names
+            read_cols = columns_to_read(columns, arrow_schema, file_names)
+            n_rows = fragment.count_rows()  # from the footer
+            if not read_cols:  # none of the columns is in the file: nothing more is read
+                for start in range(0, n_rows, batch_rows):
+                    yield assemble_columns({}, min(batch_rows, n_rows - start), columns, arrow_schema, file_names)
+                return
+            # The reader allocates its batch for batch_size rows up front: never more than the file
+            # holds. No read-ahead: a batch is decoded when the merge asks for it.
+            for batch in fragment.to_batches(columns=read_cols, batch_size=max(1, min(batch_rows, n_rows)),
+                                             use_threads=False, batch_readahead=0, fragment_readahead=0):
+                if batch.num_rows:
+                    available = {n: batch.column(n) for n in batch.schema.names}
+                    yield assemble_columns(available, batch.num_rows, columns, arrow_schema, file_names)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise FormatError(f"Cannot read ORC data file {source_name(source)}: {e}") from e
+
+
+@contextlib.contextmanager
+def _random_access(source):
+    """``source`` as something ``pyarrow.dataset`` reads: a path is opened here (and closed when the
+    iteration ends or is abandoned); a file-like stays the caller's."""
+    if isinstance(source, str):
+        with pa.OSFile(source, "rb") as f:
+            yield f
+    else:
+        yield source
