@@ -3,7 +3,6 @@ Paimon's ORC writer does; reads take only the requested columns, whole or stream
 time."""
 from __future__ import annotations
 
-import contextlib
 from typing import Iterator, Mapping, Optional, Sequence
 
 import pyarrow as pa
@@ -55,41 +54,28 @@ def read_orc(source, columns, arrow_schema) -> pa.Table:
 
 def iter_orc(source, columns: Sequence[str], arrow_schema: Optional[pa.Schema],
              batch_rows: int) -> Iterator[pa.Table]:
-    """An ORC data file as tables of at most ``batch_rows`` rows, each decoded as it is asked for.
-
-    The C++ ORC reader's batch reader (``ORCFileReader::GetRecordBatchReader``, reached through
-    ``pyarrow.dataset``'s ORC fragment) decodes ``batch_rows`` rows at a time from the stripe's
-    column streams, which it reads a compression block at a time: memory is about one batch,
-    not a stripe (``ORCFile.read_stripe`` would decode a whole stripe, up to 64 MB)."""
-    import pyarrow.dataset as ds
+    """An ORC data file as tables of at most ``batch_rows`` rows, decoded a stripe at a time
+    (``ORCFile.read_stripe``, only the requested columns) and cut into chunks: memory is one decoded
+    stripe, whose size the writer chose (Java's ORC writer closes a stripe at ``orc.stripe.size``,
+    64 MB of encoded data). ``pyarrow.dataset``'s ORC batch reader would decode a batch at a time,
+    but it reads ahead as far as its consumer lets it fall behind, so its memory is not bounded."""
+    import pyarrow.orc as orc
 
     try:
-        with _random_access(source) as f:
-            fragment = ds.OrcFileFormat().make_fragment(f)
-            file_names = fragment.physical_schema.names
-            read_cols = columns_to_read(columns, arrow_schema, file_names)
-            n_rows = fragment.count_rows()  # from the footer
-            if not read_cols:  # none of the columns is in the file: nothing more is read
-                for start in range(0, n_rows, batch_rows):
-                    yield assemble_columns({}, min(batch_rows, n_rows - start), columns, arrow_schema, file_names)
-                return
-            # The reader allocates its batch for batch_size rows up front: never more than the file
-            # holds. No read-ahead: a batch is decoded when the merge asks for it.
-            for batch in fragment.to_batches(columns=read_cols, batch_size=max(1, min(batch_rows, n_rows)),
-                                             use_threads=False, batch_readahead=0, fragment_readahead=0):
-                if batch.num_rows:
-                    available = {n: batch.column(n) for n in batch.schema.names}
-                    yield assemble_columns(available, batch.num_rows, columns, arrow_schema, file_names)
+        of = orc.ORCFile(source)
+        file_names = of.schema.names
+        read_cols = columns_to_read(columns, arrow_schema, file_names)
+        if not read_cols:  # none of the columns is in the file: only the footer is read
+            n_rows = of.nrows
+            for start in range(0, n_rows, batch_rows):
+                yield assemble_columns({}, min(batch_rows, n_rows - start), columns, arrow_schema, file_names)
+            return
+        for i in range(of.nstripes):
+            stripe = of.read_stripe(i, columns=read_cols)
+            for start in range(0, stripe.num_rows, batch_rows):
+                batch = stripe.slice(start, batch_rows)
+                available = {n: batch.column(n) for n in batch.schema.names}
+                yield assemble_columns(available, batch.num_rows, columns, arrow_schema, file_names)
+            stripe = batch = None  # before the next stripe is decoded, unless a chunk still holds it
     except (pa.ArrowInvalid, OSError) as e:
         raise FormatError(f"Cannot read ORC data file {source_name(source)}: {e}") from e
-
-
-@contextlib.contextmanager
-def _random_access(source):
-    """``source`` as something ``pyarrow.dataset`` reads: a path is opened here (and closed when the
-    iteration ends or is abandoned); a file-like stays the caller's."""
-    if isinstance(source, str):
-        with pa.OSFile(source, "rb") as f:
-            yield f
-    else:
-        yield source
