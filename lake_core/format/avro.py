@@ -340,8 +340,9 @@ class RecordReader:
     :class:`FormatError`). Without ``logical_types`` dates, timestamps and decimals come back as the
     raw ints and bytes they are stored as.
 
-    Decompressed blocks are re-framed as one uncompressed block and decoded by fastavro's compiled
-    reader in one pass (what fastavro decodes never goes through its own codec registry)."""
+    The decompressed blocks of a chunk (of the whole file for :meth:`read_all`) are re-framed as
+    one uncompressed block and decoded by fastavro's compiled reader in one pass (what fastavro
+    decodes never goes through its own codec registry)."""
 
     def __init__(self, fo, what: str, *, logical_types: bool = True) -> None:
         self._what = what

@@ -76,8 +76,8 @@ def iter_data_file(source, fmt: str, columns: Sequence[str], arrow_schema: pa.Sc
                    batch_rows: int) -> Iterator[pa.Table]:
     """Decode a data file in chunks of at most ``batch_rows`` rows, none empty, each with the schema
     :func:`read_data_file` gives (same column rules), a chunk decoded only when it is asked for:
-    Parquet a record batch at a time, ORC a batch at a time from its stripes, Avro a few container
-    blocks at a time."""
+    Parquet a record batch at a time, ORC a stripe at a time (then cut), Avro a few container blocks
+    at a time."""
     fmt = check_format(fmt)
     columns = list(columns)
     if fmt == "parquet":

@@ -1,5 +1,5 @@
 """ORC data files via ``pyarrow.orc``. TIME columns are stored as int32 milliseconds, as Java
-Paimon's ORC writer does; reads take only the requested columns, whole or streamed a batch at a
+Paimon's ORC writer does; reads take only the requested columns, whole or streamed a stripe at a
 time."""
 from __future__ import annotations
 
