@@ -354,8 +354,14 @@ class RecordReader:
         if not logical_types:
             schema_json = _strip_logical_types(schema_json)
         self._schema_text = schema_text(schema_json)
-        #: fastavro's parsed writer schema (the header's, through fastavro's own parser)
-        self.writer_schema = self._decode(0, [])[0]
+        self._writer_schema: Any = None
+
+    @property
+    def writer_schema(self) -> Any:
+        """fastavro's parsed writer schema (the header's, through fastavro's own parser)."""
+        if self._writer_schema is None:
+            self._decode(0, [])
+        return self._writer_schema
 
     @contextmanager
     def _naming_file(self) -> Iterator[None]:
@@ -380,7 +386,7 @@ class RecordReader:
             if count:
                 yield count, payload
 
-    def _decode(self, total: int, parts: list[bytes]) -> tuple[Any, list[Any]]:
+    def _decode(self, total: int, parts: list[bytes]) -> list[Any]:
         plain = build_container(self._schema_text, b"null", self._sync,
                                 [(total, b"".join(parts))] if total else [])
         try:
@@ -390,7 +396,8 @@ class RecordReader:
             raise FormatError(f"{self._what}: cannot decode Avro records: {e}") from e
         if len(records) != total:  # pragma: no cover - fastavro reads exactly `total`
             raise FormatError(f"{self._what}: expected {total} records, decoded {len(records)}")
-        return reader.writer_schema, records
+        self._writer_schema = reader.writer_schema
+        return records
 
     def read_all(self) -> list[Any]:
         """Every record (one fastavro pass over all blocks)."""
@@ -398,7 +405,7 @@ class RecordReader:
         for count, payload in self._blocks():
             counts.append(count)
             parts.append(payload)
-        return self._decode(sum(counts), parts)[1]
+        return self._decode(sum(counts), parts)
 
     def iter_chunks(self, size: int) -> Iterator[list[Any]]:
         """The records in lists of ``size`` (the last may hold fewer; none is empty), decoding
@@ -412,13 +419,13 @@ class RecordReader:
             total += count
             parts.append(payload)
             if len(pending) + total >= size:
-                pending += self._decode(total, parts)[1]
+                pending += self._decode(total, parts)
                 total, parts = 0, []
                 while len(pending) >= size:
                     yield pending[:size]
                     del pending[:size]
         if parts:
-            pending += self._decode(total, parts)[1]
+            pending += self._decode(total, parts)
         while pending:
             yield pending[:size]
             del pending[:size]
@@ -433,7 +440,8 @@ def read_records(data: bytes, what: str, *, logical_types: bool = True) -> tuple
     except FormatError as e:
         raise FormatError(f"{what}: {e}") from None
     reader = RecordReader(fo, what, logical_types=logical_types)
-    return reader.writer_schema, reader.read_all()
+    records = reader.read_all()
+    return reader.writer_schema, records
 
 
 def write_records(records: list[Any], parsed_schema: Any, *, codec: str, zstd_level: int, what: str,
