@@ -4,6 +4,7 @@ from __future__ import annotations
 import datetime
 import io
 import math
+import re
 from decimal import Decimal
 
 import pyarrow as pa
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 from lake_core.format import avro
 from lake_core.format.avro_file import _decimal_bytes
 from lake_core.format.avro_file_schema import avro_schema_for
-from lake_core.format.data_file import read_data_file, read_file_schema, write_data_file
+from lake_core.format.data_file import iter_data_file, read_data_file, read_file_schema, write_data_file
 from lake_core.format.file_format import file_extension
 from lake_core.errors import FormatError, InvalidOptionError, SchemaMismatchError
 from lake_core.schema.table_schema import TableSchema
@@ -338,3 +339,120 @@ def test_round_trip_property(rows):
     for fmt in FORMATS:
         got = read_data_file(io.BytesIO(_write(t, fields, fmt)), fmt, arrow_schema=pa.schema(fields))
         assert got.to_pylist() == t.to_pylist(), fmt
+
+
+# ---- streamed reads (iter_data_file): merge-on-read and compaction read files this way -------------
+
+
+class _CountingFile(io.RawIOBase):
+    """A local file read through a file object that counts the bytes handed out (what a remote
+    stream would have fetched)."""
+
+    def __init__(self, path):
+        self._f = open(path, "rb")
+        self.name = str(path)
+        self.bytes_read = 0
+
+    def readable(self):
+        return True
+
+    def seekable(self):
+        return True
+
+    def seek(self, offset, whence=0):
+        return self._f.seek(offset, whence)
+
+    def tell(self):
+        return self._f.tell()
+
+    def readinto(self, b):
+        n = self._f.readinto(b)
+        self.bytes_read += n
+        return n
+
+    def close(self):
+        self._f.close()
+        super().close()
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("batch_rows", [7, 1000])
+def test_streamed_chunks_are_the_whole_read(fmt, batch_rows, schema, kv_table, tmp_path):
+    # 2,100 rows of every type: several Avro blocks, ORC batches cutting through lists, maps, structs
+    data = pa.concat_tables([kv_table] * 700)
+    path = str(tmp_path / f"data.{file_extension(fmt)}")
+    write_data_file(data, schema.kv_fields(), fmt, path)
+    kv = schema.kv_arrow_schema()
+    # the table's schema and an evolved one: a projection, reordered, with a column the file lacks
+    evolved = pa.schema([kv.field("d38"), pa.field("added", pa.map_(pa.string(), pa.int64())), kv.field("st"),
+                         kv.field("id"), kv.field("ts9")])
+    for columns, target in ((kv.names, kv), (evolved.names, evolved), (["s", "nope"], None)):
+        whole = read_data_file(path, fmt, columns, target)
+        chunks = list(iter_data_file(path, fmt, columns, target, batch_rows))
+        assert all(0 < c.num_rows <= batch_rows for c in chunks)
+        assert all(c.schema.equals(whole.schema, check_metadata=True) for c in chunks)
+        _assert_tables_equal(pa.concat_tables(chunks), whole)
+        assert whole.num_rows == data.num_rows
+    assert read_data_file(path, fmt, evolved.names, evolved).column("added").null_count == data.num_rows
+
+
+def _random_rows(n: int) -> pa.Table:
+    import numpy as np
+
+    rng = np.random.default_rng(7)  # random values: the file is about as large as the data
+    return pa.table({"k": pa.array(np.arange(n)), "v": pa.array(rng.integers(0, 2**62, n)),
+                     "s": pa.array([f"value-{x}" for x in rng.integers(0, 2**62, n)])})
+
+
+@pytest.mark.parametrize("fmt", ["orc", "avro"])
+def test_streamed_read_yields_before_it_reads_the_file(fmt, tmp_path):
+    t = _random_rows(200_000)
+    path = tmp_path / f"data.{file_extension(fmt)}"
+    if fmt == "orc":
+        import pyarrow.orc as orc
+
+        # several stripes, as Java's ORC writer cuts a large file (lake_core's writer, like Java's,
+        # closes a stripe at 64 MB: a file this small would be one stripe)
+        orc.write_table(t, str(path), stripe_size=256 * 1024, compression="zstd")
+        assert orc.ORCFile(str(path)).nstripes >= 8
+    else:
+        write_data_file(t, list(t.schema), fmt, str(path))
+        assert len(avro.parse_container(path.read_bytes())[2]) >= 8
+    size = path.stat().st_size
+    src = _CountingFile(path)
+    chunks = iter_data_file(src, fmt, ["s", "k"], t.schema, 1000)
+    first = next(chunks)
+    # the first chunk comes from the file's first stripe / blocks, not from a decoded whole file
+    assert first.num_rows == 1000 and src.bytes_read < size / 4, (src.bytes_read, size)
+    rest = list(chunks)
+    assert all(0 < c.num_rows <= 1000 for c in rest)
+    got = pa.concat_tables([first, *rest])
+    assert got.column("k").to_pylist() == t.column("k").to_pylist()
+    assert got.column("s").to_pylist() == t.column("s").to_pylist()
+    src.close()
+
+
+@pytest.mark.parametrize("damage", ["block", "sync", "truncated"])
+def test_damaged_avro_block_fails_the_stream_naming_the_file(damage, tmp_path):
+    t = _random_rows(20_000)
+    path = tmp_path / "data.avro"
+    write_data_file(t, list(t.schema), "avro", str(path))
+    raw = bytearray(path.read_bytes())
+    _meta, sync, blocks = avro.parse_container(bytes(raw))
+    assert len(blocks) > 6
+    syncs = [i for i in range(len(raw)) if raw.startswith(sync, i)]
+    at = (syncs[4] + syncs[5]) // 2  # inside the 5th data block's payload
+    if damage == "block":
+        raw[at] ^= 0xFF
+        raw[at + 1] ^= 0xFF
+    elif damage == "sync":
+        raw[syncs[5]] ^= 0xFF
+    else:
+        del raw[at:]
+    path.write_bytes(bytes(raw))
+    chunks = iter_data_file(str(path), "avro", t.column_names, t.schema, 1000)
+    assert next(chunks).column("k").to_pylist() == list(range(1000))  # the blocks before it read fine
+    with pytest.raises(FormatError, match=re.escape(str(path))):
+        list(chunks)
+    with pytest.raises(FormatError, match=re.escape(str(path))):
+        read_data_file(str(path), "avro", t.column_names, t.schema)

@@ -4,8 +4,9 @@ Java Paimon writes both through Avro's ``DataFileWriter`` (``AvroFileFormat``, `
 magic ``Obj\\x01``, a header map (``avro.schema``, ``avro.codec``), a 16-byte sync marker, then
 blocks of (record count, byte size, compressed records, sync). Here, once for both:
 
-* the framing (zig-zag varints, header, blocks), so a damaged file fails with a
-  :class:`FormatError` naming what was being read;
+* the framing (zig-zag varints, header, blocks), read incrementally from a file object, so a file
+  can be decoded whole or a few blocks at a time (:class:`RecordReader`), and a damaged file fails
+  with a :class:`FormatError` naming the file and what was being read;
 * the block codecs ``null``, ``deflate``, ``zstandard``, ``snappy``, ``bzip2``, ``xz``. zstd goes
   through the ``zstandard`` package: fastavro 1.13 only supports it through ``backports.zstd``,
   and Java's zstd-jni stream writes frames without a content size, several per block;
@@ -19,7 +20,8 @@ import json
 import lzma
 import os
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from io import BytesIO
 from typing import Any
 
@@ -30,6 +32,7 @@ from lake_core.errors import FormatError, LakeError
 
 __all__ = [
     "CODEC_ALIASES",
+    "RecordReader",
     "SYNC_INTERVAL",
     "build_container",
     "parse_container",
@@ -73,66 +76,113 @@ def zigzag_varint(n: int) -> bytes:
     return bytes(out)
 
 
-def _read_long(buf: bytes, pos: int) -> tuple[int, int]:
-    shift = 0
-    acc = 0
-    while True:
+class _Input:
+    """The framing's one reader: an Avro container read incrementally from a binary file object
+    (a header, then a block at a time), whether the whole file is in memory (``BytesIO``) or is a
+    local or remote file. Lengths are checked against the file's size before they are read, so a
+    damaged length fails as truncation instead of allocating it."""
+
+    __slots__ = ("_fo", "_pos", "_end")
+
+    def __init__(self, fo) -> None:
+        self._fo = fo
         try:
-            b = buf[pos]
-        except IndexError:
-            raise FormatError("truncated Avro file: a varint runs past the end of the data") from None
-        pos += 1
-        acc |= (b & 0x7F) << shift
-        if not b & 0x80:
-            break
-        shift += 7
-        if shift > 63:
-            raise FormatError("corrupt Avro file: varint longer than 10 bytes")
-    return (acc >> 1) ^ -(acc & 1), pos
+            self._pos = fo.tell()
+            self._end = fo.seek(0, os.SEEK_END)
+            fo.seek(self._pos)
+        except (AttributeError, OSError, ValueError):  # not seekable: lengths are checked as read
+            self._pos, self._end = 0, None
+
+    def read_up_to(self, n: int) -> bytes:
+        data = self._fo.read(n)
+        while len(data) < n:  # a raw stream may return less than asked before its end
+            more = self._fo.read(n - len(data))
+            if not more:
+                break
+            data += more
+        self._pos += len(data)
+        return data
+
+    def read_exact(self, n: int, what: str) -> bytes:
+        if n < 0 or (self._end is not None and n > self._end - self._pos):
+            raise FormatError(f"truncated Avro file: {what} runs past the end of the data")
+        data = self.read_up_to(n)
+        if len(data) != n:
+            raise FormatError(f"truncated Avro file: {what} runs past the end of the data")
+        return data
+
+    def read_long(self, *, end_ok: bool = False) -> int | None:
+        """An Avro long; with ``end_ok``, None at the end of the file (where a block would start)."""
+        shift = 0
+        acc = 0
+        read = self._fo.read
+        while True:
+            b = read(1)
+            if not b:
+                if end_ok and not shift:
+                    return None
+                raise FormatError("truncated Avro file: a varint runs past the end of the data")
+            self._pos += 1
+            b = b[0]
+            acc |= (b & 0x7F) << shift
+            if not b & 0x80:
+                break
+            shift += 7
+            if shift > 63:
+                raise FormatError("corrupt Avro file: varint longer than 10 bytes")
+        return (acc >> 1) ^ -(acc & 1)
+
+    def read_bytes(self) -> bytes:
+        return self.read_exact(self.read_long(), "a byte string")
 
 
-def _read_bytes(buf: bytes, pos: int) -> tuple[bytes, int]:
-    n, pos = _read_long(buf, pos)
-    end = pos + n
-    if n < 0 or end > len(buf):
-        raise FormatError("truncated Avro file: a byte string runs past the end of the data")
-    return buf[pos:end], end
-
-
-def parse_container(data: bytes) -> tuple[dict[str, bytes], bytes, list[tuple[int, bytes]]]:
-    """Split an Avro object container into (metadata, sync marker, [(record count, payload)])."""
-    if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise FormatError(f"expected the bytes of an Avro file, got {type(data).__name__}")
-    data = bytes(data)
-    if data[:4] != _MAGIC:
-        raise FormatError(f"not an Avro object container file (bad magic bytes {data[:4]!r})")
-    pos = 4
+def _read_header(inp: _Input) -> tuple[dict[str, bytes], bytes]:
+    """(metadata, sync marker) of the container ``inp`` starts with."""
+    magic = inp.read_up_to(4)
+    if magic != _MAGIC:
+        raise FormatError(f"not an Avro object container file (bad magic bytes {magic!r})")
     meta: dict[str, bytes] = {}
     while True:
-        count, pos = _read_long(data, pos)
+        count = inp.read_long()
         if count == 0:
             break
         if count < 0:
             count = -count
-            _, pos = _read_long(data, pos)  # byte size of the map block
+            inp.read_long()  # byte size of the map block
         for _ in range(count):
-            key, pos = _read_bytes(data, pos)
-            value, pos = _read_bytes(data, pos)
-            meta[key.decode("utf-8")] = value
-    sync = data[pos : pos + 16]
+            key = inp.read_bytes()
+            meta[key.decode("utf-8", "replace")] = inp.read_bytes()
+    sync = inp.read_up_to(16)
     if len(sync) != 16:
         raise FormatError("truncated Avro file: header ends before its sync marker")
-    pos += 16
-    blocks: list[tuple[int, bytes]] = []
-    end = len(data)
-    while pos < end:
-        count, pos = _read_long(data, pos)
-        payload, pos = _read_bytes(data, pos)
-        if data[pos : pos + 16] != sync:
+    return meta, sync
+
+
+def _read_blocks(inp: _Input, sync: bytes) -> Iterator[tuple[int, bytes]]:
+    """The data blocks after the header, one (record count, payload) at a time."""
+    while True:
+        count = inp.read_long(end_ok=True)
+        if count is None:
+            return
+        if count < 0:
+            raise FormatError(f"corrupt Avro file: a data block claims {count} records")
+        payload = inp.read_bytes()
+        if inp.read_up_to(16) != sync:
             raise FormatError("corrupt Avro file: a data block is not followed by the sync marker")
-        pos += 16
-        blocks.append((count, payload))
-    return meta, sync, blocks
+        yield count, payload
+
+
+def _in_memory(data: Any) -> BytesIO:
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise FormatError(f"expected the bytes of an Avro file, got {type(data).__name__}")
+    return BytesIO(data)
+
+
+def parse_container(data: bytes) -> tuple[dict[str, bytes], bytes, list[tuple[int, bytes]]]:
+    """Split an Avro object container into (metadata, sync marker, [(record count, payload)])."""
+    inp = _Input(_in_memory(data))
+    meta, sync = _read_header(inp)
+    return meta, sync, list(_read_blocks(inp, sync))
 
 
 def build_container(schema_json: bytes, codec: bytes, sync: bytes, blocks: list[tuple[int, bytes]]) -> bytes:
@@ -268,50 +318,129 @@ def _strip_logical_types(schema: Any) -> Any:
     return schema
 
 
-def read_container_schema(data: bytes) -> Any:
-    """The writer schema stored in an Avro file's header, parsed from JSON (for inspection)."""
-    meta, _, _ = parse_container(data)
+def _schema_json(meta: dict[str, bytes]) -> Any:
     try:
         return json.loads(meta["avro.schema"])
     except KeyError:
         raise FormatError("Avro file header has no 'avro.schema' entry") from None
+    except ValueError as e:
+        raise FormatError(f"Avro header schema is not valid JSON: {e}") from e
+
+
+def read_container_schema(data: bytes) -> Any:
+    """The writer schema stored in an Avro file's header, parsed from JSON (for inspection)."""
+    meta, _, _ = parse_container(data)
+    return _schema_json(meta)
+
+
+class RecordReader:
+    """The records of an Avro container, read from a binary file object (a local file, a remote
+    stream, or ``BytesIO`` of the whole file) a block at a time: the header on construction, then
+    :meth:`read_all` or :meth:`iter_chunks`. ``what`` names the file in every error (a
+    :class:`FormatError`). Without ``logical_types`` dates, timestamps and decimals come back as the
+    raw ints and bytes they are stored as.
+
+    The decompressed blocks of a chunk (of the whole file for :meth:`read_all`) are re-framed as
+    one uncompressed block and decoded by fastavro's compiled reader in one pass (what fastavro
+    decodes never goes through its own codec registry)."""
+
+    def __init__(self, fo, what: str, *, logical_types: bool = True) -> None:
+        self._what = what
+        with self._naming_file():
+            self._inp = _Input(fo)
+            meta, self._sync = _read_header(self._inp)
+            schema_json = _schema_json(meta)
+        self._codec = meta.get("avro.codec", b"null").decode("utf-8", "replace") or "null"
+        if not logical_types:
+            schema_json = _strip_logical_types(schema_json)
+        self._schema_text = schema_text(schema_json)
+        self._writer_schema: Any = None
+
+    @property
+    def writer_schema(self) -> Any:
+        """fastavro's parsed writer schema (the header's, through fastavro's own parser)."""
+        if self._writer_schema is None:
+            self._decode(0, [])
+        return self._writer_schema
+
+    @contextmanager
+    def _naming_file(self) -> Iterator[None]:
+        try:
+            yield
+        except FormatError as e:
+            raise FormatError(f"{self._what}: {e}") from e
+        except OSError as e:
+            raise FormatError(f"{self._what}: cannot read it: {e}") from e
+
+    def _blocks(self) -> Iterator[tuple[int, bytes]]:
+        """(record count, decompressed payload) of each non-empty block, in order."""
+        blocks = _read_blocks(self._inp, self._sync)
+        while True:
+            with self._naming_file():
+                block = next(blocks, None)
+                if block is None:
+                    return
+                count, payload = block
+                if count:
+                    payload = _decompress(self._codec, payload)
+            if count:
+                yield count, payload
+
+    def _decode(self, total: int, parts: list[bytes]) -> list[Any]:
+        plain = build_container(self._schema_text, b"null", self._sync,
+                                [(total, b"".join(parts))] if total else [])
+        try:
+            reader = fastavro.reader(BytesIO(plain))
+            records = list(reader)
+        except Exception as e:
+            raise FormatError(f"{self._what}: cannot decode Avro records: {e}") from e
+        if len(records) != total:  # pragma: no cover - fastavro reads exactly `total`
+            raise FormatError(f"{self._what}: expected {total} records, decoded {len(records)}")
+        self._writer_schema = reader.writer_schema
+        return records
+
+    def read_all(self) -> list[Any]:
+        """Every record (one fastavro pass over all blocks)."""
+        counts, parts = [], []
+        for count, payload in self._blocks():
+            counts.append(count)
+            parts.append(payload)
+        return self._decode(sum(counts), parts)
+
+    def iter_chunks(self, size: int) -> Iterator[list[Any]]:
+        """The records in lists of ``size`` (the last may hold fewer; none is empty), decoding
+        blocks only as the records at hand run short: memory is about ``size`` records plus a
+        block."""
+        if size < 1:
+            raise ValueError(f"chunk size must be positive, got {size}")
+        pending: list[Any] = []
+        total, parts = 0, []
+        for count, payload in self._blocks():
+            total += count
+            parts.append(payload)
+            if len(pending) + total >= size:
+                pending += self._decode(total, parts)
+                total, parts = 0, []
+                while len(pending) >= size:
+                    yield pending[:size]
+                    del pending[:size]
+        if parts:
+            pending += self._decode(total, parts)
+        while pending:
+            yield pending[:size]
+            del pending[:size]
 
 
 def read_records(data: bytes, what: str, *, logical_types: bool = True) -> tuple[Any, list[Any]]:
-    """(fastavro's parsed writer schema, every record) of an Avro container. ``what`` names the
-    file in errors. Without ``logical_types`` dates, timestamps and decimals come back as the raw
-    ints and bytes they are stored as."""
+    """(fastavro's parsed writer schema, every record) of an Avro container held in memory. ``what``
+    names the file in errors. Without ``logical_types`` dates, timestamps and decimals come back as
+    the raw ints and bytes they are stored as."""
     try:
-        meta, sync, blocks = parse_container(data)
+        fo = _in_memory(data)
     except FormatError as e:
         raise FormatError(f"{what}: {e}") from None
-    try:
-        schema_json = json.loads(meta["avro.schema"])
-    except KeyError:
-        raise FormatError(f"{what}: Avro header has no 'avro.schema' entry") from None
-    except ValueError as e:
-        raise FormatError(f"{what}: Avro header schema is not valid JSON: {e}") from e
-    codec = meta.get("avro.codec", b"null").decode("utf-8") or "null"
-    total = 0
-    parts = []
-    for count, payload in blocks:
-        total += count
-        try:
-            parts.append(_decompress(codec, payload))
-        except FormatError as e:
-            raise FormatError(f"{what}: {e}") from e
-    # Re-frame as one uncompressed block and let fastavro's compiled reader decode every record
-    # in one pass.
-    if not logical_types:
-        schema_json = _strip_logical_types(schema_json)
-    plain = build_container(schema_text(schema_json), b"null", sync, [(total, b"".join(parts))] if total else [])
-    try:
-        reader = fastavro.reader(BytesIO(plain))
-        records = list(reader)
-    except Exception as e:
-        raise FormatError(f"{what}: cannot decode Avro records: {e}") from e
-    if len(records) != total:  # pragma: no cover - fastavro reads exactly `total`
-        raise FormatError(f"{what}: expected {total} records, decoded {len(records)}")
+    reader = RecordReader(fo, what, logical_types=logical_types)
+    records = reader.read_all()
     return reader.writer_schema, records
 
 

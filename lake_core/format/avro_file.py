@@ -2,23 +2,25 @@
 Values are converted to what Avro stores (decimals as minimal big-endian two's complement, like
 ``BigInteger``; timestamps, dates and times as their integers; maps as Avro maps or key/value
 records) and back. Codec ``zstandard``. This path converts columns to Python lists
-(``to_pylist``): Avro is row-oriented and meant for small files (postpone buckets, manifests)."""
+(``to_pylist``): Avro is row-oriented and meant for small files (postpone buckets, manifests).
+Reads take the container a few blocks at a time, whole or streamed (:func:`iter_avro`)."""
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Optional
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
 
 from lake_core.errors import FormatError, InvalidOptionError
-from lake_core.format.avro import read_records, write_records
+from lake_core.format.avro import RecordReader, write_records
 from lake_core.format.avro_file_schema import avro_schema_for, avro_to_arrow
 from lake_core.format.conform import assemble_columns, columns_to_read
 from lake_core.format.file_format import DEFAULT_ZSTD_LEVEL, choose_codec
 from lake_core.format.file_source import binary_file, source_name
 from lake_core.format.parquet_int96 import has_nanos
 
-__all__ = ["write_avro", "read_avro", "avro_file_schema"]
+__all__ = ["write_avro", "read_avro", "iter_avro", "avro_file_schema"]
 
 def _decimal_bytes(arr: pa.Array) -> list:
     """Unscaled values of a decimal128 array as minimal big-endian two's complement (Java
@@ -228,49 +230,86 @@ def _avro_record_schema(ws, source) -> dict:
     return ws
 
 
-def _avro_records(source) -> tuple[dict, list]:
-    """(record schema, records) of an Avro data file, decoded by the shared container codec."""
-    with binary_file(source, "rb") as fo:
-        try:
-            data = fo.read()
-        except OSError as e:
-            raise FormatError(f"Cannot read Avro data file {source_name(source)}: {e}") from e
-    ws, records = read_records(data, f"Avro data file {source_name(source)}")
-    return _avro_record_schema(ws, source), records
+def _open_records(fo, source) -> tuple[RecordReader, dict]:
+    """The container reader of an Avro data file (its header read) and its record schema."""
+    reader = RecordReader(fo, f"Avro data file {source_name(source)}")
+    return reader, _avro_record_schema(reader.writer_schema, source)
+
+
+@dataclass(frozen=True)
+class _RecordColumns:
+    """How an Avro data file's records become the requested Arrow columns: the file's columns to
+    take, their Arrow types and per-value conversions, worked out once per file and applied to the
+    whole file or to each chunk of it alike."""
+
+    source: Any
+    read_cols: list[str]
+    types: list[pa.DataType]
+    fixers: list[Optional[Callable[[Any], Any]]]
+    columns: Optional[Sequence[str]]
+    arrow_schema: Optional[pa.Schema]
+    file_names: list[str]
+
+    @classmethod
+    def of(cls, ws: dict, source, columns, arrow_schema) -> "_RecordColumns":
+        file_fields = {f["name"]: f["type"] for f in ws["fields"]}
+        file_names = list(file_fields)
+        read_cols = columns_to_read(columns, arrow_schema, file_names)
+        types = [avro_to_arrow(file_fields[c])[0] for c in read_cols]
+        return cls(source, read_cols, types, [_avro_values_fixer(t) for t in types], columns, arrow_schema,
+                   file_names)
+
+    def table(self, records: list) -> pa.Table:
+        values: dict[str, list] = {c: [] for c in self.read_cols}
+        appenders = [(values[c].append, c) for c in self.read_cols]
+        for rec in records:
+            if rec is None:
+                raise FormatError(f"Avro data file {source_name(self.source)} holds a NULL row")
+            for app, c in appenders:
+                app(rec.get(c))
+        available = {}
+        for c, t, fix in zip(self.read_cols, self.types, self.fixers):
+            vals = values.pop(c)
+            if fix is not None:
+                vals = [fix(v) for v in vals]
+            try:
+                if has_nanos(t):
+                    arr = pa.array(vals, type=_ns_as_int(t)).cast(t)
+                else:
+                    arr = pa.array(vals, type=t)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as e:
+                raise FormatError(f"Cannot decode column '{c}' of Avro data file {source_name(self.source)}: {e}") from e
+            available[c] = arr
+        return assemble_columns(available, len(records), self.columns, self.arrow_schema, self.file_names)
+
+
+# Whole-file reads decode the records in chunks too: measured on a 1M-row file, 8192-record chunks
+# are ~10% faster than one pass over every record (the Python lists stay in cache). The chunks are
+# then combined, so the table is laid out as a one-pass read's (one chunk per column).
+_WHOLE_FILE_CHUNK = 8192
 
 
 def read_avro(source, columns, arrow_schema) -> pa.Table:
-    ws, records = _avro_records(source)
-    file_fields = {f["name"]: f["type"] for f in ws["fields"]}
-    file_names = list(file_fields)
-    read_cols = columns_to_read(columns, arrow_schema, file_names)
-    values: dict[str, list] = {c: [] for c in read_cols}
-    n_rows = len(records)
-    appenders = [(values[c].append, c) for c in read_cols]
-    for rec in records:
-        if rec is None:
-            raise FormatError(f"Avro data file {source_name(source)} holds a NULL row")
-        for app, c in appenders:
-            app(rec.get(c))
-    available = {}
-    for c in read_cols:
-        t, _ = avro_to_arrow(file_fields[c])
-        vals = values[c]
-        fix = _avro_values_fixer(t)
-        if fix is not None:
-            vals = [fix(v) for v in vals]
-        try:
-            if has_nanos(t):
-                arr = pa.array(vals, type=_ns_as_int(t)).cast(t)
-            else:
-                arr = pa.array(vals, type=t)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as e:
-            raise FormatError(f"Cannot decode column '{c}' of Avro data file {source_name(source)}: {e}") from e
-        available[c] = arr
-    return assemble_columns(available, n_rows, columns, arrow_schema, file_names)
+    with binary_file(source, "rb") as fo:
+        reader, ws = _open_records(fo, source)
+        decode = _RecordColumns.of(ws, source, columns, arrow_schema)
+        chunks = [decode.table(records) for records in reader.iter_chunks(_WHOLE_FILE_CHUNK)]
+    return pa.concat_tables(chunks).combine_chunks() if chunks else decode.table([])
+
+
+def iter_avro(source, columns, arrow_schema, batch_rows: int) -> Iterator[pa.Table]:
+    """An Avro data file as tables of at most ``batch_rows`` rows, read and decoded a few blocks
+    at a time (the container's blocks: ``SYNC_INTERVAL`` bytes each as Paimon writes them)."""
+    with binary_file(source, "rb") as fo:
+        reader, ws = _open_records(fo, source)
+        decode = _RecordColumns.of(ws, source, columns, arrow_schema)
+        for records in reader.iter_chunks(batch_rows):
+            yield decode.table(records)
 
 
 def avro_file_schema(source) -> pa.Schema:
-    """The arrow schema of an Avro data file's records (names and file types)."""
-    ws, _ = _avro_records(source)
+    """The arrow schema of an Avro data file's records (names and file types; only the header is
+    read)."""
+    with binary_file(source, "rb") as fo:
+        _, ws = _open_records(fo, source)
     return pa.schema([pa.field(f["name"], *avro_to_arrow(f["type"])) for f in ws["fields"]])

@@ -14,10 +14,10 @@ from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 
 import pyarrow as pa
 
-from lake_core.format.avro_file import avro_file_schema, read_avro, write_avro
+from lake_core.format.avro_file import avro_file_schema, iter_avro, read_avro, write_avro
 from lake_core.format.conform import as_arrow_fields, conform_table
 from lake_core.format.file_format import check_format
-from lake_core.format.orc_file import read_orc, write_orc
+from lake_core.format.orc_file import iter_orc, read_orc, write_orc
 from lake_core.format.parquet_file import iter_parquet, read_parquet, write_parquet
 
 __all__ = ["write_data_file", "read_data_file", "iter_data_file", "read_file_schema"]
@@ -74,19 +74,20 @@ def read_data_file(
 
 def iter_data_file(source, fmt: str, columns: Sequence[str], arrow_schema: pa.Schema,
                    batch_rows: int, row_groups: Optional[Sequence[int]] = None) -> Iterator[pa.Table]:
-    """Decode a data file in chunks of about ``batch_rows`` rows (same column rules as
-    :func:`read_data_file`). Parquet streams record batches (of ``row_groups`` only, if given); ORC
-    and Avro files are decoded whole and then sliced."""
+    """Decode a data file in chunks of at most ``batch_rows`` rows, none empty, each with the schema
+    :func:`read_data_file` gives (same column rules), a chunk decoded only when it is asked for:
+    Parquet a record batch at a time (of ``row_groups`` only, if given), ORC a stripe at a time
+    (then cut), Avro a few container blocks at a time."""
     fmt = check_format(fmt)
     columns = list(columns)
     if row_groups is not None and fmt != "parquet":
         raise ValueError(f"row groups are a Parquet notion, not {fmt}'s")
-    if fmt != "parquet":
-        t = read_data_file(source, fmt, columns, arrow_schema)
-        for start in range(0, t.num_rows, batch_rows):
-            yield t.slice(start, batch_rows)
-        return
-    yield from iter_parquet(source, columns, arrow_schema, batch_rows, row_groups)
+    if fmt == "parquet":
+        yield from iter_parquet(source, columns, arrow_schema, batch_rows, row_groups)
+    elif fmt == "orc":
+        yield from iter_orc(source, columns, arrow_schema, batch_rows)
+    else:
+        yield from iter_avro(source, columns, arrow_schema, batch_rows)
 
 
 def read_file_schema(source, fmt: str) -> pa.Schema:

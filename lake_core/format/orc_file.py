@@ -1,8 +1,9 @@
 """ORC data files via ``pyarrow.orc``. TIME columns are stored as int32 milliseconds, as Java
-Paimon's ORC writer does; reads take only the requested columns."""
+Paimon's ORC writer does; reads take only the requested columns, whole or streamed a stripe at a
+time."""
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Iterator, Mapping, Optional, Sequence
 
 import pyarrow as pa
 
@@ -11,7 +12,7 @@ from lake_core.format.conform import assemble_columns, columns_to_read
 from lake_core.format.file_format import choose_codec
 from lake_core.format.file_source import source_name
 
-__all__ = ["write_orc", "read_orc"]
+__all__ = ["write_orc", "read_orc", "iter_orc"]
 
 def _orc_compatible(table: pa.Table) -> pa.Table:
     cols, fields, changed = [], [], False
@@ -49,3 +50,32 @@ def read_orc(source, columns, arrow_schema) -> pa.Table:
         raise FormatError(f"Cannot read ORC data file {source_name(source)}: {e}") from e
     available = {n: t.column(n) for n in t.column_names} if t is not None else {}
     return assemble_columns(available, n_rows, columns, arrow_schema, file_names)
+
+
+def iter_orc(source, columns: Sequence[str], arrow_schema: Optional[pa.Schema],
+             batch_rows: int) -> Iterator[pa.Table]:
+    """An ORC data file as tables of at most ``batch_rows`` rows, decoded a stripe at a time
+    (``ORCFile.read_stripe``, only the requested columns) and cut into chunks: memory is one decoded
+    stripe, whose size the writer chose (Java's ORC writer closes a stripe at ``orc.stripe.size``,
+    64 MB of encoded data). ``pyarrow.dataset``'s ORC batch reader would decode a batch at a time,
+    but it reads ahead as far as its consumer lets it fall behind, so its memory is not bounded."""
+    import pyarrow.orc as orc
+
+    try:
+        of = orc.ORCFile(source)
+        file_names = of.schema.names
+        read_cols = columns_to_read(columns, arrow_schema, file_names)
+        if not read_cols:  # none of the columns is in the file: only the footer is read
+            n_rows = of.nrows
+            for start in range(0, n_rows, batch_rows):
+                yield assemble_columns({}, min(batch_rows, n_rows - start), columns, arrow_schema, file_names)
+            return
+        for i in range(of.nstripes):
+            stripe = of.read_stripe(i, columns=read_cols)
+            for start in range(0, stripe.num_rows, batch_rows):
+                batch = stripe.slice(start, batch_rows)
+                available = {n: batch.column(n) for n in batch.schema.names}
+                yield assemble_columns(available, batch.num_rows, columns, arrow_schema, file_names)
+            stripe = batch = None  # before the next stripe is decoded, unless a chunk still holds it
+    except (pa.ArrowInvalid, OSError) as e:
+        raise FormatError(f"Cannot read ORC data file {source_name(source)}: {e}") from e

@@ -124,11 +124,12 @@ def test_reader_yields_before_it_opens_the_later_files(warehouse):
 
 
 @pytest.mark.s3
-def test_streamed_merge_on_s3(s3_warehouse):
+@pytest.mark.parametrize("fmt", ["parquet", "orc", "avro"])
+def test_streamed_merge_on_s3(s3_warehouse, fmt):
     # object storage: files are read through file objects, a buffer at a time, not local paths
     cat = Catalog(s3_warehouse.uri, s3_warehouse.storage_options)
     cat.create_database("db")
-    t = _two_sections(cat, {"read.batch-size": "7"})
+    t = _two_sections(cat, {"read.batch-size": "7", "file.format": fmt})
     batches = _batches(t.to_arrow_batch_reader())
     assert max(b.num_rows for b in batches) <= 2 * 8
     got = pa.Table.from_batches(batches)
@@ -137,12 +138,13 @@ def test_streamed_merge_on_s3(s3_warehouse):
     assert t.to_arrow().to_pylist() == got.to_pylist()
 
 
-def _peak_while_reading(cat: Catalog, name: str, n: int) -> tuple[int, pa.Table]:
-    """Peak Arrow memory while streaming a merged bucket of two overlapping files (``n`` rows and
-    ``n / 2`` updates) in batches of 1000 rows, each batch dropped once counted; and the rows."""
+def _peak_while_reading(cat: Catalog, name: str, n: int, fmt: str) -> tuple[int, pa.Table]:
+    """Peak Arrow memory while streaming a merged bucket of two overlapping ``fmt`` files (``n``
+    rows and ``n / 2`` updates) in batches of 1000 rows, each batch dropped once counted; and the
+    rows."""
     schema = pa.schema([("k", pa.int64()), ("v", pa.int64()), ("s", pa.string())])
     t = cat.create_table(name, schema=schema, primary_keys=["k"],
-                         options={"bucket": "1", "write-only": "true", "read.batch-size": "1000"})
+                         options={"bucket": "1", "write-only": "true", "read.batch-size": "1000", "file.format": fmt})
     keys = np.arange(n)
     t.write_arrow(pa.table({"k": keys, "v": keys, "s": pa.array([f"row-{i:09d}" for i in keys])}, schema=schema))
     t.write_arrow(pa.table({"k": keys[::2], "v": -keys[::2], "s": pa.array([f"new-{i:09d}" for i in keys[::2]])},
@@ -159,15 +161,20 @@ def _peak_while_reading(cat: Catalog, name: str, n: int) -> tuple[int, pa.Table]
     return peak, t.to_arrow()
 
 
-def test_memory_is_bounded_by_the_batch_size_not_the_bucket(warehouse):
+# ORC files are decoded a stripe at a time, and a stripe closes at 64 MB of encoded data: the files
+# here are one stripe each (test_data_file_format checks that a later stripe is not read for the
+# first chunk)
+@pytest.mark.parametrize("fmt", ["parquet", "avro"])
+def test_memory_is_bounded_by_the_batch_size_not_the_bucket(warehouse, fmt):
     cat = Catalog(warehouse)
     cat.create_database("db")
-    peak_1, whole_1 = _peak_while_reading(cat, "db.small", 20_000)  # 20 batches
-    peak_10, whole_10 = _peak_while_reading(cat, "db.large", 200_000)  # 200 batches: 10x the rows
+    peak_1, whole_1 = _peak_while_reading(cat, "db.small", 20_000, fmt)  # 20 batches
+    peak_10, whole_10 = _peak_while_reading(cat, "db.large", 200_000, fmt)  # 200 batches: 10x the rows
     assert whole_10.nbytes > 9 * whole_1.nbytes
     # A materialising reader holds at least the merged bucket, so its peak grows with it. Streaming
-    # holds a batch per file plus what the Parquet reader buffers of each file's row group
-    # (compressed, several times smaller than the decoded rows).
+    # holds a batch per file plus what the file reader buffers of each file: a Parquet row group's
+    # column chunks a buffer at a time (compressed, several times smaller than the decoded rows), a
+    # few Avro blocks.
     assert peak_10 < whole_10.nbytes / 2, (peak_10, whole_10.nbytes)
     assert peak_10 - peak_1 < (whole_10.nbytes - whole_1.nbytes) / 4, (peak_1, peak_10)
 
@@ -204,3 +211,38 @@ def test_read_batch_size_is_validated(warehouse, value):
         cat.create_table("db.t", schema=pa.schema([("k", pa.int64())]), primary_keys=["k"],
                          options={"bucket": "1", "read.batch-size": value})
     assert not cat.table_exists("db.t")
+
+
+@pytest.mark.parametrize("fmt", ["orc", "avro"])
+def test_orc_and_avro_buckets_stream_and_compact_as_the_model(warehouse, fmt):
+    """A bucket of ORC / Avro files 50x ``read.batch-size``, read and compacted in chunks of 1000
+    rows per file: the merged read (whole and streamed) and a full compaction give the dictionary
+    model's rows (memory: test_memory_is_bounded_by_the_batch_size_not_the_bucket)."""
+    schema = pa.schema([("k", pa.int64()), ("v", pa.int64()), ("s", pa.string())])
+    cat = Catalog(warehouse)
+    cat.create_database("db")
+    t = cat.create_table("db.t", schema=schema, primary_keys=["k"],
+                         options={"bucket": "1", "write-only": "true", "read.batch-size": "1000", "file.format": fmt})
+    rng = np.random.default_rng(11)
+    model: dict[int, tuple[int, str]] = {}
+    for commit, keys in enumerate([np.arange(20_000), *(rng.choice(30_000, 10_000, replace=False) for _ in range(3))]):
+        v = rng.integers(0, 1000, len(keys))
+        s = [f"customer-{x:04d}-{commit}" for x in rng.integers(0, 5000, len(keys))]
+        t.write_arrow(pa.table({"k": keys.astype(np.int64), "v": v, "s": s}, schema=schema))
+        model.update(zip(keys.tolist(), zip(v.tolist(), s)))
+    want = [{"k": k, "v": v, "s": s} for k, (v, s) in sorted(model.items())]
+    assert len(t.manifest_store.live_entries(t.latest_snapshot())) == 4
+
+    def rows(table: pa.Table) -> list[dict]:
+        return sorted(table.to_pylist(), key=lambda r: r["k"])
+
+    assert rows(t.to_arrow()) == want
+    batches = _batches(t.to_arrow_batch_reader())
+    assert max(b.num_rows for b in batches) <= 4 * 1001  # a chunk per file (plus a carried key)
+    assert rows(pa.Table.from_batches(batches)) == want
+
+    t.maintenance.compact(full=True)
+    files = t.manifest_store.live_entries(t.latest_snapshot())
+    assert len(files) == 1 and files[0].file.file_name.endswith("." + fmt)
+    assert rows(t.to_arrow()) == want
+    assert rows(t.to_arrow_batch_reader().read_all()) == want
