@@ -57,6 +57,7 @@ KNOWN: dict[str, str | None] = {
     "manifest.full-compaction-threshold-size": "16 mb",
     "target-file-size": None,
     "parquet.block.size": None,  # Parquet's row-group size (ParquetOutputFormat.BLOCK_SIZE)
+    "orc.stripe.size": None,  # ORC's stripe size (OrcConf.STRIPE_SIZE)
     "write-buffer-size": "256 mb",
     "page-size": "64 kb",
     "num-sorted-run.compaction-trigger": "5",
@@ -384,7 +385,7 @@ _INT_OPTIONS: dict[str, tuple[int, int, str]] = {
     "file.compression.zstd-level": (-(1 << 17), 22, "a zstd level between -131072 and 22"),
 }
 _MEMORY_OPTIONS: dict[str, int] = {  # option -> minimum bytes
-    "target-file-size": 1, "parquet.block.size": 1, "write-buffer-size": 1, "page-size": 1, "manifest.target-file-size": 1,
+    "target-file-size": 1, "parquet.block.size": 1, "orc.stripe.size": 1, "write-buffer-size": 1, "page-size": 1, "manifest.target-file-size": 1,
     "manifest.full-compaction-threshold-size": 0, "compaction.total-size-threshold": 0,
     "compaction.incremental-size-threshold": 0,
 }

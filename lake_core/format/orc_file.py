@@ -11,6 +11,7 @@ from lake_core.errors import FormatError
 from lake_core.format.conform import assemble_columns, columns_to_read
 from lake_core.format.file_format import choose_codec
 from lake_core.format.file_source import source_name
+from lake_core.option_values import parse_memory_size
 
 __all__ = ["write_orc", "read_orc", "iter_orc"]
 
@@ -31,8 +32,11 @@ def write_orc(table: pa.Table, sink, compression: str, options: Mapping[str, str
 
     codec, _level = choose_codec("orc", compression, options)
     table = _orc_compatible(table)
+    stripe = options.get("orc.stripe.size")
+    # a reader decodes a stripe at a time: smaller stripes bound its memory
+    kw = {"stripe_size": parse_memory_size("orc.stripe.size", stripe)} if stripe else {}
     try:
-        orc.write_table(table, sink, compression=codec)
+        orc.write_table(table, sink, compression=codec, **kw)
     except (pa.ArrowNotImplementedError, pa.ArrowInvalid) as e:
         raise FormatError(f"Cannot write ORC data file: {e}") from e
 

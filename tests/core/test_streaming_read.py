@@ -138,13 +138,14 @@ def test_streamed_merge_on_s3(s3_warehouse, fmt):
     assert t.to_arrow().to_pylist() == got.to_pylist()
 
 
-def _peak_while_reading(cat: Catalog, name: str, n: int, fmt: str) -> tuple[int, pa.Table]:
+def _peak_while_reading(cat: Catalog, name: str, n: int, fmt: str, **options: str) -> tuple[int, pa.Table]:
     """Peak Arrow memory while streaming a merged bucket of two overlapping ``fmt`` files (``n``
     rows and ``n / 2`` updates) in batches of 1000 rows, each batch dropped once counted; and the
     rows."""
     schema = pa.schema([("k", pa.int64()), ("v", pa.int64()), ("s", pa.string())])
     t = cat.create_table(name, schema=schema, primary_keys=["k"],
-                         options={"bucket": "1", "write-only": "true", "read.batch-size": "1000", "file.format": fmt})
+                         options={"bucket": "1", "write-only": "true", "read.batch-size": "1000", "file.format": fmt,
+                                  **options})
     keys = np.arange(n)
     t.write_arrow(pa.table({"k": keys, "v": keys, "s": pa.array([f"row-{i:09d}" for i in keys])}, schema=schema))
     t.write_arrow(pa.table({"k": keys[::2], "v": -keys[::2], "s": pa.array([f"new-{i:09d}" for i in keys[::2]])},
@@ -161,15 +162,14 @@ def _peak_while_reading(cat: Catalog, name: str, n: int, fmt: str) -> tuple[int,
     return peak, t.to_arrow()
 
 
-# ORC files are decoded a stripe at a time, and a stripe closes at 64 MB of encoded data: the files
-# here are one stripe each (test_data_file_format checks that a later stripe is not read for the
-# first chunk)
-@pytest.mark.parametrize("fmt", ["parquet", "avro"])
-def test_memory_is_bounded_by_the_batch_size_not_the_bucket(warehouse, fmt):
+# ORC files are decoded a stripe at a time, and a stripe closes at orc.stripe.size (64 MB) of
+# compressed data: these rows compress about 50x, so 4 kb stripes hold a few thousand rows
+@pytest.mark.parametrize("fmt, options", [("parquet", {}), ("avro", {}), ("orc", {"orc.stripe.size": "4 kb"})])
+def test_memory_is_bounded_by_the_batch_size_not_the_bucket(warehouse, fmt, options):
     cat = Catalog(warehouse)
     cat.create_database("db")
-    peak_1, whole_1 = _peak_while_reading(cat, "db.small", 20_000, fmt)  # 20 batches
-    peak_10, whole_10 = _peak_while_reading(cat, "db.large", 200_000, fmt)  # 200 batches: 10x the rows
+    peak_1, whole_1 = _peak_while_reading(cat, "db.small", 20_000, fmt, **options)  # 20 batches
+    peak_10, whole_10 = _peak_while_reading(cat, "db.large", 200_000, fmt, **options)  # 200 batches: 10x the rows
     assert whole_10.nbytes > 9 * whole_1.nbytes
     # A materialising reader holds at least the merged bucket, so its peak grows with it. Streaming
     # holds a batch per file plus what the file reader buffers of each file: a Parquet row group's
