@@ -163,8 +163,8 @@ def _peak_while_reading(cat: Catalog, name: str, n: int, fmt: str, **options: st
 
 
 # ORC files are decoded a stripe at a time, and a stripe closes at orc.stripe.size (64 MB) of
-# compressed data: these rows compress about 50x, so 4 kb stripes hold a few thousand rows
-@pytest.mark.parametrize("fmt, options", [("parquet", {}), ("avro", {}), ("orc", {"orc.stripe.size": "4 kb"})])
+# compressed data: these rows compress about 50x, so 4096-byte stripes hold a few thousand rows
+@pytest.mark.parametrize("fmt, options", [("parquet", {}), ("avro", {}), ("orc", {"orc.stripe.size": "4096"})])
 def test_memory_is_bounded_by_the_batch_size_not_the_bucket(warehouse, fmt, options):
     cat = Catalog(warehouse)
     cat.create_database("db")
