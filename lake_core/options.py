@@ -25,6 +25,9 @@ MERGE_ENGINES = ("deduplicate", "partial-update", "aggregation", "first-row")
 CHANGELOG_PRODUCERS = ("none", "input", "lookup", "full-compaction")
 FILE_FORMATS = ("parquet", "orc", "avro")
 READ_BATCH_ROWS = 65_536  # 'read.batch-size' when unset
+# rounds of a read that returns its whole result (to_arrow) when 'read.batch-size' is unset: that
+# result dwarfs the rounds, and fewer, larger rounds keep two reader threads busier
+MATERIALIZED_READ_ROWS = 1 << 20
 
 # Exact option names lake_core understands, with their Paimon defaults (None = no default).
 KNOWN: dict[str, str | None] = {
@@ -205,6 +208,13 @@ class CoreOptions:
         hold about this many rows per sorted run, whatever the size of the bucket."""
         v = self.get("read.batch-size")
         return parse_int("read.batch-size", v) if v else READ_BATCH_ROWS
+
+    @property
+    def materialized_read_rows(self) -> int:
+        """Rows per data file per merge round of a read that keeps its whole result (``to_arrow``):
+        ``read.batch-size`` when set, else ``MATERIALIZED_READ_ROWS``."""
+        v = self.get("read.batch-size")
+        return parse_int("read.batch-size", v) if v else MATERIALIZED_READ_ROWS
 
     @property
     def bucket(self) -> int:

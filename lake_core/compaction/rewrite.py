@@ -124,7 +124,9 @@ def run_compact_unit(table: "FileStoreTable", partition: bytes, bucket: int, tot
             merged_chunks = merge_sorted_runs([chunks(f) for f in files], key_names,
                                               lambda rows: _merge_chunk(engine, rows, drop_delete, expiry, c, seen,
                                                                         key_names, dv, producer, lookup_merge,
-                                                                        changelog_chunks))
+                                                                        changelog_chunks),
+                                              # a deletion vector drops rows: such a run's size is unknown
+                                              [None if f.file_name in dvs else f.row_count for f in files])
             start = len(written)
             _write_rolled(writer, merged_chunks, unit.output_level, written)
             after.extend(written[start:])

@@ -20,10 +20,11 @@ from lake_core.format.float_order import java_order_key, sortable_array, sortabl
 
 
 class _Cursor:
-    def __init__(self, chunks: Iterator[pa.Table]):
+    def __init__(self, chunks: Iterator[pa.Table], rows: int | None = None):
         self._chunks = chunks
         self.buf: pa.Table | None = None
         self.exhausted = False
+        self._left = rows  # rows the run is expected to hold and not yet read
 
     def fill(self) -> None:
         while (self.buf is None or self.buf.num_rows == 0) and not self.exhausted:
@@ -34,6 +35,14 @@ class _Cursor:
         for chunk in self._chunks:
             if chunk.num_rows:
                 self.buf = chunk if self.buf is None or self.buf.num_rows == 0 else pa.concat_tables([self.buf, chunk])
+                if self._left is not None:
+                    self._left -= chunk.num_rows
+                    if self._left == 0:
+                        # every expected row is in: ask the run for its end now (its reader checks the
+                        # row count as it ends; a chunk beyond it is appended), so this round can
+                        # merge the whole buffer instead of stopping at its last key
+                        self._left = None
+                        self.extend()
                 return
         self.exhausted = True
 
@@ -83,12 +92,14 @@ def count_below(buf: pa.Table, keys: Sequence[str], bound: tuple) -> int:
 
 
 def merge_sorted_runs(runs: Sequence[Iterator[pa.Table]], keys: Sequence[str],
-                      merge: Callable[[pa.Table], pa.Table]) -> Iterator[pa.Table]:
+                      merge: Callable[[pa.Table], pa.Table],
+                      sizes: Sequence[int | None] | None = None) -> Iterator[pa.Table]:
     """Merged chunks, in key order. ``runs`` are chunk iterators of key-sorted files, oldest
     first (so a stable sort keeps each key's rows in sequence order); ``merge`` reduces one
     chunk's key groups (every group in a chunk is complete). Reads lazily: a run's next chunk is
-    read only once its buffer is merged up to its last key."""
-    cursors = [_Cursor(iter(r)) for r in runs]
+    read only once its buffer is merged up to its last key. ``sizes``: the rows each run is
+    expected to hold (a file's row count), so a run read to its end is known ended at once."""
+    cursors = [_Cursor(iter(r), sizes[i] if sizes is not None else None) for i, r in enumerate(runs)]
     while True:
         for c in cursors:
             c.fill()

@@ -8,6 +8,7 @@ batch) rows, not the bucket.
 """
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING, Iterator, Sequence
 
 import numpy as np
@@ -202,7 +203,7 @@ class SplitRead:
                     inputs = [with_level(self._file_chunks(split, f, True), f.level) for f in runs]
                 else:
                     inputs = [self._file_chunks(split, f, True) for f in runs]
-                for merged in merge_sorted_runs(inputs, self.key_names, self._merge):
+                for merged in merge_sorted_runs(inputs, self.key_names, self._merge, [f.row_count for f in runs]):
                     yield merged.drop_columns(drop)
 
     def _merge(self, rows: pa.Table) -> pa.Table:
@@ -241,15 +242,17 @@ class SplitRead:
         return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
 
     # -- many splits ------------------------------------------------------------------------------
-    def iter_split_batches(self, splits: Sequence[Split], threads: int = 2) -> Iterator[tuple[Split, pa.Table]]:
+    def iter_split_batches(self, splits: Sequence[Split], threads: int = 2,
+                           ahead: int | None = 2) -> Iterator[tuple[Split, pa.Table]]:
         """``(split, chunk)`` for every merged chunk of ``splits``, in split order. Up to ``threads``
-        splits are read at once, each in its own thread at most a few chunks ahead, so memory stays
-        bounded by threads x (files of a section + a few) x ``read.batch-size`` rows."""
-        return read_ahead(splits, self.iter_split, threads=threads)
+        splits are read at once, each in its own thread at most ``ahead`` chunks ahead, so memory
+        stays bounded by threads x (files of a section + ``ahead``) x ``read.batch-size`` rows
+        (``ahead=None``: each thread reads its split to the end, for a caller that keeps it all)."""
+        return read_ahead(splits, self.iter_split, threads=threads, ahead=ahead)
 
-    def iter_batches(self, splits: Sequence[Split], threads: int = 2) -> Iterator[pa.Table]:
+    def iter_batches(self, splits: Sequence[Split], threads: int = 2, ahead: int | None = 2) -> Iterator[pa.Table]:
         """The merged chunks of ``splits`` in split order (see :meth:`iter_split_batches`)."""
-        for _split, chunk in self.iter_split_batches(splits, threads):
+        for _split, chunk in self.iter_split_batches(splits, threads, ahead):
             yield chunk
 
     def output_schema(self, row_kind: bool = False) -> pa.Schema:
@@ -260,7 +263,14 @@ class SplitRead:
     def to_arrow(self, splits: Sequence[Split], *, row_kind: bool | None = None) -> pa.Table:
         """The rows of ``splits``; with ``_ROW_KIND`` when they carry it (or ``row_kind`` says so:
         an empty change read still has the column)."""
-        parts = list(self.iter_batches(splits))
+        # the whole result is kept anyway: larger merge rounds, and no thread waits for the consumer
+        # to reach its split
+        reader = self
+        rows = self.table.options.materialized_read_rows
+        if rows != self.batch_rows:
+            reader = copy.copy(self)
+            reader.batch_rows = rows
+        parts = list(reader.iter_batches(splits, ahead=None))
         if row_kind is None:
             row_kind = any(s.row_kind for s in splits)
         if not parts:

@@ -127,3 +127,31 @@ def test_float_keys_merge_in_java_order(runs, chunk):
     got = [java_order_key((v,)) for t in out for v in t["f"].to_pylist()]
     want = sorted({java_order_key((v,)) for t in tables for v in t["f"].to_pylist()})
     assert got == want  # every key once, in Java order, across chunk boundaries
+
+
+@settings(max_examples=60, deadline=None)
+@given(runs=runs_strategy, chunk=st.integers(1, 9), data=st.data())
+def test_run_sizes_are_a_hint_that_never_changes_the_merge(runs, chunk, data):
+    # a run known to hold n rows ends as soon as they are read; a wrong size only costs a round
+    tables = [_run_table(keys, 100 * i) for i, keys in enumerate(runs)]
+    chunks = lambda t: (t.slice(i, chunk) for i in range(0, t.num_rows, chunk))  # noqa: E731
+    sizes = [data.draw(st.one_of(st.none(), st.integers(0, 30), st.just(t.num_rows))) for t in tables]
+    want = list(merge_sorted_runs([chunks(t) for t in tables], ["s", "i"], _last_per_key))
+    got = list(merge_sorted_runs([chunks(t) for t in tables], ["s", "i"], _last_per_key, sizes))
+    as_rows = lambda out: pa.concat_tables(out).to_pylist() if out else []  # noqa: E731
+    assert as_rows(got) == as_rows(want)
+
+
+def test_runs_read_whole_merge_in_one_round():
+    tables = [_run_table([("a", i) for i in range(0, 40, step)], 100 * step) for step in (1, 3)]
+    rounds = []
+
+    def merge(rows):
+        rounds.append(rows.num_rows)
+        return _last_per_key(rows)
+
+    list(merge_sorted_runs([iter([t]) for t in tables], ["s", "i"], merge, [t.num_rows for t in tables]))
+    assert rounds == [sum(t.num_rows for t in tables)]
+    rounds.clear()
+    list(merge_sorted_runs([iter([t]) for t in tables], ["s", "i"], merge))  # ends learnt a round late
+    assert len(rounds) == 2
