@@ -4,7 +4,8 @@ Two expiries racing each other could otherwise each delete part of a range and o
 a lease appear, write back snapshots whose files the other is deleting. Snapshot and changelog
 expiry take this lock for their destructive phase; a run that finds it held skips (the holder does
 the work) and says so. A crashed holder's lock is taken over: at once when the holder ran on this
-host and its process is gone, else once the lock is older than its TTL. A takeover first creates
+host and its process is gone (or it is this process and no run of it holds the lock: a release
+that failed), else once the lock is older than its TTL. A takeover first creates
 ``.expire-lock.takeover-<owner>`` exclusively, so of several processes finding the same dead lock
 exactly one replaces it (a plain delete-and-create would let a late one delete the winner's lock).
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import threading
 import time
 import uuid
 from contextlib import contextmanager
@@ -22,6 +24,8 @@ if TYPE_CHECKING:
     from lake_core.table import FileStoreTable
 
 LOCK_TTL_S = 600.0
+_HELD: set[str] = set()  # owner tokens of the locks this process holds right now
+_HELD_GUARD = threading.Lock()
 
 
 def _lock_path(table: "FileStoreTable") -> str:
@@ -29,9 +33,13 @@ def _lock_path(table: "FileStoreTable") -> str:
 
 
 def _holder_is_gone(lock: dict) -> bool:
-    """The lock's process ran on this host and no longer exists (a crash, a kill -9)."""
+    """The lock's process ran on this host and no longer exists (a crash, a kill -9), or it is this
+    process and no run of it holds the lock any more (its release failed, e.g. storage went away)."""
     if lock.get("host") != socket.gethostname() or not isinstance(lock.get("pid"), int):
         return False
+    if lock["pid"] == os.getpid():
+        with _HELD_GUARD:
+            return lock.get("owner") not in _HELD
     try:
         os.kill(lock["pid"], 0)
     except ProcessLookupError:
@@ -85,21 +93,27 @@ def expiry_lock(table: "FileStoreTable", ttl_s: float = LOCK_TTL_S) -> Iterator[
     token = uuid.uuid4().hex
     body = json.dumps({"owner": token, "expires": time.time() + ttl_s, "host": socket.gethostname(),
                        "pid": os.getpid()}).encode("utf-8")
-    held = fio.try_create(path, body)
-    replaced = None
-    if not held:
-        lock = _read_lock(fio, path)
-        if lock is None:
-            held = fio.try_create(path, body)  # released meanwhile
-        elif lock.get("expires", 0) < time.time() or _holder_is_gone(lock):
-            held = _take_over(fio, path, lock, body, ttl_s)
-            replaced = lock
+    with _HELD_GUARD:
+        _HELD.add(token)  # before the lock exists: no thread of this process may take it as left over
     try:
-        yield held
-    finally:
-        if held:
+        held = fio.try_create(path, body)
+        replaced = None
+        if not held:
             lock = _read_lock(fio, path)
-            if lock and lock.get("owner") == token:
-                fio.delete(path)
-            if replaced is not None:  # kept until now so no late taker of the dead lock deletes ours
-                fio.delete(_marker(path, replaced))
+            if lock is None:
+                held = fio.try_create(path, body)  # released meanwhile
+            elif lock.get("expires", 0) < time.time() or _holder_is_gone(lock):
+                held = _take_over(fio, path, lock, body, ttl_s)
+                replaced = lock
+        try:
+            yield held
+        finally:
+            if held:
+                lock = _read_lock(fio, path)
+                if lock and lock.get("owner") == token:
+                    fio.delete(path)
+                if replaced is not None:  # kept until now so no late taker of the dead lock deletes ours
+                    fio.delete(_marker(path, replaced))
+    finally:
+        with _HELD_GUARD:
+            _HELD.discard(token)  # a lock left behind now (a failed release) is this process's to take over

@@ -4,6 +4,7 @@ rollback honour long-lived changelogs; bad arguments change nothing."""
 from __future__ import annotations
 
 import datetime as dt
+import os
 
 import pytest
 
@@ -272,3 +273,36 @@ def test_of_many_processes_finding_one_dead_lock_exactly_one_takes_it_over(wareh
     # never two holders at once (a late contender may take the lock after the first released it)
     assert most[0] == 1 and held.count(True) >= 1
     assert not t.fileio.exists(lock) and not t.fileio.exists(f"{lock}.takeover-dead")
+
+
+def test_a_lock_this_process_left_behind_is_taken_over_but_one_it_holds_is_not(warehouse):
+    """A release that failed (storage gone mid-run) leaves a lock naming this process: no run of it
+    holds the lock any more, so the next one takes it over at once; while another thread of the
+    process holds it, it is respected."""
+    import json
+    import socket
+    import threading
+    import time as _time
+    from lake_core.maintenance.expiry_lock import expiry_lock
+    t, _ = _history(warehouse, n=6)
+    lock = f"{t.paths.snapshot_dir}/.expire-lock"
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        with expiry_lock(t) as ok:
+            assert ok
+            held.set()
+            release.wait(30)
+
+    th = threading.Thread(target=hold)
+    th.start()
+    held.wait(30)
+    try:
+        assert "another expiry" in t.maintenance.expire_snapshots(retain_min=2, older_than=NOW).skipped
+    finally:
+        release.set()
+        th.join()
+    t.fileio.try_create(lock, json.dumps({"owner": "release-failed", "expires": _time.time() + 600,
+                                          "host": socket.gethostname(), "pid": os.getpid()}).encode())
+    assert t.maintenance.expire_snapshots(retain_min=2, older_than=NOW).expired_snapshots
+    assert not t.fileio.exists(lock) and not t.fileio.exists(f"{lock}.takeover-release-failed")
