@@ -93,12 +93,15 @@ def count_below(buf: pa.Table, keys: Sequence[str], bound: tuple) -> int:
 
 def merge_sorted_runs(runs: Sequence[Iterator[pa.Table]], keys: Sequence[str],
                       merge: Callable[[pa.Table], pa.Table],
-                      sizes: Sequence[int | None] | None = None) -> Iterator[pa.Table]:
+                      sizes: Sequence[int | None] | None = None,
+                      merge_parts: Callable[[list[pa.Table]], pa.Table | None] | None = None) -> Iterator[pa.Table]:
     """Merged chunks, in key order. ``runs`` are chunk iterators of key-sorted files, oldest
     first (so a stable sort keeps each key's rows in sequence order); ``merge`` reduces one
     chunk's key groups (every group in a chunk is complete). Reads lazily: a run's next chunk is
     read only once its buffer is merged up to its last key. ``sizes``: the rows each run is
-    expected to hold (a file's row count), so a run read to its end is known ended at once."""
+    expected to hold (a file's row count), so a run read to its end is known ended at once.
+    ``merge_parts``: tried first on a round's parts (one per run, oldest first); None from it means
+    ``merge`` of their concatenation."""
     cursors = [_Cursor(iter(r), sizes[i] if sizes is not None else None) for i, r in enumerate(runs)]
     while True:
         for c in cursors:
@@ -127,6 +130,11 @@ def merge_sorted_runs(runs: Sequence[Iterator[pa.Table]], keys: Sequence[str],
                 if java_order_key(k) == bound_order:
                     c.extend()
             if not parts:  # every buffered row was at the bound
+                continue
+        if merge_parts is not None and len(parts) > 1:
+            out = merge_parts(parts)
+            if out is not None:
+                yield out
                 continue
         rows = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
         yield merge(rows)

@@ -38,7 +38,7 @@ class Groups:
         return len(self.starts)
 
 
-def _np_column(col: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
+def numpy_key(col: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
     """NumPy view of a null-free primitive column, or None when it needs Arrow's comparator.
     Floats become integers ordered as Java's ``Double.compare`` (one NaN, -0.0 < 0.0)."""
     if isinstance(col, pa.ChunkedArray):
@@ -64,7 +64,7 @@ def merge_order(rows: pa.Table, key_columns: tuple[str, ...], sequence_fields: t
     n = rows.num_rows
     seq = rows[SEQ].to_numpy()
     if not sequence_fields and len(key_columns) == 1:
-        key = _np_column(rows[key_columns[0]])
+        key = numpy_key(rows[key_columns[0]])
         if key is not None:
             # Runs arrive oldest -> newest, so a stable sort on the key alone usually leaves each
             # group in sequence order; verify cheaply and fall back to a full lexsort if not.
@@ -109,7 +109,7 @@ def _boundaries(rows: pa.Table, key_columns: tuple[str, ...], order: np.ndarray)
         return new
     new[0] = True
     for k in key_columns:
-        arr = _np_column(rows[k])
+        arr = numpy_key(rows[k])
         if arr is not None:
             s = arr[order]
             new[1:] |= s[1:] != s[:-1]

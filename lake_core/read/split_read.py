@@ -17,6 +17,7 @@ import pyarrow as pa
 from lake_core.format.binary_row.reader import deserialize_row
 from lake_core.format.float_order import java_order_key
 from lake_core.lsm.merge_stream import merge_sorted_runs
+from lake_core.lsm.sparse_merge import sparse_merge
 from lake_core.merge.base import drop_retracts
 from lake_core.merge.lookup_merge import LEVEL, needs_lookup_merge, newest_high_level_mask, with_level
 from lake_core.kv.rowkind import SHORT_STRINGS
@@ -203,8 +204,15 @@ class SplitRead:
                     inputs = [with_level(self._file_chunks(split, f, True), f.level) for f in runs]
                 else:
                     inputs = [self._file_chunks(split, f, True) for f in runs]
-                for merged in merge_sorted_runs(inputs, self.key_names, self._merge, [f.row_count for f in runs]):
+                for merged in merge_sorted_runs(inputs, self.key_names, self._merge, [f.row_count for f in runs],
+                                                merge_parts=self._merge_parts):
                     yield merged.drop_columns(drop)
+
+    def _merge_parts(self, parts: list[pa.Table]) -> pa.Table | None:
+        """A large run with a few small ones: only the keys the small ones hold are merged."""
+        if not self.engine.run_is_merged or self.lookup_merge or len(self.key_names) != 1:
+            return None
+        return sparse_merge(parts, self.key_names[0], self._merge)
 
     def _merge(self, rows: pa.Table) -> pa.Table:
         if LEVEL in rows.column_names:

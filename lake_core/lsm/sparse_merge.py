@@ -1,0 +1,77 @@
+"""Merging one large sorted run with a few small ones without sorting the large one (the usual
+shape of a bucket read between compactions: a top level, and the recent commits above it).
+
+Only the keys the small runs hold can have more than one row. So the large run's rows with those
+keys are merged with the small runs' rows through the merge engine; every other row of the large
+run is the only row of its key and stays as it is (an engine whose run is already merged,
+``run_is_merged``), retractions dropped. Both sequences are sorted by key, so they are interleaved
+by binary search, and the result is gathered in one ``take``: no sort of the large run, and no
+group boundaries computed over it.
+
+Used when the key is one column whose values NumPy can order as Java does (integers, dates,
+timestamps, floats as their ``Double.compare`` bits) and the large run holds each key once;
+otherwise the caller merges the whole chunk.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from lake_core.kv import rowkind
+from lake_core.kv.system_fields import KIND
+from lake_core.merge.sort import numpy_key
+
+#: the small runs together hold at most this share of the large run's rows
+_SMALL_SHARE = 0.25
+
+
+def sparse_merge(parts: Sequence[pa.Table], key: str, merge: Callable[[pa.Table], pa.Table]) -> pa.Table | None:
+    """The merged rows of ``parts`` (runs oldest first, each sorted by ``key``), as ``merge`` of
+    their concatenation would give them with retractions dropped; None when this shape does not
+    apply (the caller merges the whole chunk)."""
+    if len(parts) < 2:
+        return None
+    big_i = max(range(len(parts)), key=lambda i: parts[i].num_rows)
+    big = parts[big_i]
+    small = sum(p.num_rows for i, p in enumerate(parts) if i != big_i)
+    if small > _SMALL_SHARE * big.num_rows:
+        return None
+    big_keys = numpy_key(big.column(key))
+    if big_keys is None or (len(big_keys) > 1 and not np.all(big_keys[1:] > big_keys[:-1])):
+        return None  # not NumPy-ordered, or a key stored twice in the run
+    small_keys = [numpy_key(p.column(key)) for i, p in enumerate(parts) if i != big_i]
+    if any(k is None for k in small_keys):
+        return None
+    probe = np.concatenate(small_keys) if small_keys else big_keys[:0]
+    at = np.searchsorted(big_keys, probe)
+    inside = at < len(big_keys)
+    hits = np.unique(at[inside][big_keys[at[inside]] == probe[inside]])
+
+    # the keys several runs hold, merged by the engine (the large run's rows in its place, so the
+    # runs stay oldest first)
+    overlap = [big.take(pa.array(hits)) if i == big_i else p for i, p in enumerate(parts)]
+    merged = merge(pa.concat_tables(overlap))
+    merged_keys = numpy_key(merged.column(key)) if merged.num_rows else big_keys[:0]
+    if merged_keys is None:
+        return None
+
+    alone = np.ones(big.num_rows, dtype=bool)
+    alone[hits] = False
+    alone &= ~rowkind.is_retract(big.column(KIND).to_numpy())
+    keep = np.flatnonzero(alone)
+    # merged keys never equal a kept key (those are the hits), so where they go is unambiguous
+    slots = np.searchsorted(big_keys[keep], merged_keys) + np.arange(len(merged_keys))
+    from_merged = np.zeros(len(keep) + len(merged_keys), dtype=bool)
+    from_merged[slots] = True
+    order = np.empty(len(from_merged), dtype=np.int64)
+    order[from_merged] = big.num_rows + np.arange(len(merged_keys))
+    order[~from_merged] = keep
+    if merged.schema != big.schema:
+        merged = merged.select(big.column_names).cast(big.schema)
+    both = pa.concat_tables([big, merged])
+    return both.take(pa.array(order))
+
+
+__all__ = ["sparse_merge"]
