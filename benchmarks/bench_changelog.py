@@ -17,15 +17,15 @@ same table for the lookup and full-compaction producers (the JVM is started befo
 from __future__ import annotations
 
 import argparse
-import json
 import resource
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from benchmarks.steps import add_step_options, handle_step, run_step
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = {
@@ -107,11 +107,7 @@ def timed(scenario: str, path: str) -> dict:
 
 
 def _sub(*args: str) -> dict:
-    proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_changelog", *args], capture_output=True, text=True,
-                          cwd=ROOT)
-    if proc.returncode != 0:
-        raise SystemExit(f"benchmark step {args} failed:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1]) if proc.stdout.strip() else {}
+    return run_step("benchmarks.bench_changelog", *args)
 
 
 def _java_compact(java, path: str, full: bool) -> dict:
@@ -156,15 +152,9 @@ def main(argv=None):
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--scenarios", default=",".join(SCENARIOS))
     ap.add_argument("--java", action="store_true", help="also time Java Paimon 1.0 on a copy")
-    ap.add_argument("--build", help=argparse.SUPPRESS)
-    ap.add_argument("--timed", help=argparse.SUPPRESS)
-    ap.add_argument("--path", help=argparse.SUPPRESS)
+    add_step_options(ap)
     args = ap.parse_args(argv)
-    if args.build:
-        build(args.build, args.path, args.rows, args.updates)
-        return
-    if args.timed:
-        print(json.dumps(timed(args.timed, args.path)))
+    if handle_step(args, lambda scenario, path: build(scenario, path, args.rows, args.updates), timed):
         return
     java = None
     if args.java:

@@ -26,16 +26,16 @@ with a full JIT that first compacted another copy to warm up.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from benchmarks.steps import add_step_options, handle_step, run_step
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -175,11 +175,7 @@ def java_compaction(scenario: str, rows: int, runs: int) -> dict:
 
 
 def _sub(*args: str) -> dict:
-    proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_compaction", *args], capture_output=True, text=True,
-                          cwd=ROOT)
-    if proc.returncode != 0:
-        raise SystemExit(f"benchmark step {args} failed:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1]) if proc.stdout.strip() else {}
+    return run_step("benchmarks.bench_compaction", *args)
 
 
 def run(scenario: str, rows: int, runs: int, budget: int) -> dict:
@@ -204,15 +200,9 @@ def main(argv=None):
     ap.add_argument("--budget", type=int, default=65_536, help="read.batch-size of the stream-<N>x scenarios")
     ap.add_argument("--scenarios", default="full-1m,full-20-l0,full-4m,read-50-inline,read-50-none,read-50-compacted")
     ap.add_argument("--java", action="store_true", help="also time Java Paimon's full compaction of the same tables")
-    ap.add_argument("--build", help=argparse.SUPPRESS)
-    ap.add_argument("--timed", help=argparse.SUPPRESS)
-    ap.add_argument("--path", help=argparse.SUPPRESS)
+    add_step_options(ap)
     args = ap.parse_args(argv)
-    if args.build:
-        build(args.build, args.path, args.rows, args.budget)
-        return
-    if args.timed:
-        print(json.dumps(timed(args.timed, args.path)))
+    if handle_step(args, lambda scenario, path: build(scenario, path, args.rows, args.budget), timed):
         return
     print(f"{'scenario':<20}{'rows':>12}{'rows/s':>14}{'seconds':>10}{'CPU s':>8}{'peak RSS MB':>13}{'growth MB':>11}"
           f"{'peak Arrow MB':>15}{'Java rows/s':>14}{'Java CPU s':>12}{'ours/Java':>11}{'by CPU':>8}")

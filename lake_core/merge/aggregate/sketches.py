@@ -29,32 +29,33 @@ class _BlobUnionAgg(AggFunction):
         return self.agg(v, acc)
 
 
-class Rbm32Agg(_BlobUnionAgg):
+class _RoaringUnionAgg(_BlobUnionAgg):
+    bitmap = ""  # the pyroaring class
+
+    def union(self, a, b):
+        import pyroaring
+        cls = getattr(pyroaring, self.bitmap)
+        r = cls.deserialize(a) | cls.deserialize(b)
+        r.run_optimize()
+        return r.serialize()
+
+
+class Rbm32Agg(_RoaringUnionAgg):
     """``rbm32``: union of serialized 32-bit RoaringBitmaps (portable format, run-optimized, as
     Paimon's RoaringBitmap32.serialize)."""
 
     name = "rbm32"
     what = "32-bit RoaringBitmap"
-
-    def union(self, a, b):
-        from pyroaring import BitMap
-        r = BitMap.deserialize(a) | BitMap.deserialize(b)
-        r.run_optimize()
-        return r.serialize()
+    bitmap = "BitMap"
 
 
-class Rbm64Agg(_BlobUnionAgg):
+class Rbm64Agg(_RoaringUnionAgg):
     """``rbm64``: union of serialized 64-bit Roaring bitmaps in the portable 64-bit format
     (pyroaring BitMap64 / CRoaring; Java Roaring64NavigableMap.serializePortable)."""
 
     name = "rbm64"
     what = "64-bit RoaringBitmap (portable format)"
-
-    def union(self, a, b):
-        from pyroaring import BitMap64
-        r = BitMap64.deserialize(a) | BitMap64.deserialize(b)
-        r.run_optimize()
-        return r.serialize()
+    bitmap = "BitMap64"
 
 
 class HllSketchAgg(_BlobUnionAgg):
