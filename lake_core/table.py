@@ -19,7 +19,6 @@ from lake_core.manifest.metadata import DataFileMeta, FileKind
 from lake_core.commit.messages import CommitMessage
 from lake_core.names import validate_tag_name
 from lake_core.options import check_supported
-from lake_core.paths import data_file_in
 from lake_core.read.predicate import Predicate, PredicateBuilder
 from lake_core.read.split_read import SplitRead
 from lake_core.read.incremental import incremental_options, incremental_scan, parse_between, scan_mode_of
@@ -290,7 +289,7 @@ class FileStoreTable:
             for f in m.new_files + m.changelog_files + m.compact_after + m.compact_changelog:
                 if f.file_name in upgraded and f not in m.new_files:
                     continue
-                self.fileio.delete(f.external_path or data_file_in(bucket_dir, f.file_name))
+                self.fileio.delete(f.path_in(bucket_dir))
 
     def to_arrow(self, snapshot_id: int | None = None, tag: str | None = None, timestamp_millis: int | None = None,
                  columns: Sequence[str] | None = None, filter: Predicate | None = None, *,

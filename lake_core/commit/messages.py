@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lake_core.manifest.metadata import DataFileMeta, IndexManifestEntry
-from lake_core.paths import data_file_in
 
 
 @dataclass(frozen=True)
@@ -71,4 +70,4 @@ class Split:
         return sum(f.row_count for f in self.files)
 
     def file_path(self, f: DataFileMeta) -> str:
-        return f.external_path or data_file_in(self.bucket_path, f.file_name)
+        return f.path_in(self.bucket_path)

@@ -11,7 +11,7 @@ import pyarrow as pa
 from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.commit.messages import CommitMessage
 from lake_core.manifest.metadata import DataFileMeta
-from lake_core.paths import FileNamer, data_file_in
+from lake_core.paths import FileNamer
 from lake_core.compaction.rewrite import partition_path
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ def read_kv_files(table: "FileStoreTable", partition_path: str, bucket: int,
     parts = []
     bucket_dir = table.paths.bucket_dir(partition_path, bucket)
     for f in sorted(files, key=lambda f: (f.min_sequence_number, f.file_name)):
-        path = f.external_path or data_file_in(bucket_dir, f.file_name)
+        path = f.path_in(bucket_dir)
         parts.append(read_evolved(table, path, f, f.file_name.rsplit(".", 1)[-1], full.names, full))
     if not parts:
         return full.empty_table()

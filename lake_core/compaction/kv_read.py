@@ -12,7 +12,6 @@ import pyarrow as pa
 from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.manifest.metadata import DataFileMeta
 from lake_core.options import READ_BATCH_ROWS
-from lake_core.paths import data_file_in
 from lake_core.format.integrity import checked_row_group_ranges
 from lake_core.schema.evolution import iter_evolved
 
@@ -32,7 +31,7 @@ def kv_schema(table: "FileStoreTable") -> pa.Schema:
 def _raw_chunks(table: "FileStoreTable", bucket_dir: str, f: DataFileMeta, chunk_rows: int,
                 columns: Sequence[str] | None, row_groups: Sequence[int] | None = None) -> Iterator[pa.Table]:
     full = _columns_schema(table, columns)
-    path = f.external_path or data_file_in(bucket_dir, f.file_name)
+    path = f.path_in(bucket_dir)
     # the read path's chunked file read: size and row count checked, older schemas mapped
     return iter_evolved(table, path, f, _format(f), full.names, full, chunk_rows,
                         missing=lambda: _missing_input(table, path, f), row_groups=row_groups)
@@ -54,7 +53,7 @@ def key_ranges(table: "FileStoreTable", bucket_dir: str, f: DataFileMeta,
     a key type without a usable order, missing statistics)."""
     if f.schema_id != table.schema.id:
         return None
-    path = f.external_path or data_file_in(bucket_dir, f.file_name)
+    path = f.path_in(bucket_dir)
     return checked_row_group_ranges(table.fileio, path, f, _format(f), key_names,
                                     _columns_schema(table, key_names), missing=lambda: _missing_input(table, path, f))
 

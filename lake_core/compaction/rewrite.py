@@ -15,7 +15,7 @@ from lake_core.write.file_writer import DataFileWriter
 from lake_core.kv.system_fields import KIND
 from lake_core.commit.messages import CommitMessage
 from lake_core.manifest.metadata import DataFileMeta, FileSource
-from lake_core.paths import FileNamer, data_file_in, partition_dir
+from lake_core.paths import FileNamer, partition_dir
 from lake_core.compaction.changelog_producers import ChangelogProducer, ChunkState, producer_for
 from lake_core.compaction.dv import DvCompaction, unit_vectors
 from lake_core.merge.lookup_merge import LEVEL, needs_lookup_merge, newest_high_level_mask, with_level
@@ -135,7 +135,7 @@ def run_compact_unit(table: "FileStoreTable", partition: bytes, bucket: int, tot
     except Exception:
         changelog_chunks.discard()
         for f in written + changelog_files:  # a failed unit commits nothing: leave none of its files behind
-            table.fileio.delete(f.external_path or data_file_in(bucket_dir, f.file_name))
+            table.fileio.delete(f.path_in(bucket_dir))
         raise
     msg = CommitMessage(partition, bucket, total_buckets, new_files=tuple(extra_new_files),
                         compact_before=tuple(before), compact_after=tuple(after),

@@ -13,7 +13,7 @@ from lake_core.errors import LakeError, SnapshotNotFoundError, TagNotFoundError
 from lake_core.io.fileio import FileIOError
 from lake_core.bucket.hash_index import index_file_path
 from lake_core.manifest.metadata import DataFileMeta, FileKind, IndexManifestEntry, ManifestEntry
-from lake_core.paths import data_file_in, extra_file_beside, partition_dir
+from lake_core.paths import extra_file_beside, partition_dir
 from lake_core.snapshot.snapshot import Snapshot
 from lake_core.errors import MaintenanceAbortedError
 
@@ -43,7 +43,7 @@ def bucket_path(table: "FileStoreTable", partition: bytes, bucket: int) -> str:
 def data_file_paths(table: "FileStoreTable", entry: ManifestEntry) -> list[tuple[str, int]]:
     """The data file of an entry and its extra files (Java ``toAlignedPath``: next to it)."""
     f: DataFileMeta = entry.file
-    main = f.external_path or data_file_in(bucket_path(table, entry.partition, entry.bucket), f.file_name)
+    main = f.path_in(bucket_path(table, entry.partition, entry.bucket))
     return [(main, f.file_size)] + [(extra_file_beside(main, x), 0) for x in f.extra_files]
 
 

@@ -16,6 +16,7 @@ from enum import IntEnum
 from typing import Any, Iterable, NamedTuple
 
 from lake_core.errors import FormatError, LakeError
+from lake_core.paths import data_file_in
 
 __all__ = [
     "EMPTY_ROW_BYTES",
@@ -91,6 +92,10 @@ class DataFileMeta:
     first_row_id: int | None = None
     write_cols: tuple[str, ...] | None = None
     write_cols_sequences: tuple[int, ...] | None = None
+
+    def path_in(self, bucket_dir: str) -> str:
+        """Where the file is: its external path, else its name in ``bucket_dir``."""
+        return self.external_path or data_file_in(bucket_dir, self.file_name)
 
     def upgrade(self, new_level: int) -> "DataFileMeta":
         """Copy of this file moved to ``new_level`` (Java ``DataFileMeta.upgrade``).
