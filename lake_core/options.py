@@ -213,8 +213,7 @@ class CoreOptions:
     def materialized_read_rows(self) -> int:
         """Rows per data file per merge round of a read that keeps its whole result (``to_arrow``):
         ``read.batch-size`` when set, else ``MATERIALIZED_READ_ROWS``."""
-        v = self.get("read.batch-size")
-        return parse_int("read.batch-size", v) if v else MATERIALIZED_READ_ROWS
+        return self.read_batch_rows if self.get("read.batch-size") else MATERIALIZED_READ_ROWS
 
     @property
     def bucket(self) -> int:
@@ -395,7 +394,8 @@ _INT_OPTIONS: dict[str, tuple[int, int, str]] = {
     "file.compression.zstd-level": (-(1 << 17), 22, "a zstd level between -131072 and 22"),
 }
 _MEMORY_OPTIONS: dict[str, int] = {  # option -> minimum bytes
-    "target-file-size": 1, "parquet.block.size": 1, "orc.stripe.size": 1, "write-buffer-size": 1, "page-size": 1, "manifest.target-file-size": 1,
+    "target-file-size": 1, "parquet.block.size": 1, "orc.stripe.size": 1, "write-buffer-size": 1, "page-size": 1,
+    "manifest.target-file-size": 1,
     "manifest.full-compaction-threshold-size": 0, "compaction.total-size-threshold": 0,
     "compaction.incremental-size-threshold": 0,
 }

@@ -76,6 +76,9 @@ class SplitRead:
         self.read_schema = pa.schema([schema.arrow_schema().field(n) for n in self.read_columns])
         self.key_types = [schema.field(k).type for k in self.key_names]
         self.lookup_merge = needs_lookup_merge(table)
+        # a stored row is its key's merged row, so a large run's keys no other run holds pass through
+        self.sparse_key = self.key_names[0] if (self.is_pk and self.engine.run_is_merged and not self.lookup_merge
+                                                and len(self.key_names) == 1) else None
 
     # -- files -----------------------------------------------------------------------------------
     def _file_args(self, split: Split, f: DataFileMeta, with_system: bool):
@@ -205,14 +208,12 @@ class SplitRead:
                 else:
                     inputs = [self._file_chunks(split, f, True) for f in runs]
                 for merged in merge_sorted_runs(inputs, self.key_names, self._merge, [f.row_count for f in runs],
-                                                merge_parts=self._merge_parts):
+                                                merge_parts=self._merge_parts if self.sparse_key else None):
                     yield merged.drop_columns(drop)
 
     def _merge_parts(self, parts: list[pa.Table]) -> pa.Table | None:
         """A large run with a few small ones: only the keys the small ones hold are merged."""
-        if not self.engine.run_is_merged or self.lookup_merge or len(self.key_names) != 1:
-            return None
-        return sparse_merge(parts, self.key_names[0], self._merge)
+        return sparse_merge(parts, self.sparse_key, self._merge)
 
     def _merge(self, rows: pa.Table) -> pa.Table:
         if LEVEL in rows.column_names:
