@@ -349,7 +349,10 @@ class FileStoreTable:
 
         def attempt(wb: "BatchWriteBuilder") -> list[CommitMessage]:
             self.check_identity()  # a stale handle would read another table's files
-            rows = self.to_arrow(filter=predicate)  # again on every attempt: the latest rows
+            # again on every attempt: the latest rows, every committed one (a row still at a hidden
+            # level 0 is committed and would show after the next compaction)
+            scan = TableScan(self.store, self.latest_snapshot(), predicate, all_levels=True)
+            rows = SplitRead(self.store, predicate=predicate).to_arrow(scan.splits())
             w = wb.new_write()
             if rows.num_rows:
                 w.write_rows_with_kind(rows, rowkind.DELETE)

@@ -301,6 +301,21 @@ def _find_partition(table: "FileStoreTable", spec: Mapping[str, Any]):
     return snap, None, []
 
 
+def _check_reads_what_it_replaces(table: "FileStoreTable", text: str, snapshot_id: int, splits: Sequence[Split],
+                                  entries: Sequence[ManifestEntry]) -> None:
+    """The OVERWRITE removes every live file of the partition, so the rows written must come from
+    every one of them: a file the read skipped (a hidden level 0) would lose its rows for good."""
+    read = {(s.bucket, f.file_name) for s in splits for f in s.files}
+    removed = {(e.bucket, e.file.file_name) for e in entries}
+    if read != removed:
+        missed = sorted(removed - read)
+        raise RescaleVerificationError(
+            f"rescale of {table.identifier} partition '{text}' at snapshot {snapshot_id}: the commit would remove "
+            f"{len(removed)} file(s) but the read covered {len(read & removed)}; not read: "
+            f"{', '.join(f'bucket {b}/{n}' for b, n in missed[:5])}{' ...' if len(missed) > 5 else ''}; "
+            "nothing was written or committed")
+
+
 def prepare_rescale_partition(table: "FileStoreTable", *, partition: Mapping[str, Any] | None = None,
                               bucket: int, dry_run: bool = False) -> PreparedRescale | PartitionRescaleResult:
     """Read one partition at the latest snapshot, write it into ``bucket`` buckets and verify the
@@ -328,8 +343,9 @@ def prepare_rescale_partition(table: "FileStoreTable", *, partition: Mapping[str
     if dry_run:
         return skipped("dry run", old, sum(e.file.row_count for e in entries))
     values = table.manifest_store.partition_values(part)
-    splits = [s for s in TableScan(table, snap).splits() if s.partition == part]
-    rows = SplitRead(table).to_arrow(splits)
+    splits = [s for s in TableScan(table.store, snap, all_levels=True).splits() if s.partition == part]
+    _check_reads_what_it_replaces(table, text, snap.id, splits, entries)
+    rows = SplitRead(table.store).to_arrow(splits)
     before = table_checksum(rows)
     rows, buckets = _sorted_by_bucket_and_key(table, rows, bucket)
     written = _write_buckets(table, values, rows, buckets)

@@ -66,7 +66,9 @@ def _partition_state(table: "FileStoreTable", snapshot_id: int, text: str):
         empty = Checksum(0, "0" * 32)
         return empty, empty, ()
     part, entries = found[0]
-    rows = SplitRead(table).to_arrow([s for s in TableScan(table, snap).splits() if s.partition == part])
+    # every committed row (level 0 too, where batch reads hide it): what the rescale had to carry over
+    rows = SplitRead(table.store).to_arrow([s for s in TableScan(table.store, snap, all_levels=True).splits()
+                                            if s.partition == part])
     keys = list(table.schema.primary_keys) or rows.column_names
     return table_checksum(rows), table_checksum(rows.select(keys)), tuple(sorted({e.total_buckets for e in entries}))
 

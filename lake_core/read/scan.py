@@ -19,13 +19,22 @@ if TYPE_CHECKING:
 
 class TableScan:
     def __init__(self, table: "FileStore", snapshot: Snapshot | None, predicate: Predicate | None = None,
-                 *, top_level_only: bool = False):
+                 *, top_level_only: bool = False, all_levels: bool = False):
         """``top_level_only``: only the files of the highest level of a primary-key table, read
         without merge (Java ``ReadOptimizedTable``'s level filter ``numLevels - 1``). Tables whose
         batch reads hide level 0 (deletion vectors, first-row) are read as usual, every level above
-        0 with its vectors: Java's ``DataTableBatchScan`` replaces that filter by ``level > 0`` there."""
+        0 with its vectors: Java's ``DataTableBatchScan`` replaces that filter by ``level > 0`` there.
+
+        ``all_levels``: every committed row, level 0 included even where batch reads hide it (the
+        level-0 files are merged over the levels above, whose vectors still apply). What anything
+        that rewrites or deletes committed rows must read (rescale, ``delete_where``, verification):
+        a hidden level-0 row is committed and will become visible at the next compaction."""
+        if top_level_only and all_levels:
+            from lake_core.errors import InvalidOptionError
+            raise InvalidOptionError(f"a scan of {table.identifier} reads either the top level only or all levels")
         self.table = table
         self.top_level_only = top_level_only
+        self.all_levels = all_levels
         self.snapshot = snapshot
         self.predicate = predicate
         schema = table.schema
@@ -119,7 +128,7 @@ class TableScan:
                 ok = part_ok[e.partition] = self._partition_matches(store.partition_values(e.partition))
             if ok:
                 groups[(e.partition, e.bucket)].append(e)
-        hide_l0 = self.table.level0_hidden
+        hide_l0 = self.table.level0_hidden and not self.all_levels
         top_level = self.table.options.num_levels - 1
         dv_entries = None
         if self.is_pk and self.table.options.deletion_vectors_enabled:

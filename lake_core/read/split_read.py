@@ -188,26 +188,38 @@ class SplitRead:
                                               pa.array(np.zeros(chunk.num_rows, np.int8))) if keep_kind else chunk
             return
         vectors = self._dv_vectors(split) if split.dv_index is not None else None
-        if vectors is not None:
+        if vectors is not None and not any(f.level == 0 for f in split.files):
             for f in split.files:
                 for chunk in self._deleted_masked(self._file_chunks(split, f, keep_kind), vectors.get(f.file_name)):
                     yield chunk.drop_columns([SEQ]) if keep_kind else chunk
             return
+        # Merge-on-read; with vectors (an all-levels read of a deletion-vector table), each file's
+        # deleted rows are masked first: what is left above level 0 holds each key once, and the
+        # level-0 files merge over it like any newer run.
+        vectors = vectors or {}
+
+        def chunks(f: DataFileMeta, with_system: bool) -> Iterator[pa.Table]:
+            dv = vectors.get(f.file_name)
+            return self._file_chunks(split, f, with_system) if dv is None else \
+                self._deleted_masked(self._file_chunks(split, f, with_system), dv)
+
         for section in self._sections(split.files):
             if len(section) == 1 and section[0].delete_row_count == 0:
-                for chunk in self._file_chunks(split, section[0], keep_kind):
+                for chunk in chunks(section[0], keep_kind):
                     yield chunk.drop_columns([SEQ]) if keep_kind else chunk
             elif len(section) == 1 and self.engine.run_is_merged:
-                for chunk in self._file_chunks(split, section[0], True):  # one file holds each key once
+                for chunk in chunks(section[0], True):  # one file holds each key once
                     yield drop_retracts(chunk).drop_columns(drop)
             else:
                 # oldest first, so each key's rows usually arrive in sequence order (cheap sort)
                 runs = sorted(section, key=lambda f: (f.min_sequence_number, f.file_name))
                 if self.lookup_merge:
-                    inputs = [with_level(self._file_chunks(split, f, True), f.level) for f in runs]
+                    inputs = [with_level(chunks(f, True), f.level) for f in runs]
                 else:
-                    inputs = [self._file_chunks(split, f, True) for f in runs]
-                for merged in merge_sorted_runs(inputs, self.key_names, self._merge, [f.row_count for f in runs],
+                    inputs = [chunks(f, True) for f in runs]
+                # a masked file yields fewer rows than it holds: its end is learnt from its reader
+                sizes = [None if f.file_name in vectors else f.row_count for f in runs]
+                for merged in merge_sorted_runs(inputs, self.key_names, self._merge, sizes,
                                                 merge_parts=self._merge_parts if self.sparse_key else None):
                     yield merged.drop_columns(drop)
 
