@@ -134,10 +134,21 @@ class DataFileMismatchError(CorruptFileError):
     """A data file's size or row count differs from what its manifest entry records."""
 
 
+class SnapshotExpiredError(CorruptFileError):
+    """A read lost a file because the snapshot it reads was expired meanwhile (or is being
+    expired). Nothing is wrong with the table: take a lease (``table.lease``) to pin a snapshot
+    for a long read, or read a newer snapshot."""
+
+
 # -- maintenance operations (none leaves a change behind) ---------------------------------------
 class MaintenanceArgumentError(InvalidOptionError):
     """An argument of a maintenance operation is invalid (negative retention, a future cut-off...).
     Raised before anything is read or written."""
+
+
+class PartitionNotFoundError(MaintenanceArgumentError):
+    """A partition selector matches no partition holding data (a typo, or a partition already
+    dropped); nothing was read or changed."""
 
 
 class MaintenanceAbortedError(LakeError):

@@ -16,6 +16,7 @@ from lake_core.deletion_vectors.maintainer import BucketDeletionVectors, bucket_
 from lake_core.paths import FileNamer
 from lake_core.compaction.dynamic import with_planning_options
 from lake_core.compaction.expire import RecordExpiry
+from lake_core.schema.partition_selector import PartitionSelector
 from lake_core.lsm.levels import Levels, key_decoder
 from lake_core.compaction.picker import CompactUnit, Pick, UniversalConfig, drop_delete, force_pick_level0, pick_full, \
     pick_universal, worth_running
@@ -104,26 +105,6 @@ def with_vector_changes(table: "FileStoreTable", out: UnitOutcome, vectors: Buck
     return replace(out, message=replace(out.message, new_index_files=new, deleted_index_files=deleted))
 
 
-def _partition_filter(table: "FileStoreTable", partitions) -> Any:
-    if partitions is None:
-        return None
-    names = list(table.schema.partition_keys)
-    specs = [partitions] if isinstance(partitions, Mapping) else list(partitions)
-    for spec in specs:
-        if not isinstance(spec, Mapping):
-            raise InvalidOptionError(f"compact of {table.identifier}: 'partitions' must be a dict or a list of dicts "
-                            f"mapping partition columns to values, got {spec!r}")
-        for k in spec:
-            if k not in names:
-                raise InvalidOptionError(f"compact of {table.identifier}: partition spec names '{k}', which is not a "
-                                f"partition column (partition columns: {names})")
-
-    def matches(values: tuple) -> bool:
-        return any(all(values[names.index(k)] == v for k, v in spec.items()) for spec in specs)
-
-    return matches
-
-
 def pick_bucket(table: "FileStoreTable", levels: Levels, *, full: bool, expiry: RecordExpiry | None,
                 expire_records: bool, now_ms: int, last_full_ms: int | None = None,
                 dv_index: Sequence[IndexManifestEntry] | None = None) -> Pick:
@@ -160,12 +141,14 @@ def plan_compaction(table: "FileStoreTable", *, full: bool = False, partitions=N
     if expire_records and expiry is None:
         raise InvalidOptionError(f"compact(expire_records=True) of {table.identifier} needs the table options "
                                  "'record-level.expire-time' and 'record-level.time-field'")
-    matches = _partition_filter(table, partitions)
+    selector = PartitionSelector.of(table.schema, partitions, table=table.identifier, operation="compact")
     snapshot = table.snapshot_manager.latest()
     store = table.manifest_store
     groups: dict[tuple[bytes, int], list] = defaultdict(list)
     for e in store.live_entries(snapshot):
         groups[(e.partition, e.bucket)].append(e)
+    if selector is not None:  # a selector matching nothing is a typo, not "nothing to compact"
+        selector.check_matched(store.partition_values(p) for p in {p for p, _b in groups})
     key_of = key_decoder(table.key_types)
     num_levels = table.options.num_levels
     dv_entries = bucket_dv_entries(table, snapshot) if table.options.deletion_vectors_enabled else None
@@ -173,7 +156,7 @@ def plan_compaction(table: "FileStoreTable", *, full: bool = False, partitions=N
     for (partition, bucket), entries in sorted(groups.items(), key=lambda kv: (repr(store.partition_values(kv[0][0])),
                                                                                kv[0][1])):
         values = tuple(store.partition_values(partition))
-        if matches is not None and not matches(values):
+        if selector is not None and not selector.matches(values):
             continue
         files = tuple(e.file for e in entries)
         buckets.append(BucketLevels(partition, bucket, files))

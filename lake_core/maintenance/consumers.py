@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import json
+import math
 import re
 import time
 import uuid
@@ -128,16 +129,23 @@ class ConsumerManager:
         return removed
 
 
+#: The longest lease: its expiry is written as 13 digits of epoch millis in the consumer id.
+MAX_LEASE_TTL = _dt.timedelta(days=3650)
+
+
 def _ttl_ms(ttl) -> int:
     if isinstance(ttl, _dt.timedelta):
-        ms = int(ttl.total_seconds() * 1000)
+        seconds = ttl.total_seconds()
     elif isinstance(ttl, (int, float)) and not isinstance(ttl, bool):
-        ms = int(ttl * 1000)
+        seconds = float(ttl)
     else:
-        raise MaintenanceArgumentError(f"lease ttl must be a timedelta or seconds, got {ttl!r}")
-    if ms <= 0:
-        raise MaintenanceArgumentError(f"lease ttl must be positive, got {ttl!r}")
-    return ms
+        raise MaintenanceArgumentError(f"lease ttl must be a timedelta or a number of seconds, got {ttl!r}")
+    shown = f"{seconds:g} s" if math.isfinite(seconds) else str(seconds)
+    if not math.isfinite(seconds) or seconds <= 0 or seconds > MAX_LEASE_TTL.total_seconds():
+        raise MaintenanceArgumentError(
+            f"lease ttl must be a positive duration of at most {MAX_LEASE_TTL.days} days (it bounds how long a "
+            f"crashed holder pins a snapshot), got {shown}")
+    return max(1, int(seconds * 1000))
 
 
 @dataclass(frozen=True)

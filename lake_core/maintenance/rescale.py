@@ -44,7 +44,10 @@ from lake_core.read.scan import TableScan
 from lake_core.definition import commit_schema_changes
 from lake_core.format.checksum import Checksum, table_checksum
 from lake_core.schema.change import SchemaChange
+from lake_core.options import CoreOptions
+from lake_core.snapshot.snapshot import RESCALE_PROPERTY
 from lake_core.result import OperationResult
+from lake_core.schema.partition_selector import PartitionSelector, partition_text
 
 if TYPE_CHECKING:
     from lake_core.table import FileStoreTable
@@ -138,7 +141,7 @@ def _check_rescalable(table: "FileStoreTable", bucket: Any) -> int:
 
 
 def _spec_text(partition: Sequence[tuple[str, Any]]) -> str:
-    return "/".join(f"{k}={v}" for k, v in partition)
+    return partition_text([k for k, _v in partition], [v for _k, v in partition])
 
 
 def _partition_entries(table: "FileStoreTable", snapshot) -> dict[bytes, list[ManifestEntry]]:
@@ -152,27 +155,6 @@ def _named(table: "FileStoreTable", partition: bytes) -> tuple[tuple[str, Any], 
     return tuple(zip(table.schema.partition_keys, table.manifest_store.partition_values(partition)))
 
 
-def _matches(named: Sequence[tuple[str, Any]], selectors: Sequence[Mapping[str, Any]] | None) -> bool:
-    if selectors is None:
-        return True
-    values = dict(named)
-    return any(all(values.get(k) == v for k, v in sel.items()) for sel in selectors)
-
-
-def _check_selectors(table: "FileStoreTable", partitions: Sequence[Mapping[str, Any]] | None):
-    if partitions is None:
-        return None
-    if isinstance(partitions, Mapping):
-        partitions = [partitions]
-    names = list(table.schema.partition_keys)
-    for sel in partitions:
-        bad = [k for k in sel if k not in names]
-        if bad:
-            raise InvalidOptionError(f"rescale of {table.identifier}: partition selector {dict(sel)} names "
-                                     f"{bad}, which are not partition columns (partition columns: {names})")
-    return [dict(s) for s in partitions]
-
-
 # ------------------------------------------------------------------------------------------------
 # Planning
 # ------------------------------------------------------------------------------------------------
@@ -183,13 +165,15 @@ def plan_rescale(table: "FileStoreTable", *, bucket: int,
     """The partitions (matching ``partitions``, a list of {column: value} selectors; all when
     None) that are not yet at ``bucket`` buckets, from the latest snapshot's metadata."""
     bucket = _check_rescalable(table, bucket)
-    selectors = _check_selectors(table, partitions)
+    selector = PartitionSelector.of(table.schema, partitions, table=table.identifier, operation="rescale")
     snap = table.latest_snapshot()
+    by_partition = _partition_entries(table, snap)
+    if selector is not None:  # a selector matching nothing is a typo, not a no-op
+        selector.check_matched(table.manifest_store.partition_values(p) for p in by_partition)
     units, done = [], []
-    for part, entries in sorted(_partition_entries(table, snap).items(),
-                                key=lambda kv: repr(table.manifest_store.partition_values(kv[0]))):
+    for part, entries in sorted(by_partition.items(), key=lambda kv: repr(table.manifest_store.partition_values(kv[0]))):
         named = _named(table, part)
-        if not _matches(named, selectors):
+        if selector is not None and not selector.matches([v for _k, v in named]):
             continue
         counts = {e.total_buckets for e in entries}
         if counts == {bucket}:
@@ -289,16 +273,27 @@ class PreparedRescale:
     started: float  # time.monotonic() when preparing began
 
 
-def _find_partition(table: "FileStoreTable", spec: Mapping[str, Any]):
+def _find_partition(table: "FileStoreTable", partition: Any):
+    """(latest snapshot, the partition's serialized key or None when it holds no data, its live
+    entries, its text) for ``partition``: a value for every partition column, as a dict or text."""
     names = list(table.schema.partition_keys)
-    if sorted(spec) != sorted(names):
-        raise InvalidOptionError(f"rescale_partition of {table.identifier} needs a value for every partition column "
-                                 f"{names}, got {dict(spec)}")
+    where = f"rescale_partition of {table.identifier}"
+    if not names:
+        if partition:
+            raise InvalidOptionError(f"{where}: the table is not partitioned, got partition {partition!r}")
+        spec: dict[str, Any] = {}
+    else:
+        selector = PartitionSelector.of(table.schema, partition or {}, table=table.identifier,
+                                        operation="rescale_partition")
+        spec = dict(selector.specs[0]) if len(selector.specs) == 1 else {}
+        if sorted(spec) != sorted(names):
+            raise InvalidOptionError(f"{where} needs one value for every partition column {names}, got {partition!r}")
+    values = [spec[n] for n in names]
     snap = table.latest_snapshot()
     for part, entries in _partition_entries(table, snap).items():
-        if dict(_named(table, part)) == dict(spec):
-            return snap, part, entries
-    return snap, None, []
+        if list(table.manifest_store.partition_values(part)) == values:
+            return snap, part, entries, partition_text(names, values)
+    return snap, None, [], partition_text(names, values)
 
 
 def _check_reads_what_it_replaces(table: "FileStoreTable", text: str, snapshot_id: int, splits: Sequence[Split],
@@ -323,9 +318,7 @@ def prepare_rescale_partition(table: "FileStoreTable", *, partition: Mapping[str
     result with ``skipped`` set (no data, already at ``bucket`` buckets, or a dry run)."""
     started = time.monotonic()
     bucket = _check_rescalable(table, bucket)
-    spec = dict(partition or {})
-    snap, part, entries = _find_partition(table, spec)
-    text = _spec_text(tuple((n, spec[n]) for n in table.schema.partition_keys))
+    snap, part, entries, text = _find_partition(table, partition)
 
     def skipped(why: str, old: int, rows: int = 0) -> PartitionRescaleResult:
         log.info("rescale %s partition '%s': skipped, %s", table.identifier, text, why)
@@ -406,7 +399,7 @@ def commit_rescale_partitions(table: "FileStoreTable", prepared: Sequence[Prepar
     entries = [ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file)
                for p in prepared for e in p.replaced]
     entries += [ManifestEntry(FileKind.ADD, p.partition, b, p.new_buckets, f) for p in prepared for b, f in p.new_files]
-    properties = {"rescale.partition": ",".join(p.partition_text for p in prepared),
+    properties = {RESCALE_PROPERTY: ",".join(p.partition_text for p in prepared),
                   "rescale.buckets": ",".join(f"{p.old_buckets}->{p.new_buckets}" for p in prepared),
                   "rescale.checksum": ",".join(p.checksum.digest for p in prepared)}
     try:
@@ -454,8 +447,10 @@ def rescale_partition(table: "FileStoreTable", *, partition: Mapping[str, Any] |
 
 def set_bucket_option(table: "FileStoreTable", bucket: int) -> "FileStoreTable":
     """The table with its ``bucket`` option set to ``bucket`` (a schema change when it differs)."""
-    if table.options.bucket == bucket:
-        return table
+    latest = table.schema_manager.latest()
+    if latest is not None and CoreOptions(latest.options).bucket == bucket:
+        # nothing would change (also when another handle set it meanwhile): no identical schema-N
+        return table if latest == table.schema else table.with_schema(latest)
     schema = commit_schema_changes(table, [SchemaChange.set_option("bucket", str(bucket))])
     log.info("rescale %s: option 'bucket' set to %d (schema %d)", table.identifier, bucket, schema.id)
     return table.with_schema(schema)

@@ -10,6 +10,7 @@ from lake_core.commit.messages import Split
 from lake_core.manifest.metadata import DataFileMeta, ManifestEntry, ManifestFileMeta
 from lake_core.paths import partition_dir
 from lake_core.read.predicate import Predicate
+from lake_core.read.read_failure import LOST_FILE_ERRORS, read_failure
 from lake_core.schema.evolution import evolved_value_stats
 from lake_core.snapshot.snapshot import Snapshot
 
@@ -119,6 +120,12 @@ class TableScan:
     def splits(self) -> list[Split]:
         if self.snapshot is None:
             return []
+        try:
+            return self._splits()
+        except LOST_FILE_ERRORS as e:  # a manifest gone: expired meanwhile, or damage
+            raise read_failure(self.table, self.snapshot.id, e) from e
+
+    def _splits(self) -> list[Split]:
         store = self.table.manifest_store
         groups: dict[tuple[bytes, int], list[ManifestEntry]] = defaultdict(list)
         part_ok: dict[bytes, bool] = {}

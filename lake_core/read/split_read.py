@@ -26,6 +26,7 @@ from lake_core.commit.messages import Split
 from lake_core.manifest.metadata import DataFileMeta
 from lake_core.read.predicate import Predicate
 from lake_core.read.read_ahead import read_ahead
+from lake_core.read.read_failure import LOST_FILE_ERRORS, read_failure
 from lake_core.schema.evolution import iter_evolved, read_evolved
 
 #: The column holding each row's kind in change reads (``+I``, ``-U``, ``+U``, ``-D``).
@@ -120,7 +121,14 @@ class SplitRead:
     def iter_split(self, split: Split) -> Iterator[pa.Table]:
         """The rows of one split, chunk by chunk: merged, filtered and projected in key order of each
         section (files are opened as the chunks are consumed), or its changes (a streaming or diff
-        split of an incremental read, with ``_ROW_KIND``)."""
+        split of an incremental read, with ``_ROW_KIND``). A file lost because expiry took the
+        snapshot meanwhile raises :class:`SnapshotExpiredError`."""
+        try:
+            yield from self._iter_split(split)
+        except LOST_FILE_ERRORS as e:
+            raise read_failure(self.table, split.snapshot_id, e) from e
+
+    def _iter_split(self, split: Split) -> Iterator[pa.Table]:
         if split.streaming:
             yield self._read_changes(split)
             return

@@ -18,12 +18,15 @@ from typing import Any
 
 from lake_core.errors import FormatError
 
-__all__ = ["CommitKind", "Snapshot", "CURRENT_VERSION", "FIRST_SNAPSHOT_ID", "BATCH_COMMIT_IDENTIFIER"]
+__all__ = ["CommitKind", "Snapshot", "CURRENT_VERSION", "FIRST_SNAPSHOT_ID", "BATCH_COMMIT_IDENTIFIER",
+           "RESCALE_PROPERTY"]
 
 CURRENT_VERSION = 3
 FIRST_SNAPSHOT_ID = 1
 #: ``commitIdentifier`` of batch commits (Java ``BatchWriteBuilder.COMMIT_IDENTIFIER``).
 BATCH_COMMIT_IDENTIFIER = 2**63 - 1
+#: Snapshot property a bucket rescale's OVERWRITE carries (the partitions it rewrote).
+RESCALE_PROPERTY = "rescale.partition"
 
 
 class CommitKind(str, Enum):
@@ -81,6 +84,17 @@ class Snapshot:
             object.__setattr__(self, "commit_kind", kind)
 
     # ---- JSON ----------------------------------------------------------------------------
+
+    @property
+    def changes_data(self) -> bool:
+        """Whether this snapshot can change the table's rows, by Paimon's streaming-read rules (what
+        a downstream that derives from the table must process): COMPACT never (files reorganized;
+        record-level expiry there is retention, not a change, as in Paimon), ANALYZE never, and an
+        OVERWRITE a bucket rescale committed never (the same rows in new buckets); APPEND and every
+        other OVERWRITE (user overwrites, partition expiry) do."""
+        if self.commit_kind in (CommitKind.COMPACT, CommitKind.ANALYZE):
+            return False
+        return not (self.commit_kind == CommitKind.OVERWRITE and RESCALE_PROPERTY in (self.properties or {}))
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object Java would write, keys in Java's order, null optionals left out."""

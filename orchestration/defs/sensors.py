@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import dagster as dg
 
-from lake_core import CommitKind, LakeError, SchemaError, SnapshotNotFoundError, TableNotFoundError
+from lake_core import LakeError, SchemaError, SnapshotNotFoundError, TableNotFoundError
 from orchestration.config import TableConfig, duration_seconds
 from orchestration.defs.leases import LEASE_TAG, lease_holder, sweep_leases
 from orchestration.defs.naming import snapshot_sensor_name
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 
     from lake_core import Catalog, FileStoreTable
 
-DATA_KINDS = frozenset({CommitKind.APPEND, CommitKind.OVERWRITE})  # not COMPACT: nothing new to derive
 WALK_LIMIT = 1000  # snapshot files read per tick at most
 
 
@@ -88,7 +87,7 @@ def _data_snapshots_since(table: "FileStoreTable", latest_id: int, seen: int, wa
             snap = table.snapshot(sid)
         except SnapshotNotFoundError:
             return sorted(found), seen > 0  # snapshots after the cursor expired unseen
-        if snap.commit_kind in DATA_KINDS:
+        if snap.changes_data:  # not COMPACT, not a rescale's OVERWRITE: nothing new to derive
             found.append(sid)
         sid -= 1
     return sorted(found), False

@@ -176,3 +176,24 @@ def test_sensor_definition_metadata(pipeline):
     assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
     job = defs.resolve_job_def("demo__orders__downstream")
     assert job.tags["lake/table"] == "demo.orders"
+
+
+def test_snapshots_that_change_no_rows_request_nothing(pipeline, warehouse):
+    """A compaction's COMPACT and a rescale's OVERWRITE hold the same rows: no downstream run."""
+    defs, sensor = pipeline
+    lake = defs.resources["lake"]
+    source = orders(orders_per_batch=20)
+    with dg.DagsterInstance.ephemeral() as instance:
+        table = _orders_table(warehouse)
+        table.write_arrow(source.batch(0))
+        result, cursor = _tick(sensor, instance, lake, None)
+        assert _snapshots(result) == [1]
+        table.maintenance.compact(full=True)
+        table.maintenance.rescale(bucket=3)
+        latest = Catalog(warehouse).get_table("demo.orders").latest_snapshot()
+        assert latest.id == 3 and latest.commit_kind.value == "OVERWRITE"
+        result, cursor = _tick(sensor, instance, lake, cursor)
+        assert not result.run_requests and _seen(cursor) == 3
+        Catalog(warehouse).get_table("demo.orders").write_arrow(source.batch(1))
+        result, cursor = _tick(sensor, instance, lake, cursor)
+        assert _snapshots(result) == [4]
