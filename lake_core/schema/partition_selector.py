@@ -1,6 +1,6 @@
 """Which partitions a maintenance call acts on: one parser and matcher of partition selectors.
 
-A selector is ``{column: value}`` (a subset of the partition columns), ``'dt=2024-01-01/hr=3'`` text
+A selector is ``{column: value}`` (a subset of the partition columns; ``{}`` matches every partition), ``'dt=2024-01-01/hr=3'`` text
 (what Dagster partition keys and the command line use), or a list of them; None selects every
 partition. Values are cast to the columns' types, so ``{"hr": "3"}`` selects an INT partition 3.
 A selector that names an unknown column is refused before anything is read, and one that matches
@@ -76,8 +76,8 @@ def _parse(schema: TableSchema, names: tuple[str, ...], item: Any, where: str) -
             raise InvalidOptionError(f"{where}: partition {item!r} must be 'column=value' pairs joined by '/' over "
                                      f"the partition columns {list(names)}")
         item = {n: v for n, _eq, v in pairs}
-    if not isinstance(item, Mapping) or not item:
-        raise InvalidOptionError(f"{where}: a partition selector must be a non-empty dict {{column: value}} or "
+    if not isinstance(item, Mapping):  # {} selects every partition (an unpartitioned table's one)
+        raise InvalidOptionError(f"{where}: a partition selector must be a dict {{column: value}} or "
                                  f"'column=value' text, got {item!r}")
     out = []
     for column, value in item.items():
