@@ -86,6 +86,7 @@ class Operation:
     options: dict = field(default_factory=dict)
     state: Callable[[Any], Any] = state_rows
     setup: Callable[[Any], None] = default_setup
+    keeps_rows: bool = False  # a layout change (compaction, rescale): the committed rows stay exactly the same
 
 
 def _history_with_long_lived_changelogs(table) -> None:
@@ -101,18 +102,48 @@ def _lease_and_read(table):
     assert got.num_rows > 0
 
 
+DV_WRITE_ONLY = {"deletion-vectors.enabled": "true", "write-only": "true"}
+
+
+def committed(table) -> list[tuple]:
+    """Every committed row, level 0 included where batch reads hide it (deletion vectors)."""
+    from lake_core.read.scan import TableScan
+    from lake_core.read.split_read import SplitRead
+    t = SplitRead(table.store).to_arrow(TableScan(table.store, table.latest_snapshot(), all_levels=True).splits())
+    return sorted(zip(t.column("dt").to_pylist(), t.column("k").to_pylist(), t.column("v").to_pylist()))
+
+
+def state_visible_and_committed(table) -> Any:
+    return content(table), committed(table)
+
+
+def state_committed_and_bucket(table) -> Any:
+    """A rescale commits partition by partition and shows the hidden rows of each one it rewrote:
+    what must hold at every step is the committed content (and the bucket option)."""
+    return committed(table), table.options.bucket
+
+
+def _dv_history_with_level0(table) -> None:
+    """The default history fully compacted (vectors apply above level 0), then upserts and new
+    keys left at level 0, which batch reads do not show yet."""
+    default_setup(table)
+    table.maintenance.compact(full=True)
+    table.write_arrow(pa.concat_tables([rows(range(30, 45), "l0", OLD), rows(range(60, 80), "l0")]))
+
+
 OPERATIONS: tuple[Operation, ...] = (
     Operation("commit APPEND", lambda t: t.write_arrow(rows(range(60, 90), "n"), commit_user="job",
                                                        commit_identifier=7)),
     Operation("commit OVERWRITE", lambda t: t.write_arrow(rows(range(0, 5), "o"), overwrite={"dt": NEW},
                                                           commit_user="job", commit_identifier=7)),
-    Operation("commit COMPACT (full compaction)", lambda t: t.maintenance.compact(full=True, parallelism=1)),
+    Operation("commit COMPACT (full compaction)", lambda t: t.maintenance.compact(full=True, parallelism=1),
+              keeps_rows=True),
     Operation("dedicated compaction (picker)", lambda t: t.maintenance.compact(parallelism=1),
-              options={"num-sorted-run.compaction-trigger": "2", "write-only": "true"}),
+              options={"num-sorted-run.compaction-trigger": "2", "write-only": "true"}, keeps_rows=True),
     Operation("inline compaction", lambda t: t.write_arrow(rows(range(65, 75), "i"), commit_user="job",
                                                            commit_identifier=7),
               options={"num-sorted-run.compaction-trigger": "2"}),
-    Operation("manifest compaction", lambda t: t.maintenance.compact_manifest()),
+    Operation("manifest compaction", lambda t: t.maintenance.compact_manifest(), keeps_rows=True),
     Operation("snapshot expiry", lambda t: t.maintenance.expire_snapshots(retain_min=1, retain_max=1)),
     Operation("changelog expiry", lambda t: t.maintenance.expire_changelogs(retain_min=1, retain_max=1),
               options={"changelog-producer": "input", "changelog.num-retained.min": "10",
@@ -124,8 +155,14 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("orphan removal", lambda t: t.maintenance.remove_orphan_files(force=True,
                                                                            older_than=dt.timedelta(0))),
     Operation("rollback", lambda t: t.maintenance.rollback_to(snapshot_id=2), state=state_rows_and_latest),
-    Operation("rescale", lambda t: t.maintenance.rescale(bucket=3), state=state_rows_and_bucket),
+    Operation("rescale", lambda t: t.maintenance.rescale(bucket=3), state=state_rows_and_bucket, keeps_rows=True),
     Operation("lease take/release", _lease_and_read),
+    Operation("rescale (deletion vectors, rows at level 0)", lambda t: t.maintenance.rescale(bucket=3),
+              options=DV_WRITE_ONLY, setup=_dv_history_with_level0, state=state_committed_and_bucket,
+              keeps_rows=True),
+    Operation("delete_where (deletion vectors, rows at level 0)",
+              lambda t: t.delete_where(t.predicate_builder().between("k", 35, 65)),
+              options=DV_WRITE_ONLY, setup=_dv_history_with_level0, state=state_visible_and_committed),
 )
 
 
@@ -298,6 +335,11 @@ def explore(store, op: Operation, *, cap: int | None, modes=MODES, kinds=KINDS,
         op.run(open_table(store, probe, counter))
         after = op.state(open_table(store, probe))
         report.neutral = before == after
+        if op.keeps_rows:
+            kept, now = committed(open_table(store, template)), committed(open_table(store, probe))
+            if kept != now:
+                raise InvariantError(f"{op.name}: changed the committed rows ({len(kept)} before, {len(now)} after, "
+                                     f"{len(set(kept) - set(now))} lost) although it must keep them")
         store.drop(probe)
         report.counts = {k: counter.counts[k] for k in KINDS}
         for kind in kinds:
