@@ -1,7 +1,13 @@
 """Record-level expiry (``record-level.expire-time`` + ``record-level.time-field``), as Paimon's
 ``RecordLevelExpire``: during compaction, rows whose time field is older than now - expire-time
-are dropped; rows with a NULL time field are kept. A file "has expired records" when the minimum
-of the time field in its value statistics is older than the cutoff.
+are dropped; rows with a NULL time field are kept (Java 1.1+; 1.0 fails the compaction). That
+includes the rows of files written before the time field was added: they have no value for it.
+
+A file "has expired records" when the minimum of the time field in its value statistics is older
+than the cutoff. The statistics are read through the file's own schema and mapped by field id
+(:func:`lake_core.schema.evolution.evolved_value_stats`, Java's ``SimpleStatsEvolution``), so
+files written before any ``alter_table`` (a rescale's ``bucket`` change included) still count; a
+file that predates the time field has a NULL minimum, so nothing expired.
 
 Time field types: INT (epoch seconds), BIGINT (epoch seconds, or milliseconds when the value is
 at least 10^12, Paimon's rule), TIMESTAMP and TIMESTAMP_LTZ.
@@ -10,13 +16,17 @@ from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lake_core.format.binary_row.reader import deserialize_row
 from lake_core.manifest.metadata import DataFileMeta
+from lake_core.schema.evolution import evolved_value_stats
+
+if TYPE_CHECKING:
+    from lake_core.store import FileStore
 
 _MILLIS_FROM = 1_000_000_000_000  # Java: a BIGINT at or above this is epoch millis
 
@@ -79,19 +89,22 @@ class RecordExpiry:
         kept = rows.filter(pa.array(~expired)) if n else rows
         return kept, n, int(np.count_nonzero(nulls))
 
-    def file_min_seconds(self, f: DataFileMeta, schema) -> int | None:
-        """Minimum of the time field in ``f``'s value statistics (None: unknown or all NULL)."""
-        if f.schema_id != schema.id:
-            return None  # another schema's stats layout: do not guess
-        names = [x.name for x in schema.fields] if f.value_stats_cols is None else list(f.value_stats_cols)
-        if self.field not in names:
-            return None
+    def file_min_seconds(self, f: DataFileMeta, table: "FileStore") -> int | None:
+        """Minimum of the time field in ``f``'s value statistics, mapped by field id from the
+        schema ``f`` was written with (None: unknown, or all NULL)."""
+        lo, _hi, _nulls = evolved_value_stats(table, f).get(self.field, (None, None, None))
         try:
-            mins = deserialize_row(f.value_stats.min_values, [schema.field(n).type for n in names])
-        except Exception:
+            return _to_seconds(lo)
+        except (TypeError, ValueError):  # an older type that is no time (changed since): unknown
             return None
-        return _to_seconds(mins[names.index(self.field)])
 
-    def file_has_expired(self, f: DataFileMeta, schema) -> bool:
-        m = self.file_min_seconds(f, schema)
+    def file_has_expired(self, f: DataFileMeta, table: "FileStore") -> bool:
+        m = self.file_min_seconds(f, table)
         return m is not None and m < self.cutoff_s
+
+
+def expired_file_test(expiry: RecordExpiry | None, table: "FileStore") -> Callable[[DataFileMeta], bool]:
+    """Whether a file's statistics show expired records (always False without expiry)."""
+    if expiry is None:
+        return lambda f: False
+    return lambda f: expiry.file_has_expired(f, table)

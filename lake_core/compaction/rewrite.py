@@ -19,7 +19,7 @@ from lake_core.paths import FileNamer, partition_dir
 from lake_core.compaction.changelog_producers import ChangelogProducer, ChunkState, producer_for
 from lake_core.compaction.dv import DvCompaction, unit_vectors
 from lake_core.merge.lookup_merge import LEVEL, needs_lookup_merge, newest_high_level_mask, with_level
-from lake_core.compaction.expire import RecordExpiry
+from lake_core.compaction.expire import RecordExpiry, expired_file_test
 from lake_core.compaction.kv_read import CHUNK_ROWS, iter_kv_file, key_ranges, kv_schema  # noqa: F401 - re-exported
 from lake_core.lsm.levels import key_decoder
 from lake_core.lsm.key_probe import KeyBlock, SortedKeyProbe
@@ -70,7 +70,7 @@ def run_compact_unit(table: "FileStoreTable", partition: bytes, bucket: int, tot
     engine = table.merge_engine()
     key_of = key_decoder(table.key_types)
     schema = table.schema
-    is_expired = (lambda f: expiry.file_has_expired(f, schema)) if expiry is not None else (lambda f: False)
+    is_expired = expired_file_test(expiry, table)
     ppath = partition_path(table, partition)
     bucket_dir = table.paths.bucket_dir(ppath, bucket)
     key_names = list(schema.trimmed_primary_keys)
