@@ -1,7 +1,31 @@
-"""Record-level expiry (``record-level.expire-time`` + ``record-level.time-field``), as Paimon's
-``RecordLevelExpire``: during compaction, rows whose time field is older than now - expire-time
-are dropped; rows with a NULL time field are kept (Java 1.1+; 1.0 fails the compaction). That
-includes the rows of files written before the time field was added: they have no value for it.
+"""Record-level expiry (``record-level.expire-time`` + ``record-level.time-field``), Paimon's
+``RecordLevelExpire`` with one deliberate difference (the merge order below).
+
+**The rule.** A key expires when the row a reader sees for it — the key's *merged* row — has a
+time field older than now - expire-time. Expiry therefore runs *after* the merge engine merged
+every row of the key, and only in a compaction that holds the key's whole history: one that
+drops retractions (its output is the bucket's highest non-empty level, so no older row of its keys
+is left outside it; a full compaction and ``compact(expire_records=True)`` always are), or, with
+deletion vectors, any compaction to a level >= 1 (the key's older row is merged in and masked).
+Other compactions expire nothing, so an expired key never falls back to an older version left in
+a level the compaction did not reach.
+Per merge engine:
+
+- deduplicate: the newest row decides; an old row arriving late supersedes the stored one, then
+  the key expires (no row): the superseded value never comes back;
+- partial-update: the merged row decides (its time field is the newest non-NULL one);
+- aggregation: the aggregated row is kept or dropped whole, by its aggregated time field (give
+  the time field ``max`` to keep a key while any contribution is recent); never a partial sum;
+- first-row: the first row decides; later rows of the key were ignored and stay ignored.
+
+Java Paimon filters each file's rows *before* merging, so an expired late row lets the value it
+replaced reappear, and an aggregate silently loses old contributions; we do not. Expiry writes no
+changelog row: a compaction's changelog shows its merge (a late update included), then the key
+leaves the table silently, as Java emits nothing for expired records (expiry is retention, not a
+delete).
+
+Rows with a NULL time field never expire (Java 1.1+; 1.0 fails the compaction). That includes the
+rows of files written before the time field was added: they have no value for it, so NULL.
 
 A file "has expired records" when the minimum of the time field in its value statistics is older
 than the cutoff. The statistics are read through the file's own schema and mapped by field id
@@ -82,7 +106,7 @@ class RecordExpiry:
         return raw, nulls
 
     def split(self, rows: pa.Table) -> tuple[pa.Table, int, int]:
-        """(rows not expired, rows expired, rows with a NULL time field)."""
+        """(rows not expired, rows expired, rows with a NULL time field); ``rows`` are merged rows."""
         secs, nulls = self.seconds(rows[self.field])
         expired = (secs < self.cutoff_s) & ~nulls
         n = int(np.count_nonzero(expired))

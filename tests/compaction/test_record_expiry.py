@@ -1,11 +1,12 @@
 """Record-level expiry: expired rows are dropped when their files are compacted, NULL times are
 kept and counted, every supported time-field type, and ``compact(expire_records=True)``
 rewrites exactly the files whose statistics show expired records, also files written under an
-older schema (statistics mapped by field id)."""
+older schema (statistics mapped by field id). A key expires by its merged row, only where the
+compaction holds the key's whole history: a late expired update never revives the value it
+replaced, and an expired key never falls back to an older level."""
 from __future__ import annotations
 
 import datetime as dt
-import time
 
 import pyarrow as pa
 import pytest
@@ -14,8 +15,8 @@ from lake_core import Catalog, SchemaChange
 from lake_core.compaction.job import compact
 from lake_core.errors import InvalidOptionError
 
-NOW = int(time.time())
-DAY = 86_400
+from compaction.expiry_scenarios import ALTERS, DAY, ENGINES, LATE_CUTOFF_S, NOW, TTL, altered_table, apply_writes, \
+    late_update_table, layered_table, levels, read_rows, unexpired
 
 
 @pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.s3)])
@@ -28,16 +29,6 @@ def catalog(request) -> Catalog:
         cat = Catalog(request.getfixturevalue("warehouse"))
     cat.create_database("db")
     return cat
-
-
-def _read(t) -> dict:
-    """The table's rows as {id: row without id}."""
-    return {r.pop("id"): r for r in t.to_arrow().to_pylist()}
-
-
-def _unexpired(model: dict, field: str = "ts") -> dict:
-    """The dict model after expiry at NOW with a 1 d expire-time (NULL times never expire)."""
-    return {k: r for k, r in model.items() if r[field] is None or r[field] >= NOW - DAY}
 
 
 def _times(kind: str, secs: list[int | None]):
@@ -110,41 +101,16 @@ def test_expiry_options_are_validated(warehouse):
         assert not cat.table_exists(f"db.t{i}")
 
 
-TTL = {"record-level.expire-time": "1 d", "record-level.time-field": "ts"}
-ALTERS = {
-    # TTL turned on for files already written
-    "ttl_turned_on": ({}, lambda: [SchemaChange.set_option(k, v) for k, v in TTL.items()]),
-    "column_added": (TTL, lambda: [SchemaChange.add_column("note", pa.string())]),
-    # the option follows the rename; the old files name the column 'ts'
-    "time_field_renamed": (TTL, lambda: [SchemaChange.rename_column("ts", "event_ts")]),
-    "time_field_widened": (TTL, lambda: [SchemaChange.update_column_type("ts", pa.int64())]),
-    "rescaled": (TTL, None),  # rescale sets 'bucket' (a schema change) and rewrites partition 'a' only
-}
 
-
+# -- statistics of files written under an older schema -----------------------------------------
 @pytest.mark.parametrize("alter", sorted(ALTERS))
 def test_expiry_after_a_schema_change_reads_old_files_statistics(catalog, alter):
-    options, changes = ALTERS[alter]
-    schema = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("ts", pa.int32()), ("v", pa.string())])
-    t = catalog.create_table("db.t", schema=schema, primary_keys=["dt", "id"], partition_keys=["dt"],
-                             options={"bucket": "1", "write-only": "true", **options})
-    ages = {1: 0, 2: 2 * DAY, 3: 0, 4: 3 * DAY, 5: 3600, 6: 0}
-    model = {i: {"dt": "a" if i <= 3 else "b", "ts": NOW - age, "v": f"v{i}"} for i, age in ages.items()}
-    t.write_arrow(pa.Table.from_pylist([{"id": i, **r} for i, r in model.items()], schema=schema))
-    if changes is None:
-        t.maintenance.rescale(bucket=2, partitions=[{"dt": "a"}])
-        t = catalog.get_table("db.t")
-    else:
-        t = catalog.alter_table("db.t", changes())
-    field = t.options.get("record-level.time-field")  # 'event_ts' after the rename
-    model = {i: {(field if k == "ts" else k): v for k, v in r.items()} for i, r in model.items()}
-    if "note" in t.schema.field_names:
-        model = {i: {**r, "note": None} for i, r in model.items()}
-    assert t.schema.id > 0 and _read(t) == model
+    t, model, field = altered_table(catalog, alter)
+    assert t.schema.id > 0 and read_rows(t) == model
     r = t.maintenance.compact(expire_records=True)
     assert r.units_planned >= 1 and r.rows_expired == 2  # ids 2 and 4, in both partitions
     assert r.ttl_lag_before_s >= DAY - 5 and r.ttl_lag_after_s == 0
-    assert _read(catalog.get_table("db.t")) == _unexpired(model, field)
+    assert read_rows(catalog.get_table("db.t")) == unexpired(model, field=field)
     assert t.maintenance.compact(expire_records=True).units_planned == 0
 
 
@@ -162,5 +128,56 @@ def test_rows_of_files_older_than_the_time_field_never_expire(catalog):
              4: {"v": "d", "ts": NOW - 2 * DAY}, 5: {"v": "e", "ts": NOW}}
     r = t.maintenance.compact(expire_records=True)
     assert r.rows_expired == 1 and r.rows_null_time == 3
-    assert _read(t) == _unexpired(model)
+    assert read_rows(t) == unexpired(model)
     assert t.maintenance.compact(expire_records=True).units_planned == 0
+
+
+# -- expiry of merged rows -----------------------------------------------------------------------
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+def test_a_late_expired_update_expires_the_key_instead_of_reviving_the_old_value(catalog, engine):
+    """deduplicate/partial-update: key 1's late, expired v2 supersedes v1, then the key expires (no
+    row). aggregation: the aggregated row goes whole by its time (last non-NULL: gone; ``max``: kept
+    with both contributions). first-row: key 1's first row v1 stays; key 4's expired first row takes
+    the key with it, the fresh row that first-row had ignored does not appear."""
+    t, merged = late_update_table(catalog, engine)
+    r = compact(t, full=True, now_ms=(NOW + DAY // 2) * 1000)
+    expected = unexpired(merged, cutoff_s=LATE_CUTOFF_S)
+    assert read_rows(catalog.get_table("db.t")) == expected
+    assert r.rows_expired == len(merged) - len(expected)
+
+
+@pytest.mark.parametrize("dv", [False, True], ids=["plain", "deletion_vectors"])
+def test_an_expired_key_never_falls_back_to_an_older_level(catalog, dv):
+    """A compaction that leaves the top level alone expires nothing (without deletion vectors), so
+    key 1's expired update stays visible until a full compaction removes the key; with deletion
+    vectors the old row is merged in and masked, so the key goes at once. Never v1 again."""
+    t, merged = layered_table(catalog, deletion_vectors=dv)
+    r = t.maintenance.compact()  # levels 0 -> 4; level 5 untouched
+    assert levels(t) == [4, 5]
+    assert read_rows(t) == (unexpired(merged) if dv else merged)
+    assert r.rows_expired == (1 if dv else 0)
+    t.maintenance.compact(full=True)
+    assert read_rows(t) == unexpired(merged)
+    row = {"id": 7, "ts": NOW, "v": 70}
+    for _ in range(2):  # two level-0 runs: the next universal compaction moves them up again
+        t.write_arrow(pa.Table.from_pylist([row], schema=t.schema.arrow_schema()))
+    merged = apply_writes("deduplicate", merged, [row, row])
+    t.maintenance.compact()
+    assert 1 not in read_rows(t) and read_rows(t) == unexpired(merged)
+
+
+@pytest.mark.parametrize("producer", ["full-compaction", "lookup"])
+def test_expiry_writes_no_changelog_the_changelog_shows_the_merge(catalog, producer):
+    """The compaction's changelog shows the merge (key 1: v1 -> the late v2; key 4: its first row
+    -> the fresh one); the keys then leave the table silently, as Java emits nothing for expiry."""
+    t, merged = late_update_table(catalog, "deduplicate", extra_options={"changelog-producer": producer})
+    before = read_rows(t)  # the first compaction's result (level 0 is merged in by reads)
+    stored = {1: {"ts": NOW, "v": 1}, 2: {"ts": NOW, "v": 1}, 4: {"ts": NOW - 20 * 3600, "v": 4}}
+    start = t.latest_snapshot().id
+    compact(t, full=True, now_ms=(NOW + DAY // 2) * 1000)
+    t = catalog.get_table("db.t")
+    assert before == merged and read_rows(t) == unexpired(merged, cutoff_s=LATE_CUTOFF_S)
+    changes = t.to_arrow(incremental_between=(start, t.latest_snapshot().id), scan_mode="changelog").to_pylist()
+    got = {(r.pop("id"), r.pop("_ROW_KIND")): r for r in changes}
+    assert len(got) == len(changes)
+    assert got == {**{(k, "-U"): stored[k] for k in (1, 4)}, **{(k, "+U"): merged[k] for k in (1, 4)}}
