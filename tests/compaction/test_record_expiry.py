@@ -132,6 +132,23 @@ def test_rows_of_files_older_than_the_time_field_never_expire(catalog):
     assert t.maintenance.compact(expire_records=True).units_planned == 0
 
 
+
+@pytest.mark.parametrize("field, expire, needles", [
+    ("v", "1 d", ["db.t", "'record-level.time-field'", "'v'", "string"]),
+    ("nope", "1 d", ["db.t", "'record-level.time-field'", "'nope'"]),
+    ("ts", "soon", ["db.t", "'record-level.expire-time'", "'soon'"]),
+])
+def test_turning_ttl_on_with_bad_options_is_refused_and_changes_nothing(catalog, field, expire, needles):
+    t, model, _ = altered_table(catalog, "column_added")
+    schema_id = t.schema.id
+    with pytest.raises(InvalidOptionError) as info:
+        catalog.alter_table("db.t", [SchemaChange.set_option("record-level.time-field", field),
+                                     SchemaChange.set_option("record-level.expire-time", expire)])
+    assert all(n in str(info.value) for n in needles), str(info.value)
+    t = catalog.get_table("db.t")
+    assert t.schema.id == schema_id and t.options.get("record-level.time-field") == "ts"
+    assert read_rows(t) == model
+
 # -- expiry of merged rows -----------------------------------------------------------------------
 @pytest.mark.parametrize("engine", sorted(ENGINES))
 def test_a_late_expired_update_expires_the_key_instead_of_reviving_the_old_value(catalog, engine):
