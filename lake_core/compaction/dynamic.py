@@ -1,6 +1,6 @@
 """Dynamic options of one dedicated compaction, as the ``options`` argument of Paimon's ``compact``
-procedure: they override the table's options for this job only (no schema change, so the files'
-value statistics keep their layout and record expiry can read them).
+procedure: they override the table's options for this job only (no schema change: nothing is
+committed to the table's schema).
 
 Only options that steer *planning* are accepted (which buckets, which files, which records expire):
 the units carry everything their execution needs, so a unit runs the same in any worker.

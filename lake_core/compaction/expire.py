@@ -1,7 +1,37 @@
-"""Record-level expiry (``record-level.expire-time`` + ``record-level.time-field``), as Paimon's
-``RecordLevelExpire``: during compaction, rows whose time field is older than now - expire-time
-are dropped; rows with a NULL time field are kept. A file "has expired records" when the minimum
-of the time field in its value statistics is older than the cutoff.
+"""Record-level expiry (``record-level.expire-time`` + ``record-level.time-field``), Paimon's
+``RecordLevelExpire`` with one deliberate difference (the merge order below).
+
+**The rule.** A key expires when the row a reader sees for it — the key's *merged* row — has a
+time field older than now - expire-time. Expiry therefore runs *after* the merge engine merged
+every row of the key, and only in a compaction that holds the key's whole history: one that
+drops retractions (its output is the bucket's highest non-empty level, so no older row of its keys
+is left outside it; a full compaction and ``compact(expire_records=True)`` always are), or, with
+deletion vectors, any compaction to a level >= 1 (the key's older row is merged in and masked).
+Other compactions expire nothing, so an expired key never falls back to an older version left in
+a level the compaction did not reach.
+Per merge engine:
+
+- deduplicate: the newest row decides; an old row arriving late supersedes the stored one, then
+  the key expires (no row): the superseded value never comes back;
+- partial-update: the merged row decides (its time field is the newest non-NULL one);
+- aggregation: the aggregated row is kept or dropped whole, by its aggregated time field (give
+  the time field ``max`` to keep a key while any contribution is recent); never a partial sum;
+- first-row: the first row decides; later rows of the key were ignored and stay ignored.
+
+Java Paimon filters each file's rows *before* merging, so an expired late row lets the value it
+replaced reappear, and an aggregate silently loses old contributions; we do not. Expiry writes no
+changelog row: a compaction's changelog shows its merge (a late update included), then the key
+leaves the table silently, as Java emits nothing for expired records (expiry is retention, not a
+delete).
+
+Rows with a NULL time field never expire (Java 1.1+; 1.0 fails the compaction). That includes the
+rows of files written before the time field was added: they have no value for it, so NULL.
+
+A file "has expired records" when the minimum of the time field in its value statistics is older
+than the cutoff. The statistics are read through the file's own schema and mapped by field id
+(:func:`lake_core.schema.evolution.evolved_value_stats`, Java's ``SimpleStatsEvolution``), so
+files written before any ``alter_table`` (a rescale's ``bucket`` change included) still count; a
+file that predates the time field has a NULL minimum, so nothing expired.
 
 Time field types: INT (epoch seconds), BIGINT (epoch seconds, or milliseconds when the value is
 at least 10^12, Paimon's rule), TIMESTAMP and TIMESTAMP_LTZ.
@@ -10,13 +40,17 @@ from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lake_core.format.binary_row.reader import deserialize_row
 from lake_core.manifest.metadata import DataFileMeta
+from lake_core.schema.evolution import evolved_value_stats
+
+if TYPE_CHECKING:
+    from lake_core.store import FileStore
 
 _MILLIS_FROM = 1_000_000_000_000  # Java: a BIGINT at or above this is epoch millis
 
@@ -72,26 +106,29 @@ class RecordExpiry:
         return raw, nulls
 
     def split(self, rows: pa.Table) -> tuple[pa.Table, int, int]:
-        """(rows not expired, rows expired, rows with a NULL time field)."""
+        """(rows not expired, rows expired, rows with a NULL time field); ``rows`` are merged rows."""
         secs, nulls = self.seconds(rows[self.field])
         expired = (secs < self.cutoff_s) & ~nulls
         n = int(np.count_nonzero(expired))
         kept = rows.filter(pa.array(~expired)) if n else rows
         return kept, n, int(np.count_nonzero(nulls))
 
-    def file_min_seconds(self, f: DataFileMeta, schema) -> int | None:
-        """Minimum of the time field in ``f``'s value statistics (None: unknown or all NULL)."""
-        if f.schema_id != schema.id:
-            return None  # another schema's stats layout: do not guess
-        names = [x.name for x in schema.fields] if f.value_stats_cols is None else list(f.value_stats_cols)
-        if self.field not in names:
-            return None
+    def file_min_seconds(self, f: DataFileMeta, table: "FileStore") -> int | None:
+        """Minimum of the time field in ``f``'s value statistics, mapped by field id from the
+        schema ``f`` was written with (None: unknown, or all NULL)."""
+        lo, _hi, _nulls = evolved_value_stats(table, f).get(self.field, (None, None, None))
         try:
-            mins = deserialize_row(f.value_stats.min_values, [schema.field(n).type for n in names])
-        except Exception:
+            return _to_seconds(lo)
+        except (TypeError, ValueError):  # an older type that is no time (changed since): unknown
             return None
-        return _to_seconds(mins[names.index(self.field)])
 
-    def file_has_expired(self, f: DataFileMeta, schema) -> bool:
-        m = self.file_min_seconds(f, schema)
+    def file_has_expired(self, f: DataFileMeta, table: "FileStore") -> bool:
+        m = self.file_min_seconds(f, table)
         return m is not None and m < self.cutoff_s
+
+
+def expired_file_test(expiry: RecordExpiry | None, table: "FileStore") -> Callable[[DataFileMeta], bool]:
+    """Whether a file's statistics show expired records (always False without expiry)."""
+    if expiry is None:
+        return lambda f: False
+    return lambda f: expiry.file_has_expired(f, table)

@@ -21,7 +21,7 @@ from lake_core.deletion_vectors.maintainer import BucketDeletionVectors, bucket_
 from lake_core.commit.messages import CommitMessage
 from lake_core.manifest.metadata import DataFileMeta
 from lake_core.paths import FileNamer, data_file_in
-from lake_core.compaction.expire import RecordExpiry
+from lake_core.compaction.expire import RecordExpiry, expired_file_test
 from lake_core.lsm.levels import Levels, key_decoder
 from lake_core.compaction.picker import Pick, UniversalConfig, drop_delete, force_pick_level0, pick_full, pick_universal, worth_running
 from lake_core.compaction.plan import outside_unit
@@ -40,9 +40,9 @@ def pick_inline(table: "FileStoreTable", levels: Levels, expiry: RecordExpiry | 
     n = levels.number_of_levels
     if opts.full_compaction_delta_commits is not None or stalled or \
             (dv_index is not None and needs_full_for_dv(levels, dv_index)):
-        schema = table.schema
         force = opts.compaction_force_rewrite_all_files
-        return pick_full(runs, n, lambda f: force or (expiry is not None and expiry.file_has_expired(f, schema)))
+        expired = expired_file_test(expiry, table)
+        return pick_full(runs, n, lambda f: force or expired(f))
     cfg = UniversalConfig.from_options(opts)
     # A batch writer starts with no memory of a previous full compaction (Java keeps it per writer).
     p = pick_universal(runs, n, cfg, now_ms=now_ms, last_full_ms=None)

@@ -53,7 +53,7 @@ def commit_compaction(table: "FileStoreTable", plan: CompactionPlan, outcomes: S
     common = dict(table=table.identifier, full=plan.full, expire_records=plan.expire_records, dry_run=dry_run,
                   base_snapshot_id=plan.snapshot_id, units_planned=len(plan.units),
                   levels_before=level_counts(before_files),
-                  ttl_lag_before_s=ttl_lag_s(before_files, plan.expiry, table.schema), options=dict(plan.options),
+                  ttl_lag_before_s=ttl_lag_s(before_files, plan.expiry, table), options=dict(plan.options),
                   expiry_field=plan.expiry.field if plan.expiry else None,
                   expiry_cutoff_s=plan.expiry.cutoff_s if plan.expiry else None)
     if dry_run or not plan.units:
@@ -84,7 +84,7 @@ def commit_compaction(table: "FileStoreTable", plan: CompactionPlan, outcomes: S
         files_upgraded=sum(c.files_upgraded for c in counts), rows_in=sum(c.rows_in for c in counts),
         rows_out=sum(c.rows_out for c in counts), rows_dropped_deletes=sum(c.rows_deleted for c in counts),
         rows_expired=sum(c.rows_expired for c in counts), rows_null_time=sum(c.rows_null_time for c in counts),
-        levels_after=level_counts(after_files), ttl_lag_after_s=ttl_lag_s(after_files, plan.expiry, table.schema),
+        levels_after=level_counts(after_files), ttl_lag_after_s=ttl_lag_s(after_files, plan.expiry, table),
         duration_s=_elapsed(plan))
 
 

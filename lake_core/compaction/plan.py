@@ -15,7 +15,7 @@ from lake_core.manifest.metadata import DataFileMeta, IndexManifestEntry
 from lake_core.deletion_vectors.maintainer import BucketDeletionVectors, bucket_dv_entries, needs_full_for_dv
 from lake_core.paths import FileNamer
 from lake_core.compaction.dynamic import with_planning_options
-from lake_core.compaction.expire import RecordExpiry
+from lake_core.compaction.expire import RecordExpiry, expired_file_test
 from lake_core.schema.partition_selector import PartitionSelector
 from lake_core.lsm.levels import Levels, key_decoder
 from lake_core.compaction.picker import CompactUnit, Pick, UniversalConfig, drop_delete, force_pick_level0, pick_full, \
@@ -112,8 +112,7 @@ def pick_bucket(table: "FileStoreTable", levels: Levels, *, full: bool, expiry: 
     opts = table.options
     runs = levels.sorted_runs()
     n = levels.number_of_levels
-    schema = table.schema
-    expired = (lambda f: expiry.file_has_expired(f, schema)) if expiry is not None else (lambda f: False)
+    expired = expired_file_test(expiry, table)
     force = opts.compaction_force_rewrite_all_files
     if full or (dv_index is not None and needs_full_for_dv(levels, dv_index)):
         return pick_full(runs, n, lambda f: force or expired(f))
@@ -187,11 +186,11 @@ def level_counts(files: Sequence[DataFileMeta]) -> dict[str, int]:
     return dict(sorted(out.items(), key=lambda kv: int(kv[0][1:])))
 
 
-def ttl_lag_s(files: Sequence[DataFileMeta], expiry: RecordExpiry | None, schema) -> int | None:
+def ttl_lag_s(files: Sequence[DataFileMeta], expiry: RecordExpiry | None, table: "FileStoreTable") -> int | None:
     """How long past its expiry the oldest record is (0: nothing overdue), from value statistics."""
     if expiry is None:
         return None
-    mins = [m for m in (expiry.file_min_seconds(f, schema) for f in files) if m is not None]
+    mins = [m for m in (expiry.file_min_seconds(f, table) for f in files) if m is not None]
     if not mins:
         return 0
     return max(0, expiry.cutoff_s - min(mins))

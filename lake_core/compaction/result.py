@@ -25,8 +25,8 @@ class CompactionResult(OperationResult):
     rows_in: int = 0
     rows_out: int = 0
     rows_dropped_deletes: int = 0
-    rows_expired: int = 0
-    rows_null_time: int = 0  # kept although expiry is on: their time field is NULL
+    rows_expired: int = 0  # merged rows (keys) dropped by record-level expiry
+    rows_null_time: int = 0  # merged rows kept although expiry is on: their time field is NULL
     levels_before: dict = field(default_factory=dict)  # "L0" -> file count, over the selected buckets
     levels_after: dict = field(default_factory=dict)
     ttl_lag_before_s: int | None = None  # age past expiry of the oldest expired record (None: no expiry)

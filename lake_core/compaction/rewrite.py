@@ -19,7 +19,7 @@ from lake_core.paths import FileNamer, partition_dir
 from lake_core.compaction.changelog_producers import ChangelogProducer, ChunkState, producer_for
 from lake_core.compaction.dv import DvCompaction, unit_vectors
 from lake_core.merge.lookup_merge import LEVEL, needs_lookup_merge, newest_high_level_mask, with_level
-from lake_core.compaction.expire import RecordExpiry
+from lake_core.compaction.expire import RecordExpiry, expired_file_test
 from lake_core.compaction.kv_read import CHUNK_ROWS, iter_kv_file, key_ranges, kv_schema  # noqa: F401 - re-exported
 from lake_core.lsm.levels import key_decoder
 from lake_core.lsm.key_probe import KeyBlock, SortedKeyProbe
@@ -38,8 +38,8 @@ class UnitCounts:
     rows_in: int = 0
     rows_out: int = 0
     rows_deleted: int = 0  # retractions dropped at the top level
-    rows_expired: int = 0  # record-level expiry
-    rows_null_time: int = 0  # kept: NULL time field
+    rows_expired: int = 0  # merged rows dropped by record-level expiry
+    rows_null_time: int = 0  # merged rows kept: NULL time field
     files_upgraded: int = 0
 
 
@@ -70,7 +70,13 @@ def run_compact_unit(table: "FileStoreTable", partition: bytes, bucket: int, tot
     engine = table.merge_engine()
     key_of = key_decoder(table.key_types)
     schema = table.schema
-    is_expired = (lambda f: expiry.file_has_expired(f, schema)) if expiry is not None else (lambda f: False)
+    if vectors is not None:
+        # the replaced rows are masked in their files, so retractions have nothing left to cancel
+        drop_delete = drop_delete or unit.output_level > 0
+    # Expiry drops a key's merged row, which is sound only where the unit holds the key's whole
+    # history: exactly where a retraction may be dropped (see lake_core.compaction.expire)
+    expiry = expiry if drop_delete else None
+    is_expired = expired_file_test(expiry, table)
     ppath = partition_path(table, partition)
     bucket_dir = table.paths.bucket_dir(ppath, bucket)
     key_names = list(schema.trimmed_primary_keys)
@@ -95,11 +101,7 @@ def run_compact_unit(table: "FileStoreTable", partition: bytes, bucket: int, tot
     changelog_files: list[DataFileMeta] = []
     # Java writes the changelog of a compaction at its output level (createRollingChangelogFileWriter)
     changelog_chunks = _ChangelogSink(writer, unit.output_level, changelog_files)
-    dv = None
-    if vectors is not None:
-        # the replaced rows are masked in their files, so retractions have nothing left to cancel
-        drop_delete = drop_delete or unit.output_level > 0
-        dv = DvCompaction(table, bucket_dir, tuple(lookup_files), vectors)
+    dv = DvCompaction(table, bucket_dir, tuple(lookup_files), vectors) if vectors is not None else None
     before: list[DataFileMeta] = []
     after: list[DataFileMeta] = []
     c = dict(rows_in=0, rows_out=0, rows_deleted=0, rows_expired=0, rows_null_time=0, files_upgraded=0)
@@ -174,15 +176,12 @@ def _merge_chunk(engine, rows: pa.Table, drop_delete: bool, expiry: RecordExpiry
                  producer: ChangelogProducer | None = None, lookup_merge: bool = False,
                  changelog_out: list | None = None) -> pa.Table:
     """Merge one chunk of complete key groups; counts rows in/out, expired and dropped deletes.
+    ``expiry``: applied to the merged rows, after the changelog (see :mod:`.expire`).
     ``seen``: keys stored elsewhere in the bucket (first-row), whose rows are dropped before the
     changelog is produced (a key stored elsewhere has no first row here).
     ``producer``: appends the chunk's changelog to ``changelog_out``; ``lookup_merge``: Java's
     ``LookupMergeFunction`` (only a key's newest row above level 0 is merged)."""
     c["rows_in"] += rows.num_rows
-    if expiry is not None:
-        rows, expired, nulls = expiry.split(rows)
-        c["rows_expired"] += expired
-        c["rows_null_time"] += nulls
     state = prepared = None
     if LEVEL in rows.column_names:
         levels = rows[LEVEL].to_numpy()
@@ -213,6 +212,10 @@ def _merge_chunk(engine, rows: pa.Table, drop_delete: bool, expiry: RecordExpiry
         if n:
             merged = merged.filter(pa.array(~retract))
             c["rows_deleted"] += n
+    if expiry is not None and merged.num_rows:
+        merged, expired, nulls = expiry.split(merged)
+        c["rows_expired"] += expired
+        c["rows_null_time"] += nulls
     c["rows_out"] += merged.num_rows
     return merged
 

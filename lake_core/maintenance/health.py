@@ -169,7 +169,6 @@ def table_health(table: "FileStoreTable", *, small_file_bytes: int = DEFAULT_SMA
     for e in store.live_entries(latest):
         groups[(e.partition, e.bucket)].append(e)
     keys = table.schema.partition_keys
-    schema = table.schema
     buckets: list[BucketHealth] = []
     per_partition: dict[str, list[tuple[int, int, int]]] = defaultdict(list)  # spec -> (bucket, rows, total)
     for (partition, bucket), entries in groups.items():
@@ -179,7 +178,7 @@ def table_health(table: "FileStoreTable", *, small_file_bytes: int = DEFAULT_SMA
         buckets.append(BucketHealth(
             spec, bucket, len(files), _sorted_runs(files), tuple(level_counts(files).items()),
             sum(1 for f in files if f.file_size < small_file_bytes), rows, sum(f.file_size for f in files),
-            ttl_lag_s(files, expiry, schema)))
+            ttl_lag_s(files, expiry, table)))
         per_partition[spec].append((bucket, rows, entries[0].total_buckets))
     buckets.sort(key=lambda b: (b.partition, b.bucket))
     skew = []
