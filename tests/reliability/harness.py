@@ -87,6 +87,7 @@ class Operation:
     state: Callable[[Any], Any] = state_rows
     setup: Callable[[Any], None] = default_setup
     keeps_rows: bool = False  # a layout change (compaction, rescale): the committed rows stay exactly the same
+    changes_rows: bool = False  # the operation must change the state (it would be a silent no-op otherwise)
 
 
 def _history_with_long_lived_changelogs(table) -> None:
@@ -131,6 +132,20 @@ def _dv_history_with_level0(table) -> None:
     table.write_arrow(pa.concat_tables([rows(range(30, 45), "l0", OLD), rows(range(60, 80), "l0")]))
 
 
+def _history_then_ttl_turned_on(table) -> None:
+    """The default history, a time column added (alter), rows ten days old and fresh ones, then
+    record-level expiry turned on by another alter: every file is on an older schema."""
+    from lake_core import SchemaChange
+    from lake_core.definition import commit_schema_changes
+    default_setup(table)
+    table = table.with_schema(commit_schema_changes(table, [SchemaChange.add_column("ts", pa.int64())]))
+    now = int(time.time())
+    batch = rows(range(200, 220), "ttl")
+    table.write_arrow(batch.append_column("ts", pa.array([now - 10 * 86400] * 10 + [now] * 10, pa.int64())))
+    commit_schema_changes(table, [SchemaChange.set_option("record-level.expire-time", "1 d"),
+                                  SchemaChange.set_option("record-level.time-field", "ts")])
+
+
 OPERATIONS: tuple[Operation, ...] = (
     Operation("commit APPEND", lambda t: t.write_arrow(rows(range(60, 90), "n"), commit_user="job",
                                                        commit_identifier=7)),
@@ -163,6 +178,8 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("delete_where (deletion vectors, rows at level 0)",
               lambda t: t.delete_where(t.predicate_builder().between("k", 35, 65)),
               options=DV_WRITE_ONLY, setup=_dv_history_with_level0, state=state_visible_and_committed),
+    Operation("record expiry after an alter", lambda t: t.maintenance.compact(expire_records=True, parallelism=1),
+              setup=_history_then_ttl_turned_on, changes_rows=True),
 )
 
 
@@ -335,6 +352,8 @@ def explore(store, op: Operation, *, cap: int | None, modes=MODES, kinds=KINDS,
         op.run(open_table(store, probe, counter))
         after = op.state(open_table(store, probe))
         report.neutral = before == after
+        if op.changes_rows and report.neutral:
+            raise InvariantError(f"{op.name}: left the table as it was although it must change it")
         if op.keeps_rows:
             kept, now = committed(open_table(store, template)), committed(open_table(store, probe))
             if kept != now:
