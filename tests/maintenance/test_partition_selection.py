@@ -85,3 +85,25 @@ def test_a_rescale_that_changes_nothing_writes_nothing(table, warehouse_path):
     fresh = catalog.get_table("db.t")
     assert fresh.schema.id == 1 and fresh.options.bucket == 4
     assert sorted(r["k"] for r in fresh.to_arrow().to_pylist()) == [1, 1, 2, 2, 3, 3, 4, 4]
+
+
+@pytest.mark.s3
+def test_a_selector_matching_nothing_changes_nothing_on_s3(s3_warehouse):
+    catalog = Catalog(s3_warehouse.uri, storage_options=s3_warehouse.storage_options)
+    catalog.create_database("db")
+    t = catalog.create_table("db.t", schema=SCHEMA, primary_keys=["dt", "hr", "k"], partition_keys=["dt", "hr"],
+                             options={"bucket": "2"})
+    t.write_arrow(pa.table({"dt": ["2024-01-01"] * 2, "hr": [1, 1], "k": [1, 2], "v": ["a", "b"]}, schema=SCHEMA))
+    fs = s3_warehouse.filesystem()
+    root = s3_warehouse.uri[len("s3://"):]
+
+    def objects():
+        return {p: fs.cat_file(p) for p in fs.find(root)}
+
+    before = objects()
+    for call in (lambda: t.maintenance.rescale(bucket=64, partitions=[{"dt": "2099-01-01"}]),
+                 lambda: t.maintenance.compact(full=True, partitions="dt=2099-01-01/hr=1")):
+        with pytest.raises(PartitionNotFoundError, match="matches no partition with data files"):
+            call()
+    fs.invalidate_cache()
+    assert objects() == before
