@@ -30,13 +30,14 @@ def _is(path: str, name: str) -> bool:
 
 
 class _Interleaving:
-    """Expiry of snapshots 1..3 paused where it restores them; a lease on snapshot 1 taken while it
-    deletes them; orphan removal run in the pause."""
+    """``expire`` paused where it writes ``restored`` back; ``pin`` (a lease, a consumer) taken just
+    before it deletes ``deleted``, so it does write them back; orphan removal run in the pause."""
 
-    def __init__(self, uri: str, so, orphan_kwargs: dict):
+    def __init__(self, uri: str, so, orphan_kwargs: dict, *, expire, pin, deleted: str, restored: str):
         self.uri, self.so, self.orphan_kwargs = uri, so, orphan_kwargs
+        self.expire, self.pin, self.deleted, self.restored = expire, pin, deleted, restored
         self.paused, self.resume, self.at_lock = threading.Event(), threading.Event(), threading.Event()
-        self.leased: list = []
+        self.pinned: list = []
         self.out: dict = {}
 
     def _catalog(self, before=None) -> Catalog:
@@ -45,12 +46,10 @@ class _Interleaving:
         return Catalog(self.uri, self.so, fileio=FaultyFileIO(FileIO(self.uri, self.so), before=before))
 
     def _expiry_hook(self, kind: str, path: str) -> None:
-        if kind == "delete" and _is(path, "snapshot-1") and not self.leased:
-            # a reader leases snapshot 1 just before expiry deletes it: expiry will write it back
-            t = self._catalog().get_table("db.t")
-            self.leased.append(t.maintenance.acquire_lease(snapshot_id=1, holder="report"))
-        elif kind == "create" and _is(path, "snapshot-1") and not self.paused.is_set():
-            self.paused.set()  # snapshots 1..3 are deleted; their restore waits here
+        if kind == "delete" and _is(path, self.deleted) and not self.pinned:
+            self.pinned.append(self.pin(self._catalog().get_table("db.t")))
+        elif kind == "create" and _is(path, self.restored) and not self.paused.is_set():
+            self.paused.set()  # the files are deleted; their restore waits here
             assert self.resume.wait(WAIT_S), "the test never resumed the expiry"
 
     def _orphan_hook(self, kind: str, path: str) -> None:
@@ -69,8 +68,7 @@ class _Interleaving:
 
     def run(self):
         expiring = self._catalog(self._expiry_hook).get_table("db.t")
-        expirer = self._run("expiry", lambda: expiring.maintenance.expire_snapshots(
-            retain_min=1, older_than=dt.timedelta(0), max_deletes=3))
+        expirer = self._run("expiry", lambda: self.expire(expiring.maintenance))
         assert self.paused.wait(WAIT_S), f"expiry never reached the restore: {self.out}"
         cleaner_table = self._catalog(self._orphan_hook).get_table("db.t")
         cleaner = self._run("orphans", lambda: cleaner_table.maintenance.remove_orphan_files(**self.orphan_kwargs))
@@ -81,7 +79,18 @@ class _Interleaving:
         for th in (expirer, cleaner):
             th.join(WAIT_S)
             assert not th.is_alive(), f"{th.name} hangs"
+        for name in ("expiry", "orphans"):
+            assert not isinstance(self.out[name], BaseException), self.out[name]
+        assert "restored" in (self.out["expiry"].skipped or ""), self.out["expiry"]
         return self.out
+
+
+def _snapshot_race(uri: str, so, orphan_kwargs: dict) -> _Interleaving:
+    """Expiry of snapshots 1..3; a lease on snapshot 1 taken just before it goes."""
+    return _Interleaving(uri, so, orphan_kwargs,
+                         expire=lambda m: m.expire_snapshots(retain_min=1, older_than=dt.timedelta(0), max_deletes=3),
+                         pin=lambda t: t.maintenance.acquire_lease(snapshot_id=1, holder="report"),
+                         deleted="snapshot-1", restored="snapshot-1")
 
 
 def _history(t) -> Workload:
@@ -105,9 +114,6 @@ def _litter(t) -> str:
 
 
 def _check(t, w, out, litter: str) -> None:
-    assert not isinstance(out["expiry"], BaseException), out["expiry"]
-    assert not isinstance(out["orphans"], BaseException), out["orphans"]
-    assert "restored" in (out["expiry"].skipped or ""), out["expiry"]
     assert t.snapshot_manager.earliest_id() == 1
     # the leased read returns every row, and so does every other snapshot
     assert state(t, snapshot_id=1) == w.models[1]
@@ -123,8 +129,7 @@ def test_orphan_removal_keeps_the_files_of_snapshots_expiry_restores_for_a_lease
     w = _history(t)
     litter = _litter(t)
     _age_everything(t, 3 * 86400)  # expiring snapshots are old: the one-day floor does not protect them
-    race = _Interleaving(warehouse, None, {})  # orphan removal with its defaults
-    out = race.run()
+    out = _snapshot_race(warehouse, None, {}).run()  # orphan removal with its defaults
     _check(Catalog(warehouse).get_table("db.t"), w, out, litter)
 
 
@@ -134,10 +139,36 @@ def test_orphan_removal_keeps_restored_snapshots_on_s3(s3_warehouse):
     w = _history(t)
     litter = _litter(t)
     time.sleep(1.1)  # object times cannot be set on S3: a one-second floor makes every file old
-    race = _Interleaving(s3_warehouse.uri, s3_warehouse.storage_options,
-                         {"older_than": dt.timedelta(seconds=1), "force": True})
-    out = race.run()
+    out = _snapshot_race(s3_warehouse.uri, s3_warehouse.storage_options,
+                         {"older_than": dt.timedelta(seconds=1), "force": True}).run()
     _check(Catalog(s3_warehouse.uri, s3_warehouse.storage_options).get_table("db.t"), w, out, litter)
+
+
+def test_orphan_removal_keeps_the_files_of_changelogs_expiry_restores_for_a_consumer(warehouse):
+    # The same race through the decoupled lifecycle: expire_changelogs deletes changelog-1..3, a
+    # stream consumer pins changelog 1 meanwhile, the changelogs are written back.
+    from lake_core.maintenance.consumers import ConsumerManager
+
+    from .race_workers import read_changelog
+    t = make_table(warehouse, **{"changelog-producer": "input", "changelog.num-retained.min": "30",
+                                 "changelog.num-retained.max": "40"})
+    Workload(t, 12).run(8)
+    t.maintenance.expire_snapshots(retain_min=1, older_than=dt.timedelta(0))
+    cm = t.changelog_manager
+    assert cm.long_lived.list_ids()[:3] == [1, 2, 3]
+    litter = _litter(t)
+    _age_everything(t, 3 * 86400)
+    out = _Interleaving(warehouse, None, {},
+                        expire=lambda m: m.expire_changelogs(retain_min=1, older_than=dt.timedelta(0), max_deletes=3),
+                        pin=lambda t: ConsumerManager(t).reset("stream", 1),
+                        deleted="changelog-1", restored="changelog-1").run()
+    t = Catalog(warehouse).get_table("db.t")
+    cm = t.changelog_manager
+    assert cm.earliest_id() == 1
+    for n in range(1, cm.latest_id() + 1):  # the consumer's changelogs read completely
+        snap = cm.changelog(n)
+        assert read_changelog(t, snap) == (snap.changelog_record_count or 0), n
+    assert litter in out["orphans"].files and not t.fileio.exists(litter)
 
 
 # -- the lock never blocks orphan removal for good -------------------------------------------------
