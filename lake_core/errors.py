@@ -158,3 +158,17 @@ class MaintenanceAbortedError(LakeError):
 
 class LeaseError(LakeError):
     """A lease could not be taken (the snapshot no longer exists, or the holder name is invalid)."""
+
+
+class ConsumerExpiredError(SnapshotNotFoundError):
+    """A stream consumer cannot resume: the snapshot it was to read next has expired, whether its
+    consumer file expired first (``consumer.expiration-time``) or not. Resuming anywhere else
+    would skip changes (deletions included), so nothing is read; the message says how to restart
+    on purpose. ``consumer_id``, ``next_snapshot`` and ``earliest`` (the earliest readable
+    snapshot) say where it stands."""
+
+    def __init__(self, message: str, *, consumer_id: str, next_snapshot: int, earliest: int | None):
+        super().__init__(message)
+        self.consumer_id = consumer_id
+        self.next_snapshot = next_snapshot
+        self.earliest = earliest

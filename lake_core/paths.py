@@ -195,6 +195,12 @@ class TablePaths:
     def consumer(self, consumer_id: str) -> str:
         return join(self.consumer_dir, f"consumer-{consumer_id}", what="consumer file name")
 
+    def expired_consumer(self, consumer_id: str) -> str:
+        """Where the expiry of ``consumer-<id>`` records what it removed. Java lists consumers by
+        the ``consumer-`` prefix, so it never sees this file; ``.expired-`` is as long as that
+        prefix, so every valid consumer id fits."""
+        return join(self.consumer_dir, f".expired-{consumer_id}", what="expired consumer file name")
+
     # -- data ------------------------------------------------------------------------------
     def bucket_dir(self, partition_path: str, bucket: int) -> str:
         return join(join_relative(self.root, partition_path, "partition directory"), f"bucket-{int(bucket)}")

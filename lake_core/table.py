@@ -497,19 +497,30 @@ class ReadBuilder:
             snapshot = self.table.resolve_snapshot(snapshot_id)
         return TableScan(self.table.store, snapshot, self._predicate, top_level_only=self.table.read_optimized)
 
-    def new_stream_scan(self, *, consumer_id: str | None = None) -> StreamScan:
+    def new_stream_scan(self, *, consumer_id: str | None = None, ignore_progress: bool = False) -> StreamScan:
         """A scan a consumer polls: the first ``plan()`` is the latest snapshot in full (+I rows),
         then each plan the next snapshot's changes. ``consumer_id``: start where that consumer's
         ``consumer-<id>`` file says, and record it at ``notify_checkpoint_complete`` (expiry keeps
-        what it has yet to read)."""
+        what it has yet to read). A consumer whose position expired (its consumer file expired, or
+        its next snapshot did) raises ``ConsumerExpiredError`` rather than starting over;
+        ``ignore_progress=True`` (Paimon's ``consumer.ignore-progress``) starts over on purpose,
+        from the latest snapshot in full."""
         self._refuse_on_read_optimized("a stream scan")
+        if not isinstance(ignore_progress, bool):
+            raise InvalidOptionError(f"ignore_progress = {ignore_progress!r} for a stream scan of "
+                                     f"{self.table.identifier} must be True or False")
         if consumer_id is None:
+            if ignore_progress:
+                raise InvalidOptionError(f"ignore_progress for a stream scan of {self.table.identifier} needs a "
+                                         "consumer_id (whose recorded progress it ignores)")
             return StreamScan(self.table, self._predicate)
+        from lake_core.maintenance.consumer_resume import resume_position
         from lake_core.maintenance.consumers import ConsumerManager
         consumers = ConsumerManager(self.table)
+        start = resume_position(self.table, consumer_id, ignore_progress=ignore_progress)
         scan = StreamScan(self.table, self._predicate,
                           on_checkpoint_complete=lambda n: consumers.reset(consumer_id, n))
-        scan.restore(consumers.get(consumer_id))
+        scan.restore(start)
         return scan
 
     def new_read(self) -> SplitRead:

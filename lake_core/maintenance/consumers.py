@@ -3,7 +3,11 @@
 A consumer file holds ``{"nextSnapshot" : N}``: the consumer still needs snapshot ``N`` and every
 later one, so snapshot expiry stops before ``N`` (Java ``ExpireSnapshotsImpl`` takes the minimum
 over all consumer files). ``consumer.expiration-time`` removes consumer files not updated for that
-long, so an abandoned consumer does not pin the table forever.
+long, so an abandoned consumer does not pin the table forever. Before removing such a file, the
+expiry records it in ``consumer/.expired-<id>`` (its ``nextSnapshot`` and when and why it went), so
+a stream consumer that comes back later is told that it lost its position instead of silently
+starting over (:mod:`lake_core.maintenance.consumer_resume`). Java lists consumers by the
+``consumer-`` prefix, so it never reads that record; Java's own consumer expiry writes none.
 
 A *lease* is a consumer file written by a batch reader for the snapshot it is about to read. Its
 id is ``lease-<holder>-<expiry millis>-<random>``: the expiry time rides in the name so that Java
@@ -22,7 +26,7 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator
 
-from lake_core.errors import SnapshotNotFoundError
+from lake_core.errors import CorruptFileError, SnapshotNotFoundError
 from lake_core.names import validate_consumer_id
 from lake_core.options import parse_duration_ms
 from lake_core.errors import LeaseError, MaintenanceArgumentError
@@ -44,6 +48,17 @@ class Consumer:
 
     def is_dead_lease(self, now_ms: int) -> bool:
         return self.lease_expires_ms is not None and self.lease_expires_ms <= now_ms
+
+
+@dataclass(frozen=True)
+class ExpiredConsumer:
+    """What ``consumer/.expired-<id>`` records of a consumer file removed by ``consumer.expiration-time``."""
+
+    consumer_id: str
+    next_snapshot: int
+    expired_ms: int  # when the expiry removed it
+    modified_ms: int | None  # when its consumer was last updated
+    expiration_time: str  # the option's value then
 
 
 def _consumer_json(next_snapshot: int) -> bytes:
@@ -111,8 +126,31 @@ class ConsumerManager:
         self.fileio.write_bytes(self.paths.consumer(consumer_id), _consumer_json(next_snapshot))
 
     def delete(self, consumer_id: str) -> bool:
+        """Remove a consumer on purpose, with the record of its expiry: a stream consumer of this
+        id starts anew. False when there was no consumer file."""
         self._validate_id(consumer_id)
-        return self.fileio.delete(self.paths.consumer(consumer_id))
+        existed = self.fileio.delete(self.paths.consumer(consumer_id))
+        if not _LEASE.match(consumer_id):  # leases never leave a record
+            self.fileio.delete(self.paths.expired_consumer(consumer_id))
+        return existed
+
+    def expired(self, consumer_id: str) -> ExpiredConsumer | None:
+        """The record an expiry left of ``consumer-<id>``, or None. It is stale (and ignored by
+        readers) while a consumer file of that id exists again."""
+        self._validate_id(consumer_id)
+        path = self.paths.expired_consumer(consumer_id)
+        try:
+            obj = json.loads(self.fileio.read_text(path))
+            return ExpiredConsumer(consumer_id, int(obj["nextSnapshot"]), int(obj["expiredAt"]),
+                                   None if obj.get("lastModified") is None else int(obj["lastModified"]),
+                                   str(obj.get("expirationTime")))
+        except FileNotFoundError:
+            return None
+        except (ValueError, KeyError, TypeError) as e:
+            raise CorruptFileError(path, f"the expiry record {path} of consumer {consumer_id!r} on "
+                                         f"{self.table.identifier} is unreadable ({e}); delete the consumer "
+                                         f"(table.maintenance.consumers.delete({consumer_id!r})) to start it "
+                                         "anew") from None
 
     def expire(self, *, now_ms: int | None = None) -> list[str]:
         """Remove consumers idle longer than ``consumer.expiration-time`` (Java
@@ -123,10 +161,21 @@ class ConsumerManager:
         removed = []
         for c in self.consumers():
             idle = idle_ms is not None and c.modified_s is not None and c.modified_s * 1000 < now_ms - idle_ms
-            if idle or c.is_dead_lease(now_ms):
-                if self.fileio.delete(self.paths.consumer(c.consumer_id)):
-                    removed.append(c.consumer_id)
+            if not (idle or c.is_dead_lease(now_ms)):
+                continue
+            if c.lease_expires_ms is None:  # a stream position (a lease is none): record what goes
+                self._record_expiry(c, now_ms, raw)
+            if self.fileio.delete(self.paths.consumer(c.consumer_id)):
+                removed.append(c.consumer_id)
         return removed
+
+    def _record_expiry(self, c: Consumer, now_ms: int, expiration_time: str) -> None:
+        """Written before the consumer file goes: a crash in between leaves both, and the
+        consumer file wins, so no consumer ever loses its position without a record."""
+        modified = None if c.modified_s is None else int(c.modified_s * 1000)
+        body = {"nextSnapshot": c.next_snapshot, "expiredAt": now_ms, "lastModified": modified,
+                "expirationTime": expiration_time}
+        self.fileio.write_bytes(self.paths.expired_consumer(c.consumer_id), json.dumps(body).encode("utf-8"))
 
 
 #: The longest lease: its expiry is written as 13 digits of epoch millis in the consumer id.

@@ -33,7 +33,7 @@ from lake_core.errors import SnapshotNotFoundError
 from lake_core.snapshot.snapshot import Snapshot
 from lake_core.maintenance.consumers import ConsumerManager
 from lake_core.errors import MaintenanceAbortedError, MaintenanceArgumentError
-from lake_core.maintenance.expiry_lock import expiry_lock
+from lake_core.maintenance.expiry_lock import HOLDERS, expiry_lock
 from lake_core.maintenance.expire_snapshots import ExpireConfig, changelog_config, delete_planned, resolve_config
 from lake_core.maintenance.references import (PlannedFile, added_files, deleted_in_delta, existing_list, manifest_skipping_set,
                          now_ms, tagged_snapshots, unheld_data_files, unused_lists)
@@ -200,7 +200,8 @@ def expire_changelogs(table: "FileStoreTable", *, retain_min=None, retain_max=No
         if not held:
             return ExpireChangelogsResult(operation="expire_changelogs", table=table.identifier,
                                           duration_s=time.monotonic() - started,
-                                          skipped="another expiry of this table is running; it does the work")
+                                          skipped=f"{HOLDERS} of this table holds snapshot/.expire-lock; "
+                                                  "this expiry was skipped (the next one does the work)")
         return _expire(table, cfg, dry_run, started)
 
 

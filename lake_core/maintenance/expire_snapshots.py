@@ -34,7 +34,7 @@ from lake_core.options import parse_duration_ms
 from lake_core.snapshot.snapshot import Snapshot
 from lake_core.maintenance.consumers import ConsumerManager
 from lake_core.errors import MaintenanceAbortedError, MaintenanceArgumentError
-from lake_core.maintenance.expiry_lock import expiry_lock
+from lake_core.maintenance.expiry_lock import HOLDERS, expiry_lock
 from lake_core.maintenance.references import (PlannedFile, added_files, data_file_paths, deleted_in_delta, index_path,
                          manifest_skipping_set, now_ms, tagged_snapshots, try_index_entries, unheld_data_files,
                          unused_lists)
@@ -414,7 +414,8 @@ def expire_snapshots(table: "FileStoreTable", *, retain_min=None, retain_max=Non
         if not held:
             return ExpireSnapshotsResult(operation="expire_snapshots", table=table.identifier, dry_run=False,
                                          duration_s=time.monotonic() - started,
-                                         skipped="another expiry of this table is running; it does the work")
+                                         skipped=f"{HOLDERS} of this table holds snapshot/.expire-lock; "
+                                                 "this expiry was skipped (the next one does the work)")
         return _expire(table, cfg, dry_run, finish_journals, started)
 
 

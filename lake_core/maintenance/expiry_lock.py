@@ -3,9 +3,11 @@
 Two expiries racing each other could otherwise each delete part of a range and one of them, seeing
 a lease appear, write back snapshots whose files the other is deleting. Snapshot and changelog
 expiry take this lock for their destructive phase; a run that finds it held skips (the holder does
-the work) and says so. A crashed holder's lock is taken over: at once when the holder ran on this
-host and its process is gone (or it is this process and no run of it holds the lock: a release
-that failed), else once the lock is older than its TTL. A takeover first creates
+the work) and says so. Tag deletion and rollback take it too, and orphan removal while it reads
+which snapshots are retained (while an expiry holds the lock, a snapshot it deleted may still be
+written back for a lease). A crashed holder's lock is taken over: at once when the holder ran on
+this host and its process is gone (or it is this process and no run of it holds the lock: a
+release that failed), else once the lock is older than its TTL. A takeover first creates
 ``.expire-lock.takeover-<owner>`` exclusively, so of several processes finding the same dead lock
 exactly one replaces it (a plain delete-and-create would let a late one delete the winner's lock).
 """
@@ -24,6 +26,8 @@ if TYPE_CHECKING:
     from lake_core.table import FileStoreTable
 
 LOCK_TTL_S = 600.0
+# Who may hold the lock, for the messages of those that find it held.
+HOLDERS = "another expiry, tag deletion, rollback or orphan removal"
 _HELD: set[str] = set()  # owner tokens of the locks this process holds right now
 _HELD_GUARD = threading.Lock()
 
@@ -88,7 +92,7 @@ def _take_over(fio, path: str, dead: dict, body: bytes, ttl_s: float) -> bool:
 
 @contextmanager
 def expiry_lock(table: "FileStoreTable", ttl_s: float = LOCK_TTL_S) -> Iterator[bool]:
-    """Yields True while this process holds the lock, False if another expiry holds it."""
+    """Yields True while this process holds the lock, False if another run holds it."""
     fio, path = table.fileio, _lock_path(table)
     token = uuid.uuid4().hex
     body = json.dumps({"owner": token, "expires": time.time() + ttl_s, "host": socket.gethostname(),
@@ -117,3 +121,19 @@ def expiry_lock(table: "FileStoreTable", ttl_s: float = LOCK_TTL_S) -> Iterator[
     finally:
         with _HELD_GUARD:
             _HELD.discard(token)  # a lock left behind now (a failed release) is this process's to take over
+
+
+@contextmanager
+def expiry_lock_waiting(table: "FileStoreTable", *, wait_s: float, ttl_s: float = LOCK_TTL_S) -> Iterator[bool]:
+    """:func:`expiry_lock`, asked for again until it is held or ``wait_s`` has passed (then yields
+    False). Each attempt applies the takeover rules, so a crashed holder's lock is taken over as
+    soon as they allow: a wait longer than ``ttl_s`` outlasts any crashed holder."""
+    deadline = time.monotonic() + wait_s
+    pause = 0.05
+    while True:
+        with expiry_lock(table, ttl_s) as held:
+            if held or time.monotonic() >= deadline:
+                yield held
+                return
+        time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+        pause = min(pause * 2, 2.0)  # a short expiry is waited for briefly, a long one polled gently

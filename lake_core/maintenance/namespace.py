@@ -134,7 +134,9 @@ class TableMaintenance:
     # -- orphan files (orphans.py) -------------------------------------------------------------
     def remove_orphan_files(self, *, older_than=None, dry_run: bool = False, force: bool = False):
         """Delete files no snapshot, tag or index references, older than ``older_than`` (a timedelta,
-        default one day; below one hour only with ``force=True``)."""
+        default one day; below one hour only with ``force=True``). What is retained is read last
+        under ``snapshot/.expire-lock``: a running expiry, tag deletion or rollback is waited for
+        (a crashed one's lock taken over); one outlasting the lock's TTL skips the run."""
         import datetime as _dt
         from lake_core.maintenance.orphans import remove_orphan_files
         return remove_orphan_files(self._table, older_than=_dt.timedelta(days=1) if older_than is None

@@ -11,6 +11,13 @@ commits in flight; the referenced set must be read completely or nothing is dele
 candidates are chosen, snapshots and tags that appeared meanwhile are read and their files taken
 back out of the candidates. Metadata directories (schema, snapshot, tag, consumer, branch,
 changelog hints) are never touched apart from stale temp files.
+
+That second read holds the expiry lock (``snapshot/.expire-lock``). While an expiry holds it, the
+snapshots it deleted are not final: a lease or tag taken on one meanwhile makes the expiry write
+them back, and the one-day floor does not protect their files (expiring snapshots are old). Under
+the lock no expiry is half-way, so every snapshot that any later expiry may write back is one this
+read sees, and the deletion itself needs no lock. A live holder is waited for; a crashed holder's
+lock is taken over by the lock's own rules; a holder outlasting the wait skips the run.
 """
 from __future__ import annotations
 
@@ -23,6 +30,7 @@ from lake_core.errors import LakeError, PathEscapeError, SnapshotNotFoundError
 from lake_core.io.fileio import FileIOError
 from lake_core.snapshot.snapshot import Snapshot
 from lake_core.errors import MaintenanceAbortedError, MaintenanceArgumentError
+from lake_core.maintenance.expiry_lock import HOLDERS, LOCK_TTL_S, expiry_lock_waiting
 from lake_core.maintenance.references import PlannedFile, ReferencedNames, long_lived_changelogs, now_ms, tagged_snapshots
 from lake_core.paths import join_relative
 from lake_core.result import OperationResult
@@ -31,6 +39,8 @@ if TYPE_CHECKING:
     from lake_core.table import FileStoreTable
 
 MIN_FLOOR = _dt.timedelta(hours=1)
+# Longer than the lock's TTL: a crashed expirer's lock is always taken over before the wait ends.
+LOCK_WAIT_S = LOCK_TTL_S + 30.0
 _METADATA_DIRS = ("schema", "snapshot", "tag", "consumer", "branch", "changelog")
 
 
@@ -133,17 +143,26 @@ def remove_orphan_files(table: "FileStoreTable", *, older_than=_dt.timedelta(day
     refs = ReferencedNames(table)
     collect_retained(table, refs)
     candidates, scanned = _candidates(table, refs.names, floor_s)
-    # Re-check: snapshots or tags committed while we listed take their files back.
-    collect_retained(table, refs)
+
+    def result(chosen: list[PlannedFile], skipped: str | None) -> RemoveOrphanFilesResult:
+        return RemoveOrphanFilesResult(
+            operation="remove_orphan_files", table=table.identifier, dry_run=dry_run,
+            duration_s=time.monotonic() - started, deleted_files=len(chosen),
+            bytes_reclaimed=sum(f.size for f in chosen), files=tuple(f.path for f in chosen),
+            scanned_files=scanned, referenced_names=len(refs.names), skipped=skipped)
+
+    # Re-check: snapshots or tags committed while we listed, and snapshots an expiry wrote back
+    # for a lease, take their files back (under the lock, see the module docstring; a dry run
+    # changes nothing, not even the lock).
+    if dry_run:
+        collect_retained(table, refs)
+    else:
+        with expiry_lock_waiting(table, wait_s=LOCK_WAIT_S) as held:
+            if not held:
+                return result([], f"{HOLDERS} of {table.identifier} held snapshot/.expire-lock for longer than "
+                                  f"{LOCK_WAIT_S:.0f} s; nothing was deleted, run again")
+            collect_retained(table, refs)
     candidates = [f for f in candidates if f.path.rsplit("/", 1)[-1] not in refs.names]
 
-    deleted = []
-    if not dry_run:
-        deleted = [f for f in candidates if table.fileio.delete(f.path)]
-    chosen = candidates if dry_run else deleted
-    return RemoveOrphanFilesResult(
-        operation="remove_orphan_files", table=table.identifier, dry_run=dry_run,
-        duration_s=time.monotonic() - started, deleted_files=len(chosen),
-        bytes_reclaimed=sum(f.size for f in chosen), files=tuple(f.path for f in chosen),
-        scanned_files=scanned, referenced_names=len(refs.names),
-        skipped=None if chosen else "no orphan files older than the floor")
+    chosen = candidates if dry_run else [f for f in candidates if table.fileio.delete(f.path)]
+    return result(chosen, None if chosen else "no orphan files older than the floor")

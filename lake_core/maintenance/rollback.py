@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from lake_core.errors import PathEscapeError, SnapshotNotFoundError
 from lake_core.names import validate_tag_name
 from lake_core.errors import MaintenanceAbortedError, MaintenanceArgumentError
-from lake_core.maintenance.expiry_lock import expiry_lock
+from lake_core.maintenance.expiry_lock import HOLDERS, expiry_lock
 from lake_core.maintenance.references import ReferencedNames, long_lived_changelogs, tagged_snapshots
 from lake_core.paths import join_relative
 from lake_core.result import OperationResult
@@ -70,7 +70,7 @@ def rollback_to(table: "FileStoreTable", *, snapshot_id: int | None = None, tag:
     with expiry_lock(table) as held:
         if not held:
             raise MaintenanceAbortedError(
-                f"rollback_to on {table.identifier}: another expiry or tag deletion holds snapshot/.expire-lock; "
+                f"rollback_to on {table.identifier}: {HOLDERS} holds snapshot/.expire-lock; "
                 "nothing was changed — run the rollback again when it is done")
         return _rollback(table, snapshot_id, tag, started)
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from lake_core.errors import MaintenanceArgumentError, TagNotFoundError
 from lake_core.manifest.metadata import FileKind
-from lake_core.maintenance.expiry_lock import expiry_lock
+from lake_core.maintenance.expiry_lock import HOLDERS, expiry_lock
 from lake_core.maintenance.orphans import collect_retained
 from lake_core.maintenance.references import (PlannedFile, ReferencedNames, data_file_paths, entry_key, index_path,
                                               live_data_keys, long_lived_changelogs, tagged_snapshots, try_entries,
@@ -120,7 +120,7 @@ def delete_tags(table: "FileStoreTable", names, *, dry_run: bool = False,
     with expiry_lock(table) as held:
         if not held:
             return _result(table, names, [], False, started, operation,
-                           "another expiry holds snapshot/.expire-lock; the tags' files stay until "
+                           f"{HOLDERS} holds snapshot/.expire-lock; the tags' files stay until "
                            "remove_orphan_files")
         files = plan_unheld_files(table, snaps)
         deleted = [f for f in files if table.fileio.delete(f.path)]

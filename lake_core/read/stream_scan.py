@@ -8,6 +8,8 @@ COMPACT snapshots without changes and OVERWRITE snapshots are passed over, as Ja
 ``streaming-read-overwrite``), or an empty plan when no new
 snapshot exists. :meth:`checkpoint` is the next snapshot id to read; :meth:`restore` resumes there.
 A position whose changelog has expired is refused (``ChangelogNotFoundError``), never skipped.
+Where a scan with a consumer id starts is decided before it is built
+(``lake_core.maintenance.consumer_resume``: an expired consumer is an error, not a fresh start).
 """
 from __future__ import annotations
 

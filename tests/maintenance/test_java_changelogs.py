@@ -152,3 +152,30 @@ def test_tag_time_retained_round_trips_with_java(warehouse, java_paimon):
     r = expire_tags(t, now=later)
     assert r.expired_tags == ("javas",)
     assert t.list_tags() == ["ours", "plain"]
+
+
+def test_java_ignores_the_record_our_consumer_expiry_leaves(warehouse, java_paimon):
+    # consumer/.expired-<id> is no consumer to Java: it neither reads it as one, nor is its
+    # expiry bounded by it, nor does its own consumer expiry trip over it
+    import os
+    import time
+
+    from lake_core.errors import ConsumerExpiredError
+    t = make_table(warehouse, **{"consumer.expiration-time": "1 h"})
+    w = Workload(t, 27).run(12)
+    t.maintenance.consumers.reset("gone", 3)
+    t.maintenance.consumers.reset("live", 6)
+    stamp = time.time() - 2 * 3600
+    os.utime(t.fileio._p(t.paths.consumer("gone")), (stamp, stamp))
+    assert t.maintenance.consumers.expire() == ["gone"]
+    assert t.fileio.exists(t.paths.expired_consumer("gone"))
+    assert java_paimon.consumer(t, "gone") is None and java_paimon.consumer(t, "live") == 6
+    java_paimon.expire_snapshots(t, retain_min=1, time_retained_ms=0, max_deletes=1000)
+    assert [s.id for s in java_paimon.snapshots(t)][0] == 6 == t.snapshot_manager.earliest_id()
+    # Java's consumer expiry after its own commit (every consumer file is older than 1 ms)
+    java_paimon.compact(t, options={"write-only": "false", "consumer.expiration-time": "1 ms"})
+    assert java_paimon.consumer(t, "live") is None and t.maintenance.consumers.get("live") is None
+    assert t.fileio.exists(t.paths.expired_consumer("gone"))
+    assert {(r["dt"], r["id"]): r["v"] for r in java_paimon.read(t).to_pylist()} == w.model
+    with pytest.raises(ConsumerExpiredError, match="'gone'"):
+        t.new_read_builder().new_stream_scan(consumer_id="gone")
