@@ -35,6 +35,10 @@ class Predicate:
             return out
         return {self.field} if self.field else set()
 
+    def leaves(self) -> "list[Predicate]":
+        """The leaf predicates (one column each), depth first."""
+        return [leaf for c in self.children for leaf in c.leaves()] if self.children else [self]
+
     def restrict_to(self, allowed: set[str]) -> "Predicate | None":
         """The weaker predicate using only ``allowed`` fields (None = no constraint). Safe for
         pruning: whatever the original accepts, the result accepts too."""
@@ -143,16 +147,31 @@ class Predicate:
         return True
 
 
+def literal_misfit(field: str, t: pa.DataType, value: Any) -> str | None:
+    """Why ``value`` cannot be compared with column ``field`` of type ``t`` (None: it can)."""
+    if value is None:
+        return None
+    try:
+        pa.scalar(value, type=t)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as e:
+        return f"filter literal {value!r} does not fit column '{field}' of type {t}: {e}"
+    return None
+
+
 class PredicateBuilder:
     """Builds predicates over the columns of one table, checking column names."""
 
-    def __init__(self, field_names: Sequence[str], field_types: dict[str, pa.DataType] | None = None):
+    def __init__(self, field_names: Sequence[str], field_types: dict[str, pa.DataType] | None = None, *,
+                 table: str | None = None):
+        """``table``: how errors name what the columns belong to (e.g. a table at a snapshot)."""
         self._names = list(field_names)
         self._types = field_types or {}
+        self._table = f"table {table}" if table else "the table"
 
     def _check(self, field: str) -> str:
         if field not in self._names:
-            raise PredicateError(f"filter names column '{field}', which is not in the table; columns: {self._names}")
+            raise PredicateError(f"filter names column '{field}', which is not in {self._table}; "
+                                 f"columns: {self._names}")
         return field
 
     def _leaf(self, method: str, field: str, *literals) -> Predicate:
@@ -160,12 +179,9 @@ class PredicateBuilder:
         t = self._types.get(field)
         if t is not None:
             for v in literals:
-                if v is None:
-                    continue
-                try:
-                    pa.scalar(v, type=t)
-                except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as e:
-                    raise PredicateError(f"filter literal {v!r} does not fit column '{field}' of type {t}: {e}") from None
+                why = literal_misfit(field, t, v)
+                if why:
+                    raise PredicateError(why)
         return Predicate(method, field, tuple(literals))
 
     def equal(self, field, literal): return self._leaf("equal", field, literal)
