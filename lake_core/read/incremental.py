@@ -191,7 +191,7 @@ class ChangeScan(TableScan):
                 total_buckets=entries[0].total_buckets,
                 bucket_path=self.table.paths.bucket_dir(partition_dir(self.partition_names, values, default_name),
                                                         bucket),
-                files=tuple(files), streaming=True, row_kind=True))
+                files=tuple(files), streaming=True, row_kind=True, schema_id=self.table.schema.id))
         return out
 
     def splits(self) -> list[Split]:
