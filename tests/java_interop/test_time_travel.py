@@ -63,6 +63,23 @@ def test_incremental_reads_across_the_alter_use_the_current_schema_as_java(java_
     assert set(t.to_arrow(incremental_between=(0, 1))["a"].to_pylist()) == {None}
 
 
+def test_a_consumer_restored_at_an_old_snapshot_streams_in_the_current_schema_as_java(java_paimon, warehouse):
+    """A consumer whose next snapshot is 1 (from before the alter): Java's stream scan restored from
+    its consumer file and ours read snapshot 1's and 3's changes in (k, b, a), the same rows. (Java's
+    ``scan.mode`` = ``from-snapshot`` would time-travel to snapshot 1's schema instead; lake_core's
+    stream scan starts from the latest snapshot or a consumer only.)"""
+    t = build(Catalog(warehouse))
+    java_paimon.consumer(t, "job", next_snapshot=1)
+    java = java_paimon.stream_read(t, consumer_id="job")
+    scan = t.new_read_builder().new_stream_scan(consumer_id="job")
+    read = t.new_read_builder().new_read()
+    parts = [read.to_arrow(splits) for splits in iter(lambda: scan.plan().splits(), [])]
+    ours = pa.concat_tables(parts)
+    assert ours.column_names == NEW + [ROW_KIND] and java.column_names == NEW + ["_row_kind"]
+    assert ours.num_rows == 6 + 5
+    assert_same_rows(java.rename_columns(NEW + [ROW_KIND]), ours)
+
+
 def test_we_read_old_snapshots_of_a_table_java_altered(java_paimon, warehouse):
     path = java_paimon.create_table(warehouse, "db.t", SCHEMA, primary_keys=["k"], options={"bucket": "2"})
     ks = list(range(1, 7))
