@@ -60,7 +60,9 @@ class FileStore:
 
     def schema_of(self, snapshot: Snapshot) -> TableSchema:
         """The schema ``snapshot`` was committed under (its ``schemaId``): what a time-travel read
-        of it uses, columns, keys and options, as Java's ``TimeTravelUtil``."""
+        of it uses, columns, keys and options. Java's time travel takes the columns from it too but
+        keeps today's options, which can hide what the snapshot held (deletion vectors switched on
+        later) or name columns it lacks (a renamed sequence field)."""
         if snapshot.schema_id == self.schema.id:
             return self.schema
         try:

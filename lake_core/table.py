@@ -314,7 +314,11 @@ class FileStoreTable:
                  columns: Sequence[str] | None = None, filter: Predicate | None = None, *,
                  incremental_between: Any = None, scan_mode: str | None = None,
                  options: Mapping[str, Any] | None = None) -> pa.Table:
-        """The merged rows of a snapshot (the latest, or the one time travel names).
+        """The merged rows of a snapshot: the latest in the table's current schema, or the one time
+        travel names (``snapshot_id``, ``tag``, ``timestamp_millis``) in the schema it was written
+        under: its columns (renamed ones under their old names, dropped ones present), types and
+        options (Java 1.0 keeps today's options); ``columns`` and ``filter`` name its columns
+        (``predicate_builder(snapshot_id=...)`` checks a filter against them).
 
         ``incremental_between=(start, end)`` (snapshot ids or tag names; or ``"start,end"``)
         instead returns the changes of the snapshots after ``start`` up to ``end``, each row with

@@ -8,6 +8,9 @@ COMPACT snapshots without changes and OVERWRITE snapshots are passed over, as Ja
 ``streaming-read-overwrite``), or an empty plan when no new
 snapshot exists. :meth:`checkpoint` is the next snapshot id to read; :meth:`restore` resumes there.
 A position whose changelog has expired is refused (``ChangelogNotFoundError``), never skipped.
+Rows come in the scanning table's current schema however old the snapshot a consumer resumes at,
+as Java's stream restored from a consumer (only Java's ``scan.mode`` = ``from-snapshot`` travels to
+the start snapshot's schema).
 """
 from __future__ import annotations
 
