@@ -28,7 +28,7 @@ def check_read_columns(identifier: str, schema: TableSchema, projection: Sequenc
         if leaf.field not in types:
             raise PredicateError(_message(f"column '{leaf.field}' named by the filter of a read of {identifier}",
                                           schema, names, snapshot_id))
-        why = next(filter(None, (literal_misfit(leaf.field, types[leaf.field], v) for v in leaf.literals)), None)
+        why = literal_misfit(leaf.field, types[leaf.field], leaf.literals)
         if why and snapshot_id is not None:
             raise PredicateError(f"{why}, in a read of {identifier} at snapshot {snapshot_id} (schema {schema.id}): "
                                  f"time travel reads a snapshot with the columns it was written with "

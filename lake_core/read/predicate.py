@@ -147,15 +147,24 @@ class Predicate:
         return True
 
 
-def literal_misfit(field: str, t: pa.DataType, value: Any) -> str | None:
-    """Why ``value`` cannot be compared with column ``field`` of type ``t`` (None: it can)."""
-    if value is None:
-        return None
+_MISFIT = (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError)
+
+
+def literal_misfit(field: str, t: pa.DataType, values: Sequence[Any]) -> str | None:
+    """Why a literal of ``values`` cannot be compared with column ``field`` of type ``t`` (None:
+    they all can). One conversion of the whole list; value by value only to name a misfit."""
+    values = [v for v in values if v is not None]
     try:
-        pa.scalar(value, type=t)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as e:
-        return f"filter literal {value!r} does not fit column '{field}' of type {t}: {e}"
-    return None
+        pa.array(values, type=t)
+        return None
+    except _MISFIT:
+        pass
+    for v in values:
+        try:
+            pa.scalar(v, type=t)
+        except _MISFIT as e:
+            return f"filter literal {v!r} does not fit column '{field}' of type {t}: {e}"
+    return f"filter literals {values!r} do not fit column '{field}' of type {t}"
 
 
 class PredicateBuilder:
@@ -177,11 +186,9 @@ class PredicateBuilder:
     def _leaf(self, method: str, field: str, *literals) -> Predicate:
         self._check(field)
         t = self._types.get(field)
-        if t is not None:
-            for v in literals:
-                why = literal_misfit(field, t, v)
-                if why:
-                    raise PredicateError(why)
+        why = literal_misfit(field, t, literals) if t is not None else None
+        if why:
+            raise PredicateError(why)
         return Predicate(method, field, tuple(literals))
 
     def equal(self, field, literal): return self._leaf("equal", field, literal)
