@@ -18,7 +18,7 @@ import pyarrow as pa
 import pytest
 
 from lake_core import ROW_KIND, Catalog, SchemaChange
-from lake_core.errors import PredicateError, SchemaError
+from lake_core.errors import PredicateError, SchemaError, SchemaMismatchError
 
 from schema_evolution.time_travel_history import NEW, OLD, build, model, rows_of
 
@@ -64,7 +64,11 @@ def test_builder_api_scans_and_reads_in_the_snapshot_schema(warehouse):
     assert got.column_names == ["c", "a"] and rows_of(got.select(["a", "c"]))[1] == {
         a: (c,) for a, c in m[1][1].values()}
     latest = t.new_read_builder()
-    assert rows_of(latest.new_read().to_arrow(latest.new_scan().plan().splits())) == m[3]
+    latest_splits = latest.new_scan().plan().splits()
+    assert rows_of(latest.new_read().to_arrow(latest_splits)) == m[3]
+    # splits of two schemas have different columns: one result cannot hold both
+    with pytest.raises(SchemaMismatchError, match=r"db\.t.*different schemas \(\[0, 1\]: snapshots \[1, 3\]\)"):
+        t.new_read_builder().new_read().to_arrow(splits + latest_splits)
 
 
 def test_projection_and_filter_name_the_snapshot_columns(warehouse):
@@ -89,6 +93,9 @@ def test_projection_and_filter_name_the_snapshot_columns(warehouse):
             rb.new_scan(snapshot_id=1)
     with pytest.raises(PredicateError, match=r"'b'.*snapshot 1.*schema 0"):
         t.predicate_builder(tag="v1").equal("b", 1)
+    # today's 'a' is a STRING: its literal does not fit the snapshot's BIGINT 'a'
+    with pytest.raises(PredicateError, match=r"'new4'.*'a' of type int64.*db\.t at snapshot 1 \(schema 0\)"):
+        t.to_arrow(snapshot_id=1, filter=t.predicate_builder().equal("a", "new4"))
     with pytest.raises(PredicateError, match=r"'c'.*db\.t"):  # dropped: not in the current schema
         t.to_arrow(columns=["c"])
 
