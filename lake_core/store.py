@@ -12,13 +12,13 @@ from functools import cached_property
 
 import pyarrow as pa
 
+from lake_core.errors import SchemaError
 from lake_core.io.fileio import FileIO
 from lake_core.manifest.store import ManifestStore
 from lake_core.merge import MergeEngine, create_merge_engine
 from lake_core.options import CoreOptions
 from lake_core.paths import TablePaths
 from lake_core.schema.schema_manager import SchemaManager
-from lake_core.errors import SchemaError
 from lake_core.schema.table_schema import TableSchema
 from lake_core.snapshot.changelog_manager import ChangelogManager
 from lake_core.snapshot.snapshot import Snapshot

@@ -21,25 +21,28 @@ def check_read_columns(identifier: str, schema: TableSchema, projection: Sequenc
     that snapshot, whose schema ``schema`` is."""
     names = [f.name for f in schema.fields]
     types = {f.name: f.type for f in schema.fields}
+    where = f"{identifier}" if snapshot_id is None else f"{identifier} at snapshot {snapshot_id}"
     for c in projection or ():
         if c not in types:
-            raise PredicateError(_message(f"column '{c}' requested from {identifier}", schema, names, snapshot_id))
+            raise PredicateError(_missing(f"column '{c}' requested from {where}", schema, names, snapshot_id))
     for leaf in predicate.leaves() if predicate is not None else ():
         if leaf.field not in types:
-            raise PredicateError(_message(f"column '{leaf.field}' named by the filter of a read of {identifier}",
-                                          schema, names, snapshot_id))
+            raise PredicateError(_missing(f"column '{leaf.field}' named by the filter of a read of {where}", schema,
+                                          names, snapshot_id))
         why = literal_misfit(leaf.field, types[leaf.field], leaf.literals)
-        if why and snapshot_id is not None:
-            raise PredicateError(f"{why}, in a read of {identifier} at snapshot {snapshot_id} (schema {schema.id}): "
-                                 f"time travel reads a snapshot with the columns it was written with "
-                                 f"(table.predicate_builder(snapshot_id={snapshot_id}) checks a filter against them)")
         if why:
-            raise PredicateError(f"{why}, in a read of {identifier}")
+            schema_id = "" if snapshot_id is None else f" (schema {schema.id})"
+            raise PredicateError(f"{why}, in a read of {where}{schema_id}{_hint(snapshot_id)}")
 
 
-def _message(what: str, schema: TableSchema, names: list[str], snapshot_id: int | None) -> str:
+def _missing(what: str, schema: TableSchema, names: list[str], snapshot_id: int | None) -> str:
     if snapshot_id is None:
         return f"{what} does not exist; columns: {names}"
-    return (f"{what} at snapshot {snapshot_id} is not in that snapshot's schema (schema {schema.id}, columns "
-            f"{names}): time travel reads a snapshot with the columns it was written with, so name those "
+    return f"{what} is not in that snapshot's schema (schema {schema.id}, columns {names}){_hint(snapshot_id)}"
+
+
+def _hint(snapshot_id: int | None) -> str:
+    if snapshot_id is None:
+        return ""
+    return (f": time travel reads a snapshot with the columns it was written with, so name those "
             f"(table.predicate_builder(snapshot_id={snapshot_id}) checks a filter against them)")
