@@ -3,7 +3,7 @@
     spark.read.format("paimon")
         .option("warehouse", "s3://bucket/wh")            # or file:///abs/path
         .option("table", "db.t")
-        .option("snapshot-id", "5")                        # optional: time travel; default latest
+        .option("snapshot-id", "5")                        # optional: time travel (in snapshot 5's schema)
         .option("incremental-between", "5,9")              # optional: the changes of snapshots 6..9
         .option("incremental-between-scan-mode", "auto")   # auto | delta | changelog
         .option("storage-options", json.dumps({...}))      # optional: fsspec/s3fs options
@@ -12,6 +12,10 @@
 The driver plans the scan once, pinned to one snapshot, and makes one Spark input partition per
 lake_core split (one (partition, bucket)); each Python worker merges its split with lake_core and
 yields Arrow record batches. The JVM never touches the files.
+
+With ``snapshot-id`` the DataFrame has the columns of the schema that snapshot was written under
+(renamed columns under their old names, dropped ones present, later ones absent), as Java's time
+travel; without it, the table's current columns.
 
 With ``incremental-between`` (snapshot ids or tag names, Paimon's option) the DataFrame is the
 changes instead of a snapshot: one row per change with its kind in a ``_ROW_KIND`` column
@@ -85,7 +89,11 @@ class PaimonDataSource(DataSource):
 
         from lake_core import ROW_KIND
 
-        schema = _open_table(self.options).arrow_schema()
+        table = _open_table(self.options)
+        snapshot_id = None if _incremental(self.options) else _snapshot_id(self.options)
+        if snapshot_id is not None:  # time travel: the snapshot's own columns
+            table = table.at_snapshot(table.snapshot(snapshot_id))
+        schema = table.arrow_schema()
         if _incremental(self.options):
             schema = schema.append(pa.field(ROW_KIND, pa.string(), nullable=False))
         # prefer_timestamp_ntz: Paimon TIMESTAMP (no zone) stays TimestampNTZ, LTZ stays Timestamp.
@@ -111,24 +119,20 @@ class PaimonReader(DataSourceReader):
             splits = builder.new_scan().plan().splits()
             return [_SplitPartition(pickle.dumps(s, protocol=pickle.HIGHEST_PROTOCOL)) for s in splits]
         snapshot_id = _snapshot_id(self.options)
-        if snapshot_id is None:
-            latest = table.latest_snapshot()
-            if latest is None:
-                return []  # an empty table: no splits, an empty DataFrame
-            snapshot_id = latest.id
-        splits = builder.new_scan(snapshot_id=snapshot_id).plan().splits()
+        # the latest in the current schema (an empty table: no splits), or the snapshot in its own
+        scan = builder.new_scan() if snapshot_id is None else builder.new_scan(snapshot_id=snapshot_id)
+        splits = scan.plan().splits()
         return [_SplitPartition(pickle.dumps(s, protocol=pickle.HIGHEST_PROTOCOL)) for s in splits]
 
     def read(self, partition: InputPartition) -> Iterator["pa.RecordBatch"]:
         """Worker side: merge one split with lake_core and stream it as Arrow batches."""
         if partition.value is None:  # Spark turns an empty partition list into one None partition
             return
-        from lake_core import ROW_KIND
-
         table = _open_table(self.options)
         split = pickle.loads(partition.value)
-        columns = [c for c in self.columns if c != ROW_KIND]  # the kind comes with a change split's rows
-        data = table.new_read_builder().with_projection(columns).new_read().to_arrow([split])
+        # every column of the schema the split was planned in (a time-travel split: its snapshot's,
+        # which the DataFrame has); the kind comes with a change split's rows
+        data = table.new_read_builder().new_read().to_arrow([split])
         yield from data.select(self.columns).to_batches(max_chunksize=65_536)
 
 

@@ -7,11 +7,12 @@ maintenance. They are typed against this value, so the table sits above them in 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import pyarrow as pa
 
+from lake_core.errors import SchemaError
 from lake_core.io.fileio import FileIO
 from lake_core.manifest.store import ManifestStore
 from lake_core.merge import MergeEngine, create_merge_engine
@@ -20,6 +21,7 @@ from lake_core.paths import TablePaths
 from lake_core.schema.schema_manager import SchemaManager
 from lake_core.schema.table_schema import TableSchema
 from lake_core.snapshot.changelog_manager import ChangelogManager
+from lake_core.snapshot.snapshot import Snapshot
 from lake_core.snapshot.snapshot_manager import SnapshotManager
 
 
@@ -48,6 +50,27 @@ class FileStore:
 
     def __reduce__(self):  # Spark tasks carry stores; the managers are rebuilt from the same parts
         return (FileStore.open, (self.fileio, self.paths.root, self.identifier, self.schema))
+
+    def with_schema(self, schema: TableSchema) -> "FileStore":
+        """This table's store seen with another of its schemas (same files and managers; the
+        partition columns, hence the manifest store, never change)."""
+        if schema == self.schema:
+            return self
+        return replace(self, schema=schema, options=CoreOptions(schema.options))
+
+    def schema_of(self, snapshot: Snapshot) -> TableSchema:
+        """The schema ``snapshot`` was committed under (its ``schemaId``): what a time-travel read
+        of it uses, columns, keys and options. Java's time travel takes the columns from it too but
+        keeps today's options, which can hide what the snapshot held (deletion vectors switched on
+        later) or name columns it lacks (a renamed sequence field)."""
+        if snapshot.schema_id == self.schema.id:
+            return self.schema
+        try:
+            return self.schema_manager.schema(snapshot.schema_id)
+        except SchemaError:
+            raise SchemaError(f"cannot read {self.identifier} at snapshot {snapshot.id}: it was written under schema "
+                              f"{snapshot.schema_id}, whose file schema/schema-{snapshot.schema_id} is missing, so "
+                              "its columns are unknown (read a later snapshot)") from None
 
     @cached_property
     def _merge_engine(self) -> MergeEngine:

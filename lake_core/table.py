@@ -19,6 +19,7 @@ from lake_core.manifest.metadata import DataFileMeta, FileKind
 from lake_core.commit.messages import CommitMessage
 from lake_core.names import validate_tag_name
 from lake_core.options import check_supported
+from lake_core.read.columns import check_read_columns
 from lake_core.read.predicate import Predicate, PredicateBuilder
 from lake_core.read.split_read import SplitRead
 from lake_core.read.incremental import incremental_options, incremental_scan, parse_between, scan_mode_of
@@ -56,6 +57,13 @@ class FileStoreTable:
     def with_schema(self, schema: TableSchema) -> "FileStoreTable":
         """This table seen with ``schema`` (a committed later schema, or per-job options on top)."""
         return FileStoreTable(self.fileio, self.paths.root, self.identifier, schema)
+
+    def at_snapshot(self, snapshot: Snapshot) -> "FileStoreTable":
+        """This table seen with the schema ``snapshot`` was written under: its columns, keys and
+        options, what a time-travel read of it uses (Java's ``TimeTravelUtil``). Read-only in
+        effect: a write through it fails as a stale handle once the table's schema moved on."""
+        schema = self.store.schema_of(snapshot)
+        return self if schema == self._schema else self.with_schema(schema)
 
     # -- what commit and write call back: they sit below compaction and maintenance, so the table
     #    hands them these (as Java's table gives its TableCommitImpl the expire maintainers) -------
@@ -223,8 +231,19 @@ class FileStoreTable:
     def new_read_builder(self) -> "ReadBuilder":
         return ReadBuilder(self)
 
-    def predicate_builder(self) -> PredicateBuilder:
-        return PredicateBuilder([f.name for f in self._schema.fields], {f.name: f.type for f in self._schema.fields})
+    def predicate_builder(self, *, snapshot_id: int | None = None, tag: str | None = None,
+                          timestamp_millis: int | None = None) -> PredicateBuilder:
+        """A builder of filters over the current columns, or with time travel over the columns of
+        that snapshot's schema (what a time-travel read's filter names)."""
+        schema = self._schema
+        if any(x is not None for x in (snapshot_id, tag, timestamp_millis)):
+            snap = self.resolve_snapshot(snapshot_id, tag, timestamp_millis)
+            schema = self.store.schema_of(snap)
+            where = f" at snapshot {snap.id} (schema {schema.id})"
+        else:
+            where = ""
+        return PredicateBuilder([f.name for f in schema.fields], {f.name: f.type for f in schema.fields},
+                                table=f"{self.identifier}{where}")
 
     # -- one-call conveniences -------------------------------------------------------------------------
     def write_arrow(self, data: Any, overwrite: bool | dict = False, commit_user: str | None = None,
@@ -295,7 +314,11 @@ class FileStoreTable:
                  columns: Sequence[str] | None = None, filter: Predicate | None = None, *,
                  incremental_between: Any = None, scan_mode: str | None = None,
                  options: Mapping[str, Any] | None = None) -> pa.Table:
-        """The merged rows of a snapshot (the latest, or the one time travel names).
+        """The merged rows of a snapshot: the latest in the table's current schema, or the one time
+        travel names (``snapshot_id``, ``tag``, ``timestamp_millis``) in the schema it was written
+        under: its columns (renamed ones under their old names, dropped ones present), types and
+        options (Java 1.0 keeps today's options); ``columns`` and ``filter`` name its columns
+        (``predicate_builder(snapshot_id=...)`` checks a filter against them).
 
         ``incremental_between=(start, end)`` (snapshot ids or tag names; or ``"start,end"``)
         instead returns the changes of the snapshots after ``start`` up to ``end``, each row with
@@ -333,8 +356,10 @@ class FileStoreTable:
                 raise InvalidOptionError(f"a read of {self.identifier} takes either time travel (snapshot_id, tag, "
                                          "timestamp_millis) or incremental_between, not both")
             return rb.new_read(), rb.new_scan().plan().splits(), True
-        snap = self.resolve_snapshot(snapshot_id, tag, timestamp_millis)
-        return rb.new_read(), rb.new_scan(snapshot=snap).plan().splits(), None
+        if all(x is None for x in (snapshot_id, tag, timestamp_millis)):
+            return rb.new_read(), rb.new_scan().plan().splits(), None  # the latest, in the current schema
+        splits = rb.new_scan(snapshot=self.resolve_snapshot(snapshot_id, tag, timestamp_millis)).plan().splits()
+        return rb.new_read(), splits, None  # read in the snapshot's schema, which the splits name
 
     def delete_where(self, predicate: Predicate) -> Snapshot | None:
         """One commit of -D records for every live row matching ``predicate`` (PK tables)."""
@@ -455,6 +480,9 @@ class ReadBuilder:
         self._projection: list[str] | None = None
         self._predicate: Predicate | None = None
         self.incremental: tuple[Any, str | None] | None = None  # (between, scan mode)
+        # the table as of the snapshot the last time-travel new_scan named, and its id: new_read
+        # reads in that schema even when the plan is empty (no split to name it)
+        self._travelled: tuple[FileStoreTable, int] | None = None
 
     def with_projection(self, columns: Sequence[str]) -> "ReadBuilder":
         self._projection = list(columns)
@@ -488,14 +516,25 @@ class ReadBuilder:
         return self.table.predicate_builder()
 
     def new_scan(self, snapshot: Snapshot | None = None, snapshot_id: int | None = None) -> TableScan:
+        """The latest snapshot in the table's current schema; or, time travel, ``snapshot`` (or
+        ``snapshot_id``) in the schema it was written under (Java's ``TimeTravelUtil``): the
+        projection and filter name that schema's columns, checked here, and the splits carry its
+        id, so whichever reader gets them reads them in it."""
         if self.incremental is not None:
             if snapshot is not None or snapshot_id is not None:
                 raise InvalidOptionError(f"a scan of {self.table.identifier} takes either a snapshot or "
                                          "incremental-between, not both")
             return incremental_scan(self.table, self.incremental[0], self.incremental[1], self._predicate)
+        if snapshot is None and snapshot_id is None:
+            self._travelled = None
+            return TableScan(self.table.store, self.table.latest_snapshot(), self._predicate,
+                             top_level_only=self.table.read_optimized)
         if snapshot is None:
-            snapshot = self.table.resolve_snapshot(snapshot_id)
-        return TableScan(self.table.store, snapshot, self._predicate, top_level_only=self.table.read_optimized)
+            snapshot = self.table.snapshot(snapshot_id)
+        table = self.table.at_snapshot(snapshot)
+        check_read_columns(table.identifier, table.schema, self._projection, self._predicate, snapshot_id=snapshot.id)
+        self._travelled = (table, snapshot.id)
+        return TableScan(table.store, snapshot, self._predicate, top_level_only=table.read_optimized)
 
     def new_stream_scan(self, *, consumer_id: str | None = None, ignore_progress: bool = False) -> StreamScan:
         """A scan a consumer polls: the first ``plan()`` is the latest snapshot in full (+I rows),
@@ -524,6 +563,12 @@ class ReadBuilder:
         return scan
 
     def new_read(self) -> SplitRead:
+        """The reader of splits, each in the schema it was planned in (``Split.schema_id``: a
+        time-travel scan's snapshot's, else the table's); with no split, in the schema of this
+        builder's last scan (make the reader after a time-travel scan whose plan may be empty)."""
+        if self._travelled is not None:
+            table, snapshot_id = self._travelled
+            return SplitRead(table.store, self._projection, self._predicate, snapshot_id=snapshot_id)
         return SplitRead(self.table.store, self._projection, self._predicate)
 
     def _refuse_on_read_optimized(self, what: str) -> None:

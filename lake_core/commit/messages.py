@@ -64,6 +64,10 @@ class Split:
     # rows of both are compared per key. None: not a diff split.
     before_files: tuple[DataFileMeta, ...] | None = None
     before_dv_index: tuple[IndexManifestEntry, ...] | None = None
+    # The schema whose columns the rows are read in: the snapshot's for a time-travel scan (Java
+    # reads a snapshot with the schema it was written under), the table's for the others. None:
+    # the reader's own schema.
+    schema_id: int | None = None
 
     @property
     def row_count(self) -> int:

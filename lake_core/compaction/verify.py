@@ -63,13 +63,14 @@ def verify_compaction(table: "FileStoreTable", *, before_snapshot_id: int, after
     up to ``after_snapshot_id`` touched (the others are the same files at both): memory holds one
     bucket at a time, and the cost follows what the compaction rewrote, not the table's size."""
     touched = _touched(table, before_snapshot_id, after_snapshot_id)
-    store = table.store
-    read = SplitRead(store)
+    read = SplitRead(table.store)
 
     def splits(snapshot_id: int) -> dict:
-        # every committed row: a compaction moves hidden level-0 rows (deletion vectors, first-row)
-        # into view, which is not a change of content
-        scan = TableScan(store, table.snapshot(snapshot_id), all_levels=True)
+        # every committed row (a compaction moves hidden level-0 rows of deletion-vector and
+        # first-row tables into view, which is not a change of content), both sides in the table's
+        # current schema (not time travel: an alter between the two snapshots must not make the
+        # same rows look different)
+        scan = TableScan(table.store, table.snapshot(snapshot_id), all_levels=True)
         return {(s.partition, s.bucket): s for s in scan.splits() if (s.partition, s.bucket) in touched}
 
     before_splits, after_splits = splits(before_snapshot_id), splits(after_snapshot_id)

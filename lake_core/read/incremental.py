@@ -17,6 +17,12 @@ retractions kept, every row with its kind in ``_ROW_KIND``, in commit order. Jav
 merged the files of the whole range per key (a batch split), which loses changes when a key
 changes in several snapshots; Java 1.1 reads them unmerged, as here.
 
+Changes are read in the table's current schema, whatever schema each snapshot was written under:
+this is not time travel (Java's ``incremental-between`` does not travel either). Files map to the
+current columns by field id, so a renamed column's old changes come under its new name (never a
+new column that took its old name), a column added later is NULL in older changes, a dropped one is
+absent, and the projection and filter name current columns.
+
 Start and end are snapshot ids or tag names (a tag is its snapshot). As Java's
 ``checkScanSnapshotIdValidity``, the range must lie in what is retained: ``start`` at least the
 earliest readable id minus one, ``end`` at most the latest snapshot; otherwise the read is refused
@@ -191,7 +197,7 @@ class ChangeScan(TableScan):
                 total_buckets=entries[0].total_buckets,
                 bucket_path=self.table.paths.bucket_dir(partition_dir(self.partition_names, values, default_name),
                                                         bucket),
-                files=tuple(files), streaming=True, row_kind=True))
+                files=tuple(files), streaming=True, row_kind=True, schema_id=self.table.schema.id))
         return out
 
     def splits(self) -> list[Split]:

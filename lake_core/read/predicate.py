@@ -35,6 +35,10 @@ class Predicate:
             return out
         return {self.field} if self.field else set()
 
+    def leaves(self) -> "list[Predicate]":
+        """The leaf predicates (one column each), depth first."""
+        return [leaf for c in self.children for leaf in c.leaves()] if self.children else [self]
+
     def restrict_to(self, allowed: set[str]) -> "Predicate | None":
         """The weaker predicate using only ``allowed`` fields (None = no constraint). Safe for
         pruning: whatever the original accepts, the result accepts too."""
@@ -143,29 +147,48 @@ class Predicate:
         return True
 
 
+_MISFIT = (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError)
+
+
+def literal_misfit(field: str, t: pa.DataType, values: Sequence[Any]) -> str | None:
+    """Why a literal of ``values`` cannot be compared with column ``field`` of type ``t`` (None:
+    they all can). One conversion of the whole list; value by value only to name a misfit."""
+    values = [v for v in values if v is not None]
+    try:
+        pa.array(values, type=t)
+        return None
+    except _MISFIT:
+        pass
+    for v in values:
+        try:
+            pa.scalar(v, type=t)
+        except _MISFIT as e:
+            return f"filter literal {v!r} does not fit column '{field}' of type {t}: {e}"
+    return f"filter literals {values!r} do not fit column '{field}' of type {t}"
+
+
 class PredicateBuilder:
     """Builds predicates over the columns of one table, checking column names."""
 
-    def __init__(self, field_names: Sequence[str], field_types: dict[str, pa.DataType] | None = None):
+    def __init__(self, field_names: Sequence[str], field_types: dict[str, pa.DataType] | None = None, *,
+                 table: str | None = None):
+        """``table``: how errors name what the columns belong to (e.g. a table at a snapshot)."""
         self._names = list(field_names)
         self._types = field_types or {}
+        self._table = f"table {table}" if table else "the table"
 
     def _check(self, field: str) -> str:
         if field not in self._names:
-            raise PredicateError(f"filter names column '{field}', which is not in the table; columns: {self._names}")
+            raise PredicateError(f"filter names column '{field}', which is not in {self._table}; "
+                                 f"columns: {self._names}")
         return field
 
     def _leaf(self, method: str, field: str, *literals) -> Predicate:
         self._check(field)
         t = self._types.get(field)
-        if t is not None:
-            for v in literals:
-                if v is None:
-                    continue
-                try:
-                    pa.scalar(v, type=t)
-                except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as e:
-                    raise PredicateError(f"filter literal {v!r} does not fit column '{field}' of type {t}: {e}") from None
+        why = literal_misfit(field, t, literals) if t is not None else None
+        if why:
+            raise PredicateError(why)
         return Predicate(method, field, tuple(literals))
 
     def equal(self, field, literal): return self._leaf("equal", field, literal)

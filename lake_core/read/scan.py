@@ -21,7 +21,9 @@ if TYPE_CHECKING:
 class TableScan:
     def __init__(self, table: "FileStore", snapshot: Snapshot | None, predicate: Predicate | None = None,
                  *, top_level_only: bool = False, all_levels: bool = False):
-        """``top_level_only``: only the files of the highest level of a primary-key table, read
+        """``table``: the store in the schema the splits are read in, which they carry
+        (``Split.schema_id``): a time-travel scan's is the snapshot's (``FileStore.schema_of``).
+        ``top_level_only``: only the files of the highest level of a primary-key table, read
         without merge (Java ``ReadOptimizedTable``'s level filter ``numLevels - 1``). Tables whose
         batch reads hide level 0 (deletion vectors, first-row) are read as usual, every level above
         0 with its vectors: Java's ``DataTableBatchScan`` replaces that filter by ``level > 0`` there.
@@ -158,7 +160,8 @@ class TableScan:
                 bucket_path=self.table.paths.bucket_dir(partition_dir(self.partition_names, values, default_name), bucket),
                 files=tuple(files),
                 dv_index=tuple(dv_entries.get((partition, bucket), ())) if dv_entries is not None else None,
-                raw_convertible=(not self.is_pk) or (len(files) == 1 and files[0].delete_row_count == 0)))
+                raw_convertible=(not self.is_pk) or (len(files) == 1 and files[0].delete_row_count == 0),
+                schema_id=self.table.schema.id))
         return out
 
 

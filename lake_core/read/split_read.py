@@ -24,6 +24,8 @@ from lake_core.kv.rowkind import SHORT_STRINGS
 from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.commit.messages import Split
 from lake_core.manifest.metadata import DataFileMeta
+from lake_core.errors import PredicateError, SchemaMismatchError
+from lake_core.read.columns import check_read_columns
 from lake_core.read.predicate import Predicate
 from lake_core.read.read_ahead import read_ahead
 from lake_core.read.read_failure import LOST_FILE_ERRORS, read_failure
@@ -50,18 +52,25 @@ _KIND_STRINGS = pa.array(SHORT_STRINGS, pa.string())
 
 class SplitRead:
     def __init__(self, table: "FileStore", projection: Sequence[str] | None = None,
-                 predicate: Predicate | None = None):
+                 predicate: Predicate | None = None, *, snapshot_id: int | None = None):
+        """``projection`` and ``predicate`` name columns of the schema the splits are read in:
+        ``table``'s, or the one a split was planned in (``Split.schema_id``: a time-travel scan's
+        snapshot's). A column that schema lacks is a ``PredicateError`` when its splits are read
+        (a reader made before the scan cannot know which schema that is). ``snapshot_id``: this is a
+        time-travel read of that snapshot (for the errors)."""
         self.table = table
         self.batch_rows = table.options.read_batch_rows
         schema = table.schema
         self.schema = schema
         names = [f.name for f in schema.fields]
-        if projection is not None:
-            from lake_core.errors import PredicateError
-            for c in projection:
-                if c not in names:
-                    raise PredicateError(f"column '{c}' requested from {table.identifier} does not exist; "
-                                         f"columns: {names}")
+        self._requested = list(projection) if projection is not None else None  # the caller's names
+        try:
+            check_read_columns(table.identifier, schema, projection, predicate, snapshot_id=snapshot_id)
+            self._unfit: str | None = None
+        except PredicateError as e:
+            self._unfit = str(e)  # raised when splits of this schema are read
+            projection = [c for c in projection or () if c in names] if projection is not None else None
+        self._in_schema: dict[int, SplitRead] = {}  # this read in the other schemas splits name
         self.projection = list(projection) if projection is not None else names
         self.predicate = predicate
         self.is_pk = bool(schema.primary_keys)
@@ -80,6 +89,34 @@ class SplitRead:
         # a stored row is its key's merged row, so a large run's keys no other run holds pass through
         self.sparse_key = self.key_names[0] if (self.is_pk and self.engine.run_is_merged and not self.lookup_merge
                                                 and len(self.key_names) == 1) else None
+
+    # -- the schema a split is read in ------------------------------------------------------------
+    def in_schema_of(self, split: Split) -> "SplitRead":
+        """This read in the schema ``split`` was planned in (a time-travel split: its snapshot's),
+        with the same projection and filter, checked against that schema's columns."""
+        sid = split.schema_id
+        if sid is None or sid == self.schema.id:
+            return self
+        read = self._in_schema.get(sid)
+        if read is None:
+            store = self.table.with_schema(self.table.schema_manager.schema(sid))
+            read = self._in_schema[sid] = SplitRead(store, self._requested, self.predicate,
+                                                    snapshot_id=split.snapshot_id)
+        return read
+
+    def _check_fit(self) -> None:
+        if self._unfit is not None:
+            raise PredicateError(self._unfit)
+
+    def _in_schema_of_all(self, splits: Sequence[Split]) -> "SplitRead":
+        """The read of ``splits`` as one result: they must all be in one schema."""
+        ids = {self.schema.id if s.schema_id is None else s.schema_id for s in splits}
+        if len(ids) > 1:
+            raise SchemaMismatchError(
+                f"the splits handed to one read of {self.table.identifier} were planned in different schemas "
+                f"({sorted(ids)}: snapshots {sorted({s.snapshot_id for s in splits})}), so their rows have different "
+                "columns; read the splits of each snapshot separately")
+        return self.in_schema_of(splits[0]) if splits else self
 
     # -- files -----------------------------------------------------------------------------------
     def _file_args(self, split: Split, f: DataFileMeta, with_system: bool):
@@ -129,6 +166,11 @@ class SplitRead:
             raise read_failure(self.table, split.snapshot_id, e) from e
 
     def _iter_split(self, split: Split) -> Iterator[pa.Table]:
+        read = self.in_schema_of(split)
+        if read is not self:
+            yield from read._iter_split(split)
+            return
+        self._check_fit()
         if split.streaming:
             yield self._read_changes(split)
             return
@@ -265,6 +307,9 @@ class SplitRead:
         return vectors
 
     def read_split(self, split: Split) -> pa.Table:
+        read = self.in_schema_of(split)
+        if read is not self:
+            return read.read_split(split)
         parts = list(self.iter_split(split))
         if not parts:
             return self.output_schema(split.row_kind or split.streaming or split.before_files is not None).empty_table()
@@ -286,15 +331,18 @@ class SplitRead:
 
     def output_schema(self, row_kind: bool = False) -> pa.Schema:
         """The schema of what this read returns; ``row_kind``: with the ``_ROW_KIND`` column."""
+        self._check_fit()
         schema = pa.schema([self.schema.arrow_schema().field(n) for n in self.projection])
         return schema.append(pa.field(ROW_KIND, pa.string(), nullable=False)) if row_kind else schema
 
     def to_arrow(self, splits: Sequence[Split], *, row_kind: bool | None = None) -> pa.Table:
         """The rows of ``splits``; with ``_ROW_KIND`` when they carry it (or ``row_kind`` says so:
         an empty change read still has the column)."""
+        reader = self._in_schema_of_all(splits)
+        if reader is not self:
+            return reader.to_arrow(splits, row_kind=row_kind)
         # the whole result is kept anyway: larger merge rounds, and no thread waits for the consumer
         # to reach its split
-        reader = self
         rows = self.table.options.materialized_read_rows
         if rows != self.batch_rows:
             reader = copy.copy(self)
@@ -309,6 +357,9 @@ class SplitRead:
     def to_arrow_batch_reader(self, splits: Sequence[Split], *, row_kind: bool | None = None) -> pa.RecordBatchReader:
         """A reader of record batches of at most ``read.batch-size`` rows per merged input chunk,
         read as they are consumed."""
+        reader = self._in_schema_of_all(splits)
+        if reader is not self:
+            return reader.to_arrow_batch_reader(splits, row_kind=row_kind)
         if row_kind is None:
             row_kind = any(s.row_kind for s in splits)
 

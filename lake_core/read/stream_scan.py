@@ -10,6 +10,9 @@ snapshot exists. :meth:`checkpoint` is the next snapshot id to read; :meth:`rest
 A position whose changelog has expired is refused (``ChangelogNotFoundError``), never skipped.
 Where a scan with a consumer id starts is decided before it is built
 (``lake_core.maintenance.consumer_resume``: an expired consumer is an error, not a fresh start).
+Rows come in the scanning table's current schema however old the snapshot a consumer resumes at,
+as Java's stream restored from a consumer (only Java's ``scan.mode`` = ``from-snapshot`` travels to
+the start snapshot's schema).
 """
 from __future__ import annotations
 

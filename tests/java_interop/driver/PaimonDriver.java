@@ -402,14 +402,20 @@ public final class PaimonDriver {
     }
 
     /**
-     * A streaming read from snapshot "from" (scan.mode = from-snapshot) until the latest snapshot:
-     * every changelog Java's stream scan plans, in order (long-lived changelogs included).
+     * A streaming read from snapshot "from" (scan.mode = from-snapshot, which time-travels to that
+     * snapshot's schema) or, with "consumer_id", from where that consumer's file says (no time
+     * travel: the table's schema), until the latest snapshot: every changelog Java's stream scan
+     * plans, in order (long-lived changelogs included).
      */
     private static JsonNode streamRead(JsonNode args) throws Exception {
         FileStoreTable table = table(args);
         Map<String, String> dynamic = new HashMap<>();
-        dynamic.put("scan.mode", "from-snapshot");
-        dynamic.put("scan.snapshot-id", args.get("from").asText());
+        if (args.has("consumer_id")) {
+            dynamic.put("consumer-id", args.get("consumer_id").asText());
+        } else {
+            dynamic.put("scan.mode", "from-snapshot");
+            dynamic.put("scan.snapshot-id", args.get("from").asText());
+        }
         table = table.copy(dynamic);
         long latest = table.snapshotManager().latestSnapshotId();
         RowType rowType = table.rowType();
