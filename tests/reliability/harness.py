@@ -146,6 +146,24 @@ def _history_then_ttl_turned_on(table) -> None:
                                   SchemaChange.set_option("record-level.time-field", "ts")])
 
 
+def _history_then_renamed(table) -> None:
+    """The default history, then ``v`` renamed to ``v_old`` and a new ``v`` added: snapshot 2 (and
+    tag t2) hold the old ``v``, which the latest schema calls ``v_old``."""
+    from lake_core import SchemaChange
+    from lake_core.definition import commit_schema_changes
+    default_setup(table)
+    table = table.with_schema(commit_schema_changes(table, [SchemaChange.rename_column("v", "v_old")]))
+    table = table.with_schema(commit_schema_changes(table, [SchemaChange.add_column("v", pa.string())]))
+    table.write_arrow(rows(range(0, 10), "new").append_column("v_old", pa.array(["x"] * 10)))
+
+
+def _time_travel_across_schemas(table):
+    """Snapshot 2 and tag t2 read with the schema they were written under: ``v`` holds old values."""
+    for got in (table.to_arrow(snapshot_id=2), table.to_arrow(tag="t2")):
+        assert got.column_names == ["dt", "k", "v"], got.column_names
+        assert got.column("v").null_count == 0 and got.num_rows == 120  # keys 0-59 in both partitions
+
+
 OPERATIONS: tuple[Operation, ...] = (
     Operation("commit APPEND", lambda t: t.write_arrow(rows(range(60, 90), "n"), commit_user="job",
                                                        commit_identifier=7)),
@@ -180,6 +198,7 @@ OPERATIONS: tuple[Operation, ...] = (
               options=DV_WRITE_ONLY, setup=_dv_history_with_level0, state=state_visible_and_committed),
     Operation("record expiry after an alter", lambda t: t.maintenance.compact(expire_records=True, parallelism=1),
               setup=_history_then_ttl_turned_on, changes_rows=True),
+    Operation("time travel across schemas", _time_travel_across_schemas, setup=_history_then_renamed),
 )
 
 
