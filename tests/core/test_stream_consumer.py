@@ -176,3 +176,21 @@ def test_ignore_progress_is_validated(warehouse, kwargs, match):
     _write(t, {1: "a"})
     with pytest.raises(InvalidOptionError, match=match):
         t.new_read_builder().new_stream_scan(**kwargs)
+
+
+@pytest.mark.s3
+def test_an_expired_consumer_gets_an_error_on_s3(s3_warehouse):
+    cat = Catalog(s3_warehouse.uri, storage_options=s3_warehouse.storage_options)
+    cat.create_database("db")
+    t = cat.create_table("db.t", SCHEMA, primary_keys=["k"],
+                         options={"bucket": "1", "rowkind.field": "op", "write-only": "true",
+                                  "consumer.expiration-time": "1 s"})
+    downstream, reached = _downstream_then_pause(t)
+    time.sleep(2.5)  # idle longer than consumer.expiration-time (S3 keeps the object's write time)
+    assert t.maintenance.consumers.expire() == ["job"]
+    t.maintenance.expire_snapshots(retain_min=1, older_than=NOW, max_deletes=1000)
+    with pytest.raises(ConsumerExpiredError) as err:
+        t.new_read_builder().new_stream_scan(consumer_id="job")
+    assert (err.value.consumer_id, err.value.next_snapshot) == ("job", reached)
+    restarted = _consume(t, t.new_read_builder().new_stream_scan(consumer_id="job", ignore_progress=True), {})
+    assert restarted == _state(t) and not set(range(5)) & set(restarted)
