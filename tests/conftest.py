@@ -9,6 +9,9 @@ Fixtures
 ``s3_server`` (session)
     :class:`fixtures.s3.S3Server`: moto's S3 HTTP server on ``127.0.0.1`` and a free port
     (``.endpoint_url``, ``.create_bucket()``, ``.boto3_client()``, ``.storage_options()``).
+``storage`` (function, parametrized)
+    ``(uri, storage_options)``: the test runs on a local warehouse and on ``s3_warehouse``
+    (that run carries the ``s3`` marker).
 ``s3_warehouse`` (function)
     :class:`fixtures.s3.S3Warehouse` in a fresh random bucket: ``.uri`` (``s3://bucket/wh``),
     ``.storage_options`` (for s3fs/fsspec), ``.pypaimon_options``, ``.filesystem()``.
@@ -107,6 +110,16 @@ def s3_server():
 def s3_warehouse(s3_server: S3Server) -> S3Warehouse:
     """A warehouse at ``s3://<fresh random bucket>/wh`` on the session's moto server."""
     return new_s3_warehouse(s3_server)
+
+
+@pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.s3)])
+def storage(request, warehouse) -> tuple[str, dict]:
+    """``(warehouse uri, storage options)``: a test runs twice, on local disk and on the S3 test
+    server (the second carries the ``s3`` marker)."""
+    if request.param == "local":
+        return warehouse, {}
+    s3 = request.getfixturevalue("s3_warehouse")
+    return s3.uri, s3.storage_options
 
 
 @pytest.fixture(scope="session")

@@ -15,13 +15,6 @@ from lake_core.errors import CorruptFileError, SnapshotExpiredError
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.string())])
 
 
-@pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.s3)])
-def storage(request, warehouse):
-    if request.param == "local":
-        return warehouse, {}
-    s3 = request.getfixturevalue("s3_warehouse")
-    return s3.uri, s3.storage_options
-
 
 def _rows(keys, v):
     return pa.table({"k": list(keys), "v": [v] * len(keys)}, schema=SCHEMA)

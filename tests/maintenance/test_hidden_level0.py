@@ -26,13 +26,6 @@ TABLES = {
 }
 
 
-@pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.s3)])
-def storage(request, warehouse):
-    if request.param == "local":
-        return warehouse, {}
-    s3 = request.getfixturevalue("s3_warehouse")
-    return s3.uri, s3.storage_options
-
 
 def _table(storage, kind: str):
     uri, opts = storage

@@ -69,18 +69,6 @@ def _race(warehouse, storage_options, batches, partition, bucket) -> dict:
     return out
 
 
-def _storage(request, warehouse):
-    if request.param == "local":
-        return warehouse, {}
-    s3 = request.getfixturevalue("s3_warehouse")
-    return s3.uri, s3.storage_options
-
-
-@pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.s3)])
-def storage(request, warehouse):
-    return _storage(request, warehouse)
-
-
 def _seeded(uri, opts, seed):
     rnd = random.Random(seed)
     catalog, table = make_table(uri, opts, options={"commit.max-retries": "50"})
