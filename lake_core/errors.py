@@ -73,6 +73,13 @@ class SequenceConflictError(StalePlanError):
     bucket since this writer's base snapshot, so the merge order would not be the commit order."""
 
 
+class RollbackConflictError(StalePlanError):
+    """The snapshot a commit was built on was removed (``rollback_to``) while the commit was in
+    flight; the snapshot the commit had created on top of it was removed again, nothing was
+    committed. Writing the data again against the latest snapshot fixes it (``write_arrow`` and
+    ``delete_where`` do so themselves)."""
+
+
 class StaleTableError(CatalogError):
     """A table handle whose table was dropped, re-created or changed schema since it was opened."""
 

@@ -50,6 +50,15 @@ class Fault:
         return f"{self.mode}@{self.kind}#{self.n}"
 
 
+def failing_reads(path_suffix: str):
+    """A ``before`` hook: every read of a path ending with ``path_suffix`` raises ``InjectedIOError``
+    (an object that is throttled or unreachable while the rest of the store answers)."""
+    def before(kind: str, path: str) -> None:
+        if kind == "read" and path.endswith(path_suffix):
+            raise InjectedIOError(f"injected read failure: {path}")
+    return before
+
+
 class FaultyFileIO(FileIO):
     """Delegates to ``inner``; counts every operation in ``counts`` and injects ``fault``."""
 
