@@ -96,6 +96,11 @@ class CommitFailedError(LakeError):
     """A commit could not be completed (retries exhausted); nothing became visible."""
 
 
+class CommitOutcomeUnknownError(LakeError):
+    """Whether a commit landed could not be decided (storage kept failing, or another commit built
+    on a snapshot this one withdrew). None of its files were removed; the message says what to check."""
+
+
 class SnapshotNotFoundError(LakeError):
     pass
 

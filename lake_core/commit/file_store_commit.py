@@ -18,6 +18,8 @@ Safety rules beyond Java's ``FileStoreCommitImpl`` conflict checks:
 * Conflict checks skip a snapshot only when it expired; one that cannot be read (a transient
   storage error, a corrupt file) refuses the commit with ``CommitFailedError``, one removed from the
   middle of the history with ``RollbackConflictError``.
+* A created snapshot counts only once its parent is confirmed (``lake_core.snapshot.publish``): a
+  commit whose base was removed by ``rollback_to`` meanwhile withdraws it, ``RollbackConflictError``.
 """
 from __future__ import annotations
 
@@ -38,6 +40,7 @@ from lake_core.deletion_vectors.index_file import DV_INDEX
 from lake_core.manifest.metadata import FileKind, IndexManifestEntry, ManifestEntry
 from lake_core.commit.messages import CommitMessage
 from lake_core.paths import FileNamer
+from lake_core.snapshot.publish import confirm_parent
 from lake_core.snapshot.snapshot import CommitKind, Snapshot
 
 if TYPE_CHECKING:
@@ -299,16 +302,22 @@ class FileStoreCommit:
             snapshot, written = self._write_snapshot_files(kind, latest, entries, changelog, index_changes,
                                                            identifier, properties)
             try:
-                if self.snapshots.try_create(snapshot):
-                    log.info("committed snapshot %d (%s): %d entries", snapshot.id, kind.value, len(entries))
-                    return snapshot
+                created = self.snapshots.try_create(snapshot, hint=False)
             except Exception:
                 # Outcome uncertain: the snapshot may exist. Do not clean up; re-check on retry.
                 written = []
-                if self._landed_as_ours(snapshot):
-                    return snapshot
-                if attempt >= max_retries:
+                created = self._landed_as_ours(snapshot)
+                if not created and attempt >= max_retries:
                     raise
+            if created:
+                try:  # a rollback_to may have removed ``latest`` meanwhile (see lake_core.snapshot.publish)
+                    confirm_parent(self.snapshots, snapshot, parent=latest, table=self.table.identifier)
+                except RollbackConflictError:
+                    self._delete(written)  # withdrawn: nobody references them
+                    raise
+                self.snapshots.commit_latest_hint(snapshot.id)
+                log.info("committed snapshot %d (%s): %d entries", snapshot.id, kind.value, len(entries))
+                return snapshot
             self._delete(written)  # lost the race: these manifests are referenced by nobody
             attempt += 1
             elapsed_ms = (time.monotonic() - started) * 1000

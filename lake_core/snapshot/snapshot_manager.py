@@ -160,12 +160,15 @@ class SnapshotManager:
                 f"no snapshot of table {self.paths.root} was committed at or before {timestamp_millis} ms")
         return best
 
-    def try_create(self, snapshot: Snapshot) -> bool:
-        """Exclusively create ``snapshot-N``; False if another committer got there first."""
+    def try_create(self, snapshot: Snapshot, *, hint: bool = True) -> bool:
+        """Exclusively create ``snapshot-N``; False if another committer got there first.
+        ``hint=False``: leave ``LATEST`` to the caller (a commit moves it once the new snapshot's
+        parent is confirmed, see :mod:`lake_core.snapshot.publish`)."""
         ok = self.fileio.try_create(self._path(snapshot.id), snapshot.to_json().encode("utf-8"))
         if ok:
             self._cache[snapshot.id] = snapshot
-            self.commit_latest_hint(snapshot.id)
+            if hint:
+                self.commit_latest_hint(snapshot.id)
         return ok
 
     def commit_latest_hint(self, snapshot_id: int) -> None:
@@ -181,3 +184,7 @@ class SnapshotManager:
 
     def forget(self, snapshot_id: int) -> None:
         self._cache.pop(snapshot_id, None)
+
+    def forget_all(self) -> None:
+        """Drop every cached snapshot: after a rollback, ids may name other snapshots than before."""
+        self._cache.clear()
