@@ -96,6 +96,16 @@ class CommitFailedError(LakeError):
     """A commit could not be completed (retries exhausted); nothing became visible."""
 
 
+class CommitFilesMissingError(CommitFailedError):
+    """Files a commit would add are missing on storage, or have another size than their commit
+    message says (removed by ``remove_orphan_files`` before a late commit, deleted by hand).
+    Nothing was committed. ``files`` are the paths."""
+
+    def __init__(self, message: str, files=()):
+        super().__init__(message)
+        self.files = list(files)
+
+
 class CommitOutcomeUnknownError(LakeError):
     """Whether a commit landed could not be decided (storage kept failing, or another commit built
     on a snapshot this one withdrew). None of its files were removed; the message says what to check."""

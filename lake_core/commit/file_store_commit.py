@@ -18,6 +18,8 @@ Safety rules beyond Java's ``FileStoreCommitImpl`` conflict checks:
 * Conflict checks skip a snapshot only when it expired; one that cannot be read (a transient
   storage error, a corrupt file) refuses the commit with ``CommitFailedError``, one removed from the
   middle of the history with ``RollbackConflictError``.
+* Every file a commit adds must be on storage with its recorded size (``file_check``), else
+  ``CommitFilesMissingError`` (e.g. orphan removal deleted the files of a late commit).
 * A created snapshot counts only once its parent is confirmed (``lake_core.snapshot.publish``): a
   commit whose base was removed by ``rollback_to`` meanwhile withdraws it, ``RollbackConflictError``.
 """
@@ -38,6 +40,7 @@ from lake_core.bucket.hash_index import HASH_INDEX
 from lake_core.manifest.merger import merge_manifests
 from lake_core.deletion_vectors.index_file import DV_INDEX
 from lake_core.manifest.metadata import FileKind, IndexManifestEntry, ManifestEntry
+from lake_core.commit.file_check import check_new_files
 from lake_core.commit.messages import CommitMessage
 from lake_core.paths import FileNamer
 from lake_core.snapshot.publish import confirm_parent
@@ -285,6 +288,9 @@ class FileStoreCommit:
                 log.info("commit of %s (user %s, identifier %s) was already committed as snapshot %d",
                          kind.value, self.commit_user, identifier, done.id)
                 return done
+            if attempt == 0:  # after the idempotency check: a landed commit's files may be compacted away since
+                check_new_files(self.table, list(fingerprint) + list(changelog), index_changes,
+                                describe_partition=self._partition_desc)
             checked_up_to = latest.id if latest else 0
             entries = build(latest)
             if check_conflicts:

@@ -160,6 +160,11 @@ class FaultyFileIO(FileIO):
     def open_input(self, path):
         return self._op("read", lambda: self.inner.open_input(path), path)
 
+    def sizes(self, paths):
+        if not paths:
+            return {}
+        return self._op("list", lambda: self.inner.sizes(paths), paths[0].rpartition("/")[0])
+
     def list_names(self, directory):
         return self._op("list", lambda: self.inner.list_names(directory), directory)
 
