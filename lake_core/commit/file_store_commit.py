@@ -33,9 +33,9 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
-from lake_core.errors import (CommitConflictError, CommitFailedError, CommitIdentityError, InvalidOptionError, LakeError,
-                              PartialCommitError, RollbackConflictError, SequenceConflictError, SnapshotNotFoundError,
-                              StalePlanError)
+from lake_core.errors import (CommitConflictError, CommitFailedError, CommitIdentityError, InvalidOptionError,
+                              LakeError, PartialCommitError, RollbackConflictError, SequenceConflictError,
+                              SnapshotNotFoundError, StalePlanError)
 from lake_core.bucket.hash_index import HASH_INDEX
 from lake_core.manifest.merger import merge_manifests
 from lake_core.deletion_vectors.index_file import DV_INDEX

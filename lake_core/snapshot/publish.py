@@ -63,7 +63,7 @@ def confirm_parent(snapshots: SnapshotManager, created: Snapshot, *, parent: Sna
     path = snapshots.paths.snapshot(created.id)
     mine = _read(snapshots, created.id, created, table)
     if mine is not None and mine.uuid == created.uuid:
-        snapshots.fileio.delete(path)
+        _ask(lambda: snapshots.fileio.delete(path), path, created, table)
     successor = _read(snapshots, created.id + 1, created, table)
     if successor is not None:
         raise CommitOutcomeUnknownError(
@@ -95,17 +95,18 @@ def _read(snapshots: SnapshotManager, snapshot_id: int, created: Snapshot, table
 
 
 def _ask(read: Callable[[], T], path: str, created: Snapshot, table: str) -> T:
-    """``read()``, tried again on a storage error. Our snapshot exists, so a read that keeps failing
-    leaves the outcome open: ``CommitOutcomeUnknownError``, never a conflict (whose callers delete
-    the commit's files)."""
+    """``read()``, tried again on a storage error. Our snapshot exists, so a storage error that
+    persists leaves the outcome open: ``CommitOutcomeUnknownError``, never a conflict (whose callers
+    delete the commit's files)."""
     for attempt in range(_READ_TRIES):
         try:
             return read()
         except (OSError, LakeError) as e:
             if attempt == _READ_TRIES - 1:
                 raise CommitOutcomeUnknownError(
-                    f"commit to {table}: snapshot {created.id} was created, but {path} could not be read to confirm "
-                    f"the history it extends ({type(e).__name__}: {e}); none of the commit's files were removed. "
+                    f"commit to {table}: snapshot {created.id} was created, but {path} could not be reached to "
+                    f"confirm the history it extends ({type(e).__name__}: {e}); none of the commit's files were "
+                    "removed. "
                     f"Once storage answers, table.find_commit(commit_user={created.commit_user!r}) tells whether "
                     "it landed") from e
     raise AssertionError("unreachable")
