@@ -73,6 +73,13 @@ class SequenceConflictError(StalePlanError):
     bucket since this writer's base snapshot, so the merge order would not be the commit order."""
 
 
+class RollbackConflictError(StalePlanError):
+    """The snapshot a commit was built on was removed (``rollback_to``) while the commit was in
+    flight; the snapshot the commit had created on top of it was removed again, nothing was
+    committed. Writing the data again against the latest snapshot fixes it (``write_arrow`` and
+    ``delete_where`` do so themselves)."""
+
+
 class StaleTableError(CatalogError):
     """A table handle whose table was dropped, re-created or changed schema since it was opened."""
 
@@ -87,6 +94,21 @@ class PartialCommitError(LakeError):
 
 class CommitFailedError(LakeError):
     """A commit could not be completed (retries exhausted); nothing became visible."""
+
+
+class CommitFilesMissingError(CommitFailedError):
+    """Files a commit would add are missing on storage, or have another size than their commit
+    message says (removed by ``remove_orphan_files`` before a late commit, deleted by hand).
+    Nothing was committed. ``files`` are the paths."""
+
+    def __init__(self, message: str, files=()):
+        super().__init__(message)
+        self.files = list(files)
+
+
+class CommitOutcomeUnknownError(LakeError):
+    """Whether a commit landed could not be decided (storage kept failing, or another commit built
+    on a snapshot this one withdrew). None of its files were removed; the message says what to check."""
 
 
 class SnapshotNotFoundError(LakeError):

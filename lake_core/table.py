@@ -297,12 +297,16 @@ class FileStoreTable:
                 continue
             return snaps[0] if snaps else None
 
+    def bucket_dir(self, partition: bytes, bucket: int) -> str:
+        """The directory of the files of ``bucket`` of the serialized ``partition``."""
+        from lake_core.compaction.bucket_compact import partition_path
+        return self.paths.bucket_dir(partition_path(self, partition), bucket)
+
     def remove_uncommitted(self, messages: Sequence[CommitMessage]) -> None:
         """Delete the data files of ``messages`` whose commit certainly did not land (a
         ``CommitConflictError``): nothing references them."""
-        from lake_core.compaction.bucket_compact import partition_path
         for m in messages:
-            bucket_dir = self.paths.bucket_dir(partition_path(self, m.partition), m.bucket)
+            bucket_dir = self.bucket_dir(m.partition, m.bucket)
             # an upgrade moves a file by metadata only: the same name before and after, still an input
             upgraded = {f.file_name for f in m.compact_before} & {f.file_name for f in m.compact_after}
             for f in m.new_files + m.changelog_files + m.compact_after + m.compact_changelog:

@@ -15,6 +15,13 @@ Safety rules beyond Java's ``FileStoreCommitImpl`` conflict checks:
   that base would not win the merge although it lands later (and a compaction that dropped deletes
   could no longer shadow such files). Both raise ``SequenceConflictError`` before anything lands.
 * The table handle must still describe the table on storage (not dropped, re-created or evolved).
+* Conflict checks skip a snapshot only when it expired; one that cannot be read (a transient
+  storage error, a corrupt file) refuses the commit with ``CommitFailedError``, one removed from the
+  middle of the history with ``RollbackConflictError``.
+* Every file a commit adds must be on storage with its recorded size (``file_check``), else
+  ``CommitFilesMissingError`` (e.g. orphan removal deleted the files of a late commit).
+* A created snapshot counts only once its parent is confirmed (``lake_core.snapshot.publish``): a
+  commit whose base was removed by ``rollback_to`` meanwhile withdraws it, ``RollbackConflictError``.
 """
 from __future__ import annotations
 
@@ -27,13 +34,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from lake_core.errors import (CommitConflictError, CommitFailedError, CommitIdentityError, InvalidOptionError,
-                     PartialCommitError, SequenceConflictError, StalePlanError)
+                              LakeError, PartialCommitError, RollbackConflictError, SequenceConflictError,
+                              SnapshotNotFoundError, StalePlanError)
 from lake_core.bucket.hash_index import HASH_INDEX
 from lake_core.manifest.merger import merge_manifests
 from lake_core.deletion_vectors.index_file import DV_INDEX
 from lake_core.manifest.metadata import FileKind, IndexManifestEntry, ManifestEntry
+from lake_core.commit.file_check import check_new_files
 from lake_core.commit.messages import CommitMessage
 from lake_core.paths import FileNamer
+from lake_core.snapshot.publish import confirm_parent
 from lake_core.snapshot.snapshot import CommitKind, Snapshot
 
 if TYPE_CHECKING:
@@ -278,6 +288,9 @@ class FileStoreCommit:
                 log.info("commit of %s (user %s, identifier %s) was already committed as snapshot %d",
                          kind.value, self.commit_user, identifier, done.id)
                 return done
+            if attempt == 0:  # after the idempotency check: a landed commit's files may be compacted away since
+                check_new_files(self.table, list(fingerprint) + list(changelog), index_changes,
+                                describe_partition=self._partition_desc)
             checked_up_to = latest.id if latest else 0
             entries = build(latest)
             if check_conflicts:
@@ -295,18 +308,23 @@ class FileStoreCommit:
             snapshot, written = self._write_snapshot_files(kind, latest, entries, changelog, index_changes,
                                                            identifier, properties)
             try:
-                if self.snapshots.try_create(snapshot):
-                    log.info("committed snapshot %d (%s): %d entries", snapshot.id, kind.value, len(entries))
-                    return snapshot
+                created = self.snapshots.try_create(snapshot, hint=False)
             except Exception:
                 # Outcome uncertain: the snapshot may exist. Do not clean up; re-check on retry.
                 written = []
-                if self.snapshots.exists(snapshot.id) and self._is_ours(snapshot.id, snapshot):
-                    return snapshot
-                if attempt >= max_retries:
+                created = self._landed_as_ours(snapshot)
+                if not created and attempt >= max_retries:
                     raise
-            for path in written:  # lost the race: these manifests are referenced by nobody
-                self.table.fileio.delete(path)
+            if created:
+                try:  # a rollback_to may have removed ``latest`` meanwhile (see lake_core.snapshot.publish)
+                    confirm_parent(self.snapshots, snapshot, parent=latest, table=self.table.identifier)
+                except RollbackConflictError:
+                    self._delete(written)  # withdrawn: nobody references them
+                    raise
+                self.snapshots.commit_latest_hint(snapshot.id)
+                log.info("committed snapshot %d (%s): %d entries", snapshot.id, kind.value, len(entries))
+                return snapshot
+            self._delete(written)  # lost the race: these manifests are referenced by nobody
             attempt += 1
             elapsed_ms = (time.monotonic() - started) * 1000
             if attempt > max_retries or (timeout is not None and elapsed_ms > timeout):
@@ -317,12 +335,39 @@ class FileStoreCommit:
             time.sleep(random.uniform(0.5, 1.0) * wait_ms / 1000)
             wait_ms = min(wait_ms * 2, max_wait)
 
-    def _is_ours(self, snapshot_id: int, snapshot: Snapshot) -> bool:
+    def _delete(self, paths: Iterable[str]) -> None:
+        for path in paths:
+            self.table.fileio.delete(path)
+
+    def _landed_as_ours(self, snapshot: Snapshot) -> bool:
+        """After an exclusive create that raised (a lost reply): whether ``snapshot-N`` is the one we
+        wrote. A file that cannot be read now is no verdict either way: False, and the next attempt
+        reads the table again, where the idempotency check recognises our own snapshot (or the
+        read error surfaces; neither path deletes a file the snapshot may reference)."""
         try:
-            other = self.snapshots.get(snapshot_id)
-        except Exception:
+            landed = self.snapshots.read_fresh(snapshot.id)
+        except (OSError, LakeError) as e:
+            log.warning("%s: could not read back snapshot %d after its create failed: %s", self.table.identifier,
+                        snapshot.id, e)
             return False
-        return other.uuid == snapshot.uuid
+        return landed is not None and landed.uuid == snapshot.uuid
+
+    def _snapshot_to_check(self, sid: int) -> Snapshot | None:
+        """Snapshot ``sid`` for a conflict check; None only when it expired (nothing is left to compare
+        with). Skipping a snapshot that merely could not be read would let a conflicting commit land,
+        so anything else refuses the commit, before anything was written."""
+        try:
+            return self.snapshots.get_unless_expired(sid)
+        except SnapshotNotFoundError:
+            raise RollbackConflictError(
+                f"commit to {self.table.identifier}: snapshot {sid} was removed while this commit checked the "
+                "snapshots since its writer started (a rollback_to, or a deletion by hand); nothing was committed "
+                "— write the data again against the latest snapshot") from None
+        except (OSError, LakeError) as e:
+            raise CommitFailedError(
+                f"commit to {self.table.identifier}: could not read {self.table.paths.snapshot(sid)} to check this "
+                f"commit for conflicts ({type(e).__name__}: {e}); nothing was committed — retry the commit once "
+                "storage answers") from e
 
     def _already_committed(self, kind: CommitKind, identifier: int, latest: Snapshot | None,
                            checked_up_to: int | None, fingerprint: list[ManifestEntry]) -> Snapshot | None:
@@ -466,10 +511,9 @@ class FileStoreCommit:
             return
         cross = self.table.bucket_mode == "cross-partition"
         for sid in range(latest.id, base, -1):
-            try:
-                s = self.snapshots.get(sid)
-            except Exception:
-                break
+            s = self._snapshot_to_check(sid)
+            if s is None:
+                break  # expired, and every older one too
             if s.commit_kind == CommitKind.COMPACT:
                 continue
             if cross:
@@ -647,9 +691,8 @@ class _SequenceChecks:
     def _others_added(self, commit: "FileStoreCommit", sid: int) -> list | None:
         added = self._added.get(sid)
         if added is None:
-            try:
-                snap = commit.snapshots.get(sid)
-            except Exception:
+            snap = commit._snapshot_to_check(sid)
+            if snap is None:
                 return None  # expired: nothing left to compare with
             added = [] if snap.commit_kind == CommitKind.COMPACT else [
                 (e, snap) for e in commit.manifests.delta_entries(snap)

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 from lake_core.commit.file_store_commit import FileStoreCommit
-from lake_core.errors import CommitConflictError, LakeError
+from lake_core.errors import CommitConflictError, CommitOutcomeUnknownError, LakeError
 from lake_core.commit.messages import CommitMessage
 from lake_core.compaction.plan import CompactionPlan, CompactionUnit, level_counts, plan_compaction, run_unit, ttl_lag_s
 from lake_core.compaction.result import CompactionResult
@@ -177,6 +177,8 @@ def commit_units(table: "FileStoreTable", plan: CompactionPlan, outcomes: list[U
                 continue
             return pending, skipped, (snaps[-1].id if snaps else None)
         raise CommitConflictError(f"compact of {table.identifier} kept losing to concurrent compactions")
+    except CommitOutcomeUnknownError:
+        raise  # the compaction may be part of the table: its files stay
     except BaseException:
         for i in pending:
             _discard(table, outcomes[i].message)

@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Sequence
 from lake_core.manifest.merger import try_full_compaction
 from lake_core.manifest.metadata import ManifestFileMeta
 from lake_core.paths import FileNamer
+from lake_core.snapshot.publish import publish
 from lake_core.snapshot.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
-from lake_core.errors import MaintenanceAbortedError, MaintenanceArgumentError
+from lake_core.errors import MaintenanceAbortedError, MaintenanceArgumentError, RollbackConflictError
 from lake_core.result import OperationResult
 
 if TYPE_CHECKING:
@@ -98,11 +99,15 @@ def compact_manifest(table: "FileStoreTable", *, mode: str = "full", dry_run: bo
             total_record_count=latest.total_record_count, delta_record_count=0,
             base_manifest_list_size=base_size, delta_manifest_list_size=delta_size,
             next_row_id=latest.next_row_id, uuid=str(uuid.uuid4()))
-        if sm.try_create(snap):
+        try:
+            published = publish(sm, snap, parent=latest, table=table.identifier)
+        except RollbackConflictError:  # withdrawn: plan again from the rolled-back latest snapshot
+            published = False
+        if published:
             return result(snapshot_id=snap.id, manifests_before=before[0], manifests_after=len(new_metas),
                           manifest_bytes_before=before[1],
                           manifest_bytes_after=sum(m.file_size for m in new_metas))
-        for p in paths:  # lost the race to another committer: nobody references these
+        for p in paths:  # lost the race to another committer (or withdrawn): nobody references these
             fio.delete(p)
         time.sleep(0.05)
     raise MaintenanceAbortedError(

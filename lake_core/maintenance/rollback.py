@@ -8,8 +8,11 @@ Order, so a crash never leaves a reader a snapshot without its files: first the 
 only), then the newer tags and snapshot files go (newest first) and ``LATEST`` moves, and only then
 the files no remaining snapshot, tag or consumer-held snapshot mentions (the set is read again
 after the metadata moved). Writers must be stopped: a commit landing during the rollback is found
-and reported, and none of its files are deleted. The rollback holds the expiry lock, so no
-snapshot expiry or tag deletion removes files of the target while it becomes the latest state.
+and reported, and none of its files are deleted. A commit that creates its snapshot after that
+check, on top of a snapshot the rollback removed, withdraws it itself (``RollbackConflictError``,
+:mod:`lake_core.snapshot.publish`), so the rollback need not look again. The rollback holds the
+expiry lock, so no snapshot expiry or tag deletion removes files of the target while it becomes the
+latest state.
 """
 from __future__ import annotations
 

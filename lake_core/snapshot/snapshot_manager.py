@@ -90,6 +90,27 @@ class SnapshotManager:
         self._cache[snapshot_id] = snap  # snapshot files are immutable once created
         return snap
 
+    def get_unless_expired(self, snapshot_id: int) -> Snapshot | None:
+        """Snapshot ``snapshot_id``, or None when it has expired. Only an absent file with no older
+        snapshot left counts as expired (expiry removes the oldest first); an absent file above an
+        existing one (a rollback, a hand deletion) raises ``SnapshotNotFoundError``, and a file that
+        cannot be read (a transient storage error, a corrupt file) raises that error: a caller
+        checking for conflicts must not take either for "nothing left to compare with"."""
+        try:
+            return self.get(snapshot_id)
+        except SnapshotNotFoundError:
+            ids = self.list_ids()
+            if ids and ids[0] > snapshot_id:
+                return None
+            raise
+
+    def read_fresh(self, snapshot_id: int) -> Snapshot | None:
+        """``snapshot-N`` as storage holds it now (never the cache), or None if it does not exist."""
+        try:
+            return read_metadata(self.fileio, self._path(snapshot_id), f"{self._what} file", Snapshot.from_json)
+        except FileNotFoundError:
+            return None
+
     def latest(self) -> Snapshot | None:
         sid = self.latest_id()
         return self.get(sid) if sid is not None else None
@@ -139,12 +160,15 @@ class SnapshotManager:
                 f"no snapshot of table {self.paths.root} was committed at or before {timestamp_millis} ms")
         return best
 
-    def try_create(self, snapshot: Snapshot) -> bool:
-        """Exclusively create ``snapshot-N``; False if another committer got there first."""
+    def try_create(self, snapshot: Snapshot, *, hint: bool = True) -> bool:
+        """Exclusively create ``snapshot-N``; False if another committer got there first.
+        ``hint=False``: leave ``LATEST`` to the caller (a commit moves it once the new snapshot's
+        parent is confirmed, see :mod:`lake_core.snapshot.publish`)."""
         ok = self.fileio.try_create(self._path(snapshot.id), snapshot.to_json().encode("utf-8"))
         if ok:
             self._cache[snapshot.id] = snapshot
-            self.commit_latest_hint(snapshot.id)
+            if hint:
+                self.commit_latest_hint(snapshot.id)
         return ok
 
     def commit_latest_hint(self, snapshot_id: int) -> None:
@@ -160,3 +184,7 @@ class SnapshotManager:
 
     def forget(self, snapshot_id: int) -> None:
         self._cache.pop(snapshot_id, None)
+
+    def forget_all(self) -> None:
+        """Drop every cached snapshot: after a rollback, ids may name other snapshots than before."""
+        self._cache.clear()

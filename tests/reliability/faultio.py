@@ -50,6 +50,52 @@ class Fault:
         return f"{self.mode}@{self.kind}#{self.n}"
 
 
+def failing_reads(path_suffix: str):
+    """A ``before`` hook: every read of a path ending with ``path_suffix`` raises ``InjectedIOError``
+    (an object that is throttled or unreachable while the rest of the store answers)."""
+    def before(kind: str, path: str) -> None:
+        if kind == "read" and path.endswith(path_suffix):
+            raise InjectedIOError(f"injected read failure: {path}")
+    return before
+
+
+class Pause:
+    """A ``before`` hook that holds the first ``kind`` operation on a path ending with ``path_suffix``
+    until :meth:`release`, so another thread can act at exactly that point. ``reached`` is set while
+    it holds. ``armed`` (default: from the start) delays it until :meth:`arm`."""
+
+    def __init__(self, kind: str, path_suffix: str, *, armed: bool = True, timeout_s: float = 60.0):
+        self.kind, self.path_suffix, self.timeout_s = kind, path_suffix, timeout_s
+        self.reached, self._go, self._armed = threading.Event(), threading.Event(), threading.Event()
+        self._done = False
+        if armed:
+            self._armed.set()
+
+    def arm(self) -> None:
+        self._armed.set()
+
+    def release(self) -> None:
+        self._go.set()
+
+    def wait_reached(self) -> None:
+        assert self.reached.wait(self.timeout_s), f"nobody reached {self.kind} {self.path_suffix}"
+
+    def __call__(self, kind: str, path: str) -> None:
+        if self._done or not self._armed.is_set() or kind != self.kind or not path.endswith(self.path_suffix):
+            return
+        self._done = True
+        self.reached.set()
+        assert self._go.wait(self.timeout_s), f"never released at {kind} {path}"
+
+
+def hooks(*before):
+    """One ``before`` hook that runs each of ``before`` in turn."""
+    def run(kind: str, path: str) -> None:
+        for b in before:
+            b(kind, path)
+    return run
+
+
 class FaultyFileIO(FileIO):
     """Delegates to ``inner``; counts every operation in ``counts`` and injects ``fault``."""
 
@@ -113,6 +159,11 @@ class FaultyFileIO(FileIO):
 
     def open_input(self, path):
         return self._op("read", lambda: self.inner.open_input(path), path)
+
+    def sizes(self, paths):
+        if not paths:
+            return {}
+        return self._op("list", lambda: self.inner.sizes(paths), paths[0].rpartition("/")[0])
 
     def list_names(self, directory):
         return self._op("list", lambda: self.inner.list_names(directory), directory)

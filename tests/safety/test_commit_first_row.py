@@ -29,8 +29,8 @@ def _after_first_snapshot(t, action):
     sm = t.snapshot_manager
     original = sm.try_create
 
-    def try_create(snapshot):
-        ok = original(snapshot)
+    def try_create(snapshot, **kw):
+        ok = original(snapshot, **kw)
         if ok and sm.try_create is try_create:
             sm.try_create = original
             action()

@@ -77,7 +77,9 @@ def test_a_commit_reads_few_snapshot_files(warehouse):
     fresh = Catalog(warehouse).get_table("db.t")
     reads = _count_snapshot_reads(fresh)
     fresh.write_arrow(kv([100], ["x"]), commit_user="nightly-ingest")
-    assert 1 <= len(reads) <= 3, reads  # the latest snapshot, not all 40
+    # the latest snapshot, one re-read of the parent of each snapshot created (lake_core.snapshot.publish:
+    # the data snapshot's and the inline compaction's), the expiry's earliest: not all 40
+    assert 1 <= len(reads) <= 4, reads
     # A caller-given identity of a user who committed recently stops at that user's commit.
     wb, msgs = prepared(fresh, [101], ["y"], user="job")
     wb.new_commit().commit(msgs, identifier=1)
@@ -87,7 +89,8 @@ def test_a_commit_reads_few_snapshot_files(warehouse):
     reads = _count_snapshot_reads(fresh2)
     wb, msgs = prepared(fresh2, [102], ["w"], user="job")
     wb.new_commit().commit(msgs, identifier=2)
-    assert 1 <= len(reads) <= 15, reads  # back to the user's previous commit, not to snapshot 1
+    # back to the user's previous commit (plus a parent re-read per snapshot created), not to snapshot 1
+    assert 1 <= len(reads) <= 15 + 2, reads
     assert as_dict(fresh2)[102] == "w"
 
 
