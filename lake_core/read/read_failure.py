@@ -36,10 +36,11 @@ def _tagged(store: "FileStore", snapshot_id: int) -> bool:
 
 
 def expiry_state(store: "FileStore", snapshot_id: int) -> str | None:
-    """'expired', 'being expired' or None (the snapshot is live and not under expiry)."""
+    """'expired (or rolled back)', 'being expired' or None (the snapshot is live and not under
+    expiry)."""
     fileio, paths = store.fileio, store.paths
     if not fileio.exists(paths.snapshot(snapshot_id)):
-        return None if _tagged(store, snapshot_id) else "expired"
+        return None if _tagged(store, snapshot_id) else "expired (or rolled back)"
     return "being expired" if fileio.exists(paths.expire_lock) else None
 
 
