@@ -60,8 +60,11 @@ def rescale_partitions(
     table = Catalog(warehouse, storage_options=options).get_table(table_name)
     previous = table.options.bucket
     specs = list({_key(p): dict(p) for p in partitions}.values())  # each partition once, in order
-    plan = table.maintenance.plan_rescale(bucket=bucket, partitions=specs) if specs else None
-    todo = [unit.spec for unit in plan.units] if plan else []
+    # A backfill names partitions that may be gone by now (partition expiry): they are reported as
+    # skipped with their reason, not refused as a selector that matches nothing would be.
+    wanted = {_key(spec) for spec in specs}
+    plan = table.maintenance.plan_rescale(bucket=bucket) if specs else None
+    todo = [unit.spec for unit in plan.units if _key(unit.spec) in wanted] if plan else []
     if todo and spark is None:
         raise RescaleTaskError(f"rescale of {table_name}: {len(todo)} partition(s) need rewriting "
                                f"({', '.join(map(str, todo))}) but no Spark session was given")
