@@ -10,6 +10,8 @@ import pytest
 from lake_core import Catalog
 from lake_core.errors import CommitConflictError
 
+from fixtures.commits import prepared_write
+
 from .helpers import assert_each_key_once, assert_hash_index_consistent
 
 SCHEMA = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("v", pa.int64())])
@@ -27,18 +29,11 @@ def make(warehouse, cross=False, **options):
                             options={"dynamic-bucket.target-row-num": "3", **options})
 
 
-def prepared(table, data):
-    wb = table.new_batch_write_builder()
-    w = wb.new_write()
-    w.write_arrow(data)
-    return wb, w.prepare_commit()
-
-
 def test_second_writer_adding_keys_to_the_same_partition_fails(warehouse):
     t = make(warehouse)
     t.write_arrow(rows("a", range(4), 0))
-    wa, ma = prepared(t, rows("a", [10, 11], 1))
-    wb, mb = prepared(t, rows("a", [11, 12], 2))  # key 11 is new to both writers
+    wa, ma = prepared_write(t, rows("a", [10, 11], 1))
+    wb, mb = prepared_write(t, rows("a", [11, 12], 2))  # key 11 is new to both writers
     wa.new_commit().commit(ma)
     before = t.latest_snapshot().id
     with pytest.raises(CommitConflictError, match="HASH index of bucket"):
@@ -55,8 +50,8 @@ def test_second_writer_adding_keys_to_the_same_partition_fails(warehouse):
 
 def test_two_writers_creating_the_same_new_partition_conflict(warehouse):
     t = make(warehouse)
-    wa, ma = prepared(t, rows("new", [1], 1))
-    wb, mb = prepared(t, rows("new", [1], 2))
+    wa, ma = prepared_write(t, rows("new", [1], 1))
+    wb, mb = prepared_write(t, rows("new", [1], 2))
     wa.new_commit().commit(ma)
     with pytest.raises(CommitConflictError):
         wb.new_commit().commit(mb)
@@ -66,9 +61,9 @@ def test_two_writers_creating_the_same_new_partition_conflict(warehouse):
 def test_writers_of_different_partitions_or_of_existing_keys_do_not_conflict(warehouse):
     t = make(warehouse)
     t.write_arrow(pa.concat_tables([rows("a", range(4), 0), rows("b", range(4), 0)]))
-    wa, ma = prepared(t, rows("a", [20, 21], 1))
-    wb, mb = prepared(t, rows("b", [20, 21], 1))
-    wc, mc = prepared(t, rows("a", [0, 1], 3))  # updates only: no index change
+    wa, ma = prepared_write(t, rows("a", [20, 21], 1))
+    wb, mb = prepared_write(t, rows("b", [20, 21], 1))
+    wc, mc = prepared_write(t, rows("a", [0, 1], 3))  # updates only: no index change
     wa.new_commit().commit(ma)
     wb.new_commit().commit(mb)
     wc.new_commit().commit(mc)
@@ -91,8 +86,8 @@ def test_two_task_writers_in_one_commit_on_one_bucket_are_refused(warehouse):
 def test_cross_partition_second_writer_fails(warehouse):
     t = make(warehouse, cross=True)
     t.write_arrow(rows("a", range(4), 0))
-    wa, ma = prepared(t, rows("b", [1], 1))  # moves key 1 to b
-    wb, mb = prepared(t, rows("c", [1], 2))  # moves key 1 to c, from the same base
+    wa, ma = prepared_write(t, rows("b", [1], 1))  # moves key 1 to b
+    wb, mb = prepared_write(t, rows("c", [1], 2))  # moves key 1 to c, from the same base
     wa.new_commit().commit(ma)
     with pytest.raises(CommitConflictError, match="cross-partition"):
         wb.new_commit().commit(mb)
@@ -142,8 +137,8 @@ def test_racing_processes_never_duplicate_keys(warehouse, cross):
 def test_update_racing_an_overwrite_of_its_partition_fails(warehouse):
     t = make(warehouse)
     t.write_arrow(pa.concat_tables([rows("a", range(6), 0), rows("b", range(6), 0)]))
-    wa, ma = prepared(t, rows("a", [4, 5], 1))  # updates only: keys 4, 5 live in bucket 1
-    wb, mb = prepared(t, rows("b", [1], 1))
+    wa, ma = prepared_write(t, rows("a", [4, 5], 1))  # updates only: keys 4, 5 live in bucket 1
+    wb, mb = prepared_write(t, rows("b", [1], 1))
     t.write_arrow(rows("a", [5, 4], 9), overwrite={"dt": "a"})  # new index: 5, 4 in bucket 0
     with pytest.raises(CommitConflictError, match="overwrote partition"):
         wa.new_commit().commit(ma)

@@ -4,6 +4,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
+from fixtures.commits import prepared_write
+
 from lake_core import Catalog
 
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string())])
@@ -26,18 +28,10 @@ def as_dict(table) -> dict:
 
 def prepared(table, keys, values, user: str | None = None):
     """(builder, messages) of one write whose files exist but are not committed yet."""
-    wb = table.new_batch_write_builder()
-    if user:
-        wb = wb.with_commit_user(user)
-    w = wb.new_write()
-    w.write_arrow(kv(keys, values))
-    return wb, w.prepare_commit()
+    return prepared_write(table, kv(keys, values), user)
 
 
-@pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.s3)])
-def where(request) -> tuple[str, dict]:
+@pytest.fixture
+def where(storage) -> tuple[str, dict]:
     """(warehouse URI, storage options): a local directory, then a bucket on the moto S3 server."""
-    if request.param == "local":
-        return request.getfixturevalue("warehouse"), {}
-    s3 = request.getfixturevalue("s3_warehouse")
-    return s3.uri, s3.storage_options
+    return storage

@@ -16,6 +16,7 @@ from lake_core import Catalog
 from lake_core.errors import CommitConflictError, CommitFailedError, SequenceConflictError
 from lake_core.io.fileio import FileIO
 
+from fixtures.commits import prepared_write
 from reliability.faultio import Fault, FaultyFileIO, failing_reads
 
 from .helpers import as_dict, kv, new_table, prepared, where  # noqa: F401 (fixture)
@@ -68,8 +69,8 @@ def test_a_snapshot_the_cross_partition_check_cannot_read_refuses_the_commit(war
     t = cat.create_table("db.t", schema=schema, primary_keys=["id"], partition_keys=["dt"],
                          options={"dynamic-bucket.target-row-num": "3"})  # cross-partition upsert
     t.write_arrow(rows("a", range(4), 0))
-    wa, moves_to_b = _prepare(t, rows("b", [1], 1))
-    wc, moves_to_c = _prepare(t, rows("c", [1], 2))  # from the same base: its key index puts key 1 in a
+    wa, moves_to_b = prepared_write(t, rows("b", [1], 1))
+    wc, moves_to_c = prepared_write(t, rows("c", [1], 2))  # from the same base: its key index puts key 1 in a
     wa.new_commit().commit(moves_to_b)  # snapshot 2
     t.maintenance.compact(full=True)  # snapshot 3 (COMPACT)
     want = sorted((r["dt"], r["id"], r["v"]) for r in t.to_arrow().to_pylist())
@@ -81,13 +82,6 @@ def test_a_snapshot_the_cross_partition_check_cannot_read_refuses_the_commit(war
     assert sorted((r["dt"], r["id"], r["v"]) for r in t.to_arrow().to_pylist()) == want
     with pytest.raises(CommitConflictError, match="cross-partition"):  # the conflict, once storage answers
         t.new_batch_write_builder().new_commit().commit(moves_to_c)
-
-
-def _prepare(table, data):
-    wb = table.new_batch_write_builder()
-    w = wb.new_write()
-    w.write_arrow(data)
-    return wb, w.prepare_commit()
 
 
 def test_expired_snapshots_are_still_skipped(warehouse):
