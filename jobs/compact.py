@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from lake_core import Catalog
+from lake_core import Catalog, PartitionSelector
 from jobs.tasks import run_tasks
-from lake_core.errors import LakeError
+from lake_core.errors import LakeError, PartitionSpecError  # noqa: F401 (PartitionSpecError: part of this API)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -30,31 +30,14 @@ class CompactionTaskError(LakeError):
     """A unit's Spark task failed with an error that could not travel back as itself."""
 
 
-class PartitionSpecError(LakeError, ValueError):
-    """A partition given as text is not 'column=value' pairs over the table's partition columns."""
-
-
 def parse_partitions(table: "FileStoreTable", specs: Sequence[str] | None) -> list[dict[str, Any]] | None:
     """['dt=2024-01-01/hr=3'] → [{'dt': '2024-01-01', 'hr': 3}], values cast to the columns' types
-    (the text Dagster partition keys and the command line use)."""
+    (the text Dagster partition keys and the command line use); lake_core's one selector parser, so
+    a bad spec fails here with its ``PartitionSpecError`` before Spark starts."""
     if specs is None:
         return None
-    import pyarrow as pa
-
-    keys = list(table.schema.partition_keys)
-    out = []
-    for spec in specs:
-        parts = [p.partition("=") for p in spec.split("/") if p]
-        bad = [name for name, eq, _ in parts if not eq or name not in keys]
-        if not parts or bad:
-            raise PartitionSpecError(
-                f"compaction of {table.identifier}: partition {spec!r} must be 'column=value' pairs joined by '/' "
-                f"over the partition columns {keys}" + (f"; {bad[0]!r} is not one" if bad else ""))
-        try:
-            out.append({name: pa.scalar(value).cast(table.schema.field(name).type).as_py() for name, _, value in parts})
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-            raise PartitionSpecError(f"compaction of {table.identifier}: partition {spec!r}: {e}") from None
-    return out
+    selector = PartitionSelector.of(table.schema, list(specs), table=table.identifier, operation="compaction")
+    return [dict(spec) for spec in selector.specs]
 
 
 def run_units(spark: "SparkSession", table: "FileStoreTable", units: Sequence[Any]) -> list[Any]:
@@ -86,8 +69,6 @@ def compact_on_spark(
     dicts, or texts like ``'dt=2024-01-01'``. Returns lake_core's ``CompactionResult``
     (``snapshot_id`` None when nothing was committed)."""
     table = Catalog(warehouse, storage_options=dict(storage_options or {})).get_table(table_name)
-    if partitions is not None and not isinstance(partitions, Mapping):
-        partitions = [parse_partitions(table, [p])[0] if isinstance(p, str) else p for p in partitions]
     plan = table.maintenance.plan_compaction(full=full, partitions=partitions, expire_records=expire_records,
                                              options=options)
     outcomes = [] if dry_run else run_units(spark, table, plan.units)

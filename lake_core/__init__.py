@@ -11,13 +11,14 @@ from lake_core.read.predicate import Predicate, PredicateBuilder
 from lake_core.read.split_read import ROW_KIND
 from lake_core.read.stream_scan import StreamScan
 from lake_core.schema.change import Move, SchemaChange
+from lake_core.schema.partition_selector import PartitionSelector
 from lake_core.snapshot.snapshot import CommitKind, Snapshot
 from lake_core.table import FileStoreTable, ReadOptimizedTable
 from lake_core.type_parser import from_paimon_type
 
 __all__ = [
     "Catalog", "CommitKind", "CommitMessage", "CoreOptions", "FileStoreTable", "Move", "OperationResult",
-    "Predicate", "PredicateBuilder", "ROW_KIND", "ReadOptimizedTable", "SchemaChange", "Snapshot", "Split", "StreamScan", "TableHealth", "assign_buckets",
+    "PartitionSelector", "Predicate", "PredicateBuilder", "ROW_KIND", "ReadOptimizedTable", "SchemaChange", "Snapshot", "Split", "StreamScan", "TableHealth", "assign_buckets",
     "check_tag_name_format", "from_paimon_type", "parse_duration_ms", "validate_options",
 ]
 __version__ = "0.1.0"

@@ -168,6 +168,11 @@ class MaintenanceArgumentError(InvalidOptionError):
     Raised before anything is read or written."""
 
 
+class PartitionSpecError(InvalidOptionError, InvalidDataError):
+    """A partition selector or overwrite spec names a column that is not a partition column, gives
+    a value its column's type cannot hold, or is not ``column=value`` text."""
+
+
 class PartitionNotFoundError(MaintenanceArgumentError):
     """A partition selector matches no partition holding data (a typo, or a partition already
     dropped); nothing was read or changed."""

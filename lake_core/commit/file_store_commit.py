@@ -33,6 +33,7 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
+from lake_core.schema.partition_selector import PartitionSelector, partition_text
 from lake_core.errors import (CommitConflictError, CommitFailedError, CommitIdentityError, InvalidOptionError,
                               LakeError, PartialCommitError, RollbackConflictError, SequenceConflictError,
                               SnapshotNotFoundError, StalePlanError)
@@ -242,21 +243,10 @@ class FileStoreCommit:
     def _partition_matcher(self, overwrite) -> Callable[[bytes], bool]:
         if callable(overwrite):  # a predicate over serialized partitions (partition expiry drops several)
             return overwrite
-        part_names = list(self.table.schema.partition_keys)
         spec = overwrite if isinstance(overwrite, dict) else {}
-        for k in spec:
-            if k not in part_names:
-                from lake_core.errors import InvalidDataError
-                raise InvalidDataError(f"overwrite partition spec names '{k}', which is not a partition column "
-                                       f"of {self.table.identifier} (partition columns: {part_names})")
-
-        def matches(partition: bytes) -> bool:
-            if not spec:
-                return True
-            values = self.manifests.partition_values(partition)
-            return all(values[part_names.index(k)] == v for k, v in spec.items())
-
-        return matches
+        # an overwrite may name a partition that holds nothing yet: matched, never required to match
+        selector = PartitionSelector.of(self.table.schema, spec, table=self.table.identifier, operation="overwrite")
+        return lambda partition: selector.matches(self.manifests.partition_values(partition))
 
     def _overwrite_builder(self, new_entries: list[ManifestEntry], overwrite) -> Callable:
         matches = self._partition_matcher(overwrite)
@@ -533,7 +523,7 @@ class FileStoreCommit:
 
     def _partition_desc(self, partition: bytes) -> str:
         names = self.table.schema.partition_keys
-        return str(dict(zip(names, self.manifests.partition_values(partition)))) if names else "(unpartitioned)"
+        return partition_text(names, self.manifests.partition_values(partition)) if names else "(unpartitioned)"
 
     def _check_lsm_overlap(self, live: list[ManifestEntry], entries: list[ManifestEntry]) -> None:
         touched = {(e.partition, e.bucket) for e in entries}

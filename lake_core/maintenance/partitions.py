@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lake_core.options import parse_duration_ms
+from lake_core.schema.partition_selector import partition_text
 from lake_core.errors import MaintenanceArgumentError
 from lake_core.result import OperationResult
 
@@ -90,7 +91,7 @@ def expire_partitions(table: "FileStoreTable", *, expiration_time, timestamp_for
             files += 1
             continue
         values = dict(zip(names, store.partition_values(e.partition)))
-        desc = ",".join(f"{k}={v}" for k, v in values.items())
+        desc = partition_text(names, list(values.values()))
         text = str(values[names[0]]) if timestamp_pattern is None else re.sub(
             r"\$(\w+)", lambda m: str(values[m.group(1)]), timestamp_pattern)
         when = None

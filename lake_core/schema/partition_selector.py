@@ -14,7 +14,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import pyarrow as pa
 
-from lake_core.errors import InvalidOptionError, PartitionNotFoundError
+from lake_core.errors import PartitionNotFoundError, PartitionSpecError
 from lake_core.schema.table_schema import TableSchema
 
 _SHOWN = 5  # partitions named in an error, at most
@@ -41,7 +41,7 @@ class PartitionSelector:
         names = tuple(schema.partition_keys)
         items = [partitions] if isinstance(partitions, (Mapping, str)) else partitions
         if not isinstance(items, (list, tuple)) or not items:
-            raise InvalidOptionError(
+            raise PartitionSpecError(
                 f"{operation} of {table}: 'partitions' must be a dict {{column: value}}, 'column=value/...' text or a "
                 f"non-empty list of them, got {partitions!r}")
         where = f"{operation} of {table}"
@@ -70,21 +70,22 @@ class PartitionSelector:
 
 
 def _parse(schema: TableSchema, names: tuple[str, ...], item: Any, where: str) -> tuple[tuple[str, Any], ...]:
+    shown = repr(item)  # as the caller wrote it, in errors
     if isinstance(item, str):
         pairs = [p.partition("=") for p in item.split("/") if p]
         if not pairs or any(not eq for _n, eq, _v in pairs):
-            raise InvalidOptionError(f"{where}: partition {item!r} must be 'column=value' pairs joined by '/' over "
+            raise PartitionSpecError(f"{where}: partition {item!r} must be 'column=value' pairs joined by '/' over "
                                      f"the partition columns {list(names)}")
         item = {n: v for n, _eq, v in pairs}
     if not isinstance(item, Mapping):  # {} selects every partition (an unpartitioned table's one)
-        raise InvalidOptionError(f"{where}: a partition selector must be a dict {{column: value}} or "
+        raise PartitionSpecError(f"{where}: a partition selector must be a dict {{column: value}} or "
                                  f"'column=value' text, got {item!r}")
     out = []
     for column, value in item.items():
         if column not in names:
-            raise InvalidOptionError(f"{where}: partition selector {dict(item)} names {column!r}, which is not a "
-                                     f"partition column (partition columns: {list(names)})")
-        out.append((column, _typed(schema, column, value, where)))
+            raise PartitionSpecError(f"{where}: partition {shown} names {column!r}, which is not a partition column "
+                                     f"(partition columns: {list(names)})")
+        out.append((column, _typed(schema, column, value, f"{where}: partition {shown}")))
     return tuple(out)
 
 
@@ -96,5 +97,5 @@ def _typed(schema: TableSchema, column: str, value: Any, where: str) -> Any:
     try:
         return pa.scalar(value).cast(arrow_type).as_py()
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
-        raise InvalidOptionError(f"{where}: partition column {column!r} is {arrow_type}; {value!r} is not a value of "
-                                 "that type") from None
+        raise PartitionSpecError(f"{where}: column {column!r} is {arrow_type}; {value!r} is not a value of that type"
+                                 ) from None

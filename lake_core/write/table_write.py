@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 from lake_core.kv import rowkind
 from lake_core.format.binary_row.writer import serialize_row
 from lake_core.bucket.assign import assign_buckets
+from lake_core.schema.partition_selector import PartitionSelector
 from lake_core.errors import InvalidDataError, SchemaMismatchError
 from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.commit.messages import CommitMessage
@@ -146,13 +147,8 @@ class TableWrite:
         self.engine = table.merge_engine() if self.is_pk else None
         self.rowkind_field = opts.rowkind_field
         self.static_partition = static_partition
-        if static_partition:
-            unknown = [k for k in static_partition if k not in self.partition_names]
-            if unknown:
-                raise InvalidDataError(
-                    f"overwrite partition spec {static_partition} of {table.identifier} names {unknown}, which "
-                    f"{'is not a partition column' if len(unknown) == 1 else 'are not partition columns'} "
-                    f"(partition columns: {self.partition_names})")
+        if static_partition:  # its columns must be partition columns (its values are checked per row)
+            PartitionSelector.of(schema, static_partition, table=table.identifier, operation="overwrite")
         self.buffers: dict[tuple, _BucketBuffer] = {}
         self.namer = FileNamer()
         self._next_seq: dict[tuple[bytes, int], int] | None = None
@@ -271,9 +267,8 @@ class TableWrite:
             from lake_core.write.cross_partition import CrossPartitionAssigner
             skip = None
             if self.static_partition is not None:  # overwritten partitions lose their keys
-                spec = self.static_partition
-                idx = {n: i for i, n in enumerate(self.partition_names)}
-                skip = lambda values: all(values[idx[k]] == v for k, v in spec.items())
+                skip = PartitionSelector.of(self.table.schema, self.static_partition, table=self.table.identifier,
+                                            operation="overwrite").matches
             self._cross = CrossPartitionAssigner(self.table.store, self._base_snapshot(), skip)
         return self._cross
 
