@@ -16,7 +16,7 @@ from lake_core.format.binary_row.writer import row_bytes
 from lake_core.bucket.assign import assign_buckets, bucket_of_hashes, hash_row_bytes, hash_rows
 from lake_core.errors import FormatError, InvalidOptionError
 
-from test_binary_row import tables  # the same random schemas/rows as the encoder tests
+from format.test_binary_row import tables  # the same random schemas/rows as the encoder tests
 
 I32_MIN, I32_MAX = -(2 ** 31), 2 ** 31 - 1
 

@@ -30,7 +30,7 @@ from lake_core.manifest.metadata import (
     merge_entries,
 )
 
-DATA = Path(__file__).resolve().parent / "data" / "manifest_io"
+DATA = Path(__file__).resolve().parents[1] / "data" / "manifest_io"
 
 # Partition row dt='2024-01-01' (a worked example of Java's bytes).
 DT_2024_01_01 = bytes.fromhex(

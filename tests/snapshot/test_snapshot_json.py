@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from lake_core.errors import FormatError
 from lake_core.snapshot.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
 
-DATA = Path(__file__).resolve().parent / "data" / "manifest_io"
+DATA = Path(__file__).resolve().parents[1] / "data" / "manifest_io"
 
 # Verbatim snapshot-1 written by pypaimon 2.1.0.
 FORMAT_EXAMPLE = """{
