@@ -15,10 +15,33 @@ from lake_core.schema.partition_selector import PartitionSelector
 from lake_core.snapshot.snapshot import CommitKind, Snapshot
 from lake_core.table import FileStoreTable, ReadOptimizedTable
 from lake_core.type_parser import from_paimon_type
+# What table.maintenance returns: frozen results and plans (annotated on every method).
+from lake_core.compaction.plan import CompactionPlan, CompactionUnit
+from lake_core.compaction.result import CompactionResult
+from lake_core.compaction.rewrite import UnitOutcome
+from lake_core.compaction.verify import CompactionVerification
+from lake_core.maintenance.consumers import Lease
+from lake_core.maintenance.expire_changelogs import ExpireChangelogsPlan, ExpireChangelogsResult
+from lake_core.maintenance.expire_snapshots import ExpireSnapshotsPlan, ExpireSnapshotsResult
+from lake_core.maintenance.manifest_compaction import CompactManifestResult
+from lake_core.maintenance.orphans import RemoveOrphanFilesResult
+from lake_core.maintenance.partitions import ExpirePartitionsResult
+from lake_core.maintenance.rescale import PartitionRescaleResult, PreparedRescale, RescalePlan, RescaleResult
+from lake_core.maintenance.rescale_verify import RescaleVerification
+from lake_core.maintenance.rollback import RollbackResult
+from lake_core.maintenance.tag_deletion import DeleteTagResult
+from lake_core.maintenance.tag_snapshot import TagSnapshotResult
+from lake_core.maintenance.tag_time import ExpireTagsResult
 
 __all__ = [
     "Catalog", "CommitKind", "CommitMessage", "CoreOptions", "FileStoreTable", "Move", "OperationResult",
     "PartitionSelector", "Predicate", "PredicateBuilder", "ROW_KIND", "ReadOptimizedTable", "SchemaChange", "Snapshot", "Split", "StreamScan", "TableHealth", "assign_buckets",
     "check_tag_name_format", "from_paimon_type", "parse_duration_ms", "validate_options",
+    # maintenance results and plans
+    "CompactManifestResult", "CompactionPlan", "CompactionResult", "CompactionUnit", "CompactionVerification",
+    "DeleteTagResult", "ExpireChangelogsPlan", "ExpireChangelogsResult", "ExpirePartitionsResult",
+    "ExpireSnapshotsPlan", "ExpireSnapshotsResult", "ExpireTagsResult", "Lease", "PartitionRescaleResult",
+    "PreparedRescale", "RemoveOrphanFilesResult", "RescalePlan", "RescaleResult", "RescaleVerification",
+    "RollbackResult", "TagSnapshotResult", "UnitOutcome",
 ]
 __version__ = "0.1.0"

@@ -7,7 +7,29 @@ operation; the Dagster assets call exactly these names.
 """
 from __future__ import annotations
 
+import datetime as _dt
 from typing import TYPE_CHECKING
+
+from lake_core.compaction.job import abort_compaction, commit_compaction, compact
+from lake_core.compaction.plan import CompactionPlan, plan_compaction, run_unit
+from lake_core.compaction.result import CompactionResult
+from lake_core.compaction.rewrite import UnitOutcome
+from lake_core.compaction.verify import CompactionVerification, verify_compaction
+from lake_core.maintenance.consumers import ConsumerManager, Lease, acquire_lease, release_lease
+from lake_core.maintenance.expire_changelogs import ExpireChangelogsResult, expire_changelogs
+from lake_core.maintenance.expire_snapshots import ExpireSnapshotsResult, expire_snapshots
+from lake_core.maintenance.health import DEFAULT_SMALL_FILE_BYTES, TableHealth, table_health
+from lake_core.maintenance.manifest_compaction import CompactManifestResult, compact_manifest
+from lake_core.maintenance.orphans import RemoveOrphanFilesResult, remove_orphan_files
+from lake_core.maintenance.partitions import ExpirePartitionsResult, expire_partitions
+from lake_core.maintenance.rescale import (PartitionRescaleResult, PreparedRescale, RescalePlan, RescaleResult,
+                                           _check_rescalable, abort_rescale, commit_rescale, plan_rescale,
+                                           prepare_rescale_partition, rescale, rescale_partition, set_bucket_option)
+from lake_core.maintenance.rescale_verify import RescaleVerification, verify_rescale
+from lake_core.maintenance.rollback import RollbackResult, rollback_to
+from lake_core.maintenance.tag_deletion import DeleteTagResult, delete_tags
+from lake_core.maintenance.tag_snapshot import TagSnapshotResult, tag_snapshot
+from lake_core.maintenance.tag_time import ExpireTagsResult, expire_tags
 
 if TYPE_CHECKING:
     from lake_core.table import FileStoreTable
@@ -26,7 +48,7 @@ class TableMaintenance:
 
     # -- compaction (lake_core.compaction) ----------------------------------------------------------
     def compact(self, *, full: bool = False, partitions=None, dry_run: bool = False,
-                expire_records: bool = False, parallelism: int = 2, options=None):
+                expire_records: bool = False, parallelism: int = 2, options=None) -> CompactionResult:
         """Paimon's ``compact`` procedure for a primary-key table.
 
         ``full=True`` compacts every selected bucket to the top level; otherwise the universal
@@ -37,211 +59,186 @@ class TableMaintenance:
         options such as ``num-sorted-run.compaction-trigger`` and ``record-level.*``). One COMPACT
         snapshot; units made stale by a concurrent compaction are skipped and reported.
         Returns a :class:`lake_core.compaction.CompactionResult`."""
-        from lake_core.compaction.job import compact
         return compact(self._table, full=full, partitions=partitions, dry_run=dry_run,
                        expire_records=expire_records, parallelism=parallelism, options=options)
 
     # The three halves of a distributed compaction: the driver plans, each worker runs one unit,
     # the driver commits every outcome once. ``compact`` above runs exactly these.
-    def plan_compaction(self, *, full: bool = False, partitions=None, expire_records: bool = False, options=None):
+    def plan_compaction(self, *, full: bool = False, partitions=None, expire_records: bool = False,
+                        options=None) -> CompactionPlan:
         """Metadata only: a frozen, picklable ``CompactionPlan`` whose ``units`` are the work
         (one per (partition, bucket)); arguments as ``compact``."""
-        from lake_core.compaction.plan import plan_compaction
         return plan_compaction(self._table, full=full, partitions=partitions, expire_records=expire_records,
                                options=options)
 
-    def compact_unit(self, *, unit):
+    def compact_unit(self, *, unit) -> UnitOutcome:
         """Run one unit of a plan (in any process): writes its new files, commits nothing, and
         returns a picklable ``UnitOutcome`` (its commit message and row counters)."""
-        from lake_core.compaction.plan import run_unit
         return run_unit(self._table, unit)
 
-    def commit_compaction(self, *, plan, outcomes, dry_run: bool = False):
+    def commit_compaction(self, *, plan, outcomes, dry_run: bool = False) -> CompactionResult:
         """Commit ``outcomes`` (one per unit of ``plan``, in order) as one COMPACT snapshot. Units
         whose input files were compacted concurrently are skipped with the reason (their files
         deleted). Returns the ``CompactionResult``."""
-        from lake_core.compaction.job import commit_compaction
         return commit_compaction(self._table, plan, outcomes, dry_run=dry_run)
 
     def abort_compaction(self, *, outcomes) -> None:
         """Delete the files of executed units that will not be committed (another unit failed)."""
-        from lake_core.compaction.job import abort_compaction
         abort_compaction(self._table, outcomes)
 
     def verify_compaction(self, *, before_snapshot_id: int, after_snapshot_id: int, expiry_field: str | None = None,
-                          expiry_cutoff_s: int | None = None, expired_must_be_gone: bool = False):
+                          expiry_cutoff_s: int | None = None, expired_must_be_gone: bool = False) -> CompactionVerification:
         """Compare the table at two snapshots by key: same keys and rows, no deleted key back;
         with record expiry only expired records may go (and, if ``expired_must_be_gone``, none
         may stay). Returns a ``CompactionVerification`` (``passed``, ``problems``)."""
-        from lake_core.compaction.verify import verify_compaction
         return verify_compaction(self._table, before_snapshot_id=before_snapshot_id,
                                  after_snapshot_id=after_snapshot_id, expiry_field=expiry_field,
                                  expiry_cutoff_s=expiry_cutoff_s, expired_must_be_gone=expired_must_be_gone)
 
     # -- snapshot expiry (expire_snapshots.py) ------------------------------------------------
     def expire_snapshots(self, *, retain_min: int | None = None, retain_max: int | None = None,
-                         older_than=None, max_deletes: int | None = None, dry_run: bool = False):
+                         older_than=None, max_deletes: int | None = None, dry_run: bool = False) -> ExpireSnapshotsResult:
         """Expire old snapshots as Paimon's ``expire_snapshots`` procedure does; unset arguments fall
         back to ``snapshot.num-retained.min/max``, ``snapshot.time-retained`` and
         ``snapshot.expire.limit``. ``older_than``: a datetime, or a timedelta (an age)."""
-        from lake_core.maintenance.expire_snapshots import expire_snapshots
         return expire_snapshots(self._table, retain_min=retain_min, retain_max=retain_max,
                                 older_than=older_than, max_deletes=max_deletes, dry_run=dry_run)
 
     # -- changelog expiry (expire_changelogs.py) ----------------------------------------------
     def expire_changelogs(self, *, retain_min: int | None = None, retain_max: int | None = None,
-                          older_than=None, max_deletes: int | None = None, dry_run: bool = False):
+                          older_than=None, max_deletes: int | None = None, dry_run: bool = False) -> ExpireChangelogsResult:
         """Delete long-lived changelogs (``changelog/changelog-N``) as Paimon's ``ExpireChangelogImpl``;
         unset arguments fall back to ``changelog.num-retained.min/max`` and
         ``changelog.time-retained``, then to the ``snapshot.*`` options."""
-        from lake_core.maintenance.expire_changelogs import expire_changelogs
         return expire_changelogs(self._table, retain_min=retain_min, retain_max=retain_max,
                                  older_than=older_than, max_deletes=max_deletes, dry_run=dry_run)
 
     # -- tags (tag_deletion.py) ----------------------------------------------------------------
-    def delete_tag(self, *, name: str, dry_run: bool = False):
+    def delete_tag(self, *, name: str, dry_run: bool = False) -> DeleteTagResult:
         """Delete tag ``name`` and the files only it held (Java ``TagDeletion``); a
         ``DeleteTagResult``. ``dry_run``: what would be deleted, nothing is."""
-        from lake_core.maintenance.tag_deletion import delete_tags
         return delete_tags(self._table, [name], dry_run=dry_run)
 
     # -- tag time retention (tag_time.py) ------------------------------------------------------
-    def expire_tags(self, *, older_than=None, dry_run: bool = False):
+    def expire_tags(self, *, older_than=None, dry_run: bool = False) -> ExpireTagsResult:
         """Delete tags whose ``tagTimeRetained`` (per tag, or ``tag.default-time-retained`` when
         created) has passed since their creation (Java ``TagTimeExpire``); with ``older_than`` (a
         local datetime) also every tag created before it."""
-        from lake_core.maintenance.tag_time import expire_tags
         return expire_tags(self._table, older_than=older_than, dry_run=dry_run)
 
     # -- scheduled tags (tag_snapshot.py) -------------------------------------------------------
     def tag_snapshot(self, *, name_format: str, num_retained: int | None = None, time_retained=None,
-                     now=None, dry_run: bool = False):
+                     now=None, dry_run: bool = False) -> TagSnapshotResult:
         """Tag the latest snapshot ``now.strftime(name_format)`` (``now``: UTC by default), unless
         that tag exists; then delete the oldest tags whose names parse with ``name_format`` beyond
         ``num_retained``. ``time_retained`` (a timedelta) is the new tag's ``tagTimeRetained``.
         Returns a ``TagSnapshotResult``."""
-        from lake_core.maintenance.tag_snapshot import tag_snapshot
         return tag_snapshot(self._table, name_format=name_format, num_retained=num_retained,
                             time_retained=time_retained, now=now, dry_run=dry_run)
 
     # -- consumers (consumers.py) ----------------------------------------------------------------
     @property
-    def consumers(self):
+    def consumers(self) -> ConsumerManager:
         """Paimon's consumer files of this table (``consumer/consumer-<id>``)."""
-        from lake_core.maintenance.consumers import ConsumerManager
         return ConsumerManager(self._table)
 
     # -- orphan files (orphans.py) -------------------------------------------------------------
-    def remove_orphan_files(self, *, older_than=None, dry_run: bool = False, force: bool = False):
+    def remove_orphan_files(self, *, older_than=None, dry_run: bool = False,
+                            force: bool = False) -> RemoveOrphanFilesResult:
         """Delete files no snapshot, tag or index references, older than ``older_than`` (a timedelta,
         default one day; below one hour only with ``force=True``). What is retained is read last
         under ``snapshot/.expire-lock``: a running expiry, tag deletion or rollback is waited for
         (a crashed one's lock taken over); one outlasting the lock's TTL skips the run."""
-        import datetime as _dt
-        from lake_core.maintenance.orphans import remove_orphan_files
         return remove_orphan_files(self._table, older_than=_dt.timedelta(days=1) if older_than is None
                                    else older_than, dry_run=dry_run, force=force)
 
-    def acquire_lease(self, *, snapshot_id: int | None = None, holder: str, ttl=None):
+    def acquire_lease(self, *, snapshot_id: int | None = None, holder: str, ttl=None) -> Lease:
         """Pin ``snapshot_id`` (default: the latest) until :meth:`release_lease` or ``ttl`` (default
         1 h) passes, for a reader whose work outlives one block (a queued Dagster run). Returns a
         :class:`lake_core.maintenance.consumers.Lease`; its ``consumer_id`` releases it."""
-        from lake_core.maintenance.consumers import acquire_lease
         return acquire_lease(self._table, snapshot_id, holder=holder, **({} if ttl is None else {"ttl": ttl}))[0]
 
     def release_lease(self, *, consumer_id: str) -> bool:
         """Release a lease taken with :meth:`acquire_lease` (False: it was already gone)."""
-        from lake_core.maintenance.consumers import release_lease
         return release_lease(self._table, consumer_id)
 
     # -- health (health.py) ----------------------------------------------------------------------
     def health(self, *, small_file_bytes: int | None = None, ttl_field: str | None = None, ttl=None,
-               now_ms: int | None = None):
+               now_ms: int | None = None) -> TableHealth:
         """The table's health from metadata only (snapshot hints, manifest list, manifests; no data
         file): sorted runs, small files and rows per bucket, snapshot and manifest counts, oldest
         snapshot age, TTL lag and bucket skew. ``small_file_bytes``: files below count as small
         (default 16 MiB). ``ttl_field``/``ttl``: a record-expiry rule (default: the table's
         ``record-level.*`` options). Returns a frozen :class:`lake_core.maintenance.health.TableHealth`."""
-        from lake_core.maintenance.health import DEFAULT_SMALL_FILE_BYTES, table_health
         return table_health(self._table, small_file_bytes=DEFAULT_SMALL_FILE_BYTES if small_file_bytes is None else small_file_bytes,
                             ttl_field=ttl_field, ttl=ttl, now_ms=now_ms)
 
     # -- manifest compaction (manifest_compaction.py) ------------------------------------------
-    def compact_manifest(self, *, mode: str = "full", dry_run: bool = False):
+    def compact_manifest(self, *, mode: str = "full", dry_run: bool = False) -> CompactManifestResult:
         """Fold every manifest of the latest snapshot into target-size ones (a COMPACT snapshot);
         ``mode="minor"`` merges only runs of small manifests, as each commit's own merge does."""
-        from lake_core.maintenance.manifest_compaction import compact_manifest
         return compact_manifest(self._table, mode=mode, dry_run=dry_run)
 
     # -- partition expiry (partitions.py) -----------------------------------------------------
     def expire_partitions(self, *, expiration_time, timestamp_formatter: str | None = None,
-                          timestamp_pattern: str | None = None, dry_run: bool = False):
+                          timestamp_pattern: str | None = None, dry_run: bool = False) -> ExpirePartitionsResult:
         """Drop partitions whose time (parsed from their values) is older than ``expiration_time``
         (a timedelta or a duration like ``'7 d'``) in one OVERWRITE commit."""
-        from lake_core.maintenance.partitions import expire_partitions
         return expire_partitions(self._table, expiration_time=expiration_time,
                                  timestamp_formatter=timestamp_formatter, timestamp_pattern=timestamp_pattern,
                                  dry_run=dry_run)
 
     # -- rollback (rollback.py) ----------------------------------------------------------------
-    def rollback_to(self, *, snapshot_id: int | None = None, tag: str | None = None):
+    def rollback_to(self, *, snapshot_id: int | None = None, tag: str | None = None) -> RollbackResult:
         """Make snapshot ``snapshot_id`` or tag ``tag`` the latest state (Java ``RollbackHelper``):
         newer snapshots and tags go, then the files only they used. Stop writers first."""
-        from lake_core.maintenance.rollback import rollback_to
         return rollback_to(self._table, snapshot_id=snapshot_id, tag=tag)
 
     # -- rescale (lake_core/maintenance/rescale.py) ------------------------------------------------
-    def rescale(self, *, bucket: int, partitions=None, dry_run: bool = False):
+    def rescale(self, *, bucket: int, partitions=None, dry_run: bool = False) -> RescaleResult:
         """Set the ``bucket`` option and rewrite the selected partitions (a list of
         ``{column: value}`` selectors; all when None) into ``bucket`` buckets, one verified
         OVERWRITE per partition. Returns a ``RescaleResult``."""
-        from lake_core.maintenance.rescale import rescale
         return rescale(self._table, bucket=bucket, partitions=partitions, dry_run=dry_run)
 
-    def plan_rescale(self, *, bucket: int, partitions=None):
+    def plan_rescale(self, *, bucket: int, partitions=None) -> RescalePlan:
         """The partitions a rescale to ``bucket`` would rewrite (metadata only): a ``RescalePlan``."""
-        from lake_core.maintenance.rescale import plan_rescale
         return plan_rescale(self._table, bucket=bucket, partitions=partitions)
 
     def rescale_partition(self, *, partition=None, bucket: int, commit_user: str | None = None,
-                          dry_run: bool = False):
+                          dry_run: bool = False) -> PartitionRescaleResult:
         """Rewrite one partition into ``bucket`` buckets (the unit of a backfill). The table's
         ``bucket`` option is not changed here; ``rescale`` (or ``alter_table``) sets it."""
-        from lake_core.maintenance.rescale import rescale_partition
         return rescale_partition(self._table, partition=partition, bucket=bucket, commit_user=commit_user,
                                  dry_run=dry_run)
 
     # The two halves of a distributed rescale (a scheduler's backfill): the driver sets the option
     # and plans, each worker prepares one partition, the driver commits them all at once.
-    def set_bucket(self, *, bucket: int):
+    def set_bucket(self, *, bucket: int) -> "FileStoreTable":
         """Set the ``bucket`` option (a schema change when it differs) before partitions are
         rewritten; returns the table at its new schema."""
-        from lake_core.maintenance.rescale import _check_rescalable, set_bucket_option
         return set_bucket_option(self._table, _check_rescalable(self._table, bucket))
 
-    def prepare_rescale_partition(self, *, partition=None, bucket: int, dry_run: bool = False):
+    def prepare_rescale_partition(self, *, partition=None, bucket: int,
+                                  dry_run: bool = False) -> PreparedRescale | PartitionRescaleResult:
         """Rewrite one partition into new, verified, uncommitted files: a picklable
         ``PreparedRescale`` for ``commit_rescale``, or a ``PartitionRescaleResult`` saying why
         it was skipped (no data, already at ``bucket`` buckets, dry run)."""
-        from lake_core.maintenance.rescale import prepare_rescale_partition
         return prepare_rescale_partition(self._table, partition=partition, bucket=bucket, dry_run=dry_run)
 
     def commit_rescale(self, *, outcomes, bucket: int, previous_bucket: int, commit_user: str | None = None,
-                       started: float | None = None):
+                       started: float | None = None) -> RescaleResult:
         """Commit every prepared partition of ``outcomes`` as ONE OVERWRITE snapshot (conflicts
         fail cleanly and delete the new files) and return the operation's ``RescaleResult``."""
-        from lake_core.maintenance.rescale import commit_rescale
         return commit_rescale(self._table, outcomes, bucket=bucket, previous_bucket=previous_bucket,
                               commit_user=commit_user, started=started)
 
     def abort_rescale(self, *, outcomes) -> None:
         """Delete the files of prepared, uncommitted partitions (when another partition failed)."""
-        from lake_core.maintenance.rescale import PreparedRescale, abort_rescale
         abort_rescale(self._table, [o for o in outcomes if isinstance(o, PreparedRescale)])
 
-    def verify_rescale(self, *, partitions, snapshot_id: int, bucket: int):
+    def verify_rescale(self, *, partitions, snapshot_id: int, bucket: int) -> RescaleVerification:
         """Re-read rescaled partitions before (``{'dt=...': snapshot read}``) and after
         (``snapshot_id``): rows, key and row checksums equal, files at ``bucket`` buckets.
         Returns a ``RescaleVerification``."""
-        from lake_core.maintenance.rescale_verify import verify_rescale
         return verify_rescale(self._table, partitions=partitions, snapshot_id=snapshot_id, bucket=bucket)
