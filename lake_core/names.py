@@ -63,8 +63,8 @@ def validate_tag_name(name: object) -> str:
 
 
 def validate_branch_name(name: object) -> str:
-    _check_component("branch name", name, file_name_prefix="branch-", forbidden="$",
-                     forbidden_why="'$' separates a table from its branch")
+    name = _check_component("branch name", name, file_name_prefix="branch-", forbidden="$",
+                            forbidden_why="'$' separates a table from its branch")
     if name == MAIN_BRANCH:
         raise InvalidNameError("branch name", name, f"'{MAIN_BRANCH}' is the default branch")
     if name.isdigit():

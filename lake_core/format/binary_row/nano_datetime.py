@@ -13,6 +13,7 @@ class NanoDatetime(_dt.datetime):
     """
 
     __slots__ = ("_nano",)
+    _nano: int
 
     def __new__(cls, *args, nanosecond: int = 0, **kwargs):
         self = super().__new__(cls, *args, **kwargs)

@@ -21,8 +21,8 @@ def _decode_value(f: FieldLayout, slot: int, data: bytes, fixed_len: int, where:
         return bool(slot & 0xFF)
     if k in ("int", "date", "time"):
         bits = f.width * 8
-        raw = slot & ((1 << bits) - 1)
-        value = raw - (1 << bits) if raw >> (bits - 1) else raw
+        low = slot & ((1 << bits) - 1)
+        value = low - (1 << bits) if low >> (bits - 1) else low
         if k == "int":
             return value
         if k == "date":
@@ -65,12 +65,12 @@ def _decode_value(f: FieldLayout, slot: int, data: bytes, fixed_len: int, where:
             millis = struct.unpack("<q", var_bytes(slot >> 32, 8))[0]
         micros, sub = divmod(millis * 1_000_000 + nano, 1000)
         try:
-            value = EPOCH_UTC + _dt.timedelta(microseconds=micros)
+            when = EPOCH_UTC + _dt.timedelta(microseconds=micros)
         except OverflowError:
             raise FormatError(f"{where}: timestamp millis {millis} out of range") from None
         if not f.tz_aware:
-            value = value.replace(tzinfo=None)
-        return nano_datetime_from_parts(value, sub) if sub else value
+            when = when.replace(tzinfo=None)
+        return nano_datetime_from_parts(when, sub) if sub else when
     if k == "dec":
         if f.compact:
             unscaled = signed
@@ -104,7 +104,7 @@ def deserialize_row(data: bytes, types: Sequence[pa.DataType]) -> list[Any]:
         raise FormatError(f"BinaryRow of arity {arity} needs at least {fixed_len} bytes, "
                           f"got {len(row)}")
     slots = struct.unpack_from(f"<{arity}Q", row, nb)
-    out = []
+    out: list[Any] = []
     for i, (f, slot) in enumerate(zip(fields, slots)):
         if row[(i + 8) >> 3] >> ((i + 8) & 7) & 1:
             out.append(None)
