@@ -205,6 +205,7 @@ def _java_decimal_hive_hash(d: decimal.Decimal) -> int:
     if d == 0:
         return 0  # BigDecimal.ZERO
     sign, digits, exp = DECIMAL_CONTEXT.normalize(d).as_tuple()
+    assert isinstance(exp, int)  # a finite decimal (NaN and infinities are not Paimon decimals)
     unscaled = int("".join(map(str, digits))) * 10 ** max(exp, 0)
     scale = max(-exp, 0)
     h = 0
@@ -218,10 +219,11 @@ def _java_decimal_hive_hash(d: decimal.Decimal) -> int:
 def _hive_column_hash(col: Any, t: pa.DataType) -> np.ndarray:
     """``HiveHasher`` hash of every value of one column, uint32; null -> 0."""
     f = field_layout(t)
-    arr = as_array(col, t) if f.kind != "nested" else None
+    arr: Any = as_array(col, t) if f.kind != "nested" else None  # None only for nested types
     null = null_mask(arr) if arr is not None else None
     n = len(col)
     k = f.kind
+    out: np.ndarray
     if k == "bool":
         out = arr.fill_null(False).to_numpy(zero_copy_only=False).astype(np.uint32)
     elif k in ("int", "date") and f.width <= 4:
@@ -239,10 +241,10 @@ def _hive_column_hash(col: Any, t: pa.DataType) -> np.ndarray:
         out = bits
     elif k == "float":
         v = fixed_values(arr, "<f8", null)
-        bits = v.view(np.uint64).copy()
-        bits[np.isnan(v)] = 0x7FF8000000000000
-        bits[v == 0] = 0
-        out = ((bits ^ (bits >> np.uint64(32))) & np.uint64(_U32)).astype(np.uint32)
+        bits64 = v.view(np.uint64).copy()
+        bits64[np.isnan(v)] = 0x7FF8000000000000
+        bits64[v == 0] = 0
+        out = ((bits64 ^ (bits64 >> np.uint64(32))) & np.uint64(_U32)).astype(np.uint32)
     elif k == "bytes":
         out = _hive_bytes_hash(arr, null)
     elif k == "dec":

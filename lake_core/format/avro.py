@@ -132,8 +132,15 @@ class _Input:
                 raise FormatError("corrupt Avro file: varint longer than 10 bytes")
         return (acc >> 1) ^ -(acc & 1)
 
+    def read_count(self) -> int:
+        """A long that must be there (a length or a count)."""
+        n = self.read_long()
+        if n is None:  # only with end_ok; kept for the type checker
+            raise FormatError("truncated Avro file: a varint runs past the end of the data")
+        return n
+
     def read_bytes(self) -> bytes:
-        return self.read_exact(self.read_long(), "a byte string")
+        return self.read_exact(self.read_count(), "a byte string")
 
 
 def _read_header(inp: _Input) -> tuple[dict[str, bytes], bytes]:
@@ -143,7 +150,7 @@ def _read_header(inp: _Input) -> tuple[dict[str, bytes], bytes]:
         raise FormatError(f"not an Avro object container file (bad magic bytes {magic!r})")
     meta: dict[str, bytes] = {}
     while True:
-        count = inp.read_long()
+        count = inp.read_count()
         if count == 0:
             break
         if count < 0:

@@ -95,7 +95,12 @@ def _nested_fixer(t: pa.DataType, map_fixer: Callable[[pa.DataType], Callable[[A
         ef = _nested_fixer(t.value_type, map_fixer)
         if ef is None:
             return None
-        return lambda v, ef=ef: None if v is None else [ef(x) for x in v]
+        element: Callable[[Any], Any] = ef
+
+        def fix_list(v):
+            return None if v is None else [element(x) for x in v]
+
+        return fix_list
     if pa.types.is_struct(t):
         fixers = [(t.field(i).name, _nested_fixer(t.field(i).type, map_fixer)) for i in range(t.num_fields)]
         fixers = [(n, f) for n, f in fixers if f is not None]

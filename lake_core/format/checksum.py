@@ -38,7 +38,7 @@ def table_checksum(table: pa.Table) -> Checksum:
     cols = [c if _plain(c.type) else pa.chunked_array([ch.cast(pa.list_(pa.struct([c.type.key_field,
                                                                                     c.type.item_field])))
                                                        for ch in c.chunks]) for c in table.columns]
-    df = pl.from_arrow(pa.Table.from_arrays(cols, names=[f"c{i}" for i in range(len(cols))]))
+    df = pl.DataFrame(pa.Table.from_arrays(cols, names=[f"c{i}" for i in range(len(cols))]))
     h = df.hash_rows(seed=_SEED).to_numpy()
     # Two order-independent sums (wrapping modulo 2**64 by design): of the hashes and of a
     # mixed copy of them, so that two changes cancelling out in one sum rarely do in both.

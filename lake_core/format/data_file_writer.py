@@ -11,7 +11,7 @@ declaration rewrites the footer at close, and ORC/Avro, which are encoded at clo
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence, Union
+from typing import TYPE_CHECKING, Any, Mapping, Sequence, Union
 
 import pyarrow as pa
 
@@ -24,6 +24,9 @@ from lake_core.format.parquet_int96 import to_int96_columns, write_declaring_int
 
 #: Arrow bytes per encoded-byte guess for formats encoded at close (zstd on typical tables).
 _ARROW_PER_ENCODED_BYTE = 3
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
 
 
 class DataFileStreamWriter:
@@ -39,7 +42,7 @@ class DataFileStreamWriter:
         self._compression = compression
         self._options = dict(options or {})
         self._row_group_rows = parquet_row_group_rows(self._options) if self.fmt == "parquet" else None
-        self._pq = None  # the ParquetWriter, opened on the first chunk
+        self._pq: pq.ParquetWriter | None = None  # opened on the first chunk
         self._int96_paths: set[str] = set()
         self._int96_buf: pa.BufferOutputStream | None = None
         self._held: list[pa.Table] = []  # ORC / Avro: conformed chunks, encoded at close
@@ -63,9 +66,14 @@ class DataFileStreamWriter:
             self._held_bytes += data.nbytes
             return
         data, int96_paths = to_int96_columns(data)
+        self._parquet_writer(data, int96_paths).write_table(data, row_group_size=self._row_group_rows)
+
+    def _parquet_writer(self, first: pa.Table, int96_paths: set[str]) -> "pq.ParquetWriter":
+        """The ParquetWriter, opened with ``first``'s schema on first use."""
         if self._pq is None:
-            self._open_parquet(data, int96_paths)
-        self._pq.write_table(data, row_group_size=self._row_group_rows)
+            self._open_parquet(first, int96_paths)
+        assert self._pq is not None
+        return self._pq
 
     def _open_parquet(self, first: pa.Table, int96_paths: set[str]) -> None:
         import pyarrow.parquet as pq
@@ -86,9 +94,8 @@ class DataFileStreamWriter:
             self._held = []
             (write_orc if self.fmt == "orc" else write_avro)(data, self._sink, self._compression, self._options)
         else:
-            if self._pq is None:  # no rows: still a valid, empty file
-                self._open_parquet(*to_int96_columns(pa.schema(self._fields).empty_table()))
-            self._pq.close()
+            # no rows: still a valid, empty file
+            self._parquet_writer(*to_int96_columns(pa.schema(self._fields).empty_table())).close()
             if self._int96_buf is not None:
                 write_declaring_int96(self._int96_buf.getvalue(), self._int96_paths, self._sink)
                 self._int96_buf = None

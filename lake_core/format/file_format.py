@@ -55,5 +55,5 @@ def choose_codec(fmt: str, compression: str, options: Mapping[str, str]) -> tupl
     level = None
     if codec in ("zstd", "zstandard"):
         level = parse_int("file.compression.zstd-level",
-                          options.get("file.compression.zstd-level", DEFAULT_ZSTD_LEVEL))
+                          options.get("file.compression.zstd-level", str(DEFAULT_ZSTD_LEVEL)))
     return codec, level

@@ -18,7 +18,7 @@ def sortable_bits(values: np.ndarray) -> np.ndarray:
     """int32/int64 per float32/float64 value, ordered and equal as ``Double.compare``."""
     itype = np.int32 if values.dtype.itemsize == 4 else np.int64
     canon = np.where(np.isnan(values), values.dtype.type(np.nan), values)  # one NaN, as doubleToLongBits
-    bits = canon.astype(values.dtype, copy=False).view(itype)
+    bits: np.ndarray = canon.astype(values.dtype, copy=False).view(itype)
     return np.where(bits < 0, bits ^ np.iinfo(itype).max, bits)
 
 

@@ -181,7 +181,8 @@ class _Reader:
             kv = self.byte() if size else 0
             return kv, [(self.value(kv >> 4), self.value(kv & 0x0F)) for _ in range(size)]
         if ttype == _STRUCT:
-            fields, last = [], 0
+            fields: list = []
+            last = 0
             while True:
                 head = self.byte()
                 if head == _STOP:

@@ -198,6 +198,7 @@ def column_stats(arr: Union[pa.Array, pa.ChunkedArray], mode: Union[StatsMode, s
             hi = 0.0
     elif truncate and _is_stringish(t):
         n = mode.length
+        assert n is not None  # a truncate mode always has its length
         hi_t = truncate_max(hi, n)
         if hi_t is None:
             return ColumnStats(None, None, null_count)

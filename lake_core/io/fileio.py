@@ -102,7 +102,8 @@ class FileIO:
         answers for all files a writer put in a bucket, however many older files the bucket holds),
         the listings run in parallel. A HEAD per file would cost one request per file instead."""
         if self.is_local:  # a few µs a file; threads do not pay (measured)
-            out, dirs = {}, {}
+            out: dict[str, int] = {}
+            dirs: dict[str, str] = {}
             for path in paths:
                 directory, _, name = path.rpartition("/")
                 local = dirs.get(directory)
@@ -289,13 +290,13 @@ class OutputFile:
 
     def __init__(self, stream, *, final: str | None = None, temp: str | None = None):
         self.stream = stream
-        self._final = final
-        self._temp = temp
+        # a local write goes to ``temp`` and is renamed to ``final`` on commit (both or neither)
+        self._moves = (temp, final) if temp is not None and final is not None else None
 
     def commit(self) -> None:
         self.stream.close()
-        if self._temp is not None:
-            os.replace(self._temp, self._final)
+        if self._moves is not None:
+            os.replace(*self._moves)
 
     def abort(self) -> None:
         """Drop the file (idempotent, never raises for a stream already closed)."""
@@ -307,9 +308,9 @@ class OutputFile:
                 self.stream.closed = True  # and never upload the rest when collected
             else:
                 self.stream.close()
-        if self._temp is not None:
+        if self._moves is not None:
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(self._temp)
+                os.unlink(self._moves[0])
 
 
 def _write_temp_sibling(path: str, data: bytes, sync: bool) -> str:
@@ -327,11 +328,12 @@ def _write_temp_sibling(path: str, data: bytes, sync: bool) -> str:
 
 def _is_precondition_failed(e: BaseException) -> bool:
     seen = 0
-    while e is not None and seen < 5:
-        text = str(e)
+    cause_: BaseException | None = e  # the error, or one it was raised from (s3fs wraps botocore's)
+    while cause_ is not None and seen < 5:
+        text = str(cause_)
         if "PreconditionFailed" in text or "412" in text:
             return True
-        e = e.__cause__ or e.__context__
+        cause_ = cause_.__cause__ or cause_.__context__
         seen += 1
     return False
 

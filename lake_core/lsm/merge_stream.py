@@ -121,10 +121,12 @@ def merge_sorted_runs(runs: Sequence[Iterator[pa.Table]], keys: Sequence[str],
             bound = next(k for k, _c in last if java_order_key(k) == bound_order)
             parts = []
             for c in live:
-                n = count_below(c.buf, keys, bound)
+                buf = c.buf
+                assert buf is not None  # live: it has rows
+                n = count_below(buf, keys, bound)
                 if n:
-                    parts.append(c.buf.slice(0, n))
-                    c.buf = c.buf.slice(n)
+                    parts.append(buf.slice(0, n))
+                    c.buf = buf.slice(n)
             # the runs ending at the bound kept only its rows: they read on at once
             for k, c in last:
                 if java_order_key(k) == bound_order:

@@ -11,6 +11,7 @@ Like Java (``ReducerMergeFunctionWrapper``), a key with a single row keeps that 
 from __future__ import annotations
 
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -101,7 +102,7 @@ def fold_column(rows: pa.Table, m: MultiRows, fn: AggFunction, ops: np.ndarray, 
     return "arr", fn.reduce(col.take(m.take_rows), m.sub, ops)
 
 
-def assemble(rows: pa.Table, m: MultiRows, values: dict[str, tuple[str, object]], kinds_multi: np.ndarray,
+def assemble(rows: pa.Table, m: MultiRows, values: dict[str, tuple[str, Any]], kinds_multi: np.ndarray,
              drop_deletes: bool) -> pa.Table:
     """The output, one row per key in key order. ``values`` holds per merged group either
     ``("idx", input row index or -1)`` or ``("arr", pa.Array)``; other columns (keys) come from the

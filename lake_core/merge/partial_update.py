@@ -18,6 +18,8 @@ rounds (one vectorized pass per delete that fires in the same key; rare).
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
 
@@ -144,9 +146,9 @@ class PartialUpdateEngine(MergeEngine):
             values, kinds_out = self._merge_plain(rows, m, kinds, retract)
         return assemble(rows, m, values, kinds_out, drop_deletes)
 
-    def _last_non_null(self, rows, m: MultiRows, active, names) -> dict[str, tuple[str, object]]:
+    def _last_non_null(self, rows, m: MultiRows, active, names) -> dict[str, tuple[str, Any]]:
         seg = m.sub
-        out = {}
+        out: dict[str, tuple[str, Any]] = {}
         shared = None
         for name in names:
             col = _col(rows, name)

@@ -176,7 +176,8 @@ def tuple_rank(cols: list[pa.Array]) -> tuple[np.ndarray, np.ndarray]:
         c = cols[0]
         t = c.type
         eligible = c.is_valid().to_numpy(zero_copy_only=False) if c.null_count else np.ones(n, bool)
-        x = None
+        x: np.ndarray | None = None
+        sentinel: float
         if pa.types.is_integer(t) or pa.types.is_date(t) or pa.types.is_time(t) or pa.types.is_timestamp(t):
             v = c.view(pa.int64() if t.bit_width == 64 else pa.int32()) if not pa.types.is_integer(t) else c
             x = pc.fill_null(v, 0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)

@@ -346,7 +346,7 @@ class _Builder:
             self.fields.append(field)
         elif move.kind == "FIRST":
             self.fields.insert(0, field)
-        elif move.kind in ("AFTER", "BEFORE"):
+        elif move.kind in ("AFTER", "BEFORE") and move.reference is not None:
             i = self.index(move.reference)
             self.fields.insert(i + 1 if move.kind == "AFTER" else i, field)
         else:

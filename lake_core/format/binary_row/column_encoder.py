@@ -193,5 +193,6 @@ def encode_rows_and_nulls(columns: Sequence[Any], types: Sequence[pa.DataType]
     flat = buf.reshape(-1)
     row_base = np.arange(n, dtype=np.int64) * width
     for enc, offset in var_columns:
+        assert enc.fill is not None  # every variable-size encoding has one
         enc.fill(flat, row_base + offset)
     return buf, lengths, any_null
