@@ -11,7 +11,7 @@ import yaml
 from lake_core import Catalog
 from orchestration.config import load_tables_config
 from orchestration.defs.ledger import read_ledger
-from orchestration.defs.maintenance_rescale import check_result_from
+from orchestration.defs.maintenance.rescale import check_result_from
 from orchestration.definitions import build_definitions
 
 from maintenance.rescale_helpers import (PARTS, PK, SCHEMA, Model, assert_rows_in_their_buckets, bucket_counts,

@@ -14,16 +14,16 @@ from typing import Callable
 import dagster as dg
 
 from orchestration.config import TableConfig
-from orchestration.defs import maintenance_ops
-from orchestration.defs.maintenance_rescale import build_partitions_sensor, build_rescale_asset
-from orchestration.defs.maintenance_compaction import build_compaction_asset, build_record_expiry_asset
+from orchestration.defs.maintenance import step_process
+from orchestration.defs.maintenance.rescale import build_partitions_sensor, build_rescale_asset
+from orchestration.defs.maintenance.compaction import build_compaction_asset, build_record_expiry_asset
 
 MaintenanceAssetBuilder = Callable[[TableConfig], "dg.AssetsDefinition | None"]
 MaintenanceSensorBuilder = Callable[[TableConfig], "dg.SensorDefinition | None"]
 
 # operation name → builder
 MAINTENANCE_ASSETS: dict[str, MaintenanceAssetBuilder] = {
-    **maintenance_ops.BUILDERS,  # manifest_compaction, snapshot_expiry, partition_expiry, orphan_cleanup, tags
+    **step_process.BUILDERS,  # manifest_compaction, snapshot_expiry, partition_expiry, orphan_cleanup, tags
     "rescale": build_rescale_asset,
     "compaction": build_compaction_asset,
     "record_expiry": build_record_expiry_asset,
