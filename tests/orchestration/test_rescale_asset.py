@@ -123,7 +123,7 @@ def test_single_run_backfill_rescales_exactly_the_selected_partitions(spark, tmp
     # The maintenance ledger holds the run: what it did, why, and the snapshot it produced.
     [entry] = read_ledger(Catalog(warehouse, storage_options=opts), table="db.t", operation="rescale").to_pylist()
     assert (entry["status"], entry["snapshot_id"], entry["skipped"]) == ("succeeded", before + 1, None)
-    assert entry["reason"] == f"launched manually for 2 partition(s): {KEYS[1]}, {KEYS[2]}"
+    assert entry["reason"] == f"launched by hand for 2 partition(s): {KEYS[1]}, {KEYS[2]}"
     assert '"partitions_rescaled": 2' in entry["outputs"]
 
 

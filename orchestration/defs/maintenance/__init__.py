@@ -15,7 +15,8 @@ import dagster as dg
 
 from orchestration.config import TableConfig
 from orchestration.defs.maintenance import step_process
-from orchestration.defs.maintenance.rescale import build_partitions_sensor, build_rescale_asset
+from orchestration.defs.maintenance.partitions import build_partitions_sensor
+from orchestration.defs.maintenance.rescale import build_rescale_asset
 from orchestration.defs.maintenance.compaction import build_compaction_asset, build_record_expiry_asset
 
 MaintenanceAssetBuilder = Callable[[TableConfig], "dg.AssetsDefinition | None"]

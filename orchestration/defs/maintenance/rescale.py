@@ -1,9 +1,7 @@
 """The ``rescale`` asset of a table: a bucket rescale launched as a backfill over the partitions a
 user picks, executed on Spark (:mod:`jobs.rescale`), verified by a blocking asset check.
 
-- Partitioned by the table's own partitions: a ``DynamicPartitionsDefinition`` per table
-  (``demo__orders__partitions``, keys like ``dt=2024-01-01``), kept in sync by a sensor that adds
-  new partitions and removes dropped ones from the table's metadata (manifests only, no data).
+- Partitioned by the table's own partitions (:mod:`.partitions`, kept in sync by a sensor).
 - A run rescales exactly its partitions to ``maintenance.rescale.target_buckets``; it skips, with
   the reason in its metadata and log, when the target is not set or a partition is already there.
 - ``maintenance.rescale.backfill``: ``single_run`` (``BackfillPolicy.single_run()``: one run, one
@@ -12,14 +10,17 @@ user picks, executed on Spark (:mod:`jobs.rescale`), verified by a blocking asse
   the rescale read) and after (at the snapshot it committed): rows, key checksum and row checksum
   unchanged, every file at the target bucket count.
 - An unpartitioned table gets the same asset without partitions: it rescales the whole table.
+- Each run is one maintenance run (:mod:`.run`): one row in the maintenance ledger, whose reason
+  names the partitions ("backfill kvlhhtcl for 2 partition(s): dt=2024-01-02, dt=2024-01-03").
 """
 from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
 from orchestration.config import TableConfig
-from orchestration.defs import ledger
-from orchestration.defs.naming import identifier, maintenance_asset_key, maintenance_pool, table_asset_key, table_group
+from orchestration.defs.maintenance.asset import BlockingCheck, MaintenanceAsset
+from orchestration.defs.maintenance.partitions import partitions_def_name, rescalable, table_partitions
+from orchestration.defs.maintenance.run import Operation, Outcome, Skip, result_outputs, run_maintenance
 from orchestration.defs.resources import LakeCatalogResource, SparkResource
 
 if TYPE_CHECKING:
@@ -27,39 +28,15 @@ if TYPE_CHECKING:
 
 OPERATION = "rescale"
 CHECK_NAME = "rescale_verified"
+VERIFIED = BlockingCheck(
+    name=CHECK_NAME, nothing_done="nothing rescaled",
+    description="rows, key checksum and row checksum of each rescaled partition unchanged between the "
+                "snapshot the rescale read and the one it committed; its files at the target bucket count")
 
 
-def partitions_def_name(table_name: str) -> str:
-    return f"{identifier(table_name)}__partitions"
-
-
-def partitions_sensor_name(table_name: str) -> str:
-    return f"{identifier(table_name)}__partitions_sensor"
-
-
-def partition_key(named: tuple[tuple[str, Any], ...]) -> str:
-    """((dt, 2024-01-01), (hr, 3)) → 'dt=2024-01-01/hr=3': the text lake_core's rescale results use."""
-    return "/".join(f"{name}={value}" for name, value in named)
-
-
-def table_partitions(table: "FileStoreTable") -> dict[str, dict[str, Any]]:
-    """Partition key → {column: value} of every partition with live files (manifests only)."""
-    plan = table.maintenance.plan_rescale(bucket=max(table.options.bucket, 1))
-    named = [unit.partition for unit in plan.units] + list(plan.already_rescaled)
-    return {partition_key(n): dict(n) for n in sorted(named, key=partition_key)}
-
-
-def rescalable(table: TableConfig) -> bool:
-    """Only fixed-bucket tables ('bucket' >= 1) can be rescaled; others grow buckets by themselves."""
-    try:
-        return int(table.options.get("bucket", "-1")) >= 1
-    except ValueError:
-        return False
-
-
-def _result_metadata(result, table: "FileStoreTable", target: int) -> dict[str, Any]:
+def _result_metadata(result, target: int) -> dict[str, Any]:
     """The typed result as metadata: numbers stay numbers (plotted by Dagster), plus a per-partition
-    table and a link to the snapshot the rescale committed."""
+    table."""
     meta: dict[str, Any] = {k: v for k, v in result.as_metadata().items() if v is not None and k != "partitions.count"}
     for key in ("bytes_in", "bytes_out"):
         meta[key] = dg.MetadataValue.int(meta[key])
@@ -69,8 +46,6 @@ def _result_metadata(result, table: "FileStoreTable", target: int) -> dict[str, 
         rows.append(f"| {p.partition or '(table)'} | {p.old_buckets} → {p.new_buckets} | {p.rows} | "
                     f"{p.files_in} → {p.files_out} | {p.snapshot_committed or ''} | {p.skipped or ''} |")
     meta["partitions"] = dg.MetadataValue.md("\n".join(rows))
-    if result.snapshot_id is not None:
-        meta["snapshot"] = dg.MetadataValue.path(table.paths.snapshot(result.snapshot_id))
     return meta
 
 
@@ -101,84 +76,23 @@ def check_result_from(verification) -> dg.AssetCheckResult:
                                metadata=meta, description=description)
 
 
-def run_reason(context: dg.AssetExecutionContext, keys: list[str]) -> str:
-    """Why this run happened, from its tags: a backfill, a sensor's request, or a manual launch."""
-    tags = context.run.tags
-    what = f"{len(keys)} partition(s): {', '.join(keys)}" if keys != [""] else "the whole table"
-    if "dagster/backfill" in tags:
-        return f"backfill {tags['dagster/backfill']} over {what}"
-    if "dagster/sensor_name" in tags:
-        return f"requested by sensor {tags['dagster/sensor_name']} for {what}"
-    return f"launched {'from the UI' if tags.get('dagster/from_ui') else 'manually'} for {what}"
-
-
-def _skip(context: dg.AssetExecutionContext, lake: LakeCatalogResource, table: str, reason: str,
-          inputs: dict[str, Any]) -> dg.MaterializeResult:
-    context.log.info(f"rescale skipped: {reason}")
-    ledger.record(lake, table=table, operation=OPERATION, run_id=context.run.run_id, skipped=reason,
-                  reason=run_reason(context, inputs["partitions"]), inputs=inputs)
-    return dg.MaterializeResult(
-        metadata={"skipped": reason, "partitions_rescaled": 0},
-        check_results=[dg.AssetCheckResult(check_name=CHECK_NAME, passed=True, description=f"nothing rescaled: {reason}")],
-    )
-
-
-def build_rescale_asset(table: TableConfig) -> dg.AssetsDefinition | None:
-    """The table's ``rescale`` asset, or None for a table that is not fixed-bucket."""
-    if not rescalable(table):
-        return None
-    key = maintenance_asset_key(table.name, OPERATION)
+def _operation(table: TableConfig, context: dg.AssetExecutionContext, lake: LakeCatalogResource,
+               spark: SparkResource) -> Operation:
+    """One run's rescale: exactly its partitions (the whole table when unpartitioned) to the target."""
     partitioned = bool(table.partition_keys)
-    policy = table.maintenance.rescale
-    backfill = dg.BackfillPolicy.single_run() if policy.backfill == "single_run" else dg.BackfillPolicy.multi_run(1)
+    keys = list(context.partition_keys) if partitioned else [""]
+    target = table.maintenance.rescale.target_buckets
 
-    @dg.asset(
-        key=key,
-        group_name=table_group(table.name),
-        kinds={"spark", "paimon"},
-        pool=maintenance_pool(table.name),
-        deps=[table_asset_key(table.name)],
-        partitions_def=dg.DynamicPartitionsDefinition(name=partitions_def_name(table.name)) if partitioned else None,
-        backfill_policy=backfill if partitioned else None,
-        check_specs=[dg.AssetCheckSpec(
-            CHECK_NAME, asset=key, blocking=True,
-            description="rows, key checksum and row checksum of each rescaled partition unchanged between the "
-                        "snapshot the rescale read and the one it committed; its files at the target bucket count")],
-        description=(f"Rescale {table.name} to maintenance.rescale.target_buckets "
-                     f"({policy.target_buckets or 'not set'}): " +
-                     ("launch a backfill over the partitions to rewrite." if partitioned else "rewrites the table.")),
-        metadata={"table": table.name, "target_buckets": str(policy.target_buckets), "backfill": policy.backfill},
-    )
-    def rescale(context: dg.AssetExecutionContext, lake: LakeCatalogResource, spark: SparkResource) -> dg.MaterializeResult:
-        keys = list(context.partition_keys) if partitioned else [""]
-        target = table.maintenance.rescale.target_buckets
-        inputs = {"partitions": keys, "target_buckets": target}
-        lake.check_access()  # before Spark starts: a bad bucket or key fails in one line
-        if target is None:
-            return _skip(context, lake, table.name,
-                         f"maintenance.rescale.target_buckets of {table.name} is not set in tables.yaml", inputs)
-        try:
-            return _rescale(context, lake, spark, keys, target, inputs)
-        except Exception as e:
-            ledger.record(lake, table=table.name, operation=OPERATION, run_id=context.run.run_id,
-                          reason=run_reason(context, keys), inputs=inputs, error=f"{type(e).__name__}: {e}")
-            raise
-
-    def _rescale(context, lake, spark, keys: list[str], target: int, inputs: dict[str, Any]) -> dg.MaterializeResult:
+    def rescale(lake_table: "FileStoreTable") -> Outcome | Skip:
         from jobs.rescale import rescale_partitions
 
-        catalog = lake.catalog()
-        if not catalog.table_exists(table.name):
-            return _skip(context, lake, table.name, f"{table.name} does not exist yet", inputs)
-        lake_table = catalog.get_table(table.name)
         current = table_partitions(lake_table) if partitioned else {"": {}}
         gone = [k for k in keys if k not in current]
         if gone:
             context.log.info(f"partitions no longer in {table.name} (skipped): {', '.join(gone)}")
         specs = [current[k] for k in keys if k in current]
         if not specs:
-            return _skip(context, lake, table.name,
-                         f"none of the selected partitions exists in {table.name}: {', '.join(keys)}", inputs)
+            return Skip(why=f"none of the selected partitions exists in {table.name}: {', '.join(keys)}")
         context.log.info(f"rescale {table.name} to {target} buckets: {len(specs)} partition(s): {', '.join(keys)}")
         job = dict(bucket=target, partitions=specs, commit_user=f"rescale:{context.run.run_id}",
                    storage_options=lake.storage_options())
@@ -190,47 +104,44 @@ def build_rescale_asset(table: TableConfig) -> dg.AssetsDefinition | None:
         for p in result.partitions:
             context.log.info(f"{p.partition or table.name}: " + (f"skipped, {p.skipped}" if p.skipped else
                              f"{p.old_buckets} → {p.new_buckets} buckets, {p.rows} rows, snapshot {p.snapshot_committed}"))
-        lake_table = catalog.get_table(table.name)
-        meta = _result_metadata(result, lake_table, target)
+        meta = _result_metadata(result, target)
         if gone:
             meta["partitions_gone"] = ", ".join(gone)
-        check = _check_result(lake_table, result, target)
         skipped = None if result.partitions_rescaled else "; ".join(
             sorted({f"{p.skipped}" for p in result.partitions if p.skipped})) or "nothing to rewrite"
-        ledger.record(lake, table=table.name, operation=OPERATION, run_id=context.run.run_id, result=result,
-                      reason=run_reason(context, keys), inputs=inputs, skipped=skipped,
-                      error=None if check.passed else f"rescale_verified failed: {check.description}")
-        return dg.MaterializeResult(metadata=meta, check_results=[check])
+        return Outcome(
+            summary=f"{result.partitions_rescaled} partition(s) to {target} buckets, "
+                    f"{result.partitions_skipped} skipped, snapshot {result.snapshot_id}",
+            metadata=meta, outputs=result_outputs(result), snapshot_id=result.snapshot_id, skipped=skipped,
+            dry_run=result.dry_run, check=_check_result(lake.catalog().get_table(table.name), result, target))
+
+    return Operation(
+        inputs={"partitions": keys, "target_buckets": target},
+        scope=f"{len(keys)} partition(s): {', '.join(keys)}" if partitioned else "the whole table",
+        disabled=None if target is not None else (
+            f"maintenance.rescale.target_buckets of {table.name} is not set in tables.yaml"),
+        skipped_metadata={"partitions_rescaled": 0}, execute=rescale)
+
+
+def build_rescale_asset(table: TableConfig) -> dg.AssetsDefinition | None:
+    """The table's ``rescale`` asset, or None for a table that is not fixed-bucket."""
+    if not rescalable(table):
+        return None
+    partitioned = bool(table.partition_keys)
+    policy = table.maintenance.rescale
+    backfill = dg.BackfillPolicy.single_run() if policy.backfill == "single_run" else dg.BackfillPolicy.multi_run(1)
+    asset = MaintenanceAsset(
+        table=table, operation=OPERATION, on_spark=True, check=VERIFIED,
+        description=(f"Rescale {table.name} to maintenance.rescale.target_buckets "
+                     f"({policy.target_buckets or 'not set'}): " +
+                     ("launch a backfill over the partitions to rewrite." if partitioned else "rewrites the table.")),
+        metadata={"target_buckets": str(policy.target_buckets), "backfill": policy.backfill},
+        partitions_def=dg.DynamicPartitionsDefinition(name=partitions_def_name(table.name)) if partitioned else None,
+        backfill_policy=backfill if partitioned else None,
+    )
+
+    @asset.define()
+    def rescale(context: dg.AssetExecutionContext, lake: LakeCatalogResource, spark: SparkResource) -> dg.MaterializeResult:
+        return run_maintenance(context, lake, asset=asset, operation=_operation(table, context, lake, spark))
 
     return rescale
-
-
-def build_partitions_sensor(table: TableConfig) -> dg.SensorDefinition | None:
-    """Keeps the rescale asset's partitions equal to the table's partitions (manifests only)."""
-    if not (rescalable(table) and table.partition_keys):
-        return None
-    partitions = dg.DynamicPartitionsDefinition(name=partitions_def_name(table.name))
-
-    @dg.sensor(
-        name=partitions_sensor_name(table.name),
-        minimum_interval_seconds=table.sensor.minimum_interval_seconds,
-        default_status=dg.DefaultSensorStatus.RUNNING,
-        description=f"Adds new partitions of {table.name} to its rescale asset and removes dropped ones.",
-    )
-    def sync_partitions(context: dg.SensorEvaluationContext, lake: LakeCatalogResource):
-        catalog = lake.catalog()
-        if not catalog.table_exists(table.name):
-            return dg.SkipReason(f"{table.name} does not exist yet")
-        current = list(table_partitions(catalog.get_table(table.name)))
-        known = set(context.instance.get_dynamic_partitions(partitions.name))
-        added = [k for k in current if k not in known]
-        removed = sorted(known - set(current))
-        if not added and not removed:
-            return dg.SkipReason(f"{table.name}: {len(current)} partition(s), already in sync")
-        context.log.info(f"{table.name}: {len(added)} partition(s) added ({', '.join(added[:10])}), "
-                         f"{len(removed)} removed ({', '.join(removed[:10])})")
-        requests = ([partitions.build_add_request(added)] if added else []) + \
-                   ([partitions.build_delete_request(removed)] if removed else [])
-        return dg.SensorResult(dynamic_partitions_requests=requests)
-
-    return sync_partitions
