@@ -16,7 +16,7 @@ from orchestration.config import load_tables_config
 from orchestration.definitions import build_definitions
 from orchestration.defs.ledger import read_ledger
 from jobs.compact import PartitionSpecError, parse_partitions
-from orchestration.defs.maintenance_compaction import COMPACTION, RECORD_EXPIRY, verification_check
+from orchestration.defs.maintenance.compaction import COMPACTION, RECORD_EXPIRY, verification_check
 
 pytestmark = pytest.mark.dagster
 

@@ -22,7 +22,7 @@ from lake_core import Catalog
 from lake_core.errors import SnapshotNotFoundError
 from orchestration.config import TablesConfigError, load_tables_config
 from orchestration.defs.ledger import LEDGER_TABLE, read_ledger
-from orchestration.defs.maintenance_ops import MaintenanceConfigError
+from orchestration.defs.maintenance.run_config import MaintenanceConfigError
 from orchestration.defs.naming import REASON_TAG, maintenance_asset_key
 from orchestration.definitions import build_definitions
 from orchestration.demo.source import orders

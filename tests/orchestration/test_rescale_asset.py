@@ -11,7 +11,7 @@ import yaml
 from lake_core import Catalog
 from orchestration.config import load_tables_config
 from orchestration.defs.ledger import read_ledger
-from orchestration.defs.maintenance_rescale import check_result_from
+from orchestration.defs.maintenance.rescale import check_result_from
 from orchestration.definitions import build_definitions
 
 from maintenance.rescale_helpers import (PARTS, PK, SCHEMA, Model, assert_rows_in_their_buckets, bucket_counts,
@@ -123,7 +123,7 @@ def test_single_run_backfill_rescales_exactly_the_selected_partitions(spark, tmp
     # The maintenance ledger holds the run: what it did, why, and the snapshot it produced.
     [entry] = read_ledger(Catalog(warehouse, storage_options=opts), table="db.t", operation="rescale").to_pylist()
     assert (entry["status"], entry["snapshot_id"], entry["skipped"]) == ("succeeded", before + 1, None)
-    assert entry["reason"] == f"launched manually for 2 partition(s): {KEYS[1]}, {KEYS[2]}"
+    assert entry["reason"] == f"launched by hand for 2 partition(s): {KEYS[1]}, {KEYS[2]}"
     assert '"partitions_rescaled": 2' in entry["outputs"]
 
 

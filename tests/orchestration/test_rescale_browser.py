@@ -85,7 +85,7 @@ def test_a_backfill_launched_in_the_ui_rescales_the_two_partitions(tmp_path, war
     # The maintenance ledger says why the run happened: the backfill launched in the UI.
     [entry] = read_ledger(catalog, table="db.t", operation="rescale").to_pylist()
     assert entry["status"] == "succeeded"
-    assert entry["reason"] == f"backfill {backfill['id']} over 2 partition(s): dt={PARTS[1]}, dt={PARTS[2]}"
+    assert entry["reason"] == f"backfill {backfill['id']} for 2 partition(s): dt={PARTS[1]}, dt={PARTS[2]}"
     print(f"browser rescale test: {time.monotonic() - started:.0f}s")
 
 

@@ -1,0 +1,147 @@
+"""The ``rescale`` asset of a table: a bucket rescale launched as a backfill over the partitions a
+user picks, executed on Spark (:mod:`jobs.rescale`), verified by a blocking asset check.
+
+- Partitioned by the table's own partitions (:mod:`.partitions`, kept in sync by a sensor).
+- A run rescales exactly its partitions to ``maintenance.rescale.target_buckets``; it skips, with
+  the reason in its metadata and log, when the target is not set or a partition is already there.
+- ``maintenance.rescale.backfill``: ``single_run`` (``BackfillPolicy.single_run()``: one run, one
+  Spark job and one commit per contiguous range of selected partitions) or ``per_partition``.
+- The blocking check ``rescale_verified`` re-reads each rescaled partition before (at the snapshot
+  the rescale read) and after (at the snapshot it committed): rows, key checksum and row checksum
+  unchanged, every file at the target bucket count.
+- An unpartitioned table gets the same asset without partitions: it rescales the whole table.
+- Each run is one maintenance run (:mod:`.run`): one row in the maintenance ledger, whose reason
+  names the partitions ("backfill kvlhhtcl for 2 partition(s): dt=2024-01-02, dt=2024-01-03").
+"""
+from typing import TYPE_CHECKING, Any
+
+import dagster as dg
+
+from orchestration.config import TableConfig
+from orchestration.defs.maintenance.asset import BlockingCheck, MaintenanceAsset
+from orchestration.defs.maintenance.partitions import partitions_def_name, rescalable, table_partitions
+from orchestration.defs.maintenance.run import Operation, Outcome, Skip, result_outputs, run_maintenance
+from orchestration.defs.resources import LakeCatalogResource, SparkResource
+
+if TYPE_CHECKING:
+    from lake_core import FileStoreTable
+
+OPERATION = "rescale"
+CHECK_NAME = "rescale_verified"
+VERIFIED = BlockingCheck(
+    name=CHECK_NAME, nothing_done="nothing rescaled",
+    description="rows, key checksum and row checksum of each rescaled partition unchanged between the "
+                "snapshot the rescale read and the one it committed; its files at the target bucket count")
+
+
+def _result_metadata(result, target: int) -> dict[str, Any]:
+    """The typed result as metadata: numbers stay numbers (plotted by Dagster), plus a per-partition
+    table."""
+    meta: dict[str, Any] = {k: v for k, v in result.as_metadata().items() if v is not None and k != "partitions.count"}
+    for key in ("bytes_in", "bytes_out"):
+        meta[key] = dg.MetadataValue.int(meta[key])
+    meta["target_buckets"] = target
+    rows = ["| partition | buckets | rows | files | snapshot | skipped |", "|---|---|---|---|---|---|"]
+    for p in result.partitions:
+        rows.append(f"| {p.partition or '(table)'} | {p.old_buckets} → {p.new_buckets} | {p.rows} | "
+                    f"{p.files_in} → {p.files_out} | {p.snapshot_committed or ''} | {p.skipped or ''} |")
+    meta["partitions"] = dg.MetadataValue.md("\n".join(rows))
+    return meta
+
+
+def _check_result(table: "FileStoreTable", result, target: int) -> dg.AssetCheckResult:
+    """Before/after verification of every partition the run rewrote (none: passes, says why)."""
+    rewritten = {p.partition: p.snapshot_read for p in result.partitions if p.skipped is None}
+    if not rewritten or result.snapshot_id is None:
+        return dg.AssetCheckResult(check_name=CHECK_NAME, passed=True, metadata={"partitions_verified": 0},
+                                   description="nothing was rewritten, nothing to verify")
+    verification = table.maintenance.verify_rescale(partitions=rewritten, snapshot_id=result.snapshot_id, bucket=target)
+    return check_result_from(verification)
+
+
+def check_result_from(verification) -> dg.AssetCheckResult:
+    """A lake_core ``RescaleVerification`` as a blocking check result (ERROR when it failed)."""
+    meta: dict[str, Any] = {"partitions_verified": len(verification.partitions),
+                            "snapshot_after": verification.snapshot_after, "target_buckets": verification.bucket}
+    for p in verification.partitions:
+        meta[f"{p.partition or 'table'}.rows"] = f"{p.rows_before} → {p.rows_after}"
+        meta[f"{p.partition or 'table'}.key_checksum"] = f"{p.key_checksum_before} → {p.key_checksum_after}"
+        meta[f"{p.partition or 'table'}.buckets"] = ", ".join(map(str, p.buckets_after))
+    if verification.passed:
+        description = (f"{len(verification.partitions)} partition(s) verified at snapshot "
+                       f"{verification.snapshot_after}: rows and checksums unchanged, {verification.bucket} buckets")
+    else:
+        description = "rescale verification failed:\n" + "\n".join(verification.problems)
+    return dg.AssetCheckResult(check_name=CHECK_NAME, passed=verification.passed, severity=dg.AssetCheckSeverity.ERROR,
+                               metadata=meta, description=description)
+
+
+def _operation(table: TableConfig, context: dg.AssetExecutionContext, lake: LakeCatalogResource,
+               spark: SparkResource) -> Operation:
+    """One run's rescale: exactly its partitions (the whole table when unpartitioned) to the target."""
+    partitioned = bool(table.partition_keys)
+    keys = list(context.partition_keys) if partitioned else [""]
+    target = table.maintenance.rescale.target_buckets
+
+    def rescale(lake_table: "FileStoreTable") -> Outcome | Skip:
+        from jobs.rescale import rescale_partitions
+
+        current = table_partitions(lake_table) if partitioned else {"": {}}
+        gone = [k for k in keys if k not in current]
+        if gone:
+            context.log.info(f"partitions no longer in {table.name} (skipped): {', '.join(gone)}")
+        specs = [current[k] for k in keys if k in current]
+        if not specs:
+            return Skip(why=f"none of the selected partitions exists in {table.name}: {', '.join(keys)}")
+        context.log.info(f"rescale {table.name} to {target} buckets: {len(specs)} partition(s): {', '.join(keys)}")
+        job = dict(bucket=target, partitions=specs, commit_user=f"rescale:{context.run.run_id}",
+                   storage_options=lake.storage_options())
+        if lake_table.maintenance.plan_rescale(bucket=target, partitions=specs).units:
+            with spark.session() as session:
+                result = rescale_partitions(session, lake.warehouse, table.name, **job)
+        else:  # every selected partition is already at the target: metadata only, no Spark
+            result = rescale_partitions(None, lake.warehouse, table.name, **job)
+        for p in result.partitions:
+            context.log.info(f"{p.partition or table.name}: " + (f"skipped, {p.skipped}" if p.skipped else
+                             f"{p.old_buckets} → {p.new_buckets} buckets, {p.rows} rows, snapshot {p.snapshot_committed}"))
+        meta = _result_metadata(result, target)
+        if gone:
+            meta["partitions_gone"] = ", ".join(gone)
+        skipped = None if result.partitions_rescaled else "; ".join(
+            sorted({f"{p.skipped}" for p in result.partitions if p.skipped})) or "nothing to rewrite"
+        return Outcome(
+            summary=f"{result.partitions_rescaled} partition(s) to {target} buckets, "
+                    f"{result.partitions_skipped} skipped, snapshot {result.snapshot_id}",
+            metadata=meta, outputs=result_outputs(result), snapshot_id=result.snapshot_id, skipped=skipped,
+            dry_run=result.dry_run, check=_check_result(lake.catalog().get_table(table.name), result, target))
+
+    return Operation(
+        inputs={"partitions": keys, "target_buckets": target},
+        scope=f"{len(keys)} partition(s): {', '.join(keys)}" if partitioned else "the whole table",
+        disabled=None if target is not None else (
+            f"maintenance.rescale.target_buckets of {table.name} is not set in tables.yaml"),
+        skipped_metadata={"partitions_rescaled": 0}, execute=rescale)
+
+
+def build_rescale_asset(table: TableConfig) -> dg.AssetsDefinition | None:
+    """The table's ``rescale`` asset, or None for a table that is not fixed-bucket."""
+    if not rescalable(table):
+        return None
+    partitioned = bool(table.partition_keys)
+    policy = table.maintenance.rescale
+    backfill = dg.BackfillPolicy.single_run() if policy.backfill == "single_run" else dg.BackfillPolicy.multi_run(1)
+    asset = MaintenanceAsset(
+        table=table, operation=OPERATION, on_spark=True, check=VERIFIED,
+        description=(f"Rescale {table.name} to maintenance.rescale.target_buckets "
+                     f"({policy.target_buckets or 'not set'}): " +
+                     ("launch a backfill over the partitions to rewrite." if partitioned else "rewrites the table.")),
+        metadata={"target_buckets": str(policy.target_buckets), "backfill": policy.backfill},
+        partitions_def=dg.DynamicPartitionsDefinition(name=partitions_def_name(table.name)) if partitioned else None,
+        backfill_policy=backfill if partitioned else None,
+    )
+
+    @asset.define()
+    def rescale(context: dg.AssetExecutionContext, lake: LakeCatalogResource, spark: SparkResource) -> dg.MaterializeResult:
+        return run_maintenance(context, lake, asset=asset, operation=_operation(table, context, lake, spark))
+
+    return rescale
