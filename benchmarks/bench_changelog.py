@@ -14,6 +14,7 @@ same table for the lookup and full-compaction producers (the JVM is started befo
 
     .venv/bin/python -m benchmarks.bench_changelog [--rows 1000000] [--updates 200000] [--runs 3] [--java]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,6 +43,7 @@ def build(scenario: str, path: str, rows: int, updates: int) -> None:
 
     from benchmarks import workload
     from lake_core import Catalog
+
     producer, _full = SCENARIOS[scenario]
     cat = Catalog(f"file://{path}")
     cat.create_database("db")
@@ -57,6 +59,7 @@ def build(scenario: str, path: str, rows: int, updates: int) -> None:
     t.write_arrow(pa.concat_tables([workload.make_rows(old, seed=4), workload.make_rows(new, seed=5)]))
     # Java's user-triggered compaction refuses write-only tables; the timed step is a dedicated compaction anyway
     from lake_core.schema.change import SchemaChange
+
     cat.alter_table("db.t", SchemaChange.set_option("write-only", "false"))
 
 
@@ -64,8 +67,9 @@ def _force_level0_up(t):
     """plain-l0: the same unit a lookup table's compaction runs (ForceUpLevel0), without lookup."""
     from lake_core.compaction.job import commit_compaction
     from lake_core.compaction.picker import UniversalConfig, force_pick_level0
-    from lake_core.compaction.plan import CompactionUnit, CompactionPlan, run_unit
+    from lake_core.compaction.plan import CompactionPlan, CompactionUnit, run_unit
     from lake_core.lsm.levels import Levels, key_decoder
+
     units, outcomes = [], []
     store = t.manifest_store
     snap = t.snapshot_manager.latest()
@@ -77,8 +81,9 @@ def _force_level0_up(t):
         p = force_pick_level0(levels.sorted_runs(), levels.number_of_levels, UniversalConfig.from_options(t.options))
         if p.unit is None:
             continue
-        u = CompactionUnit(part, (), bucket, total, p.unit.files, p.unit.output_level, levels.max_level, False,
-                           p.unit.reason)
+        u = CompactionUnit(
+            part, (), bucket, total, p.unit.files, p.unit.output_level, levels.max_level, False, p.unit.reason
+        )
         units.append(u)
         outcomes.append(run_unit(t, u))
     plan = CompactionPlan(snap.id, tuple(units), (), None)
@@ -88,6 +93,7 @@ def _force_level0_up(t):
 
 def timed(scenario: str, path: str) -> dict:
     from lake_core import Catalog
+
     t = Catalog(f"file://{path}").get_table("db.t")
     _producer, full = SCENARIOS[scenario]
     level0 = sum(f.row_count for s in t.new_read_builder().new_scan().plan().splits() for f in s.files if f.level == 0)
@@ -102,8 +108,12 @@ def timed(scenario: str, path: str) -> dict:
     t = Catalog(f"file://{path}").get_table("db.t")
     latest = t.latest_snapshot()
     changelog = latest.changelog_record_count or 0
-    return {"secs": secs, "rows": rows, "changelog_rows": changelog,
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    return {
+        "secs": secs,
+        "rows": rows,
+        "changelog_rows": changelog,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
 
 
 def _sub(*args: str) -> dict:
@@ -112,6 +122,7 @@ def _sub(*args: str) -> dict:
 
 def _java_compact(java, path: str, full: bool) -> dict:
     from lake_core import Catalog
+
     table_dir = str(Path(path) / "db.db" / "t")
     t = Catalog(f"file://{path}").get_table("db.t")
     level0 = sum(f.row_count for s in t.new_read_builder().new_scan().plan().splits() for f in s.files if f.level == 0)
@@ -120,8 +131,12 @@ def _java_compact(java, path: str, full: bool) -> dict:
     java.compact(table_dir, full=full)
     secs = time.perf_counter() - t0
     latest = Catalog(f"file://{path}").get_table("db.t").latest_snapshot()
-    return {"secs": secs, "rows": total if full else level0, "changelog_rows": latest.changelog_record_count or 0,
-            "peak_rss_mb": float("nan")}
+    return {
+        "secs": secs,
+        "rows": total if full else level0,
+        "changelog_rows": latest.changelog_record_count or 0,
+        "peak_rss_mb": float("nan"),
+    }
 
 
 def run(scenario: str, rows: int, updates: int, runs: int, java=None) -> tuple[dict, dict | None]:
@@ -140,8 +155,14 @@ def run(scenario: str, rows: int, updates: int, runs: int, java=None) -> tuple[d
 
     def summary(rs):
         secs = statistics.median(r["secs"] for r in rs)
-        return {"rows": rs[0]["rows"], "rows_s": rs[0]["rows"] / secs, "secs": secs,
-                "changelog_rows": rs[0]["changelog_rows"], "peak_rss_mb": max(r["peak_rss_mb"] for r in rs)}
+        return {
+            "rows": rs[0]["rows"],
+            "rows_s": rs[0]["rows"] / secs,
+            "secs": secs,
+            "changelog_rows": rs[0]["changelog_rows"],
+            "peak_rss_mb": max(r["peak_rss_mb"] for r in rs),
+        }
+
     return summary(results), (summary(java_results) if java_results else None)
 
 
@@ -160,17 +181,24 @@ def main(argv=None):
     if args.java:
         sys.path.insert(0, str(ROOT / "tests"))
         from fixtures.java_paimon import JavaPaimon
+
         java = JavaPaimon()
         java.ping()  # the JVM starts outside the timings
     print(f"{'scenario':<26}{'rows':>12}{'rows/s':>14}{'seconds':>10}{'changelog':>12}{'peak RSS MB':>13}")
     try:
         for s in args.scenarios.split(","):
             r, j = run(s, args.rows, args.updates, args.runs, java)
-            print(f"{s:<26}{r['rows']:>12,}{r['rows_s']:>14,.0f}{r['secs']:>10.2f}{r['changelog_rows']:>12,}"
-                  f"{r['peak_rss_mb']:>13,.0f}", flush=True)
+            print(
+                f"{s:<26}{r['rows']:>12,}{r['rows_s']:>14,.0f}{r['secs']:>10.2f}{r['changelog_rows']:>12,}"
+                f"{r['peak_rss_mb']:>13,.0f}",
+                flush=True,
+            )
             if j is not None:
-                print(f"{s + ' (Java 1.0)':<26}{j['rows']:>12,}{j['rows_s']:>14,.0f}{j['secs']:>10.2f}"
-                      f"{j['changelog_rows']:>12,}{'':>13}", flush=True)
+                print(
+                    f"{s + ' (Java 1.0)':<26}{j['rows']:>12,}{j['rows_s']:>14,.0f}{j['secs']:>10.2f}"
+                    f"{j['changelog_rows']:>12,}{'':>13}",
+                    flush=True,
+                )
     finally:
         if java is not None:
             java.close()

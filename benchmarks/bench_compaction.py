@@ -23,6 +23,7 @@ with a full JIT that first compacted another copy to warm up.
     .venv/bin/python -m benchmarks.bench_compaction [--rows 1000000] [--runs 3] [--scenarios ...] [--java]
     .venv/bin/python -m benchmarks.bench_compaction --scenarios stream-1x,stream-10x [--budget 65536]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,23 +44,34 @@ ROOT = Path(__file__).resolve().parent.parent
 def _table(path: str, write_only: bool):
     from benchmarks import workload
     from lake_core import Catalog
+
     cat = Catalog(f"file://{path}")
     cat.create_database("db")
-    return cat.create_table("db.t", schema=workload.SCHEMA, primary_keys=["id"],
-                            options={"bucket": "4", "write-only": str(write_only).lower()})
+    return cat.create_table(
+        "db.t",
+        schema=workload.SCHEMA,
+        primary_keys=["id"],
+        options={"bucket": "4", "write-only": str(write_only).lower()},
+    )
 
 
 def build(scenario: str, path: str, rows: int, budget: int) -> None:
     import numpy as np
 
     from benchmarks import workload
+
     if scenario.startswith("stream-"):
         from lake_core import Catalog
-        n = int(scenario[len("stream-"):-1]) * budget
+
+        n = int(scenario[len("stream-") : -1]) * budget
         cat = Catalog(f"file://{path}")
         cat.create_database("db")
-        t = cat.create_table("db.t", schema=workload.SCHEMA, primary_keys=["id"],
-                             options={"bucket": "1", "write-only": "true", "read.batch-size": str(budget)})
+        t = cat.create_table(
+            "db.t",
+            schema=workload.SCHEMA,
+            primary_keys=["id"],
+            options={"bucket": "1", "write-only": "true", "read.batch-size": str(budget)},
+        )
         t.write_arrow(workload.initial(n))
         t.write_arrow(workload.updates(n, n // 2))
     elif scenario in ("full-1m", "full-4m"):
@@ -77,7 +89,7 @@ def build(scenario: str, path: str, rows: int, budget: int) -> None:
         mode = scenario.rsplit("-", 1)[1]
         t = _table(path, mode != "inline")
         t.write_arrow(workload.initial(rows))
-        for i in range(50):
+        for _ in range(50):
             t.write_arrow(workload.updates(rows, 2000 if rows >= 100_000 else max(1, rows // 50)).slice(0))
         if mode == "compacted":
             t.maintenance.compact(full=True)
@@ -96,6 +108,7 @@ def timed(scenario: str, path: str) -> dict:
 
     import lake_core.compaction.job  # noqa: F401
     from lake_core import Catalog
+
     pa.array(np.arange(1))  # pyarrow imports pandas on first use
     t = Catalog(f"file://{path}").get_table("db.t")
     base = _rss_mb()
@@ -109,19 +122,27 @@ def timed(scenario: str, path: str) -> dict:
         rows, peak = _stream(t)  # warm-up: the first read of a process pays one-time set-up
         cpu0, t0 = time.process_time(), time.perf_counter()
         rows, peak = _stream(t)
-        out["peak_arrow_mb"] = peak / 2 ** 20
+        out["peak_arrow_mb"] = peak / 2**20
     else:
         rows = t.to_arrow().num_rows
     secs = time.perf_counter() - t0
     cpu = time.process_time() - cpu0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"secs": secs, "cpu_s": cpu, "rows": rows, "peak_rss_mb": peak, "growth_mb": max(0.0, peak - base),
-            "peak_arrow_mb": pa.default_memory_pool().max_memory() / 2**20, **out}
+    return {
+        "secs": secs,
+        "cpu_s": cpu,
+        "rows": rows,
+        "peak_rss_mb": peak,
+        "growth_mb": max(0.0, peak - base),
+        "peak_arrow_mb": pa.default_memory_pool().max_memory() / 2**20,
+        **out,
+    }
 
 
 def _stream(t) -> tuple[int, int]:
     """Rows of a streamed read of ``t`` and the peak Arrow memory while reading (each batch dropped)."""
     import pyarrow as pa
+
     base = pa.total_allocated_bytes()
     rows, peak = 0, 0
     for batch in t.to_arrow_batch_reader():
@@ -146,8 +167,8 @@ def java_compaction(scenario: str, rows: int, runs: int) -> dict:
     (wall seconds and the JVM's CPU seconds, GC threads included)."""
     sys.path.insert(0, str(ROOT / "tests"))
     from fixtures.java_paimon import JavaPaimon
-
     from lake_core import Catalog
+
     secs, cpus = [], []
     with JavaPaimon(jvm_options=JAVA_BENCH_JVM) as java:
         java.ping()
@@ -188,9 +209,14 @@ def run(scenario: str, rows: int, runs: int, budget: int) -> dict:
         finally:
             shutil.rmtree(base, ignore_errors=True)
     secs = statistics.median(r["secs"] for r in results)
-    return {"scenario": scenario, "rows": results[0]["rows"], "rows_s": results[0]["rows"] / secs, "secs": secs,
-            "cpu_s": statistics.median(r["cpu_s"] for r in results),
-            **{k: max(r[k] for r in results) for k in ("peak_rss_mb", "growth_mb", "peak_arrow_mb")}}
+    return {
+        "scenario": scenario,
+        "rows": results[0]["rows"],
+        "rows_s": results[0]["rows"] / secs,
+        "secs": secs,
+        "cpu_s": statistics.median(r["cpu_s"] for r in results),
+        **{k: max(r[k] for r in results) for k in ("peak_rss_mb", "growth_mb", "peak_arrow_mb")},
+    }
 
 
 def main(argv=None):
@@ -204,23 +230,34 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if handle_step(args, lambda scenario, path: build(scenario, path, args.rows, args.budget), timed):
         return
-    print(f"{'scenario':<20}{'rows':>12}{'rows/s':>14}{'seconds':>10}{'CPU s':>8}{'peak RSS MB':>13}{'growth MB':>11}"
-          f"{'peak Arrow MB':>15}{'Java rows/s':>14}{'Java CPU s':>12}{'ours/Java':>11}{'by CPU':>8}")
+    print(
+        f"{'scenario':<20}{'rows':>12}{'rows/s':>14}{'seconds':>10}{'CPU s':>8}{'peak RSS MB':>13}{'growth MB':>11}"
+        f"{'peak Arrow MB':>15}{'Java rows/s':>14}{'Java CPU s':>12}{'ours/Java':>11}{'by CPU':>8}"
+    )
     out = {}
     for s in args.scenarios.split(","):
         r = out[s] = run(s, args.rows, args.runs, args.budget)
         java = ""
         if args.java and s.startswith("full"):
             j = java_compaction(s, args.rows, args.runs)
-            java = (f"{j['rows_s']:>14,.0f}{j['cpu_s']:>12.2f}{r['rows_s'] / j['rows_s']:>10.2f}x"
-                    f"{j['cpu_s'] / r['cpu_s']:>7.2f}x")
-        print(f"{s:<20}{r['rows']:>12,}{r['rows_s']:>14,.0f}{r['secs']:>10.2f}{r['cpu_s']:>8.2f}{r['peak_rss_mb']:>13,.0f}"
-              f"{r['growth_mb']:>11,.0f}{r['peak_arrow_mb']:>15,.1f}{java}", flush=True)
+            java = (
+                f"{j['rows_s']:>14,.0f}{j['cpu_s']:>12.2f}{r['rows_s'] / j['rows_s']:>10.2f}x"
+                f"{j['cpu_s'] / r['cpu_s']:>7.2f}x"
+            )
+        print(
+            f"{s:<20}{r['rows']:>12,}{r['rows_s']:>14,.0f}{r['secs']:>10.2f}{r['cpu_s']:>8.2f}{r['peak_rss_mb']:>13,.0f}"
+            f"{r['growth_mb']:>11,.0f}{r['peak_arrow_mb']:>15,.1f}{java}",
+            flush=True,
+        )
     if "read-50-inline" in out and "read-50-compacted" in out:
-        print(f"merged read after 50 commits, inline compaction vs fully compacted: "
-              f"x{out['read-50-compacted']['rows_s'] / out['read-50-inline']['rows_s']:.2f} slower (target <= 1.5)")
-    print("targets: full compaction >= 3,500,000 rows/s and >= 2x Java Paimon; peak memory independent of bucket "
-          "size (full-4m beside full-1m)")
+        print(
+            f"merged read after 50 commits, inline compaction vs fully compacted: "
+            f"x{out['read-50-compacted']['rows_s'] / out['read-50-inline']['rows_s']:.2f} slower (target <= 1.5)"
+        )
+    print(
+        "targets: full compaction >= 3,500,000 rows/s and >= 2x Java Paimon; peak memory independent of bucket "
+        "size (full-4m beside full-1m)"
+    )
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ before timing and their start-up is printed apart; the tables are checked to hol
 
     .venv/bin/python -m benchmarks.bench_compaction_spark [--rows 1000000] [--runs 3]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,10 +19,13 @@ import time
 def _build(path: str, name: str, rows: int):
     from benchmarks import workload
     from lake_core import Catalog
+
     cat = Catalog(f"file://{path}")
     if "db" not in cat.list_databases():
         cat.create_database("db")
-    t = cat.create_table(name, schema=workload.SCHEMA, primary_keys=["id"], options={"bucket": "4", "write-only": "true"})
+    t = cat.create_table(
+        name, schema=workload.SCHEMA, primary_keys=["id"], options={"bucket": "4", "write-only": "true"}
+    )
     t.write_arrow(workload.initial(rows))
     t.write_arrow(workload.updates(rows, rows // 5))
     return t
@@ -52,8 +56,10 @@ def main() -> None:
             rb = compact_on_spark(spark, f"file://{d}", "db.b", full=True)
             spark_s.append(time.monotonic() - t0)
             assert (ra.rows_in, ra.rows_out, ra.units_run) == (rb.rows_in, rb.rows_out, rb.units_run)
-            print(f"run {run + 1}: in-process {local_s[-1]:.2f} s, spark {spark_s[-1]:.2f} s "
-                  f"({rb.rows_in} rows in, {rb.units_run} units)")
+            print(
+                f"run {run + 1}: in-process {local_s[-1]:.2f} s, spark {spark_s[-1]:.2f} s "
+                f"({rb.rows_in} rows in, {rb.units_run} units)"
+            )
     rows_in = ra.rows_in
     for label, times in (("in-process (2 threads)", local_s), ("spark local[2], 1 task/unit", spark_s)):
         med = statistics.median(times)

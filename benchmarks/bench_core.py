@@ -5,6 +5,7 @@ own process so peak memory is comparable. Prints medians of >= 5 warm runs.
     .venv/bin/python -m benchmarks.bench_core [--rows 1000000] [--updates 200000] [--runs 5]
                                               [--systems lake_core,pypaimon-native,pypaimon]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,15 +24,19 @@ def lake_core_worker(rows_n: int, upd_n: int, runs: int) -> dict:
     from benchmarks import workload
     from benchmarks.lake_runs import timed_runs
 
-    return timed_runs(workload.initial(rows_n), workload.updates(rows_n, upd_n), runs,
-                      lambda cat: cat.create_table("db.t", schema=workload.SCHEMA, primary_keys=["id"],
-                                                   options={"bucket": "4"}))
+    return timed_runs(
+        workload.initial(rows_n),
+        workload.updates(rows_n, upd_n),
+        runs,
+        lambda cat: cat.create_table("db.t", schema=workload.SCHEMA, primary_keys=["id"], options={"bucket": "4"}),
+    )
 
 
 def ensure_pypaimon(native: bool) -> Path | None:
     if not PYPAIMON_PY.exists():
         sys.path.insert(0, str(ROOT / "tests"))
         from fixtures.pypaimon_env import ensure_pypaimon_python
+
         ensure_pypaimon_python()
     if native:
         ok = subprocess.run([str(PYPAIMON_PY), "-c", "import pypaimon_rust"], capture_output=True).returncode == 0
@@ -43,8 +48,18 @@ def ensure_pypaimon(native: bool) -> Path | None:
 
 def run_system(name: str, rows: int, upd: int, runs: int) -> dict:
     if name == "lake_core":
-        cmd = [sys.executable, "-m", "benchmarks.bench_core", "--worker", "--rows", str(rows), "--updates", str(upd),
-               "--runs", str(runs)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "benchmarks.bench_core",
+            "--worker",
+            "--rows",
+            str(rows),
+            "--updates",
+            str(upd),
+            "--runs",
+            str(runs),
+        ]
     else:
         py = ensure_pypaimon(native=name == "pypaimon-native")
         mode = "native" if name == "pypaimon-native" else "pure"
@@ -57,9 +72,15 @@ def run_system(name: str, rows: int, upd: int, runs: int) -> dict:
 
 def summarize(name: str, res: dict, rows: int, upd: int) -> dict:
     med = {p: statistics.median(r[p] for r in res["runs"]) for p in ("write", "update", "read")}
-    return {"system": name, "write_rows_s": rows / med["write"], "update_rows_s": upd / med["update"],
-            "read_rows_s": res["runs"][0]["read_rows"] / med["read"], "read_rows": res["runs"][0]["read_rows"],
-            "peak_rss_mb": res["peak_rss_mb"], "runs": len(res["runs"])}
+    return {
+        "system": name,
+        "write_rows_s": rows / med["write"],
+        "update_rows_s": upd / med["update"],
+        "read_rows_s": res["runs"][0]["read_rows"] / med["read"],
+        "read_rows": res["runs"][0]["read_rows"],
+        "peak_rss_mb": res["peak_rss_mb"],
+        "runs": len(res["runs"]),
+    }
 
 
 def main(argv=None):
@@ -80,16 +101,20 @@ def main(argv=None):
     print()
     print(f"{'system':<18}{'write rows/s':>14}{'update rows/s':>15}{'merged read rows/s':>20}{'peak RSS MB':>13}")
     for r in table:
-        print(f"{r['system']:<18}{r['write_rows_s']:>14,.0f}{r['update_rows_s']:>15,.0f}{r['read_rows_s']:>20,.0f}"
-              f"{r['peak_rss_mb']:>13,.0f}")
+        print(
+            f"{r['system']:<18}{r['write_rows_s']:>14,.0f}{r['update_rows_s']:>15,.0f}{r['read_rows_s']:>20,.0f}"
+            f"{r['peak_rss_mb']:>13,.0f}"
+        )
     base = {r["system"]: r for r in table}
     if "lake_core" in base:
         lc = base["lake_core"]
         for peer in ("pypaimon-native", "pypaimon"):
             if peer in base:
                 p = base[peer]
-                print(f"lake_core vs {peer}: write x{lc['write_rows_s'] / p['write_rows_s']:.1f}, "
-                      f"merged read x{lc['read_rows_s'] / p['read_rows_s']:.1f}")
+                print(
+                    f"lake_core vs {peer}: write x{lc['write_rows_s'] / p['write_rows_s']:.1f}, "
+                    f"merged read x{lc['read_rows_s'] / p['read_rows_s']:.1f}"
+                )
         print("targets: write >= 2,000,000 rows/s, merged read >= 5,000,000 rows/s")
 
 

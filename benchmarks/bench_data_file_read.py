@@ -8,6 +8,7 @@ is sampled (per chunk for the streamed read, whose chunks are dropped once count
     .venv/bin/python -m benchmarks.bench_data_file_read [--rows 1000000] [--runs 3] [--formats orc,avro]
         [--batch-rows 65536]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,9 +27,11 @@ from lake_core.format.file_format import file_extension
 
 def _kv_table(rows: int) -> pa.Table:
     t = workload.initial(rows)
-    return (t.append_column("_KEY_id", t.column("id"))
-             .append_column("_SEQUENCE_NUMBER", pa.array(np.arange(rows), pa.int64()))
-             .append_column("_VALUE_KIND", pa.array(np.zeros(rows, np.int8))))
+    return (
+        t.append_column("_KEY_id", t.column("id"))
+        .append_column("_SEQUENCE_NUMBER", pa.array(np.arange(rows), pa.int64()))
+        .append_column("_VALUE_KIND", pa.array(np.zeros(rows, np.int8)))
+    )
 
 
 def _whole(path: str, fmt: str, schema: pa.Schema) -> tuple[int, int]:
@@ -61,8 +64,10 @@ def main() -> None:
         for fmt in args.formats.split(","):
             path = os.path.join(tmp, f"data.{file_extension(fmt)}")
             write_data_file(table, list(schema), fmt, path)
-            for name, read in (("whole", lambda: _whole(path, fmt, schema)),
-                               ("streamed", lambda: _streamed(path, fmt, schema, args.batch_rows))):
+            for name, read in (
+                ("whole", lambda: _whole(path, fmt, schema)),
+                ("streamed", lambda: _streamed(path, fmt, schema, args.batch_rows)),
+            ):
                 secs, peaks = [], []
                 for _ in range(args.runs):
                     t0 = time.perf_counter()
@@ -71,8 +76,10 @@ def main() -> None:
                     peaks.append(peak)
                     assert rows == args.rows, (fmt, name, rows)
                 med = statistics.median(secs)
-                print(f"{fmt:5} {name:9} {med:7.3f} s  {args.rows / med / 1e6:6.2f} M rows/s  "
-                      f"peak Arrow {max(peaks) / 1e6:7.1f} MB  (file {os.path.getsize(path) / 1e6:.1f} MB)")
+                print(
+                    f"{fmt:5} {name:9} {med:7.3f} s  {args.rows / med / 1e6:6.2f} M rows/s  "
+                    f"peak Arrow {max(peaks) / 1e6:7.1f} MB  (file {os.path.getsize(path) / 1e6:.1f} MB)"
+                )
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ random keys (bucket 4). Reads are timed best of ``--runs``; write/compaction tim
 
     .venv/bin/python -m benchmarks.bench_dv [--rows 500000] [--rounds 5] [--update-pct 5] [--runs 3]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,6 +21,7 @@ import time
 def _build(path: str, dv: bool, rows: int, rounds: int, pct: float) -> tuple[object, float]:
     from benchmarks import workload
     from lake_core import Catalog
+
     cat = Catalog(f"file://{path}")
     cat.create_database("db")
     opts = {"bucket": "4"}
@@ -44,12 +46,15 @@ def _best(fn, runs: int) -> tuple[float, int]:
 
 def _parquet_ceiling(t) -> int:
     import pyarrow.parquet as pq
+
     from lake_core.read.scan import TableScan
+
     n = 0
     for split in TableScan(t, t.latest_snapshot()).splits():
         for f in split.files:
-            n += pq.read_table(split.file_path(f).removeprefix("file://"),
-                               columns=[c.name for c in t.schema.fields]).num_rows
+            n += pq.read_table(
+                split.file_path(f).removeprefix("file://"), columns=[c.name for c in t.schema.fields]
+            ).num_rows
     return n
 
 
@@ -61,20 +66,26 @@ def main(argv=None) -> None:
     ap.add_argument("--runs", type=int, default=3)
     a = ap.parse_args(argv)
     from lake_core.deletion_vectors.maintainer import bucket_dv_entries, load_vectors
+
     tmp = tempfile.mkdtemp(prefix="bench-dv-")
     try:
         dv, dv_write = _build(f"{tmp}/dv", True, a.rows, a.rounds, a.update_pct)
         mor, mor_write = _build(f"{tmp}/mor", False, a.rows, a.rounds, a.update_pct)
-        masked = sum(v.cardinality for es in bucket_dv_entries(dv, dv.latest_snapshot()).values()
-                     for v in load_vectors(dv, es).values())
+        masked = sum(
+            v.cardinality
+            for es in bucket_dv_entries(dv, dv.latest_snapshot()).values()
+            for v in load_vectors(dv, es).values()
+        )
         results = {
             "dv": _best(lambda: dv.to_arrow().num_rows, a.runs),
             "mor": _best(lambda: mor.to_arrow().num_rows, a.runs),
             "parquet": _best(lambda: _parquet_ceiling(dv), a.runs),
         }
         assert results["dv"][1] == results["mor"][1], "the DV and MOR tables disagree"
-        print(f"{a.rows:,} rows + {a.rounds} commits of {a.update_pct:g}% updates, bucket 4; "
-              f"{masked:,} rows masked by deletion vectors")
+        print(
+            f"{a.rows:,} rows + {a.rounds} commits of {a.update_pct:g}% updates, bucket 4; "
+            f"{masked:,} rows masked by deletion vectors"
+        )
         print(f"write+compaction  dv {dv_write:6.2f} s   mor {mor_write:6.2f} s")
         print(f"{'read':10} {'rows':>10} {'seconds':>8} {'rows/s':>12}")
         for name, (sec, n) in results.items():

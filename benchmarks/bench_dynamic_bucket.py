@@ -13,6 +13,7 @@ Modes:
     .venv/bin/python -m benchmarks.bench_dynamic_bucket [--rows 1000000] [--updates 200000] [--runs 3]
                                                         [--modes fixed,fixed-1,dynamic,dynamic-4,cross-partition]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,8 +38,10 @@ MODES = {
 def _with_region(table, shift: int):
     import pyarrow as pa
     import pyarrow.compute as pc
-    region = pc.cast(pc.add(pc.bit_wise_and(table["id"], pa.scalar(3, pa.int64())), pa.scalar(shift, pa.int64())),
-                     pa.int32())
+
+    region = pc.cast(
+        pc.add(pc.bit_wise_and(table["id"], pa.scalar(3, pa.int64())), pa.scalar(shift, pa.int64())), pa.int32()
+    )
     region = pc.cast(pc.bit_wise_and(region, pa.scalar(3, pa.int32())), pa.int32())
     return table.append_column("region", region)
 
@@ -60,8 +63,13 @@ def worker(mode: str, rows_n: int, upd_n: int, runs: int) -> dict:
         live = table.manifest_store.live_entries(table.latest_snapshot())
         return {"buckets": len({(e.partition, e.bucket) for e in live})}
 
-    return timed_runs(rows, upd, runs, lambda cat: cat.create_table(
-        "db.t", schema=schema, primary_keys=pk, partition_keys=parts, options=options), extra=buckets)
+    return timed_runs(
+        rows,
+        upd,
+        runs,
+        lambda cat: cat.create_table("db.t", schema=schema, primary_keys=pk, partition_keys=parts, options=options),
+        extra=buckets,
+    )
 
 
 def main(argv=None):
@@ -77,31 +85,58 @@ def main(argv=None):
         return
     table = []
     for mode in args.modes.split(","):
-        print(f"running {mode}: {args.runs} warm runs of {args.rows:,} new keys + {args.updates:,} updates ...",
-              flush=True)
-        cmd = [sys.executable, "-m", "benchmarks.bench_dynamic_bucket", "--worker", mode, "--rows", str(args.rows),
-               "--updates", str(args.updates), "--runs", str(args.runs)]
+        print(
+            f"running {mode}: {args.runs} warm runs of {args.rows:,} new keys + {args.updates:,} updates ...",
+            flush=True,
+        )
+        cmd = [
+            sys.executable,
+            "-m",
+            "benchmarks.bench_dynamic_bucket",
+            "--worker",
+            mode,
+            "--rows",
+            str(args.rows),
+            "--updates",
+            str(args.updates),
+            "--runs",
+            str(args.runs),
+        ]
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
         if proc.returncode != 0:
             raise SystemExit(f"{mode} failed:\n{proc.stderr[-3000:]}")
         res = json.loads(proc.stdout.strip().splitlines()[-1])
         med = {p: statistics.median(r[p] for r in res["runs"]) for p in ("write", "update", "read")}
-        table.append({"mode": mode, "write": args.rows / med["write"], "update": args.updates / med["update"],
-                      "read": res["runs"][0]["read_rows"] / med["read"], "rows": res["runs"][0]["read_rows"],
-                      "buckets": res["runs"][0]["buckets"], "rss": res["peak_rss_mb"]})
+        table.append(
+            {
+                "mode": mode,
+                "write": args.rows / med["write"],
+                "update": args.updates / med["update"],
+                "read": res["runs"][0]["read_rows"] / med["read"],
+                "rows": res["runs"][0]["read_rows"],
+                "buckets": res["runs"][0]["buckets"],
+                "rss": res["peak_rss_mb"],
+            }
+        )
     print()
-    print(f"{'mode':<17}{'write rows/s':>14}{'update rows/s':>15}{'read rows/s':>13}{'live rows':>11}"
-          f"{'buckets':>9}{'peak RSS MB':>13}")
+    print(
+        f"{'mode':<17}{'write rows/s':>14}{'update rows/s':>15}{'read rows/s':>13}{'live rows':>11}"
+        f"{'buckets':>9}{'peak RSS MB':>13}"
+    )
     for r in table:
-        print(f"{r['mode']:<17}{r['write']:>14,.0f}{r['update']:>15,.0f}{r['read']:>13,.0f}{r['rows']:>11,}"
-              f"{r['buckets']:>9}{r['rss']:>13,.0f}")
+        print(
+            f"{r['mode']:<17}{r['write']:>14,.0f}{r['update']:>15,.0f}{r['read']:>13,.0f}{r['rows']:>11,}"
+            f"{r['buckets']:>9}{r['rss']:>13,.0f}"
+        )
     by = {r["mode"]: r for r in table}
     pairs = [("dynamic", "fixed"), ("dynamic-4", "fixed"), ("dynamic", "fixed-1"), ("cross-partition", "fixed")]
     for m, ref in pairs:
         if m in by and ref in by:
             r, f = by[m], by[ref]
-            print(f"{m} vs {ref}: write x{r['write'] / f['write']:.2f}, update x{r['update'] / f['update']:.2f}"
-                  "  (target for dynamic: within 1.5x, i.e. >= x0.67)")
+            print(
+                f"{m} vs {ref}: write x{r['write'] / f['write']:.2f}, update x{r['update'] / f['update']:.2f}"
+                "  (target for dynamic: within 1.5x, i.e. >= x0.67)"
+            )
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ lookup compaction), reading the key columns of the files and row groups its keys
 
     .venv/bin/python -m benchmarks.bench_first_row [--rows 2000000] [--commit 1000] [--runs 8]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,10 +20,12 @@ def _table(path: str, rows: int):
 
     from benchmarks import workload
     from lake_core import Catalog
+
     cat = Catalog(f"file://{path}")
     cat.create_database("db")
-    t = cat.create_table("db.t", schema=workload.SCHEMA, primary_keys=["id"],
-                         options={"bucket": "1", "merge-engine": "first-row"})
+    t = cat.create_table(
+        "db.t", schema=workload.SCHEMA, primary_keys=["id"], options={"bucket": "1", "merge-engine": "first-row"}
+    )
     step = 1_000_000
     for start in range(0, rows, step):
         t.write_arrow(workload.make_rows(np.arange(start, min(start + step, rows), dtype=np.int64) * 2, seed=start))
@@ -33,6 +36,7 @@ def _commit_ms(t, rows: int, commit: int, runs: int, ascending: bool) -> float:
     import numpy as np
 
     from benchmarks import workload
+
     rng = np.random.default_rng(3)
     times = []
     nxt = 2 * rows
@@ -61,8 +65,10 @@ def main() -> None:
             with tempfile.TemporaryDirectory() as d:
                 t = _table(d, rows)
                 name = f"{rows} keys, {'ascending' if ascending else 'random'} keys"
-                out[name] = {"commit_rows": args.commit, "ms_per_commit": _commit_ms(t, rows, args.commit, args.runs,
-                                                                                      ascending)}
+                out[name] = {
+                    "commit_rows": args.commit,
+                    "ms_per_commit": _commit_ms(t, rows, args.commit, args.runs, ascending),
+                }
     print(json.dumps(out, indent=2))
 
 

@@ -6,6 +6,7 @@ The table: ``id BIGINT`` plus 4 value columns, ``bucket = 4``, ``changelog-produ
 
     .venv/bin/python -m benchmarks.bench_incremental [--rows 1000000] [--runs 3]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,10 +23,15 @@ def _build(path: str, rows: int):
 
     from benchmarks import workload
     from lake_core import Catalog
+
     cat = Catalog(f"file://{path}")
     cat.create_database("db")
-    t = cat.create_table("db.t", schema=workload.SCHEMA, primary_keys=["id"],
-                         options={"bucket": "4", "changelog-producer": "input", "write-only": "true"})
+    t = cat.create_table(
+        "db.t",
+        schema=workload.SCHEMA,
+        primary_keys=["id"],
+        options={"bucket": "4", "changelog-producer": "input", "write-only": "true"},
+    )
     rng = np.random.default_rng(7)
     per = rows // COMMITS
     for c in range(COMMITS):

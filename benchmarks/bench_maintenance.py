@@ -11,6 +11,7 @@ timed on a new table handle each run (cold manifest cache); medians of 5 runs. N
 
     .venv/bin/python -m benchmarks.bench_maintenance [--commits 2000] [--expire 1000] [--java] [--no-merge]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,7 +37,8 @@ def _compact_all(t) -> None:
     for e in t.manifest_store.live_entries(t.latest_snapshot()):
         by_bucket.setdefault((e.partition, e.bucket, e.total_buckets), []).append(e.file)
     t.new_batch_write_builder().new_commit().commit(
-        [compact_bucket(t, p, b, tb, files) for (p, b, tb), files in by_bucket.items()])
+        [compact_bucket(t, p, b, tb, files) for (p, b, tb), files in by_bucket.items()]
+    )
 
 
 def build(wh: str, commits: int, options: dict) -> None:
@@ -95,23 +97,37 @@ def main() -> None:
         if args.java:
             shutil.copytree(base / "wh", base / "java")
         t0 = time.perf_counter()
-        r = Catalog(wh).get_table("db.t").maintenance.expire_snapshots(
-            retain_min=max(1, args.commits - args.expire + 1), older_than=dt.timedelta(0), max_deletes=args.expire)
+        r = (
+            Catalog(wh)
+            .get_table("db.t")
+            .maintenance.expire_snapshots(
+                retain_min=max(1, args.commits - args.expire + 1), older_than=dt.timedelta(0), max_deletes=args.expire
+            )
+        )
         took = time.perf_counter() - t0
-        print(f"expire {len(r.expired_snapshots)} snapshots (lake_core): {took:.2f} s, "
-              f"{r.deleted_data_files} data files + {r.deleted_metadata_files} metadata files, "
-              f"{r.bytes_reclaimed / 1e6:.1f} MB")
+        print(
+            f"expire {len(r.expired_snapshots)} snapshots (lake_core): {took:.2f} s, "
+            f"{r.deleted_data_files} data files + {r.deleted_metadata_files} metadata files, "
+            f"{r.bytes_reclaimed / 1e6:.1f} MB"
+        )
         if args.java:
             import sys
+
             sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
             from fixtures.java_paimon import JavaPaimon
+
             with JavaPaimon() as java:
                 java.ping()
                 t0 = time.perf_counter()
-                n = java.expire_snapshots(str(base / "java" / "db.db" / "t"),
-                                          retain_min=max(1, args.commits - args.expire + 1),
-                                          time_retained_ms=0, max_deletes=args.expire)
-                print(f"expire {n} snapshots (Java Paimon; JVM up, Paimon classes load in this call): {time.perf_counter() - t0:.2f} s")
+                n = java.expire_snapshots(
+                    str(base / "java" / "db.db" / "t"),
+                    retain_min=max(1, args.commits - args.expire + 1),
+                    time_retained_ms=0,
+                    max_deletes=args.expire,
+                )
+                print(
+                    f"expire {n} snapshots (Java Paimon; JVM up, Paimon classes load in this call): {time.perf_counter() - t0:.2f} s"
+                )
     finally:
         shutil.rmtree(base, ignore_errors=True)
 

@@ -6,6 +6,7 @@ data. Medians of >= 5 warm runs; rows/s counts input rows. No assertions.
 
     .venv/bin/python -m benchmarks.bench_merge [--rows 1000000] [--updates 200000] [--runs 5]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,12 +26,19 @@ ENGINES = {
     "deduplicate": {"merge-engine": "deduplicate"},
     "partial-update": {"merge-engine": "partial-update"},
     "partial-update (sequence group)": {"merge-engine": "partial-update", "fields.ts.sequence-group": "qty,price,name"},
-    "aggregation": {"merge-engine": "aggregation", "fields.qty.aggregate-function": "sum",
-                    "fields.price.aggregate-function": "max", "fields.ts.aggregate-function": "min"},
-    "aggregation (sum, count, listagg)": {"merge-engine": "aggregation", "fields.qty.aggregate-function": "sum",
-                                          "fields.ts.aggregate-function": "count",
-                                          "fields.name.aggregate-function": "listagg",
-                                          "fields.price.aggregate-function": "sum"},
+    "aggregation": {
+        "merge-engine": "aggregation",
+        "fields.qty.aggregate-function": "sum",
+        "fields.price.aggregate-function": "max",
+        "fields.ts.aggregate-function": "min",
+    },
+    "aggregation (sum, count, listagg)": {
+        "merge-engine": "aggregation",
+        "fields.qty.aggregate-function": "sum",
+        "fields.ts.aggregate-function": "count",
+        "fields.name.aggregate-function": "listagg",
+        "fields.price.aggregate-function": "sum",
+    },
 }
 
 
@@ -60,10 +68,13 @@ def timeit(fn, runs: int) -> float:
 
 def ceiling_polars_last_non_null(t: pa.Table):
     import polars as pl
+
     df = pl.from_arrow(t.select(workload.SCHEMA.names))
-    return (df.sort("id", maintain_order=True)
-              .group_by("id", maintain_order=True)
-              .agg([pl.col(c).drop_nulls().last() for c in workload.SCHEMA.names[1:]]))
+    return (
+        df.sort("id", maintain_order=True)
+        .group_by("id", maintain_order=True)
+        .agg([pl.col(c).drop_nulls().last() for c in workload.SCHEMA.names[1:]])
+    )
 
 
 def ceiling_numpy_reduceat(t: pa.Table):
@@ -85,8 +96,10 @@ def main() -> None:
     args = ap.parse_args()
     t = make_input(args.rows, args.updates)
     n = t.num_rows
-    print(f"merge of {args.rows:,} rows + {args.updates:,} updates ({n:,} input rows, one bucket), "
-          f"median of {args.runs} warm runs")
+    print(
+        f"merge of {args.rows:,} rows + {args.updates:,} updates ({n:,} input rows, one bucket), "
+        f"median of {args.runs} warm runs"
+    )
     results = {}
     for label, opts in ENGINES.items():
         schema = TableSchema.create(workload.SCHEMA, (), ("id",), opts)
@@ -94,10 +107,14 @@ def main() -> None:
         out_rows = eng.merge(t, drop_deletes=True).num_rows
         sec = timeit(lambda: eng.merge(t, drop_deletes=True), args.runs)
         results[label] = sec
-        print(f"  {label:36s} {sec * 1000:8.1f} ms  {n / sec / 1e6:6.2f} M input rows/s  "
-              f"{out_rows / sec / 1e6:6.2f} M output rows/s")
-    for label, fn in (("ceiling: polars last-non-null", ceiling_polars_last_non_null),
-                      ("ceiling: numpy sort + reduceat", ceiling_numpy_reduceat)):
+        print(
+            f"  {label:36s} {sec * 1000:8.1f} ms  {n / sec / 1e6:6.2f} M input rows/s  "
+            f"{out_rows / sec / 1e6:6.2f} M output rows/s"
+        )
+    for label, fn in (
+        ("ceiling: polars last-non-null", ceiling_polars_last_non_null),
+        ("ceiling: numpy sort + reduceat", ceiling_numpy_reduceat),
+    ):
         sec = timeit(lambda: fn(t), args.runs)
         print(f"  {label:36s} {sec * 1000:8.1f} ms  {n / sec / 1e6:6.2f} M input rows/s")
 

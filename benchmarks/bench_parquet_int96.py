@@ -4,6 +4,7 @@ nanosecond timestamp columns. Prints the median of --runs writes of each.
 
     .venv/bin/python -m benchmarks.bench_parquet_int96 [--rows 1000000] [--runs 5]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,16 +21,16 @@ from lake_core.format.parquet_file import parquet_write_options
 
 def _table(rows: int, ts_columns: int) -> pa.Table:
     rng = np.random.default_rng(7)
-    cols = {"id": pa.array(np.arange(rows, dtype=np.int64)),
-            "s": pa.array([f"v{i % 1000}" for i in range(rows)])}
+    cols = {"id": pa.array(np.arange(rows, dtype=np.int64)), "s": pa.array([f"v{i % 1000}" for i in range(rows)])}
     for c in range(ts_columns):
         cols[f"ts{c}"] = pa.array(1_700_000_000_000_000_000 + rng.integers(0, 10**15, rows), pa.timestamp("ns"))
     return pa.table(cols)
 
 
 def _fields(table: pa.Table) -> list[pa.Field]:
-    return [pa.field(f.name, f.type, f.nullable, {b"PARQUET:field_id": str(i).encode()})
-            for i, f in enumerate(table.schema)]
+    return [
+        pa.field(f.name, f.type, f.nullable, {b"PARQUET:field_id": str(i).encode()}) for i, f in enumerate(table.schema)
+    ]
 
 
 def main() -> None:
@@ -49,8 +50,10 @@ def main() -> None:
                 w.write_table(table.cast(pa.schema(fields)))
 
         a, b = timeit(int96, args.runs), timeit(int64, args.runs)
-        print(f"{args.rows} rows, {ts_columns} TIMESTAMP(9) column(s): INT96 {a * 1000:.0f} ms, "
-              f"INT64 nanos {b * 1000:.0f} ms ({(a / b - 1) * 100:+.0f}%)")
+        print(
+            f"{args.rows} rows, {ts_columns} TIMESTAMP(9) column(s): INT96 {a * 1000:.0f} ms, "
+            f"INT64 nanos {b * 1000:.0f} ms ({(a / b - 1) * 100:+.0f}%)"
+        )
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ and the interpreter are not counted). Prints the median of the runs.
 
     .venv/bin/python -m benchmarks.bench_rescale [--rows 2000000] [--runs 3] [--from-buckets 2] [--to-buckets 8]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,17 +32,26 @@ def build_table(warehouse: Path, rows: int, buckets: int) -> None:
 
     catalog = Catalog(str(warehouse))
     catalog.create_database("db")
-    schema = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("name", pa.string()), ("v", pa.int64()),
-                        ("d", pa.float64())])
-    table = catalog.create_table("db.t", schema, primary_keys=["dt", "id"], partition_keys=["dt"],
-                                 options={"bucket": str(buckets)})
+    schema = pa.schema(
+        [("dt", pa.string()), ("id", pa.int64()), ("name", pa.string()), ("v", pa.int64()), ("d", pa.float64())]
+    )
+    table = catalog.create_table(
+        "db.t", schema, primary_keys=["dt", "id"], partition_keys=["dt"], options={"bucket": str(buckets)}
+    )
     rng = np.random.default_rng(7)
 
     def batch(ids):
         n = len(ids)
-        return pa.table({"dt": pa.array(["2024-01-01"] * n), "id": pa.array(ids),
-                         "name": pa.array([f"name-{i % 1000}" for i in range(n)]),
-                         "v": pa.array(rng.integers(0, 10**9, n)), "d": pa.array(rng.random(n))}, schema=schema)
+        return pa.table(
+            {
+                "dt": pa.array(["2024-01-01"] * n),
+                "id": pa.array(ids),
+                "name": pa.array([f"name-{i % 1000}" for i in range(n)]),
+                "v": pa.array(rng.integers(0, 10**9, n)),
+                "d": pa.array(rng.random(n)),
+            },
+            schema=schema,
+        )
 
     table.write_arrow(batch(np.arange(rows, dtype=np.int64)))
     table.write_arrow(batch(rng.choice(rows, rows // 10, replace=False).astype(np.int64)))
@@ -58,8 +68,14 @@ def worker(warehouse: str, to_buckets: int) -> dict:
     result = table.maintenance.rescale(bucket=to_buckets)
     elapsed = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
-    return {"seconds": elapsed, "rows": result.rows, "files_in": result.files_in, "files_out": result.files_out,
-            "bytes_out": result.bytes_out, "peak_mib": (peak - base) / 1024}
+    return {
+        "seconds": elapsed,
+        "rows": result.rows,
+        "files_in": result.files_in,
+        "files_out": result.files_out,
+        "bytes_out": result.bytes_out,
+        "peak_mib": (peak - base) / 1024,
+    }
 
 
 def _rss_kib() -> int:
@@ -85,14 +101,28 @@ def main() -> None:
         source = Path(tmp) / "source"
         t0 = time.perf_counter()
         build_table(source, args.rows, args.from_buckets)
-        print(f"built a {args.rows:,}-row partition in {args.from_buckets} buckets in "
-              f"{time.perf_counter() - t0:.1f}s", flush=True)
+        print(
+            f"built a {args.rows:,}-row partition in {args.from_buckets} buckets in {time.perf_counter() - t0:.1f}s",
+            flush=True,
+        )
         runs = []
         for i in range(args.runs):
             copy = Path(tmp) / f"run{i}"
             shutil.copytree(source, copy)
-            proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_rescale", "--worker", str(copy),
-                                   "--to-buckets", str(args.to_buckets)], capture_output=True, text=True, cwd=ROOT)
+            proc = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "benchmarks.bench_rescale",
+                    "--worker",
+                    str(copy),
+                    "--to-buckets",
+                    str(args.to_buckets),
+                ],
+                capture_output=True,
+                text=True,
+                cwd=ROOT,
+            )
             if proc.returncode != 0:
                 raise SystemExit(f"rescale run failed:\n{proc.stderr[-3000:]}")
             runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
@@ -100,11 +130,15 @@ def main() -> None:
     secs = statistics.median(r["seconds"] for r in runs)
     peak = statistics.median(r["peak_mib"] for r in runs)
     r0 = runs[0]
-    print(f"rescale {args.from_buckets} -> {args.to_buckets} buckets, {r0['rows']:,} live rows "
-          f"({r0['files_in']} files in, {r0['files_out']} out, {r0['bytes_out'] / 2**20:.0f} MiB written)")
+    print(
+        f"rescale {args.from_buckets} -> {args.to_buckets} buckets, {r0['rows']:,} live rows "
+        f"({r0['files_in']} files in, {r0['files_out']} out, {r0['bytes_out'] / 2**20:.0f} MiB written)"
+    )
     each = ", ".join(f"{r['seconds']:.2f}s" for r in runs)
-    print(f"  median of {len(runs)} runs: {secs:.2f} s = {r0['rows'] / secs:,.0f} rows/s, "
-          f"peak memory +{peak:,.0f} MiB (runs: {each})")
+    print(
+        f"  median of {len(runs)} runs: {secs:.2f} s = {r0['rows'] / secs:,.0f} rows/s, "
+        f"peak memory +{peak:,.0f} MiB (runs: {each})"
+    )
 
 
 if __name__ == "__main__":

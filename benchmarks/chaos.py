@@ -16,6 +16,7 @@ Processes (each its own OS process, each logging what it did to its own file):
 At the end the table must equal the model built from the writers' logs, every retained snapshot
 and tag must read completely and be a prefix state, and no reader may have failed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,12 +34,17 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 IDENT = "db.chaos"
-SCHEMA = pa.schema([pa.field("p", pa.string(), nullable=False), pa.field("k", pa.int64(), nullable=False),
-                    ("v", pa.string())])
+SCHEMA = pa.schema(
+    [pa.field("p", pa.string(), nullable=False), pa.field("k", pa.int64(), nullable=False), ("v", pa.string())]
+)
 KEYS_PER_WRITER = 1000
 BATCH_ROWS = 40
-TABLE_OPTIONS = {"bucket": "2", "snapshot.num-retained.min": "2", "snapshot.num-retained.max": "5",
-                 "num-sorted-run.compaction-trigger": "3"}
+TABLE_OPTIONS = {
+    "bucket": "2",
+    "snapshot.num-retained.min": "2",
+    "snapshot.num-retained.max": "5",
+    "num-sorted-run.compaction-trigger": "3",
+}
 ORPHAN_FLOOR_S = 10.0  # above the longest write-to-commit time of this run: files in flight survive
 
 
@@ -60,8 +66,9 @@ def partition_of(k: int) -> str:
 
 def batch(writer: int, i: int) -> pa.Table:
     keys = batch_keys(writer, i)
-    return pa.table({"p": [partition_of(k) for k in keys], "k": keys, "v": [f"w{writer}-{i}" for _ in keys]},
-                    schema=SCHEMA)
+    return pa.table(
+        {"p": [partition_of(k) for k in keys], "k": keys, "v": [f"w{writer}-{i}" for _ in keys]}, schema=SCHEMA
+    )
 
 
 def model(commits: dict[int, list[int]]) -> dict[int, str]:
@@ -103,17 +110,21 @@ class Log:
 
 def _catalog(uri: str, storage: dict):
     from lake_core import Catalog
+
     return Catalog(uri, storage)
 
 
 def _quiet() -> None:
     import logging
+
     logging.disable(logging.WARNING)  # concurrent jobs losing races is expected here
 
 
-def worker(role: str, uri: str, storage: dict, log_path: str, seed: int, until: float, index: int,
-           start: int = 1) -> None:
+def worker(
+    role: str, uri: str, storage: dict, log_path: str, seed: int, until: float, index: int, start: int = 1
+) -> None:
     from lake_core.errors import LakeError
+
     _quiet()
     log = Log(log_path)
     rng = random.Random(seed * 7919 + index)
@@ -176,10 +187,12 @@ def worker(role: str, uri: str, storage: dict, log_path: str, seed: int, until: 
 def _commit_with_retries(cat, writer: int, i: int, log, attempts: int = 30):
     """The same commit (user, identifier, rows) until it lands; its snapshot id, or None."""
     from lake_core.errors import LakeError
+
     for _ in range(attempts):
         try:
-            snap = cat.get_table(IDENT).write_arrow(batch(writer, i), commit_user=f"writer-{writer}",
-                                                    commit_identifier=i)
+            snap = cat.get_table(IDENT).write_arrow(
+                batch(writer, i), commit_user=f"writer-{writer}", commit_identifier=i
+            )
             return snap.id
         except LakeError as e:
             log("retry", i, type(e).__name__)
@@ -256,27 +269,49 @@ def verify(table, writers: int, logs: dict[int, WriterLog]) -> Verdict:
 def create_table(uri: str, storage: dict):
     cat = _catalog(uri, storage)
     cat.create_database("db", ignore_if_exists=True)
-    return cat.create_table(IDENT, schema=SCHEMA, primary_keys=["p", "k"], partition_keys=["p"],
-                            options=TABLE_OPTIONS)
+    return cat.create_table(IDENT, schema=SCHEMA, primary_keys=["p", "k"], partition_keys=["p"], options=TABLE_OPTIONS)
 
 
-def spawn(role: str, uri: str, storage: dict, log_path: str, seed: int, until: float, index: int,
-          writers: int, start: int = 1) -> subprocess.Popen:
+def spawn(
+    role: str, uri: str, storage: dict, log_path: str, seed: int, until: float, index: int, writers: int, start: int = 1
+) -> subprocess.Popen:
     env = {**os.environ, "CHAOS_WRITERS": str(writers)}
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
-    args = [sys.executable, "-m", "benchmarks.chaos", "--worker", role, "--uri", uri, "--storage",
-            json.dumps(storage), "--log", log_path, "--seed", str(seed), "--until", str(until),
-            "--index", str(index), "--start", str(start)]
+    args = [
+        sys.executable,
+        "-m",
+        "benchmarks.chaos",
+        "--worker",
+        role,
+        "--uri",
+        uri,
+        "--storage",
+        json.dumps(storage),
+        "--log",
+        log_path,
+        "--seed",
+        str(seed),
+        "--until",
+        str(until),
+        "--index",
+        str(index),
+        "--start",
+        str(start),
+    ]
     return subprocess.Popen(args, env=env, cwd=root)
 
 
-def run_chaos(*, uri: str, storage: dict, seed: int, duration: float, writers: int = 3, readers: int = 2,
-              workdir: str) -> dict:
+def run_chaos(
+    *, uri: str, storage: dict, seed: int, duration: float, writers: int = 3, readers: int = 2, workdir: str
+) -> dict:
     create_table(uri, storage)
     until = time.time() + duration + 3.0  # processes take a moment to start
-    roles = ([("writer", i) for i in range(writers)] + [("reader", i) for i in range(readers)]
-             + [("compactor", 0), ("expirer", 0), ("orphans", 0), ("rescaler", 0)])
+    roles = (
+        [("writer", i) for i in range(writers)]
+        + [("reader", i) for i in range(readers)]
+        + [("compactor", 0), ("expirer", 0), ("orphans", 0), ("rescaler", 0)]
+    )
     procs = []
     for role, i in roles:
         log_path = os.path.join(workdir, f"{role}-{i}.log")
@@ -288,7 +323,7 @@ def run_chaos(*, uri: str, storage: dict, seed: int, duration: float, writers: i
     table = _catalog(uri, storage).get_table(IDENT)
     verdict = verify(table, writers, logs)
     by_role = {}
-    for r, i, path, _p in procs:
+    for r, _i, path, _p in procs:
         by_role.setdefault(r, []).append(path)
     reader_fails = sum(count_lines(p, "fail") for p in by_role["reader"])
     reads = sum(count_lines(p, "read") for p in by_role["reader"])
@@ -301,7 +336,9 @@ def run_chaos(*, uri: str, storage: dict, seed: int, duration: float, writers: i
     if bad_exits:
         verdict.problems.append(f"processes exited with errors: {bad_exits}")
     return {
-        "seed": seed, "duration_s": round(elapsed, 1), "processes": len(procs),
+        "seed": seed,
+        "duration_s": round(elapsed, 1),
+        "processes": len(procs),
         "commits": sum(len(wl.done) for wl in logs.values()),
         "uncertain_commits": sum(len(wl.uncertain) for wl in logs.values()),
         "compactions": sum(count_lines(p, "compact") for p in by_role["compactor"]),
@@ -309,9 +346,12 @@ def run_chaos(*, uri: str, storage: dict, seed: int, duration: float, writers: i
         "tags": sum(count_lines(p, "tag") for p in by_role["expirer"]),
         "orphan_runs": sum(count_lines(p, "orphans") for p in by_role["orphans"]),
         "rescales": sum(count_lines(p, "rescale") for p in by_role["rescaler"]),
-        "reader_reads": reads, "reader_failures": reader_fails,
-        "snapshots_read": verdict.snapshots_read, "tags_read": verdict.tags_read,
-        "rows_verified": verdict.rows_verified, "lost_rows": verdict.lost_rows,
+        "reader_reads": reads,
+        "reader_failures": reader_fails,
+        "snapshots_read": verdict.snapshots_read,
+        "tags_read": verdict.tags_read,
+        "rows_verified": verdict.rows_verified,
+        "lost_rows": verdict.lost_rows,
         "half_visible_states": verdict.half_visible + half_reads,
         "problems": verdict.problems,
     }
@@ -339,13 +379,21 @@ def main(argv=None) -> int:
     server = None
     if a.s3:
         from tests.fixtures.s3 import start_s3_server
+
         server = start_s3_server()
         uri, storage = f"s3://{server.create_bucket()}/wh", server.storage_options()
     else:
         uri, storage = f"file://{workdir}/wh", {}
     try:
-        out = run_chaos(uri=uri, storage=storage, seed=a.seed, duration=a.duration, writers=a.writers,
-                        readers=a.readers, workdir=workdir)
+        out = run_chaos(
+            uri=uri,
+            storage=storage,
+            seed=a.seed,
+            duration=a.duration,
+            writers=a.writers,
+            readers=a.readers,
+            workdir=workdir,
+        )
     finally:
         if server is not None:
             server.stop()

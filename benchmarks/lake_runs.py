@@ -1,19 +1,25 @@
 """The timed write → update → merged-read loop shared by the lake_core benchmarks."""
+
 from __future__ import annotations
 
 import resource
 import shutil
 import tempfile
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import pyarrow as pa
 
 from lake_core import Catalog
 
 
-def timed_runs(rows: pa.Table, upd: pa.Table, runs: int, create: Callable[[Catalog], object],
-               extra: Callable[[object], dict] | None = None) -> dict:
+def timed_runs(
+    rows: pa.Table,
+    upd: pa.Table,
+    runs: int,
+    create: Callable[[Catalog], object],
+    extra: Callable[[object], dict] | None = None,
+) -> dict:
     """``runs`` warm runs (plus one dropped warm-up) on fresh tables made by ``create(catalog)``.
     Returns per-run phase seconds and the process's peak RSS."""
     base = tempfile.mkdtemp(prefix="bench-lake-")

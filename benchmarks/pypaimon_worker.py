@@ -2,6 +2,7 @@
 
 Runs inside .venv-pypaimon; prints one JSON line with per-phase seconds and peak RSS.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,11 +15,14 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import workload  # noqa: E402
-
 from pypaimon import CatalogFactory, Schema  # noqa: E402
 
-NATIVE = {"write.native.enabled": "true", "read.native.enabled": "true", "commit.native.enabled": "true",
-          "scan.native-plan.enabled": "true"}
+NATIVE = {
+    "write.native.enabled": "true",
+    "read.native.enabled": "true",
+    "commit.native.enabled": "true",
+    "scan.native-plan.enabled": "true",
+}
 
 
 def one_run(base: str, rows, upd, native: bool, i: int) -> dict:

@@ -6,6 +6,7 @@ SIGKILLed processes, and a chaos run, with the invariants of tests/reliability c
 ``--cap N`` samples N steps of each kind per operation instead of every step (faster). Exits
 non-zero if any invariant failed. Prints a Markdown table.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,9 +22,12 @@ from tests.reliability.kills import run_kills
 
 
 def fault_table(store, cap, modes=MODES) -> tuple[list[str], dict]:
-    lines = ["| operation | storage ops (write/create/rename/delete/list/read) | faults injected "
-             f"({'/'.join(modes)}) | state seen after the fault (before/after) | rows verified | half-visible | "
-             "lost rows |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| operation | storage ops (write/create/rename/delete/list/read) | faults injected "
+        f"({'/'.join(modes)}) | state seen after the fault (before/after) | rows verified | half-visible | "
+        "lost rows |",
+        "|---|---|---|---|---|---|---|",
+    ]
     totals = {"injected": 0, "rows": 0, "half": 0, "lost": 0, "failures": []}
     for op in OPERATIONS:
         t0 = time.monotonic()
@@ -31,15 +35,20 @@ def fault_table(store, cap, modes=MODES) -> tuple[list[str], dict]:
         counts = "/".join(str(r.counts[k]) for k in KINDS)
         injected = "/".join(str(r.injected[m]) for m in modes)
         seen = "same rows before and after" if r.neutral else f"{r.outcomes['before']}/{r.outcomes['after']}"
-        lines.append(f"| {op.name} | {counts} | {r.total} ({injected}) | {seen} | {r.rows_verified} | "
-                     f"{r.half_visible} | {r.lost_rows} |")
+        lines.append(
+            f"| {op.name} | {counts} | {r.total} ({injected}) | {seen} | {r.rows_verified} | "
+            f"{r.half_visible} | {r.lost_rows} |"
+        )
         totals["injected"] += r.total
         totals["rows"] += r.rows_verified
         totals["half"] += r.half_visible
         totals["lost"] += r.lost_rows
         totals["failures"] += r.failures
-        print(f"  {op.name}: {r.total} faults, {len(r.failures)} failures, {time.monotonic() - t0:.0f} s",
-              file=sys.stderr, flush=True)
+        print(
+            f"  {op.name}: {r.total} faults, {len(r.failures)} failures, {time.monotonic() - t0:.0f} s",
+            file=sys.stderr,
+            flush=True,
+        )
     return lines, totals
 
 
@@ -60,35 +69,54 @@ def main(argv=None) -> int:
         summary = [("faults injected (local)", totals["injected"])]
         if a.s3:
             from tests.fixtures.s3 import start_s3_server
+
             server = start_s3_server()
             try:
                 s3_lines, s3_totals = fault_table(S3Store(server), a.cap or 1, modes=("crash",))
                 out += ["S3 (moto), every operation, the last step of each kind, crash mode:", ""] + s3_lines + [""]
                 ok &= not s3_totals["failures"]
                 summary.append(("faults injected (S3)", s3_totals["injected"]))
-                chaos_s3 = run_chaos(uri=f"s3://{server.create_bucket()}/wh", storage=server.storage_options(),
-                                     seed=a.seed, duration=a.chaos_duration, workdir=tempfile.mkdtemp(prefix="chaos-"))
+                chaos_s3 = run_chaos(
+                    uri=f"s3://{server.create_bucket()}/wh",
+                    storage=server.storage_options(),
+                    seed=a.seed,
+                    duration=a.chaos_duration,
+                    workdir=tempfile.mkdtemp(prefix="chaos-"),
+                )
             finally:
                 server.stop()
         kills = run_kills(f"file://{base}/kills/wh", tempfile.mkdtemp(prefix="kills-"), seed=a.seed, kills=a.kills)
-        chaos = run_chaos(uri=f"file://{base}/chaos/wh", storage={}, seed=a.seed, duration=a.chaos_duration,
-                          workdir=tempfile.mkdtemp(prefix="chaos-"))
+        chaos = run_chaos(
+            uri=f"file://{base}/chaos/wh",
+            storage={},
+            seed=a.seed,
+            duration=a.chaos_duration,
+            workdir=tempfile.mkdtemp(prefix="chaos-"),
+        )
     runs = [("local", chaos)] + ([("S3", chaos_s3)] if a.s3 else [])
     out += ["| run | figure |", "|---|---|"]
     out += [f"| {k} | {v} |" for k, v in summary]
-    out += [f"| SIGKILLs (writer / compactor / expirer) | {kills['kills']}; {kills['commits']} commits, "
-            f"{kills['interrupted_commits_completed']} interrupted commits completed by a re-run, "
-            f"{kills['rows_verified']} rows verified |"]
+    out += [
+        f"| SIGKILLs (writer / compactor / expirer) | {kills['kills']}; {kills['commits']} commits, "
+        f"{kills['interrupted_commits_completed']} interrupted commits completed by a re-run, "
+        f"{kills['rows_verified']} rows verified |"
+    ]
     for name, c in runs:
-        out += [f"| chaos {name} ({c['processes']} processes, seed {c['seed']}) | {c['duration_s']} s, "
-                f"{c['commits']} commits, {c['compactions']} compactions, {c['expiries']} expiries, "
-                f"{c['orphan_runs']} orphan removals, {c['rescales']} rescales, {c['reader_reads']} leased reads, "
-                f"{c['rows_verified']} rows verified, lost rows {c['lost_rows']}, half-visible states "
-                f"{c['half_visible_states']}, reader failures {c['reader_failures']} |"]
+        out += [
+            f"| chaos {name} ({c['processes']} processes, seed {c['seed']}) | {c['duration_s']} s, "
+            f"{c['commits']} commits, {c['compactions']} compactions, {c['expiries']} expiries, "
+            f"{c['orphan_runs']} orphan removals, {c['rescales']} rescales, {c['reader_reads']} leased reads, "
+            f"{c['rows_verified']} rows verified, lost rows {c['lost_rows']}, half-visible states "
+            f"{c['half_visible_states']}, reader failures {c['reader_failures']} |"
+        ]
         ok &= not c["problems"]
     print("\n".join(out))
-    print(json.dumps({"faults": totals["injected"], "failures": totals["failures"][:20], "kills": kills,
-                      "chaos": dict(runs)}), file=sys.stderr)
+    print(
+        json.dumps(
+            {"faults": totals["injected"], "failures": totals["failures"][:20], "kills": kills, "chaos": dict(runs)}
+        ),
+        file=sys.stderr,
+    )
     return 0 if ok else 1
 
 

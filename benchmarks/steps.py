@@ -1,14 +1,15 @@
 """Benchmark steps in their own processes: a benchmark module re-runs itself with ``--build`` (make
 the table) or ``--timed`` (time one step and print its figures as JSON), so every timed step
 starts in a fresh process, with no cache or allocator state left by the build."""
+
 from __future__ import annotations
 
 import argparse
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -20,8 +21,7 @@ def add_step_options(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--path", help=argparse.SUPPRESS)
 
 
-def handle_step(args: argparse.Namespace, build: Callable[[str, str], None],
-                timed: Callable[[str, str], dict]) -> bool:
+def handle_step(args: argparse.Namespace, build: Callable[[str, str], None], timed: Callable[[str, str], dict]) -> bool:
     """Run the step ``args`` ask for, if any (True: it ran, the process is done)."""
     if args.build:
         build(args.build, args.path)

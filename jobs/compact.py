@@ -12,12 +12,14 @@
 Spark's JVM never touches a table file: every read and write goes through lake_core's FileIO in the
 Python workers (so s3:// works without a Hadoop connector).
 """
+
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from lake_core import Catalog, PartitionSelector
 from jobs.tasks import run_tasks
+from lake_core import Catalog, PartitionSelector
 from lake_core.errors import LakeError, PartitionSpecError  # noqa: F401 (PartitionSpecError: part of this API)
 
 if TYPE_CHECKING:
@@ -30,7 +32,7 @@ class CompactionTaskError(LakeError):
     """A unit's Spark task failed with an error that could not travel back as itself."""
 
 
-def parse_partitions(table: "FileStoreTable", specs: Sequence[str] | None) -> list[dict[str, Any]] | None:
+def parse_partitions(table: FileStoreTable, specs: Sequence[str] | None) -> list[dict[str, Any]] | None:
     """['dt=2024-01-01/hr=3'] → [{'dt': '2024-01-01', 'hr': 3}], values cast to the columns' types
     (the text Dagster partition keys and the command line use); lake_core's one selector parser, so
     a bad spec fails here with its ``PartitionSpecError`` before Spark starts."""
@@ -40,18 +42,22 @@ def parse_partitions(table: "FileStoreTable", specs: Sequence[str] | None) -> li
     return [dict(spec) for spec in selector.specs]
 
 
-def run_units(spark: "SparkSession", table: "FileStoreTable", units: Sequence[Any]) -> list[Any]:
+def run_units(spark: SparkSession, table: FileStoreTable, units: Sequence[Any]) -> list[Any]:
     """One Spark task per unit, running lake_core's ``compact_unit`` in the Python worker; returns
     the outcomes in ``units``' order (raises, after deleting every written file, if any task failed)."""
     return run_tasks(
-        spark, units, lambda unit: table.maintenance.compact_unit(unit=unit),
+        spark,
+        units,
+        lambda unit: table.maintenance.compact_unit(unit=unit),
         abort=lambda outcomes: table.maintenance.abort_compaction(outcomes=outcomes),
         error=lambda unit, text: CompactionTaskError(
-            f"compaction of {table.identifier}, {unit.describe()}, failed in its Spark task: {text}"))
+            f"compaction of {table.identifier}, {unit.describe()}, failed in its Spark task: {text}"
+        ),
+    )
 
 
 def compact_on_spark(
-    spark: "SparkSession",
+    spark: SparkSession,
     warehouse: str,
     table_name: str,
     *,
@@ -69,8 +75,9 @@ def compact_on_spark(
     dicts, or texts like ``'dt=2024-01-01'``. Returns lake_core's ``CompactionResult``
     (``snapshot_id`` None when nothing was committed)."""
     table = Catalog(warehouse, storage_options=dict(storage_options or {})).get_table(table_name)
-    plan = table.maintenance.plan_compaction(full=full, partitions=partitions, expire_records=expire_records,
-                                             options=options)
+    plan = table.maintenance.plan_compaction(
+        full=full, partitions=partitions, expire_records=expire_records, options=options
+    )
     outcomes = [] if dry_run else run_units(spark, table, plan.units)
     return table.maintenance.commit_compaction(plan=plan, outcomes=outcomes, dry_run=dry_run)
 
@@ -95,8 +102,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = dict(o.split("=", 1) for o in args.option)
     try:
         spark = spark_session(master=args.master, app_name="lake-compact")
-        result = compact_on_spark(spark, args.warehouse, args.table, full=args.full, partitions=args.partition,
-                                  expire_records=args.expire_records, dry_run=args.dry_run, options=options)
+        result = compact_on_spark(
+            spark,
+            args.warehouse,
+            args.table,
+            full=args.full,
+            partitions=args.partition,
+            expire_records=args.expire_records,
+            dry_run=args.dry_run,
+            options=options,
+        )
     except LakeError as e:
         print(f"error: {e}")
         return 2

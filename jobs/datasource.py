@@ -21,11 +21,13 @@ With ``incremental-between`` (snapshot ids or tag names, Paimon's option) the Da
 changes instead of a snapshot: one row per change with its kind in a ``_ROW_KIND`` column
 (``+I``, ``-U``, ``+U``, ``-D``), one input partition per (snapshot, partition, bucket).
 """
+
 from __future__ import annotations
 
 import json
 import pickle
-from typing import TYPE_CHECKING, Any, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
@@ -46,7 +48,7 @@ class _SplitPartition(InputPartition):
         super().__init__(payload)
 
 
-def _open_table(options: dict[str, str]) -> "FileStoreTable":
+def _open_table(options: dict[str, str]) -> FileStoreTable:
     from lake_core import Catalog
 
     def need(key: str) -> str:
@@ -83,7 +85,7 @@ class PaimonDataSource(DataSource):
         # Spark passes a case-insensitive map; keep plain lower-case keys.
         self.options = {str(k).lower(): str(v) for k, v in dict(options).items()}
 
-    def schema(self) -> "StructType":
+    def schema(self) -> StructType:
         import pyarrow as pa
         from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -99,12 +101,12 @@ class PaimonDataSource(DataSource):
         # prefer_timestamp_ntz: Paimon TIMESTAMP (no zone) stays TimestampNTZ, LTZ stays Timestamp.
         return from_arrow_schema(schema, prefer_timestamp_ntz=True)
 
-    def reader(self, schema: "StructType") -> "PaimonReader":
+    def reader(self, schema: StructType) -> PaimonReader:
         return PaimonReader(self.options, schema)
 
 
 class PaimonReader(DataSourceReader):
-    def __init__(self, options: dict[str, str], schema: "StructType") -> None:
+    def __init__(self, options: dict[str, str], schema: StructType) -> None:
         self.options = options
         self.columns = [f.name for f in schema.fields]
 
@@ -124,7 +126,7 @@ class PaimonReader(DataSourceReader):
         splits = scan.plan().splits()
         return [_SplitPartition(pickle.dumps(s, protocol=pickle.HIGHEST_PROTOCOL)) for s in splits]
 
-    def read(self, partition: InputPartition) -> Iterator["pa.RecordBatch"]:
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Worker side: merge one split with lake_core and stream it as Arrow batches."""
         if partition.value is None:  # Spark turns an empty partition list into one None partition
             return
@@ -136,13 +138,13 @@ class PaimonReader(DataSourceReader):
         yield from data.select(self.columns).to_batches(max_chunksize=65_536)
 
 
-def register(spark: "SparkSession") -> None:
+def register(spark: SparkSession) -> None:
     """Make ``spark.read.format("paimon")`` available in this session (idempotent)."""
     spark.dataSource.register(PaimonDataSource)
 
 
 def read_table(
-    spark: "SparkSession",
+    spark: SparkSession,
     warehouse: str,
     table: str,
     *,

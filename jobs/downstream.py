@@ -5,10 +5,12 @@ is written with :func:`jobs.write.distributed_write` under the identity
 (``downstream:<target>``, ``snapshot_id``), so re-running the job for the same snapshot is
 recognised as already committed and snapshot ids (which only grow) are valid Paimon identifiers.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -29,7 +31,7 @@ class Transform:
     schema: pa.Schema
     primary_keys: tuple[str, ...]
     options: Mapping[str, str]
-    compute: Callable[["DataFrame"], "DataFrame"]
+    compute: Callable[[DataFrame], DataFrame]
     partition_keys: tuple[str, ...] = ()
 
 
@@ -45,7 +47,7 @@ ORDERS_BY_DAY_SCHEMA = pa.schema(
 )
 
 
-def _orders_by_day(orders: "DataFrame") -> "DataFrame":
+def _orders_by_day(orders: DataFrame) -> DataFrame:
     """Per order day: orders, cancellations, distinct customers, items and revenue (not cancelled)."""
     from pyspark.sql import functions as F
 
@@ -55,7 +57,9 @@ def _orders_by_day(orders: "DataFrame") -> "DataFrame":
         F.sum(F.when(~live, 1).otherwise(0)).cast("long").alias("cancelled"),
         F.countDistinct("customer_id").cast("long").alias("customers"),
         F.sum(F.when(live, F.col("quantity")).otherwise(0)).cast("long").alias("items"),
-        F.coalesce(F.sum(F.when(live, F.col("amount"))), F.lit(0).cast("decimal(22,2)")).cast("decimal(22,2)").alias("revenue"),
+        F.coalesce(F.sum(F.when(live, F.col("amount"))), F.lit(0).cast("decimal(22,2)"))
+        .cast("decimal(22,2)")
+        .alias("revenue"),
     )
 
 
@@ -80,7 +84,7 @@ def target_spec(name: str, transform: Transform) -> TableSpec:
 
 
 def run_downstream(
-    spark: "SparkSession",
+    spark: SparkSession,
     warehouse: str,
     *,
     source_table: str,

@@ -6,10 +6,12 @@ identifier. The next batch is one past the highest identifier committed by any i
 retried run (same run key) finds its own snapshot and is recognised as already committed instead
 of ingesting the next batch.
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
 
@@ -43,13 +45,13 @@ def ingest_commit_user(run_key: str) -> str:
     return f"{INGEST_USER_PREFIX}{run_key}"
 
 
-def next_batch(table: "FileStoreTable") -> int:
+def next_batch(table: FileStoreTable) -> int:
     ids = [s.commit_identifier for s in table.snapshots() if s.commit_user.startswith(INGEST_USER_PREFIX)]
     return max(ids) + 1 if ids else 0
 
 
 def ingest(
-    spark: "SparkSession",
+    spark: SparkSession,
     warehouse: str,
     spec: TableSpec,
     source: ChangeSource,

@@ -12,10 +12,12 @@ Spark's JVM never touches a table file: every read and write goes through lake_c
 Python workers (so s3:// works without a Hadoop connector). A re-run after a failure (or after a
 commit that landed) plans again: partitions already at the target are skipped.
 """
+
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from jobs.tasks import run_tasks
 from lake_core import Catalog
@@ -40,7 +42,7 @@ def _prepare(warehouse: str, table_name: str, bucket: int, storage_options: Mapp
 
 
 def rescale_partitions(
-    spark: "SparkSession | None",
+    spark: SparkSession | None,
     warehouse: str,
     table_name: str,
     *,
@@ -66,23 +68,32 @@ def rescale_partitions(
     plan = table.maintenance.plan_rescale(bucket=bucket) if specs else None
     todo = [unit.spec for unit in plan.units if _key(unit.spec) in wanted] if plan else []
     if todo and spark is None:
-        raise RescaleTaskError(f"rescale of {table_name}: {len(todo)} partition(s) need rewriting "
-                               f"({', '.join(map(str, todo))}) but no Spark session was given")
+        raise RescaleTaskError(
+            f"rescale of {table_name}: {len(todo)} partition(s) need rewriting "
+            f"({', '.join(map(str, todo))}) but no Spark session was given"
+        )
     table = table.maintenance.set_bucket(bucket=bucket)
 
     prepared: dict[tuple, Any] = {}
     if todo:
         collected = run_tasks(  # in todo's order
-            spark, todo, _prepare(warehouse, table_name, bucket, options),
+            spark,
+            todo,
+            _prepare(warehouse, table_name, bucket, options),
             abort=lambda outcomes: table.maintenance.abort_rescale(outcomes=outcomes),
             error=lambda spec, text: RescaleTaskError(
-                f"rescale of {table_name} partition {spec} failed in its Spark task: {text}"))
+                f"rescale of {table_name} partition {spec} failed in its Spark task: {text}"
+            ),
+        )
         prepared = {_key(spec): value for spec, value in zip(todo, collected)}
     # Partitions with nothing to rewrite: lake_core says why (metadata only, on the driver).
-    outcomes = [prepared.get(_key(spec)) or table.maintenance.prepare_rescale_partition(partition=spec, bucket=bucket)
-                for spec in specs]
-    return table.maintenance.commit_rescale(outcomes=outcomes, bucket=bucket, previous_bucket=previous,
-                                            commit_user=commit_user, started=started)
+    outcomes = [
+        prepared.get(_key(spec)) or table.maintenance.prepare_rescale_partition(partition=spec, bucket=bucket)
+        for spec in specs
+    ]
+    return table.maintenance.commit_rescale(
+        outcomes=outcomes, bucket=bucket, previous_bucket=previous, commit_user=commit_user, started=started
+    )
 
 
 def _key(spec: Mapping[str, Any]) -> tuple:

@@ -3,12 +3,14 @@
 Spark is only a parallel task runner for lake_core code: its JVM never opens a table path,
 so no Hadoop S3 connector is configured or needed.
 """
+
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -40,7 +42,7 @@ def spark_session(
     shuffle_partitions: int = 2,
     conf: Mapping[str, str] | None = None,
     log_level: str = "ERROR",
-) -> "SparkSession":
+) -> SparkSession:
     """Get or create the session, with the `paimon` data source registered.
 
     ``getOrCreate`` returns an already-running session unchanged (driver memory can only be set

@@ -5,10 +5,12 @@ split is raw-convertible (one sorted run, nothing to merge, as Paimon's ``DataSp
 otherwise a primary-key table has keys in several levels, and the rows are counted by a merged
 read on Spark, one task per split.
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from jobs.datasource import read_table
 from lake_core import Catalog
@@ -29,7 +31,11 @@ class TableStats:
 
 
 def table_stats(
-    spark: "SparkSession", warehouse: str, table_name: str, *, snapshot_id: int,
+    spark: SparkSession,
+    warehouse: str,
+    table_name: str,
+    *,
+    snapshot_id: int,
     storage_options: Mapping[str, Any] | None = None,
 ) -> TableStats:
     options = dict(storage_options or {})

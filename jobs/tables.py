@@ -1,8 +1,10 @@
 """A table's definition as jobs create it, and the one way they create it."""
+
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -21,7 +23,7 @@ class TableSpec:
     options: Mapping[str, str] | None = None
 
 
-def ensure_table(catalog: Catalog, spec: TableSpec) -> "FileStoreTable":
+def ensure_table(catalog: Catalog, spec: TableSpec) -> FileStoreTable:
     """The table, created (with its database) if it does not exist; an existing one is returned as it is.
     Concurrent first calls agree on one table (the catalog's exclusive create of schema-0 decides)."""
     catalog.create_database(spec.name.split(".")[0], ignore_if_exists=True)

@@ -5,10 +5,12 @@ A task that raises would make Spark retry it and then fail the job, leaving the 
 tasks wrote behind. Here each task returns ``("ok", outcome)`` or ``("error", ...)``; the driver
 collects all of them (in the items' order), lets the caller delete the written files of the
 successful ones, and raises the first error (the original exception when it unpickles)."""
+
 from __future__ import annotations
 
 import pickle
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -29,8 +31,14 @@ def _guarded(fn: Callable[[Any], Any]) -> Callable[[Any], tuple[str, Any]]:
     return run
 
 
-def run_tasks(spark: "SparkSession", items: Sequence[Any], fn: Callable[[Any], Any], *,
-              abort: Callable[[list[Any]], None], error: Callable[[Any, str], Exception]) -> list[Any]:
+def run_tasks(
+    spark: SparkSession,
+    items: Sequence[Any],
+    fn: Callable[[Any], Any],
+    *,
+    abort: Callable[[list[Any]], None],
+    error: Callable[[Any, str], Exception],
+) -> list[Any]:
     """``fn(item)`` in one Spark task per item; the outcomes in ``items``' order. If any task failed,
     ``abort(outcomes of the others)`` runs, then the task's exception (or ``error(item, text)`` when
     it could not travel back) is raised."""

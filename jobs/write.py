@@ -11,11 +11,13 @@
 Spark's JVM only shuffles rows; every file is read and written by lake_core in Python workers,
 through lake_core's FileIO (so s3:// works without any Hadoop connector).
 """
+
 from __future__ import annotations
 
 import pickle
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -58,26 +60,27 @@ class WriteResult:
         }
 
 
-def committed_result(table: "FileStoreTable", commit_user: str, identifier: int) -> WriteResult | None:
+def committed_result(table: FileStoreTable, commit_user: str, identifier: int) -> WriteResult | None:
     """The result of an earlier commit with this identity, or None if it has not landed."""
     done = table.find_commit(commit_user=commit_user, identifier=identifier)
     return None if done is None else _landed_result(table, done)
 
 
-def _landed_result(table: "FileStoreTable", done: Snapshot) -> WriteResult:
+def _landed_result(table: FileStoreTable, done: Snapshot) -> WriteResult:
     files, size = _snapshot_stats(table, done)
     rows = int((done.properties or {}).get(CHANGE_ROWS_PROPERTY) or done.delta_record_count)
-    return WriteResult(table.identifier, done.id, done.commit_user, done.commit_identifier, rows, files, size,
-                       already_committed=True)
+    return WriteResult(
+        table.identifier, done.id, done.commit_user, done.commit_identifier, rows, files, size, already_committed=True
+    )
 
 
-def _snapshot_stats(table: "FileStoreTable", snap: Snapshot) -> tuple[int, int]:
+def _snapshot_stats(table: FileStoreTable, snap: Snapshot) -> tuple[int, int]:
     """(files, bytes) added by a snapshot: for an already-committed retry."""
     added = table.added_files(snap)
     return len(added), sum(f.file_size for f in added)
 
 
-def _bucket_udf(table: "FileStoreTable"):
+def _bucket_udf(table: FileStoreTable):
     """Executor side: append the bucket of every row, with exactly lake_core's bucket function."""
     from lake_core import assign_buckets
 
@@ -94,7 +97,7 @@ def _bucket_udf(table: "FileStoreTable"):
     return add_bucket
 
 
-def _writer_udf(table: "FileStoreTable", commit_user: str):
+def _writer_udf(table: FileStoreTable, commit_user: str):
     """Executor side: write this task's rows (whole (partition, bucket) groups) via lake_core."""
     drop = {BUCKET_COL, ORDER_COL}
 
@@ -120,7 +123,7 @@ def _writer_udf(table: "FileStoreTable", commit_user: str):
 
 
 def distributed_write(
-    df: "DataFrame",
+    df: DataFrame,
     warehouse: str,
     table_name: str,
     *,
@@ -166,8 +169,9 @@ def distributed_write(
 
     builder = table.new_batch_write_builder().with_commit_user(commit_user)
     try:
-        snapshots = builder.new_commit().commit(messages, identifier=identifier,
-                                                properties={CHANGE_ROWS_PROPERTY: str(rows)})
+        snapshots = builder.new_commit().commit(
+            messages, identifier=identifier, properties={CHANGE_ROWS_PROPERTY: str(rows)}
+        )
     except CommitConflictError as e:
         table.remove_uncommitted(messages)  # nothing landed: the files this run wrote are orphans
         if isinstance(e, CommitIdentityError):
@@ -179,5 +183,12 @@ def distributed_write(
         raise
     snap_id = snapshots[0].id if snapshots else None
     return WriteResult(
-        table_name, snap_id, commit_user, identifier, rows, len(files), sum(f.file_size for f in files), already_committed=False
+        table_name,
+        snap_id,
+        commit_user,
+        identifier,
+        rows,
+        len(files),
+        sum(f.file_size for f in files),
+        already_committed=False,
     )

@@ -10,6 +10,7 @@ Types, options and durations are checked by lake_core itself (``from_paimon_type
 ``validate_options``, ``parse_duration_ms``), so a definition that loads here is one
 ``Catalog.create_table`` accepts; cron strings are checked with Dagster's own cron validator.
 """
+
 from __future__ import annotations
 
 import functools
@@ -68,7 +69,7 @@ class WarehouseConfig(_Strict):
     s3: S3Settings | None = None
 
     @model_validator(mode="after")
-    def _s3_only_for_s3(self) -> "WarehouseConfig":
+    def _s3_only_for_s3(self) -> WarehouseConfig:
         if self.is_s3 and not self.uri.removeprefix("s3://").strip("/"):
             raise ValueError(f"uri {self.uri!r} needs a bucket: s3://bucket/prefix")
         if self.s3 is not None and not self.is_s3:
@@ -105,7 +106,7 @@ class SnapshotExpiryPolicy(_Strict):
         return v
 
     @model_validator(mode="after")
-    def _min_le_max(self) -> "SnapshotExpiryPolicy":
+    def _min_le_max(self) -> SnapshotExpiryPolicy:
         if self.retain_min > self.retain_max:
             raise ValueError(f"retain_min ({self.retain_min}) must be <= retain_max ({self.retain_max})")
         return self
@@ -128,7 +129,7 @@ class RecordExpiryPolicy(_Strict):
     retention: str | None = None
 
     @model_validator(mode="after")
-    def _both_or_none(self) -> "RecordExpiryPolicy":
+    def _both_or_none(self) -> RecordExpiryPolicy:
         if (self.field is None) != (self.retention is None):
             raise ValueError("record expiry needs both 'field' and 'retention' (or neither)")
         if self.retention is not None:
@@ -187,9 +188,12 @@ class HealthPolicy(_Strict):
     """Thresholds of the health checks and sensor that the operations' own sections do not give."""
 
     max_small_files: int = Field(20, ge=1, description="compact a bucket once it has more files below small_file_mb")
-    max_ttl_lag: Duration = Field("1 h", description="run record expiry once the oldest record is this far past its retention")
-    max_bucket_skew: float = Field(2.0, gt=1, description="warn when a bucket holds more than this many times "
-                                                          "its partition's mean rows per bucket")
+    max_ttl_lag: Duration = Field(
+        "1 h", description="run record expiry once the oldest record is this far past its retention"
+    )
+    max_bucket_skew: float = Field(
+        2.0, gt=1, description="warn when a bucket holds more than this many times its partition's mean rows per bucket"
+    )
 
 
 class MaintenancePolicy(_Strict):
@@ -208,7 +212,9 @@ class MaintenancePolicy(_Strict):
     @classmethod
     def _cron(cls, v: str | None) -> str | None:
         if v is not None and not is_valid_cron_string(v):
-            raise ValueError(f"{v!r} is not a cron schedule; use five fields, e.g. '0 3 * * *' (03:00 daily), or '@daily'")
+            raise ValueError(
+                f"{v!r} is not a cron schedule; use five fields, e.g. '0 3 * * *' (03:00 daily), or '@daily'"
+            )
         return v
 
 
@@ -238,7 +244,7 @@ def load_source(spec: str) -> Any:
     return target() if callable(target) else target
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _source_schema(spec: str) -> pa.Schema:
     # Validation asks for the schema several times; build the source once per spec.
     return load_source(spec).schema
@@ -273,7 +279,7 @@ class TableConfig(_Strict):
         return v
 
     @model_validator(mode="after")
-    def _keys_in_schema(self) -> "TableConfig":
+    def _keys_in_schema(self) -> TableConfig:
         if self.source is None and self.schema_ is None:
             raise ValueError("give a schema source: 'source' (module:callable) or 'schema' (column: type)")
         columns = self.arrow_schema().names
@@ -284,8 +290,13 @@ class TableConfig(_Strict):
         if self.primary_keys and not set(self.partition_keys) <= set(self.primary_keys):
             raise ValueError(f"primary_keys {self.primary_keys} must include the partition keys {self.partition_keys}")
         try:  # exactly the checks Catalog.create_table makes, so a bad option fails here, not in a Spark run
-            validate_options(self.options, schema=self.arrow_schema(), primary_keys=self.primary_keys,
-                             partition_keys=self.partition_keys, table=self.name)
+            validate_options(
+                self.options,
+                schema=self.arrow_schema(),
+                primary_keys=self.primary_keys,
+                partition_keys=self.partition_keys,
+                table=self.name,
+            )
         except LakeError as e:
             raise ValueError(f"field 'options': {e}") from None
         self._check_maintenance_columns(columns)
@@ -295,14 +306,20 @@ class TableConfig(_Strict):
         expiry = self.maintenance.record_expiry
         if expiry.field is not None:
             if expiry.field not in columns:
-                raise ValueError(f"field 'maintenance.record_expiry.field': {expiry.field!r} is not a column of the schema {columns}")
+                raise ValueError(
+                    f"field 'maintenance.record_expiry.field': {expiry.field!r} is not a column of the schema {columns}"
+                )
             kind = self.arrow_schema().field(expiry.field).type
             if not (pa.types.is_timestamp(kind) or kind in (pa.int32(), pa.int64())):
                 # Paimon's record-level.time-field: TIMESTAMP, or INT/BIGINT epoch seconds
-                raise ValueError(f"field 'maintenance.record_expiry.field': {expiry.field!r} is {kind}; it must be a "
-                                 "TIMESTAMP, INT or BIGINT (epoch seconds) column")
+                raise ValueError(
+                    f"field 'maintenance.record_expiry.field': {expiry.field!r} is {kind}; it must be a "
+                    "TIMESTAMP, INT or BIGINT (epoch seconds) column"
+                )
         if self.maintenance.partition_expiry.expiration_time is not None and not self.partition_keys:
-            raise ValueError("field 'maintenance.partition_expiry.expiration_time': set, but the table has no partition_keys")
+            raise ValueError(
+                "field 'maintenance.partition_expiry.expiration_time': set, but the table has no partition_keys"
+            )
 
     def arrow_schema(self) -> pa.Schema:
         """Schema from the inline column list, else from the source."""
@@ -349,7 +366,7 @@ class TablesConfig(_Strict):
     downstream: list[DownstreamConfig] = []
 
     @model_validator(mode="after")
-    def _references(self) -> "TablesConfig":
+    def _references(self) -> TablesConfig:
         names = [t.name for t in self.tables] + [d.name for d in self.downstream]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
@@ -357,7 +374,9 @@ class TablesConfig(_Strict):
         known = {t.name for t in self.tables}
         for d in self.downstream:
             if d.source_table not in known:
-                raise ValueError(f"downstream {d.name!r}: source_table {d.source_table!r} is not a configured table {sorted(known)}")
+                raise ValueError(
+                    f"downstream {d.name!r}: source_table {d.source_table!r} is not a configured table {sorted(known)}"
+                )
         return self
 
     def table(self, name: str) -> TableConfig:
@@ -392,11 +411,17 @@ def parse_tables_config(raw: Any, *, source: str = "<config>", base_dir: Path | 
     try:
         config = TablesConfig.model_validate(raw)
     except ValidationError as e:
-        lines = [f"{source}: {_describe(err['loc'], raw)}: {err['msg'].removeprefix('Value error, ')}" for err in e.errors()]
+        lines = [
+            f"{source}: {_describe(err['loc'], raw)}: {err['msg'].removeprefix('Value error, ')}" for err in e.errors()
+        ]
         raise TablesConfigError("invalid tables config:\n  " + "\n  ".join(lines)) from None
     if base_dir is not None and not config.warehouse.is_s3:
         config = config.model_copy(
-            update={"warehouse": config.warehouse.model_copy(update={"uri": resolve_warehouse_uri(config.warehouse.uri, base_dir)})}
+            update={
+                "warehouse": config.warehouse.model_copy(
+                    update={"uri": resolve_warehouse_uri(config.warehouse.uri, base_dir)}
+                )
+            }
         )
     return config
 

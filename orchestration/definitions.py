@@ -5,6 +5,7 @@ Nothing is built at import time: ``defs`` is loaded lazily by Dagster (``@dg.def
 importing this module reads no file and no environment variable. The config file is
 ``$LAKE_TABLES_CONFIG`` if set when the definitions load, else ``tables.yaml`` in the checkout.
 """
+
 from __future__ import annotations
 
 import os

@@ -25,13 +25,16 @@ def build_config_drift_check(table: TableConfig) -> dg.AssetChecksDefinition:
         asset=table_asset_key(table.name),
         name="config_drift",
         description=f"Options and keys of {table.name} in tables.yaml against the table's schema; "
-                    "a changed bucket count is reported as needing a rescale.",
+        "a changed bucket count is reported as needing a rescale.",
     )
     def config_drift_check(lake: LakeCatalogResource) -> dg.AssetCheckResult:
         catalog = lake.catalog()
         if not catalog.table_exists(table.name):
-            return dg.AssetCheckResult(passed=True, metadata={"table_exists": False},
-                                       description=f"{table.name} does not exist yet; the config will create it")
+            return dg.AssetCheckResult(
+                passed=True,
+                metadata={"table_exists": False},
+                description=f"{table.name} does not exist yet; the config will create it",
+            )
         drifts = config_drift(table, catalog.get_table(table.name))
         return dg.AssetCheckResult(
             passed=not drifts,
@@ -52,23 +55,36 @@ def build_health_checks(table: TableConfig) -> dg.AssetChecksDefinition:
     key = table_asset_key(table.name)
     specs = [dg.AssetCheckSpec(name, asset=key, description=text) for name, text in HEALTH_CHECKS.items()]
 
-    @dg.multi_asset_check(specs=specs, name=f"{key.to_python_identifier()}__health_checks",
-                          description=f"Health of {table.name} against its maintenance policy (metadata only).")
+    @dg.multi_asset_check(
+        specs=specs,
+        name=f"{key.to_python_identifier()}__health_checks",
+        description=f"Health of {table.name} against its maintenance policy (metadata only).",
+    )
     def health_checks(lake: LakeCatalogResource):
         catalog = lake.catalog()
         if not catalog.table_exists(table.name):
             for name in HEALTH_CHECKS:
-                yield dg.AssetCheckResult(asset_key=key, check_name=name, passed=True,
-                                          description=f"{table.name} does not exist yet", metadata={"table_exists": False})
+                yield dg.AssetCheckResult(
+                    asset_key=key,
+                    check_name=name,
+                    passed=True,
+                    description=f"{table.name} does not exist yet",
+                    metadata={"table_exists": False},
+                )
             return
         health = catalog.get_table(table.name).maintenance.health(**health_arguments(table.maintenance))
         for f in check_figures(health, table.maintenance):
             metadata = {"value": f.value, "threshold": f.threshold, "snapshot_id": health.snapshot_id}
             if f.where:
                 metadata["where"] = f.where
-            yield dg.AssetCheckResult(asset_key=key, check_name=f.check, passed=f.passed,
-                                      severity=dg.AssetCheckSeverity.WARN, description=f.description,
-                                      metadata={k: v for k, v in metadata.items() if v is not None})
+            yield dg.AssetCheckResult(
+                asset_key=key,
+                check_name=f.check,
+                passed=f.passed,
+                severity=dg.AssetCheckSeverity.WARN,
+                description=f.description,
+                metadata={k: v for k, v in metadata.items() if v is not None},
+            )
 
     return health_checks
 

@@ -49,13 +49,20 @@ def build_downstream_asset(downstream: DownstreamConfig) -> dg.AssetsDefinition:
             snapshot_id = latest.id
         with spark.session() as session:
             result = run_downstream(
-                session, lake.warehouse,
-                source_table=downstream.source_table, snapshot_id=snapshot_id,
-                target_table=downstream.name, transform=downstream.transform,
+                session,
+                lake.warehouse,
+                source_table=downstream.source_table,
+                snapshot_id=snapshot_id,
+                target_table=downstream.name,
+                transform=downstream.transform,
                 storage_options=lake.storage_options(),
             )
             return write_materialization(
-                context, session, lake, downstream.name, result,
+                context,
+                session,
+                lake,
+                downstream.name,
+                result,
                 log_prefix=f"from {downstream.source_table}@{snapshot_id}: ",
                 extra={"source_table": downstream.source_table, "source_snapshot_id": snapshot_id},
             )
@@ -79,10 +86,14 @@ def downstream_definitions(config: TablesConfig) -> dg.Definitions:
             tags={"lake/table": table.name},
         )
         jobs.append(job)
-        sensors.append(build_snapshot_sensor(
-            table, job, lambda sid, consumers=consumers: downstream_run_config(consumers, sid),
-            description=f"Requests {', '.join(d.name for d in consumers)} for each new snapshot of {table.name}.",
-        ))
+        sensors.append(
+            build_snapshot_sensor(
+                table,
+                job,
+                lambda sid, consumers=consumers: downstream_run_config(consumers, sid),
+                description=f"Requests {', '.join(d.name for d in consumers)} for each new snapshot of {table.name}.",
+            )
+        )
     if jobs:
         sensors += build_lease_release_sensors(jobs, prefix="downstream__")
     return dg.Definitions(assets=assets, jobs=jobs, sensors=sensors)

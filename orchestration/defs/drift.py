@@ -4,6 +4,7 @@ Options in the config apply when the table is *created*; afterwards the table's 
 (Paimon stores options in ``schema-N``). A changed option in the config is therefore not applied
 silently: it is reported here, and a changed ``bucket`` is named as a rescale.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -13,7 +14,6 @@ from lake_core import CoreOptions
 
 if TYPE_CHECKING:
     from lake_core import FileStoreTable
-
     from orchestration.config import TableConfig
 
 
@@ -25,11 +25,13 @@ class Drift:
     remedy: str
 
     def message(self, table: str) -> str:
-        return (f"{table}: {self.what} is {self.config_value!r} in tables.yaml but {self.table_value!r} "
-                f"on the table; {self.remedy}")
+        return (
+            f"{table}: {self.what} is {self.config_value!r} in tables.yaml but {self.table_value!r} "
+            f"on the table; {self.remedy}"
+        )
 
 
-def config_drift(config: "TableConfig", table: "FileStoreTable") -> list[Drift]:
+def config_drift(config: TableConfig, table: FileStoreTable) -> list[Drift]:
     """Every difference between the config and the existing table, bucket changes first."""
     schema = table.schema
     defaults = CoreOptions({})
@@ -39,14 +41,22 @@ def config_drift(config: "TableConfig", table: "FileStoreTable") -> list[Drift]:
         if wanted == (actual if actual is not None else defaults.get(key)):
             continue
         if key == "bucket":
-            remedy = (f"changing the bucket count is a rescale (rewrite every partition into {wanted} buckets); "
-                      "run the table's rescale, or set the config back")
+            remedy = (
+                f"changing the bucket count is a rescale (rewrite every partition into {wanted} buckets); "
+                "run the table's rescale, or set the config back"
+            )
         else:
             remedy = "options apply when a table is created; alter the table, or set the config back"
         out.append(Drift(key, wanted, actual, remedy))
     for what in ("primary_keys", "partition_keys"):
         wanted_keys, actual_keys = list(getattr(config, what)), list(getattr(schema, what))
         if wanted_keys != actual_keys:
-            out.append(Drift(what, ", ".join(wanted_keys), ", ".join(actual_keys),
-                             "keys are fixed when a table is created; recreate the table or fix the config"))
+            out.append(
+                Drift(
+                    what,
+                    ", ".join(wanted_keys),
+                    ", ".join(actual_keys),
+                    "keys are fixed when a table is created; recreate the table or fix the config",
+                )
+            )
     return out

@@ -20,7 +20,9 @@ def build_table_asset(table: TableConfig) -> dg.AssetsDefinition | dg.AssetSpec:
     maintenance still apply)."""
     if table.source is None:
         return dg.AssetSpec(
-            key=table_asset_key(table.name), group_name=table_group(table.name), kinds={"paimon"},
+            key=table_asset_key(table.name),
+            group_name=table_group(table.name),
+            kinds={"paimon"},
             description=f"Lake table {table.name}, written outside this code location.",
             metadata={"table": table.name, "primary_keys": ", ".join(table.primary_keys)},
         )
@@ -61,12 +63,22 @@ def build_write_asset(table: TableConfig) -> dg.AssetsDefinition:
         run_key = context.run.root_run_id or context.run.run_id
         with spark.session() as session:
             result = ingest(
-                session, lake.warehouse, spec, table.make_source(),
-                run_key=run_key, storage_options=lake.storage_options(), batch=config.batch,
+                session,
+                lake.warehouse,
+                spec,
+                table.make_source(),
+                run_key=run_key,
+                storage_options=lake.storage_options(),
+                batch=config.batch,
             )
             return write_materialization(
-                context, session, lake, table.name, result.write,
-                log_prefix=f"batch {result.batch}: ", extra={"batch": result.batch, "warehouse": lake.warehouse},
+                context,
+                session,
+                lake,
+                table.name,
+                result.write,
+                log_prefix=f"batch {result.batch}: ",
+                extra={"batch": result.batch, "warehouse": lake.warehouse},
             )
 
     return write_table

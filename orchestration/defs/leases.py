@@ -14,6 +14,7 @@ which our expiry and Java Paimon's ``ExpireSnapshotsImpl`` both honour.
 - The lease's TTL (``sensor.lease_ttl`` of the table) is the last safety net: past it, expiry
   ignores the lease even if nothing released it.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -34,7 +35,7 @@ VANISHED_AFTER_S = 600  # a requested run appears within seconds; after this, no
 FINISHED = frozenset({dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED})
 
 
-def release_run_lease(catalog: "Catalog", run: dg.DagsterRun) -> str | None:
+def release_run_lease(catalog: Catalog, run: dg.DagsterRun) -> str | None:
     """Release the lease named in ``run``'s tags; a line for the log (None: the run holds none)."""
     lease_id, table_name = run.tags.get(LEASE_TAG), run.tags.get("lake/table")
     if not lease_id or not table_name:
@@ -45,8 +46,10 @@ def release_run_lease(catalog: "Catalog", run: dg.DagsterRun) -> str | None:
         return f"lease {lease_id} of run {run.run_id[:8]}: {table_name} cannot be opened ({e}); nothing to release"
     released = table.maintenance.release_lease(consumer_id=lease_id)
     state = "released" if released else "already gone"
-    return (f"lease {lease_id} on snapshot {run.tags.get('lake/snapshot')} of {table_name} {state} "
-            f"(run {run.run_id[:8]} {run.status.value})")
+    return (
+        f"lease {lease_id} on snapshot {run.tags.get('lake/snapshot')} of {table_name} {state} "
+        f"(run {run.run_id[:8]} {run.status.value})"
+    )
 
 
 def lease_holder(instance: dg.DagsterInstance) -> str:
@@ -56,8 +59,9 @@ def lease_holder(instance: dg.DagsterInstance) -> str:
     return f"dagster-{hashlib.sha1(str(where).encode()).hexdigest()[:12]}"
 
 
-def sweep_leases(instance: dg.DagsterInstance, table: "FileStoreTable", *, ttl_s: float,
-                 now_ms: int | None = None) -> list[str]:
+def sweep_leases(
+    instance: dg.DagsterInstance, table: FileStoreTable, *, ttl_s: float, now_ms: int | None = None
+) -> list[str]:
     """Release this instance's leases on ``table`` whose run finished or never appeared."""
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     notes = []
@@ -71,8 +75,9 @@ def sweep_leases(instance: dg.DagsterInstance, table: "FileStoreTable", *, ttl_s
         age_s = (now_ms - (consumer.lease_expires_ms - ttl_s * 1000)) / 1000
         if not runs and age_s < VANISHED_AFTER_S:
             continue  # its run may not be created yet
-        why = f"run {runs[0].run_id[:8]} is {runs[0].status.value}" if runs else \
-            f"no run carries it after {age_s:.0f} s"
+        why = (
+            f"run {runs[0].run_id[:8]} is {runs[0].status.value}" if runs else f"no run carries it after {age_s:.0f} s"
+        )
         if table.maintenance.release_lease(consumer_id=consumer.consumer_id):
             notes.append(f"released lease {consumer.consumer_id} on snapshot {consumer.next_snapshot}: {why}")
     return notes
@@ -83,6 +88,7 @@ def build_lease_release_sensors(jobs, *, prefix: str) -> list[dg.SensorDefinitio
     canceled."""
     sensors = []
     for status in (dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED):
+
         def release(context: dg.RunStatusSensorContext, lake: LakeCatalogResource):
             line = release_run_lease(lake.catalog(), context.dagster_run)
             if line is None:
@@ -90,10 +96,14 @@ def build_lease_release_sensors(jobs, *, prefix: str) -> list[dg.SensorDefinitio
             context.log.info(line)
             return dg.SkipReason(line)  # nothing to launch; the line is the tick's message
 
-        sensors.append(dg.run_status_sensor(
-            run_status=status, name=f"{prefix}lease_release_on_{status.value.lower()}", monitored_jobs=jobs,
-            default_status=dg.DefaultSensorStatus.RUNNING,
-            description=f"Releases the snapshot lease (tag '{LEASE_TAG}') of a downstream run once it is "
-                        f"{status.value}.",
-        )(release))
+        sensors.append(
+            dg.run_status_sensor(
+                run_status=status,
+                name=f"{prefix}lease_release_on_{status.value.lower()}",
+                monitored_jobs=jobs,
+                default_status=dg.DefaultSensorStatus.RUNNING,
+                description=f"Releases the snapshot lease (tag '{LEASE_TAG}') of a downstream run once it is "
+                f"{status.value}.",
+            )(release)
+        )
     return sensors

@@ -11,13 +11,15 @@ so it survives Dagster restarts and a new Dagster instance, and anything that re
 
 ``inputs`` and ``outputs`` are JSON objects (the run's config and the operation's typed result).
 """
+
 from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
 import json
 import math
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -33,22 +35,24 @@ LEDGER_DATABASE = "_maintenance"
 LEDGER_TABLE = f"{LEDGER_DATABASE}.ledger"
 PRIMARY_KEYS = ("run_id", "table_name", "operation")
 
-SCHEMA = pa.schema([
-    pa.field("run_id", pa.string(), nullable=False),
-    pa.field("table_name", pa.string(), nullable=False),
-    pa.field("operation", pa.string(), nullable=False),
-    pa.field("status", pa.string()),  # succeeded | skipped | failed
-    pa.field("dry_run", pa.bool_()),
-    pa.field("reason", pa.string()),  # why it ran (a sensor's reason, 'launched from the UI', ...)
-    pa.field("skipped", pa.string()),  # why it did nothing
-    pa.field("error", pa.string()),
-    pa.field("inputs", pa.string()),  # JSON object
-    pa.field("outputs", pa.string()),  # JSON object
-    pa.field("bytes_reclaimed", pa.int64()),
-    pa.field("snapshot_id", pa.int64()),  # the snapshot the operation committed, if any
-    pa.field("duration_s", pa.float64()),
-    pa.field("recorded_at", pa.timestamp("ms", tz="UTC")),
-])
+SCHEMA = pa.schema(
+    [
+        pa.field("run_id", pa.string(), nullable=False),
+        pa.field("table_name", pa.string(), nullable=False),
+        pa.field("operation", pa.string(), nullable=False),
+        pa.field("status", pa.string()),  # succeeded | skipped | failed
+        pa.field("dry_run", pa.bool_()),
+        pa.field("reason", pa.string()),  # why it ran (a sensor's reason, 'launched from the UI', ...)
+        pa.field("skipped", pa.string()),  # why it did nothing
+        pa.field("error", pa.string()),
+        pa.field("inputs", pa.string()),  # JSON object
+        pa.field("outputs", pa.string()),  # JSON object
+        pa.field("bytes_reclaimed", pa.int64()),
+        pa.field("snapshot_id", pa.int64()),  # the snapshot the operation committed, if any
+        pa.field("duration_s", pa.float64()),
+        pa.field("recorded_at", pa.timestamp("ms", tz="UTC")),
+    ]
+)
 # One bucket: a few rows per run. Snapshot expiry and inline compaction after each commit (the
 # table's defaults) keep the ledger's own files bounded.
 OPTIONS = {"bucket": "1"}
@@ -88,11 +92,11 @@ def committed_snapshot(result: OperationResult) -> int | None:
     return getattr(result, "snapshot_id", None)
 
 
-def _catalog(lake: "LakeCatalogResource | Catalog") -> Catalog:
+def _catalog(lake: LakeCatalogResource | Catalog) -> Catalog:
     return lake if isinstance(lake, Catalog) else lake.catalog()
 
 
-def ledger_table(lake: "LakeCatalogResource | Catalog") -> "FileStoreTable":
+def ledger_table(lake: LakeCatalogResource | Catalog) -> FileStoreTable:
     """The ledger table, created on first use (concurrent first uses agree on one table)."""
     catalog = _catalog(lake)
     if catalog.table_exists(LEDGER_TABLE):
@@ -113,10 +117,20 @@ def _json(mapping: Mapping[str, Any] | None) -> str:
 
 
 def record(
-    lake: "LakeCatalogResource | Catalog", *, table: str, operation: str, run_id: str,
-    result: OperationResult | None = None, reason: str | None = None, inputs: Mapping[str, Any] | None = None,
-    outputs: Mapping[str, Any] | None = None, skipped: str | None = None, error: str | None = None,
-    bytes_reclaimed: int | None = None, snapshot_id: int | None = None, duration_s: float | None = None,
+    lake: LakeCatalogResource | Catalog,
+    *,
+    table: str,
+    operation: str,
+    run_id: str,
+    result: OperationResult | None = None,
+    reason: str | None = None,
+    inputs: Mapping[str, Any] | None = None,
+    outputs: Mapping[str, Any] | None = None,
+    skipped: str | None = None,
+    error: str | None = None,
+    bytes_reclaimed: int | None = None,
+    snapshot_id: int | None = None,
+    duration_s: float | None = None,
     dry_run: bool | None = None,
 ) -> LedgerEntry:
     """Append one maintenance run to the ledger (one commit) and return the row written.
@@ -138,17 +152,28 @@ def record(
         dry_run = dry_run if dry_run is not None else result.dry_run
     status = "failed" if error is not None else "skipped" if skipped is not None else "succeeded"
     entry = LedgerEntry(
-        run_id=run_id, table_name=table, operation=operation, status=status, dry_run=bool(dry_run),
-        reason=reason, skipped=skipped, error=error, inputs=_json(inputs), outputs=_json(outputs),
-        bytes_reclaimed=bytes_reclaimed, snapshot_id=snapshot_id, duration_s=duration_s,
-        recorded_at=_dt.datetime.now(_dt.timezone.utc),
+        run_id=run_id,
+        table_name=table,
+        operation=operation,
+        status=status,
+        dry_run=bool(dry_run),
+        reason=reason,
+        skipped=skipped,
+        error=error,
+        inputs=_json(inputs),
+        outputs=_json(outputs),
+        bytes_reclaimed=bytes_reclaimed,
+        snapshot_id=snapshot_id,
+        duration_s=duration_s,
+        recorded_at=_dt.datetime.now(_dt.UTC),
     )
     ledger_table(lake).write_arrow(pa.Table.from_pylist([entry.row()], schema=SCHEMA))
     return entry
 
 
-def read_ledger(lake: "LakeCatalogResource | Catalog", *, table: str | None = None,
-                operation: str | None = None) -> pa.Table:
+def read_ledger(
+    lake: LakeCatalogResource | Catalog, *, table: str | None = None, operation: str | None = None
+) -> pa.Table:
     """The ledger's rows (of one table and/or operation), oldest first; empty before the first run."""
     catalog = _catalog(lake)
     if not catalog.table_exists(LEDGER_TABLE):

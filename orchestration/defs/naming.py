@@ -1,4 +1,5 @@
 """Names Dagster sees, derived from a table's ``database.table`` name in one place."""
+
 from __future__ import annotations
 
 import dagster as dg

@@ -4,10 +4,12 @@ Secrets arrive as ``dg.EnvVar`` values, resolved by Dagster when a run or sensor
 here reads the environment at import time. The resource also keeps the *names* of those
 environment variables, so a storage error can say where the credentials came from.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 from pydantic import Field
@@ -54,7 +56,7 @@ class LakeCatalogResource(dg.ConfigurableResource):
             options["config_kwargs"] = {"s3": {"addressing_style": "path"}}
         return options
 
-    def catalog(self) -> "Catalog":
+    def catalog(self) -> Catalog:
         from lake_core import Catalog
 
         return Catalog(self.warehouse, storage_options=self.storage_options())
@@ -63,8 +65,13 @@ class LakeCatalogResource(dg.ConfigurableResource):
         """Fail fast, before Spark starts, with a :class:`StorageAccessError` naming the bucket,
         the endpoint and the environment variables behind the credentials."""
         check_storage_access(
-            self.warehouse, self.storage_options(),
-            env={"endpoint": self.endpoint_url_env, "access key": self.access_key_env, "secret key": self.secret_key_env},
+            self.warehouse,
+            self.storage_options(),
+            env={
+                "endpoint": self.endpoint_url_env,
+                "access key": self.access_key_env,
+                "secret key": self.secret_key_env,
+            },
         )
 
 
@@ -78,7 +85,7 @@ class SparkResource(dg.ConfigurableResource):
     conf: dict[str, str] = Field(default_factory=dict, description="extra spark.* settings")
 
     @contextmanager
-    def session(self) -> Iterator["SparkSession"]:
+    def session(self) -> Iterator[SparkSession]:
         """A session for one step. If this call started it, it is stopped afterwards so a Dagster
         run process does not leave a JVM behind; a session that already existed (a test's, or
         a notebook's) is reused and left running."""
@@ -122,8 +129,12 @@ def lake_resource(warehouse: WarehouseConfig) -> LakeCatalogResource:
 
 def spark_resource(config: TablesConfig) -> SparkResource:
     spark = config.spark
-    return SparkResource(master=spark.master, driver_memory=spark.driver_memory,
-                         shuffle_partitions=spark.shuffle_partitions, conf=dict(spark.conf))
+    return SparkResource(
+        master=spark.master,
+        driver_memory=spark.driver_memory,
+        shuffle_partitions=spark.shuffle_partitions,
+        conf=dict(spark.conf),
+    )
 
 
 def resource_definitions(config: TablesConfig) -> dg.Definitions:

@@ -15,8 +15,9 @@ cursor (at most ``WALK_LIMIT`` files), never the whole snapshot directory.
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
@@ -106,30 +107,41 @@ def plan_snapshot_requests(
     previous = SensorCursor.decode(cursor)
     notes: list[str] = []
     if previous is not None and previous.identity != identity:
-        notes.append(f"cursor reset: it was for {previous.identity} (up to snapshot {previous.snapshot_id}), "
-                     f"the table is now {identity}; starting at its newest snapshot")
+        notes.append(
+            f"cursor reset: it was for {previous.identity} (up to snapshot {previous.snapshot_id}), "
+            f"the table is now {identity}; starting at its newest snapshot"
+        )
         previous = None
     elif previous is None and cursor:
         notes.append(f"cursor reset: {cursor!r} names no table identity; starting at the newest snapshot")
     latest = table.latest_snapshot()
     if latest is None:
-        return SnapshotPlan((), cursor if not notes else None, f"table {table_name} has no snapshot yet", identity, tuple(notes))
+        return SnapshotPlan(
+            (), cursor if not notes else None, f"table {table_name} has no snapshot yet", identity, tuple(notes)
+        )
     if previous is not None and latest.id < previous.snapshot_id:
-        notes.append(f"latest snapshot {latest.id} is older than the cursor's {previous.snapshot_id} "
-                     "(rolled back?); continuing from it")
+        notes.append(
+            f"latest snapshot {latest.id} is older than the cursor's {previous.snapshot_id} "
+            "(rolled back?); continuing from it"
+        )
         previous = SensorCursor(identity, latest.id)
     new_cursor = SensorCursor(identity, latest.id).encode()
     if previous is not None and latest.id == previous.snapshot_id:
-        return SnapshotPlan((), new_cursor, f"no new snapshot of {table_name} since {latest.id}", identity, tuple(notes))
+        return SnapshotPlan(
+            (), new_cursor, f"no new snapshot of {table_name} since {latest.id}", identity, tuple(notes)
+        )
     # First tick (or after a reset): a derived table is rebuilt from a whole snapshot, so history is
     # not replayed; only the newest data snapshot is requested.
     seen, want = (previous.snapshot_id, max_requests) if previous is not None else (0, 1)
     ids, truncated = _data_snapshots_since(table, latest.id, seen, want)
     if truncated:
-        notes.append(f"looked back {WALK_LIMIT} snapshots at most (or older ones expired); earlier snapshots are skipped")
+        notes.append(
+            f"looked back {WALK_LIMIT} snapshots at most (or older ones expired); earlier snapshots are skipped"
+        )
     if not ids:
-        return SnapshotPlan((), new_cursor, f"snapshots up to {latest.id} of {table_name} changed no data",
-                            identity, tuple(notes))
+        return SnapshotPlan(
+            (), new_cursor, f"snapshots up to {latest.id} of {table_name} changed no data", identity, tuple(notes)
+        )
     return SnapshotPlan(tuple(ids), new_cursor, None, identity, tuple(notes))
 
 
@@ -147,8 +159,9 @@ def build_snapshot_sensor(
     def evaluate(context: dg.SensorEvaluationContext, lake: LakeCatalogResource) -> dg.SensorResult:
         catalog = lake.catalog()
         try:
-            plan = plan_snapshot_requests(catalog, lake.warehouse, table.name, context.cursor,
-                                          table.sensor.max_requests_per_tick)
+            plan = plan_snapshot_requests(
+                catalog, lake.warehouse, table.name, context.cursor, table.sensor.max_requests_per_tick
+            )
         except Exception:
             lake.check_access()  # a storage problem becomes one line naming bucket, endpoint, variables
             raise
@@ -165,21 +178,32 @@ def build_snapshot_sensor(
         for sid in plan.snapshot_ids:
             # Lease first, request second: expiry cannot remove the snapshot before the run reads it.
             try:
-                lease = lake_table.maintenance.acquire_lease(snapshot_id=sid, holder=lease_holder(context.instance),
-                                                             ttl=ttl_s)
+                lease = lake_table.maintenance.acquire_lease(
+                    snapshot_id=sid, holder=lease_holder(context.instance), ttl=ttl_s
+                )
             except LakeError as e:  # the snapshot expired since the plan
                 context.log.warning(f"{table.name}: snapshot {sid} not requested: {e}")
                 continue
             context.log.info(f"{table.name}: leased snapshot {sid} for its downstream run ({lease.consumer_id})")
-            requests.append(dg.RunRequest(
-                run_key=run_key(table.name, sid, plan.identity),
-                run_config=run_config_for(sid),
-                tags={"lake/table": table.name, "lake/snapshot": str(sid), "lake/table-identity": plan.identity,
-                      LEASE_TAG: lease.consumer_id},
-            ))
+            requests.append(
+                dg.RunRequest(
+                    run_key=run_key(table.name, sid, plan.identity),
+                    run_config=run_config_for(sid),
+                    tags={
+                        "lake/table": table.name,
+                        "lake/snapshot": str(sid),
+                        "lake/table-identity": plan.identity,
+                        LEASE_TAG: lease.consumer_id,
+                    },
+                )
+            )
         if not requests:
-            return dg.SensorResult(skip_reason="; ".join([*notes, f"snapshots {list(plan.snapshot_ids)} expired "
-                                                                  "before they could be leased"]), cursor=plan.cursor)
+            return dg.SensorResult(
+                skip_reason="; ".join(
+                    [*notes, f"snapshots {list(plan.snapshot_ids)} expired before they could be leased"]
+                ),
+                cursor=plan.cursor,
+            )
         return dg.SensorResult(run_requests=requests, cursor=plan.cursor)
 
     return dg.sensor(

@@ -4,12 +4,14 @@ Without this, a wrong endpoint, bucket or key surfaces as a long botocore trace 
 Spark task, after the JVM has started, naming neither the bucket nor where the credentials came
 from.
 """
+
 from __future__ import annotations
 
 import copy
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 from urllib.parse import urlparse
 
 from lake_core import LakeError
@@ -60,6 +62,7 @@ def check_storage_access(warehouse: str, storage_options: Mapping[str, Any], *, 
         raise StorageAccessError(f"warehouse {warehouse}: {where} does not exist ({_cause(e)})") from None
     except PermissionError as e:
         raise StorageAccessError(
-            f"warehouse {warehouse}: access to {where} was denied; check the credentials ({_cause(e)})") from None
+            f"warehouse {warehouse}: access to {where} was denied; check the credentials ({_cause(e)})"
+        ) from None
     except Exception as e:  # noqa: BLE001 - botocore/aiohttp raise many types; all mean "cannot reach"
         raise StorageAccessError(f"warehouse {warehouse}: cannot reach {where} ({_cause(e)})") from None

@@ -10,11 +10,12 @@ engineer would run them, through the same Dagster assets (and checks, pools and 
    single-run backfill to the policy's target bucket count, with its blocking check.
 4. The maintenance ledger: one row per run.
 """
+
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import dagster as dg
 
@@ -43,11 +44,23 @@ def _figures(meta: dict, names: tuple[str, ...]) -> str:
     return ", ".join(f"{n} {meta[n]}" for n in names if meta.get(n) is not None) or "no figures"
 
 
-def _materialize(defs: dg.Definitions, instance: dg.DagsterInstance, key: dg.AssetKey, *, reason: str,
-                 quiet: dict, config: dict | None = None, tags: dict | None = None) -> tuple[dict, str]:
+def _materialize(
+    defs: dg.Definitions,
+    instance: dg.DagsterInstance,
+    key: dg.AssetKey,
+    *,
+    reason: str,
+    quiet: dict,
+    config: dict | None = None,
+    tags: dict | None = None,
+) -> tuple[dict, str]:
     run_config = {**quiet, **({"ops": {key.to_python_identifier(): {"config": config}}} if config else {})}
-    result = dg.materialize([defs.resolve_assets_def(key)], instance=instance, run_config=run_config,
-                            tags={REASON_TAG: reason, **(tags or {})})
+    result = dg.materialize(
+        [defs.resolve_assets_def(key)],
+        instance=instance,
+        run_config=run_config,
+        tags={REASON_TAG: reason, **(tags or {})},
+    )
     events = result.asset_materializations_for_node(key.to_python_identifier())
     meta = {k: v.value for k, v in events[-1].metadata.items()} if events else {}
     return meta, result.run_id
@@ -57,16 +70,24 @@ def _sync_partitions(defs: dg.Definitions, instance: dg.DagsterInstance, table: 
     """One tick of the table's partitions sensor: the rescale asset's partitions follow the table's."""
     for sensor in defs.sensors or ():
         if sensor.name.endswith("__partitions_sensor") and sensor.name.startswith(
-                maintenance_asset_key(table.name, "rescale").path[0]):
+            maintenance_asset_key(table.name, "rescale").path[0]
+        ):
             tick = sensor(dg.build_sensor_context(instance=instance, resources={"lake": lake}))
             for request in getattr(tick, "dynamic_partitions_requests", None) or ():
                 if isinstance(request, dg.AddDynamicPartitionsRequest):
                     instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
 
 
-def run_maintenance_cycle(config: TablesConfig, defs: dg.Definitions, instance: dg.DagsterInstance,
-                          catalog: Catalog, warehouse: str, *, quiet: dict,
-                          say: Callable[[str], None] = print) -> CycleSummary:
+def run_maintenance_cycle(
+    config: TablesConfig,
+    defs: dg.Definitions,
+    instance: dg.DagsterInstance,
+    catalog: Catalog,
+    warehouse: str,
+    *,
+    quiet: dict,
+    say: Callable[[str], None] = print,
+) -> CycleSummary:
     summary = CycleSummary()
     lake = defs.resources["lake"]
     started_at = time.time()
@@ -83,19 +104,28 @@ def run_maintenance_cycle(config: TablesConfig, defs: dg.Definitions, instance: 
         for d in evaluation.decisions:
             say(f"  policy   {'due ' if d.request else 'skip'} {d.reason}")
 
-        def run(op: str, reason: str, config: dict | None = None, tags: dict | None = None,
-                figures: tuple[str, ...] = ()) -> dict | None:
+        def run(
+            op: str, reason: str, config: dict | None = None, tags: dict | None = None, figures: tuple[str, ...] = ()
+        ) -> dict | None:
             if not has(op):
                 say(f"  {op:<19} no asset (disabled in the policy)")
                 return None
             t0 = time.monotonic()
-            meta, _ = _materialize(defs, instance, maintenance_asset_key(table.name, op), quiet=quiet,
-                                   reason=f"demo maintenance cycle: {reason}", config=config,
-                                   tags={"lake/table": table.name, **(tags or {})})
+            meta, _ = _materialize(
+                defs,
+                instance,
+                maintenance_asset_key(table.name, op),
+                quiet=quiet,
+                reason=f"demo maintenance cycle: {reason}",
+                config=config,
+                tags={"lake/table": table.name, **(tags or {})},
+            )
             summary.runs.setdefault(table.name, {})[op] = meta
             skipped = meta.get("skipped")
-            say(f"  {op:<19} {_figures(meta, figures)}{f'; skipped: {skipped}' if skipped else ''} "
-                f"({time.monotonic() - t0:.1f}s)")
+            say(
+                f"  {op:<19} {_figures(meta, figures)}{f'; skipped: {skipped}' if skipped else ''} "
+                f"({time.monotonic() - t0:.1f}s)"
+            )
             return meta
 
         pinned = lake_table.latest_snapshot()
@@ -104,26 +134,55 @@ def run_maintenance_cycle(config: TablesConfig, defs: dg.Definitions, instance: 
             summary.leased_snapshot[table.name] = pinned.id
             say(f"  lease    {LEASE_HOLDER} pins snapshot {pinned.id} (a downstream reader still needs it)")
 
-        run("compaction", "full compaction on Spark", {"full": True},
-            figures=("units_run", "files_read", "files_written", "files_upgraded", "rows_in", "rows_out", "snapshot_id"))
-        run("manifest_compaction", "fold every manifest", {"mode": "full"},
-            figures=("manifests_before", "manifests_after", "snapshot_id"))
+        run(
+            "compaction",
+            "full compaction on Spark",
+            {"full": True},
+            figures=(
+                "units_run",
+                "files_read",
+                "files_written",
+                "files_upgraded",
+                "rows_in",
+                "rows_out",
+                "snapshot_id",
+            ),
+        )
+        run(
+            "manifest_compaction",
+            "fold every manifest",
+            {"mode": "full"},
+            figures=("manifests_before", "manifests_after", "snapshot_id"),
+        )
         try:
-            run("snapshot_expiry", "keep one snapshot (and whatever a lease pins)",
+            run(
+                "snapshot_expiry",
+                "keep one snapshot (and whatever a lease pins)",
                 {"retain_min": 1, "retain_max": 1, "time_retained": "1 s"},
-                figures=("expired_snapshots", "earliest_snapshot", "deleted_data_files", "deleted_metadata_files",
-                     "bytes_reclaimed"))
+                figures=(
+                    "expired_snapshots",
+                    "earliest_snapshot",
+                    "deleted_data_files",
+                    "deleted_metadata_files",
+                    "bytes_reclaimed",
+                ),
+            )
             if pinned:
                 survived = _readable(lake_table, pinned.id)
                 summary.leased_snapshot_survived[table.name] = survived
-                say(f"  lease    snapshot {pinned.id} {'still readable' if survived else 'WAS EXPIRED'}: "
-                    f"{lake_table.to_arrow(snapshot_id=pinned.id).num_rows if survived else 0} rows")
+                say(
+                    f"  lease    snapshot {pinned.id} {'still readable' if survived else 'WAS EXPIRED'}: "
+                    f"{lake_table.to_arrow(snapshot_id=pinned.id).num_rows if survived else 0} rows"
+                )
         finally:
             if lease is not None:
                 lake_table.maintenance.release_lease(consumer_id=lease.consumer_id)
                 say(f"  lease    released by {LEASE_HOLDER}")
-        run("record_expiry", "the policy's record TTL",
-            figures=("units_run", "rows_expired", "ttl_lag_after_s", "snapshot_id"))
+        run(
+            "record_expiry",
+            "the policy's record TTL",
+            figures=("units_run", "rows_expired", "ttl_lag_after_s", "snapshot_id"),
+        )
 
         target = table.maintenance.rescale.target_buckets
         if has("rescale") and target:
@@ -131,21 +190,34 @@ def run_maintenance_cycle(config: TablesConfig, defs: dg.Definitions, instance: 
             keys = instance.get_dynamic_partitions(_partitions_def_name(defs, table))[:RESCALED_PARTITIONS]
             if keys:
                 tags = {"dagster/asset_partition_range_start": keys[0], "dagster/asset_partition_range_end": keys[-1]}
-                run("rescale", f"backfill of {', '.join(keys)} to {target} buckets", tags=tags,
-                    figures=("partitions_rescaled", "partitions_skipped", "previous_bucket", "bucket", "rows",
-                             "snapshot_id"))
+                run(
+                    "rescale",
+                    f"backfill of {', '.join(keys)} to {target} buckets",
+                    tags=tags,
+                    figures=(
+                        "partitions_rescaled",
+                        "partitions_skipped",
+                        "previous_bucket",
+                        "bucket",
+                        "rows",
+                        "snapshot_id",
+                    ),
+                )
                 summary.rescaled[table.name] = list(keys)
         else:
             say("  rescale             skipped: no maintenance.rescale.target_buckets in the policy")
 
     if catalog.table_exists(LEDGER_TABLE):
         rows = catalog.get_table(LEDGER_TABLE).to_arrow().to_pylist()
-        summary.ledger = sorted((r for r in rows if r["recorded_at"].timestamp() >= started_at - 1),
-                                key=lambda r: r["recorded_at"])
+        summary.ledger = sorted(
+            (r for r in rows if r["recorded_at"].timestamp() >= started_at - 1), key=lambda r: r["recorded_at"]
+        )
         say(f"\nledger   {LEDGER_TABLE}: {len(summary.ledger)} row(s) from this cycle ({len(rows)} in all)")
         for r in summary.ledger:
-            say(f"  {r['recorded_at']:%H:%M:%S}  {r['table_name']:<14} {r['operation']:<19} {r['status']:<9} "
-                f"{(r['skipped'] or r['error'] or '')[:60]}")
+            say(
+                f"  {r['recorded_at']:%H:%M:%S}  {r['table_name']:<14} {r['operation']:<19} {r['status']:<9} "
+                f"{(r['skipped'] or r['error'] or '')[:60]}"
+            )
     return summary
 
 

@@ -12,15 +12,16 @@ of one in ``dagster.yaml``).
 
 The tables config is ``--config``, else ``$LAKE_TABLES_CONFIG``, else the checkout's ``tables.yaml``.
 """
+
 from __future__ import annotations
 
 import argparse
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import dagster as dg
 from dagster._core.instance.ref import InstanceRef  # not exported at top level; stable for years
@@ -29,11 +30,11 @@ from dagster._core.storage.tags import RUN_KEY_TAG, SENSOR_NAME_TAG
 
 from lake_core import LakeError
 from orchestration.config import TablesConfig, load_tables_config
-from orchestration.demo.maintenance_cycle import CycleSummary, run_maintenance_cycle
+from orchestration.definitions import CONFIG_ENV, build_definitions, config_path
 from orchestration.defs.leases import LEASE_TAG, release_run_lease
 from orchestration.defs.naming import snapshot_sensor_name, table_asset_key
 from orchestration.defs.sensors import SensorCursor, table_identity
-from orchestration.definitions import CONFIG_ENV, build_definitions, config_path
+from orchestration.demo.maintenance_cycle import CycleSummary, run_maintenance_cycle
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 WAIT_FOR_TABLE_S = 600  # how long a run waits for another run of its table to finish
@@ -68,8 +69,9 @@ def _wait_for_table(instance: dg.DagsterInstance, table_name: str, say: Callable
     """Honour the one-run-per-table limit against runs launched elsewhere (e.g. by dagster dev)."""
     deadline = time.monotonic() + WAIT_FOR_TABLE_S
     while True:
-        busy = instance.get_runs(filters=dg.RunsFilter(tags={"lake/table": table_name},
-                                                       statuses=list(IN_PROGRESS_RUN_STATUSES)), limit=1)
+        busy = instance.get_runs(
+            filters=dg.RunsFilter(tags={"lake/table": table_name}, statuses=list(IN_PROGRESS_RUN_STATUSES)), limit=1
+        )
         if not busy:
             return
         if time.monotonic() > deadline:
@@ -79,7 +81,11 @@ def _wait_for_table(instance: dg.DagsterInstance, table_name: str, say: Callable
 
 
 def run_demo(
-    config: TablesConfig, instance: dg.DagsterInstance, *, batches: int = 1, maintenance: bool = False,
+    config: TablesConfig,
+    instance: dg.DagsterInstance,
+    *,
+    batches: int = 1,
+    maintenance: bool = False,
     say: Callable[[str], None] = print,
 ) -> DemoSummary:
     defs = build_definitions(config)
@@ -110,16 +116,20 @@ def run_demo(
             result = dg.materialize([asset], instance=instance, run_config=_QUIET, tags={"lake/table": table.name})
             meta = _metadata(result, table_asset_key(table.name))
             summary.ingested[table.name] = meta
-            say(f"ingest   {table.name}: batch {meta.get('batch')} → snapshot {meta.get('snapshot_id')} "
+            say(
+                f"ingest   {table.name}: batch {meta.get('batch')} → snapshot {meta.get('snapshot_id')} "
                 f"({meta.get('change_rows')} change rows; table {meta.get('table_rows')} rows in "
-                f"{meta.get('live_files')} files, {meta.get('total_bytes')} bytes) in {time.monotonic() - started:.1f}s")
+                f"{meta.get('live_files')} files, {meta.get('total_bytes')} bytes) in {time.monotonic() - started:.1f}s"
+            )
 
     for table in config.tables:
         name = snapshot_sensor_name(table.name)
         if not defs.sensors or name not in {s.name for s in defs.sensors}:
             continue
         sensor = defs.resolve_sensor_def(name)
-        tick = sensor(dg.build_sensor_context(instance=instance, cursor=cursors.get(table.name), resources={"lake": lake}))
+        tick = sensor(
+            dg.build_sensor_context(instance=instance, cursor=cursors.get(table.name), resources={"lake": lake})
+        )
         assert isinstance(tick, dg.SensorResult)
         if not tick.run_requests:
             reason = tick.skip_reason.skip_message if tick.skip_reason else "nothing new"
@@ -140,17 +150,22 @@ def run_demo(
             started = time.monotonic()
             _wait_for_table(instance, table.name, say)
             tags = {**request.tags, RUN_KEY_TAG: key, SENSOR_NAME_TAG: sensor.name}
-            result = job.execute_in_process(run_config={**(request.run_config or {}), **_QUIET}, tags=tags,
-                                            instance=instance)
-            released = release_run_lease(catalog, instance.get_run_by_id(result.run_id))  # what the run-status sensor does
+            result = job.execute_in_process(
+                run_config={**(request.run_config or {}), **_QUIET}, tags=tags, instance=instance
+            )
+            released = release_run_lease(
+                catalog, instance.get_run_by_id(result.run_id)
+            )  # what the run-status sensor does
             if released:
                 say(f"lease    {released}")
             for d in config.downstream:
                 if d.source_table == table.name:
                     meta = _metadata(result, table_asset_key(d.name))
                     summary.downstream[d.name] = meta
-                    say(f"derive   {d.name} from {table.name}@{meta.get('source_snapshot_id')} → snapshot "
-                        f"{meta.get('snapshot_id')} ({meta.get('table_rows')} rows) in {time.monotonic() - started:.1f}s")
+                    say(
+                        f"derive   {d.name} from {table.name}@{meta.get('source_snapshot_id')} → snapshot "
+                        f"{meta.get('snapshot_id')} ({meta.get('table_rows')} rows) in {time.monotonic() - started:.1f}s"
+                    )
 
     if maintenance:
         summary.maintenance = run_maintenance_cycle(config, defs, instance, catalog, warehouse, quiet=_QUIET, say=say)
@@ -182,11 +197,18 @@ def _format_rows(rows: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m orchestration.demo", description=__doc__.splitlines()[0])
-    parser.add_argument("--config", type=Path, default=None,
-                        help=f"tables config (default: ${CONFIG_ENV}, else tables.yaml in the checkout)")
+    parser.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        help=f"tables config (default: ${CONFIG_ENV}, else tables.yaml in the checkout)",
+    )
     parser.add_argument("--batches", type=int, default=3, help="source batches to ingest per table (default 3)")
-    parser.add_argument("--no-maintenance", action="store_true",
-                        help="skip the maintenance cycle (compaction, manifest compaction, expiry, rescale)")
+    parser.add_argument(
+        "--no-maintenance",
+        action="store_true",
+        help="skip the maintenance cycle (compaction, manifest compaction, expiry, rescale)",
+    )
     args = parser.parse_args(argv)
 
     # Resolve before chdir: a relative --config or $LAKE_TABLES_CONFIG is relative to where the user is.
@@ -212,8 +234,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"demo: starting Spark ({config.spark.master})")
     # One session for the whole demo: the assets' SparkResource reuses it instead of starting one per step.
-    spark = spark_session(master=config.spark.master, driver_memory=config.spark.driver_memory,
-                          shuffle_partitions=config.spark.shuffle_partitions, conf=config.spark.conf)
+    spark = spark_session(
+        master=config.spark.master,
+        driver_memory=config.spark.driver_memory,
+        shuffle_partitions=config.spark.shuffle_partitions,
+        conf=config.spark.conf,
+    )
     try:
         with instance:
             run_demo(config, instance, batches=args.batches, maintenance=not args.no_maintenance)

@@ -10,6 +10,7 @@ Every value is a pure function of (seed, order id, batch) computed with a vector
 so any batch can be produced on its own, in any process, and :func:`expected_orders` gives the
 merged table after batches ``0 .. n-1`` for tests to compare against. No per-row Python loops.
 """
+
 from __future__ import annotations
 
 import datetime as _dt

@@ -16,9 +16,10 @@ puts into each table's group.
 - :mod:`.compaction`, :mod:`.rescale`: the operations run on Spark, each with its blocking check;
   :mod:`.partitions`: the rescale asset's partitions and the sensor keeping them in sync.
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import dagster as dg
 

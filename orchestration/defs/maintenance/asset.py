@@ -4,10 +4,11 @@ Every maintenance asset is keyed ``[db, table, operation]``, depends on the tabl
 the table's group and in its maintenance pool (one maintainer per table at a time; writers are not
 in it), and shows ``table`` and ``operation`` as its definition metadata.
 """
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 import dagster as dg
 
@@ -56,8 +57,11 @@ class MaintenanceAsset:
             kinds={"spark", "paimon"} if self.on_spark else {"paimon"},
             description=self.description,
             metadata={"table": self.table.name, "operation": self.operation, **self.metadata},
-            check_specs=None if self.check is None else [dg.AssetCheckSpec(
-                self.check.name, asset=self.key, blocking=True, description=self.check.description)],
+            check_specs=None
+            if self.check is None
+            else [
+                dg.AssetCheckSpec(self.check.name, asset=self.key, blocking=True, description=self.check.description)
+            ],
             # only when set: Dagster warns that backfill_policy is a beta parameter whenever it is passed
             **{name: value for name, value in partitioned.items() if value is not None},
         )

@@ -36,12 +36,16 @@ if TYPE_CHECKING:
 COMPACTION, RECORD_EXPIRY = "compaction", "record_expiry"
 CHECKS = {
     COMPACTION: BlockingCheck(
-        name="content_unchanged", nothing_done="nothing compacted",
+        name="content_unchanged",
+        nothing_done="nothing compacted",
         description="the table at the COMPACT snapshot against the snapshot before it: rows, key and row checksums "
-                    "unchanged, no deleted key back (expired records may go)"),
+        "unchanged, no deleted key back (expired records may go)",
+    ),
     RECORD_EXPIRY: BlockingCheck(
-        name="only_expired_records_dropped", nothing_done="nothing compacted",
-        description="no record older than the cutoff survives and no younger one was lost, against the snapshot before"),
+        name="only_expired_records_dropped",
+        nothing_done="nothing compacted",
+        description="no record older than the cutoff survives and no younger one was lost, against the snapshot before",
+    ),
 }
 _BYTES = ("bytes_read", "bytes_written")
 
@@ -49,7 +53,8 @@ _BYTES = ("bytes_read", "bytes_written")
 class CompactionConfig(dg.Config):
     full: bool = Field(False, description="compact every selected bucket to the top level")
     partitions: list[str] | None = Field(
-        None, description="partitions to compact, as 'dt=2024-01-01' (or 'dt=2024-01-01/hr=3'); default: all")
+        None, description="partitions to compact, as 'dt=2024-01-01' (or 'dt=2024-01-01/hr=3'); default: all"
+    )
     expire_records: bool = Field(False, description="rewrite only the buckets holding expired records (record TTL)")
 
 
@@ -74,8 +79,10 @@ def expiry_skip_reason(table: TableConfig, lake_table: "FileStoreTable", options
     """Why a record expiry cannot run (None: it can)."""
     if "record-level.expire-time" in options or lake_table.options.get("record-level.expire-time"):
         return None
-    return (f"no record TTL for {table.name}: set maintenance.record_expiry.field and .retention in tables.yaml "
-            "(or the table options 'record-level.time-field' and 'record-level.expire-time')")
+    return (
+        f"no record TTL for {table.name}: set maintenance.record_expiry.field and .retention in tables.yaml "
+        "(or the table options 'record-level.time-field' and 'record-level.expire-time')"
+    )
 
 
 def result_metadata(result, source: dict[str, str]) -> dict[str, Any]:
@@ -91,31 +98,58 @@ def result_metadata(result, source: dict[str, str]) -> dict[str, Any]:
     return meta
 
 
-def verification_check(lake_table: "FileStoreTable", operation: str, *, before_snapshot_id: int,
-                       after_snapshot_id: int, expiry_field: str | None,
-                       expiry_cutoff_s: int | None) -> tuple[dg.AssetCheckResult, Any]:
+def verification_check(
+    lake_table: "FileStoreTable",
+    operation: str,
+    *,
+    before_snapshot_id: int,
+    after_snapshot_id: int,
+    expiry_field: str | None,
+    expiry_cutoff_s: int | None,
+) -> tuple[dg.AssetCheckResult, Any]:
     """lake_core's ``verify_compaction`` between two snapshots as a blocking check result (and the
     verification itself)."""
     v = lake_table.maintenance.verify_compaction(
-        before_snapshot_id=before_snapshot_id, after_snapshot_id=after_snapshot_id, expiry_field=expiry_field,
-        expiry_cutoff_s=expiry_cutoff_s, expired_must_be_gone=operation == RECORD_EXPIRY)
+        before_snapshot_id=before_snapshot_id,
+        after_snapshot_id=after_snapshot_id,
+        expiry_field=expiry_field,
+        expiry_cutoff_s=expiry_cutoff_s,
+        expired_must_be_gone=operation == RECORD_EXPIRY,
+    )
     meta = {k: val for k, val in v.as_metadata().items() if val is not None}
     if v.passed:
-        what = ("no expired record survives, no unexpired one was lost" if operation == RECORD_EXPIRY
-                else "rows, key and row checksums unchanged, no deleted key came back")
+        what = (
+            "no expired record survives, no unexpired one was lost"
+            if operation == RECORD_EXPIRY
+            else "rows, key and row checksums unchanged, no deleted key came back"
+        )
         description = f"snapshot {after_snapshot_id} against {before_snapshot_id}: {what}"
         if v.expired_dropped:
             description += f" ({v.expired_dropped} expired record(s) dropped)"
     else:
-        description = (f"{operation} of {lake_table.identifier} changed the table's content between snapshot "
-                       f"{before_snapshot_id} and {after_snapshot_id}:\n" + "\n".join(v.problems))
-    return dg.AssetCheckResult(check_name=CHECKS[operation].name, passed=v.passed,
-                               severity=dg.AssetCheckSeverity.ERROR, metadata=meta, description=description), v
+        description = (
+            f"{operation} of {lake_table.identifier} changed the table's content between snapshot "
+            f"{before_snapshot_id} and {after_snapshot_id}:\n" + "\n".join(v.problems)
+        )
+    return dg.AssetCheckResult(
+        check_name=CHECKS[operation].name,
+        passed=v.passed,
+        severity=dg.AssetCheckSeverity.ERROR,
+        metadata=meta,
+        description=description,
+    ), v
 
 
-def _operation(asset: MaintenanceAsset, context: dg.AssetExecutionContext, lake: LakeCatalogResource,
-               spark: SparkResource, *, full: bool = False, partitions: list[str] | None = None,
-               expire_records: bool = False) -> Operation:
+def _operation(
+    asset: MaintenanceAsset,
+    context: dg.AssetExecutionContext,
+    lake: LakeCatalogResource,
+    spark: SparkResource,
+    *,
+    full: bool = False,
+    partitions: list[str] | None = None,
+    expire_records: bool = False,
+) -> Operation:
     """Both assets' operation: the compaction on Spark, checked against the snapshot before it."""
     table, operation = asset.table, asset.operation
 
@@ -128,56 +162,99 @@ def _operation(asset: MaintenanceAsset, context: dg.AssetExecutionContext, lake:
             reason = expiry_skip_reason(table, lake_table, options)
             if reason is not None:
                 return Skip(why=reason)
-        context.log.info(f"{operation} of {table.name}: full={full}, expire_records={expire_records}, "
-                         f"partitions={partitions or 'all'}, options={options or 'the table own'}")
+        context.log.info(
+            f"{operation} of {table.name}: full={full}, expire_records={expire_records}, "
+            f"partitions={partitions or 'all'}, options={options or 'the table own'}"
+        )
         with spark.session() as session:
-            result = compact_on_spark(session, lake.warehouse, table.name, full=full, partitions=specs,
-                                      expire_records=expire_records, options=options,
-                                      storage_options=lake.storage_options())
+            result = compact_on_spark(
+                session,
+                lake.warehouse,
+                table.name,
+                full=full,
+                partitions=specs,
+                expire_records=expire_records,
+                options=options,
+                storage_options=lake.storage_options(),
+            )
         for reason in result.skipped:
             context.log.warning(f"{operation} of {table.name}: {reason}")
         skipped = None
         if result.snapshot_id is None:
             skipped = "nothing to compact" if not result.units_planned else "every unit was skipped"
-            check = dg.AssetCheckResult(check_name=CHECKS[operation].name, passed=True,
-                                        description=f"no snapshot committed ({skipped}): the table is unchanged")
+            check = dg.AssetCheckResult(
+                check_name=CHECKS[operation].name,
+                passed=True,
+                description=f"no snapshot committed ({skipped}): the table is unchanged",
+            )
         else:
             # The snapshot right before the COMPACT one: writes that landed while the job ran are in
             # both, so the comparison isolates what the compaction did.
-            check, _ = verification_check(lake.catalog().get_table(table.name), operation,
-                                          before_snapshot_id=result.snapshot_id - 1,
-                                          after_snapshot_id=result.snapshot_id, expiry_field=result.expiry_field,
-                                          expiry_cutoff_s=result.expiry_cutoff_s)
+            check, _ = verification_check(
+                lake.catalog().get_table(table.name),
+                operation,
+                before_snapshot_id=result.snapshot_id - 1,
+                after_snapshot_id=result.snapshot_id,
+                expiry_field=result.expiry_field,
+                expiry_cutoff_s=result.expiry_cutoff_s,
+            )
         return Outcome(
             summary=f"{result.units_run}/{result.units_planned} unit(s), {result.files_read} → "
-                    f"{result.files_written} files, {result.rows_expired} expired, snapshot {result.snapshot_id}",
-            metadata=result_metadata(result, source), outputs=result_outputs(result), snapshot_id=result.snapshot_id,
-            skipped=skipped, dry_run=result.dry_run, check=check)
+            f"{result.files_written} files, {result.rows_expired} expired, snapshot {result.snapshot_id}",
+            metadata=result_metadata(result, source),
+            outputs=result_outputs(result),
+            snapshot_id=result.snapshot_id,
+            skipped=skipped,
+            dry_run=result.dry_run,
+            check=check,
+        )
 
-    return Operation(inputs={"full": full, "partitions": ", ".join(partitions) if partitions else None,
-                             "expire_records": expire_records},
-                     skipped_metadata={"units_run": 0}, execute=compact)
+    return Operation(
+        inputs={
+            "full": full,
+            "partitions": ", ".join(partitions) if partitions else None,
+            "expire_records": expire_records,
+        },
+        skipped_metadata={"units_run": 0},
+        execute=compact,
+    )
 
 
 def _asset(table: TableConfig, operation: str, description: str) -> MaintenanceAsset:
-    return MaintenanceAsset(table=table, operation=operation, description=description, on_spark=True,
-                            check=CHECKS[operation])
+    return MaintenanceAsset(
+        table=table, operation=operation, description=description, on_spark=True, check=CHECKS[operation]
+    )
 
 
 def build_compaction_asset(table: TableConfig) -> dg.AssetsDefinition | None:
     """The table's ``compaction`` asset; None for an append table or when the policy disables it."""
     if not table.primary_keys or not table.maintenance.compaction.enabled:
         return None
-    asset = _asset(table, COMPACTION,
-                   f"Dedicated compaction of {table.name} on Spark (one task per (partition, bucket) unit, one "
-                   "COMPACT commit); config: full, partitions, expire_records.")
+    asset = _asset(
+        table,
+        COMPACTION,
+        f"Dedicated compaction of {table.name} on Spark (one task per (partition, bucket) unit, one "
+        "COMPACT commit); config: full, partitions, expire_records.",
+    )
 
     @asset.define()
-    def compaction(context: dg.AssetExecutionContext, config: CompactionConfig, lake: LakeCatalogResource,
-                   spark: SparkResource) -> dg.MaterializeResult:
-        return run_maintenance(context, lake, asset=asset, operation=_operation(
-            asset, context, lake, spark, full=config.full, partitions=config.partitions,
-            expire_records=config.expire_records))
+    def compaction(
+        context: dg.AssetExecutionContext, config: CompactionConfig, lake: LakeCatalogResource, spark: SparkResource
+    ) -> dg.MaterializeResult:
+        return run_maintenance(
+            context,
+            lake,
+            asset=asset,
+            operation=_operation(
+                asset,
+                context,
+                lake,
+                spark,
+                full=config.full,
+                partitions=config.partitions,
+                expire_records=config.expire_records,
+            ),
+        )
 
     return compaction
 
@@ -188,13 +265,18 @@ def build_record_expiry_asset(table: TableConfig) -> dg.AssetsDefinition | None:
         return None
     expiry = table.maintenance.record_expiry
     ttl = f"{expiry.field} older than {expiry.retention}" if expiry.field else "the table's record-level options"
-    asset = _asset(table, RECORD_EXPIRY,
-                   f"Record expiry of {table.name} on Spark: rewrites exactly the buckets holding records with {ttl}.")
+    asset = _asset(
+        table,
+        RECORD_EXPIRY,
+        f"Record expiry of {table.name} on Spark: rewrites exactly the buckets holding records with {ttl}.",
+    )
 
     @asset.define()
-    def record_expiry(context: dg.AssetExecutionContext, lake: LakeCatalogResource,
-                      spark: SparkResource) -> dg.MaterializeResult:
-        return run_maintenance(context, lake, asset=asset,
-                               operation=_operation(asset, context, lake, spark, expire_records=True))
+    def record_expiry(
+        context: dg.AssetExecutionContext, lake: LakeCatalogResource, spark: SparkResource
+    ) -> dg.MaterializeResult:
+        return run_maintenance(
+            context, lake, asset=asset, operation=_operation(asset, context, lake, spark, expire_records=True)
+        )
 
     return record_expiry

@@ -2,6 +2,7 @@
 ``DynamicPartitionsDefinition`` per table (``demo__orders__partitions``, keys like
 ``dt=2024-01-01``), kept in sync by a sensor that adds new partitions and removes dropped ones,
 reading the table's metadata only (manifests, no data)."""
+
 from typing import TYPE_CHECKING, Any
 
 import dagster as dg
@@ -64,10 +65,13 @@ def build_partitions_sensor(table: TableConfig) -> dg.SensorDefinition | None:
         removed = sorted(known - set(current))
         if not added and not removed:
             return dg.SkipReason(f"{table.name}: {len(current)} partition(s), already in sync")
-        context.log.info(f"{table.name}: {len(added)} partition(s) added ({', '.join(added[:10])}), "
-                         f"{len(removed)} removed ({', '.join(removed[:10])})")
-        requests = ([partitions.build_add_request(added)] if added else []) + \
-                   ([partitions.build_delete_request(removed)] if removed else [])
+        context.log.info(
+            f"{table.name}: {len(added)} partition(s) added ({', '.join(added[:10])}), "
+            f"{len(removed)} removed ({', '.join(removed[:10])})"
+        )
+        requests = ([partitions.build_add_request(added)] if added else []) + (
+            [partitions.build_delete_request(removed)] if removed else []
+        )
         return dg.SensorResult(dynamic_partitions_requests=requests)
 
     return sync_partitions

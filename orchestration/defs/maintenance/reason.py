@@ -1,14 +1,19 @@
 """Why a maintenance run happened, in one line: the ledger's ``reason`` column, the ``reason``
 metadata and the ``(requested: ...)`` of every maintenance log line."""
+
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from orchestration.defs.naming import REASON_TAG
 
 # Dagster's run tags naming what launched a run, most specific first: a sensor or schedule may
 # launch a backfill, and then it is the one that decided.
-_LAUNCHERS = (("dagster/schedule_name", "schedule"), ("dagster/sensor_name", "sensor"), ("dagster/backfill", "backfill"))
+_LAUNCHERS = (
+    ("dagster/schedule_name", "schedule"),
+    ("dagster/sensor_name", "sensor"),
+    ("dagster/backfill", "backfill"),
+)
 
 
 def run_reason(tags: Mapping[str, str], *, scope: str | None = None) -> str:

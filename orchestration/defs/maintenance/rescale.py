@@ -13,6 +13,7 @@ user picks, executed on Spark (:mod:`jobs.rescale`), verified by a blocking asse
 - Each run is one maintenance run (:mod:`.run`): one row in the maintenance ledger, whose reason
   names the partitions ("backfill kvlhhtcl for 2 partition(s): dt=2024-01-02, dt=2024-01-03").
 """
+
 from typing import TYPE_CHECKING, Any
 
 import dagster as dg
@@ -29,9 +30,11 @@ if TYPE_CHECKING:
 OPERATION = "rescale"
 CHECK_NAME = "rescale_verified"
 VERIFIED = BlockingCheck(
-    name=CHECK_NAME, nothing_done="nothing rescaled",
+    name=CHECK_NAME,
+    nothing_done="nothing rescaled",
     description="rows, key checksum and row checksum of each rescaled partition unchanged between the "
-                "snapshot the rescale read and the one it committed; its files at the target bucket count")
+    "snapshot the rescale read and the one it committed; its files at the target bucket count",
+)
 
 
 def _result_metadata(result, target: int) -> dict[str, Any]:
@@ -43,8 +46,10 @@ def _result_metadata(result, target: int) -> dict[str, Any]:
     meta["target_buckets"] = target
     rows = ["| partition | buckets | rows | files | snapshot | skipped |", "|---|---|---|---|---|---|"]
     for p in result.partitions:
-        rows.append(f"| {p.partition or '(table)'} | {p.old_buckets} → {p.new_buckets} | {p.rows} | "
-                    f"{p.files_in} → {p.files_out} | {p.snapshot_committed or ''} | {p.skipped or ''} |")
+        rows.append(
+            f"| {p.partition or '(table)'} | {p.old_buckets} → {p.new_buckets} | {p.rows} | "
+            f"{p.files_in} → {p.files_out} | {p.snapshot_committed or ''} | {p.skipped or ''} |"
+        )
     meta["partitions"] = dg.MetadataValue.md("\n".join(rows))
     return meta
 
@@ -53,31 +58,46 @@ def _check_result(table: "FileStoreTable", result, target: int) -> dg.AssetCheck
     """Before/after verification of every partition the run rewrote (none: passes, says why)."""
     rewritten = {p.partition: p.snapshot_read for p in result.partitions if p.skipped is None}
     if not rewritten or result.snapshot_id is None:
-        return dg.AssetCheckResult(check_name=CHECK_NAME, passed=True, metadata={"partitions_verified": 0},
-                                   description="nothing was rewritten, nothing to verify")
+        return dg.AssetCheckResult(
+            check_name=CHECK_NAME,
+            passed=True,
+            metadata={"partitions_verified": 0},
+            description="nothing was rewritten, nothing to verify",
+        )
     verification = table.maintenance.verify_rescale(partitions=rewritten, snapshot_id=result.snapshot_id, bucket=target)
     return check_result_from(verification)
 
 
 def check_result_from(verification) -> dg.AssetCheckResult:
     """A lake_core ``RescaleVerification`` as a blocking check result (ERROR when it failed)."""
-    meta: dict[str, Any] = {"partitions_verified": len(verification.partitions),
-                            "snapshot_after": verification.snapshot_after, "target_buckets": verification.bucket}
+    meta: dict[str, Any] = {
+        "partitions_verified": len(verification.partitions),
+        "snapshot_after": verification.snapshot_after,
+        "target_buckets": verification.bucket,
+    }
     for p in verification.partitions:
         meta[f"{p.partition or 'table'}.rows"] = f"{p.rows_before} → {p.rows_after}"
         meta[f"{p.partition or 'table'}.key_checksum"] = f"{p.key_checksum_before} → {p.key_checksum_after}"
         meta[f"{p.partition or 'table'}.buckets"] = ", ".join(map(str, p.buckets_after))
     if verification.passed:
-        description = (f"{len(verification.partitions)} partition(s) verified at snapshot "
-                       f"{verification.snapshot_after}: rows and checksums unchanged, {verification.bucket} buckets")
+        description = (
+            f"{len(verification.partitions)} partition(s) verified at snapshot "
+            f"{verification.snapshot_after}: rows and checksums unchanged, {verification.bucket} buckets"
+        )
     else:
         description = "rescale verification failed:\n" + "\n".join(verification.problems)
-    return dg.AssetCheckResult(check_name=CHECK_NAME, passed=verification.passed, severity=dg.AssetCheckSeverity.ERROR,
-                               metadata=meta, description=description)
+    return dg.AssetCheckResult(
+        check_name=CHECK_NAME,
+        passed=verification.passed,
+        severity=dg.AssetCheckSeverity.ERROR,
+        metadata=meta,
+        description=description,
+    )
 
 
-def _operation(table: TableConfig, context: dg.AssetExecutionContext, lake: LakeCatalogResource,
-               spark: SparkResource) -> Operation:
+def _operation(
+    table: TableConfig, context: dg.AssetExecutionContext, lake: LakeCatalogResource, spark: SparkResource
+) -> Operation:
     """One run's rescale: exactly its partitions (the whole table when unpartitioned) to the target."""
     partitioned = bool(table.partition_keys)
     keys = list(context.partition_keys) if partitioned else [""]
@@ -94,33 +114,54 @@ def _operation(table: TableConfig, context: dg.AssetExecutionContext, lake: Lake
         if not specs:
             return Skip(why=f"none of the selected partitions exists in {table.name}: {', '.join(keys)}")
         context.log.info(f"rescale {table.name} to {target} buckets: {len(specs)} partition(s): {', '.join(keys)}")
-        job = dict(bucket=target, partitions=specs, commit_user=f"rescale:{context.run.run_id}",
-                   storage_options=lake.storage_options())
+        job = dict(
+            bucket=target,
+            partitions=specs,
+            commit_user=f"rescale:{context.run.run_id}",
+            storage_options=lake.storage_options(),
+        )
         if lake_table.maintenance.plan_rescale(bucket=target, partitions=specs).units:
             with spark.session() as session:
                 result = rescale_partitions(session, lake.warehouse, table.name, **job)
         else:  # every selected partition is already at the target: metadata only, no Spark
             result = rescale_partitions(None, lake.warehouse, table.name, **job)
         for p in result.partitions:
-            context.log.info(f"{p.partition or table.name}: " + (f"skipped, {p.skipped}" if p.skipped else
-                             f"{p.old_buckets} → {p.new_buckets} buckets, {p.rows} rows, snapshot {p.snapshot_committed}"))
+            context.log.info(
+                f"{p.partition or table.name}: "
+                + (
+                    f"skipped, {p.skipped}"
+                    if p.skipped
+                    else f"{p.old_buckets} → {p.new_buckets} buckets, {p.rows} rows, snapshot {p.snapshot_committed}"
+                )
+            )
         meta = _result_metadata(result, target)
         if gone:
             meta["partitions_gone"] = ", ".join(gone)
-        skipped = None if result.partitions_rescaled else "; ".join(
-            sorted({f"{p.skipped}" for p in result.partitions if p.skipped})) or "nothing to rewrite"
+        skipped = (
+            None
+            if result.partitions_rescaled
+            else "; ".join(sorted({f"{p.skipped}" for p in result.partitions if p.skipped})) or "nothing to rewrite"
+        )
         return Outcome(
             summary=f"{result.partitions_rescaled} partition(s) to {target} buckets, "
-                    f"{result.partitions_skipped} skipped, snapshot {result.snapshot_id}",
-            metadata=meta, outputs=result_outputs(result), snapshot_id=result.snapshot_id, skipped=skipped,
-            dry_run=result.dry_run, check=_check_result(lake.catalog().get_table(table.name), result, target))
+            f"{result.partitions_skipped} skipped, snapshot {result.snapshot_id}",
+            metadata=meta,
+            outputs=result_outputs(result),
+            snapshot_id=result.snapshot_id,
+            skipped=skipped,
+            dry_run=result.dry_run,
+            check=_check_result(lake.catalog().get_table(table.name), result, target),
+        )
 
     return Operation(
         inputs={"partitions": keys, "target_buckets": target},
         scope=f"{len(keys)} partition(s): {', '.join(keys)}" if partitioned else "the whole table",
-        disabled=None if target is not None else (
-            f"maintenance.rescale.target_buckets of {table.name} is not set in tables.yaml"),
-        skipped_metadata={"partitions_rescaled": 0}, execute=rescale)
+        disabled=None
+        if target is not None
+        else (f"maintenance.rescale.target_buckets of {table.name} is not set in tables.yaml"),
+        skipped_metadata={"partitions_rescaled": 0},
+        execute=rescale,
+    )
 
 
 def build_rescale_asset(table: TableConfig) -> dg.AssetsDefinition | None:
@@ -131,17 +172,24 @@ def build_rescale_asset(table: TableConfig) -> dg.AssetsDefinition | None:
     policy = table.maintenance.rescale
     backfill = dg.BackfillPolicy.single_run() if policy.backfill == "single_run" else dg.BackfillPolicy.multi_run(1)
     asset = MaintenanceAsset(
-        table=table, operation=OPERATION, on_spark=True, check=VERIFIED,
-        description=(f"Rescale {table.name} to maintenance.rescale.target_buckets "
-                     f"({policy.target_buckets or 'not set'}): " +
-                     ("launch a backfill over the partitions to rewrite." if partitioned else "rewrites the table.")),
+        table=table,
+        operation=OPERATION,
+        on_spark=True,
+        check=VERIFIED,
+        description=(
+            f"Rescale {table.name} to maintenance.rescale.target_buckets "
+            f"({policy.target_buckets or 'not set'}): "
+            + ("launch a backfill over the partitions to rewrite." if partitioned else "rewrites the table.")
+        ),
         metadata={"target_buckets": str(policy.target_buckets), "backfill": policy.backfill},
         partitions_def=dg.DynamicPartitionsDefinition(name=partitions_def_name(table.name)) if partitioned else None,
         backfill_policy=backfill if partitioned else None,
     )
 
     @asset.define()
-    def rescale(context: dg.AssetExecutionContext, lake: LakeCatalogResource, spark: SparkResource) -> dg.MaterializeResult:
+    def rescale(
+        context: dg.AssetExecutionContext, lake: LakeCatalogResource, spark: SparkResource
+    ) -> dg.MaterializeResult:
         return run_maintenance(context, lake, asset=asset, operation=_operation(table, context, lake, spark))
 
     return rescale

@@ -11,11 +11,13 @@
    snapshot it committed, why it skipped) and the result of the asset's blocking check, if any;
 7. one log line: what the run did, or why it skipped, and why it was requested.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import time
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
@@ -55,7 +57,7 @@ class Operation:
     """What one run of a maintenance asset does: all an asset supplies besides its definition."""
 
     inputs: Mapping[str, Any]  # the run's effective arguments, for the ledger and the metadata
-    execute: Callable[["FileStoreTable"], Outcome | Skip]
+    execute: Callable[[FileStoreTable], Outcome | Skip]
     disabled: str | None = None  # why the policy rules this run out (known before the table is opened)
     scope: str | None = None  # the part of the table the run covers, for its reason ("2 partition(s): ...")
     skipped_metadata: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # e.g. its main counter at 0
@@ -70,11 +72,18 @@ def result_outputs(result: OperationResult, *, prefix: str = "") -> dict[str, An
     return {prefix + k: v for k, v in result.as_metadata().items() if k not in ("table", "operation")}
 
 
-def run_maintenance(context: dg.AssetExecutionContext, lake: LakeCatalogResource, *, asset: MaintenanceAsset,
-                    operation: Operation) -> dg.MaterializeResult:
+def run_maintenance(
+    context: dg.AssetExecutionContext, lake: LakeCatalogResource, *, asset: MaintenanceAsset, operation: Operation
+) -> dg.MaterializeResult:
     """Run ``operation`` as one run of ``asset`` (see the module's docstring)."""
-    run = _Run(context=context, lake=lake, asset=asset, operation=operation, started=time.monotonic(),
-               reason=run_reason(context.run.tags, scope=operation.scope))
+    run = _Run(
+        context=context,
+        lake=lake,
+        asset=asset,
+        operation=operation,
+        started=time.monotonic(),
+        reason=run_reason(context.run.tags, scope=operation.scope),
+    )
     lake.check_access()
     try:
         outcome, lake_table = _execute(lake, asset.table.name, operation)
@@ -86,8 +95,9 @@ def run_maintenance(context: dg.AssetExecutionContext, lake: LakeCatalogResource
     return run.done(outcome, lake_table)
 
 
-def _execute(lake: LakeCatalogResource, name: str,
-             operation: Operation) -> tuple[Outcome | Skip, "FileStoreTable | None"]:
+def _execute(
+    lake: LakeCatalogResource, name: str, operation: Operation
+) -> tuple[Outcome | Skip, FileStoreTable | None]:
     if operation.disabled is not None:
         return Skip(why=operation.disabled), None
     catalog = lake.catalog()
@@ -114,7 +124,7 @@ class _Run:
         check = None if self.asset.check is None else self.asset.check.skipped(why)
         return self._result({**self.operation.skipped_metadata, "skipped": why}, check)
 
-    def done(self, outcome: Outcome, lake_table: "FileStoreTable") -> dg.MaterializeResult:
+    def done(self, outcome: Outcome, lake_table: FileStoreTable) -> dg.MaterializeResult:
         outputs, error = dict(outcome.outputs), None
         if outcome.check is not None:
             outputs[f"check.{outcome.check.check_name}"] = outcome.check.passed
@@ -123,11 +133,19 @@ class _Run:
         if outcome.skipped is not None:
             self._log_skipped(outcome.skipped)
         else:
-            self.context.log.info(f"{self.asset.operation} on {self.asset.table.name}"
-                                  f"{' (dry run)' if outcome.dry_run else ''}: {outcome.summary} "
-                                  f"(requested: {self.reason})")
-        self._record(outputs=outputs, skipped=outcome.skipped, error=error, dry_run=outcome.dry_run,
-                     snapshot_id=outcome.snapshot_id, bytes_reclaimed=outcome.bytes_reclaimed)
+            self.context.log.info(
+                f"{self.asset.operation} on {self.asset.table.name}"
+                f"{' (dry run)' if outcome.dry_run else ''}: {outcome.summary} "
+                f"(requested: {self.reason})"
+            )
+        self._record(
+            outputs=outputs,
+            skipped=outcome.skipped,
+            error=error,
+            dry_run=outcome.dry_run,
+            snapshot_id=outcome.snapshot_id,
+            bytes_reclaimed=outcome.bytes_reclaimed,
+        )
         metadata = dict(outcome.metadata)
         if outcome.snapshot_id is not None:
             metadata["snapshot"] = dg.MetadataValue.path(lake_table.paths.snapshot(outcome.snapshot_id))
@@ -142,15 +160,26 @@ class _Run:
             self.context.log.warning(f"could not record the failed run in the maintenance ledger: {ledger_error}")
 
     def _log_skipped(self, why: str) -> None:
-        self.context.log.info(f"{self.asset.operation} on {self.asset.table.name} skipped: {why} "
-                              f"(requested: {self.reason})")
+        self.context.log.info(
+            f"{self.asset.operation} on {self.asset.table.name} skipped: {why} (requested: {self.reason})"
+        )
 
     def _record(self, **fields: Any) -> None:
-        ledger.record(self.lake, table=self.asset.table.name, operation=self.asset.operation,
-                      run_id=self.context.run.run_id, reason=self.reason, inputs=self.operation.inputs,
-                      duration_s=time.monotonic() - self.started, **fields)
+        ledger.record(
+            self.lake,
+            table=self.asset.table.name,
+            operation=self.asset.operation,
+            run_id=self.context.run.run_id,
+            reason=self.reason,
+            inputs=self.operation.inputs,
+            duration_s=time.monotonic() - self.started,
+            **fields,
+        )
 
     def _result(self, metadata: Mapping[str, Any], check: dg.AssetCheckResult | None) -> dg.MaterializeResult:
-        base = {"table": self.asset.table.name, "reason": self.reason,
-                "inputs": dg.MetadataValue.json(dict(self.operation.inputs))}
+        base = {
+            "table": self.asset.table.name,
+            "reason": self.reason,
+            "inputs": dg.MetadataValue.json(dict(self.operation.inputs)),
+        }
         return dg.MaterializeResult(metadata={**base, **metadata}, check_results=None if check is None else [check])

@@ -10,8 +10,10 @@ when the policy disables it or every operation found nothing to do.
 No ``from __future__ import annotations`` here: Dagster reads the config classes from the asset
 functions' annotations at definition time.
 """
+
 import datetime as _dt
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import dagster as dg
 
@@ -21,7 +23,11 @@ from orchestration.defs import ledger
 from orchestration.defs.maintenance.asset import MaintenanceAsset
 from orchestration.defs.maintenance.run import Operation, Outcome, result_outputs, run_maintenance
 from orchestration.defs.maintenance.run_config import (
-    ManifestCompactionConfig, OrphanCleanupConfig, PartitionExpiryConfig, SnapshotExpiryConfig, TagsConfig,
+    ManifestCompactionConfig,
+    OrphanCleanupConfig,
+    PartitionExpiryConfig,
+    SnapshotExpiryConfig,
+    TagsConfig,
     effective_policy,
 )
 from orchestration.defs.resources import LakeCatalogResource
@@ -67,16 +73,28 @@ def _outcome(*results: OperationResult) -> Outcome:
     if any(hasattr(r, "bytes_reclaimed") for r in results):
         reclaimed = sum(getattr(r, "bytes_reclaimed", 0) for r in results)
         metadata["bytes_reclaimed"] = dg.MetadataValue.int(reclaimed)
-    summary = ", ".join(f"{k}={round(v, 3) if isinstance(v, float) else v}" for k, v in outputs.items()
-                        if v not in (None, "") and not k.endswith("files"))
-    return Outcome(summary=summary, metadata=metadata, outputs=outputs, snapshot_id=ledger.committed_snapshot(main),
-                   skipped=_skip_reason(results), dry_run=main.dry_run, bytes_reclaimed=reclaimed)
+    summary = ", ".join(
+        f"{k}={round(v, 3) if isinstance(v, float) else v}"
+        for k, v in outputs.items()
+        if v not in (None, "") and not k.endswith("files")
+    )
+    return Outcome(
+        summary=summary,
+        metadata=metadata,
+        outputs=outputs,
+        snapshot_id=ledger.committed_snapshot(main),
+        skipped=_skip_reason(results),
+        dry_run=main.dry_run,
+        bytes_reclaimed=reclaimed,
+    )
 
 
 def _asset(table: TableConfig, operation: str, description: str) -> MaintenanceAsset:
     return MaintenanceAsset(
-        table=table, operation=operation,
-        description=f"{description} ({table.name}); runs in the step process, one maintainer per table.")
+        table=table,
+        operation=operation,
+        description=f"{description} ({table.name}); runs in the step process, one maintainer per table.",
+    )
 
 
 def _disabled(table: TableConfig, section: str, enabled: bool) -> str | None:
@@ -89,12 +107,19 @@ def build_manifest_compaction(table: TableConfig) -> dg.AssetsDefinition:
     policy = table.maintenance.manifest_compaction
 
     @asset.define()
-    def manifest_compaction(context: dg.AssetExecutionContext, config: ManifestCompactionConfig,
-                            lake: LakeCatalogResource) -> dg.MaterializeResult:
-        return run_maintenance(context, lake, asset=asset, operation=Operation(
-            inputs={"mode": config.mode, "dry_run": config.dry_run},
-            disabled=_disabled(table, "manifest_compaction", policy.enabled),
-            execute=lambda t: _outcome(t.maintenance.compact_manifest(mode=config.mode, dry_run=config.dry_run))))
+    def manifest_compaction(
+        context: dg.AssetExecutionContext, config: ManifestCompactionConfig, lake: LakeCatalogResource
+    ) -> dg.MaterializeResult:
+        return run_maintenance(
+            context,
+            lake,
+            asset=asset,
+            operation=Operation(
+                inputs={"mode": config.mode, "dry_run": config.dry_run},
+                disabled=_disabled(table, "manifest_compaction", policy.enabled),
+                execute=lambda t: _outcome(t.maintenance.compact_manifest(mode=config.mode, dry_run=config.dry_run)),
+            ),
+        )
 
     return manifest_compaction
 
@@ -103,25 +128,46 @@ def build_snapshot_expiry(table: TableConfig) -> dg.AssetsDefinition:
     asset = _asset(table, "snapshot_expiry", "Expires old snapshots, then long-lived changelogs")
 
     @asset.define()
-    def snapshot_expiry(context: dg.AssetExecutionContext, config: SnapshotExpiryConfig,
-                        lake: LakeCatalogResource) -> dg.MaterializeResult:
-        policy = effective_policy(table, "snapshot_expiry", table.maintenance.snapshot_expiry,
-                                  retain_min=config.retain_min, retain_max=config.retain_max,
-                                  time_retained=config.time_retained)
+    def snapshot_expiry(
+        context: dg.AssetExecutionContext, config: SnapshotExpiryConfig, lake: LakeCatalogResource
+    ) -> dg.MaterializeResult:
+        policy = effective_policy(
+            table,
+            "snapshot_expiry",
+            table.maintenance.snapshot_expiry,
+            retain_min=config.retain_min,
+            retain_max=config.retain_max,
+            time_retained=config.time_retained,
+        )
 
         def execute(t: FileStoreTable) -> Outcome:
             snapshots = t.maintenance.expire_snapshots(
-                retain_min=policy.retain_min, retain_max=policy.retain_max, older_than=_timedelta(policy.time_retained),
-                max_deletes=config.max_deletes, dry_run=config.dry_run)
+                retain_min=policy.retain_min,
+                retain_max=policy.retain_max,
+                older_than=_timedelta(policy.time_retained),
+                max_deletes=config.max_deletes,
+                dry_run=config.dry_run,
+            )
             # Changelogs kept longer than their snapshots (changelog.num-retained.*, changelog.time-retained)
             # expire by the table's own changelog options.
             return _outcome(snapshots, t.maintenance.expire_changelogs(dry_run=config.dry_run))
 
-        return run_maintenance(context, lake, asset=asset, operation=Operation(
-            inputs={"retain_min": policy.retain_min, "retain_max": policy.retain_max,
-                    "time_retained": policy.time_retained, "max_deletes": config.max_deletes,
-                    "dry_run": config.dry_run},
-            disabled=_disabled(table, "snapshot_expiry", policy.enabled), execute=execute))
+        return run_maintenance(
+            context,
+            lake,
+            asset=asset,
+            operation=Operation(
+                inputs={
+                    "retain_min": policy.retain_min,
+                    "retain_max": policy.retain_max,
+                    "time_retained": policy.time_retained,
+                    "max_deletes": config.max_deletes,
+                    "dry_run": config.dry_run,
+                },
+                disabled=_disabled(table, "snapshot_expiry", policy.enabled),
+                execute=execute,
+            ),
+        )
 
     return snapshot_expiry
 
@@ -132,36 +178,69 @@ def build_partition_expiry(table: TableConfig) -> dg.AssetsDefinition | None:
     asset = _asset(table, "partition_expiry", "Drops partitions older than the policy's expiration_time")
 
     @asset.define()
-    def partition_expiry(context: dg.AssetExecutionContext, config: PartitionExpiryConfig,
-                         lake: LakeCatalogResource) -> dg.MaterializeResult:
-        policy = effective_policy(table, "partition_expiry", table.maintenance.partition_expiry,
-                                  expiration_time=config.expiration_time)
-        return run_maintenance(context, lake, asset=asset, operation=Operation(
-            inputs={"expiration_time": policy.expiration_time, "timestamp_formatter": policy.timestamp_formatter,
-                    "dry_run": config.dry_run},
-            disabled=None if policy.expiration_time else (
-                f"policy maintenance.partition_expiry.expiration_time is not set for table {table.name}"),
-            execute=lambda t: _outcome(t.maintenance.expire_partitions(
-                expiration_time=_timedelta(policy.expiration_time), timestamp_formatter=policy.timestamp_formatter,
-                dry_run=config.dry_run))))
+    def partition_expiry(
+        context: dg.AssetExecutionContext, config: PartitionExpiryConfig, lake: LakeCatalogResource
+    ) -> dg.MaterializeResult:
+        policy = effective_policy(
+            table, "partition_expiry", table.maintenance.partition_expiry, expiration_time=config.expiration_time
+        )
+        return run_maintenance(
+            context,
+            lake,
+            asset=asset,
+            operation=Operation(
+                inputs={
+                    "expiration_time": policy.expiration_time,
+                    "timestamp_formatter": policy.timestamp_formatter,
+                    "dry_run": config.dry_run,
+                },
+                disabled=None
+                if policy.expiration_time
+                else (f"policy maintenance.partition_expiry.expiration_time is not set for table {table.name}"),
+                execute=lambda t: _outcome(
+                    t.maintenance.expire_partitions(
+                        expiration_time=_timedelta(policy.expiration_time),
+                        timestamp_formatter=policy.timestamp_formatter,
+                        dry_run=config.dry_run,
+                    )
+                ),
+            ),
+        )
 
     return partition_expiry
 
 
 def build_orphan_cleanup(table: TableConfig) -> dg.AssetsDefinition:
-    asset = _asset(table, "orphan_cleanup", "Removes files no snapshot, tag or changelog references "
-                                            "(a dry run unless the policy or the run says otherwise)")
+    asset = _asset(
+        table,
+        "orphan_cleanup",
+        "Removes files no snapshot, tag or changelog references "
+        "(a dry run unless the policy or the run says otherwise)",
+    )
 
     @asset.define()
-    def orphan_cleanup(context: dg.AssetExecutionContext, config: OrphanCleanupConfig,
-                       lake: LakeCatalogResource) -> dg.MaterializeResult:
-        policy = effective_policy(table, "orphan_cleanup", table.maintenance.orphan_cleanup,
-                                  older_than=config.older_than, dry_run=config.dry_run)
-        return run_maintenance(context, lake, asset=asset, operation=Operation(
-            inputs={"older_than": policy.older_than, "dry_run": policy.dry_run},
-            disabled=_disabled(table, "orphan_cleanup", policy.enabled),
-            execute=lambda t: _outcome(t.maintenance.remove_orphan_files(older_than=_timedelta(policy.older_than),
-                                                                         dry_run=policy.dry_run))))
+    def orphan_cleanup(
+        context: dg.AssetExecutionContext, config: OrphanCleanupConfig, lake: LakeCatalogResource
+    ) -> dg.MaterializeResult:
+        policy = effective_policy(
+            table,
+            "orphan_cleanup",
+            table.maintenance.orphan_cleanup,
+            older_than=config.older_than,
+            dry_run=config.dry_run,
+        )
+        return run_maintenance(
+            context,
+            lake,
+            asset=asset,
+            operation=Operation(
+                inputs={"older_than": policy.older_than, "dry_run": policy.dry_run},
+                disabled=_disabled(table, "orphan_cleanup", policy.enabled),
+                execute=lambda t: _outcome(
+                    t.maintenance.remove_orphan_files(older_than=_timedelta(policy.older_than), dry_run=policy.dry_run)
+                ),
+            ),
+        )
 
     return orphan_cleanup
 
@@ -170,18 +249,36 @@ def build_tags(table: TableConfig) -> dg.AssetsDefinition | None:
     policy = table.maintenance.tags
     if policy.name_format is None:
         return None  # the policy asks for no tags
-    asset = _asset(table, "tags", f"Tags the latest snapshot '{policy.name_format}' (UTC run time), "
-                                  f"keeping the newest {policy.num_retained or 'all'}")
+    asset = _asset(
+        table,
+        "tags",
+        f"Tags the latest snapshot '{policy.name_format}' (UTC run time), "
+        f"keeping the newest {policy.num_retained or 'all'}",
+    )
 
     @asset.define()
     def tags(context: dg.AssetExecutionContext, config: TagsConfig, lake: LakeCatalogResource) -> dg.MaterializeResult:
-        return run_maintenance(context, lake, asset=asset, operation=Operation(
-            inputs={"name_format": policy.name_format, "num_retained": policy.num_retained,
-                    "time_retained": policy.time_retained, "dry_run": config.dry_run},
-            execute=lambda t: _outcome(t.maintenance.tag_snapshot(
-                name_format=policy.name_format, num_retained=policy.num_retained,
-                time_retained=_timedelta(policy.time_retained) if policy.time_retained else None,
-                dry_run=config.dry_run))))
+        return run_maintenance(
+            context,
+            lake,
+            asset=asset,
+            operation=Operation(
+                inputs={
+                    "name_format": policy.name_format,
+                    "num_retained": policy.num_retained,
+                    "time_retained": policy.time_retained,
+                    "dry_run": config.dry_run,
+                },
+                execute=lambda t: _outcome(
+                    t.maintenance.tag_snapshot(
+                        name_format=policy.name_format,
+                        num_retained=policy.num_retained,
+                        time_retained=_timedelta(policy.time_retained) if policy.time_retained else None,
+                        dry_run=config.dry_run,
+                    )
+                ),
+            ),
+        )
 
     return tags
 
