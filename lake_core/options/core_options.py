@@ -68,13 +68,6 @@ class CoreOptions:
             return default
         return o.BY_KEY[key].default if key in o.BY_KEY else None
 
-    def get_bool(self, key: str) -> bool:  # TEMP: until the callers read typed attributes
-        return parse_bool(key, self.get(key) or "false")
-
-    def get_int(self, key: str) -> int:  # TEMP
-        from lake_core.option_values import parse_int
-        return parse_int(key, self.get(key))
-
     # -- buckets --------------------------------------------------------------------------------------
     bucket = _Typed(o.BUCKET)
     bucket_key = _Typed(o.BUCKET_KEY)
