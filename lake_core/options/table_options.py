@@ -191,12 +191,12 @@ NUM_LEVELS = ConfigOption(
     unset="`num-sorted-run.compaction-trigger` + 1", description="Levels of a bucket's LSM tree, level 0 included.")
 COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT = ConfigOption(
     key="compaction.max-size-amplification-percent", type=Int(0, "a percentage, 0 or more"), default="200",
-    description="Universal compaction: compact everything once the runs above the oldest exceed this "
-                "percentage of it.")
+    description="Universal compaction: compact fully once the runs outside the top level exceed this "
+                "percentage of the top level's size.")
 COMPACTION_SIZE_RATIO = ConfigOption(
     key="compaction.size-ratio", type=Int(0, "a percentage, 0 or more"), default="1",
-    description="Universal compaction: a run joins the candidates while they are this percentage smaller "
-                "than it, or less.")
+    description="Universal compaction: the next sorted run joins the candidates while their size, plus this "
+                "percentage, reaches its own.")
 COMPACTION_MIN_FILE_NUM = ConfigOption(
     key="compaction.min.file-num", type=Int(1, "at least 1 file"), default="5", support=IGNORED,
     description="Java's append-table compaction trigger.")
@@ -212,7 +212,7 @@ COMPACTION_TOTAL_SIZE_THRESHOLD = ConfigOption(
     description="A bucket smaller than this is compacted fully.")
 COMPACTION_INCREMENTAL_SIZE_THRESHOLD = ConfigOption(
     key="compaction.incremental-size-threshold", type=MemorySize(0), default=None,
-    description="A bucket whose runs above the oldest exceed this is compacted fully.")
+    description="A bucket whose runs outside the top level exceed this is compacted fully.")
 COMPACTION_FORCE_REWRITE_ALL_FILES = ConfigOption(
     key="compaction.force-rewrite-all-files", type=Bool(), default="false",
     description="A full compaction rewrites every file instead of upgrading large ones.")
