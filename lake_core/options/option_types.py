@@ -81,15 +81,18 @@ class FilePrefix(Text):
         return "file name prefix (may be empty; no `/`, no leading `.`)"
 
 
-@dataclass(frozen=True)
-class Bool:
+class _CheckedByParsing:
+    """A value that is valid when it parses."""
     empty_is_unset: ClassVar[bool] = True
 
+    def check(self, key: str, text: str) -> None:
+        self.parse(key, text)
+
+
+@dataclass(frozen=True)
+class Bool(_CheckedByParsing):
     def parse(self, key: str, text: str) -> bool:
         return parse_bool(key, text)
-
-    def check(self, key: str, text: str) -> None:
-        parse_bool(key, text)
 
     def describe(self) -> str:
         return "`true` or `false`"
@@ -137,29 +140,20 @@ class MemorySize:
 
 
 @dataclass(frozen=True)
-class Duration:
+class Duration(_CheckedByParsing):
     """Milliseconds, written as ``1 h``, ``30 min`` or ``500`` (Java's ``TimeUtils.parseDuration``)."""
-    empty_is_unset: ClassVar[bool] = True
 
     def parse(self, key: str, text: str) -> int:
         return parse_duration_ms(key, text)
-
-    def check(self, key: str, text: str) -> None:
-        parse_duration_ms(key, text)
 
     def describe(self) -> str:
         return "duration (`500 ms`, `30 min`, `1 h`, `7 d`)"
 
 
 @dataclass(frozen=True)
-class Ratio:
-    empty_is_unset: ClassVar[bool] = True
-
+class Ratio(_CheckedByParsing):
     def parse(self, key: str, text: str) -> float:
         return parse_ratio(key, text)
-
-    def check(self, key: str, text: str) -> None:
-        parse_ratio(key, text)
 
     def describe(self) -> str:
         return "number, 0 or more"
