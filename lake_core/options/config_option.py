@@ -17,7 +17,8 @@ class Support(enum.Enum):
     IGNORED = "ignored"
 
 
-@dataclass(frozen=True, kw_only=True)
+# eq=False: a declaration is one object (Java's static final), hashed and compared by identity
+@dataclass(frozen=True, kw_only=True, eq=False)
 class ConfigOption(Generic[T]):
     key: str
     type: OptionType[T]
@@ -52,7 +53,7 @@ class ConfigOption(Generic[T]):
         return self.type.parse(self.key, text)
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, eq=False)
 class FieldOption:
     """A per-column option, ``fields.<name>.<suffix>``; its column must exist (checked with the schema)."""
     suffix: str

@@ -113,8 +113,7 @@ class Int:
         return parse_int(key, text, LONG_RANGE if self.long else INT_RANGE)
 
     def check(self, key: str, text: str) -> None:
-        # parsed as a long first, so a huge value reads "must be <what>", not Java's int range
-        n = parse_int(key, text, LONG_RANGE)
+        n = self.parse(key, text)  # as the typed read will: a value past Java's int is out of range
         if not self.minimum <= n <= self.maximum or n in self.excluded:
             raise InvalidOptionError(f"option '{key}' = {text!r} is invalid: it must be {self.what}")
 
