@@ -8,11 +8,11 @@ import pyarrow as pa
 
 from lake_core.bucket.dynamic import DynamicBucketOptions
 from lake_core.errors import CommitFailedError, InvalidOptionError, LakeError, SchemaError, TableNotFoundError
-from lake_core.format.avro import CODEC_ALIASES
 from lake_core.format.file_format import choose_codec
 from lake_core.format.stats import parse_stats_mode
 from lake_core.merge import create_merge_engine
-from lake_core.options import CoreOptions, _check_choice, parse_duration_ms, validate_table_options
+from lake_core.options import CoreOptions, validate_table_options
+from lake_core.options.table_options import RECORD_LEVEL_EXPIRE_TIME, RECORD_LEVEL_TIME_FIELD, SEQUENCE_FIELD
 from lake_core.schema.change import SchemaChange, apply_schema_changes
 from lake_core.schema.table_schema import TableSchema
 
@@ -47,7 +47,7 @@ def validate_table_definition(identifier: str, schema: TableSchema, core: CoreOp
                 "its partition value changes (slower writes: every write indexes the table's keys)")
         if bucket == -1:
             mode = "cross-partition upsert" if missing_parts else "dynamic bucket"
-            if core.get("bucket-key"):
+            if core.bucket_key:
                 raise InvalidOptionError(
                     f"table {identifier}: 'bucket-key' cannot be used in {mode} mode ('bucket' = -1, the default "
                     "for primary-key tables); remove 'bucket-key', or set a fixed positive 'bucket'")
@@ -58,23 +58,22 @@ def validate_table_definition(identifier: str, schema: TableSchema, core: CoreOp
                     "it or add the partition columns to the primary key")
             DynamicBucketOptions.of(core)
     else:
-        if bucket >= 1 and not core.get("bucket-key"):
+        if bucket >= 1 and not core.bucket_key:
             raise InvalidOptionError(
                 f"table {identifier}: an append table with fixed 'bucket' = {bucket} needs the option "
                 "'bucket-key' (comma-separated columns), or use 'bucket' = '-1'")
-    for key in ("bucket-key", "sequence.field"):
-        v = core.get(key)
+    for key, v in (("bucket-key", core.bucket_key), ("sequence.field", core.text(SEQUENCE_FIELD))):
         if v:
             for col in (c.strip() for c in v.split(",")):
                 if col not in names:
                     raise InvalidOptionError(f"option '{key}' names column '{col}', which is not in table "
                                              f"{identifier}; columns: {names}")
-    if schema.primary_keys and core.get("bucket-key"):
-        bad = [c for c in core.get("bucket-key").split(",") if c.strip() not in schema.primary_keys]
+    if schema.primary_keys and core.bucket_key:
+        bad = [c for c in core.bucket_key.split(",") if c.strip() not in schema.primary_keys]
         if bad:
             raise InvalidOptionError(f"option 'bucket-key' of {identifier} must be a subset of the primary key "
                                      f"{list(schema.primary_keys)}; {bad} are not key columns")
-    validate_expiry_options(identifier, schema)
+    validate_expiry_options(identifier, core)
     rk = core.rowkind_field
     if rk:
         if rk not in names:
@@ -89,8 +88,6 @@ def validate_table_definition(identifier: str, schema: TableSchema, core: CoreOp
 def _check_codecs(opts: CoreOptions) -> None:
     """Compression and stats modes are checked by the modules that use them."""
     choose_codec(opts.file_format, opts.file_compression, opts.raw)
-    mc = str(opts.get("manifest.compression") or "").lower()
-    _check_choice("manifest.compression", mc, sorted(CODEC_ALIASES), ignore_case=True)
     parse_stats_mode(opts.stats_mode)
     for key, value in opts.raw.items():
         if key.startswith("fields.") and key.endswith(".stats-mode"):
@@ -108,7 +105,7 @@ def _validate_column_options(identifier: str, schema: TableSchema, core) -> None
                 if c not in names:  # a typo would otherwise leave the column silently unconfigured
                     raise InvalidOptionError(f"option '{key}' names column '{c}', which is not in table "
                                              f"{identifier}; columns: {names}")
-    tf = core.get("record-level.time-field")
+    tf = core.record_level_time_field
     if tf:
         if tf not in names:
             raise InvalidOptionError(f"option 'record-level.time-field' names column '{tf}', which is not in table "
@@ -120,17 +117,16 @@ def _validate_column_options(identifier: str, schema: TableSchema, core) -> None
                                      "it must be INT, BIGINT or TIMESTAMP")
 
 
-def validate_expiry_options(identifier: str, schema) -> None:
+def validate_expiry_options(identifier: str, core: CoreOptions) -> None:
     """Both options or none, and an expire time of at least a second."""
-    opts = schema.options
-    expire, field = opts.get("record-level.expire-time"), opts.get("record-level.time-field")
+    expire, field = core.text(RECORD_LEVEL_EXPIRE_TIME), core.text(RECORD_LEVEL_TIME_FIELD)
     if expire is None and field is None:
         return
     if expire is None or field is None:
         have, need = ("record-level.expire-time", "record-level.time-field") if expire is not None else \
             ("record-level.time-field", "record-level.expire-time")
         raise InvalidOptionError(f"table {identifier}: option '{have}' needs '{need}' as well")
-    if parse_duration_ms("record-level.expire-time", expire) < 1000:
+    if (core.record_level_expire_time_ms or 0) < 1000:  # '' reads as unset
         raise InvalidOptionError(f"table {identifier}: option 'record-level.expire-time' = {expire!r} must be at "
                                  "least one second")
     # the column itself (exists, INT/BIGINT/TIMESTAMP) is checked with the other column options

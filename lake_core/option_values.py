@@ -1,4 +1,4 @@
-"""The one parser for option values: memory sizes, durations, booleans and integers.
+"""The one parser for option values: memory sizes, durations, booleans, integers and ratios.
 
 Every layer that reads an option (``options`` for table options, ``format.data_file`` for the
 writer's ``page-size`` / ``parquet.*`` keys) parses it here, so a value means the same thing
@@ -12,7 +12,8 @@ import re
 
 from lake_core.errors import InvalidOptionError
 
-__all__ = ["INT_RANGE", "LONG_RANGE", "parse_bool", "parse_duration_ms", "parse_int", "parse_memory_size"]
+__all__ = ["INT_RANGE", "LONG_RANGE", "parse_bool", "parse_duration_ms", "parse_int", "parse_memory_size",
+           "parse_ratio"]
 
 INT_RANGE = (-(1 << 31), (1 << 31) - 1)  # Java int: what Paimon parses most integer options into
 LONG_RANGE = (-(1 << 63), (1 << 63) - 1)
@@ -72,3 +73,14 @@ def parse_int(key: str, value: str, bounds: tuple[int, int] = INT_RANGE) -> int:
     if not bounds[0] <= n <= bounds[1]:
         raise InvalidOptionError(f"option '{key}' = {value!r} is out of range; allowed: {bounds[0]}..{bounds[1]}")
     return n
+
+
+def parse_ratio(key: str, value: str) -> float:
+    """A finite number, 0 or more, such as ``'0.7'`` (Java's ``Double.parseDouble``, NaN refused)."""
+    try:
+        x = float(str(value))
+    except ValueError:
+        x = float("nan")
+    if not (x >= 0 and x != float("inf")):  # also refuses NaN
+        raise InvalidOptionError(f"option '{key}' = {value!r} must be a finite number, 0 or more (e.g. '0.7')")
+    return x

@@ -123,7 +123,7 @@ class FileStoreTable:
         from lake_core.errors import UnsupportedOptionError
         raise UnsupportedOptionError(
             f"table {self.identifier} is a primary-key table in {self.bucket_mode} bucket mode ('bucket' = "
-            f"{self.options.get('bucket')!r}); {operation} needs a fixed bucket count — write it with a single "
+            f"{str(self.options.bucket)!r}); {operation} needs a fixed bucket count — write it with a single "
             "TableWrite, or create the table with a positive 'bucket'")
 
     def lease(self, snapshot_id: int | None = None, *, holder: str, ttl=None):

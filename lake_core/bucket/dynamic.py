@@ -53,10 +53,10 @@ class DynamicBucketOptions:
 
     @staticmethod
     def of(options) -> "DynamicBucketOptions":
-        target = options.get_int("dynamic-bucket.target-row-num")
-        max_buckets = options.get_int("dynamic-bucket.max-buckets")
-        initial = options.get("dynamic-bucket.initial-buckets")
-        n = int(initial) if initial not in (None, "") else 1
+        target = options.dynamic_bucket_target_row_num
+        max_buckets = options.dynamic_bucket_max_buckets
+        initial = options.dynamic_bucket_initial_buckets
+        n = 1 if initial is None else initial
         validate(target, max_buckets, n)
         return DynamicBucketOptions(target, max_buckets, n)
 

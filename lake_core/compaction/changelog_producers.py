@@ -91,7 +91,7 @@ class ChangelogProducer:
         self.table = table
         self.key_names = list(table.schema.trimmed_primary_keys)
         self.value_names = [f.name for f in table.schema.fields]
-        self.row_deduplicate = table.options.get("changelog-producer.row-deduplicate", "false").lower() == "true"
+        self.row_deduplicate = table.options.changelog_producer_row_deduplicate
         self.schema = kv_schema(table)
 
     def prepare(self, state: ChunkState):

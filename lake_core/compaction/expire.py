@@ -78,13 +78,10 @@ class RecordExpiry:
     @staticmethod
     def of(table, now_s: int) -> "RecordExpiry | None":
         opts = table.options
-        v = opts.get("record-level.expire-time")
-        field = opts.get("record-level.time-field")
-        if not v or not field:
+        expire_ms, field = opts.record_level_expire_time_ms, opts.record_level_time_field
+        if expire_ms is None or not field:
             return None
-        from lake_core.options import parse_duration_ms
-        return RecordExpiry(field, table.schema.field(field).type,
-                            parse_duration_ms("record-level.expire-time", v) // 1000, now_s)
+        return RecordExpiry(field, table.schema.field(field).type, expire_ms // 1000, now_s)
 
     @property
     def cutoff_s(self) -> int:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from lake_core.errors import CorruptFileError, SnapshotNotFoundError
 from lake_core.names import validate_consumer_id
-from lake_core.options import parse_duration_ms
+from lake_core.options.table_options import CONSUMER_EXPIRATION_TIME
 from lake_core.errors import LeaseError, MaintenanceArgumentError
 
 if TYPE_CHECKING:
@@ -156,8 +156,8 @@ class ConsumerManager:
         """Remove consumers idle longer than ``consumer.expiration-time`` (Java
         ``ConsumerManager.expire``) and leases past their TTL; returns the ids removed."""
         now_ms = int(time.time() * 1000) if now_ms is None else now_ms
-        raw = self.table.options.get("consumer.expiration-time")
-        idle_ms = parse_duration_ms("consumer.expiration-time", raw) if raw else None
+        idle_ms = self.table.options.consumer_expiration_time_ms
+        raw = self.table.options.text(CONSUMER_EXPIRATION_TIME)
         removed = []
         for c in self.consumers():
             idle = idle_ms is not None and c.modified_s is not None and c.modified_s * 1000 < now_ms - idle_ms

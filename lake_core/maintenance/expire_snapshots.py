@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING
 
 from lake_core.errors import SnapshotNotFoundError
 from lake_core.manifest.metadata import FileSource
-from lake_core.options import parse_duration_ms
 from lake_core.snapshot.snapshot import Snapshot
 from lake_core.maintenance.consumers import ConsumerManager
 from lake_core.errors import MaintenanceAbortedError, MaintenanceArgumentError
@@ -95,17 +94,17 @@ def resolve_config(table: "FileStoreTable", *, retain_min=None, retain_max=None,
     now = now_ms() if now is None else now
     opts = table.options
     rmin = _positive_int(table, "retain_min", retain_min if retain_min is not None
-                         else opts.get_int("snapshot.num-retained.min"), "snapshot.num-retained.min")
+                         else opts.snapshot_num_retained_min, "snapshot.num-retained.min")
     rmax = _positive_int(table, "retain_max", retain_max if retain_max is not None
-                         else opts.get_int("snapshot.num-retained.max"), "snapshot.num-retained.max")
+                         else opts.snapshot_num_retained_max, "snapshot.num-retained.max")
     limit = _positive_int(table, "max_deletes", max_deletes if max_deletes is not None
-                          else opts.get_int("snapshot.expire.limit"), "snapshot.expire.limit")
+                          else opts.snapshot_expire_limit, "snapshot.expire.limit")
     if rmin > rmax:
         raise MaintenanceArgumentError(
             f"retain_min ({rmin}) must not exceed retain_max ({rmax}) for table {table.identifier} "
             "('snapshot.num-retained.min' / 'snapshot.num-retained.max'); nothing was changed")
     if older_than is None:
-        older = now - parse_duration_ms("snapshot.time-retained", opts.get("snapshot.time-retained"))
+        older = now - opts.snapshot_time_retained_ms
     else:
         older = cutoff_ms(table, "older_than", older_than, now)
     cfg = ExpireConfig(rmin, rmax, older, limit)
@@ -121,22 +120,24 @@ def changelog_config(table: "FileStoreTable", snapshot_cfg: ExpireConfig, *, ret
     ``snapshot.expire.limit`` bounds both."""
     opts = table.options
 
-    def pick(arg, name: str, key: str, fallback: int) -> int:
-        if arg is not None:
-            return _positive_int(table, name, arg, key)
-        return _positive_int(table, name, opts.get_int(key), key) if opts.get(key) is not None else fallback
+    def pick(arg, name: str, key: str, configured: int | None, fallback: int) -> int:
+        value = arg if arg is not None else configured
+        return fallback if value is None else _positive_int(table, name, value, key)
 
-    rmin = pick(retain_min, "retain_min", "changelog.num-retained.min", snapshot_cfg.retain_min)
-    rmax = pick(retain_max, "retain_max", "changelog.num-retained.max", snapshot_cfg.retain_max)
-    limit = pick(max_deletes, "max_deletes", "snapshot.expire.limit", snapshot_cfg.max_deletes)
+    rmin = pick(retain_min, "retain_min", "changelog.num-retained.min", opts.changelog_num_retained_min,
+                snapshot_cfg.retain_min)
+    rmax = pick(retain_max, "retain_max", "changelog.num-retained.max", opts.changelog_num_retained_max,
+                snapshot_cfg.retain_max)
+    limit = pick(max_deletes, "max_deletes", "snapshot.expire.limit", opts.snapshot_expire_limit,
+                 snapshot_cfg.max_deletes)
     if rmin > rmax:
         raise MaintenanceArgumentError(
             f"retain_min ({rmin}) must not exceed retain_max ({rmax}) for the changelogs of table "
             f"{table.identifier} ('changelog.num-retained.min' / 'changelog.num-retained.max'); nothing was changed")
     if older_than is not None:
         older = cutoff_ms(table, "older_than", older_than, now)
-    elif opts.get("changelog.time-retained") is not None:
-        older = now - parse_duration_ms("changelog.time-retained", opts.get("changelog.time-retained"))
+    elif opts.changelog_time_retained_ms is not None:
+        older = now - opts.changelog_time_retained_ms
     else:
         older = snapshot_cfg.older_than_ms
     return ExpireConfig(rmin, rmax, older, limit)

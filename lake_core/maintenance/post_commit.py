@@ -10,6 +10,8 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
+from lake_core.options.table_options import PARTITION_EXPIRATION_TIME
+
 if TYPE_CHECKING:
     from lake_core.table import FileStoreTable
 
@@ -20,7 +22,7 @@ _last_partition_check: dict[str, float] = {}
 
 
 def after_commit(table: "FileStoreTable") -> None:
-    if table.options.get_bool("write-only"):
+    if table.options.write_only:
         return
     from lake_core.maintenance.consumers import ConsumerManager
     from lake_core.maintenance.expire_changelogs import expire_changelogs
@@ -28,7 +30,7 @@ def after_commit(table: "FileStoreTable") -> None:
     from lake_core.maintenance.tag_time import expire_tags
     from lake_core.maintenance.tags import auto_create_tag
     try:
-        if table.options.get("consumer.expiration-time"):
+        if table.options.consumer_expiration_time_ms is not None:
             ConsumerManager(table).expire()
         expire_snapshots(table, finish_journals=False)  # journals: left to maintenance runs
         if resolve_config(table).changelog_decoupled:  # Java: snapshot expiry, then changelog expiry
@@ -42,17 +44,15 @@ def after_commit(table: "FileStoreTable") -> None:
 
 def _maybe_expire_partitions(table: "FileStoreTable") -> None:
     opts = table.options
-    ttl = opts.get("partition.expiration-time")
-    if not ttl:
+    if opts.partition_expiration_time_ms is None:
         return
-    from lake_core.options import parse_duration_ms
-    interval_s = parse_duration_ms("partition.expiration-check-interval",
-                                   opts.get("partition.expiration-check-interval")) / 1000
+    interval_s = opts.partition_expiration_check_interval_ms / 1000
     now = time.monotonic()
     last = _last_partition_check.get(table.paths.root)
     if last is not None and now - last < interval_s:
         return
     _last_partition_check[table.paths.root] = now  # set first: the drop commit runs this hook again
     from lake_core.maintenance.partitions import expire_partitions
-    expire_partitions(table, expiration_time=ttl, timestamp_formatter=opts.get("partition.timestamp-formatter"),
-                      timestamp_pattern=opts.get("partition.timestamp-pattern"))
+    expire_partitions(table, expiration_time=opts.text(PARTITION_EXPIRATION_TIME),
+                      timestamp_formatter=opts.partition_timestamp_formatter,
+                      timestamp_pattern=opts.partition_timestamp_pattern)

@@ -134,7 +134,7 @@ def _check_rescalable(table: "FileStoreTable", bucket: Any) -> int:
     if table.options.bucket < 1:
         raise UnsupportedOptionError(
             f"rescale of {table.identifier}: the table is in {table.bucket_mode} bucket mode ('bucket' = "
-            f"{table.options.get('bucket')!r}); such tables grow their buckets by themselves (a new bucket opens "
+            f"{str(table.options.bucket)!r}); such tables grow their buckets by themselves (a new bucket opens "
             "when the others hold 'dynamic-bucket.target-row-num' keys) and cannot be rescaled. Rescale applies to "
             "fixed-bucket tables ('bucket' >= 1)")
     return int(bucket)

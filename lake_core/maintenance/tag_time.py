@@ -21,7 +21,6 @@ from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from lake_core.errors import LakeError, TagNotFoundError
-from lake_core.options import parse_duration_ms
 from lake_core.snapshot.snapshot import Snapshot
 from lake_core.errors import MaintenanceArgumentError
 from lake_core.maintenance.tag_deletion import delete_tags
@@ -34,10 +33,8 @@ _ISO_DURATION = re.compile(r"^PT(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?$")
 
 
 def default_time_retained(table: "FileStoreTable") -> _dt.timedelta | None:
-    value = table.options.get("tag.default-time-retained")
-    if value is None:
-        return None
-    return _dt.timedelta(milliseconds=parse_duration_ms("tag.default-time-retained", value))
+    ms = table.options.tag_default_time_retained_ms
+    return None if ms is None else _dt.timedelta(milliseconds=ms)
 
 
 def _local_date_time(t: _dt.datetime) -> str:

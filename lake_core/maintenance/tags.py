@@ -23,7 +23,7 @@ MODES = ("none", "process-time")
 
 
 def _period(table: "FileStoreTable") -> tuple[_dt.timedelta, str]:
-    name = (table.options.get("tag.creation-period") or "daily").lower()
+    name = table.options.tag_creation_period
     if name not in PERIODS:
         raise InvalidOptionError(f"option 'tag.creation-period' = {name!r} of {table.identifier} is invalid; choose "
                                  + ", ".join(PERIODS))
@@ -47,7 +47,7 @@ def _auto_tags(table: "FileStoreTable", fmt: str) -> list[tuple[_dt.datetime, st
 
 def auto_create_tag(table: "FileStoreTable", now: _dt.datetime | None = None) -> str | None:
     """Create the tag of the last complete period if it is due; returns its name (or None)."""
-    mode = (table.options.get("tag.automatic-creation") or "none").lower()
+    mode = table.options.tag_automatic_creation
     if mode == "none":
         return None
     step, fmt = _period(table)
@@ -63,9 +63,9 @@ def auto_create_tag(table: "FileStoreTable", now: _dt.datetime | None = None) ->
         except LakeError:
             pass  # another writer created it first, or the latest snapshot just expired
         existing = _auto_tags(table, fmt)
-    keep = table.options.get("tag.num-retained-max")
+    keep = table.options.tag_num_retained_max
     if keep:
-        doomed = [old for _when, old in existing[: max(0, len(existing) - int(keep))]]
+        doomed = [old for _when, old in existing[: max(0, len(existing) - keep)]]
         if doomed:
             try:
                 delete_tags(table, doomed, operation="tag.num-retained-max")

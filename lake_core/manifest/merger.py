@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Sequence
 
 from lake_core.manifest.metadata import FileKind, ManifestFileMeta, merge_entries
-from lake_core.options import CoreOptions, parse_memory_size
+from lake_core.options import CoreOptions
 from lake_core.paths import FileNamer
 
 if TYPE_CHECKING:
@@ -23,8 +23,8 @@ def merge_manifests(store: "ManifestStore", metas: Sequence[ManifestFileMeta], o
     full = try_full_compaction(store, metas, options, schema_id, namer)  # manifest.full-compaction-threshold-size
     if full is not None:
         return full
-    target = parse_memory_size("manifest.target-file-size", options.get("manifest.target-file-size"))
-    min_count = int(options.get("manifest.merge-min-count"))
+    target = options.manifest_target_file_size
+    min_count = options.manifest_merge_min_count
     if len(metas) < min_count:
         return list(metas), []
     result: list[ManifestFileMeta] = []
@@ -60,9 +60,8 @@ def try_full_compaction(store: "ManifestStore", metas: Sequence[ManifestFileMeta
                         schema_id: int, namer: FileNamer, *, force: bool = False
                         ) -> tuple[list[ManifestFileMeta], list[ManifestFileMeta]] | None:
     """(new base list, manifests written), or None when not triggered / nothing to fold."""
-    target = parse_memory_size("manifest.target-file-size", options.get("manifest.target-file-size"))
-    threshold = parse_memory_size("manifest.full-compaction-threshold-size",
-                                  options.get("manifest.full-compaction-threshold-size"))
+    target = options.manifest_target_file_size
+    threshold = options.manifest_full_compaction_threshold_size
     must = [m for m in metas if m.num_deleted_files > 0 or m.file_size < target]
     if not force and sum(m.file_size for m in must) < threshold:
         return None

@@ -160,7 +160,7 @@ class AggregationEngine(MergeEngine):
         validate_common(schema, opts, self.name)
         self.key_like = key_like_columns(schema)
         seq_fields = set(opts.sequence_fields)
-        default = opts.raw.get("fields.default-aggregate-function")
+        default = opts.default_aggregate_function
         self.functions: dict[str, AggFunction] = {}
         self.ignore_retract: dict[str, bool] = {}
         for f in schema.fields:
@@ -169,10 +169,10 @@ class AggregationEngine(MergeEngine):
             if f.name in seq_fields:
                 fname = "last_value"
             else:
-                fname = opts.raw.get(f"fields.{f.name}.aggregate-function") or default or "last_non_null_value"
+                fname = opts.aggregate_function(f.name) or default or "last_non_null_value"
             self.functions[f.name] = create_function(f.name, f.type, fname, opts, f.sql_type())
             self.ignore_retract[f.name] = ignore_retract(opts, f.name)
-        self.remove_on_delete = opts.get_bool("aggregation.remove-record-on-delete")
+        self.remove_on_delete = opts.aggregation_remove_record_on_delete
 
     # -- write path -------------------------------------------------------------------------------
     def prepare_input(self, rows: pa.Table) -> pa.Table:

@@ -51,8 +51,8 @@ class PartialUpdateEngine(MergeEngine):
         self.key_like = key_like_columns(schema)
         self.seq_groups = parse_sequence_groups(schema, opts)
         self.ignore_delete = opts.ignore_delete
-        self.remove_on_delete = opts.get_bool("partial-update.remove-record-on-delete")
-        rosg = opts.raw.get("partial-update.remove-record-on-sequence-group")
+        self.remove_on_delete = opts.partial_update_remove_record_on_delete
+        rosg = opts.partial_update_remove_record_on_sequence_group
         if self.remove_on_delete and self.ignore_delete:
             raise InvalidOptionError(
                 "'ignore-delete' and 'partial-update.remove-record-on-delete' have conflicting behavior; "
@@ -78,13 +78,13 @@ class PartialUpdateEngine(MergeEngine):
         protected = {f: i for i, g in enumerate(self.seq_groups) for f in g.fields}
         self.protected = protected
         self.seq_cols = set(seq_cols)
-        default = opts.raw.get("fields.default-aggregate-function")
+        default = opts.default_aggregate_function
         self.functions: dict[str, AggFunction] = {}
         self.ignore_retract: dict[str, bool] = {}
         for f in schema.fields:
             if f.name in self.key_like or f.name in self.seq_cols:
                 continue
-            fname = opts.raw.get(f"fields.{f.name}.aggregate-function") or default
+            fname = opts.aggregate_function(f.name) or default
             if fname is None:
                 continue
             fn = create_function(f.name, f.type, fname, opts, f.sql_type())

@@ -26,7 +26,7 @@ SEQUENCE_GROUP_SUFFIX = ".sequence-group"
 
 
 def auto_padding(options: CoreOptions) -> frozenset[str]:
-    raw = options.raw.get("sequence.auto-padding")
+    raw = options.sequence_auto_padding
     if not raw:
         return frozenset()
     vals = [v.strip().lower() for v in raw.split(",") if v.strip()]
@@ -59,7 +59,7 @@ def validate_common(schema, options: CoreOptions, engine: str) -> None:
                 f"option 'sequence.field' names column '{f}', which is not in the table; columns: {names}")
         if seq.count(f) > 1:
             raise InvalidOptionError(f"option 'sequence.field': column '{f}' is listed more than once")
-        if options.raw.get(f"fields.{f}.aggregate-function"):
+        if options.aggregate_function(f):
             raise InvalidOptionError(
                 f"column '{f}' is a sequence field ('sequence.field') and must not have an aggregate "
                 f"function; remove 'fields.{f}.aggregate-function'")
@@ -75,7 +75,7 @@ def validate_common(schema, options: CoreOptions, engine: str) -> None:
             if col not in names:
                 raise InvalidOptionError(
                     f"option '{key}' names column '{col}', which is not in the table; columns: {names}")
-    default = options.raw.get("fields.default-aggregate-function")
+    default = options.default_aggregate_function
     if default is not None:
         k = ALIASES.get(default.strip().lower(), default.strip().lower())
         if k not in FUNCTIONS:
@@ -123,7 +123,7 @@ def parse_sequence_groups(schema, options: CoreOptions) -> list[SequenceGroup]:
                 raise SchemaError(
                     f"option '{key}': sequence column '{s}' has type {types[s]}, which cannot order a "
                     f"sequence group; use one of {_SEQ_TYPES}")
-            if options.raw.get(f"fields.{s}.aggregate-function"):
+            if options.aggregate_function(s):
                 raise InvalidOptionError(
                     f"column '{s}' is the sequence column of '{key}' and must not have an aggregate "
                     f"function; remove 'fields.{s}.aggregate-function'")

@@ -30,6 +30,7 @@ from typing import Optional, Sequence, Union
 import pyarrow as pa
 
 from lake_core.errors import InvalidOptionError, SchemaError, UnsupportedOptionError
+from lake_core.options.table_options import BY_KEY, OPTIONS
 from lake_core.schema.table_schema import TableSchema
 from lake_core.type_parser import from_paimon_type
 from lake_core.types import DataField, assign_nested_ids, is_nested, max_nested_id, to_paimon_type
@@ -39,12 +40,13 @@ __all__ = ["SchemaChange", "Move", "SetOption", "RemoveOption", "UpdateComment",
            "apply_schema_changes", "is_lossless_widening"]
 
 # Java CoreOptions fields annotated @Immutable (plus sequence.field, whose change would reorder
-# already-merged history): they cannot change once the table has a snapshot.
-IMMUTABLE_OPTIONS = ("bucket-key", "bucket-function.type", "merge-engine", "sequence.field",
-                     "sequence.snapshot-ordering", "aggregation.remove-record-on-delete",
-                     "partial-update.remove-record-on-delete", "partial-update.remove-record-on-sequence-group",
-                     "rowkind.field", "dynamic-bucket.initial-buckets", "force-lookup", "row-tracking.enabled",
-                     "data-evolution.enabled", "index-file-in-data-file-dir", "data-file.path-directory", "type")
+# already-merged history): they cannot change once the table has a snapshot. lake_core's own are
+# declared so; Paimon's others are refused anyway, and listed so that alter_table names the reason.
+IMMUTABLE_OPTIONS = tuple(o.key for o in OPTIONS if o.immutable) + (
+    "sequence.snapshot-ordering", "force-lookup", "row-tracking.enabled", "data-evolution.enabled",
+    "index-file-in-data-file-dir", "data-file.path-directory", "type")
+# Options whose value lists columns: renamed with them; a column they name cannot be dropped.
+_COLUMN_OPTIONS = tuple(o.key for o in OPTIONS if o.names_columns)
 # Options that define the table's keys: changed only by re-creating the table.
 _KEY_OPTIONS = ("primary-key", "partition", "path")
 
@@ -279,8 +281,7 @@ class _Builder:
                 f"cannot alter table {self.identifier}: option '{key}' cannot be changed by alter_table "
                 "(Paimon refuses it too); create a new table and copy the data")
         if self.has_snapshots:
-            from lake_core.options import KNOWN
-            old = self.old.options.get(key, KNOWN.get(key))
+            old = self.old.options.get(key, BY_KEY[key].default if key in BY_KEY else None)
             if key in IMMUTABLE_OPTIONS and old != value:
                 raise UnsupportedOptionError(
                     f"cannot alter table {self.identifier}: option '{key}' cannot change once the table has "
@@ -369,7 +370,7 @@ class _Builder:
 
         out = {}
         for k, v in self.options.items():
-            if k in ("bucket-key", "sequence.field", "rowkind.field", "record-level.time-field"):
+            if k in _COLUMN_OPTIONS:
                 v = rename_list(v)
             elif k.startswith("fields."):
                 body = k[len("fields."):]
@@ -385,7 +386,7 @@ class _Builder:
         i = self.index(c.field_name)
         self.guard(c.field_name, "drop")
         name = c.field_name
-        for key in ("bucket-key", "sequence.field", "rowkind.field", "record-level.time-field"):
+        for key in _COLUMN_OPTIONS:
             v = self.options.get(key)
             if v and name in [p.strip() for p in v.split(",")]:
                 raise self.err(name, f"is used by option '{key}' = '{v}'; change the option before dropping it")

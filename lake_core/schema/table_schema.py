@@ -15,6 +15,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 import pyarrow as pa
 
 from lake_core.errors import SchemaError
+from lake_core.options.table_options import BUCKET_KEY
 from lake_core.type_parser import from_paimon_type
 from lake_core.types import DataField, arrow_field, assign_nested_ids, is_nested, to_paimon_type
 
@@ -365,7 +366,7 @@ class TableSchema:
 
     def original_bucket_keys(self) -> tuple[str, ...]:
         """The ``bucket-key`` option, validated as Java does (may be empty)."""
-        raw = self.options.get("bucket-key")
+        raw = BUCKET_KEY.text(self.options)
         if raw is None or not raw.strip():
             return ()
         keys = tuple(raw.split(","))

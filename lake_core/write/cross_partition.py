@@ -36,7 +36,6 @@ from lake_core.bucket.dynamic import BucketFiller, DynamicBucketOptions, assigne
 from lake_core.bucket.assign import hash_row_bytes
 from lake_core.kv.system_fields import KIND
 from lake_core.commit.messages import Split
-from lake_core.options import parse_duration_ms
 from lake_core.paths import partition_dir
 from lake_core.write.key_index import CrossPartitionIndex, KeyEncoder
 
@@ -114,8 +113,7 @@ class CrossPartitionAssigner:
         for e in store.live_entries(self.base):
             groups.setdefault((e.partition, e.bucket), []).append(e.file)
             total_buckets[(e.partition, e.bucket)] = e.total_buckets
-        ttl = table.options.get("cross-partition-upsert.index-ttl")
-        ttl_ms = parse_duration_ms("cross-partition-upsert.index-ttl", ttl) if ttl else None
+        ttl_ms = table.options.cross_partition_upsert_index_ttl_ms
         now = local_now_millis()
         splits = []
         default_name = table.options.partition_default_name

@@ -136,7 +136,7 @@ class TableWrite:
         opts = table.options
         self.num_buckets = opts.bucket
         self.mode = table.bucket_mode  # fixed | dynamic | cross-partition | unaware
-        if self.mode in ("dynamic", "cross-partition") and opts.get("bucket-key"):
+        if self.mode in ("dynamic", "cross-partition") and opts.bucket_key:
             from lake_core.errors import InvalidOptionError
             raise InvalidOptionError(f"table {table.identifier} is in {self.mode} bucket mode, where 'bucket-key' is "
                                      "not allowed (Paimon refuses it too); remove the option or set a fixed 'bucket'")

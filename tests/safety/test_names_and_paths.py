@@ -157,7 +157,7 @@ def test_file_prefixes_that_leave_the_table_are_refused(store):
 @pytest.mark.parametrize("option", ["data-file.prefix", "changelog-file.prefix"])
 def test_prefix_bypassing_option_validation_is_refused_by_the_path_builder(store, option, monkeypatch):
     cat, _t = _orders(store)
-    monkeypatch.setattr("lake_core.options._check_names_and_texts", lambda options: None)
+    monkeypatch.setattr("lake_core.options.option_types.FilePrefix.check", lambda self, key, text: None)
     t = cat.create_table("db.p", SCHEMA, primary_keys=["k"],
                          options={"bucket": "1", option: "../../../../outside/evil-", "changelog-producer": "input"})
     outside_table = lambda: {p: v for p, v in store.tree().items() if "db.db/p/" not in p}

@@ -80,7 +80,7 @@ class AggFunction:
         self.options = options or CoreOptions({})
 
     def option(self, suffix: str, default: str | None = None) -> str | None:
-        return self.options.raw.get(f"fields.{self.column}.{suffix}", default)
+        return self.options.field_option(self.column, suffix, default)
 
     # -- scalar face (Java FieldAggregator) -------------------------------------------------------
     def reset(self) -> None:

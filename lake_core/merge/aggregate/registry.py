@@ -43,4 +43,4 @@ def create_function(column: str, dtype: pa.DataType, name: str, options: CoreOpt
 
 
 def ignore_retract(options: CoreOptions, column: str) -> bool:
-    return (options.raw.get(f"fields.{column}.ignore-retract", "false") or "false").strip().lower() == "true"
+    return options.ignore_retract(column)
