@@ -13,7 +13,7 @@ from lake_core.options.config_option import ConfigOption
 from lake_core.options.core_options import _Typed
 from lake_core.options.reference import PAGE, render
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_reference_page_is_up_to_date():
