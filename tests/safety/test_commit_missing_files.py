@@ -99,7 +99,7 @@ def test_files_removed_as_orphans_before_a_late_commit_refuse_it(aged, tmp_path)
     before = _content(t)
     everything = late + fresh[1] + fresh[2]
     with pytest.raises(CommitFilesMissingError, match=r"commit to db\.t refused: \d+ of the \d+ files it adds are "
-                                                      r"not on storage.*partition \{'dt': 'd0'\}, bucket \d: missing"
+                                                      r"not on storage.*partition dt=d0, bucket \d: missing"
                                                       r".*remove_orphan_files.*Nothing was committed") as err:
         t.new_batch_write_builder().new_commit().commit(everything)
     assert isinstance(err.value, CommitFailedError)
