@@ -36,7 +36,7 @@ from lake_core.commit.file_store_commit import BATCH_IDENTIFIER, FileStoreCommit
 from lake_core.errors import CommitConflictError, CommitFailedError, InvalidOptionError, LakeError, UnsupportedOptionError
 from lake_core.write.file_writer import DataFileWriter
 from lake_core.kv.system_fields import KIND, SEQ
-from lake_core.commit.messages import Split
+from lake_core.read.split import Split
 from lake_core.manifest.metadata import DataFileMeta, FileKind, ManifestEntry
 from lake_core.paths import FileNamer, partition_dir
 from lake_core.read.split_read import SplitRead

@@ -36,7 +36,7 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Mapping
 
-from lake_core.commit.messages import Split
+from lake_core.read.split import Split
 from lake_core.errors import FormatError, InvalidOptionError, SnapshotNotFoundError, UnsupportedOptionError
 from lake_core.manifest.metadata import FileKind, ManifestEntry
 from lake_core.paths import partition_dir

@@ -6,7 +6,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Sequence
 
 from lake_core.format.binary_row.reader import deserialize_row
-from lake_core.commit.messages import Split
+from lake_core.read.split import Split
 from lake_core.manifest.metadata import DataFileMeta, ManifestEntry, ManifestFileMeta
 from lake_core.paths import partition_dir
 from lake_core.read.predicate import Predicate

@@ -22,7 +22,7 @@ from lake_core.merge.base import drop_retracts
 from lake_core.merge.lookup_merge import LEVEL, needs_lookup_merge, newest_high_level_mask, with_level
 from lake_core.kv.rowkind import SHORT_STRINGS
 from lake_core.kv.system_fields import KIND, SEQ
-from lake_core.commit.messages import Split
+from lake_core.read.split import Split
 from lake_core.manifest.metadata import DataFileMeta
 from lake_core.errors import PredicateError, SchemaMismatchError
 from lake_core.read.columns import check_read_columns

@@ -35,7 +35,7 @@ from lake_core.format.binary_row.writer import serialize_row
 from lake_core.bucket.dynamic import BucketFiller, DynamicBucketOptions, assigner_of
 from lake_core.bucket.assign import hash_row_bytes
 from lake_core.kv.system_fields import KIND
-from lake_core.commit.messages import Split
+from lake_core.read.split import Split
 from lake_core.options import parse_duration_ms
 from lake_core.paths import partition_dir
 from lake_core.write.key_index import CrossPartitionIndex, KeyEncoder
