@@ -43,12 +43,14 @@ from lake_core.deletion_vectors.index_file import DV_INDEX
 from lake_core.manifest.metadata import FileKind, IndexManifestEntry, ManifestEntry
 from lake_core.commit.file_check import check_new_files
 from lake_core.commit.messages import CommitMessage
+from lake_core.commit.uncommitted import remove_uncommitted
 from lake_core.paths import FileNamer
 from lake_core.snapshot.publish import confirm_parent
 from lake_core.snapshot.snapshot import CommitKind, Snapshot
 
 if TYPE_CHECKING:
-    from lake_core.table import FileStoreTable
+    from lake_core.commit.hooks import TableHooks
+    from lake_core.store import FileStore
 
 log = logging.getLogger(__name__)
 
@@ -61,14 +63,14 @@ _last_identifier = 0
 _identifier_lock = threading.Lock()
 
 
-def check_identity_arguments(table: "FileStoreTable", user, identifier) -> None:
+def check_identity_arguments(store: "FileStore", user, identifier) -> None:
     """The snapshot stores both as typed JSON fields (``commitUser`` string, ``commitIdentifier``
     long): anything else would land as a snapshot no reader accepts."""
     if not isinstance(identifier, int) or isinstance(identifier, bool) or not -2**63 <= identifier < 2**63:
-        raise InvalidOptionError(f"commit identifier {identifier!r} for {table.identifier} must be an integer "
+        raise InvalidOptionError(f"commit identifier {identifier!r} for {store.identifier} must be an integer "
                                  "in Java's long range; nothing was committed")
     if not isinstance(user, str) or not user.strip():
-        raise InvalidOptionError(f"commit user {user!r} for {table.identifier} must be a non-empty string; "
+        raise InvalidOptionError(f"commit user {user!r} for {store.identifier} must be a non-empty string; "
                                  "nothing was committed")
 
 
@@ -91,13 +93,16 @@ class _Plan:
 
 
 class FileStoreCommit:
-    def __init__(self, table: "FileStoreTable", commit_user: str | None = None):
-        self.table = table
+    def __init__(self, store: "FileStore", *, hooks: "TableHooks", commit_user: str | None = None):
+        """``hooks``: what a commit calls above itself (expiry after it lands, a lost compaction's
+        redo), implemented by the table."""
+        self.store = store
+        self.hooks = hooks
         self.explicit_user = commit_user is not None
         self.commit_user = commit_user or str(uuid.uuid4())
-        self.snapshots = table.snapshot_manager
-        self.manifests = table.manifest_store
-        self.options = table.options
+        self.snapshots = store.snapshot_manager
+        self.manifests = store.manifest_store
+        self.options = store.options
         self._index_drop: Callable[[bytes], bool] | None = None  # overwrite: partitions losing their HASH index
         self._writer_base: int | None = None  # dynamic modes: snapshot the bucket assignment was based on
         self._writer_partitions: set[bytes] = set()
@@ -116,18 +121,18 @@ class FileStoreCommit:
         landed before and no earlier snapshot needs reading. ``digest``: the content of the
         commit, stored in the snapshot; a landed (user, identifier) is the same commit when its
         digest matches (else when it holds the same files)."""
-        check_identity_arguments(self.table, self.commit_user, identifier)
+        check_identity_arguments(self.store, self.commit_user, identifier)
         messages = [m for m in messages if not m.is_empty()]
-        self.table.check_identity()
+        self.store.check_identity()
         out: list[Snapshot] = []
         data_entries, changelog, index_changes, compact_entries, compact_changelog = self._entries(messages)
         # Deletion vectors come from compaction: they land with the COMPACT snapshot, as in Java
         dv_changes = [c for c in index_changes if c.index_type == DV_INDEX]
         index_changes = [c for c in index_changes if c.index_type != DV_INDEX]
         bases = [m.base_snapshot_id for m in messages if m.base_snapshot_id is not None]
-        self._writer_base = min(bases) if bases and self.table.bucket_mode in ("dynamic", "cross-partition") else None
+        self._writer_base = min(bases) if bases and self.store.bucket_mode in ("dynamic", "cross-partition") else None
         self._writer_partitions = {m.partition for m in messages if m.base_snapshot_id is not None}
-        self._sequence_checks = _SequenceChecks.of(messages) if self.table.schema.primary_keys else None
+        self._sequence_checks = _SequenceChecks.of(messages) if self.store.schema.primary_keys else None
         is_overwrite = overwrite is not None and overwrite is not False
         self._index_drop = self._partition_matcher(overwrite) if is_overwrite else None
         self._new_identity = new_identity
@@ -163,7 +168,7 @@ class FileStoreCommit:
                     raise
                 out += self._recompact_after_landing(messages, out, identifier, properties, e)
         if out:
-            self.table.after_commit()  # expiry as Paimon runs it, unless 'write-only'
+            self.hooks.after_commit()  # expiry as Paimon runs it, unless 'write-only'
         return out
 
     def _recompact_after_landing(self, messages, landed: list[Snapshot], identifier, properties,
@@ -172,21 +177,21 @@ class FileStoreCommit:
         whose level-0 files are invisible (first-row) the rows must not stay hidden: compact the
         buckets again at the latest snapshot (bounded). Otherwise, or if that keeps failing,
         report truthfully that the data landed and what did not."""
-        recompact_buckets = self.table.recompact_buckets  # compaction sits above commit
+        recompact_buckets = self.hooks.recompact_buckets  # compaction sits above commit
         buckets = {(m.partition, m.bucket, m.total_buckets) for m in messages if m.has_compaction}
         error = cause
-        if not self.table.level0_hidden:
+        if not self.store.level0_hidden:
             # Level 0 is readable: the writer's inline compaction is an optimization. Drop it, as a
             # Java writer that restarts would; the next compaction of the bucket redoes it.
             log.warning("%s: data committed as snapshot %d; its inline compaction lost to a concurrent commit and "
-                        "was dropped: %s", self.table.identifier, landed[-1].id, cause)
-            self.table.remove_uncommitted([CommitMessage(m.partition, m.bucket, m.total_buckets,
+                        "was dropped: %s", self.store.identifier, landed[-1].id, cause)
+            remove_uncommitted(self.store, [CommitMessage(m.partition, m.bucket, m.total_buckets,
                                                          compact_before=m.compact_before,
                                                          compact_after=m.compact_after,
                                                          compact_changelog=m.compact_changelog)
                                            for m in messages])
             return []
-        if self.table.level0_hidden:
+        if self.store.level0_hidden:
             self._sequence_checks = None  # a full compaction at the latest snapshot drops nothing it must keep
             for _ in range(3):
                 latest = self.snapshots.latest()
@@ -198,11 +203,11 @@ class FileStoreCommit:
                     return [self._commit_with_retry(CommitKind.COMPACT, lambda _l: entries, redo_changelog, [], identifier,
                                                     properties, check_conflicts=True, fingerprint=entries)]
                 except (CommitConflictError, CommitFailedError) as e:
-                    self.table.remove_uncommitted(redo)
+                    remove_uncommitted(self.store, redo)
                     error = e
         where = ", ".join(f"bucket {b} of partition {self._partition_desc(p)}" for p, b, _n in sorted(buckets))
         raise PartialCommitError(
-            f"commit to {self.table.identifier} landed as snapshot {landed[-1].id} (your data is committed), but "
+            f"commit to {self.store.identifier} landed as snapshot {landed[-1].id} (your data is committed), but "
             f"its compaction of {where} did not ({error}). For merge-engine 'first-row' those rows stay invisible "
             "to batch reads until the next write or compaction of that bucket compacts them; do not re-send the "
             "data", landed)
@@ -245,7 +250,7 @@ class FileStoreCommit:
             return overwrite
         spec = overwrite if isinstance(overwrite, dict) else {}
         # an overwrite may name a partition that holds nothing yet: matched, never required to match
-        selector = PartitionSelector.of(self.table.schema, spec, table=self.table.identifier, operation="overwrite")
+        selector = PartitionSelector.of(self.store.schema, spec, table=self.store.identifier, operation="overwrite")
         return lambda partition: selector.matches(self.manifests.partition_values(partition))
 
     def _overwrite_builder(self, new_entries: list[ManifestEntry], overwrite) -> Callable:
@@ -279,7 +284,7 @@ class FileStoreCommit:
                          kind.value, self.commit_user, identifier, done.id)
                 return done
             if attempt == 0:  # after the idempotency check: a landed commit's files may be compacted away since
-                check_new_files(self.table, list(fingerprint) + list(changelog), index_changes,
+                check_new_files(self.store, list(fingerprint) + list(changelog), index_changes,
                                 describe_partition=self._partition_desc)
             checked_up_to = latest.id if latest else 0
             entries = build(latest)
@@ -307,7 +312,7 @@ class FileStoreCommit:
                     raise
             if created:
                 try:  # a rollback_to may have removed ``latest`` meanwhile (see lake_core.snapshot.publish)
-                    confirm_parent(self.snapshots, snapshot, parent=latest, table=self.table.identifier)
+                    confirm_parent(self.snapshots, snapshot, parent=latest, table=self.store.identifier)
                 except RollbackConflictError:
                     self._delete(written)  # withdrawn: nobody references them
                     raise
@@ -319,7 +324,7 @@ class FileStoreCommit:
             elapsed_ms = (time.monotonic() - started) * 1000
             if attempt > max_retries or (timeout is not None and elapsed_ms > timeout):
                 raise CommitFailedError(
-                    f"commit to {self.table.identifier} failed after {attempt} attempts: other committers kept "
+                    f"commit to {self.store.identifier} failed after {attempt} attempts: other committers kept "
                     f"creating snapshot {snapshot.id} first; nothing was committed. Raise 'commit.max-retries' "
                     f"(now {max_retries}) or retry the job")
             time.sleep(random.uniform(0.5, 1.0) * wait_ms / 1000)
@@ -327,7 +332,7 @@ class FileStoreCommit:
 
     def _delete(self, paths: Iterable[str]) -> None:
         for path in paths:
-            self.table.fileio.delete(path)
+            self.store.fileio.delete(path)
 
     def _landed_as_ours(self, snapshot: Snapshot) -> bool:
         """After an exclusive create that raised (a lost reply): whether ``snapshot-N`` is the one we
@@ -337,7 +342,7 @@ class FileStoreCommit:
         try:
             landed = self.snapshots.read_fresh(snapshot.id)
         except (OSError, LakeError) as e:
-            log.warning("%s: could not read back snapshot %d after its create failed: %s", self.table.identifier,
+            log.warning("%s: could not read back snapshot %d after its create failed: %s", self.store.identifier,
                         snapshot.id, e)
             return False
         return landed is not None and landed.uuid == snapshot.uuid
@@ -350,12 +355,12 @@ class FileStoreCommit:
             return self.snapshots.get_unless_expired(sid)
         except SnapshotNotFoundError:
             raise RollbackConflictError(
-                f"commit to {self.table.identifier}: snapshot {sid} was removed while this commit checked the "
+                f"commit to {self.store.identifier}: snapshot {sid} was removed while this commit checked the "
                 "snapshots since its writer started (a rollback_to, or a deletion by hand); nothing was committed "
                 "— write the data again against the latest snapshot") from None
         except (OSError, LakeError) as e:
             raise CommitFailedError(
-                f"commit to {self.table.identifier}: could not read {self.table.paths.snapshot(sid)} to check this "
+                f"commit to {self.store.identifier}: could not read {self.store.paths.snapshot(sid)} to check this "
                 f"commit for conflicts ({type(e).__name__}: {e}); nothing was committed — retry the commit once "
                 "storage answers") from e
 
@@ -375,7 +380,7 @@ class FileStoreCommit:
             return s
         raise CommitIdentityError(
             f"commit user '{self.commit_user}' with identifier {identifier} already committed snapshot "
-            f"{s.id} ({kind.value}) of {self.table.identifier} with other files; nothing was committed. "
+            f"{s.id} ({kind.value}) of {self.store.identifier} with other files; nothing was committed. "
             "A retry must re-send the same commit messages; new data needs a new identifier (or "
             "another commit user)")
 
@@ -396,7 +401,7 @@ class FileStoreCommit:
         if gone:
             e = gone[0]
             raise StalePlanError(
-                f"bucket {e.bucket} of partition {self._partition_desc(e.partition)} of {self.table.identifier} was "
+                f"bucket {e.bucket} of partition {self._partition_desc(e.partition)} of {self.store.identifier} was "
                 f"compacted by another commit since this write was planned ({e.file.file_name} is gone), so the "
                 "compaction that makes this write visible cannot land; nothing was committed — write the data "
                 "again against the latest snapshot")
@@ -408,12 +413,12 @@ class FileStoreCommit:
         for e in entries:
             if e.kind == FileKind.DELETE and e.identifier() not in live_ids:
                 raise CommitConflictError(
-                    f"file deletion conflict in {self.table.identifier}: {e.file.file_name} "
+                    f"file deletion conflict in {self.store.identifier}: {e.file.file_name} "
                     f"(bucket {e.bucket}) is no longer live (another job compacted or overwrote it); "
                     "nothing was committed — re-run the job against the latest snapshot")
         if kind != CommitKind.OVERWRITE:
             self._check_total_buckets(live, entries)
-        if self.table.schema.primary_keys:
+        if self.store.schema.primary_keys:
             self._check_lsm_overlap(live, entries)
 
     def _check_total_buckets(self, live: list[ManifestEntry], entries: list[ManifestEntry]) -> None:
@@ -428,7 +433,7 @@ class FileStoreCommit:
             have = buckets_by_partition.get(e.partition)
             if e.kind == FileKind.ADD and e.total_buckets > 0 and have is not None and have != e.total_buckets:
                 raise CommitConflictError(
-                    f"total buckets of partition {self._partition_desc(e.partition)} of {self.table.identifier} "
+                    f"total buckets of partition {self._partition_desc(e.partition)} of {self.store.identifier} "
                     f"changed from {have} to {e.total_buckets} without overwrite (the partition was rescaled while "
                     f"this job wrote it with {e.total_buckets} buckets); nothing was committed — re-run the job, "
                     f"it will write the partition's current {have} buckets")
@@ -454,7 +459,7 @@ class FileStoreCommit:
                     live_index = {e.file_name for e in self.manifests.index_entries(latest)}
                 if c.file_name not in live_index:
                     raise CommitConflictError(
-                        f"deletion-vector conflict in {self.table.identifier}: the DV index file {c.file_name} of "
+                        f"deletion-vector conflict in {self.store.identifier}: the DV index file {c.file_name} of "
                         f"bucket {c.bucket} this compaction replaces was already replaced by another commit; "
                         "nothing was committed, run the compaction again")
         hash_changes = [c for c in changes if c.index_type == HASH_INDEX]
@@ -472,7 +477,7 @@ class FileStoreCommit:
                 expected.setdefault(key, set()).add(c.file_name)
             elif key in added:
                 raise CommitConflictError(
-                    f"HASH index conflict in {self.table.identifier}: two writers of one commit both added keys "
+                    f"HASH index conflict in {self.store.identifier}: two writers of one commit both added keys "
                     f"to bucket {c.bucket} of partition {self._partition_desc(c.partition)}; a dynamic-bucket table "
                     "needs one writer per partition — nothing was committed")
             else:
@@ -485,7 +490,7 @@ class FileStoreCommit:
             want = expected.get(key, set())
             if have != want:
                 raise CommitConflictError(
-                    f"dynamic bucket conflict in {self.table.identifier}: the HASH index of bucket {key[1]} of "
+                    f"dynamic bucket conflict in {self.store.identifier}: the HASH index of bucket {key[1]} of "
                     f"partition {self._partition_desc(key[0])} changed since this job loaded it (another job "
                     "wrote new keys concurrently); committing could store a key in two buckets, so nothing was "
                     "committed — re-run the job against the latest snapshot (Paimon allows one writer job per "
@@ -499,7 +504,7 @@ class FileStoreCommit:
         base = self._writer_base
         if latest is None or latest.id <= base:
             return
-        cross = self.table.bucket_mode == "cross-partition"
+        cross = self.store.bucket_mode == "cross-partition"
         for sid in range(latest.id, base, -1):
             s = self._snapshot_to_check(sid)
             if s is None:
@@ -508,7 +513,7 @@ class FileStoreCommit:
                 continue
             if cross:
                 raise CommitConflictError(
-                    f"cross-partition upsert conflict in {self.table.identifier}: snapshot {sid} "
+                    f"cross-partition upsert conflict in {self.store.identifier}: snapshot {sid} "
                     f"({s.commit_kind.value} by {s.commit_user}) was committed after snapshot {base}, from which "
                     "this job built its key index, so a key could end up in two partitions; nothing was "
                     "committed — re-run the job (Paimon allows one writer job per cross-partition table)")
@@ -516,13 +521,13 @@ class FileStoreCommit:
                 touched = {e.partition for e in self.manifests.delta_entries(s)} & self._writer_partitions
                 if touched:
                     raise CommitConflictError(
-                        f"dynamic bucket conflict in {self.table.identifier}: snapshot {sid} overwrote partition "
+                        f"dynamic bucket conflict in {self.store.identifier}: snapshot {sid} overwrote partition "
                         f"{self._partition_desc(next(iter(touched)))} after snapshot {base}, from which this job "
                         "assigned buckets, so a key could end up in two buckets; nothing was committed — re-run "
                         "the job against the latest snapshot")
 
     def _partition_desc(self, partition: bytes) -> str:
-        names = self.table.schema.partition_keys
+        names = self.store.schema.partition_keys
         return partition_text(names, self.manifests.partition_values(partition)) if names else "(unpartitioned)"
 
     def _check_lsm_overlap(self, live: list[ManifestEntry], entries: list[ManifestEntry]) -> None:
@@ -532,7 +537,7 @@ class FileStoreCommit:
         for e in list(live) + [e for e in entries if e.kind == FileKind.ADD]:
             if (e.partition, e.bucket) in touched and e.file.level > 0 and e.identifier() not in removed:
                 by_level.setdefault((e.partition, e.bucket, e.file.level), []).append(e.file)
-        key_types = self.table.key_types
+        key_types = self.store.key_types
         from lake_core.format.binary_row.reader import deserialize_row
         from lake_core.format.float_order import java_order_key
         for (partition, bucket, level), files in by_level.items():
@@ -543,7 +548,7 @@ class FileStoreCommit:
             for a, b in zip(ranges, ranges[1:]):
                 if b[0] <= a[1]:
                     raise CommitConflictError(
-                        f"LSM conflict in {self.table.identifier}: files {a[2]} and {b[2]} on level {level} of "
+                        f"LSM conflict in {self.store.identifier}: files {a[2]} and {b[2]} on level {level} of "
                         f"bucket {bucket} overlap in key range; nothing was committed")
 
     # -- writing the metadata of one attempt ---------------------------------------------------
@@ -551,7 +556,7 @@ class FileStoreCommit:
                               identifier, properties) -> tuple[Snapshot, list[str]]:
         namer = FileNamer()
         written: list[str] = []
-        schema_id = self.table.schema.id
+        schema_id = self.store.schema.id
         try:
             base_metas = self.manifests.data_manifests(latest) if latest else []
             base_metas, merged_new = merge_manifests(self.manifests, base_metas, self.options, schema_id, namer)
@@ -568,7 +573,7 @@ class FileStoreCommit:
                 cl_name, cl_size = self.manifests.write_manifest_list(cl_metas, namer)
                 written.append(self.manifests.paths.manifest(cl_name))
             index_manifest = latest.index_manifest if latest else None
-            if kind == CommitKind.OVERWRITE and index_manifest and self.table.options.deletion_vectors_enabled:
+            if kind == CommitKind.OVERWRITE and index_manifest and self.store.options.deletion_vectors_enabled:
                 index_changes = list(index_changes) + self._vectors_of_deleted_files(latest, entries)
             if index_changes or (self._index_drop is not None and index_manifest):
                 new_manifest = self._new_index_manifest(latest, index_changes, namer)
@@ -579,7 +584,7 @@ class FileStoreCommit:
                     written.append(self.manifests.paths.manifest(index_manifest))
         except Exception:
             for p in written:  # preparing the attempt failed: leave nothing behind
-                self.table.fileio.delete(p)
+                self.store.fileio.delete(p)
             raise
         added = sum(e.file.row_count for e in entries if e.kind == FileKind.ADD)
         deleted = sum(e.file.row_count for e in entries if e.kind == FileKind.DELETE)
@@ -704,7 +709,7 @@ class _SequenceChecks:
                 if kind == CommitKind.APPEND and b.new_min is not None and f.max_sequence_number >= b.new_min \
                         and not (only_deletes and f.delete_row_count == 0):
                     raise SequenceConflictError(
-                        f"sequence conflict in {commit.table.identifier}: bucket {e.bucket} of partition "
+                        f"sequence conflict in {commit.store.identifier}: bucket {e.bucket} of partition "
                         f"{commit._partition_desc(e.partition)} got rows numbered up to {f.max_sequence_number} from "
                         f"snapshot {sid} (by {snap.commit_user}) after snapshot {b.base}, from which this write "
                         f"numbered its rows from {b.new_min}; landing it would let the earlier commit win over this "
@@ -712,7 +717,7 @@ class _SequenceChecks:
                         "(write_arrow does so itself), or run one writer per bucket")
                 if kind == CommitKind.COMPACT and b.dropped_max is not None and f.min_sequence_number <= b.dropped_max:
                     raise SequenceConflictError(
-                        f"sequence conflict in {commit.table.identifier}: compaction of bucket {e.bucket} of partition "
+                        f"sequence conflict in {commit.store.identifier}: compaction of bucket {e.bucket} of partition "
                         f"{commit._partition_desc(e.partition)} (planned at snapshot {b.base}) dropped deletes numbered "
                         f"up to {b.dropped_max}, but snapshot {sid} (by {snap.commit_user}) since added rows numbered "
                         f"from {f.min_sequence_number} that those deletes must still shadow. Nothing was committed — "

@@ -76,14 +76,14 @@ class RecordExpiry:
     now_s: int
 
     @staticmethod
-    def of(table, now_s: int) -> "RecordExpiry | None":
-        opts = table.options
+    def of(store, now_s: int) -> "RecordExpiry | None":
+        opts = store.options
         v = opts.get("record-level.expire-time")
         field = opts.get("record-level.time-field")
         if not v or not field:
             return None
         from lake_core.options import parse_duration_ms
-        return RecordExpiry(field, table.schema.field(field).type,
+        return RecordExpiry(field, store.schema.field(field).type,
                             parse_duration_ms("record-level.expire-time", v) // 1000, now_s)
 
     @property
@@ -113,22 +113,22 @@ class RecordExpiry:
         kept = rows.filter(pa.array(~expired)) if n else rows
         return kept, n, int(np.count_nonzero(nulls))
 
-    def file_min_seconds(self, f: DataFileMeta, table: "FileStore") -> int | None:
+    def file_min_seconds(self, f: DataFileMeta, store: "FileStore") -> int | None:
         """Minimum of the time field in ``f``'s value statistics, mapped by field id from the
         schema ``f`` was written with (None: unknown, or all NULL)."""
-        lo, _hi, _nulls = evolved_value_stats(table, f).get(self.field, (None, None, None))
+        lo, _hi, _nulls = evolved_value_stats(store, f).get(self.field, (None, None, None))
         try:
             return _to_seconds(lo)
         except (TypeError, ValueError):  # an older type that is no time (changed since): unknown
             return None
 
-    def file_has_expired(self, f: DataFileMeta, table: "FileStore") -> bool:
-        m = self.file_min_seconds(f, table)
+    def file_has_expired(self, f: DataFileMeta, store: "FileStore") -> bool:
+        m = self.file_min_seconds(f, store)
         return m is not None and m < self.cutoff_s
 
 
-def expired_file_test(expiry: RecordExpiry | None, table: "FileStore") -> Callable[[DataFileMeta], bool]:
+def expired_file_test(expiry: RecordExpiry | None, store: "FileStore") -> Callable[[DataFileMeta], bool]:
     """Whether a file's statistics show expired records (always False without expiry)."""
     if expiry is None:
         return lambda f: False
-    return lambda f: expiry.file_has_expired(f, table)
+    return lambda f: expiry.file_has_expired(f, store)

@@ -30,7 +30,7 @@ def compact_all(table):
     by_bucket: dict = {}
     for e in table.manifest_store.live_entries(table.latest_snapshot()):
         by_bucket.setdefault((e.partition, e.bucket, e.total_buckets), []).append(e.file)
-    msgs = [compact_bucket(table, p, b, tb, files) for (p, b, tb), files in by_bucket.items()]
+    msgs = [compact_bucket(table.store, p, b, tb, files) for (p, b, tb), files in by_bucket.items()]
     return table.new_batch_write_builder().new_commit().commit(msgs)
 
 
