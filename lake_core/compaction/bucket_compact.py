@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 def read_kv_files(store: "FileStore", partition_path: str, bucket: int,
                   files: Sequence[DataFileMeta]) -> pa.Table:
     """All columns plus _SEQUENCE_NUMBER/_VALUE_KIND of ``files``, concatenated oldest first."""
-    from lake_core.schema.evolution import read_evolved
+    from lake_core.read.evolution import read_evolved
     schema = store.schema.arrow_schema()
     full = schema.append(pa.field(SEQ, pa.int64(), nullable=False)).append(pa.field(KIND, pa.int8(), nullable=False))
     parts = []

@@ -29,7 +29,7 @@ rows of files written before the time field was added: they have no value for it
 
 A file "has expired records" when the minimum of the time field in its value statistics is older
 than the cutoff. The statistics are read through the file's own schema and mapped by field id
-(:func:`lake_core.schema.evolution.evolved_value_stats`, Java's ``SimpleStatsEvolution``), so
+(:func:`lake_core.read.evolution.evolved_value_stats`, Java's ``SimpleStatsEvolution``), so
 files written before any ``alter_table`` (a rescale's ``bucket`` change included) still count; a
 file that predates the time field has a NULL minimum, so nothing expired.
 
@@ -47,7 +47,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_core.manifest.metadata import DataFileMeta
-from lake_core.schema.evolution import evolved_value_stats
+from lake_core.read.evolution import evolved_value_stats
 
 if TYPE_CHECKING:
     from lake_core.store import FileStore

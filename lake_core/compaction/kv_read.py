@@ -13,7 +13,7 @@ from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.manifest.metadata import DataFileMeta
 from lake_core.options import READ_BATCH_ROWS
 from lake_core.format.integrity import checked_row_group_ranges
-from lake_core.schema.evolution import iter_evolved
+from lake_core.read.evolution import iter_evolved
 
 if TYPE_CHECKING:
     from lake_core.deletion_vectors.vector import DeletionVector

@@ -11,7 +11,7 @@ from lake_core.manifest.metadata import DataFileMeta, ManifestEntry, ManifestFil
 from lake_core.paths import partition_dir
 from lake_core.read.predicate import Predicate
 from lake_core.read.read_failure import LOST_FILE_ERRORS, read_failure
-from lake_core.schema.evolution import evolved_value_stats
+from lake_core.read.evolution import evolved_value_stats
 from lake_core.snapshot.snapshot import Snapshot
 
 if TYPE_CHECKING:

@@ -29,7 +29,7 @@ from lake_core.read.columns import check_read_columns
 from lake_core.read.predicate import Predicate
 from lake_core.read.read_ahead import read_ahead
 from lake_core.read.read_failure import LOST_FILE_ERRORS, read_failure
-from lake_core.schema.evolution import iter_evolved, read_evolved
+from lake_core.read.evolution import iter_evolved, read_evolved
 
 #: The column holding each row's kind in change reads (``+I``, ``-U``, ``+U``, ``-D``).
 ROW_KIND = "_ROW_KIND"
