@@ -30,7 +30,7 @@ import random
 import threading
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from lake_core.schema.partition_selector import PartitionSelector, partition_text
@@ -83,13 +83,26 @@ def new_commit_identifier() -> int:
         return _last_identifier
 
 
-@dataclass
-class _Plan:
-    kind: CommitKind
-    entries: list[ManifestEntry]
-    changelog: list[ManifestEntry]
-    index_changes: list[IndexManifestEntry]
-    check_conflicts: bool
+@dataclass(frozen=True)
+class _CommitContext:
+    """What one call decided before its snapshots are attempted: every attempt and every check
+    reads it, none changes it (a commit object keeps no state between or during its calls)."""
+
+    identifier: int
+    properties: dict | None = None  # stored in the snapshot (with the digest, if any)
+    new_identity: bool = False  # the caller made the identifier up: it cannot have landed before
+    digest: str | None = None  # the content of a write_arrow commit: a landed identity with it is ours
+    index_drop: Callable[[bytes], bool] | None = None  # overwrite: partitions losing their HASH and DV files
+    writer_base: int | None = None  # dynamic modes: the snapshot the bucket assignment was based on
+    writer_partitions: frozenset[bytes] = frozenset()
+    # the checks memoize the snapshots they read (compare=False: a cache, not a decision)
+    sequence_checks: _SequenceChecks | None = field(default=None, compare=False)
+    bundled_compaction: tuple[ManifestEntry, ...] = ()  # first-row: what the COMPACT snapshot that follows deletes
+
+    def for_compaction(self) -> "_CommitContext":
+        """The context of the same call's COMPACT snapshot: the overwrite, the writer's bucket
+        assignment and the bundled compaction belong to its data snapshot."""
+        return replace(self, index_drop=None, writer_base=None, bundled_compaction=())
 
 
 class FileStoreCommit:
@@ -103,13 +116,6 @@ class FileStoreCommit:
         self.snapshots = store.snapshot_manager
         self.manifests = store.manifest_store
         self.options = store.options
-        self._index_drop: Callable[[bytes], bool] | None = None  # overwrite: partitions losing their HASH index
-        self._writer_base: int | None = None  # dynamic modes: snapshot the bucket assignment was based on
-        self._writer_partitions: set[bytes] = set()
-        self._sequence_checks: _SequenceChecks | None = None
-        self._bundled_compaction: list[ManifestEntry] = []
-        self._new_identity = False
-        self._digest: str | None = None
 
     # -- public -------------------------------------------------------------------------------
     def commit(self, messages: Sequence[CommitMessage], identifier: int = BATCH_IDENTIFIER,
@@ -130,48 +136,44 @@ class FileStoreCommit:
         dv_changes = [c for c in index_changes if c.index_type == DV_INDEX]
         index_changes = [c for c in index_changes if c.index_type != DV_INDEX]
         bases = [m.base_snapshot_id for m in messages if m.base_snapshot_id is not None]
-        self._writer_base = min(bases) if bases and self.store.bucket_mode in ("dynamic", "cross-partition") else None
-        self._writer_partitions = {m.partition for m in messages if m.base_snapshot_id is not None}
-        self._sequence_checks = _SequenceChecks.of(messages) if self.store.schema.primary_keys else None
         is_overwrite = overwrite is not None and overwrite is not False
-        self._index_drop = self._partition_matcher(overwrite) if is_overwrite else None
-        self._new_identity = new_identity
-        self._digest = digest
-        if digest is not None:
-            properties = {**(properties or {}), DIGEST_PROPERTY: digest}
-        try:
-            if data_entries or changelog or index_changes or is_overwrite:
-                kind = CommitKind.OVERWRITE if is_overwrite else CommitKind.APPEND
-                build = self._overwrite_builder(data_entries, overwrite) if is_overwrite else (lambda _l: data_entries)
-                # First-row writers compact their new files up in the same commit (second snapshot):
-                # check before the data lands that the compaction's inputs are still live.
-                self._bundled_compaction = [e for e in compact_entries if e.kind == FileKind.DELETE
-                                            and e.identifier() not in {d.identifier() for d in data_entries}]
-                out.append(self._commit_with_retry(kind, build, changelog, index_changes, identifier, properties,
-                                                   check_conflicts=is_overwrite or any(
-                                                       e.kind == FileKind.DELETE for e in data_entries),
-                                                   fingerprint=data_entries))
-        finally:
-            self._index_drop = None
-            self._writer_base = None
-            self._bundled_compaction = []
+        data_ids = {d.identifier() for d in data_entries}
+        ctx = _CommitContext(
+            identifier=identifier,
+            properties={**(properties or {}), DIGEST_PROPERTY: digest} if digest is not None else properties,
+            new_identity=new_identity, digest=digest,
+            index_drop=self._partition_matcher(overwrite) if is_overwrite else None,
+            writer_base=min(bases) if bases and self.store.bucket_mode in ("dynamic", "cross-partition") else None,
+            writer_partitions=frozenset(m.partition for m in messages if m.base_snapshot_id is not None),
+            sequence_checks=_SequenceChecks.of(messages) if self.store.schema.primary_keys else None,
+            # First-row writers compact their new files up in the same commit (second snapshot):
+            # check before the data lands that the compaction's inputs are still live.
+            bundled_compaction=tuple(e for e in compact_entries
+                                     if e.kind == FileKind.DELETE and e.identifier() not in data_ids))
+        if data_entries or changelog or index_changes or is_overwrite:
+            kind = CommitKind.OVERWRITE if is_overwrite else CommitKind.APPEND
+            build = self._overwrite_builder(data_entries, ctx.index_drop) if is_overwrite else (lambda _l: data_entries)
+            out.append(self._commit_with_retry(ctx, kind, build, changelog, index_changes,
+                                               check_conflicts=is_overwrite or any(
+                                                   e.kind == FileKind.DELETE for e in data_entries),
+                                               fingerprint=data_entries))
         if compact_entries or dv_changes:
+            compaction = ctx.for_compaction()
             try:
                 # changelog produced by compaction (lookup, full-compaction) belongs to the COMPACT
                 # snapshot, as Java's compactIncrement.changelogFiles()
-                out.append(self._commit_with_retry(CommitKind.COMPACT, lambda _l: compact_entries, compact_changelog,
-                                                   dv_changes,
-                                                   identifier, properties, check_conflicts=True,
+                out.append(self._commit_with_retry(compaction, CommitKind.COMPACT, lambda _l: compact_entries,
+                                                   compact_changelog, dv_changes, check_conflicts=True,
                                                    fingerprint=compact_entries))
             except (CommitConflictError, CommitFailedError) as e:
                 if not out:
                     raise
-                out += self._recompact_after_landing(messages, out, identifier, properties, e)
+                out += self._recompact_after_landing(compaction, messages, out, e)
         if out:
             self.hooks.after_commit()  # expiry as Paimon runs it, unless 'write-only'
         return out
 
-    def _recompact_after_landing(self, messages, landed: list[Snapshot], identifier, properties,
+    def _recompact_after_landing(self, ctx: _CommitContext, messages, landed: list[Snapshot],
                                  cause: Exception) -> list[Snapshot]:
         """The data snapshot landed but its compaction lost against another commit. For engines
         whose level-0 files are invisible (first-row) the rows must not stay hidden: compact the
@@ -192,7 +194,8 @@ class FileStoreCommit:
                                            for m in messages])
             return []
         if self.store.level0_hidden:
-            self._sequence_checks = None  # a full compaction at the latest snapshot drops nothing it must keep
+            # a full compaction at the latest snapshot drops nothing it must keep
+            redo_ctx = replace(ctx, sequence_checks=None)
             for _ in range(3):
                 latest = self.snapshots.latest()
                 redo = recompact_buckets(latest, buckets)
@@ -200,8 +203,8 @@ class FileStoreCommit:
                 if not entries:
                     return []
                 try:
-                    return [self._commit_with_retry(CommitKind.COMPACT, lambda _l: entries, redo_changelog, [], identifier,
-                                                    properties, check_conflicts=True, fingerprint=entries)]
+                    return [self._commit_with_retry(redo_ctx, CommitKind.COMPACT, lambda _l: entries, redo_changelog,
+                                                    [], check_conflicts=True, fingerprint=entries)]
                 except (CommitConflictError, CommitFailedError) as e:
                     remove_uncommitted(self.store, redo)
                     error = e
@@ -221,7 +224,7 @@ class FileStoreCommit:
             validate(latest)
             return entries
 
-        return self._commit_with_retry(CommitKind.OVERWRITE, build, [], [], identifier, properties,
+        return self._commit_with_retry(_CommitContext(identifier, properties), CommitKind.OVERWRITE, build, [], [],
                                        check_conflicts=True, fingerprint=entries)
 
     # -- building entries ---------------------------------------------------------------------
@@ -253,9 +256,7 @@ class FileStoreCommit:
         selector = PartitionSelector.of(self.store.schema, spec, table=self.store.identifier, operation="overwrite")
         return lambda partition: selector.matches(self.manifests.partition_values(partition))
 
-    def _overwrite_builder(self, new_entries: list[ManifestEntry], overwrite) -> Callable:
-        matches = self._partition_matcher(overwrite)
-
+    def _overwrite_builder(self, new_entries: list[ManifestEntry], matches: Callable[[bytes], bool]) -> Callable:
         def build(latest: Snapshot | None) -> list[ManifestEntry]:
             deletes = [ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file)
                        for e in self.manifests.live_entries(latest) if matches(e.partition)]
@@ -264,8 +265,8 @@ class FileStoreCommit:
         return build
 
     # -- the retry loop -----------------------------------------------------------------------
-    def _commit_with_retry(self, kind: CommitKind, build: Callable, changelog, index_changes, identifier,
-                           properties, check_conflicts: bool, fingerprint: list[ManifestEntry]) -> Snapshot:
+    def _commit_with_retry(self, ctx: _CommitContext, kind: CommitKind, build: Callable, changelog, index_changes, *,
+                           check_conflicts: bool, fingerprint: list[ManifestEntry]) -> Snapshot:
         opts = self.options
         max_retries = opts.commit_max_retries
         wait_ms = opts.commit_min_retry_wait_ms
@@ -274,14 +275,14 @@ class FileStoreCommit:
         started = time.monotonic()
         # Only a caller-chosen identity can have landed before this call: look back for it once.
         checked_up_to: int | None = (self.snapshots.latest_id() or 0) \
-            if (not self.explicit_user or self._new_identity) else None
+            if (not self.explicit_user or ctx.new_identity) else None
         attempt = 0
         while True:
             latest = self.snapshots.latest()
-            done = self._already_committed(kind, identifier, latest, checked_up_to, fingerprint)
+            done = self._already_committed(ctx, kind, latest, checked_up_to, fingerprint)
             if done is not None:
                 log.info("commit of %s (user %s, identifier %s) was already committed as snapshot %d",
-                         kind.value, self.commit_user, identifier, done.id)
+                         kind.value, self.commit_user, ctx.identifier, done.id)
                 return done
             if attempt == 0:  # after the idempotency check: a landed commit's files may be compacted away since
                 check_new_files(self.store, list(fingerprint) + list(changelog), index_changes,
@@ -292,16 +293,15 @@ class FileStoreCommit:
                 self._check_conflicts(latest, entries, kind)
             elif kind == CommitKind.APPEND:
                 self._fixed_bucket_append_check(latest, entries)
-            if self._bundled_compaction:
-                self._check_bundled_compaction(latest)
+            if ctx.bundled_compaction:
+                self._check_bundled_compaction(latest, ctx.bundled_compaction)
             if index_changes:
-                self._check_index_conflicts(latest, index_changes)
-            if self._writer_base is not None:
-                self._check_writer_base(latest)
-            if self._sequence_checks is not None:  # after the more specific dynamic-bucket checks
-                self._sequence_checks.check(self, latest, kind)
-            snapshot, written = self._write_snapshot_files(kind, latest, entries, changelog, index_changes,
-                                                           identifier, properties)
+                self._check_index_conflicts(latest, index_changes, ctx.index_drop)
+            if ctx.writer_base is not None:
+                self._check_writer_base(latest, ctx.writer_base, ctx.writer_partitions)
+            if ctx.sequence_checks is not None:  # after the more specific dynamic-bucket checks
+                ctx.sequence_checks.check(self, latest, kind)
+            snapshot, written = self._write_snapshot_files(ctx, kind, latest, entries, changelog, index_changes)
             try:
                 created = self.snapshots.try_create(snapshot, hint=False)
             except Exception:
@@ -364,7 +364,7 @@ class FileStoreCommit:
                 f"commit for conflicts ({type(e).__name__}: {e}); nothing was committed — retry the commit once "
                 "storage answers") from e
 
-    def _already_committed(self, kind: CommitKind, identifier: int, latest: Snapshot | None,
+    def _already_committed(self, ctx: _CommitContext, kind: CommitKind, latest: Snapshot | None,
                            checked_up_to: int | None, fingerprint: list[ManifestEntry]) -> Snapshot | None:
         """The snapshot newer than ``checked_up_to`` in which this commit already landed, if any.
 
@@ -374,30 +374,31 @@ class FileStoreCommit:
         with a smaller identifier instead of reading every snapshot of the table."""
         if latest is None:
             return None
-        s = self.snapshots.find_commit(commit_user=self.commit_user, identifier=identifier, kind=kind,
+        s = self.snapshots.find_commit(commit_user=self.commit_user, identifier=ctx.identifier, kind=kind,
                                        newer_than=checked_up_to or 0, up_to=latest.id)
-        if s is None or self._same_files(s, kind, fingerprint):
+        if s is None or self._same_files(s, kind, fingerprint, ctx.digest):
             return s
         raise CommitIdentityError(
-            f"commit user '{self.commit_user}' with identifier {identifier} already committed snapshot "
+            f"commit user '{self.commit_user}' with identifier {ctx.identifier} already committed snapshot "
             f"{s.id} ({kind.value}) of {self.store.identifier} with other files; nothing was committed. "
             "A retry must re-send the same commit messages; new data needs a new identifier (or "
             "another commit user)")
 
-    def _same_files(self, landed: Snapshot, kind: CommitKind, fingerprint: list[ManifestEntry]) -> bool:
+    def _same_files(self, landed: Snapshot, kind: CommitKind, fingerprint: list[ManifestEntry],
+                    digest: str | None) -> bool:
         """Whether ``landed`` added (and removed) exactly the files of ``fingerprint``. An
         overwrite's removals depend on the table when it landed, so only its additions count.
         With a content digest, the digest decides."""
-        if self._digest is not None:
-            return (landed.properties or {}).get(DIGEST_PROPERTY) == self._digest
+        if digest is not None:
+            return (landed.properties or {}).get(DIGEST_PROPERTY) == digest
         def ids(entries):
             return {(e.kind, e.partition, e.bucket, e.file.file_name) for e in entries
                     if kind != CommitKind.OVERWRITE or e.kind == FileKind.ADD}
         return ids(self.manifests.delta_entries(landed)) == ids(fingerprint)
 
-    def _check_bundled_compaction(self, latest: Snapshot | None) -> None:
+    def _check_bundled_compaction(self, latest: Snapshot | None, bundled: Sequence[ManifestEntry]) -> None:
         live = {e.identifier() for e in self.manifests.live_entries(latest)}
-        gone = [e for e in self._bundled_compaction if e.identifier() not in live]
+        gone = [e for e in bundled if e.identifier() not in live]
         if gone:
             e = gone[0]
             raise StalePlanError(
@@ -447,7 +448,8 @@ class FileStoreCommit:
         live = [e for e in self.manifests.live_entries(latest) if e.partition in touched]
         self._check_total_buckets(live, entries)
 
-    def _check_index_conflicts(self, latest: Snapshot | None, changes: list[IndexManifestEntry]) -> None:
+    def _check_index_conflicts(self, latest: Snapshot | None, changes: list[IndexManifestEntry],
+                               drop: Callable[[bytes], bool] | None) -> None:
         """Dynamic bucket mode: a HASH ADD is a complete new index of its (partition, bucket) and
         replaces exactly the file the writer loaded (its DELETE in the same commit), or nothing. If
         another job changed that bucket's index since, the writer assigned buckets from a stale
@@ -482,7 +484,6 @@ class FileStoreCommit:
                     "needs one writer per partition — nothing was committed")
             else:
                 added[key] = c.file_name
-        drop = self._index_drop
         for key in set(expected) | set(added):
             if drop is not None and drop(key[0]):
                 continue  # overwritten: the old index goes regardless
@@ -496,12 +497,11 @@ class FileStoreCommit:
                     "committed — re-run the job against the latest snapshot (Paimon allows one writer job per "
                     "dynamic-bucket table)")
 
-    def _check_writer_base(self, latest: Snapshot | None) -> None:
+    def _check_writer_base(self, latest: Snapshot | None, base: int, partitions: frozenset[bytes]) -> None:
         """Dynamic bucket modes: the writer assigned buckets from the table as of its base snapshot.
         Cross-partition upsert: no other job may have written data since (the writer would not know
         where those keys live). Dynamic mode: no other job may have overwritten a partition this
         commit writes (its keys' buckets changed). Compactions never move keys."""
-        base = self._writer_base
         if latest is None or latest.id <= base:
             return
         cross = self.store.bucket_mode == "cross-partition"
@@ -518,7 +518,7 @@ class FileStoreCommit:
                     "this job built its key index, so a key could end up in two partitions; nothing was "
                     "committed — re-run the job (Paimon allows one writer job per cross-partition table)")
             if s.commit_kind == CommitKind.OVERWRITE:
-                touched = {e.partition for e in self.manifests.delta_entries(s)} & self._writer_partitions
+                touched = {e.partition for e in self.manifests.delta_entries(s)} & partitions
                 if touched:
                     raise CommitConflictError(
                         f"dynamic bucket conflict in {self.store.identifier}: snapshot {sid} overwrote partition "
@@ -552,8 +552,8 @@ class FileStoreCommit:
                         f"bucket {bucket} overlap in key range; nothing was committed")
 
     # -- writing the metadata of one attempt ---------------------------------------------------
-    def _write_snapshot_files(self, kind, latest: Snapshot | None, entries, changelog, index_changes,
-                              identifier, properties) -> tuple[Snapshot, list[str]]:
+    def _write_snapshot_files(self, ctx: _CommitContext, kind, latest: Snapshot | None, entries, changelog,
+                              index_changes) -> tuple[Snapshot, list[str]]:
         namer = FileNamer()
         written: list[str] = []
         schema_id = self.store.schema.id
@@ -575,8 +575,8 @@ class FileStoreCommit:
             index_manifest = latest.index_manifest if latest else None
             if kind == CommitKind.OVERWRITE and index_manifest and self.store.options.deletion_vectors_enabled:
                 index_changes = list(index_changes) + self._vectors_of_deleted_files(latest, entries)
-            if index_changes or (self._index_drop is not None and index_manifest):
-                new_manifest = self._new_index_manifest(latest, index_changes, namer)
+            if index_changes or (ctx.index_drop is not None and index_manifest):
+                new_manifest = self._new_index_manifest(latest, index_changes, namer, ctx.index_drop)
                 if new_manifest == "":  # nothing left: no index manifest, as pypaimon
                     index_manifest = None
                 elif new_manifest is not None:
@@ -594,12 +594,12 @@ class FileStoreCommit:
             base_manifest_list=base_name, delta_manifest_list=delta_name,
             changelog_manifest_list=cl_name,
             index_manifest=index_manifest,
-            commit_user=self.commit_user, commit_identifier=identifier, commit_kind=kind,
+            commit_user=self.commit_user, commit_identifier=ctx.identifier, commit_kind=kind,
             time_millis=int(time.time() * 1000),
             total_record_count=(latest.total_record_count if latest else 0) + added - deleted,
             delta_record_count=added - deleted,
             changelog_record_count=sum(e.file.row_count for e in changelog) if changelog else None,
-            properties=properties or None,
+            properties=ctx.properties or None,
             base_manifest_list_size=base_size, delta_manifest_list_size=delta_size,
             changelog_manifest_list_size=cl_size,
             uuid=str(uuid.uuid4()), writer_version=WRITER_VERSION)
@@ -613,13 +613,13 @@ class FileStoreCommit:
         return [as_delete(e) for e in self.manifests.index_entries(latest)
                 if e.index_type == DV_INDEX and e.dv_ranges and all(m.data_file_name in gone for m in e.dv_ranges)]
 
-    def _new_index_manifest(self, latest: Snapshot | None, changes: list[IndexManifestEntry], namer) -> str | None:
+    def _new_index_manifest(self, latest: Snapshot | None, changes: list[IndexManifestEntry], namer,
+                            drop: Callable[[bytes], bool] | None) -> str | None:
         """The complete index manifest after ``changes`` (None: unchanged, "": empty). HASH files are combined
         per (partition, bucket) like Java's ``BucketedCombiner``: an ADD replaces the bucket's file,
         so a Java/pypaimon-style ADD without a DELETE leaves no stale entry. An overwrite drops the
         HASH files of the partitions it replaces."""
         previous = self.manifests.index_entries(latest)
-        drop = self._index_drop
         # an overwrite deletes the partitions' data files, so their HASH and DV index files go too
         current = {(e.partition, e.bucket, e.index_type, e.file_name): e for e in previous
                    if not (drop is not None and e.index_type in (HASH_INDEX, DV_INDEX) and drop(e.partition))}
