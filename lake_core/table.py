@@ -414,19 +414,7 @@ class BatchWriteBuilder:
 
 
 class BatchTableWrite(TableWrite):
-    def write_rows_with_kind(self, data: pa.Table, kind: int) -> None:
-        """Write rows with one fixed row kind (used by delete_where)."""
-        from lake_core.kv.rowkind import SHORT_STRINGS
-        rk = self.store.options.rowkind_field
-        if rk:
-            data = data.set_column(data.schema.get_field_index(rk), rk, pa.array([SHORT_STRINGS[kind]] * data.num_rows))
-            self.write_arrow(data)
-            return
-        self._fixed_kind = kind
-        try:
-            self.write_arrow(data)
-        finally:
-            self._fixed_kind = None
+    """pypaimon's name for the writer a batch write builder hands out."""
 
 
 class BatchTableCommit:

@@ -18,11 +18,14 @@ from lake_core.schema.partition_selector import PartitionSelector
 from lake_core.errors import InvalidDataError, SchemaMismatchError
 from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.commit.messages import CommitMessage
+from lake_core.manifest.metadata import DataFileMeta
+from lake_core.snapshot.snapshot import CommitKind, Snapshot
 from lake_core.write.file_writer import DataFileWriter
 from lake_core.paths import FileNamer, check_new_partition_dir, partition_dir
 
 if TYPE_CHECKING:
     from lake_core.commit.hooks import TableHooks
+    from lake_core.manifest.store import ManifestStore
     from lake_core.store import FileStore
 
 log = logging.getLogger(__name__)
@@ -118,6 +121,26 @@ def partition_codes(data: pa.Table, names: list[str]) -> tuple[np.ndarray, list[
     return dense.astype(np.int64), values
 
 
+@dataclass(frozen=True)
+class _LiveFiles:
+    """The live data files per (partition, bucket) at one snapshot, and each partition's bucket
+    count (``_TOTAL_BUCKETS`` of its files)."""
+
+    snapshot_id: int | None
+    by_bucket: dict[tuple[bytes, int], list[DataFileMeta]]
+    partition_buckets: dict[bytes, int]
+
+    @staticmethod
+    def at(manifests: "ManifestStore", snapshot: "Snapshot | None") -> "_LiveFiles":
+        by_bucket: dict[tuple[bytes, int], list[DataFileMeta]] = {}
+        partition_buckets: dict[bytes, int] = {}
+        for e in manifests.live_entries(snapshot):
+            by_bucket.setdefault((e.partition, e.bucket), []).append(e.file)
+            if e.total_buckets > 0:
+                partition_buckets.setdefault(e.partition, e.total_buckets)
+        return _LiveFiles(snapshot.id if snapshot is not None else None, by_bucket, partition_buckets)
+
+
 @dataclass
 class _BucketBuffer:
     partition: tuple
@@ -160,14 +183,35 @@ class TableWrite:
         self._dynamic = None  # DynamicBucketAssigner (dynamic mode)
         self._cross = None  # CrossPartitionAssigner (cross-partition mode)
         self._partition_bytes: dict[tuple, bytes] = {}
+        # The snapshot the writer builds on: read when first needed (the table as of its first
+        # write), then moved past the writer's own commits (_advance_base_past_own_commits).
+        self._base_read = False
+        self._base: Snapshot | None = None
+        self._live: _LiveFiles | None = None  # at the first base: sequence numbers and bucket counts
+        self._live_now: _LiveFiles | None = None  # at the base once it moved: what inline compaction sees
 
     # -- input ----------------------------------------------------------------------------------
     def write_arrow(self, data: Any) -> None:
-        data = conform(self.store, data)
+        self._write(conform(self.store, data), kind=None)
+
+    write_arrow_batch = write_arrow
+
+    def write_rows_with_kind(self, data: pa.Table, kind: int) -> None:
+        """Write rows with one fixed row kind (``delete_where``'s -D rows)."""
+        rk = self.rowkind_field
+        if rk:  # the rows carry their kind in that column
+            data = data.set_column(data.schema.get_field_index(rk), rk,
+                                   pa.array([rowkind.SHORT_STRINGS[kind]] * data.num_rows))
+            self.write_arrow(data)
+        else:
+            self._write(conform(self.store, data), kind=kind)
+
+    def _write(self, data: pa.Table, kind: int | None) -> None:
+        """Buffer conformed rows; ``kind``: every row's kind, else the row kind column's (or +I)."""
         if data.num_rows == 0:
             return
-        if getattr(self, "_fixed_kind", None) is not None:
-            kinds = np.full(data.num_rows, self._fixed_kind, np.int8)
+        if kind is not None:
+            kinds = np.full(data.num_rows, kind, np.int8)
         elif self.rowkind_field:
             kinds = rowkind.kinds_from_column(data[self.rowkind_field], self.rowkind_field)
         else:
@@ -208,8 +252,6 @@ class TableWrite:
             buf.rows += part.num_rows
         self.rows_written += data.num_rows
 
-    write_arrow_batch = write_arrow
-
     # -- fixed bucket mode: each partition keeps its own bucket count ------------------------------
     def _bucket_count(self, values: tuple) -> int:
         """A partition already written keeps the bucket count of its files until a rescale
@@ -219,8 +261,7 @@ class TableWrite:
             return -1
         if self.static_partition is not None:
             return self.num_buckets
-        self._live_files()
-        return self._partition_buckets.get(self._partition_row(values), self.num_buckets)
+        return self._first_live().partition_buckets.get(self._partition_row(values), self.num_buckets)
 
     def _assign_fixed(self, data: pa.Table, pcode: np.ndarray, pvalues: list[tuple]) -> np.ndarray:
         counts = [self._bucket_count(pv) for pv in pvalues]
@@ -292,40 +333,33 @@ class TableWrite:
                                        f"got {bad} row(s) whose '{k}' is not {v!r}")
 
     # -- output ---------------------------------------------------------------------------------
-    def _base_snapshot(self):
-        """The snapshot this writer builds on (latest when first needed), read once per writer."""
-        if "_base" not in self.__dict__:
-            self._base = self.store.snapshot_manager.latest()
+    def _base_snapshot(self) -> Snapshot | None:
+        """The snapshot this writer builds on (latest when first needed)."""
+        if not self._base_read:
+            self._base, self._base_read = self.store.snapshot_manager.latest(), True
         return self._base
 
+    def _first_live(self) -> _LiveFiles:
+        """The live files at the first base snapshot, read once per writer."""
+        if self._live is None:
+            self._live = _LiveFiles.at(self.store.manifest_store, self._base_snapshot())
+        return self._live
+
     def _live_files(self) -> dict[tuple[bytes, int], list]:
-        """Live data files per (partition, bucket) at the base snapshot, read once per writer."""
-        live = self.__dict__.get("_live")
-        if live is None:
-            live = {}
-            self._partition_buckets: dict[bytes, int] = {}
-            for e in self.store.manifest_store.live_entries(self._base_snapshot()):
-                live.setdefault((e.partition, e.bucket), []).append(e.file)
-                if e.total_buckets > 0:
-                    self._partition_buckets.setdefault(e.partition, e.total_buckets)
-            self._live = live
-        return live
+        """Live data files per (partition, bucket) at the first base snapshot."""
+        return self._first_live().by_bucket
 
     def _current_live_files(self) -> dict[tuple[bytes, int], list]:
         """Live files as of the writer's base snapshot, which moves past the writer's own commits:
         a reused writer compacts what its previous commits left, and the commit's sequence checks
         judge the compaction against that same base."""
         base = self._base_snapshot()
-        if base is None or base.id == self.__dict__.get("_live_base_id", base.id):
-            self._live_base_id = base.id if base is not None else None
-            return self._live_files()
-        cached = self.__dict__.get("_live_now")
-        if cached is None or cached[0] != base.id:
-            live: dict[tuple[bytes, int], list] = {}
-            for e in self.store.manifest_store.live_entries(base):
-                live.setdefault((e.partition, e.bucket), []).append(e.file)
-            cached = self._live_now = (base.id, live)
-        return cached[1]
+        first = self._first_live()
+        if base is None or base.id == first.snapshot_id:
+            return first.by_bucket
+        if self._live_now is None or self._live_now.snapshot_id != base.id:
+            self._live_now = _LiveFiles.at(self.store.manifest_store, base)
+        return self._live_now.by_bucket
 
     def _restore_sequences(self) -> dict[tuple[bytes, int], int]:
         """Sequence numbers continue per bucket from the live files (Java 'scan' init mode)."""
@@ -381,7 +415,7 @@ class TableWrite:
         if not buffers:
             return []
         self.store.check_identity()  # never write files into a dropped or re-created table
-        if self.is_pk and "_base" in self.__dict__:
+        if self.is_pk and self._base_read:
             self._advance_base_past_own_commits()  # inline compaction works on what this writer left
         self._restore_sequences()
         # Parquet encoding and zstd release the GIL: two threads use both cores. HASH index files
@@ -427,21 +461,19 @@ class TableWrite:
         base_id = base.id if base is not None else 0
         return [replace(m, base_snapshot_id=base_id) for m in messages]
 
-    def _advance_base_past_own_commits(self):
+    def _advance_base_past_own_commits(self) -> Snapshot | None:
         """A writer reused for several commits: snapshots after the base that only added this
         writer's own files keep its key index valid, so the base moves past them."""
         base = self._base_snapshot()
         latest = self.store.snapshot_manager.latest()
         if latest is None or (base is not None and latest.id == base.id):
             return base
-        from lake_core.snapshot.snapshot import CommitKind
-        token = self.namer._uuid  # every file this writer names carries it
         sid = (base.id if base is not None else 0) + 1
         while sid <= latest.id:
             snap = self.store.snapshot_manager.get(sid)
             if snap.commit_kind != CommitKind.COMPACT:  # compactions never move keys
                 added = [e.file.file_name for e in self.store.manifest_store.delta_entries(snap) if e.kind == 0]
-                if not added or any(token not in name for name in added):
+                if not added or not all(self.namer.named(name) for name in added):
                     break
             base = snap
             sid += 1
