@@ -69,7 +69,8 @@ def compact_written_bucket(store: "FileStore", partition: bytes, bucket: int, to
     vectors = None
     if opts.deletion_vectors_enabled:
         # no live files (a new bucket, or an overwrite replacing them): no vectors can matter
-        dv_index = bucket_dv_entries(store, store.snapshot_manager.latest()).get((partition, bucket), []) if live else []
+        dv_index = (bucket_dv_entries(store, store.snapshot_manager.latest()).get((partition, bucket), [])
+                    if live else [])
         vectors = BucketDeletionVectors.load(store, partition, bucket, dv_index)
     for round_ in range(_MAX_ROUNDS):
         stalled = round_ > 0

@@ -152,8 +152,8 @@ def plan_compaction(store: "FileStore", *, full: bool = False, partitions=None, 
     num_levels = store.options.num_levels
     dv_entries = bucket_dv_entries(store, snapshot) if store.options.deletion_vectors_enabled else None
     units, buckets = [], []
-    for (partition, bucket), entries in sorted(groups.items(), key=lambda kv: (repr(manifests.partition_values(kv[0][0])),
-                                                                               kv[0][1])):
+    in_order = sorted(groups.items(), key=lambda kv: (repr(manifests.partition_values(kv[0][0])), kv[0][1]))
+    for (partition, bucket), entries in in_order:
         values = tuple(manifests.partition_values(partition))
         if selector is not None and not selector.matches(values):
             continue

@@ -185,8 +185,8 @@ class ChangeScan(TableScan):
                 groups[(e.partition, e.bucket)].append(e)
         default_name = self.store.options.partition_default_name
         out = []
-        for (partition, bucket), entries in sorted(groups.items(),
-                                                   key=lambda kv: (repr(manifests.partition_values(kv[0][0])), kv[0][1])):
+        in_order = sorted(groups.items(), key=lambda kv: (repr(manifests.partition_values(kv[0][0])), kv[0][1]))
+        for (partition, bucket), entries in in_order:
             values = manifests.partition_values(partition)
             # the manifest's order, as Java's streaming split keeps it: a compaction's changelog
             # files (lookup, full-compaction) are rolled in key order and a key's -U/+U may span two

@@ -145,7 +145,8 @@ class TableScan:
             dv_entries = bucket_dv_entries(self.store, self.snapshot)
         out = []
         default_name = self.store.options.partition_default_name
-        for (partition, bucket), entries in sorted(groups.items(), key=lambda kv: (manifests.partition_values(kv[0][0]).__repr__(), kv[0][1])):
+        in_order = sorted(groups.items(), key=lambda kv: (manifests.partition_values(kv[0][0]).__repr__(), kv[0][1]))
+        for (partition, bucket), entries in in_order:
             files = [e.file for e in entries if not (hide_l0 and e.file.level == 0)]
             if self.top_level_only and self.is_pk and not hide_l0:
                 files = [f for f in files if f.level == top_level]
@@ -157,7 +158,8 @@ class TableScan:
             out.append(Split(
                 snapshot_id=self.snapshot.id, partition=partition, partition_values=values, bucket=bucket,
                 total_buckets=entries[0].total_buckets,
-                bucket_path=self.store.paths.bucket_dir(partition_dir(self.partition_names, values, default_name), bucket),
+                bucket_path=self.store.paths.bucket_dir(partition_dir(self.partition_names, values, default_name),
+                                                        bucket),
                 files=tuple(files),
                 dv_index=tuple(dv_entries.get((partition, bucket), ())) if dv_entries is not None else None,
                 raw_convertible=(not self.is_pk) or (len(files) == 1 and files[0].delete_row_count == 0),
