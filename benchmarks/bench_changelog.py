@@ -85,9 +85,9 @@ def _force_level0_up(t):
             part, (), bucket, total, p.unit.files, p.unit.output_level, levels.max_level, False, p.unit.reason
         )
         units.append(u)
-        outcomes.append(run_unit(t, u))
+        outcomes.append(run_unit(t.store, u))
     plan = CompactionPlan(snap.id, tuple(units), (), None)
-    commit_compaction(t, plan, outcomes)
+    commit_compaction(t.store, plan, outcomes, hooks=t)
     return sum(o.counts.rows_in for o in outcomes)
 
 

@@ -50,7 +50,7 @@ def _parquet_ceiling(t) -> int:
     from lake_core.read.scan import TableScan
 
     n = 0
-    for split in TableScan(t, t.latest_snapshot()).splits():
+    for split in TableScan(t.store, t.latest_snapshot()).splits():
         for f in split.files:
             n += pq.read_table(
                 split.file_path(f).removeprefix("file://"), columns=[c.name for c in t.schema.fields]

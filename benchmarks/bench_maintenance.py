@@ -37,7 +37,7 @@ def _compact_all(t) -> None:
     for e in t.manifest_store.live_entries(t.latest_snapshot()):
         by_bucket.setdefault((e.partition, e.bucket, e.total_buckets), []).append(e.file)
     t.new_batch_write_builder().new_commit().commit(
-        [compact_bucket(t, p, b, tb, files) for (p, b, tb), files in by_bucket.items()]
+        [compact_bucket(t.store, p, b, tb, files) for (p, b, tb), files in by_bucket.items()]
     )
 
 

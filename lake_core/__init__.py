@@ -5,7 +5,8 @@ from lake_core.errors import *  # noqa: F401,F403  (the exception hierarchy is p
 from lake_core.maintenance.health import TableHealth
 from lake_core.result import OperationResult
 from lake_core.maintenance.tag_snapshot import check_name_format as check_tag_name_format
-from lake_core.commit.messages import CommitMessage, Split
+from lake_core.commit.messages import CommitMessage
+from lake_core.read.split import Split
 from lake_core.options import CoreOptions, parse_duration_ms
 from lake_core.read.predicate import Predicate, PredicateBuilder
 from lake_core.read.split_read import ROW_KIND

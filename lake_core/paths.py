@@ -250,3 +250,7 @@ class FileNamer:
 
     def index_file(self) -> str:
         return f"index-{self._uuid}-{self._next()}"
+
+    def named(self, file_name: str) -> bool:
+        """Whether this namer gave ``file_name`` (every name it gives carries its uuid)."""
+        return self._uuid in file_name

@@ -1,9 +1,11 @@
 """FileStore: the services a table's internals need, as one frozen value.
 
 Paimon's ``KeyValueFileStore``: the stages below the table (bucket assignment, deletion vectors,
-file writers, scans, reads) need the table's identity, schema, options, FileIO, paths, snapshot,
-schema and manifest stores and its merge engine, never the table itself with its builders and
-maintenance. They are typed against this value, so the table sits above them in the import graph.
+file writers, scans, reads, writes, commits, compaction) need the table's identity, schema,
+options, FileIO, paths, snapshot, schema and manifest stores and its merge engine, never the table
+itself with its builders and maintenance. They are typed against this value (and call back up
+through :class:`lake_core.commit.hooks.TableHooks`), so the table sits above them in the import
+graph, annotations included.
 """
 from __future__ import annotations
 
@@ -12,12 +14,15 @@ from functools import cached_property
 
 import pyarrow as pa
 
-from lake_core.errors import SchemaError
+from lake_core.errors import SchemaError, StaleTableError, TagNotFoundError
+from lake_core.format.binary_row.reader import deserialize_row
+from lake_core.format.integrity import read_metadata
 from lake_core.io.fileio import FileIO
 from lake_core.manifest.store import ManifestStore
 from lake_core.merge import MergeEngine, create_merge_engine
 from lake_core.options import CoreOptions
-from lake_core.paths import TablePaths
+from lake_core.names import validate_tag_name
+from lake_core.paths import TablePaths, partition_dir
 from lake_core.schema.schema_manager import SchemaManager
 from lake_core.schema.table_schema import TableSchema
 from lake_core.snapshot.changelog_manager import ChangelogManager
@@ -91,6 +96,13 @@ class FileStore:
                                                     or self.options.deletion_vectors_enabled)
 
     @property
+    def force_up_level0(self) -> bool:
+        """Every compaction moves level 0 up (Paimon's ``ForceUpLevel0Compaction``): level 0 is
+        hidden from batch reads, or ``changelog-producer`` = ``lookup`` produces the changelog of
+        each commit's level-0 files when they are compacted."""
+        return self.level0_hidden or (bool(self.schema.primary_keys) and self.options.changelog_producer == "lookup")
+
+    @property
     def bucket_mode(self) -> str:
         """``fixed`` (bucket >= 1), ``dynamic`` (primary key with every partition field, bucket -1),
         ``cross-partition`` (primary key omitting a partition field, bucket -1) or ``unaware``
@@ -102,3 +114,42 @@ class FileStore:
         if any(p not in self.schema.primary_keys for p in self.schema.partition_keys):
             return "cross-partition"
         return "dynamic"
+
+    def partition_path(self, partition: bytes) -> str:
+        """The directory (relative to the table) of the serialized ``partition``."""
+        names = list(self.schema.partition_keys)
+        values = deserialize_row(partition, [self.schema.field(n).type for n in names]) if names else []
+        return partition_dir(names, values, self.options.partition_default_name)
+
+    def bucket_dir(self, partition: bytes, bucket: int) -> str:
+        """The directory of the files of ``bucket`` of the serialized ``partition``."""
+        return self.paths.bucket_dir(self.partition_path(partition), bucket)
+
+    def tag(self, name: str) -> Snapshot:
+        """The snapshot tag ``name`` holds."""
+        validate_tag_name(name)
+        try:
+            return read_metadata(self.fileio, self.paths.tag(name), "tag file", Snapshot.from_json)
+        except FileNotFoundError:
+            raise TagNotFoundError(f"tag '{name}' does not exist on {self.identifier}") from None
+
+    def check_identity(self) -> None:
+        """Raise ``StaleTableError`` unless the table on storage is still the one this store was
+        opened on: its schema file is unchanged (not dropped, not re-created) and no newer schema
+        exists. Two small reads; done before a write's files and at every commit."""
+        current = self.schema
+        path = self.paths.schema(current.id)
+        try:
+            on_storage = read_metadata(self.fileio, path, "schema file", TableSchema.from_json)
+        except FileNotFoundError:
+            raise StaleTableError(
+                f"table {self.identifier} was dropped after this handle was opened (schema-{current.id} is gone "
+                f"from {self.paths.root}); nothing was written — get the table from the catalog again") from None
+        if on_storage != current:
+            raise StaleTableError(
+                f"table {self.identifier} was dropped and re-created after this handle was opened (schema-"
+                f"{current.id} was replaced); nothing was written — get the table from the catalog again")
+        if self.fileio.exists(self.paths.schema(current.id + 1)):
+            raise StaleTableError(
+                f"the schema of table {self.identifier} changed after this handle was opened (schema-"
+                f"{current.id + 1} exists); nothing was written — get the table from the catalog again")

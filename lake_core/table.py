@@ -10,13 +10,13 @@ import pyarrow as pa
 from lake_core.commit.file_store_commit import BATCH_IDENTIFIER, FileStoreCommit
 from lake_core.compaction.bucket_compact import recompact_buckets
 from lake_core.compaction.inline import compact_written_bucket
-from lake_core.errors import InvalidOptionError, ReadOnlyTableError, SnapshotNotFoundError, TagNotFoundError
+from lake_core.errors import InvalidOptionError, ReadOnlyTableError, SnapshotNotFoundError
 from lake_core.io.fileio import FileIO
-from lake_core.format.integrity import read_metadata
 from lake_core.maintenance import TableMaintenance
 from lake_core.maintenance.post_commit import after_commit
 from lake_core.manifest.metadata import DataFileMeta, FileKind
 from lake_core.commit.messages import CommitMessage
+from lake_core.commit.uncommitted import remove_uncommitted
 from lake_core.names import validate_tag_name
 from lake_core.options import check_supported
 from lake_core.read.columns import check_read_columns
@@ -65,8 +65,9 @@ class FileStoreTable:
         schema = self.store.schema_of(snapshot)
         return self if schema == self._schema else self.with_schema(schema)
 
-    # -- what commit and write call back: they sit below compaction and maintenance, so the table
-    #    hands them these (as Java's table gives its TableCommitImpl the expire maintainers) -------
+    # -- lake_core.commit.hooks.TableHooks: what commit and write call back. They sit below
+    #    compaction and maintenance, so the table hands them these (as Java's table gives its
+    #    TableCommitImpl the expire maintainers) ----------------------------------------------------
     def after_commit(self) -> None:
         """Expiry and tags after a successful commit, unless ``write-only`` (Java ``TableCommitImpl``)."""
         after_commit(self)
@@ -74,11 +75,11 @@ class FileStoreTable:
     def compact_written_bucket(self, partition: bytes, bucket: int, total_buckets: int, live, new_files,
                                namer) -> CommitMessage | None:
         """A writer's inline compaction of one bucket after it wrote ``new_files``."""
-        return compact_written_bucket(self, partition, bucket, total_buckets, live, new_files, namer)
+        return compact_written_bucket(self.store, partition, bucket, total_buckets, live, new_files, namer)
 
-    def recompact_buckets(self, snapshot: Snapshot, buckets) -> list[CommitMessage]:
+    def recompact_buckets(self, snapshot: Snapshot | None, buckets) -> list[CommitMessage]:
         """Full compactions of ``buckets`` at ``snapshot`` (a first-row commit whose compaction lost)."""
-        return recompact_buckets(self, snapshot, buckets)
+        return recompact_buckets(self.store, snapshot, buckets)
 
     # -- metadata ----------------------------------------------------------------------------------
     @property
@@ -106,10 +107,7 @@ class FileStoreTable:
 
     @property
     def force_up_level0(self) -> bool:
-        """Every compaction moves level 0 up (Paimon's ``ForceUpLevel0Compaction``): level 0 is
-        hidden from batch reads, or ``changelog-producer`` = ``lookup`` produces the changelog of
-        each commit's level-0 files when they are compacted."""
-        return self.level0_hidden or (bool(self._schema.primary_keys) and self.options.changelog_producer == "lookup")
+        return self.store.force_up_level0
 
     @property
     def bucket_mode(self) -> str:
@@ -135,26 +133,8 @@ class FileStoreTable:
 
     def check_identity(self) -> None:
         """Raise ``StaleTableError`` unless the table on storage is still the one this handle
-        opened: its schema file is unchanged (not dropped, not re-created) and no newer schema
-        exists. Two small reads; done before a write's files and at every commit."""
-        from lake_core.errors import StaleTableError
-        from lake_core.schema.table_schema import TableSchema
-        current = self._schema
-        path = self.paths.schema(current.id)
-        try:
-            on_storage = read_metadata(self.fileio, path, "schema file", TableSchema.from_json)
-        except FileNotFoundError:
-            raise StaleTableError(
-                f"table {self.identifier} was dropped after this handle was opened (schema-{current.id} is gone "
-                f"from {self.paths.root}); nothing was written — get the table from the catalog again") from None
-        if on_storage != current:
-            raise StaleTableError(
-                f"table {self.identifier} was dropped and re-created after this handle was opened (schema-"
-                f"{current.id} was replaced); nothing was written — get the table from the catalog again")
-        if self.fileio.exists(self.paths.schema(current.id + 1)):
-            raise StaleTableError(
-                f"the schema of table {self.identifier} changed after this handle was opened (schema-"
-                f"{current.id + 1} exists); nothing was written — get the table from the catalog again")
+        opened (:meth:`FileStore.check_identity`)."""
+        self.store.check_identity()
 
     def latest_snapshot(self) -> Snapshot | None:
         return self.snapshot_manager.latest()
@@ -196,11 +176,7 @@ class FileStoreTable:
             raise SnapshotNotFoundError(f"cannot tag snapshot {snap.id} of {self.identifier}: it was just expired")
 
     def tag(self, name: str) -> Snapshot:
-        validate_tag_name(name)
-        try:
-            return read_metadata(self.fileio, self.paths.tag(name), "tag file", Snapshot.from_json)
-        except FileNotFoundError:
-            raise TagNotFoundError(f"tag '{name}' does not exist on {self.identifier}") from None
+        return self.store.tag(name)
 
     def list_tags(self) -> list[str]:
         return sorted(n[4:] for n in self.fileio.list_names(self.paths.tag_dir) if n.startswith("tag-"))
@@ -259,7 +235,7 @@ class FileStoreTable:
         replaces that partition only. As in Paimon (``INSERT OVERWRITE``), an **empty** ``data`` with
         ``overwrite`` still commits: it truncates the table (or empties the named partition)."""
         from lake_core.write.table_write import conform
-        rows = conform(self, data)
+        rows = conform(self.store, data)
 
         def attempt(wb: "BatchWriteBuilder") -> list[CommitMessage]:
             w = wb.new_write()
@@ -278,7 +254,7 @@ class FileStoreTable:
         from lake_core.commit.file_store_commit import check_identity_arguments, new_commit_identifier
         from lake_core.errors import CommitConflictError, CommitFailedError, StalePlanError, StaleTableError
         identifier = commit_identifier if commit_identifier is not None else new_commit_identifier()
-        check_identity_arguments(self, "-" if commit_user is None else commit_user, identifier)  # before any file
+        check_identity_arguments(self.store, "-" if commit_user is None else commit_user, identifier)  # before any file
         retries = self.options.commit_max_retries
         for attempt in range(retries + 1):
             wb = self.new_batch_write_builder()
@@ -287,9 +263,11 @@ class FileStoreTable:
             if overwrite:
                 wb = wb.overwrite(overwrite if isinstance(overwrite, dict) else None)
             messages = prepare(wb)
+            # the commit itself, not BatchTableCommit: only this caller knows the identity is new
+            committer = FileStoreCommit(self.store, hooks=self, commit_user=commit_user)
             try:
-                snaps = wb.new_commit()._commit.commit(messages, identifier=identifier, overwrite=wb.overwrite_spec,
-                                                       new_identity=commit_identifier is None, digest=digest)
+                snaps = committer.commit(messages, identifier=identifier, overwrite=wb.overwrite_spec,
+                                         new_identity=commit_identifier is None, digest=digest)
             except (CommitConflictError, CommitFailedError, StaleTableError) as e:
                 self.remove_uncommitted(messages)  # these errors mean nothing landed
                 if attempt == retries or not isinstance(e, StalePlanError):
@@ -299,20 +277,12 @@ class FileStoreTable:
 
     def bucket_dir(self, partition: bytes, bucket: int) -> str:
         """The directory of the files of ``bucket`` of the serialized ``partition``."""
-        from lake_core.compaction.bucket_compact import partition_path
-        return self.paths.bucket_dir(partition_path(self, partition), bucket)
+        return self.store.bucket_dir(partition, bucket)
 
     def remove_uncommitted(self, messages: Sequence[CommitMessage]) -> None:
         """Delete the data files of ``messages`` whose commit certainly did not land (a
         ``CommitConflictError``): nothing references them."""
-        for m in messages:
-            bucket_dir = self.bucket_dir(m.partition, m.bucket)
-            # an upgrade moves a file by metadata only: the same name before and after, still an input
-            upgraded = {f.file_name for f in m.compact_before} & {f.file_name for f in m.compact_after}
-            for f in m.new_files + m.changelog_files + m.compact_after + m.compact_changelog:
-                if f.file_name in upgraded and f not in m.new_files:
-                    continue
-                self.fileio.delete(f.path_in(bucket_dir))
+        remove_uncommitted(self.store, messages)
 
     def to_arrow(self, snapshot_id: int | None = None, tag: str | None = None, timestamp_millis: int | None = None,
                  columns: Sequence[str] | None = None, filter: Predicate | None = None, *,
@@ -435,7 +405,8 @@ class BatchWriteBuilder:
         return (self._overwrite or True) if self._is_overwrite else None
 
     def new_write(self) -> "BatchTableWrite":
-        return BatchTableWrite(self.table, self._overwrite if self._is_overwrite else None)
+        return BatchTableWrite(self.table.store, hooks=self.table,
+                               static_partition=self._overwrite if self._is_overwrite else None)
 
     def new_commit(self) -> "BatchTableCommit":
         return BatchTableCommit(self.table, self.commit_user if self._explicit_user else None,
@@ -443,25 +414,13 @@ class BatchWriteBuilder:
 
 
 class BatchTableWrite(TableWrite):
-    def write_rows_with_kind(self, data: pa.Table, kind: int) -> None:
-        """Write rows with one fixed row kind (used by delete_where)."""
-        from lake_core.kv.rowkind import SHORT_STRINGS
-        rk = self.table.options.rowkind_field
-        if rk:
-            data = data.set_column(data.schema.get_field_index(rk), rk, pa.array([SHORT_STRINGS[kind]] * data.num_rows))
-            self.write_arrow(data)
-            return
-        self._fixed_kind = kind
-        try:
-            self.write_arrow(data)
-        finally:
-            self._fixed_kind = None
+    """pypaimon's name for the writer a batch write builder hands out."""
 
 
 class BatchTableCommit:
     def __init__(self, table: FileStoreTable, commit_user: str | None, static_partition: dict | None, overwrite: bool):
         self.table = table
-        self._commit = FileStoreCommit(table, commit_user)
+        self._commit = FileStoreCommit(table.store, hooks=table, commit_user=commit_user)
         self._overwrite = (static_partition or True) if overwrite else None
 
     @property
@@ -504,14 +463,14 @@ class ReadBuilder:
             raise InvalidOptionError(f"a read of {self.table.identifier} with incremental-between-scan-mode = "
                                      f"{scan_mode!r} needs incremental-between")
         self._refuse_on_read_optimized("an incremental read")
-        parse_between(self.table, between)
-        scan_mode_of(self.table, scan_mode)  # checked now, not at the first plan
+        parse_between(self.table.store, between)
+        scan_mode_of(self.table.store, scan_mode)  # checked now, not at the first plan
         self.incremental = (between, scan_mode)
         return self
 
     def with_options(self, options: Mapping[str, Any]) -> "ReadBuilder":
         """Paimon read options: ``incremental-between`` and ``incremental-between-scan-mode``."""
-        parsed = incremental_options(self.table, options)
+        parsed = incremental_options(self.table.store, options)
         if parsed is not None:
             self.with_incremental_between(parsed[0], scan_mode=parsed[1])
         return self
@@ -528,7 +487,7 @@ class ReadBuilder:
             if snapshot is not None or snapshot_id is not None:
                 raise InvalidOptionError(f"a scan of {self.table.identifier} takes either a snapshot or "
                                          "incremental-between, not both")
-            return incremental_scan(self.table, self.incremental[0], self.incremental[1], self._predicate)
+            return incremental_scan(self.table.store, self.incremental[0], self.incremental[1], self._predicate)
         if snapshot is None and snapshot_id is None:
             self._travelled = None
             return TableScan(self.table.store, self.table.latest_snapshot(), self._predicate,
@@ -556,12 +515,12 @@ class ReadBuilder:
             if ignore_progress:
                 raise InvalidOptionError(f"ignore_progress for a stream scan of {self.table.identifier} needs a "
                                          "consumer_id (whose recorded progress it ignores)")
-            return StreamScan(self.table, self._predicate)
+            return StreamScan(self.table.store, self._predicate)
         from lake_core.maintenance.consumer_resume import resume_position
         from lake_core.maintenance.consumers import ConsumerManager
         consumers = ConsumerManager(self.table)
         start = resume_position(self.table, consumer_id, ignore_progress=ignore_progress)
-        scan = StreamScan(self.table, self._predicate,
+        scan = StreamScan(self.table.store, self._predicate,
                           on_checkpoint_complete=lambda n: consumers.reset(consumer_id, n))
         scan.restore(start)
         return scan

@@ -35,7 +35,7 @@ MOVES = {
     "lake_core.schema": "lake_core.schema.table_schema",
     "lake_core.schema_manager": "lake_core.schema.schema_manager",
     "lake_core.schema_change": "lake_core.schema.change",
-    "lake_core.schema_evolution": "lake_core.schema.evolution",
+    "lake_core.schema_evolution": "lake_core.read.evolution",
     "lake_core.rowkind": "lake_core.kv.rowkind",
     "lake_core.bucket": "lake_core.bucket.assign",
     "lake_core.dynamic_bucket": "lake_core.bucket.dynamic",

@@ -254,15 +254,15 @@ class DynamicBucketAssigner:
     ``ignore_existing``: start every partition empty (overwrite).
     """
 
-    def __init__(self, table: "FileStore", base: "Snapshot | None",
+    def __init__(self, store: "FileStore", base: "Snapshot | None",
                  data_buckets: Callable[[bytes], Iterable[int]], ignore_existing: bool = False):
-        self.table = table
+        self.store = store
         self.base = base
-        self.opts = DynamicBucketOptions.of(table.options)
+        self.opts = DynamicBucketOptions.of(store.options)
         self.data_buckets = data_buckets
         self.ignore_existing = ignore_existing
-        self.key_names = list(table.schema.trimmed_primary_keys)
-        self.key_types = [table.schema.field(k).type for k in self.key_names]
+        self.key_names = list(store.schema.trimmed_primary_keys)
+        self.key_types = [store.schema.field(k).type for k in self.key_names]
         self._parts: dict[bytes, _PartitionIndex] = {}
         self._entries: dict[bytes, list[IndexManifestEntry]] | None = None
 
@@ -271,26 +271,26 @@ class DynamicBucketAssigner:
         if self._entries is None:
             by_part: dict[bytes, list[IndexManifestEntry]] = {}
             if self.base is not None and not self.ignore_existing:
-                for e in self.table.manifest_store.index_entries(self.base):
+                for e in self.store.manifest_store.index_entries(self.base):
                     if e.index_type == HASH_INDEX:
                         by_part.setdefault(e.partition, []).append(e)
             self._entries = by_part
         return self._entries
 
     def _describe(self, partition: bytes) -> str:
-        values = self.table.manifest_store.partition_values(partition)
-        return str(dict(zip(self.table.schema.partition_keys, values))) if values else "(unpartitioned)"
+        values = self.store.manifest_store.partition_values(partition)
+        return str(dict(zip(self.store.schema.partition_keys, values))) if values else "(unpartitioned)"
 
     def _load(self, partition: bytes) -> _PartitionIndex:
         entries = self._index_entries().get(partition, [])
         files: dict[int, IndexManifestEntry] = {}
         for e in entries:
             if not 0 <= e.bucket < MAX_DYNAMIC_BUCKETS:
-                raise LakeError(f"HASH index file {e.file_name} of {self.table.identifier} names bucket {e.bucket}, "
+                raise LakeError(f"HASH index file {e.file_name} of {self.store.identifier} names bucket {e.bucket}, "
                                 f"outside 0..{MAX_DYNAMIC_BUCKETS - 1}; the index is corrupt")
             if e.bucket in files:
                 raise LakeError(
-                    f"partition {self._describe(partition)} of {self.table.identifier} lists two HASH index files "
+                    f"partition {self._describe(partition)} of {self.store.identifier} lists two HASH index files "
                     f"for bucket {e.bucket} ({files[e.bucket].file_name}, {e.file_name}); the index manifest is "
                     "corrupt — overwrite the partition to rebuild it")
             files[e.bucket] = e
@@ -298,7 +298,7 @@ class DynamicBucketAssigner:
             missing = sorted(set(self.data_buckets(partition)) - set(files))
             if missing:
                 raise LakeError(
-                    f"partition {self._describe(partition)} of dynamic-bucket table {self.table.identifier} has data "
+                    f"partition {self._describe(partition)} of dynamic-bucket table {self.store.identifier} has data "
                     f"in bucket(s) {missing} but no HASH index for them (written by a writer that does not maintain "
                     "Paimon's dynamic-bucket index?); new keys could be duplicated, so nothing was written. "
                     "Overwrite the partition to rebuild its index")
@@ -316,13 +316,13 @@ class DynamicBucketAssigner:
             at += len(h)
             counts[e.bucket] = len(h)
 
-        if len(ordered) > 1 and self.table.fileio.reads_are_remote:
+        if len(ordered) > 1 and self.store.fileio.reads_are_remote:
             with ThreadPoolExecutor(max_workers=4) as pool:
-                for e, h in zip(ordered, pool.map(lambda e: read_hash_index(self.table, e), ordered)):
+                for e, h in zip(ordered, pool.map(lambda e: read_hash_index(self.store, e), ordered)):
                     fill(e, h)
         else:
             for e in ordered:
-                fill(e, read_hash_index(self.table, e))
+                fill(e, read_hash_index(self.store, e))
         comb.sort(kind="stable")  # timsort: the files hold sorted runs (we and pypaimon write them sorted)
         desc = self._describe(partition)
         log.debug("loaded HASH index of partition %s: %d keys in %d buckets", desc, total, len(files))
@@ -371,7 +371,7 @@ class DynamicBucketAssigner:
         out: dict[tuple[bytes, int], tuple[IndexManifestEntry, ...]] = {}
         for part, idx in self._parts.items():
             for b, hashes in sorted(idx.modified_bucket_hashes().items()):
-                new = write_hash_index(self.table, part, b, hashes, namer)
+                new = write_hash_index(self.store, part, b, hashes, namer)
                 old = idx.files.get(b)
                 out[(part, b)] = ((as_delete(old), new) if old is not None else (new,))
                 idx.files[b] = new  # a reused writer's next commit replaces this file

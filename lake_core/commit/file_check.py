@@ -20,7 +20,7 @@ from lake_core.errors import CommitFilesMissingError
 from lake_core.manifest.metadata import FileKind, IndexManifestEntry, ManifestEntry
 
 if TYPE_CHECKING:
-    from lake_core.table import FileStoreTable
+    from lake_core.store import FileStore
 
 _SHOWN = 5  # files named in the message; the error's ``files`` has them all
 
@@ -33,7 +33,7 @@ class _NewFile:
     bucket: int
 
 
-def _new_files(table: "FileStoreTable", entries: Iterable[ManifestEntry],
+def _new_files(store: "FileStore", entries: Iterable[ManifestEntry],
                index_changes: Iterable[IndexManifestEntry]) -> list[_NewFile]:
     entries = list(entries)
     # a compaction that only moves a file up a level ADDs it under the name it DELETEs: not new
@@ -45,22 +45,22 @@ def _new_files(table: "FileStoreTable", entries: Iterable[ManifestEntry],
             continue
         where = bucket_dirs.get((e.partition, e.bucket))
         if where is None:
-            where = bucket_dirs[(e.partition, e.bucket)] = table.bucket_dir(e.partition, e.bucket)
+            where = bucket_dirs[(e.partition, e.bucket)] = store.bucket_dir(e.partition, e.bucket)
         out.append(_NewFile(e.file.path_in(where), e.file.file_size, e.partition, e.bucket))
-    out += [_NewFile(index_file_path(table, c), c.file_size, c.partition, c.bucket)
+    out += [_NewFile(index_file_path(store, c), c.file_size, c.partition, c.bucket)
             for c in index_changes if c.kind == FileKind.ADD]
     return out
 
 
-def check_new_files(table: "FileStoreTable", entries: Iterable[ManifestEntry],
+def check_new_files(store: "FileStore", entries: Iterable[ManifestEntry],
                     index_changes: Iterable[IndexManifestEntry], *,
                     describe_partition: Callable[[bytes], str]) -> None:
     """Raise ``CommitFilesMissingError`` unless every file ``entries`` and ``index_changes`` add is
     on storage with the size they record."""
-    files = _new_files(table, entries, index_changes)
+    files = _new_files(store, entries, index_changes)
     if not files:
         return
-    sizes = table.fileio.sizes([f.path for f in files])
+    sizes = store.fileio.sizes([f.path for f in files])
     bad = [(f, sizes.get(f.path)) for f in files if sizes.get(f.path) != f.size]
     if not bad:
         return
@@ -70,7 +70,7 @@ def check_new_files(table: "FileStoreTable", entries: Iterable[ManifestEntry],
         for f, size in bad[:_SHOWN])
     more = f"; and {len(bad) - _SHOWN} more" if len(bad) > _SHOWN else ""
     raise CommitFilesMissingError(
-        f"commit to {table.identifier} refused: {len(bad)} of the {len(files)} files it adds are not on storage as "
+        f"commit to {store.identifier} refused: {len(bad)} of the {len(files)} files it adds are not on storage as "
         f"written: {shown}{more}. Most likely remove_orphan_files deleted them because they were written longer "
         "than its older_than floor (default one day) before this commit (or they were deleted by hand); commit "
         "sooner or keep the floor above the longest write-to-commit time. Nothing was committed — write the data "

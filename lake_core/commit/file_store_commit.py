@@ -30,7 +30,7 @@ import random
 import threading
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from lake_core.schema.partition_selector import PartitionSelector, partition_text
@@ -43,12 +43,14 @@ from lake_core.deletion_vectors.index_file import DV_INDEX
 from lake_core.manifest.metadata import FileKind, IndexManifestEntry, ManifestEntry
 from lake_core.commit.file_check import check_new_files
 from lake_core.commit.messages import CommitMessage
+from lake_core.commit.uncommitted import remove_uncommitted
 from lake_core.paths import FileNamer
 from lake_core.snapshot.publish import confirm_parent
 from lake_core.snapshot.snapshot import CommitKind, Snapshot
 
 if TYPE_CHECKING:
-    from lake_core.table import FileStoreTable
+    from lake_core.commit.hooks import TableHooks
+    from lake_core.store import FileStore
 
 log = logging.getLogger(__name__)
 
@@ -61,14 +63,14 @@ _last_identifier = 0
 _identifier_lock = threading.Lock()
 
 
-def check_identity_arguments(table: "FileStoreTable", user, identifier) -> None:
+def check_identity_arguments(store: "FileStore", user, identifier) -> None:
     """The snapshot stores both as typed JSON fields (``commitUser`` string, ``commitIdentifier``
     long): anything else would land as a snapshot no reader accepts."""
     if not isinstance(identifier, int) or isinstance(identifier, bool) or not -2**63 <= identifier < 2**63:
-        raise InvalidOptionError(f"commit identifier {identifier!r} for {table.identifier} must be an integer "
+        raise InvalidOptionError(f"commit identifier {identifier!r} for {store.identifier} must be an integer "
                                  "in Java's long range; nothing was committed")
     if not isinstance(user, str) or not user.strip():
-        raise InvalidOptionError(f"commit user {user!r} for {table.identifier} must be a non-empty string; "
+        raise InvalidOptionError(f"commit user {user!r} for {store.identifier} must be a non-empty string; "
                                  "nothing was committed")
 
 
@@ -81,30 +83,39 @@ def new_commit_identifier() -> int:
         return _last_identifier
 
 
-@dataclass
-class _Plan:
-    kind: CommitKind
-    entries: list[ManifestEntry]
-    changelog: list[ManifestEntry]
-    index_changes: list[IndexManifestEntry]
-    check_conflicts: bool
+@dataclass(frozen=True)
+class _CommitContext:
+    """What one call decided before its snapshots are attempted: every attempt and every check
+    reads it, none changes it (a commit object keeps no state between or during its calls)."""
+
+    identifier: int
+    properties: dict | None = None  # stored in the snapshot (with the digest, if any)
+    new_identity: bool = False  # the caller made the identifier up: it cannot have landed before
+    digest: str | None = None  # the content of a write_arrow commit: a landed identity with it is ours
+    index_drop: Callable[[bytes], bool] | None = None  # overwrite: partitions losing their HASH and DV files
+    writer_base: int | None = None  # dynamic modes: the snapshot the bucket assignment was based on
+    writer_partitions: frozenset[bytes] = frozenset()
+    # the checks memoize the snapshots they read (compare=False: a cache, not a decision)
+    sequence_checks: _SequenceChecks | None = field(default=None, compare=False)
+    bundled_compaction: tuple[ManifestEntry, ...] = ()  # first-row: what the COMPACT snapshot that follows deletes
+
+    def for_compaction(self) -> "_CommitContext":
+        """The context of the same call's COMPACT snapshot: the overwrite, the writer's bucket
+        assignment and the bundled compaction belong to its data snapshot."""
+        return replace(self, index_drop=None, writer_base=None, bundled_compaction=())
 
 
 class FileStoreCommit:
-    def __init__(self, table: "FileStoreTable", commit_user: str | None = None):
-        self.table = table
+    def __init__(self, store: "FileStore", *, hooks: "TableHooks", commit_user: str | None = None):
+        """``hooks``: what a commit calls above itself (expiry after it lands, a lost compaction's
+        redo), implemented by the table."""
+        self.store = store
+        self.hooks = hooks
         self.explicit_user = commit_user is not None
         self.commit_user = commit_user or str(uuid.uuid4())
-        self.snapshots = table.snapshot_manager
-        self.manifests = table.manifest_store
-        self.options = table.options
-        self._index_drop: Callable[[bytes], bool] | None = None  # overwrite: partitions losing their HASH index
-        self._writer_base: int | None = None  # dynamic modes: snapshot the bucket assignment was based on
-        self._writer_partitions: set[bytes] = set()
-        self._sequence_checks: _SequenceChecks | None = None
-        self._bundled_compaction: list[ManifestEntry] = []
-        self._new_identity = False
-        self._digest: str | None = None
+        self.snapshots = store.snapshot_manager
+        self.manifests = store.manifest_store
+        self.options = store.options
 
     # -- public -------------------------------------------------------------------------------
     def commit(self, messages: Sequence[CommitMessage], identifier: int = BATCH_IDENTIFIER,
@@ -116,78 +127,75 @@ class FileStoreCommit:
         landed before and no earlier snapshot needs reading. ``digest``: the content of the
         commit, stored in the snapshot; a landed (user, identifier) is the same commit when its
         digest matches (else when it holds the same files)."""
-        check_identity_arguments(self.table, self.commit_user, identifier)
+        check_identity_arguments(self.store, self.commit_user, identifier)
         messages = [m for m in messages if not m.is_empty()]
-        self.table.check_identity()
+        self.store.check_identity()
         out: list[Snapshot] = []
         data_entries, changelog, index_changes, compact_entries, compact_changelog = self._entries(messages)
         # Deletion vectors come from compaction: they land with the COMPACT snapshot, as in Java
         dv_changes = [c for c in index_changes if c.index_type == DV_INDEX]
         index_changes = [c for c in index_changes if c.index_type != DV_INDEX]
         bases = [m.base_snapshot_id for m in messages if m.base_snapshot_id is not None]
-        self._writer_base = min(bases) if bases and self.table.bucket_mode in ("dynamic", "cross-partition") else None
-        self._writer_partitions = {m.partition for m in messages if m.base_snapshot_id is not None}
-        self._sequence_checks = _SequenceChecks.of(messages) if self.table.schema.primary_keys else None
         is_overwrite = overwrite is not None and overwrite is not False
-        self._index_drop = self._partition_matcher(overwrite) if is_overwrite else None
-        self._new_identity = new_identity
-        self._digest = digest
-        if digest is not None:
-            properties = {**(properties or {}), DIGEST_PROPERTY: digest}
-        try:
-            if data_entries or changelog or index_changes or is_overwrite:
-                kind = CommitKind.OVERWRITE if is_overwrite else CommitKind.APPEND
-                build = self._overwrite_builder(data_entries, overwrite) if is_overwrite else (lambda _l: data_entries)
-                # First-row writers compact their new files up in the same commit (second snapshot):
-                # check before the data lands that the compaction's inputs are still live.
-                self._bundled_compaction = [e for e in compact_entries if e.kind == FileKind.DELETE
-                                            and e.identifier() not in {d.identifier() for d in data_entries}]
-                out.append(self._commit_with_retry(kind, build, changelog, index_changes, identifier, properties,
-                                                   check_conflicts=is_overwrite or any(
-                                                       e.kind == FileKind.DELETE for e in data_entries),
-                                                   fingerprint=data_entries))
-        finally:
-            self._index_drop = None
-            self._writer_base = None
-            self._bundled_compaction = []
+        data_ids = {d.identifier() for d in data_entries}
+        ctx = _CommitContext(
+            identifier=identifier,
+            properties={**(properties or {}), DIGEST_PROPERTY: digest} if digest is not None else properties,
+            new_identity=new_identity, digest=digest,
+            index_drop=self._partition_matcher(overwrite) if is_overwrite else None,
+            writer_base=min(bases) if bases and self.store.bucket_mode in ("dynamic", "cross-partition") else None,
+            writer_partitions=frozenset(m.partition for m in messages if m.base_snapshot_id is not None),
+            sequence_checks=_SequenceChecks.of(messages) if self.store.schema.primary_keys else None,
+            # First-row writers compact their new files up in the same commit (second snapshot):
+            # check before the data lands that the compaction's inputs are still live.
+            bundled_compaction=tuple(e for e in compact_entries
+                                     if e.kind == FileKind.DELETE and e.identifier() not in data_ids))
+        if data_entries or changelog or index_changes or is_overwrite:
+            kind = CommitKind.OVERWRITE if is_overwrite else CommitKind.APPEND
+            build = self._overwrite_builder(data_entries, ctx.index_drop) if is_overwrite else (lambda _l: data_entries)
+            out.append(self._commit_with_retry(ctx, kind, build, changelog, index_changes,
+                                               check_conflicts=is_overwrite or any(
+                                                   e.kind == FileKind.DELETE for e in data_entries),
+                                               fingerprint=data_entries))
         if compact_entries or dv_changes:
+            compaction = ctx.for_compaction()
             try:
                 # changelog produced by compaction (lookup, full-compaction) belongs to the COMPACT
                 # snapshot, as Java's compactIncrement.changelogFiles()
-                out.append(self._commit_with_retry(CommitKind.COMPACT, lambda _l: compact_entries, compact_changelog,
-                                                   dv_changes,
-                                                   identifier, properties, check_conflicts=True,
+                out.append(self._commit_with_retry(compaction, CommitKind.COMPACT, lambda _l: compact_entries,
+                                                   compact_changelog, dv_changes, check_conflicts=True,
                                                    fingerprint=compact_entries))
             except (CommitConflictError, CommitFailedError) as e:
                 if not out:
                     raise
-                out += self._recompact_after_landing(messages, out, identifier, properties, e)
+                out += self._recompact_after_landing(compaction, messages, out, e)
         if out:
-            self.table.after_commit()  # expiry as Paimon runs it, unless 'write-only'
+            self.hooks.after_commit()  # expiry as Paimon runs it, unless 'write-only'
         return out
 
-    def _recompact_after_landing(self, messages, landed: list[Snapshot], identifier, properties,
+    def _recompact_after_landing(self, ctx: _CommitContext, messages, landed: list[Snapshot],
                                  cause: Exception) -> list[Snapshot]:
         """The data snapshot landed but its compaction lost against another commit. For engines
         whose level-0 files are invisible (first-row) the rows must not stay hidden: compact the
         buckets again at the latest snapshot (bounded). Otherwise, or if that keeps failing,
         report truthfully that the data landed and what did not."""
-        recompact_buckets = self.table.recompact_buckets  # compaction sits above commit
+        recompact_buckets = self.hooks.recompact_buckets  # compaction sits above commit
         buckets = {(m.partition, m.bucket, m.total_buckets) for m in messages if m.has_compaction}
         error = cause
-        if not self.table.level0_hidden:
+        if not self.store.level0_hidden:
             # Level 0 is readable: the writer's inline compaction is an optimization. Drop it, as a
             # Java writer that restarts would; the next compaction of the bucket redoes it.
             log.warning("%s: data committed as snapshot %d; its inline compaction lost to a concurrent commit and "
-                        "was dropped: %s", self.table.identifier, landed[-1].id, cause)
-            self.table.remove_uncommitted([CommitMessage(m.partition, m.bucket, m.total_buckets,
+                        "was dropped: %s", self.store.identifier, landed[-1].id, cause)
+            remove_uncommitted(self.store, [CommitMessage(m.partition, m.bucket, m.total_buckets,
                                                          compact_before=m.compact_before,
                                                          compact_after=m.compact_after,
                                                          compact_changelog=m.compact_changelog)
                                            for m in messages])
             return []
-        if self.table.level0_hidden:
-            self._sequence_checks = None  # a full compaction at the latest snapshot drops nothing it must keep
+        if self.store.level0_hidden:
+            # a full compaction at the latest snapshot drops nothing it must keep
+            redo_ctx = replace(ctx, sequence_checks=None)
             for _ in range(3):
                 latest = self.snapshots.latest()
                 redo = recompact_buckets(latest, buckets)
@@ -195,14 +203,14 @@ class FileStoreCommit:
                 if not entries:
                     return []
                 try:
-                    return [self._commit_with_retry(CommitKind.COMPACT, lambda _l: entries, redo_changelog, [], identifier,
-                                                    properties, check_conflicts=True, fingerprint=entries)]
+                    return [self._commit_with_retry(redo_ctx, CommitKind.COMPACT, lambda _l: entries, redo_changelog,
+                                                    [], check_conflicts=True, fingerprint=entries)]
                 except (CommitConflictError, CommitFailedError) as e:
-                    self.table.remove_uncommitted(redo)
+                    remove_uncommitted(self.store, redo)
                     error = e
         where = ", ".join(f"bucket {b} of partition {self._partition_desc(p)}" for p, b, _n in sorted(buckets))
         raise PartialCommitError(
-            f"commit to {self.table.identifier} landed as snapshot {landed[-1].id} (your data is committed), but "
+            f"commit to {self.store.identifier} landed as snapshot {landed[-1].id} (your data is committed), but "
             f"its compaction of {where} did not ({error}). For merge-engine 'first-row' those rows stay invisible "
             "to batch reads until the next write or compaction of that bucket compacts them; do not re-send the "
             "data", landed)
@@ -216,7 +224,7 @@ class FileStoreCommit:
             validate(latest)
             return entries
 
-        return self._commit_with_retry(CommitKind.OVERWRITE, build, [], [], identifier, properties,
+        return self._commit_with_retry(_CommitContext(identifier, properties), CommitKind.OVERWRITE, build, [], [],
                                        check_conflicts=True, fingerprint=entries)
 
     # -- building entries ---------------------------------------------------------------------
@@ -245,12 +253,10 @@ class FileStoreCommit:
             return overwrite
         spec = overwrite if isinstance(overwrite, dict) else {}
         # an overwrite may name a partition that holds nothing yet: matched, never required to match
-        selector = PartitionSelector.of(self.table.schema, spec, table=self.table.identifier, operation="overwrite")
+        selector = PartitionSelector.of(self.store.schema, spec, table=self.store.identifier, operation="overwrite")
         return lambda partition: selector.matches(self.manifests.partition_values(partition))
 
-    def _overwrite_builder(self, new_entries: list[ManifestEntry], overwrite) -> Callable:
-        matches = self._partition_matcher(overwrite)
-
+    def _overwrite_builder(self, new_entries: list[ManifestEntry], matches: Callable[[bytes], bool]) -> Callable:
         def build(latest: Snapshot | None) -> list[ManifestEntry]:
             deletes = [ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file)
                        for e in self.manifests.live_entries(latest) if matches(e.partition)]
@@ -259,8 +265,8 @@ class FileStoreCommit:
         return build
 
     # -- the retry loop -----------------------------------------------------------------------
-    def _commit_with_retry(self, kind: CommitKind, build: Callable, changelog, index_changes, identifier,
-                           properties, check_conflicts: bool, fingerprint: list[ManifestEntry]) -> Snapshot:
+    def _commit_with_retry(self, ctx: _CommitContext, kind: CommitKind, build: Callable, changelog, index_changes, *,
+                           check_conflicts: bool, fingerprint: list[ManifestEntry]) -> Snapshot:
         opts = self.options
         max_retries = opts.commit_max_retries
         wait_ms = opts.commit_min_retry_wait_ms
@@ -269,17 +275,17 @@ class FileStoreCommit:
         started = time.monotonic()
         # Only a caller-chosen identity can have landed before this call: look back for it once.
         checked_up_to: int | None = (self.snapshots.latest_id() or 0) \
-            if (not self.explicit_user or self._new_identity) else None
+            if (not self.explicit_user or ctx.new_identity) else None
         attempt = 0
         while True:
             latest = self.snapshots.latest()
-            done = self._already_committed(kind, identifier, latest, checked_up_to, fingerprint)
+            done = self._already_committed(ctx, kind, latest, checked_up_to, fingerprint)
             if done is not None:
                 log.info("commit of %s (user %s, identifier %s) was already committed as snapshot %d",
-                         kind.value, self.commit_user, identifier, done.id)
+                         kind.value, self.commit_user, ctx.identifier, done.id)
                 return done
             if attempt == 0:  # after the idempotency check: a landed commit's files may be compacted away since
-                check_new_files(self.table, list(fingerprint) + list(changelog), index_changes,
+                check_new_files(self.store, list(fingerprint) + list(changelog), index_changes,
                                 describe_partition=self._partition_desc)
             checked_up_to = latest.id if latest else 0
             entries = build(latest)
@@ -287,16 +293,15 @@ class FileStoreCommit:
                 self._check_conflicts(latest, entries, kind)
             elif kind == CommitKind.APPEND:
                 self._fixed_bucket_append_check(latest, entries)
-            if self._bundled_compaction:
-                self._check_bundled_compaction(latest)
+            if ctx.bundled_compaction:
+                self._check_bundled_compaction(latest, ctx.bundled_compaction)
             if index_changes:
-                self._check_index_conflicts(latest, index_changes)
-            if self._writer_base is not None:
-                self._check_writer_base(latest)
-            if self._sequence_checks is not None:  # after the more specific dynamic-bucket checks
-                self._sequence_checks.check(self, latest, kind)
-            snapshot, written = self._write_snapshot_files(kind, latest, entries, changelog, index_changes,
-                                                           identifier, properties)
+                self._check_index_conflicts(latest, index_changes, ctx.index_drop)
+            if ctx.writer_base is not None:
+                self._check_writer_base(latest, ctx.writer_base, ctx.writer_partitions)
+            if ctx.sequence_checks is not None:  # after the more specific dynamic-bucket checks
+                ctx.sequence_checks.check(self, latest, kind)
+            snapshot, written = self._write_snapshot_files(ctx, kind, latest, entries, changelog, index_changes)
             try:
                 created = self.snapshots.try_create(snapshot, hint=False)
             except Exception:
@@ -307,7 +312,7 @@ class FileStoreCommit:
                     raise
             if created:
                 try:  # a rollback_to may have removed ``latest`` meanwhile (see lake_core.snapshot.publish)
-                    confirm_parent(self.snapshots, snapshot, parent=latest, table=self.table.identifier)
+                    confirm_parent(self.snapshots, snapshot, parent=latest, table=self.store.identifier)
                 except RollbackConflictError:
                     self._delete(written)  # withdrawn: nobody references them
                     raise
@@ -319,7 +324,7 @@ class FileStoreCommit:
             elapsed_ms = (time.monotonic() - started) * 1000
             if attempt > max_retries or (timeout is not None and elapsed_ms > timeout):
                 raise CommitFailedError(
-                    f"commit to {self.table.identifier} failed after {attempt} attempts: other committers kept "
+                    f"commit to {self.store.identifier} failed after {attempt} attempts: other committers kept "
                     f"creating snapshot {snapshot.id} first; nothing was committed. Raise 'commit.max-retries' "
                     f"(now {max_retries}) or retry the job")
             time.sleep(random.uniform(0.5, 1.0) * wait_ms / 1000)
@@ -327,7 +332,7 @@ class FileStoreCommit:
 
     def _delete(self, paths: Iterable[str]) -> None:
         for path in paths:
-            self.table.fileio.delete(path)
+            self.store.fileio.delete(path)
 
     def _landed_as_ours(self, snapshot: Snapshot) -> bool:
         """After an exclusive create that raised (a lost reply): whether ``snapshot-N`` is the one we
@@ -337,7 +342,7 @@ class FileStoreCommit:
         try:
             landed = self.snapshots.read_fresh(snapshot.id)
         except (OSError, LakeError) as e:
-            log.warning("%s: could not read back snapshot %d after its create failed: %s", self.table.identifier,
+            log.warning("%s: could not read back snapshot %d after its create failed: %s", self.store.identifier,
                         snapshot.id, e)
             return False
         return landed is not None and landed.uuid == snapshot.uuid
@@ -350,16 +355,16 @@ class FileStoreCommit:
             return self.snapshots.get_unless_expired(sid)
         except SnapshotNotFoundError:
             raise RollbackConflictError(
-                f"commit to {self.table.identifier}: snapshot {sid} was removed while this commit checked the "
+                f"commit to {self.store.identifier}: snapshot {sid} was removed while this commit checked the "
                 "snapshots since its writer started (a rollback_to, or a deletion by hand); nothing was committed "
                 "— write the data again against the latest snapshot") from None
         except (OSError, LakeError) as e:
             raise CommitFailedError(
-                f"commit to {self.table.identifier}: could not read {self.table.paths.snapshot(sid)} to check this "
+                f"commit to {self.store.identifier}: could not read {self.store.paths.snapshot(sid)} to check this "
                 f"commit for conflicts ({type(e).__name__}: {e}); nothing was committed — retry the commit once "
                 "storage answers") from e
 
-    def _already_committed(self, kind: CommitKind, identifier: int, latest: Snapshot | None,
+    def _already_committed(self, ctx: _CommitContext, kind: CommitKind, latest: Snapshot | None,
                            checked_up_to: int | None, fingerprint: list[ManifestEntry]) -> Snapshot | None:
         """The snapshot newer than ``checked_up_to`` in which this commit already landed, if any.
 
@@ -369,34 +374,35 @@ class FileStoreCommit:
         with a smaller identifier instead of reading every snapshot of the table."""
         if latest is None:
             return None
-        s = self.snapshots.find_commit(commit_user=self.commit_user, identifier=identifier, kind=kind,
+        s = self.snapshots.find_commit(commit_user=self.commit_user, identifier=ctx.identifier, kind=kind,
                                        newer_than=checked_up_to or 0, up_to=latest.id)
-        if s is None or self._same_files(s, kind, fingerprint):
+        if s is None or self._same_files(s, kind, fingerprint, ctx.digest):
             return s
         raise CommitIdentityError(
-            f"commit user '{self.commit_user}' with identifier {identifier} already committed snapshot "
-            f"{s.id} ({kind.value}) of {self.table.identifier} with other files; nothing was committed. "
+            f"commit user '{self.commit_user}' with identifier {ctx.identifier} already committed snapshot "
+            f"{s.id} ({kind.value}) of {self.store.identifier} with other files; nothing was committed. "
             "A retry must re-send the same commit messages; new data needs a new identifier (or "
             "another commit user)")
 
-    def _same_files(self, landed: Snapshot, kind: CommitKind, fingerprint: list[ManifestEntry]) -> bool:
+    def _same_files(self, landed: Snapshot, kind: CommitKind, fingerprint: list[ManifestEntry],
+                    digest: str | None) -> bool:
         """Whether ``landed`` added (and removed) exactly the files of ``fingerprint``. An
         overwrite's removals depend on the table when it landed, so only its additions count.
         With a content digest, the digest decides."""
-        if self._digest is not None:
-            return (landed.properties or {}).get(DIGEST_PROPERTY) == self._digest
+        if digest is not None:
+            return (landed.properties or {}).get(DIGEST_PROPERTY) == digest
         def ids(entries):
             return {(e.kind, e.partition, e.bucket, e.file.file_name) for e in entries
                     if kind != CommitKind.OVERWRITE or e.kind == FileKind.ADD}
         return ids(self.manifests.delta_entries(landed)) == ids(fingerprint)
 
-    def _check_bundled_compaction(self, latest: Snapshot | None) -> None:
+    def _check_bundled_compaction(self, latest: Snapshot | None, bundled: Sequence[ManifestEntry]) -> None:
         live = {e.identifier() for e in self.manifests.live_entries(latest)}
-        gone = [e for e in self._bundled_compaction if e.identifier() not in live]
+        gone = [e for e in bundled if e.identifier() not in live]
         if gone:
             e = gone[0]
             raise StalePlanError(
-                f"bucket {e.bucket} of partition {self._partition_desc(e.partition)} of {self.table.identifier} was "
+                f"bucket {e.bucket} of partition {self._partition_desc(e.partition)} of {self.store.identifier} was "
                 f"compacted by another commit since this write was planned ({e.file.file_name} is gone), so the "
                 "compaction that makes this write visible cannot land; nothing was committed — write the data "
                 "again against the latest snapshot")
@@ -408,12 +414,12 @@ class FileStoreCommit:
         for e in entries:
             if e.kind == FileKind.DELETE and e.identifier() not in live_ids:
                 raise CommitConflictError(
-                    f"file deletion conflict in {self.table.identifier}: {e.file.file_name} "
+                    f"file deletion conflict in {self.store.identifier}: {e.file.file_name} "
                     f"(bucket {e.bucket}) is no longer live (another job compacted or overwrote it); "
                     "nothing was committed — re-run the job against the latest snapshot")
         if kind != CommitKind.OVERWRITE:
             self._check_total_buckets(live, entries)
-        if self.table.schema.primary_keys:
+        if self.store.schema.primary_keys:
             self._check_lsm_overlap(live, entries)
 
     def _check_total_buckets(self, live: list[ManifestEntry], entries: list[ManifestEntry]) -> None:
@@ -428,7 +434,7 @@ class FileStoreCommit:
             have = buckets_by_partition.get(e.partition)
             if e.kind == FileKind.ADD and e.total_buckets > 0 and have is not None and have != e.total_buckets:
                 raise CommitConflictError(
-                    f"total buckets of partition {self._partition_desc(e.partition)} of {self.table.identifier} "
+                    f"total buckets of partition {self._partition_desc(e.partition)} of {self.store.identifier} "
                     f"changed from {have} to {e.total_buckets} without overwrite (the partition was rescaled while "
                     f"this job wrote it with {e.total_buckets} buckets); nothing was committed — re-run the job, "
                     f"it will write the partition's current {have} buckets")
@@ -442,7 +448,8 @@ class FileStoreCommit:
         live = [e for e in self.manifests.live_entries(latest) if e.partition in touched]
         self._check_total_buckets(live, entries)
 
-    def _check_index_conflicts(self, latest: Snapshot | None, changes: list[IndexManifestEntry]) -> None:
+    def _check_index_conflicts(self, latest: Snapshot | None, changes: list[IndexManifestEntry],
+                               drop: Callable[[bytes], bool] | None) -> None:
         """Dynamic bucket mode: a HASH ADD is a complete new index of its (partition, bucket) and
         replaces exactly the file the writer loaded (its DELETE in the same commit), or nothing. If
         another job changed that bucket's index since, the writer assigned buckets from a stale
@@ -454,7 +461,7 @@ class FileStoreCommit:
                     live_index = {e.file_name for e in self.manifests.index_entries(latest)}
                 if c.file_name not in live_index:
                     raise CommitConflictError(
-                        f"deletion-vector conflict in {self.table.identifier}: the DV index file {c.file_name} of "
+                        f"deletion-vector conflict in {self.store.identifier}: the DV index file {c.file_name} of "
                         f"bucket {c.bucket} this compaction replaces was already replaced by another commit; "
                         "nothing was committed, run the compaction again")
         hash_changes = [c for c in changes if c.index_type == HASH_INDEX]
@@ -472,12 +479,11 @@ class FileStoreCommit:
                 expected.setdefault(key, set()).add(c.file_name)
             elif key in added:
                 raise CommitConflictError(
-                    f"HASH index conflict in {self.table.identifier}: two writers of one commit both added keys "
+                    f"HASH index conflict in {self.store.identifier}: two writers of one commit both added keys "
                     f"to bucket {c.bucket} of partition {self._partition_desc(c.partition)}; a dynamic-bucket table "
                     "needs one writer per partition — nothing was committed")
             else:
                 added[key] = c.file_name
-        drop = self._index_drop
         for key in set(expected) | set(added):
             if drop is not None and drop(key[0]):
                 continue  # overwritten: the old index goes regardless
@@ -485,21 +491,20 @@ class FileStoreCommit:
             want = expected.get(key, set())
             if have != want:
                 raise CommitConflictError(
-                    f"dynamic bucket conflict in {self.table.identifier}: the HASH index of bucket {key[1]} of "
+                    f"dynamic bucket conflict in {self.store.identifier}: the HASH index of bucket {key[1]} of "
                     f"partition {self._partition_desc(key[0])} changed since this job loaded it (another job "
                     "wrote new keys concurrently); committing could store a key in two buckets, so nothing was "
                     "committed — re-run the job against the latest snapshot (Paimon allows one writer job per "
                     "dynamic-bucket table)")
 
-    def _check_writer_base(self, latest: Snapshot | None) -> None:
+    def _check_writer_base(self, latest: Snapshot | None, base: int, partitions: frozenset[bytes]) -> None:
         """Dynamic bucket modes: the writer assigned buckets from the table as of its base snapshot.
         Cross-partition upsert: no other job may have written data since (the writer would not know
         where those keys live). Dynamic mode: no other job may have overwritten a partition this
         commit writes (its keys' buckets changed). Compactions never move keys."""
-        base = self._writer_base
         if latest is None or latest.id <= base:
             return
-        cross = self.table.bucket_mode == "cross-partition"
+        cross = self.store.bucket_mode == "cross-partition"
         for sid in range(latest.id, base, -1):
             s = self._snapshot_to_check(sid)
             if s is None:
@@ -508,21 +513,21 @@ class FileStoreCommit:
                 continue
             if cross:
                 raise CommitConflictError(
-                    f"cross-partition upsert conflict in {self.table.identifier}: snapshot {sid} "
+                    f"cross-partition upsert conflict in {self.store.identifier}: snapshot {sid} "
                     f"({s.commit_kind.value} by {s.commit_user}) was committed after snapshot {base}, from which "
                     "this job built its key index, so a key could end up in two partitions; nothing was "
                     "committed — re-run the job (Paimon allows one writer job per cross-partition table)")
             if s.commit_kind == CommitKind.OVERWRITE:
-                touched = {e.partition for e in self.manifests.delta_entries(s)} & self._writer_partitions
+                touched = {e.partition for e in self.manifests.delta_entries(s)} & partitions
                 if touched:
                     raise CommitConflictError(
-                        f"dynamic bucket conflict in {self.table.identifier}: snapshot {sid} overwrote partition "
+                        f"dynamic bucket conflict in {self.store.identifier}: snapshot {sid} overwrote partition "
                         f"{self._partition_desc(next(iter(touched)))} after snapshot {base}, from which this job "
                         "assigned buckets, so a key could end up in two buckets; nothing was committed — re-run "
                         "the job against the latest snapshot")
 
     def _partition_desc(self, partition: bytes) -> str:
-        names = self.table.schema.partition_keys
+        names = self.store.schema.partition_keys
         return partition_text(names, self.manifests.partition_values(partition)) if names else "(unpartitioned)"
 
     def _check_lsm_overlap(self, live: list[ManifestEntry], entries: list[ManifestEntry]) -> None:
@@ -532,7 +537,7 @@ class FileStoreCommit:
         for e in list(live) + [e for e in entries if e.kind == FileKind.ADD]:
             if (e.partition, e.bucket) in touched and e.file.level > 0 and e.identifier() not in removed:
                 by_level.setdefault((e.partition, e.bucket, e.file.level), []).append(e.file)
-        key_types = self.table.key_types
+        key_types = self.store.key_types
         from lake_core.format.binary_row.reader import deserialize_row
         from lake_core.format.float_order import java_order_key
         for (partition, bucket, level), files in by_level.items():
@@ -543,15 +548,15 @@ class FileStoreCommit:
             for a, b in zip(ranges, ranges[1:]):
                 if b[0] <= a[1]:
                     raise CommitConflictError(
-                        f"LSM conflict in {self.table.identifier}: files {a[2]} and {b[2]} on level {level} of "
+                        f"LSM conflict in {self.store.identifier}: files {a[2]} and {b[2]} on level {level} of "
                         f"bucket {bucket} overlap in key range; nothing was committed")
 
     # -- writing the metadata of one attempt ---------------------------------------------------
-    def _write_snapshot_files(self, kind, latest: Snapshot | None, entries, changelog, index_changes,
-                              identifier, properties) -> tuple[Snapshot, list[str]]:
+    def _write_snapshot_files(self, ctx: _CommitContext, kind, latest: Snapshot | None, entries, changelog,
+                              index_changes) -> tuple[Snapshot, list[str]]:
         namer = FileNamer()
         written: list[str] = []
-        schema_id = self.table.schema.id
+        schema_id = self.store.schema.id
         try:
             base_metas = self.manifests.data_manifests(latest) if latest else []
             base_metas, merged_new = merge_manifests(self.manifests, base_metas, self.options, schema_id, namer)
@@ -568,10 +573,10 @@ class FileStoreCommit:
                 cl_name, cl_size = self.manifests.write_manifest_list(cl_metas, namer)
                 written.append(self.manifests.paths.manifest(cl_name))
             index_manifest = latest.index_manifest if latest else None
-            if kind == CommitKind.OVERWRITE and index_manifest and self.table.options.deletion_vectors_enabled:
+            if kind == CommitKind.OVERWRITE and index_manifest and self.store.options.deletion_vectors_enabled:
                 index_changes = list(index_changes) + self._vectors_of_deleted_files(latest, entries)
-            if index_changes or (self._index_drop is not None and index_manifest):
-                new_manifest = self._new_index_manifest(latest, index_changes, namer)
+            if index_changes or (ctx.index_drop is not None and index_manifest):
+                new_manifest = self._new_index_manifest(latest, index_changes, namer, ctx.index_drop)
                 if new_manifest == "":  # nothing left: no index manifest, as pypaimon
                     index_manifest = None
                 elif new_manifest is not None:
@@ -579,7 +584,7 @@ class FileStoreCommit:
                     written.append(self.manifests.paths.manifest(index_manifest))
         except Exception:
             for p in written:  # preparing the attempt failed: leave nothing behind
-                self.table.fileio.delete(p)
+                self.store.fileio.delete(p)
             raise
         added = sum(e.file.row_count for e in entries if e.kind == FileKind.ADD)
         deleted = sum(e.file.row_count for e in entries if e.kind == FileKind.DELETE)
@@ -589,12 +594,12 @@ class FileStoreCommit:
             base_manifest_list=base_name, delta_manifest_list=delta_name,
             changelog_manifest_list=cl_name,
             index_manifest=index_manifest,
-            commit_user=self.commit_user, commit_identifier=identifier, commit_kind=kind,
+            commit_user=self.commit_user, commit_identifier=ctx.identifier, commit_kind=kind,
             time_millis=int(time.time() * 1000),
             total_record_count=(latest.total_record_count if latest else 0) + added - deleted,
             delta_record_count=added - deleted,
             changelog_record_count=sum(e.file.row_count for e in changelog) if changelog else None,
-            properties=properties or None,
+            properties=ctx.properties or None,
             base_manifest_list_size=base_size, delta_manifest_list_size=delta_size,
             changelog_manifest_list_size=cl_size,
             uuid=str(uuid.uuid4()), writer_version=WRITER_VERSION)
@@ -608,13 +613,13 @@ class FileStoreCommit:
         return [as_delete(e) for e in self.manifests.index_entries(latest)
                 if e.index_type == DV_INDEX and e.dv_ranges and all(m.data_file_name in gone for m in e.dv_ranges)]
 
-    def _new_index_manifest(self, latest: Snapshot | None, changes: list[IndexManifestEntry], namer) -> str | None:
+    def _new_index_manifest(self, latest: Snapshot | None, changes: list[IndexManifestEntry], namer,
+                            drop: Callable[[bytes], bool] | None) -> str | None:
         """The complete index manifest after ``changes`` (None: unchanged, "": empty). HASH files are combined
         per (partition, bucket) like Java's ``BucketedCombiner``: an ADD replaces the bucket's file,
         so a Java/pypaimon-style ADD without a DELETE leaves no stale entry. An overwrite drops the
         HASH files of the partitions it replaces."""
         previous = self.manifests.index_entries(latest)
-        drop = self._index_drop
         # an overwrite deletes the partitions' data files, so their HASH and DV index files go too
         current = {(e.partition, e.bucket, e.index_type, e.file_name): e for e in previous
                    if not (drop is not None and e.index_type in (HASH_INDEX, DV_INDEX) and drop(e.partition))}
@@ -704,7 +709,7 @@ class _SequenceChecks:
                 if kind == CommitKind.APPEND and b.new_min is not None and f.max_sequence_number >= b.new_min \
                         and not (only_deletes and f.delete_row_count == 0):
                     raise SequenceConflictError(
-                        f"sequence conflict in {commit.table.identifier}: bucket {e.bucket} of partition "
+                        f"sequence conflict in {commit.store.identifier}: bucket {e.bucket} of partition "
                         f"{commit._partition_desc(e.partition)} got rows numbered up to {f.max_sequence_number} from "
                         f"snapshot {sid} (by {snap.commit_user}) after snapshot {b.base}, from which this write "
                         f"numbered its rows from {b.new_min}; landing it would let the earlier commit win over this "
@@ -712,7 +717,7 @@ class _SequenceChecks:
                         "(write_arrow does so itself), or run one writer per bucket")
                 if kind == CommitKind.COMPACT and b.dropped_max is not None and f.min_sequence_number <= b.dropped_max:
                     raise SequenceConflictError(
-                        f"sequence conflict in {commit.table.identifier}: compaction of bucket {e.bucket} of partition "
+                        f"sequence conflict in {commit.store.identifier}: compaction of bucket {e.bucket} of partition "
                         f"{commit._partition_desc(e.partition)} (planned at snapshot {b.base}) dropped deletes numbered "
                         f"up to {b.dropped_max}, but snapshot {sid} (by {snap.commit_user}) since added rows numbered "
                         f"from {f.min_sequence_number} that those deletes must still shadow. Nothing was committed — "

@@ -31,7 +31,7 @@ from lake_core.compaction.lookup import lookup_latest
 
 if TYPE_CHECKING:
     from lake_core.deletion_vectors.vector import DeletionVector
-    from lake_core.table import FileStoreTable
+    from lake_core.store import FileStore
 
 _ROW = "__cl_row"
 
@@ -87,12 +87,12 @@ class ChangelogProducer:
 
     needs_levels = True
 
-    def __init__(self, table: "FileStoreTable"):
-        self.table = table
-        self.key_names = list(table.schema.trimmed_primary_keys)
-        self.value_names = [f.name for f in table.schema.fields]
-        self.row_deduplicate = table.options.changelog_producer_row_deduplicate
-        self.schema = kv_schema(table)
+    def __init__(self, store: "FileStore"):
+        self.store = store
+        self.key_names = list(store.schema.trimmed_primary_keys)
+        self.value_names = [f.name for f in store.schema.fields]
+        self.row_deduplicate = store.options.changelog_producer_row_deduplicate
+        self.schema = kv_schema(store)
 
     def prepare(self, state: ChunkState):
         """What :meth:`changelog` needs that must be read before the chunk is merged."""
@@ -108,9 +108,9 @@ class ChangelogProducer:
 
 
 class LookupChangelog(ChangelogProducer):
-    def __init__(self, table: "FileStoreTable", *, bucket_dir: str, lookup_files: Sequence[DataFileMeta],
+    def __init__(self, store: "FileStore", *, bucket_dir: str, lookup_files: Sequence[DataFileMeta],
                  deletion_vectors: Mapping[str, "DeletionVector"] | None, old_merged_in: bool):
-        super().__init__(table)
+        super().__init__(store)
         self.bucket_dir = bucket_dir
         self.lookup_files = tuple(lookup_files)
         self.deletion_vectors = deletion_vectors
@@ -127,7 +127,7 @@ class LookupChangelog(ChangelogProducer):
                                     & info["hi"].is_null().to_numpy(zero_copy_only=False)))
         if need.num_rows == 0:
             return None
-        found = lookup_latest(self.table, bucket_dir=self.bucket_dir, files=self.lookup_files,
+        found = lookup_latest(self.store, bucket_dir=self.bucket_dir, files=self.lookup_files,
                               keys=need.select(self.key_names), deletion_vectors=self.deletion_vectors)
         return found.select(self.schema.names).cast(self.schema) if found.num_rows else None
 
@@ -148,7 +148,7 @@ class LookupChangelog(ChangelogProducer):
         through unchanged; an empty row of the key before it makes it a real merge."""
         kinds = rows[KIND].to_numpy()
         retract = rowkind.is_retract(kinds)
-        if not retract.any() or any(not f.nullable for f in self.table.schema.arrow_schema()
+        if not retract.any() or any(not f.nullable for f in self.store.schema.arrow_schema()
                                     if f.name not in self.key_names):
             return rows
         t = rows.select(self.key_names).append_column(_ROW, pa.array(np.arange(rows.num_rows, dtype=np.int64)))
@@ -158,7 +158,7 @@ class LookupChangelog(ChangelogProducer):
         if len(lone) == 0:
             return rows
         empty = rows.take(pa.array(lone))
-        keep = set(self.key_names) | set(self.table.options.sequence_fields)  # same order, one step older
+        keep = set(self.key_names) | set(self.store.options.sequence_fields)  # same order, one step older
         for name in self.value_names:
             if name not in keep:
                 i = empty.schema.get_field_index(name)
@@ -208,8 +208,8 @@ class FirstRowChangelog(ChangelogProducer):
 
 
 class FullCompactionChangelog(ChangelogProducer):
-    def __init__(self, table: "FileStoreTable", max_level: int):
-        super().__init__(table)
+    def __init__(self, store: "FileStore", max_level: int):
+        super().__init__(store)
         self.max_level = max_level
 
     def changelog(self, state: ChunkState, merged: pa.Table, engine, prepared):
@@ -238,21 +238,21 @@ def _replace_rows(t: pa.Table, positions: np.ndarray, new: pa.Table) -> pa.Table
     return pa.concat_tables([t, new.select(t.column_names).cast(t.schema)]).take(pa.array(idx))
 
 
-def producer_for(table: "FileStoreTable", *, output_level: int, max_level: int, bucket_dir: str,
+def producer_for(store: "FileStore", *, output_level: int, max_level: int, bucket_dir: str,
                  lookup_files: Sequence[DataFileMeta], vectors) -> ChangelogProducer | None:
     """The changelog producer of a unit writing to ``output_level``, or None (no changelog)."""
-    if not table.schema.primary_keys:
+    if not store.schema.primary_keys:
         return None
-    producer = table.options.changelog_producer
+    producer = store.options.changelog_producer
     if producer == "lookup" and output_level > 0:
-        if table.merge_engine().hides_level0:
-            return FirstRowChangelog(table)
+        if store.merge_engine().hides_level0:
+            return FirstRowChangelog(store)
         dvs = vectors.vectors if vectors is not None else None
         above = [f for f in lookup_files if f.level > output_level]
-        return LookupChangelog(table, bucket_dir=bucket_dir, lookup_files=above, deletion_vectors=dvs,
-                               old_merged_in=vectors is not None and table.merge_engine().lookup_needs_old_value)
+        return LookupChangelog(store, bucket_dir=bucket_dir, lookup_files=above, deletion_vectors=dvs,
+                               old_merged_in=vectors is not None and store.merge_engine().lookup_needs_old_value)
     if producer == "full-compaction" and output_level == max_level:
-        return FullCompactionChangelog(table, max_level)
+        return FullCompactionChangelog(store, max_level)
     return None
 
 

@@ -17,12 +17,12 @@ from lake_core.compaction.kv_read import kv_schema
 from lake_core.compaction.lookup import LOOKUP_FILE, LOOKUP_POSITION, lookup_latest
 
 if TYPE_CHECKING:
-    from lake_core.table import FileStoreTable
+    from lake_core.store import FileStore
 
 
 @dataclass
 class DvCompaction:
-    table: "FileStoreTable"
+    store: "FileStore"
     bucket_dir: str
     outside: Sequence[DataFileMeta]  # the bucket's files the unit does not rewrite
     vectors: BucketDeletionVectors
@@ -35,8 +35,8 @@ class DvCompaction:
             return rows
         # deduplicate by arrival order: the newer rows win whatever the old one held, so only its
         # position is needed, and a keys-only read is enough
-        positions_only = not self.table.merge_engine().lookup_needs_old_value
-        found = lookup_latest(self.table, bucket_dir=self.bucket_dir, files=self.outside, keys=rows,
+        positions_only = not self.store.merge_engine().lookup_needs_old_value
+        found = lookup_latest(self.store, bucket_dir=self.bucket_dir, files=self.outside, keys=rows,
                               deletion_vectors=self.vectors.vectors, with_rows=not positions_only)
         if found.num_rows == 0:
             return rows
@@ -46,7 +46,7 @@ class DvCompaction:
             self.vectors.delete(name, positions[pc.equal(files, name).to_numpy(zero_copy_only=False)])
         if positions_only:
             return rows
-        old = found.select(kv_schema(self.table).names).cast(rows.schema)
+        old = found.select(kv_schema(self.store).names).cast(rows.schema)
         return pa.concat_tables([old, rows])
 
 

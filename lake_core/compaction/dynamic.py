@@ -14,7 +14,7 @@ from lake_core.errors import InvalidOptionError
 from lake_core.options import validate_table_options
 
 if TYPE_CHECKING:
-    from lake_core.table import FileStoreTable
+    from lake_core.store import FileStore
 
 PLANNING_OPTIONS = (
     "num-sorted-run.compaction-trigger",
@@ -25,21 +25,21 @@ PLANNING_OPTIONS = (
 )
 
 
-def with_planning_options(table: "FileStoreTable", options: Mapping[str, str] | None) -> "FileStoreTable":
-    """``table`` seen with ``options`` on top of its own (the same table when there are none)."""
+def with_planning_options(store: "FileStore", options: Mapping[str, str] | None) -> "FileStore":
+    """``store`` seen with ``options`` on top of its own (the same store when there are none)."""
     if not options:
-        return table
+        return store
 
     opts = {str(k): str(v) for k, v in options.items()}
     bad = sorted(k for k in opts if k not in PLANNING_OPTIONS)
     if bad:
-        raise InvalidOptionError(f"compact of {table.identifier}: option(s) {bad} cannot be given to one compaction; "
+        raise InvalidOptionError(f"compact of {store.identifier}: option(s) {bad} cannot be given to one compaction; "
                                  f"allowed: {list(PLANNING_OPTIONS)} (set others on the table)")
-    merged = {**table.schema.options, **opts}
+    merged = {**store.schema.options, **opts}
     # num-levels defaults to trigger + 1: pin it, so a lower trigger never puts existing files
     # above the top level
-    merged.setdefault("num-levels", str(table.options.num_levels))
-    schema = table.schema.with_options(merged)
-    validate_table_definition(table.identifier, schema,
+    merged.setdefault("num-levels", str(store.options.num_levels))
+    schema = store.schema.with_options(merged)
+    validate_table_definition(store.identifier, schema,
                                validate_table_options(merged, has_primary_key=bool(schema.primary_keys)))
-    return table.with_schema(schema)
+    return store.with_schema(schema)

@@ -29,7 +29,7 @@ rows of files written before the time field was added: they have no value for it
 
 A file "has expired records" when the minimum of the time field in its value statistics is older
 than the cutoff. The statistics are read through the file's own schema and mapped by field id
-(:func:`lake_core.schema.evolution.evolved_value_stats`, Java's ``SimpleStatsEvolution``), so
+(:func:`lake_core.read.evolution.evolved_value_stats`, Java's ``SimpleStatsEvolution``), so
 files written before any ``alter_table`` (a rescale's ``bucket`` change included) still count; a
 file that predates the time field has a NULL minimum, so nothing expired.
 
@@ -47,7 +47,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_core.manifest.metadata import DataFileMeta
-from lake_core.schema.evolution import evolved_value_stats
+from lake_core.read.evolution import evolved_value_stats
 
 if TYPE_CHECKING:
     from lake_core.store import FileStore
@@ -76,12 +76,12 @@ class RecordExpiry:
     now_s: int
 
     @staticmethod
-    def of(table, now_s: int) -> "RecordExpiry | None":
-        opts = table.options
+    def of(store, now_s: int) -> "RecordExpiry | None":
+        opts = store.options
         expire_ms, field = opts.record_level_expire_time_ms, opts.record_level_time_field
         if expire_ms is None or not field:
             return None
-        return RecordExpiry(field, table.schema.field(field).type, expire_ms // 1000, now_s)
+        return RecordExpiry(field, store.schema.field(field).type, expire_ms // 1000, now_s)
 
     @property
     def cutoff_s(self) -> int:
@@ -110,22 +110,22 @@ class RecordExpiry:
         kept = rows.filter(pa.array(~expired)) if n else rows
         return kept, n, int(np.count_nonzero(nulls))
 
-    def file_min_seconds(self, f: DataFileMeta, table: "FileStore") -> int | None:
+    def file_min_seconds(self, f: DataFileMeta, store: "FileStore") -> int | None:
         """Minimum of the time field in ``f``'s value statistics, mapped by field id from the
         schema ``f`` was written with (None: unknown, or all NULL)."""
-        lo, _hi, _nulls = evolved_value_stats(table, f).get(self.field, (None, None, None))
+        lo, _hi, _nulls = evolved_value_stats(store, f).get(self.field, (None, None, None))
         try:
             return _to_seconds(lo)
         except (TypeError, ValueError):  # an older type that is no time (changed since): unknown
             return None
 
-    def file_has_expired(self, f: DataFileMeta, table: "FileStore") -> bool:
-        m = self.file_min_seconds(f, table)
+    def file_has_expired(self, f: DataFileMeta, store: "FileStore") -> bool:
+        m = self.file_min_seconds(f, store)
         return m is not None and m < self.cutoff_s
 
 
-def expired_file_test(expiry: RecordExpiry | None, table: "FileStore") -> Callable[[DataFileMeta], bool]:
+def expired_file_test(expiry: RecordExpiry | None, store: "FileStore") -> Callable[[DataFileMeta], bool]:
     """Whether a file's statistics show expired records (always False without expiry)."""
     if expiry is None:
         return lambda f: False
-    return lambda f: expiry.file_has_expired(f, table)
+    return lambda f: expiry.file_has_expired(f, store)

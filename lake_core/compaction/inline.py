@@ -25,60 +25,61 @@ from lake_core.compaction.expire import RecordExpiry, expired_file_test
 from lake_core.lsm.levels import Levels, key_decoder
 from lake_core.compaction.picker import Pick, UniversalConfig, drop_delete, force_pick_level0, pick_full, pick_universal, worth_running
 from lake_core.compaction.plan import outside_unit
-from lake_core.compaction.rewrite import partition_path, run_compact_unit
+from lake_core.compaction.rewrite import run_compact_unit
 
 if TYPE_CHECKING:
-    from lake_core.table import FileStoreTable
+    from lake_core.store import FileStore
 
 _MAX_ROUNDS = 8
 
 
-def pick_inline(table: "FileStoreTable", levels: Levels, expiry: RecordExpiry | None, now_ms: int,
+def pick_inline(store: "FileStore", levels: Levels, expiry: RecordExpiry | None, now_ms: int,
                 stalled: bool, dv_index=None) -> Pick:
-    opts = table.options
+    opts = store.options
     runs = levels.sorted_runs()
     n = levels.number_of_levels
     if opts.full_compaction_delta_commits is not None or stalled or \
             (dv_index is not None and needs_full_for_dv(levels, dv_index)):
         force = opts.compaction_force_rewrite_all_files
-        expired = expired_file_test(expiry, table)
+        expired = expired_file_test(expiry, store)
         return pick_full(runs, n, lambda f: force or expired(f))
     cfg = UniversalConfig.from_options(opts)
     # A batch writer starts with no memory of a previous full compaction (Java keeps it per writer).
     p = pick_universal(runs, n, cfg, now_ms=now_ms, last_full_ms=None)
-    if p.unit is None and table.force_up_level0:
+    if p.unit is None and store.force_up_level0:
         p = force_pick_level0(runs, n, cfg)
     return p if worth_running(p.unit) else Pick(None)
 
 
-def compact_written_bucket(table: "FileStoreTable", partition: bytes, bucket: int, total_buckets: int,
+def compact_written_bucket(store: "FileStore", partition: bytes, bucket: int, total_buckets: int,
                            live: Sequence[DataFileMeta], new_files: Sequence[DataFileMeta],
                            namer: FileNamer) -> CommitMessage | None:
     """The compaction of one bucket after a write (None: nothing to compact). The message carries
     only compact_before/compact_after; the caller merges it with the bucket's new files."""
-    opts = table.options
+    opts = store.options
     if opts.write_only or not new_files:
         return None
     now_ms = int(time.time() * 1000)
-    expiry = RecordExpiry.of(table, now_ms // 1000)
+    expiry = RecordExpiry.of(store, now_ms // 1000)
     original = list(live) + list(new_files)
-    levels = Levels.of(original, opts.num_levels, key_decoder(table.key_types))
+    levels = Levels.of(original, opts.num_levels, key_decoder(store.key_types))
     stop = opts.num_sorted_run_stop_trigger
     written: set[str] = set()
     changelog: tuple[DataFileMeta, ...] = ()  # every round's changelog (lookup, full-compaction)
     vectors = None
     if opts.deletion_vectors_enabled:
         # no live files (a new bucket, or an overwrite replacing them): no vectors can matter
-        dv_index = bucket_dv_entries(table, table.snapshot_manager.latest()).get((partition, bucket), []) if live else []
-        vectors = BucketDeletionVectors.load(table, partition, bucket, dv_index)
+        dv_index = (bucket_dv_entries(store, store.snapshot_manager.latest()).get((partition, bucket), [])
+                    if live else [])
+        vectors = BucketDeletionVectors.load(store, partition, bucket, dv_index)
     for round_ in range(_MAX_ROUNDS):
         stalled = round_ > 0
         if stalled and levels.number_of_sorted_runs <= stop:
             break
-        p = pick_inline(table, levels, expiry, now_ms, stalled, vectors.entries if vectors is not None else None)
+        p = pick_inline(store, levels, expiry, now_ms, stalled, vectors.entries if vectors is not None else None)
         if p.unit is None or not p.unit.files:
             break
-        out = run_compact_unit(table, partition, bucket, total_buckets, p.unit, drop_delete=drop_delete(p.unit, levels),
+        out = run_compact_unit(store, partition, bucket, total_buckets, p.unit, drop_delete=drop_delete(p.unit, levels),
                                max_level=levels.max_level, expiry=expiry, namer=namer,
                                lookup_files=outside_unit(levels, p.unit), vectors=vectors).message
         changelog += out.compact_changelog
@@ -93,11 +94,11 @@ def compact_written_bucket(table: "FileStoreTable", partition: bytes, bucket: in
     after = tuple(f for f in final if ident(f) not in original_ids)
     # intermediate outputs of an earlier round that a later round consumed: referenced by nobody
     final_names = {f.file_name for f in final}
-    bucket_dir = table.paths.bucket_dir(partition_path(table, partition), bucket)
+    bucket_dir = store.bucket_dir(partition, bucket)
     for name in written - final_names:
-        table.fileio.delete(data_file_in(bucket_dir, name))
+        store.fileio.delete(data_file_in(bucket_dir, name))
     if not before and not after:
         return None
-    new_index, deleted_index = vectors.changes(table, namer) if vectors is not None else ((), ())
+    new_index, deleted_index = vectors.changes(store, namer) if vectors is not None else ((), ())
     return CommitMessage(partition, bucket, total_buckets, compact_before=before, compact_after=after,
                          compact_changelog=changelog, new_index_files=new_index, deleted_index_files=deleted_index)

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 from lake_core.commit.file_store_commit import FileStoreCommit
+from lake_core.commit.uncommitted import remove_uncommitted
 from lake_core.errors import CommitConflictError, CommitOutcomeUnknownError, LakeError
 from lake_core.commit.messages import CommitMessage
 from lake_core.compaction.plan import CompactionPlan, CompactionUnit, level_counts, plan_compaction, run_unit, ttl_lag_s
@@ -21,55 +22,57 @@ from lake_core.compaction.result import CompactionResult
 from lake_core.compaction.rewrite import UnitOutcome
 
 if TYPE_CHECKING:
-    from lake_core.table import FileStoreTable
+    from lake_core.commit.hooks import TableHooks
+    from lake_core.store import FileStore
 
 log = logging.getLogger(__name__)
 
 _MAX_STALE_ROUNDS = 5
 
 
-def compact(table: "FileStoreTable", *, full: bool = False, partitions=None, dry_run: bool = False,
+def compact(store: "FileStore", *, hooks: "TableHooks", full: bool = False, partitions=None, dry_run: bool = False,
             expire_records: bool = False, parallelism: int = 2, now_ms: int | None = None,
             options: Mapping[str, str] | None = None) -> CompactionResult:
-    """Plan, execute and commit; ``now_ms`` fixes the clock of record-level expiry (default: now).
+    """Plan, execute and commit; ``now_ms`` fixes the clock of record-level expiry (default: now);
+    ``hooks``: what the commit calls above itself (the table's expiry after it lands).
 
     The same three halves a distributed executor runs: :func:`plan_compaction` (metadata),
     :func:`run_unit` per unit (here in threads), :func:`commit_compaction` once."""
-    _check_arguments(table, full=full, dry_run=dry_run, expire_records=expire_records, parallelism=parallelism)
-    plan = plan_compaction(table, full=full, partitions=partitions, expire_records=expire_records, now_ms=now_ms,
+    _check_arguments(store, full=full, dry_run=dry_run, expire_records=expire_records, parallelism=parallelism)
+    plan = plan_compaction(store, full=full, partitions=partitions, expire_records=expire_records, now_ms=now_ms,
                            options=options)
-    log.info("compact %s: %d unit(s) planned over %d bucket(s)%s", table.identifier, len(plan.units),
+    log.info("compact %s: %d unit(s) planned over %d bucket(s)%s", store.identifier, len(plan.units),
              len(plan.buckets), " (dry run)" if dry_run else "")
-    outcomes = [] if dry_run else _execute(table, plan, parallelism)
-    return commit_compaction(table, plan, outcomes, dry_run=dry_run)
+    outcomes = [] if dry_run else _execute(store, plan, parallelism)
+    return commit_compaction(store, plan, outcomes, hooks=hooks, dry_run=dry_run)
 
 
-def commit_compaction(table: "FileStoreTable", plan: CompactionPlan, outcomes: Sequence[UnitOutcome], *,
-                      dry_run: bool = False) -> CompactionResult:
+def commit_compaction(store: "FileStore", plan: CompactionPlan, outcomes: Sequence[UnitOutcome], *,
+                      hooks: "TableHooks", dry_run: bool = False) -> CompactionResult:
     """One COMPACT commit of ``outcomes`` (``outcomes[i]`` is the result of ``plan.units[i]``, run
     anywhere) and the job's result. Units made stale by a concurrent compaction are skipped, with
     their reason, and their files deleted. ``dry_run``: commit nothing, report the plan."""
     before_files = [f for b in plan.buckets for f in b.files]
-    common = dict(table=table.identifier, full=plan.full, expire_records=plan.expire_records, dry_run=dry_run,
+    common = dict(table=store.identifier, full=plan.full, expire_records=plan.expire_records, dry_run=dry_run,
                   base_snapshot_id=plan.snapshot_id, units_planned=len(plan.units),
                   levels_before=level_counts(before_files),
-                  ttl_lag_before_s=ttl_lag_s(before_files, plan.expiry, table), options=dict(plan.options),
+                  ttl_lag_before_s=ttl_lag_s(before_files, plan.expiry, store), options=dict(plan.options),
                   expiry_field=plan.expiry.field if plan.expiry else None,
                   expiry_cutoff_s=plan.expiry.cutoff_s if plan.expiry else None)
     if dry_run or not plan.units:
         if outcomes:
-            abort_compaction(table, outcomes)
-            raise LakeError(f"compact of {table.identifier}: {len(outcomes)} executed unit(s) given to a "
+            abort_compaction(store, outcomes)
+            raise LakeError(f"compact of {store.identifier}: {len(outcomes)} executed unit(s) given to a "
                             f"{'dry run' if dry_run else 'plan without units'}; their files were deleted")
         return CompactionResult(**common, files_read=sum(len(u.files) for u in plan.units),
                                 bytes_read=sum(u.bytes for u in plan.units), rows_in=sum(u.rows for u in plan.units),
                                 levels_after=common["levels_before"], ttl_lag_after_s=common["ttl_lag_before_s"],
                                 duration_s=_elapsed(plan))
     if len(outcomes) != len(plan.units):
-        abort_compaction(table, outcomes)
-        raise LakeError(f"compact of {table.identifier}: {len(outcomes)} outcome(s) for {len(plan.units)} planned "
+        abort_compaction(store, outcomes)
+        raise LakeError(f"compact of {store.identifier}: {len(outcomes)} outcome(s) for {len(plan.units)} planned "
                         "unit(s); every unit must be executed (nothing was committed, their files were deleted)")
-    committed, skipped, snapshot_id = commit_units(table, plan, list(outcomes))
+    committed, skipped, snapshot_id = commit_units(store, plan, list(outcomes), hooks=hooks)
     after_files = _files_after(before_files, [outcomes[i].message for i in committed])
     counts = [outcomes[i].counts for i in committed]
     msgs = [outcomes[i].message for i in committed]
@@ -84,37 +87,37 @@ def commit_compaction(table: "FileStoreTable", plan: CompactionPlan, outcomes: S
         files_upgraded=sum(c.files_upgraded for c in counts), rows_in=sum(c.rows_in for c in counts),
         rows_out=sum(c.rows_out for c in counts), rows_dropped_deletes=sum(c.rows_deleted for c in counts),
         rows_expired=sum(c.rows_expired for c in counts), rows_null_time=sum(c.rows_null_time for c in counts),
-        levels_after=level_counts(after_files), ttl_lag_after_s=ttl_lag_s(after_files, plan.expiry, table),
+        levels_after=level_counts(after_files), ttl_lag_after_s=ttl_lag_s(after_files, plan.expiry, store),
         duration_s=_elapsed(plan))
 
 
-def abort_compaction(table: "FileStoreTable", outcomes: Sequence[UnitOutcome]) -> None:
+def abort_compaction(store: "FileStore", outcomes: Sequence[UnitOutcome]) -> None:
     """Delete the files of executed, uncommitted units (another unit failed; nothing is committed)."""
     for outcome in outcomes:
-        _discard(table, outcome.message)
+        _discard(store, outcome.message)
 
 
 def _elapsed(plan: CompactionPlan) -> float:
     return max(0.0, time.time() - plan.planned_at) if plan.planned_at else 0.0
 
 
-def _check_arguments(table: "FileStoreTable", *, parallelism, **flags) -> None:
+def _check_arguments(store: "FileStore", *, parallelism, **flags) -> None:
     from lake_core.errors import MaintenanceArgumentError
     for name, v in flags.items():  # a truthy string would silently switch on a full rewrite
         if not isinstance(v, bool):
-            raise MaintenanceArgumentError(f"{name} = {v!r} for compact of {table.identifier} must be True or False")
+            raise MaintenanceArgumentError(f"{name} = {v!r} for compact of {store.identifier} must be True or False")
     if not isinstance(parallelism, int) or isinstance(parallelism, bool) or parallelism < 1:
-        raise MaintenanceArgumentError(f"parallelism = {parallelism!r} for compact of {table.identifier} must be a "
+        raise MaintenanceArgumentError(f"parallelism = {parallelism!r} for compact of {store.identifier} must be a "
                                        "positive integer")
 
 
-def _execute(table: "FileStoreTable", plan: CompactionPlan, parallelism: int) -> list[UnitOutcome]:
+def _execute(store: "FileStore", plan: CompactionPlan, parallelism: int) -> list[UnitOutcome]:
     """Run every unit; Parquet decoding/encoding and zstd release the GIL, so threads use the cores."""
     outcomes: list[UnitOutcome | None] = [None] * len(plan.units)
     t0 = time.monotonic()
     rows = 0
     with ThreadPoolExecutor(max_workers=max(1, parallelism)) as pool:
-        futures = {pool.submit(run_unit, table, u): i for i, u in enumerate(plan.units)}
+        futures = {pool.submit(run_unit, store, u): i for i, u in enumerate(plan.units)}
         for done, fut in enumerate(as_completed(futures), 1):
             i = futures[fut]
             try:
@@ -125,11 +128,11 @@ def _execute(table: "FileStoreTable", plan: CompactionPlan, parallelism: int) ->
                     f.cancel()
                 for f, j in futures.items():
                     if j != i and not f.cancelled() and f.exception() is None:
-                        _discard(table, f.result().message)
+                        _discard(store, f.result().message)
                 raise
             rows += outcomes[i].counts.rows_in
             elapsed = max(time.monotonic() - t0, 1e-9)
-            log.info("compact %s: %d/%d unit(s) done, %d rows read, %.0f rows/s", table.identifier, done,
+            log.info("compact %s: %d/%d unit(s) done, %d rows read, %.0f rows/s", store.identifier, done,
                      len(plan.units), rows, rows / elapsed)
     return outcomes  # type: ignore[return-value]
 
@@ -142,7 +145,7 @@ def _stale_reason(unit: CompactionUnit, live: set) -> str | None:
             "removed by another job")
 
 
-def commit_units(table: "FileStoreTable", plan: CompactionPlan, outcomes: list[UnitOutcome]):
+def commit_units(store: "FileStore", plan: CompactionPlan, outcomes: list[UnitOutcome], *, hooks: "TableHooks"):
     """One COMPACT commit of the executed units that are still valid (``outcomes[i]`` belongs to
     ``plan.units[i]``); stale units are skipped and their files deleted. Returns (committed unit
     indices, skip reasons, snapshot id or None)."""
@@ -150,9 +153,9 @@ def commit_units(table: "FileStoreTable", plan: CompactionPlan, outcomes: list[U
     skipped: list[str] = []
     try:
         for _round in range(_MAX_STALE_ROUNDS):
-            latest = table.snapshot_manager.latest()
+            latest = store.snapshot_manager.latest()
             live = {(e.partition, e.bucket, e.file.level, e.file.file_name)
-                    for e in table.manifest_store.live_entries(latest)}
+                    for e in store.manifest_store.live_entries(latest)}
             still = []
             for i in pending:
                 reason = _stale_reason(plan.units[i], live)
@@ -160,39 +163,39 @@ def commit_units(table: "FileStoreTable", plan: CompactionPlan, outcomes: list[U
                     still.append(i)
                 else:
                     skipped.append(reason)
-                    log.warning("compact %s: skipping %s", table.identifier, reason)
-                    _discard(table, outcomes[i].message)
+                    log.warning("compact %s: skipping %s", store.identifier, reason)
+                    _discard(store, outcomes[i].message)
             pending = still
             if not pending:
                 return [], skipped, None
             try:
                 # base_snapshot_id: the commit refuses deletes dropped here that rows landed since still need
-                snaps = FileStoreCommit(table).commit([replace(outcomes[i].message, base_snapshot_id=plan.snapshot_id)
-                                                       for i in pending])
+                snaps = FileStoreCommit(store, hooks=hooks).commit(
+                    [replace(outcomes[i].message, base_snapshot_id=plan.snapshot_id) for i in pending])
             except CommitConflictError:
                 # Someone compacted between our check and our commit: re-check and drop what went
                 # stale; a conflict that made nothing stale is final.
-                if _round == _MAX_STALE_ROUNDS - 1 or not _any_stale(table, plan, pending):
+                if _round == _MAX_STALE_ROUNDS - 1 or not _any_stale(store, plan, pending):
                     raise
                 continue
             return pending, skipped, (snaps[-1].id if snaps else None)
-        raise CommitConflictError(f"compact of {table.identifier} kept losing to concurrent compactions")
+        raise CommitConflictError(f"compact of {store.identifier} kept losing to concurrent compactions")
     except CommitOutcomeUnknownError:
         raise  # the compaction may be part of the table: its files stay
     except BaseException:
         for i in pending:
-            _discard(table, outcomes[i].message)
+            _discard(store, outcomes[i].message)
         raise
 
 
-def _any_stale(table: "FileStoreTable", plan: CompactionPlan, pending: list[int]) -> bool:
-    latest = table.snapshot_manager.latest()
-    live = {(e.partition, e.bucket, e.file.level, e.file.file_name) for e in table.manifest_store.live_entries(latest)}
+def _any_stale(store: "FileStore", plan: CompactionPlan, pending: list[int]) -> bool:
+    latest = store.snapshot_manager.latest()
+    live = {(e.partition, e.bucket, e.file.level, e.file.file_name) for e in store.manifest_store.live_entries(latest)}
     return any(_stale_reason(plan.units[i], live) is not None for i in pending)
 
 
-def _discard(table: "FileStoreTable", message: CommitMessage) -> None:
-    table.remove_uncommitted([message])  # keeps upgraded files: they are the unit's own inputs
+def _discard(store: "FileStore", message: CommitMessage) -> None:
+    remove_uncommitted(store, [message])  # keeps upgraded files: they are the unit's own inputs
 
 
 def _files_after(before, messages: list[CommitMessage]):

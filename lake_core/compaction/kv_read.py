@@ -13,32 +13,32 @@ from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.manifest.metadata import DataFileMeta
 from lake_core.options import READ_BATCH_ROWS
 from lake_core.format.integrity import checked_row_group_ranges
-from lake_core.schema.evolution import iter_evolved
+from lake_core.read.evolution import iter_evolved
 
 if TYPE_CHECKING:
     from lake_core.deletion_vectors.vector import DeletionVector
-    from lake_core.table import FileStoreTable
+    from lake_core.store import FileStore
 
 CHUNK_ROWS = READ_BATCH_ROWS  # rows read per input file per merge round (unless read.batch-size)
 POSITION = "_POSITION"
 
 
-def kv_schema(table: "FileStoreTable") -> pa.Schema:
-    schema = table.schema.arrow_schema()
+def kv_schema(store: "FileStore") -> pa.Schema:
+    schema = store.schema.arrow_schema()
     return schema.append(pa.field(SEQ, pa.int64(), nullable=False)).append(pa.field(KIND, pa.int8(), nullable=False))
 
 
-def _raw_chunks(table: "FileStoreTable", bucket_dir: str, f: DataFileMeta, chunk_rows: int,
+def _raw_chunks(store: "FileStore", bucket_dir: str, f: DataFileMeta, chunk_rows: int,
                 columns: Sequence[str] | None, row_groups: Sequence[int] | None = None) -> Iterator[pa.Table]:
-    full = _columns_schema(table, columns)
+    full = _columns_schema(store, columns)
     path = f.path_in(bucket_dir)
     # the read path's chunked file read: size and row count checked, older schemas mapped
-    return iter_evolved(table, path, f, _format(f), full.names, full, chunk_rows,
-                        missing=lambda: _missing_input(table, path, f), row_groups=row_groups)
+    return iter_evolved(store, path, f, _format(f), full.names, full, chunk_rows,
+                        missing=lambda: _missing_input(store, path, f), row_groups=row_groups)
 
 
-def _columns_schema(table: "FileStoreTable", columns: Sequence[str] | None) -> pa.Schema:
-    full = kv_schema(table)
+def _columns_schema(store: "FileStore", columns: Sequence[str] | None) -> pa.Schema:
+    full = kv_schema(store)
     return full if columns is None else pa.schema([full.field(c) for c in columns])
 
 
@@ -46,33 +46,33 @@ def _format(f: DataFileMeta) -> str:
     return f.file_name.rsplit(".", 1)[-1]
 
 
-def key_ranges(table: "FileStoreTable", bucket_dir: str, f: DataFileMeta,
+def key_ranges(store: "FileStore", bucket_dir: str, f: DataFileMeta,
                key_names: Sequence[str]) -> list[tuple[int, tuple, tuple]] | None:
     """Per row group of the Parquet file ``f``: (rows, min, max of the key columns), the file read
     no further than its footer; None when it has none to trust (another format, an older schema,
     a key type without a usable order, missing statistics)."""
-    if f.schema_id != table.schema.id:
+    if f.schema_id != store.schema.id:
         return None
     path = f.path_in(bucket_dir)
-    return checked_row_group_ranges(table.fileio, path, f, _format(f), key_names,
-                                    _columns_schema(table, key_names), missing=lambda: _missing_input(table, path, f))
+    return checked_row_group_ranges(store.fileio, path, f, _format(f), key_names,
+                                    _columns_schema(store, key_names), missing=lambda: _missing_input(store, path, f))
 
 
-def _missing_input(table: "FileStoreTable", path: str, f: DataFileMeta) -> Exception:
+def _missing_input(store: "FileStore", path: str, f: DataFileMeta) -> Exception:
     """A compaction input that is gone: still live means the table is damaged; otherwise another
     job compacted it and an expiry deleted it meanwhile, so this compaction's plan is stale."""
     from lake_core.errors import CorruptFileError, StalePlanError
-    latest = table.snapshot_manager.latest()
+    latest = store.snapshot_manager.latest()
     live = latest is not None and any(e.file.file_name == f.file_name
-                                      for e in table.manifest_store.live_entries(latest))
+                                      for e in store.manifest_store.live_entries(latest))
     if live:
         return CorruptFileError(path, f"data file {path} is listed in the table's manifests but does not exist "
                                       "(deleted outside lake_core); compaction stopped and committed nothing")
-    return StalePlanError(f"compaction of {table.identifier}: input file {path} was compacted by another job "
+    return StalePlanError(f"compaction of {store.identifier}: input file {path} was compacted by another job "
                           "and deleted by an expiry meanwhile; nothing was committed — re-run the compaction")
 
 
-def iter_kv_file(table: "FileStoreTable", bucket_dir: str, f: DataFileMeta, chunk_rows: int = CHUNK_ROWS,
+def iter_kv_file(store: "FileStore", bucket_dir: str, f: DataFileMeta, chunk_rows: int = CHUNK_ROWS,
                  *, deletion: "DeletionVector | None" = None, with_position: bool = False,
                  columns: Sequence[str] | None = None, row_groups: Sequence[int] | None = None) -> Iterator[pa.Table]:
     """Chunks of one data file (see the module docstring); ``columns``: only these KV columns;
@@ -81,7 +81,7 @@ def iter_kv_file(table: "FileStoreTable", bucket_dir: str, f: DataFileMeta, chun
     if row_groups is not None and (with_position or deletion is not None):
         raise ValueError("a row-group read of a data file has no file positions")
     start = 0
-    for chunk in _raw_chunks(table, bucket_dir, f, chunk_rows, columns, row_groups):
+    for chunk in _raw_chunks(store, bucket_dir, f, chunk_rows, columns, row_groups):
         n = chunk.num_rows
         if with_position:
             chunk = chunk.append_column(POSITION, pa.array(np.arange(start, start + n, dtype=np.int64)))

@@ -27,7 +27,7 @@ from lake_core.lsm.levels import key_decoder, level0_order
 
 if TYPE_CHECKING:
     from lake_core.deletion_vectors.vector import DeletionVector
-    from lake_core.table import FileStoreTable
+    from lake_core.store import FileStore
 
 LOOKUP_FILE = "_LOOKUP_FILE"
 LOOKUP_LEVEL = "_LOOKUP_LEVEL"
@@ -40,16 +40,16 @@ def lookup_order(files: Sequence[DataFileMeta]) -> list[DataFileMeta]:
     return l0 + sorted((f for f in files if f.level > 0), key=lambda f: (f.level, -f.max_sequence_number))
 
 
-def result_schema(table: "FileStoreTable", with_rows: bool = True) -> pa.Schema:
-    kv = kv_schema(table)
+def result_schema(store: "FileStore", with_rows: bool = True) -> pa.Schema:
+    kv = kv_schema(store)
     if not with_rows:
-        kv = pa.schema([kv.field(c) for c in list(table.schema.trimmed_primary_keys) + [SEQ, KIND]])
+        kv = pa.schema([kv.field(c) for c in list(store.schema.trimmed_primary_keys) + [SEQ, KIND]])
     return (kv.append(pa.field(LOOKUP_FILE, pa.string(), nullable=False))
             .append(pa.field(LOOKUP_LEVEL, pa.int32(), nullable=False))
             .append(pa.field(LOOKUP_POSITION, pa.int64(), nullable=False)))
 
 
-def _range_filter(table: "FileStoreTable", key_names: Sequence[str], keys: pa.Table) -> Callable[[DataFileMeta], bool]:
+def _range_filter(store: "FileStore", key_names: Sequence[str], keys: pa.Table) -> Callable[[DataFileMeta], bool]:
     """``may_hold(file)``: False when a single-column key batch lies outside the file's key range."""
     if len(key_names) != 1 or keys.num_rows == 0:
         return lambda f: True
@@ -58,7 +58,7 @@ def _range_filter(table: "FileStoreTable", key_names: Sequence[str], keys: pa.Ta
         return lambda f: True
     mm = pc.min_max(col)
     lo, hi = mm["min"].as_py(), mm["max"].as_py()
-    key_of = key_decoder(table.key_types)
+    key_of = key_decoder(store.key_types)
 
     def may_hold(f: DataFileMeta) -> bool:
         try:
@@ -70,18 +70,18 @@ def _range_filter(table: "FileStoreTable", key_names: Sequence[str], keys: pa.Ta
     return may_hold
 
 
-def lookup_latest(table: "FileStoreTable", *, bucket_dir: str, files: Sequence[DataFileMeta], keys: pa.Table,
+def lookup_latest(store: "FileStore", *, bucket_dir: str, files: Sequence[DataFileMeta], keys: pa.Table,
                   deletion_vectors: Mapping[str, "DeletionVector"] | None = None,
                   chunk_rows: int = CHUNK_ROWS, with_rows: bool = True) -> pa.Table:
     """The latest occurrence of each key of ``keys`` (a table holding at least the trimmed primary-key
     columns) in ``files`` of the bucket at ``bucket_dir``. One row per key found (keys found nowhere
     are absent), in no particular order, with the columns of :func:`result_schema`.
     ``with_rows=False`` reads only the key and system columns (where the key is, not its values)."""
-    key_names = list(table.schema.trimmed_primary_keys)
-    schema = result_schema(table, with_rows)
-    columns = None if with_rows else [n for n in schema.names if n in kv_schema(table).names]
+    key_names = list(store.schema.trimmed_primary_keys)
+    schema = result_schema(store, with_rows)
+    columns = None if with_rows else [n for n in schema.names if n in kv_schema(store).names]
     pending = keys.select(key_names).group_by(key_names).aggregate([]) if keys.num_rows else keys.select(key_names)
-    may_hold = _range_filter(table, key_names, pending)
+    may_hold = _range_filter(store, key_names, pending)
     dvs = deletion_vectors or {}
     found: list[pa.Table] = []
     for f in lookup_order(files):
@@ -90,7 +90,7 @@ def lookup_latest(table: "FileStoreTable", *, bucket_dir: str, files: Sequence[D
         if not may_hold(f):
             continue
         hits = []
-        for chunk in iter_kv_file(table, bucket_dir, f, chunk_rows, deletion=dvs.get(f.file_name), with_position=True,
+        for chunk in iter_kv_file(store, bucket_dir, f, chunk_rows, deletion=dvs.get(f.file_name), with_position=True,
                                   columns=columns):
             if chunk.num_rows == 0:
                 continue

@@ -23,7 +23,7 @@ from lake_core.compaction.picker import CompactUnit, Pick, UniversalConfig, drop
 from lake_core.compaction.rewrite import UnitOutcome, run_compact_unit
 
 if TYPE_CHECKING:
-    from lake_core.table import FileStoreTable
+    from lake_core.store import FileStore
 
 
 @dataclass(frozen=True)
@@ -80,39 +80,39 @@ class CompactionPlan:
     planned_at: float = 0.0  # wall clock (s) when planning started: the job's duration counts from it
 
 
-def execute_unit(table: "FileStoreTable", unit: CompactionUnit) -> CommitMessage:
+def execute_unit(store: "FileStore", unit: CompactionUnit) -> CommitMessage:
     """Run one unit and return its CommitMessage (writes new files only; commits nothing)."""
-    return run_unit(table, unit).message
+    return run_unit(store, unit).message
 
 
-def run_unit(table: "FileStoreTable", unit: CompactionUnit) -> UnitOutcome:
+def run_unit(store: "FileStore", unit: CompactionUnit) -> UnitOutcome:
     """:func:`execute_unit` plus the unit's row counters."""
     cu = CompactUnit(unit.output_level, unit.files, unit.reason)
-    vectors = BucketDeletionVectors.load(table, unit.partition, unit.bucket, unit.dv_index) \
+    vectors = BucketDeletionVectors.load(store, unit.partition, unit.bucket, unit.dv_index) \
         if unit.dv_index is not None else None
-    out = run_compact_unit(table, unit.partition, unit.bucket, unit.total_buckets, cu,
+    out = run_compact_unit(store, unit.partition, unit.bucket, unit.total_buckets, cu,
                            drop_delete=unit.drop_delete, max_level=unit.max_level, expiry=unit.expiry,
                            lookup_files=unit.lookup_files, vectors=vectors)
-    return with_vector_changes(table, out, vectors, FileNamer())
+    return with_vector_changes(store, out, vectors, FileNamer())
 
 
-def with_vector_changes(table: "FileStoreTable", out: UnitOutcome, vectors: BucketDeletionVectors | None,
+def with_vector_changes(store: "FileStore", out: UnitOutcome, vectors: BucketDeletionVectors | None,
                         namer: FileNamer) -> UnitOutcome:
     """The outcome with the bucket's rewritten DV index file (old ones deleted) in its message."""
     if vectors is None:
         return out
-    new, deleted = vectors.changes(table, namer)
+    new, deleted = vectors.changes(store, namer)
     return replace(out, message=replace(out.message, new_index_files=new, deleted_index_files=deleted))
 
 
-def pick_bucket(table: "FileStoreTable", levels: Levels, *, full: bool, expiry: RecordExpiry | None,
+def pick_bucket(store: "FileStore", levels: Levels, *, full: bool, expiry: RecordExpiry | None,
                 expire_records: bool, now_ms: int, last_full_ms: int | None = None,
                 dv_index: Sequence[IndexManifestEntry] | None = None) -> Pick:
     """The pick for one bucket of a dedicated job (the writer's inline pick is in :mod:`.inline`)."""
-    opts = table.options
+    opts = store.options
     runs = levels.sorted_runs()
     n = levels.number_of_levels
-    expired = expired_file_test(expiry, table)
+    expired = expired_file_test(expiry, store)
     force = opts.compaction_force_rewrite_all_files
     if full or (dv_index is not None and needs_full_for_dv(levels, dv_index)):
         return pick_full(runs, n, lambda f: force or expired(f))
@@ -122,46 +122,46 @@ def pick_bucket(table: "FileStoreTable", levels: Levels, *, full: bool, expiry: 
         return Pick(None)
     cfg = UniversalConfig.from_options(opts)
     p = pick_universal(runs, n, cfg, now_ms=now_ms, last_full_ms=last_full_ms)
-    if p.unit is None and table.force_up_level0:
+    if p.unit is None and store.force_up_level0:
         p = force_pick_level0(runs, n, cfg)  # ForceUpLevel0Compaction: level 0 is invisible to readers
     return p if worth_running(p.unit) else Pick(None)
 
 
-def plan_compaction(table: "FileStoreTable", *, full: bool = False, partitions=None, expire_records: bool = False,
+def plan_compaction(store: "FileStore", *, full: bool = False, partitions=None, expire_records: bool = False,
                     now_ms: int | None = None, options: Mapping[str, str] | None = None) -> CompactionPlan:
     """``options``: dynamic planning options for this job only (see :mod:`.dynamic`)."""
     planned_at = time.time()
-    table = with_planning_options(table, options)
-    if not table.schema.primary_keys:
-        raise LakeError(f"compact of {table.identifier}: only primary-key tables have LSM levels to compact; "
+    store = with_planning_options(store, options)
+    if not store.schema.primary_keys:
+        raise LakeError(f"compact of {store.identifier}: only primary-key tables have LSM levels to compact; "
                         "this is an append table")
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
-    expiry = RecordExpiry.of(table, now_ms // 1000)
+    expiry = RecordExpiry.of(store, now_ms // 1000)
     if expire_records and expiry is None:
-        raise InvalidOptionError(f"compact(expire_records=True) of {table.identifier} needs the table options "
+        raise InvalidOptionError(f"compact(expire_records=True) of {store.identifier} needs the table options "
                                  "'record-level.expire-time' and 'record-level.time-field'")
-    selector = PartitionSelector.of(table.schema, partitions, table=table.identifier, operation="compact")
-    snapshot = table.snapshot_manager.latest()
-    store = table.manifest_store
+    selector = PartitionSelector.of(store.schema, partitions, table=store.identifier, operation="compact")
+    snapshot = store.snapshot_manager.latest()
+    manifests = store.manifest_store
     groups: dict[tuple[bytes, int], list] = defaultdict(list)
-    for e in store.live_entries(snapshot):
+    for e in manifests.live_entries(snapshot):
         groups[(e.partition, e.bucket)].append(e)
     if selector is not None:  # a selector matching nothing is a typo, not "nothing to compact"
-        selector.check_matched(store.partition_values(p) for p in {p for p, _b in groups})
-    key_of = key_decoder(table.key_types)
-    num_levels = table.options.num_levels
-    dv_entries = bucket_dv_entries(table, snapshot) if table.options.deletion_vectors_enabled else None
+        selector.check_matched(manifests.partition_values(p) for p in {p for p, _b in groups})
+    key_of = key_decoder(store.key_types)
+    num_levels = store.options.num_levels
+    dv_entries = bucket_dv_entries(store, snapshot) if store.options.deletion_vectors_enabled else None
     units, buckets = [], []
-    for (partition, bucket), entries in sorted(groups.items(), key=lambda kv: (repr(store.partition_values(kv[0][0])),
-                                                                               kv[0][1])):
-        values = tuple(store.partition_values(partition))
+    in_order = sorted(groups.items(), key=lambda kv: (repr(manifests.partition_values(kv[0][0])), kv[0][1]))
+    for (partition, bucket), entries in in_order:
+        values = tuple(manifests.partition_values(partition))
         if selector is not None and not selector.matches(values):
             continue
         files = tuple(e.file for e in entries)
         buckets.append(BucketLevels(partition, bucket, files))
         levels = Levels.of(files, num_levels, key_of)
         dv_index = tuple(dv_entries.get((partition, bucket), ())) if dv_entries is not None else None
-        p = pick_bucket(table, levels, full=full, expiry=expiry, expire_records=expire_records, now_ms=now_ms,
+        p = pick_bucket(store, levels, full=full, expiry=expiry, expire_records=expire_records, now_ms=now_ms,
                         dv_index=dv_index)
         if p.unit is None or not p.unit.files:
             continue
@@ -186,11 +186,11 @@ def level_counts(files: Sequence[DataFileMeta]) -> dict[str, int]:
     return dict(sorted(out.items(), key=lambda kv: int(kv[0][1:])))
 
 
-def ttl_lag_s(files: Sequence[DataFileMeta], expiry: RecordExpiry | None, table: "FileStoreTable") -> int | None:
+def ttl_lag_s(files: Sequence[DataFileMeta], expiry: RecordExpiry | None, store: "FileStore") -> int | None:
     """How long past its expiry the oldest record is (0: nothing overdue), from value statistics."""
     if expiry is None:
         return None
-    mins = [m for m in (expiry.file_min_seconds(f, table) for f in files) if m is not None]
+    mins = [m for m in (expiry.file_min_seconds(f, store) for f in files) if m is not None]
     if not mins:
         return 0
     return max(0, expiry.cutoff_s - min(mins))

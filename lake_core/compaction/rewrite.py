@@ -15,7 +15,7 @@ from lake_core.write.file_writer import DataFileWriter
 from lake_core.kv.system_fields import KIND
 from lake_core.commit.messages import CommitMessage
 from lake_core.manifest.metadata import DataFileMeta, FileSource
-from lake_core.paths import FileNamer, partition_dir
+from lake_core.paths import FileNamer
 from lake_core.compaction.changelog_producers import ChangelogProducer, ChunkState, producer_for
 from lake_core.compaction.dv import DvCompaction, unit_vectors
 from lake_core.merge.lookup_merge import LEVEL, needs_lookup_merge, newest_high_level_mask, with_level
@@ -30,7 +30,7 @@ from lake_core.compaction.task import Rewrite, unit_actions
 
 if TYPE_CHECKING:
     from lake_core.deletion_vectors.maintainer import BucketDeletionVectors
-    from lake_core.table import FileStoreTable
+    from lake_core.store import FileStore
 
 
 @dataclass(frozen=True)
@@ -49,15 +49,7 @@ class UnitOutcome:
     counts: UnitCounts
 
 
-def partition_path(table: "FileStoreTable", partition: bytes) -> str:
-    schema = table.schema
-    from lake_core.format.binary_row.reader import deserialize_row
-    values = deserialize_row(partition, [schema.field(n).type for n in schema.partition_keys]) \
-        if schema.partition_keys else []
-    return partition_dir(list(schema.partition_keys), values, table.options.partition_default_name)
-
-
-def run_compact_unit(table: "FileStoreTable", partition: bytes, bucket: int, total_buckets: int, unit: CompactUnit,
+def run_compact_unit(store: "FileStore", partition: bytes, bucket: int, total_buckets: int, unit: CompactUnit,
                      *, drop_delete: bool, max_level: int, expiry: RecordExpiry | None = None,
                      extra_new_files: Sequence[DataFileMeta] = (), namer: FileNamer | None = None,
                      force_rewrite: bool | None = None, lookup_files: Sequence[DataFileMeta] = (),
@@ -66,25 +58,25 @@ def run_compact_unit(table: "FileStoreTable", partition: bytes, bucket: int, tot
     (inline compaction): they are reported as new files of the message. ``vectors``: the bucket's
     deletion vectors (``deletion-vectors.enabled``), applied to the inputs and updated in place with
     the rows this compaction replaces; the caller writes them (:meth:`BucketDeletionVectors.changes`)."""
-    opts = table.options
-    engine = table.merge_engine()
-    key_of = key_decoder(table.key_types)
-    schema = table.schema
+    opts = store.options
+    engine = store.merge_engine()
+    key_of = key_decoder(store.key_types)
+    schema = store.schema
     if vectors is not None:
         # the replaced rows are masked in their files, so retractions have nothing left to cancel
         drop_delete = drop_delete or unit.output_level > 0
     # Expiry drops a key's merged row, which is sound only where the unit holds the key's whole
     # history: exactly where a retraction may be dropped (see lake_core.compaction.expire)
     expiry = expiry if drop_delete else None
-    is_expired = expired_file_test(expiry, table)
-    ppath = partition_path(table, partition)
-    bucket_dir = table.paths.bucket_dir(ppath, bucket)
+    is_expired = expired_file_test(expiry, store)
+    ppath = store.partition_path(partition)
+    bucket_dir = store.paths.bucket_dir(ppath, bucket)
     key_names = list(schema.trimmed_primary_keys)
     # first-row: a key already in the bucket's other levels is not a first row; Java reads such
     # tables without merging, so a key must never be stored twice (Paimon's lookup compaction)
-    seen = _stored_keys(table, bucket_dir, lookup_files, key_names, opts.read_batch_rows, key_of) \
+    seen = _stored_keys(store, bucket_dir, lookup_files, key_names, opts.read_batch_rows, key_of) \
         if engine.hides_level0 and lookup_files else None
-    producer = producer_for(table, output_level=unit.output_level, max_level=max_level, bucket_dir=bucket_dir,
+    producer = producer_for(store, output_level=unit.output_level, max_level=max_level, bucket_dir=bucket_dir,
                             lookup_files=lookup_files, vectors=vectors)
     actions = unit_actions(unit, key_of=key_of, max_level=max_level,
                            min_file_size=int(opts.target_file_size * opts.compaction_small_file_ratio),
@@ -95,13 +87,13 @@ def run_compact_unit(table: "FileStoreTable", partition: bytes, bucket: int, tot
                            # Java's ChangelogMergeTreeRewriter.upgrade: a file moved to the top level by a
                            # full-compaction changelog producer is rewritten, to emit its changelog
                            rewrite_upgrades=producer is not None and opts.changelog_producer == "full-compaction")
-    lookup_merge = needs_lookup_merge(table)
-    writer = DataFileWriter(table, ppath, bucket, namer or FileNamer())
+    lookup_merge = needs_lookup_merge(store)
+    writer = DataFileWriter(store, ppath, bucket, namer or FileNamer())
     with_levels = producer is not None or lookup_merge
     changelog_files: list[DataFileMeta] = []
     # Java writes the changelog of a compaction at its output level (createRollingChangelogFileWriter)
     changelog_chunks = _ChangelogSink(writer, unit.output_level, changelog_files)
-    dv = DvCompaction(table, bucket_dir, tuple(lookup_files), vectors) if vectors is not None else None
+    dv = DvCompaction(store, bucket_dir, tuple(lookup_files), vectors) if vectors is not None else None
     before: list[DataFileMeta] = []
     after: list[DataFileMeta] = []
     c = dict(rows_in=0, rows_out=0, rows_deleted=0, rows_expired=0, rows_null_time=0, files_upgraded=0)
@@ -120,7 +112,7 @@ def run_compact_unit(table: "FileStoreTable", partition: bytes, bucket: int, tot
             dvs = vectors.vectors if vectors is not None else {}
 
             def chunks(f: DataFileMeta):
-                it = iter_kv_file(table, bucket_dir, f, opts.read_batch_rows, deletion=dvs.get(f.file_name))
+                it = iter_kv_file(store, bucket_dir, f, opts.read_batch_rows, deletion=dvs.get(f.file_name))
                 return with_level(it, f.level) if with_levels else it
 
             merged_chunks = merge_sorted_runs([chunks(f) for f in files], key_names,
@@ -137,7 +129,7 @@ def run_compact_unit(table: "FileStoreTable", partition: bytes, bucket: int, tot
     except Exception:
         changelog_chunks.discard()
         for f in written + changelog_files:  # a failed unit commits nothing: leave none of its files behind
-            table.fileio.delete(f.path_in(bucket_dir))
+            store.fileio.delete(f.path_in(bucket_dir))
         raise
     msg = CommitMessage(partition, bucket, total_buckets, new_files=tuple(extra_new_files),
                         compact_before=tuple(before), compact_after=tuple(after),
@@ -145,20 +137,20 @@ def run_compact_unit(table: "FileStoreTable", partition: bytes, bucket: int, tot
     return UnitOutcome(msg, UnitCounts(**c))
 
 
-def _stored_keys(table, bucket_dir: str, files: Sequence[DataFileMeta], key_names, chunk_rows: int,
+def _stored_keys(store, bucket_dir: str, files: Sequence[DataFileMeta], key_names, chunk_rows: int,
                  key_of) -> SortedKeyProbe:
     """A probe of the keys stored in ``files`` (the bucket's files outside the unit): each level >= 1
     is one run of its files in key order, each level-0 file a run of its own. A file is a block of
     its key range, split into its row groups once a key falls in it (Parquet statistics)."""
     def file_block(f: DataFileMeta) -> KeyBlock:
         def read():
-            return iter_kv_file(table, bucket_dir, f, chunk_rows, columns=key_names)
+            return iter_kv_file(store, bucket_dir, f, chunk_rows, columns=key_names)
 
         def split():
-            ranges = key_ranges(table, bucket_dir, f, key_names)
+            ranges = key_ranges(store, bucket_dir, f, key_names)
             if ranges is None or len(ranges) < 2:
                 return None
-            return [KeyBlock(lo, hi, lambda g=g: iter_kv_file(table, bucket_dir, f, chunk_rows, columns=key_names,
+            return [KeyBlock(lo, hi, lambda g=g: iter_kv_file(store, bucket_dir, f, chunk_rows, columns=key_names,
                                                                row_groups=[g]))
                     for g, (_rows, lo, hi) in enumerate(ranges)]
 

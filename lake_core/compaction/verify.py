@@ -20,14 +20,14 @@ from lake_core.read.scan import TableScan
 from lake_core.read.split_read import SplitRead
 
 if TYPE_CHECKING:
-    from lake_core.table import FileStoreTable
+    from lake_core.store import FileStore
 
 _HASH = "__lake_row_hash"
 
 
 @dataclass(frozen=True)
 class CompactionVerification:
-    table: str
+    store: str
     before_snapshot_id: int
     after_snapshot_id: int
     buckets_verified: int  # (partition, bucket)s changed between the two snapshots; the others are identical
@@ -56,21 +56,21 @@ class CompactionVerification:
         return out
 
 
-def verify_compaction(table: "FileStoreTable", *, before_snapshot_id: int, after_snapshot_id: int,
+def verify_compaction(store: "FileStore", *, before_snapshot_id: int, after_snapshot_id: int,
                       expiry_field: str | None = None, expiry_cutoff_s: int | None = None,
                       expired_must_be_gone: bool = False) -> CompactionVerification:
     """Compare, bucket by bucket, every (partition, bucket) a snapshot after ``before_snapshot_id``
     up to ``after_snapshot_id`` touched (the others are the same files at both): memory holds one
     bucket at a time, and the cost follows what the compaction rewrote, not the table's size."""
-    touched = _touched(table, before_snapshot_id, after_snapshot_id)
-    read = SplitRead(table.store)
+    touched = _touched(store, before_snapshot_id, after_snapshot_id)
+    read = SplitRead(store)
 
     def splits(snapshot_id: int) -> dict:
         # every committed row (a compaction moves hidden level-0 rows of deletion-vector and
         # first-row tables into view, which is not a change of content), both sides in the table's
         # current schema (not time travel: an alter between the two snapshots must not make the
         # same rows look different)
-        scan = TableScan(table.store, table.snapshot(snapshot_id), all_levels=True)
+        scan = TableScan(store, store.snapshot_manager.get(snapshot_id), all_levels=True)
         return {(s.partition, s.bucket): s for s in scan.splits() if (s.partition, s.bucket) in touched}
 
     before_splits, after_splits = splits(before_snapshot_id), splits(after_snapshot_id)
@@ -78,7 +78,7 @@ def verify_compaction(table: "FileStoreTable", *, before_snapshot_id: int, after
     for key in sorted(touched):
         before = read.to_arrow([before_splits[key]] if key in before_splits else [])
         after = read.to_arrow([after_splits[key]] if key in after_splits else []).select(before.column_names)
-        total.add(_compare(table, before, after, expiry_field, expiry_cutoff_s))
+        total.add(_compare(store, before, after, expiry_field, expiry_cutoff_s))
     problems = []
     if total.resurrected:
         problems.append(f"{total.resurrected} key(s) visible after the compaction were not before "
@@ -94,16 +94,16 @@ def verify_compaction(table: "FileStoreTable", *, before_snapshot_id: int, after
         problems.append(f"checksums differ: keys {sums['key_expected']} -> {sums['key_after']}, "
                         f"rows {sums['row_expected']} -> {sums['row_after']}")
     return CompactionVerification(
-        table.identifier, before_snapshot_id, after_snapshot_id, len(touched), total.rows_before, total.rows_after,
+        store.identifier, before_snapshot_id, after_snapshot_id, len(touched), total.rows_before, total.rows_after,
         total.rows_expected, sums["key_expected"], sums["key_after"], sums["row_expected"], sums["row_after"],
         total.resurrected, total.lost, total.changed, total.expired_dropped, total.surviving, expired_must_be_gone,
         tuple(problems))
 
 
-def _touched(table: "FileStoreTable", before_snapshot_id: int, after_snapshot_id: int) -> set[tuple[bytes, int]]:
-    store = table.manifest_store
+def _touched(store: "FileStore", before_snapshot_id: int, after_snapshot_id: int) -> set[tuple[bytes, int]]:
+    manifests = store.manifest_store
     return {(e.partition, e.bucket) for sid in range(before_snapshot_id + 1, after_snapshot_id + 1)
-            for e in store.delta_entries(table.snapshot(sid))}
+            for e in manifests.delta_entries(store.snapshot_manager.get(sid))}
 
 
 @dataclass
@@ -131,14 +131,14 @@ def _sums(checksum) -> tuple[int, int]:
     return int(checksum.digest[:16], 16), int(checksum.digest[16:], 16)
 
 
-def _compare(table: "FileStoreTable", before: pa.Table, after: pa.Table, expiry_field: str | None,
+def _compare(store: "FileStore", before: pa.Table, after: pa.Table, expiry_field: str | None,
              expiry_cutoff_s: int | None) -> _Totals:
     """One bucket's before/after comparison by key (polars joins over the keys and a row hash)."""
     import polars as pl
 
-    keys = list(table.schema.primary_keys)
-    expired_before = _expired_mask(table, before, expiry_field, expiry_cutoff_s)
-    expired_after = _expired_mask(table, after, expiry_field, expiry_cutoff_s)
+    keys = list(store.schema.primary_keys)
+    expired_before = _expired_mask(store, before, expiry_field, expiry_cutoff_s)
+    expired_after = _expired_mask(store, after, expiry_field, expiry_cutoff_s)
     expected = before.filter(pa.array(~expired_before)) if expired_before is not None else before
     surviving = int(expired_after.sum()) if expired_after is not None else 0
 
@@ -158,10 +158,10 @@ def _compare(table: "FileStoreTable", before: pa.Table, after: pa.Table, expiry_
               "row_expected": _sums(table_checksum(expected)), "row_after": _sums(table_checksum(after))})
 
 
-def _expired_mask(table: "FileStoreTable", rows: pa.Table, field: str | None, cutoff_s: int | None):
+def _expired_mask(store: "FileStore", rows: pa.Table, field: str | None, cutoff_s: int | None):
     """Which rows had expired at ``cutoff_s`` (lake_core's record-level rule), or None without expiry."""
     if field is None or cutoff_s is None:
         return None
-    rule = RecordExpiry(field, table.schema.field(field).type, 0, cutoff_s)
+    rule = RecordExpiry(field, store.schema.field(field).type, 0, cutoff_s)
     secs, nulls = rule.seconds(rows[field])
     return (secs < cutoff_s) & ~nulls

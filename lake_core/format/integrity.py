@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, Sequence, TypeVar
 
 import pyarrow as pa
 
@@ -21,9 +21,19 @@ from lake_core.errors import CorruptFileError, DataFileMismatchError
 
 if TYPE_CHECKING:
     from lake_core.io.fileio import FileIO
-    from lake_core.manifest.metadata import DataFileMeta
 
 T = TypeVar("T")
+
+
+class RecordedFile(Protocol):
+    """What a manifest entry records about a data file and a read checks: a ``DataFileMeta``
+    (lake_core.manifest sits a layer above this one, so it is not named here)."""
+
+    @property
+    def file_size(self) -> int: ...
+
+    @property
+    def row_count(self) -> int: ...
 
 _REMEDY = ("restore it from a backup, or roll the table back to a snapshot that does not use it; "
            "the table's other files were not changed")
@@ -48,7 +58,7 @@ def read_metadata(fileio: "FileIO", path: str, what: str, decode: Callable[[byte
 
 
 @contextmanager
-def _checked_source(fileio: "FileIO", path: str, meta: "DataFileMeta",
+def _checked_source(fileio: "FileIO", path: str, meta: RecordedFile,
                     missing: Callable[[], Exception] | None) -> Iterator[Any]:
     """The data file to read (a local path, or an open remote stream), after its size matched
     ``meta``; a missing file raises ``missing()`` (default: a :class:`CorruptFileError`)."""
@@ -65,7 +75,7 @@ def _checked_source(fileio: "FileIO", path: str, meta: "DataFileMeta",
         raise (missing() if missing is not None else _missing(path)) from None
 
 
-def read_checked_data_file(fileio: "FileIO", path: str, meta: "DataFileMeta", fmt: str,
+def read_checked_data_file(fileio: "FileIO", path: str, meta: RecordedFile, fmt: str,
                            columns: Sequence[str], schema: pa.Schema, *,
                            missing: Callable[[], Exception] | None = None) -> pa.Table:
     """The rows of one data file, after checking its size and row count against ``meta``.
@@ -77,7 +87,7 @@ def read_checked_data_file(fileio: "FileIO", path: str, meta: "DataFileMeta", fm
     return table
 
 
-def iter_checked_data_file(fileio: "FileIO", path: str, meta: "DataFileMeta", fmt: str, columns: Sequence[str],
+def iter_checked_data_file(fileio: "FileIO", path: str, meta: RecordedFile, fmt: str, columns: Sequence[str],
                            schema: pa.Schema, batch_rows: int, *,
                            missing: Callable[[], Exception] | None = None,
                            row_groups: Sequence[int] | None = None) -> Iterator[pa.Table]:
@@ -102,7 +112,7 @@ def iter_checked_data_file(fileio: "FileIO", path: str, meta: "DataFileMeta", fm
     _check_rows(path, meta, rows)
 
 
-def checked_row_group_ranges(fileio: "FileIO", path: str, meta: "DataFileMeta", fmt: str, columns: Sequence[str],
+def checked_row_group_ranges(fileio: "FileIO", path: str, meta: RecordedFile, fmt: str, columns: Sequence[str],
                              schema: pa.Schema, *, missing: Callable[[], Exception] | None = None
                              ) -> list[tuple[int, tuple, tuple]] | None:
     """:func:`parquet_row_group_ranges` of a data file after its size matched ``meta`` (None: not
@@ -121,14 +131,14 @@ def _missing(path: str) -> CorruptFileError:
                                   "(deleted outside lake_core, or its snapshot was expired while reading)")
 
 
-def _check_rows(path: str, meta: "DataFileMeta", rows: int) -> None:
+def _check_rows(path: str, meta: RecordedFile, rows: int) -> None:
     if rows != meta.row_count:
         raise DataFileMismatchError(path, f"data file {path} holds {rows} rows but its manifest entry "
                                           f"says {meta.row_count}; it was replaced or damaged after it was committed, "
                                           "so its rows are not trusted; " + _REMEDY)
 
 
-def _check_size(path: str, meta: "DataFileMeta", actual: int) -> None:
+def _check_size(path: str, meta: RecordedFile, actual: int) -> None:
     if actual != meta.file_size:
         raise DataFileMismatchError(path, f"data file {path} is {actual} bytes but its manifest entry says "
                                           f"{meta.file_size}; it was truncated, replaced or damaged after it was "

@@ -338,9 +338,6 @@ def delete_planned(table: "FileStoreTable", files) -> dict[str, int]:
     return counts
 
 
-_delete_files = delete_planned  # the name this module calls (tests simulate a crash through it)
-
-
 def _guard(table: "FileStoreTable", files) -> list[PlannedFile]:
     """Drop any file the current earliest snapshot or a tag still references (a journal replay
     must never trust a plan made against an older table)."""
@@ -372,7 +369,7 @@ def _finish_journals(table: "FileStoreTable") -> int:
         sm = table.snapshot_manager
         if all(not table.fileio.exists(table.paths.snapshot(i)) for i in obj["expired"]):
             files = [PlannedFile(p, s, k) for p, s, k in obj["files"]]
-            done += sum(v for k, v in _delete_files(table, _guard(table, files)).items() if k != "bytes")
+            done += sum(v for k, v in delete_planned(table, _guard(table, files)).items() if k != "bytes")
         for i in obj["expired"]:
             sm.forget(i)
         table.fileio.delete(path)
@@ -477,7 +474,7 @@ def _expire(table: "FileStoreTable", cfg: ExpireConfig, dry_run: bool, finish_jo
         return result(skipped="a concurrent expiry removed some of these snapshots; nothing was deleted, "
                               "run again")
 
-    counts = _delete_files(table, plan.files)
+    counts = delete_planned(table, plan.files)
     fio.delete(journal)
     log.info("expired snapshots %d..%d of %s", plan.expired[0], plan.expired[-1], table.identifier)
     return result(expired_snapshots=plan.expired, earliest_snapshot=plan.end,

@@ -128,7 +128,7 @@ class TableHealth:
 
 def _record_expiry(table: "FileStoreTable", now_s: int, ttl_field: str | None, ttl) -> RecordExpiry | None:
     if ttl_field is None and ttl is None:
-        return RecordExpiry.of(table, now_s)  # the table's own record-level.* options
+        return RecordExpiry.of(table.store, now_s)  # the table's own record-level.* options
     if ttl_field is None or ttl is None:
         raise MaintenanceArgumentError(f"health of {table.identifier}: give both ttl_field and ttl (or neither)")
     if ttl_field not in table.schema.field_names:
@@ -178,7 +178,7 @@ def table_health(table: "FileStoreTable", *, small_file_bytes: int = DEFAULT_SMA
         buckets.append(BucketHealth(
             spec, bucket, len(files), _sorted_runs(files), tuple(level_counts(files).items()),
             sum(1 for f in files if f.file_size < small_file_bytes), rows, sum(f.file_size for f in files),
-            ttl_lag_s(files, expiry, table)))
+            ttl_lag_s(files, expiry, table.store)))
         per_partition[spec].append((bucket, rows, entries[0].total_buckets))
     buckets.sort(key=lambda b: (b.partition, b.bucket))
     skew = []

@@ -59,7 +59,7 @@ class TableMaintenance:
         options such as ``num-sorted-run.compaction-trigger`` and ``record-level.*``). One COMPACT
         snapshot; units made stale by a concurrent compaction are skipped and reported.
         Returns a :class:`lake_core.compaction.CompactionResult`."""
-        return compact(self._table, full=full, partitions=partitions, dry_run=dry_run,
+        return compact(self._table.store, hooks=self._table, full=full, partitions=partitions, dry_run=dry_run,
                        expire_records=expire_records, parallelism=parallelism, options=options)
 
     # The three halves of a distributed compaction: the driver plans, each worker runs one unit,
@@ -68,30 +68,30 @@ class TableMaintenance:
                         options=None) -> CompactionPlan:
         """Metadata only: a frozen, picklable ``CompactionPlan`` whose ``units`` are the work
         (one per (partition, bucket)); arguments as ``compact``."""
-        return plan_compaction(self._table, full=full, partitions=partitions, expire_records=expire_records,
+        return plan_compaction(self._table.store, full=full, partitions=partitions, expire_records=expire_records,
                                options=options)
 
     def compact_unit(self, *, unit) -> UnitOutcome:
         """Run one unit of a plan (in any process): writes its new files, commits nothing, and
         returns a picklable ``UnitOutcome`` (its commit message and row counters)."""
-        return run_unit(self._table, unit)
+        return run_unit(self._table.store, unit)
 
     def commit_compaction(self, *, plan, outcomes, dry_run: bool = False) -> CompactionResult:
         """Commit ``outcomes`` (one per unit of ``plan``, in order) as one COMPACT snapshot. Units
         whose input files were compacted concurrently are skipped with the reason (their files
         deleted). Returns the ``CompactionResult``."""
-        return commit_compaction(self._table, plan, outcomes, dry_run=dry_run)
+        return commit_compaction(self._table.store, plan, outcomes, hooks=self._table, dry_run=dry_run)
 
     def abort_compaction(self, *, outcomes) -> None:
         """Delete the files of executed units that will not be committed (another unit failed)."""
-        abort_compaction(self._table, outcomes)
+        abort_compaction(self._table.store, outcomes)
 
     def verify_compaction(self, *, before_snapshot_id: int, after_snapshot_id: int, expiry_field: str | None = None,
                           expiry_cutoff_s: int | None = None, expired_must_be_gone: bool = False) -> CompactionVerification:
         """Compare the table at two snapshots by key: same keys and rows, no deleted key back;
         with record expiry only expired records may go (and, if ``expired_must_be_gone``, none
         may stay). Returns a ``CompactionVerification`` (``passed``, ``problems``)."""
-        return verify_compaction(self._table, before_snapshot_id=before_snapshot_id,
+        return verify_compaction(self._table.store, before_snapshot_id=before_snapshot_id,
                                  after_snapshot_id=after_snapshot_id, expiry_field=expiry_field,
                                  expiry_cutoff_s=expiry_cutoff_s, expired_must_be_gone=expired_must_be_gone)
 

@@ -119,5 +119,5 @@ def expire_partitions(table: "FileStoreTable", *, expiration_time, timestamp_for
         return result(dropped_files=files)
     from lake_core.commit.file_store_commit import FileStoreCommit
     drop = frozenset(expired)
-    snaps = FileStoreCommit(table).commit([], overwrite=lambda p: p in drop)
+    snaps = FileStoreCommit(table.store, hooks=table).commit([], overwrite=lambda p: p in drop)
     return result(dropped_files=files, snapshot_id=snaps[0].id if snaps else None)

@@ -149,7 +149,7 @@ def try_index_entries(table: "FileStoreTable", snapshot: Snapshot) -> list[Index
 
 
 def index_path(table: "FileStoreTable", entry: IndexManifestEntry) -> str:
-    return index_file_path(table, entry)
+    return index_file_path(table.store, entry)
 
 
 def deleted_in_delta(table: "FileStoreTable", snapshot: Snapshot) -> dict[str, tuple[ManifestEntry, list]]:

@@ -36,7 +36,7 @@ from lake_core.commit.file_store_commit import BATCH_IDENTIFIER, FileStoreCommit
 from lake_core.errors import CommitConflictError, CommitFailedError, InvalidOptionError, LakeError, UnsupportedOptionError
 from lake_core.write.file_writer import DataFileWriter
 from lake_core.kv.system_fields import KIND, SEQ
-from lake_core.commit.messages import Split
+from lake_core.read.split import Split
 from lake_core.manifest.metadata import DataFileMeta, FileKind, ManifestEntry
 from lake_core.paths import FileNamer, partition_dir
 from lake_core.read.split_read import SplitRead
@@ -220,7 +220,7 @@ def _write_buckets(table: "FileStoreTable", partition_values: Sequence[Any], row
         part = part.append_column(pa.field(KIND, pa.int8(), nullable=False), pa.array(np.zeros(e - s, np.int8)))
         b = int(buckets[s])
         # A namer per bucket: tasks run on two threads and a namer's counter is not thread-safe.
-        return b, [w.meta for w in DataFileWriter(table, ppath, b, FileNamer()).write(part, level=level)]
+        return b, [w.meta for w in DataFileWriter(table.store, ppath, b, FileNamer()).write(part, level=level)]
 
     spans = [(s, e) for s, e in zip(starts.tolist(), ends.tolist()) if e > s]
     # Parquet encoding and zstd release the GIL: two threads use both cores.
@@ -234,7 +234,7 @@ def _read_back(table: "FileStoreTable", snapshot_id: int, partition: bytes, valu
     splits = [Split(snapshot_id=snapshot_id, partition=partition, partition_values=values, bucket=b,
                     total_buckets=bucket, bucket_path=table.paths.bucket_dir(ppath, b), files=tuple(files))
               for b, files in sorted(written.items())]
-    reader = SplitRead(table)
+    reader = SplitRead(table.store)
     parts = []
     keys = list(table.schema.bucket_keys())
     types = [table.schema.field(k).type for k in keys]
@@ -403,8 +403,9 @@ def commit_rescale_partitions(table: "FileStoreTable", prepared: Sequence[Prepar
                   "rescale.buckets": ",".join(f"{p.old_buckets}->{p.new_buckets}" for p in prepared),
                   "rescale.checksum": ",".join(p.checksum.digest for p in prepared)}
     try:
-        committed = FileStoreCommit(table, commit_user or f"rescale-{uuid.uuid4()}").commit_overwrite_entries(
-            entries, _validate_unchanged(table, prepared), BATCH_IDENTIFIER, properties)
+        committed = FileStoreCommit(table.store, hooks=table, commit_user=commit_user or f"rescale-{uuid.uuid4()}"
+                                    ).commit_overwrite_entries(entries, _validate_unchanged(table, prepared),
+                                                               BATCH_IDENTIFIER, properties)
     except (CommitConflictError, CommitFailedError):  # certainly not committed: the new files are garbage
         abort_rescale(table, prepared)
         raise

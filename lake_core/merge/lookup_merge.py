@@ -45,11 +45,11 @@ def newest_high_level_mask(rows: pa.Table, key_names: Sequence[str], levels: np.
     return keep
 
 
-def needs_lookup_merge(table) -> bool:
-    """Whether ``table`` merges with Paimon's ``LookupMergeFunction`` and it changes the result
+def needs_lookup_merge(store) -> bool:
+    """Whether ``store`` merges with Paimon's ``LookupMergeFunction`` and it changes the result
     (partial-update and aggregation; the newest row wins anyway for deduplicate and first-row)."""
-    return bool(table.schema.primary_keys) and table.options.changelog_producer == "lookup" \
-        and table.merge_engine().lookup_needs_old_value
+    return bool(store.schema.primary_keys) and store.options.changelog_producer == "lookup" \
+        and store.merge_engine().lookup_needs_old_value
 
 
 __all__ = ["LEVEL", "newest_high_level_mask", "needs_lookup_merge", "with_level"]

@@ -36,7 +36,7 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Mapping
 
-from lake_core.commit.messages import Split
+from lake_core.read.split import Split
 from lake_core.errors import FormatError, InvalidOptionError, SnapshotNotFoundError, UnsupportedOptionError
 from lake_core.manifest.metadata import FileKind, ManifestEntry
 from lake_core.paths import partition_dir
@@ -47,7 +47,7 @@ from lake_core.snapshot.changelog_manager import ChangelogNotFoundError
 from lake_core.snapshot.snapshot import CommitKind, Snapshot
 
 if TYPE_CHECKING:
-    from lake_core.table import FileStoreTable
+    from lake_core.store import FileStore
 
 #: Paimon's option keys (Java ``CoreOptions.INCREMENTAL_BETWEEN``, ``INCREMENTAL_BETWEEN_SCAN_MODE``).
 INCREMENTAL_BETWEEN = "incremental-between"
@@ -64,21 +64,21 @@ class IncrementalRange:
     mode: str
 
 
-def scan_mode_of(table: "FileStoreTable", scan_mode: str | None) -> str:
+def scan_mode_of(store: "FileStore", scan_mode: str | None) -> str:
     """``delta``, ``changelog`` or ``diff`` for a requested ``incremental-between-scan-mode``."""
     mode = "auto" if scan_mode is None else str(scan_mode).strip().lower()
     if mode not in SCAN_MODES:
         raise InvalidOptionError(f"option '{INCREMENTAL_BETWEEN_SCAN_MODE}' = {scan_mode!r} for a read of "
-                                 f"{table.identifier} must be one of {list(SCAN_MODES)}")
+                                 f"{store.identifier} must be one of {list(SCAN_MODES)}")
     if mode == "auto":
-        return "delta" if table.options.changelog_producer == "none" else "changelog"
-    if mode == "diff" and not table.schema.primary_keys:
+        return "delta" if store.options.changelog_producer == "none" else "changelog"
+    if mode == "diff" and not store.schema.primary_keys:
         raise UnsupportedOptionError(f"option '{INCREMENTAL_BETWEEN_SCAN_MODE}' = 'diff' needs a primary-key table; "
-                                     f"{table.identifier} is an append table (read its delta instead)")
+                                     f"{store.identifier} is an append table (read its delta instead)")
     return mode
 
 
-def parse_between(table: "FileStoreTable", between: Any) -> tuple[str, str]:
+def parse_between(store: "FileStore", between: Any) -> tuple[str, str]:
     """``"s,e"`` or a pair → the two ends as text (snapshot ids or tag names)."""
     if isinstance(between, str):
         parts = [p.strip() for p in between.split(",")]
@@ -87,44 +87,44 @@ def parse_between(table: "FileStoreTable", between: Any) -> tuple[str, str]:
     else:
         parts = []
     if len(parts) != 2 or not all(parts):
-        raise InvalidOptionError(f"option '{INCREMENTAL_BETWEEN}' = {between!r} for a read of {table.identifier} "
+        raise InvalidOptionError(f"option '{INCREMENTAL_BETWEEN}' = {between!r} for a read of {store.identifier} "
                                  "must be 'start,end' (two snapshot ids or two tag names), or a (start, end) pair")
     return parts[0], parts[1]
 
 
-def _ids(table: "FileStoreTable", start: str, end: str) -> tuple[int, int]:
+def _ids(store: "FileStore", start: str, end: str) -> tuple[int, int]:
     """Two snapshot ids, or two tags resolved to their snapshots (Java tries the ids first)."""
     try:
         return int(start), int(end)
     except ValueError:
         pass
-    return table.tag(start).id, table.tag(end).id
+    return store.tag(start).id, store.tag(end).id
 
 
-def _reads_long_lived(table: "FileStoreTable", mode: str) -> bool:
+def _reads_long_lived(store: "FileStore", mode: str) -> bool:
     # A delta read can use changelog-N only when the delta is the changelog (producer none): expiry
     # then keeps the delta list, otherwise it deleted it with the snapshot.
-    return mode == "changelog" or table.options.changelog_producer == "none"
+    return mode == "changelog" or store.options.changelog_producer == "none"
 
 
-def resolve_range(table: "FileStoreTable", between: Any, scan_mode: str | None) -> IncrementalRange | None:
+def resolve_range(store: "FileStore", between: Any, scan_mode: str | None) -> IncrementalRange | None:
     """The checked range of ``between`` read in ``scan_mode``; None when the table has no snapshot
     yet (Java's ``NoSnapshot``: nothing to read)."""
-    mode = scan_mode_of(table, scan_mode)
-    start_text, end_text = parse_between(table, between)
-    start, end = _ids(table, start_text, end_text)
+    mode = scan_mode_of(store, scan_mode)
+    start_text, end_text = parse_between(store, between)
+    start, end = _ids(store, start_text, end_text)
     if start > end:
         raise InvalidOptionError(f"option '{INCREMENTAL_BETWEEN}' = '{start_text},{end_text}' for a read of "
-                                 f"{table.identifier}: the start snapshot {start} is after the end snapshot {end}")
-    latest = table.snapshot_manager.latest_id()
+                                 f"{store.identifier}: the start snapshot {start} is after the end snapshot {end}")
+    latest = store.snapshot_manager.latest_id()
     if latest is None:
         return None
-    long_lived = _reads_long_lived(table, mode)
-    earliest = (table.changelog_manager.earliest_id() if long_lived else table.snapshot_manager.earliest_id())
+    long_lived = _reads_long_lived(store, mode)
+    earliest = (store.changelog_manager.earliest_id() if long_lived else store.snapshot_manager.earliest_id())
     if start < earliest - 1 or end > latest:
         what = "changelogs" if long_lived else "snapshots"
         error = ChangelogNotFoundError if long_lived else SnapshotNotFoundError
-        raise error(f"incremental read of {table.identifier} between snapshots {start} (exclusive) and {end}: "
+        raise error(f"incremental read of {store.identifier} between snapshots {start} (exclusive) and {end}: "
                     f"the readable {what} are {earliest}..{latest}, so the start must be at least {earliest - 1} "
                     f"and the end at most {latest} (the {what} before were expired)")
     return IncrementalRange(start=start, end=end, mode=mode)
@@ -139,26 +139,26 @@ def change_manifest_list(snapshot: Snapshot, mode: str) -> str | None:
     return snapshot.changelog_manifest_list
 
 
-def follow_up_mode(table: "FileStoreTable") -> str:
+def follow_up_mode(store: "FileStore") -> str:
     """What a stream scan reads of each new snapshot (Java ``DeltaFollowUpScanner`` for producer
     ``none``, else the snapshot's changelog)."""
-    return scan_mode_of(table, "auto")
+    return scan_mode_of(store, "auto")
 
 
-def snapshot_changes(table: "FileStoreTable", snapshot_id: int, mode: str) -> Snapshot:
+def snapshot_changes(store: "FileStore", snapshot_id: int, mode: str) -> Snapshot:
     """Snapshot ``snapshot_id`` as far as its changes in ``mode`` need (snapshot or long-lived
     changelog)."""
-    if _reads_long_lived(table, mode):
-        return table.changelog_manager.changelog(snapshot_id)
-    return table.snapshot_manager.get(snapshot_id)
+    if _reads_long_lived(store, mode):
+        return store.changelog_manager.changelog(snapshot_id)
+    return store.snapshot_manager.get(snapshot_id)
 
 
 class ChangeScan(TableScan):
     """Splits of the changes of snapshots, one per (snapshot, partition, bucket), in commit order.
     Partitions and key ranges are pruned by the predicate (the rows themselves are filtered at read)."""
 
-    def __init__(self, table: "FileStoreTable", snapshot_ids: range, mode: str, predicate: Predicate | None = None):
-        super().__init__(table, None, predicate)
+    def __init__(self, store: "FileStore", snapshot_ids: range, mode: str, predicate: Predicate | None = None):
+        super().__init__(store, None, predicate)
         self.snapshot_ids = snapshot_ids
         self.mode = mode
 
@@ -170,24 +170,24 @@ class ChangeScan(TableScan):
         name = change_manifest_list(snapshot, self.mode)
         if not name:
             return []
-        store = self.table.manifest_store
-        metas = [m for m in store.read_manifest_list(name) if self._manifest_may_match(m)]
+        manifests = self.store.manifest_store
+        metas = [m for m in manifests.read_manifest_list(name) if self._manifest_may_match(m)]
         groups: dict[tuple[bytes, int], list[ManifestEntry]] = defaultdict(list)
         part_ok: dict[bytes, bool] = {}
-        for e in store.read_entries(metas):
+        for e in manifests.read_entries(metas):
             if e.kind != FileKind.ADD:
-                raise FormatError(f"snapshot {snapshot.id} of {self.table.identifier} lists a deleted file "
+                raise FormatError(f"snapshot {snapshot.id} of {self.store.identifier} lists a deleted file "
                                   f"({e.file.file_name}) among its {self.mode} files; refusing to read its changes")
             ok = part_ok.get(e.partition)
             if ok is None:
-                ok = part_ok[e.partition] = self._partition_matches(store.partition_values(e.partition))
+                ok = part_ok[e.partition] = self._partition_matches(manifests.partition_values(e.partition))
             if ok and self._keep_file(e.file):
                 groups[(e.partition, e.bucket)].append(e)
-        default_name = self.table.options.partition_default_name
+        default_name = self.store.options.partition_default_name
         out = []
-        for (partition, bucket), entries in sorted(groups.items(),
-                                                   key=lambda kv: (repr(store.partition_values(kv[0][0])), kv[0][1])):
-            values = store.partition_values(partition)
+        in_order = sorted(groups.items(), key=lambda kv: (repr(manifests.partition_values(kv[0][0])), kv[0][1]))
+        for (partition, bucket), entries in in_order:
+            values = manifests.partition_values(partition)
             # the manifest's order, as Java's streaming split keeps it: a compaction's changelog
             # files (lookup, full-compaction) are rolled in key order and a key's -U/+U may span two
             # of them, so ordering by sequence number could put a +U before its -U
@@ -195,15 +195,15 @@ class ChangeScan(TableScan):
             out.append(Split(
                 snapshot_id=snapshot.id, partition=partition, partition_values=values, bucket=bucket,
                 total_buckets=entries[0].total_buckets,
-                bucket_path=self.table.paths.bucket_dir(partition_dir(self.partition_names, values, default_name),
+                bucket_path=self.store.paths.bucket_dir(partition_dir(self.partition_names, values, default_name),
                                                         bucket),
-                files=tuple(files), streaming=True, row_kind=True, schema_id=self.table.schema.id))
+                files=tuple(files), streaming=True, row_kind=True, schema_id=self.store.schema.id))
         return out
 
     def splits(self) -> list[Split]:
         out: list[Split] = []
         for sid in self.snapshot_ids:
-            out.extend(self.snapshot_splits(snapshot_changes(self.table, sid, self.mode)))
+            out.extend(self.snapshot_splits(snapshot_changes(self.store, sid, self.mode)))
         return out
 
 
@@ -213,21 +213,21 @@ class DiffScan(TableScan):
     ``files``. Only partitions and key ranges are pruned: pruning by values could drop one side of
     a key and turn an update into an insert or a delete."""
 
-    def __init__(self, table: "FileStoreTable", start: Snapshot | None, end: Snapshot | None,
+    def __init__(self, store: "FileStore", start: Snapshot | None, end: Snapshot | None,
                  predicate: Predicate | None = None):
-        super().__init__(table, end, predicate)
+        super().__init__(store, end, predicate)
         self.start = start
-        keys = set(table.schema.partition_keys) | set(table.schema.trimmed_primary_keys)
+        keys = set(store.schema.partition_keys) | set(store.schema.trimmed_primary_keys)
         self.prune = predicate.restrict_to(keys) if predicate is not None else None
 
     def splits(self) -> list[Split]:
         if self.snapshot is None:
             return []
-        before = {(s.partition, s.bucket): s for s in TableScan(self.table, self.start, self.prune).splits()}
-        after = {(s.partition, s.bucket): s for s in TableScan(self.table, self.snapshot, self.prune).splits()}
+        before = {(s.partition, s.bucket): s for s in TableScan(self.store, self.start, self.prune).splits()}
+        after = {(s.partition, s.bucket): s for s in TableScan(self.store, self.snapshot, self.prune).splits()}
         out = []
         for key in sorted(before.keys() | after.keys(),
-                          key=lambda k: (repr(self.table.manifest_store.partition_values(k[0])), k[1])):
+                          key=lambda k: (repr(self.store.manifest_store.partition_values(k[0])), k[1])):
             b, a = before.get(key), after.get(key)
             if b is not None and a is not None and b.files == a.files and b.dv_index == a.dv_index:
                 continue  # nothing changed in this bucket
@@ -238,37 +238,37 @@ class DiffScan(TableScan):
         return out
 
 
-def _diff_ends(table: "FileStoreTable", between: Any) -> tuple[Snapshot | None, Snapshot | None]:
+def _diff_ends(store: "FileStore", between: Any) -> tuple[Snapshot | None, Snapshot | None]:
     """The two snapshots a diff compares: ids (0: before the first snapshot) or tags, whose
     snapshot need not be retained (the tag keeps its files)."""
-    start_text, end_text = parse_between(table, between)
+    start_text, end_text = parse_between(store, between)
     try:
         start_id, end_id = int(start_text), int(end_text)
     except ValueError:
-        start, end = table.tag(start_text), table.tag(end_text)
+        start, end = store.tag(start_text), store.tag(end_text)
     else:
-        if table.snapshot_manager.latest_id() is None:
+        if store.snapshot_manager.latest_id() is None:
             return None, None
-        start = None if start_id == 0 else table.snapshot_manager.get(start_id)
-        end = None if end_id == 0 else table.snapshot_manager.get(end_id)
+        start = None if start_id == 0 else store.snapshot_manager.get(start_id)
+        end = None if end_id == 0 else store.snapshot_manager.get(end_id)
     if (start.id if start else 0) > (end.id if end else 0):
         raise InvalidOptionError(f"option '{INCREMENTAL_BETWEEN}' = '{start_text},{end_text}' for a read of "
-                                 f"{table.identifier}: the start snapshot is after the end snapshot")
+                                 f"{store.identifier}: the start snapshot is after the end snapshot")
     return start, end
 
 
-def incremental_scan(table: "FileStoreTable", between: Any, scan_mode: str | None,
+def incremental_scan(store: "FileStore", between: Any, scan_mode: str | None,
                      predicate: Predicate | None = None) -> TableScan:
-    if scan_mode_of(table, scan_mode) == "diff":
-        start, end = _diff_ends(table, between)
-        return DiffScan(table, start, end, predicate)
-    rng = resolve_range(table, between, scan_mode)
+    if scan_mode_of(store, scan_mode) == "diff":
+        start, end = _diff_ends(store, between)
+        return DiffScan(store, start, end, predicate)
+    rng = resolve_range(store, between, scan_mode)
     if rng is None:
-        return ChangeScan(table, range(0), scan_mode_of(table, scan_mode), predicate)
-    return ChangeScan(table, range(rng.start + 1, rng.end + 1), rng.mode, predicate)
+        return ChangeScan(store, range(0), scan_mode_of(store, scan_mode), predicate)
+    return ChangeScan(store, range(rng.start + 1, rng.end + 1), rng.mode, predicate)
 
 
-def incremental_options(table: "FileStoreTable", options: Mapping[str, Any]) -> tuple[Any, str | None] | None:
+def incremental_options(store: "FileStore", options: Mapping[str, Any]) -> tuple[Any, str | None] | None:
     """(between, scan mode) from Paimon read options; None when ``incremental-between`` is absent.
     Other Paimon options that would change what a read returns (``incremental-between-timestamp``,
     ``incremental-to-auto-tag``, ``scan.*``) are refused rather than ignored."""
@@ -276,7 +276,7 @@ def incremental_options(table: "FileStoreTable", options: Mapping[str, Any]) -> 
         (k.startswith("incremental-") and k not in (INCREMENTAL_BETWEEN, INCREMENTAL_BETWEEN_SCAN_MODE))
         or k.startswith("scan.")))
     if unsupported:
-        raise UnsupportedOptionError(f"read option(s) {unsupported} for {table.identifier} are not supported by "
+        raise UnsupportedOptionError(f"read option(s) {unsupported} for {store.identifier} are not supported by "
                                      f"lake_core yet (supported: '{INCREMENTAL_BETWEEN}', "
                                      f"'{INCREMENTAL_BETWEEN_SCAN_MODE}'; time travel: snapshot_id/tag)")
     between = options.get(INCREMENTAL_BETWEEN)
@@ -284,6 +284,6 @@ def incremental_options(table: "FileStoreTable", options: Mapping[str, Any]) -> 
     if between in (None, ""):
         if mode not in (None, ""):
             raise InvalidOptionError(f"option '{INCREMENTAL_BETWEEN_SCAN_MODE}' = {mode!r} for a read of "
-                                     f"{table.identifier} needs '{INCREMENTAL_BETWEEN}'")
+                                     f"{store.identifier} needs '{INCREMENTAL_BETWEEN}'")
         return None
     return between, (None if mode in (None, "") else str(mode))

@@ -6,12 +6,12 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Sequence
 
 from lake_core.format.binary_row.reader import deserialize_row
-from lake_core.commit.messages import Split
+from lake_core.read.split import Split
 from lake_core.manifest.metadata import DataFileMeta, ManifestEntry, ManifestFileMeta
 from lake_core.paths import partition_dir
 from lake_core.read.predicate import Predicate
 from lake_core.read.read_failure import LOST_FILE_ERRORS, read_failure
-from lake_core.schema.evolution import evolved_value_stats
+from lake_core.read.evolution import evolved_value_stats
 from lake_core.snapshot.snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -19,9 +19,9 @@ if TYPE_CHECKING:
 
 
 class TableScan:
-    def __init__(self, table: "FileStore", snapshot: Snapshot | None, predicate: Predicate | None = None,
+    def __init__(self, store: "FileStore", snapshot: Snapshot | None, predicate: Predicate | None = None,
                  *, top_level_only: bool = False, all_levels: bool = False):
-        """``table``: the store in the schema the splits are read in, which they carry
+        """``store``: in the schema the splits are read in, which they carry
         (``Split.schema_id``): a time-travel scan's is the snapshot's (``FileStore.schema_of``).
         ``top_level_only``: only the files of the highest level of a primary-key table, read
         without merge (Java ``ReadOptimizedTable``'s level filter ``numLevels - 1``). Tables whose
@@ -34,13 +34,13 @@ class TableScan:
         a hidden level-0 row is committed and will become visible at the next compaction."""
         if top_level_only and all_levels:
             from lake_core.errors import InvalidOptionError
-            raise InvalidOptionError(f"a scan of {table.identifier} reads either the top level only or all levels")
-        self.table = table
+            raise InvalidOptionError(f"a scan of {store.identifier} reads either the top level only or all levels")
+        self.store = store
         self.top_level_only = top_level_only
         self.all_levels = all_levels
         self.snapshot = snapshot
         self.predicate = predicate
-        schema = table.schema
+        schema = store.schema
         self.partition_names = list(schema.partition_keys)
         self.partition_types = [schema.field(n).type for n in self.partition_names]
         self.is_pk = bool(schema.primary_keys)
@@ -83,9 +83,9 @@ class TableScan:
         return {n: (lo[i], hi[i], nulls[i] if i < len(nulls) else None) for i, n in enumerate(names)}
 
     def _value_stats(self, f: DataFileMeta) -> dict:
-        schema = self.table.schema
+        schema = self.store.schema
         if f.schema_id != schema.id:
-            return evolved_value_stats(self.table, f)  # mapped by field id from the file's schema
+            return evolved_value_stats(self.store, f)  # mapped by field id from the file's schema
         names = [fl.name for fl in schema.fields] if f.value_stats_cols is None else list(f.value_stats_cols)
         if not names:
             return {}
@@ -107,7 +107,7 @@ class TableScan:
         (deduplicate/first-row), so no file matching means no merged row can match."""
         if not self.is_pk or self.predicate is None:
             return True
-        if not self.table.merge_engine().merged_row_is_stored:
+        if not self.store.merge_engine().merged_row_is_stored:
             return True
         return any(self.predicate.may_match(self._value_stats(f), f.row_count) for f in files)
 
@@ -115,9 +115,9 @@ class TableScan:
     def entries(self) -> list[ManifestEntry]:
         if self.snapshot is None:
             return []
-        store = self.table.manifest_store
-        metas = [m for m in store.data_manifests(self.snapshot) if self._manifest_may_match(m)]
-        return store.live_entries(self.snapshot, metas)
+        manifests = self.store.manifest_store
+        metas = [m for m in manifests.data_manifests(self.snapshot) if self._manifest_may_match(m)]
+        return manifests.live_entries(self.snapshot, metas)
 
     def splits(self) -> list[Split]:
         if self.snapshot is None:
@@ -125,43 +125,45 @@ class TableScan:
         try:
             return self._splits()
         except LOST_FILE_ERRORS as e:  # a manifest gone: expired meanwhile, or damage
-            raise read_failure(self.table, self.snapshot.id, e) from e
+            raise read_failure(self.store, self.snapshot.id, e) from e
 
     def _splits(self) -> list[Split]:
-        store = self.table.manifest_store
+        manifests = self.store.manifest_store
         groups: dict[tuple[bytes, int], list[ManifestEntry]] = defaultdict(list)
         part_ok: dict[bytes, bool] = {}
         for e in self.entries():
             ok = part_ok.get(e.partition)
             if ok is None:
-                ok = part_ok[e.partition] = self._partition_matches(store.partition_values(e.partition))
+                ok = part_ok[e.partition] = self._partition_matches(manifests.partition_values(e.partition))
             if ok:
                 groups[(e.partition, e.bucket)].append(e)
-        hide_l0 = self.table.level0_hidden and not self.all_levels
-        top_level = self.table.options.num_levels - 1
+        hide_l0 = self.store.level0_hidden and not self.all_levels
+        top_level = self.store.options.num_levels - 1
         dv_entries = None
-        if self.is_pk and self.table.options.deletion_vectors_enabled:
+        if self.is_pk and self.store.options.deletion_vectors_enabled:
             from lake_core.deletion_vectors.maintainer import bucket_dv_entries
-            dv_entries = bucket_dv_entries(self.table, self.snapshot)
+            dv_entries = bucket_dv_entries(self.store, self.snapshot)
         out = []
-        default_name = self.table.options.partition_default_name
-        for (partition, bucket), entries in sorted(groups.items(), key=lambda kv: (store.partition_values(kv[0][0]).__repr__(), kv[0][1])):
+        default_name = self.store.options.partition_default_name
+        in_order = sorted(groups.items(), key=lambda kv: (manifests.partition_values(kv[0][0]).__repr__(), kv[0][1]))
+        for (partition, bucket), entries in in_order:
             files = [e.file for e in entries if not (hide_l0 and e.file.level == 0)]
             if self.top_level_only and self.is_pk and not hide_l0:
                 files = [f for f in files if f.level == top_level]
             files = [f for f in files if self._keep_file(f)]
             if not files or not self._keep_bucket(files):
                 continue
-            values = store.partition_values(partition)
+            values = manifests.partition_values(partition)
             files.sort(key=lambda f: (f.min_sequence_number, f.max_sequence_number, f.file_name))
             out.append(Split(
                 snapshot_id=self.snapshot.id, partition=partition, partition_values=values, bucket=bucket,
                 total_buckets=entries[0].total_buckets,
-                bucket_path=self.table.paths.bucket_dir(partition_dir(self.partition_names, values, default_name), bucket),
+                bucket_path=self.store.paths.bucket_dir(partition_dir(self.partition_names, values, default_name),
+                                                        bucket),
                 files=tuple(files),
                 dv_index=tuple(dv_entries.get((partition, bucket), ())) if dv_entries is not None else None,
                 raw_convertible=(not self.is_pk) or (len(files) == 1 and files[0].delete_row_count == 0),
-                schema_id=self.table.schema.id))
+                schema_id=self.store.schema.id))
         return out
 
 

@@ -22,14 +22,14 @@ from lake_core.merge.base import drop_retracts
 from lake_core.merge.lookup_merge import LEVEL, needs_lookup_merge, newest_high_level_mask, with_level
 from lake_core.kv.rowkind import SHORT_STRINGS
 from lake_core.kv.system_fields import KIND, SEQ
-from lake_core.commit.messages import Split
+from lake_core.read.split import Split
 from lake_core.manifest.metadata import DataFileMeta
 from lake_core.errors import PredicateError, SchemaMismatchError
 from lake_core.read.columns import check_read_columns
 from lake_core.read.predicate import Predicate
 from lake_core.read.read_ahead import read_ahead
 from lake_core.read.read_failure import LOST_FILE_ERRORS, read_failure
-from lake_core.schema.evolution import iter_evolved, read_evolved
+from lake_core.read.evolution import iter_evolved, read_evolved
 
 #: The column holding each row's kind in change reads (``+I``, ``-U``, ``+U``, ``-D``).
 ROW_KIND = "_ROW_KIND"
@@ -51,21 +51,21 @@ _KIND_STRINGS = pa.array(SHORT_STRINGS, pa.string())
 
 
 class SplitRead:
-    def __init__(self, table: "FileStore", projection: Sequence[str] | None = None,
+    def __init__(self, store: "FileStore", projection: Sequence[str] | None = None,
                  predicate: Predicate | None = None, *, snapshot_id: int | None = None):
         """``projection`` and ``predicate`` name columns of the schema the splits are read in:
-        ``table``'s, or the one a split was planned in (``Split.schema_id``: a time-travel scan's
+        ``store``'s, or the one a split was planned in (``Split.schema_id``: a time-travel scan's
         snapshot's). A column that schema lacks is a ``PredicateError`` when its splits are read
         (a reader made before the scan cannot know which schema that is). ``snapshot_id``: this is a
         time-travel read of that snapshot (for the errors)."""
-        self.table = table
-        self.batch_rows = table.options.read_batch_rows
-        schema = table.schema
+        self.store = store
+        self.batch_rows = store.options.read_batch_rows
+        schema = store.schema
         self.schema = schema
         names = [f.name for f in schema.fields]
         self._requested = list(projection) if projection is not None else None  # the caller's names
         try:
-            check_read_columns(table.identifier, schema, projection, predicate, snapshot_id=snapshot_id)
+            check_read_columns(store.identifier, schema, projection, predicate, snapshot_id=snapshot_id)
             self._unfit: str | None = None
         except PredicateError as e:
             self._unfit = str(e)  # raised when splits of this schema are read
@@ -75,17 +75,17 @@ class SplitRead:
         self.predicate = predicate
         self.is_pk = bool(schema.primary_keys)
         self.key_names = list(schema.trimmed_primary_keys) if self.is_pk else []
-        self.engine = table.merge_engine() if self.is_pk else None
+        self.engine = store.merge_engine() if self.is_pk else None
         needed = set(self.projection) | (predicate.fields() if predicate else set())
         if self.is_pk:
             if self.engine.merged_row_is_stored:
-                needed |= set(self.key_names) | set(table.options.sequence_fields)
+                needed |= set(self.key_names) | set(store.options.sequence_fields)
             else:
                 needed = set(names)  # partial-update/aggregation combine every value column
         self.read_columns = [n for n in names if n in needed]
         self.read_schema = pa.schema([schema.arrow_schema().field(n) for n in self.read_columns])
         self.key_types = [schema.field(k).type for k in self.key_names]
-        self.lookup_merge = needs_lookup_merge(table)
+        self.lookup_merge = needs_lookup_merge(store)
         # a stored row is its key's merged row, so a large run's keys no other run holds pass through
         self.sparse_key = self.key_names[0] if (self.is_pk and self.engine.run_is_merged and not self.lookup_merge
                                                 and len(self.key_names) == 1) else None
@@ -99,8 +99,8 @@ class SplitRead:
             return self
         read = self._in_schema.get(sid)
         if read is None:
-            store = self.table.with_schema(self.table.schema_manager.schema(sid))
-            read = self._in_schema[sid] = SplitRead(store, self._requested, self.predicate,
+            at_sid = self.store.with_schema(self.store.schema_manager.schema(sid))
+            read = self._in_schema[sid] = SplitRead(at_sid, self._requested, self.predicate,
                                                     snapshot_id=split.snapshot_id)
         return read
 
@@ -113,7 +113,7 @@ class SplitRead:
         ids = {self.schema.id if s.schema_id is None else s.schema_id for s in splits}
         if len(ids) > 1:
             raise SchemaMismatchError(
-                f"the splits handed to one read of {self.table.identifier} were planned in different schemas "
+                f"the splits handed to one read of {self.store.identifier} were planned in different schemas "
                 f"({sorted(ids)}: snapshots {sorted({s.snapshot_id for s in splits})}), so their rows have different "
                 "columns; read the splits of each snapshot separately")
         return self.in_schema_of(splits[0]) if splits else self
@@ -125,15 +125,15 @@ class SplitRead:
         if with_system:
             schema = schema.append(pa.field(SEQ, pa.int64(), nullable=False)).append(
                 pa.field(KIND, pa.int8(), nullable=False))
-        fmt = f.file_name.rsplit(".", 1)[-1] if "." in f.file_name else self.table.options.file_format
+        fmt = f.file_name.rsplit(".", 1)[-1] if "." in f.file_name else self.store.options.file_format
         return split.file_path(f), f, fmt, cols, schema
 
     def _read_file(self, split: Split, f: DataFileMeta, with_system: bool) -> pa.Table:
-        return read_evolved(self.table, *self._file_args(split, f, with_system))
+        return read_evolved(self.store, *self._file_args(split, f, with_system))
 
     def _file_chunks(self, split: Split, f: DataFileMeta, with_system: bool) -> Iterator[pa.Table]:
         """The rows of one file, ``read.batch-size`` at a time; the file is opened on first use."""
-        return iter_evolved(self.table, *self._file_args(split, f, with_system), self.batch_rows)
+        return iter_evolved(self.store, *self._file_args(split, f, with_system), self.batch_rows)
 
     def _sections(self, files: Sequence[DataFileMeta]) -> list[list[DataFileMeta]]:
         """Group files whose key ranges overlap (Java IntervalPartition)."""
@@ -163,7 +163,7 @@ class SplitRead:
         try:
             yield from self._iter_split(split)
         except LOST_FILE_ERRORS as e:
-            raise read_failure(self.table, split.snapshot_id, e) from e
+            raise read_failure(self.store, split.snapshot_id, e) from e
 
     def _iter_split(self, split: Split) -> Iterator[pa.Table]:
         read = self.in_schema_of(split)
@@ -207,7 +207,7 @@ class SplitRead:
         from lake_core.read.diff import diff_rows
         columns = [f.name for f in self.schema.fields]
         # rows are compared whole, whatever the projection
-        reader = self if self.read_columns == columns else SplitRead(self.table)
+        reader = self if self.read_columns == columns else SplitRead(self.store)
         before = reader._read_merged(replace(split, files=split.before_files, dv_index=split.before_dv_index,
                                              before_files=None))
         after = reader._read_merged(replace(split, before_files=None))
@@ -300,9 +300,9 @@ class SplitRead:
         overlap, i.e. a merge-on-read table whose option was switched on before a full compaction."""
         from lake_core.lsm.levels import Levels, key_decoder
         from lake_core.deletion_vectors.maintainer import load_vectors, needs_full_for_dv
-        vectors = load_vectors(self.table, split.dv_index)
+        vectors = load_vectors(self.store, split.dv_index)
         if not vectors and len(split.files) > 1 and needs_full_for_dv(
-                Levels.of(split.files, self.table.options.num_levels, key_decoder(self.key_types)), ()):
+                Levels.of(split.files, self.store.options.num_levels, key_decoder(self.key_types)), ()):
             return None
         return vectors
 
@@ -343,7 +343,7 @@ class SplitRead:
             return reader.to_arrow(splits, row_kind=row_kind)
         # the whole result is kept anyway: larger merge rounds, and no thread waits for the consumer
         # to reach its split
-        rows = self.table.options.materialized_read_rows
+        rows = self.store.options.materialized_read_rows
         if rows != self.batch_rows:
             reader = copy.copy(self)
             reader.batch_rows = rows

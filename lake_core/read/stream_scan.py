@@ -25,15 +25,15 @@ from lake_core.read.scan import Plan, TableScan
 from lake_core.snapshot.changelog_manager import ChangelogNotFoundError
 
 if TYPE_CHECKING:
-    from lake_core.table import FileStoreTable
+    from lake_core.store import FileStore
 
 
 class StreamScan:
-    def __init__(self, table: "FileStoreTable", predicate: Predicate | None = None, *,
+    def __init__(self, store: "FileStore", predicate: Predicate | None = None, *,
                  on_checkpoint_complete: Callable[[int], None] | None = None):
-        self.table = table
+        self.store = store
         self.predicate = predicate
-        self.mode = follow_up_mode(table)
+        self.mode = follow_up_mode(store)
         self._next: int | None = None
         self._on_checkpoint_complete = on_checkpoint_complete
 
@@ -41,24 +41,24 @@ class StreamScan:
         """The next batch of rows to read (``new_read().to_arrow(plan.splits())``), each with
         ``_ROW_KIND``; empty when there is nothing new."""
         if self._next is None:
-            latest = self.table.snapshot_manager.latest()
+            latest = self.store.snapshot_manager.latest()
             if latest is None:
                 return Plan([])  # no snapshot yet: the first one will be read in full
-            splits = [replace(s, row_kind=True) for s in TableScan(self.table, latest, self.predicate).splits()]
+            splits = [replace(s, row_kind=True) for s in TableScan(self.store, latest, self.predicate).splits()]
             self._next = latest.id + 1
             return Plan(splits)
-        changes = ChangeScan(self.table, range(0), self.mode, self.predicate)
+        changes = ChangeScan(self.store, range(0), self.mode, self.predicate)
         while True:
-            latest = self.table.changelog_manager.latest_id()
+            latest = self.store.changelog_manager.latest_id()
             if latest is None or self._next > latest:
                 return Plan([])
-            earliest = self.table.changelog_manager.earliest_id()
+            earliest = self.store.changelog_manager.earliest_id()
             if earliest is not None and self._next < earliest:
                 raise ChangelogNotFoundError(
-                    f"stream scan of {self.table.identifier}: snapshot {self._next} (the next to read) has expired; "
+                    f"stream scan of {self.store.identifier}: snapshot {self._next} (the next to read) has expired; "
                     f"the readable changelogs are {earliest}..{latest}. Retain snapshots or changelogs longer, or "
                     "read with a consumer id so that unread snapshots are kept")
-            snapshot = snapshot_changes(self.table, self._next, self.mode)
+            snapshot = snapshot_changes(self.store, self._next, self.mode)
             if changes.has_changes(snapshot):
                 self._next += 1
                 return Plan(changes.snapshot_splits(snapshot))

@@ -35,7 +35,7 @@ from lake_core.format.binary_row.writer import serialize_row
 from lake_core.bucket.dynamic import BucketFiller, DynamicBucketOptions, assigner_of
 from lake_core.bucket.assign import hash_row_bytes
 from lake_core.kv.system_fields import KIND
-from lake_core.commit.messages import Split
+from lake_core.read.split import Split
 from lake_core.paths import partition_dir
 from lake_core.write.key_index import CrossPartitionIndex, KeyEncoder
 
@@ -60,13 +60,13 @@ def _counting_argsort(values: np.ndarray) -> np.ndarray:
 class CrossPartitionAssigner:
     """Routes a writer's rows in cross-partition upsert mode (see the module docstring)."""
 
-    def __init__(self, table: "FileStore", base: "Snapshot | None",
+    def __init__(self, store: "FileStore", base: "Snapshot | None",
                  skip_partition: Callable[[tuple], bool] | None = None, tmp_root: str | None = None):
-        self.table = table
+        self.store = store
         self.base = base
-        schema = table.schema
-        self.opts = DynamicBucketOptions.of(table.options)
-        self.processor = table.merge_engine().on_partition_change
+        schema = store.schema
+        self.opts = DynamicBucketOptions.of(store.options)
+        self.processor = store.merge_engine().on_partition_change
         self.key_names = list(schema.trimmed_primary_keys)
         self.key_types = [schema.field(k).type for k in self.key_names]
         self.partition_names = list(schema.partition_keys)
@@ -87,7 +87,7 @@ class CrossPartitionAssigner:
             pid = self.part_ids[partition] = len(self.partitions)
             self.partitions.append(partition)
             self.part_values.append(values if values is not None
-                                    else self.table.manifest_store.partition_values(partition))
+                                    else self.store.manifest_store.partition_values(partition))
         return pid
 
     def _filler(self, pid: int) -> BucketFiller:
@@ -106,19 +106,19 @@ class CrossPartitionAssigner:
             return
         from lake_core.write.file_writer import local_now_millis
         from lake_core.read.split_read import SplitRead
-        table = self.table
-        store = table.manifest_store
+        store = self.store
+        manifests = store.manifest_store
         groups: dict[tuple[bytes, int], list] = {}
         total_buckets: dict[tuple[bytes, int], int] = {}
-        for e in store.live_entries(self.base):
+        for e in manifests.live_entries(self.base):
             groups.setdefault((e.partition, e.bucket), []).append(e.file)
             total_buckets[(e.partition, e.bucket)] = e.total_buckets
-        ttl_ms = table.options.cross_partition_upsert_index_ttl_ms
+        ttl_ms = store.options.cross_partition_upsert_index_ttl_ms
         now = local_now_millis()
         splits = []
-        default_name = table.options.partition_default_name
+        default_name = store.options.partition_default_name
         for (partition, bucket), files in groups.items():
-            values = store.partition_values(partition)
+            values = manifests.partition_values(partition)
             if self.skip_partition is not None and self.skip_partition(values):
                 continue
             if ttl_ms is not None and not any(f.creation_time is not None and now <= f.creation_time + ttl_ms
@@ -128,14 +128,14 @@ class CrossPartitionAssigner:
             splits.append(Split(
                 snapshot_id=self.base.id, partition=partition, partition_values=values, bucket=bucket,
                 total_buckets=total_buckets[(partition, bucket)],
-                bucket_path=table.paths.bucket_dir(partition_dir(self.partition_names, values, default_name), bucket),
+                bucket_path=store.paths.bucket_dir(partition_dir(self.partition_names, values, default_name), bucket),
                 files=tuple(files), raw_convertible=len(files) == 1 and files[0].delete_row_count == 0))
         estimated = sum(f.row_count for s in splits for f in s.files)
         counts: dict[int, dict[int, int]] = {}
 
         def chunks():
             # Every level is read (first-row hides level 0 from batch scans, not from the index).
-            read = SplitRead(table, self.key_names)
+            read = SplitRead(store, self.key_names)
             for split, keys in read.iter_split_batches(splits):
                 if keys.num_rows == 0:
                     continue
@@ -149,7 +149,7 @@ class CrossPartitionAssigner:
         for pid, c in counts.items():
             self.fillers[pid] = BucketFiller(c, self.opts, str(dict(zip(self.partition_names, self.part_values[pid]))))
         log.info("cross-partition index of %s bootstrapped from snapshot %d: %d keys in %d buckets",
-                 table.identifier, self.base.id, self.index.size, len(splits))
+                 store.identifier, self.base.id, self.index.size, len(splits))
 
     # -- routing --------------------------------------------------------------------------------
     def _assign_new(self, pids: np.ndarray, order_key: np.ndarray, rep_rows: np.ndarray, data: pa.Table) -> np.ndarray:
@@ -309,7 +309,7 @@ class CrossPartitionAssigner:
         rows_t = self._rewrite_partition(rows_t, np.arange(len(rows)), pids)
         rows_t = rows_t.set_column(rows_t.schema.get_field_index(KIND), rows_t.schema.field(KIND),
                                    pa.array(np.full(len(rows), rowkind.DELETE, np.int8)))
-        rk = self.table.options.rowkind_field
+        rk = self.store.options.rowkind_field
         if rk:
             i = rows_t.schema.get_field_index(rk)
             rows_t = rows_t.set_column(i, rows_t.schema.field(i),

@@ -39,16 +39,16 @@ class WrittenFile:
 class DataFileWriter:
     """Writes files for one (partition, bucket) of one table."""
 
-    def __init__(self, table: "FileStore", partition_path: str, bucket: int, namer: FileNamer):
-        self.table = table
-        self.bucket_dir = table.paths.bucket_dir(partition_path, bucket)
+    def __init__(self, store: "FileStore", partition_path: str, bucket: int, namer: FileNamer):
+        self.store = store
+        self.bucket_dir = store.paths.bucket_dir(partition_path, bucket)
         self.namer = namer
-        schema = table.schema
+        schema = store.schema
         self.schema = schema
         self.is_pk = bool(schema.primary_keys)
         self.key_names = list(schema.trimmed_primary_keys) if self.is_pk else []
         self.key_types = [schema.field(k).type for k in self.key_names]
-        opts = table.options
+        opts = store.options
         self.fmt = opts.file_format
         self.value_names = [f.name for f in schema.fields]
         self.value_types = [f.type for f in schema.fields]
@@ -99,9 +99,9 @@ class _OpenFile:
     """The file a rolling writer is filling, with its metadata gathered chunk by chunk."""
 
     def __init__(self, w: DataFileWriter, name: str, path: str):
-        opts = w.table.options
+        opts = w.store.options
         self.name, self.path = name, path
-        self.out = w.table.fileio.open_output(path)
+        self.out = w.store.fileio.open_output(path)
         self.encoder = DataFileStreamWriter(w.file_fields, w.fmt, self.out.stream, compression=opts.file_compression,
                                             options=opts.raw)
         self.key_stats = StatsAccumulator(w.key_names, w.key_modes)
@@ -122,9 +122,9 @@ class RollingFileWriter:
     def __init__(self, writer: DataFileWriter, *, level: int, file_source: int, changelog: bool):
         self.w = writer
         self.level, self.file_source, self.changelog = level, file_source, changelog
-        self.target = writer.table.options.target_file_size
+        self.target = writer.store.options.target_file_size
         # a row group never exceeds half the target, so a small target still rolls by size
-        block = writer.table.options.parquet_block_size or ROW_GROUP_BYTES
+        block = writer.store.options.parquet_block_size or ROW_GROUP_BYTES
         self.group_bytes = max(1, min(block, self.target // 2))
         self.written: list[WrittenFile] = []
         self._pending: list[pa.Table] = []
@@ -156,7 +156,7 @@ class RollingFileWriter:
         w = self.w
         f = self._file
         if f is None:
-            opts = w.table.options
+            opts = w.store.options
             name = w.namer.data_file(opts.changelog_file_prefix if self.changelog else opts.data_file_prefix, w.fmt)
             f = self._file = _OpenFile(w, name, data_file_in(w.bucket_dir, name))
             f.min_key = self._key_at(rows, 0)

@@ -18,16 +18,20 @@ from lake_core.schema.partition_selector import PartitionSelector
 from lake_core.errors import InvalidDataError, SchemaMismatchError
 from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.commit.messages import CommitMessage
+from lake_core.manifest.metadata import DataFileMeta
+from lake_core.snapshot.snapshot import CommitKind, Snapshot
 from lake_core.write.file_writer import DataFileWriter
 from lake_core.paths import FileNamer, check_new_partition_dir, partition_dir
 
 if TYPE_CHECKING:
-    from lake_core.table import FileStoreTable
+    from lake_core.commit.hooks import TableHooks
+    from lake_core.manifest.store import ManifestStore
+    from lake_core.store import FileStore
 
 log = logging.getLogger(__name__)
 
 
-def conform(table: "FileStoreTable", data: Any) -> pa.Table:
+def conform(store: "FileStore", data: Any) -> pa.Table:
     """Check ``data`` against the table schema: same column names, castable types, no NULL keys.
     Returns a table with exactly the schema's columns, order and types."""
     if isinstance(data, pa.RecordBatch):
@@ -38,14 +42,14 @@ def conform(table: "FileStoreTable", data: Any) -> pa.Table:
         elif hasattr(data, "columns") and hasattr(data, "dtypes"):  # pandas
             data = pa.Table.from_pandas(data, preserve_index=False)
         else:
-            raise SchemaMismatchError(f"write to {table.identifier} expects a pyarrow Table or RecordBatch, "
+            raise SchemaMismatchError(f"write to {store.identifier} expects a pyarrow Table or RecordBatch, "
                                       f"got {type(data).__name__}")
-    schema = table.schema
+    schema = store.schema
     expected = [f.name for f in schema.fields]
     got = data.column_names
     dups = sorted({n for n in got if got.count(n) > 1}) if len(set(got)) != len(got) else []
     if dups:
-        raise SchemaMismatchError(f"data written to {table.identifier} has duplicate column(s) {dups}; each column "
+        raise SchemaMismatchError(f"data written to {store.identifier} has duplicate column(s) {dups}; each column "
                                   f"must appear once (table columns: {expected})")
     missing = [n for n in expected if n not in got]
     extra = [n for n in got if n not in expected]
@@ -55,7 +59,7 @@ def conform(table: "FileStoreTable", data: Any) -> pa.Table:
             parts.append(f"missing column(s) {missing}")
         if extra:
             parts.append(f"unknown column(s) {extra}")
-        raise SchemaMismatchError(f"data written to {table.identifier} does not match its schema: "
+        raise SchemaMismatchError(f"data written to {store.identifier} does not match its schema: "
                                   + "; ".join(parts) + f" (table columns: {expected})")
     cols = []
     for f in schema.fields:
@@ -63,16 +67,16 @@ def conform(table: "FileStoreTable", data: Any) -> pa.Table:
         if col.type != f.type:
             if not _castable(col.type, f.type):
                 raise SchemaMismatchError(
-                    f"column '{f.name}' of {table.identifier} has type {f.type}, but the data has {col.type}")
+                    f"column '{f.name}' of {store.identifier} has type {f.type}, but the data has {col.type}")
             try:
                 col = col.cast(f.type, safe=True)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
                 raise SchemaMismatchError(
-                    f"column '{f.name}' of {table.identifier} has type {f.type}; the data ({col.type}) does not "
+                    f"column '{f.name}' of {store.identifier} has type {f.type}; the data ({col.type}) does not "
                     f"fit: {e}") from None
         if not f.nullable and col.null_count:
             what = "primary-key column" if f.name in schema.primary_keys else "NOT NULL column"
-            raise InvalidDataError(f"{what} '{f.name}' of {table.identifier} contains {col.null_count} NULL "
+            raise InvalidDataError(f"{what} '{f.name}' of {store.identifier} contains {col.null_count} NULL "
                                    "value(s); every row needs a value there")
         cols.append(col)
     return pa.Table.from_arrays(cols, schema=schema.arrow_schema())
@@ -117,6 +121,26 @@ def partition_codes(data: pa.Table, names: list[str]) -> tuple[np.ndarray, list[
     return dense.astype(np.int64), values
 
 
+@dataclass(frozen=True)
+class _LiveFiles:
+    """The live data files per (partition, bucket) at one snapshot, and each partition's bucket
+    count (``_TOTAL_BUCKETS`` of its files)."""
+
+    snapshot_id: int | None
+    by_bucket: dict[tuple[bytes, int], list[DataFileMeta]]
+    partition_buckets: dict[bytes, int]
+
+    @staticmethod
+    def at(manifests: "ManifestStore", snapshot: "Snapshot | None") -> "_LiveFiles":
+        by_bucket: dict[tuple[bytes, int], list[DataFileMeta]] = {}
+        partition_buckets: dict[bytes, int] = {}
+        for e in manifests.live_entries(snapshot):
+            by_bucket.setdefault((e.partition, e.bucket), []).append(e.file)
+            if e.total_buckets > 0:
+                partition_buckets.setdefault(e.partition, e.total_buckets)
+        return _LiveFiles(snapshot.id if snapshot is not None else None, by_bucket, partition_buckets)
+
+
 @dataclass
 class _BucketBuffer:
     partition: tuple
@@ -128,27 +152,30 @@ class _BucketBuffer:
 class TableWrite:
     """Buffers rows per (partition, bucket); ``prepare_commit`` writes level-0 files."""
 
-    def __init__(self, table: "FileStoreTable", static_partition: dict | None = None):
-        self.table = table
-        schema = table.schema
+    def __init__(self, store: "FileStore", *, hooks: "TableHooks", static_partition: dict | None = None):
+        """``hooks``: what a writer calls above itself (the inline compaction of a bucket it wrote),
+        implemented by the table. ``static_partition``: an overwrite of that partition."""
+        self.store = store
+        self.hooks = hooks
+        schema = store.schema
         self.schema = schema
         self.is_pk = bool(schema.primary_keys)
-        opts = table.options
+        opts = store.options
         self.num_buckets = opts.bucket
-        self.mode = table.bucket_mode  # fixed | dynamic | cross-partition | unaware
+        self.mode = store.bucket_mode  # fixed | dynamic | cross-partition | unaware
         if self.mode in ("dynamic", "cross-partition") and opts.bucket_key:
             from lake_core.errors import InvalidOptionError
-            raise InvalidOptionError(f"table {table.identifier} is in {self.mode} bucket mode, where 'bucket-key' is "
+            raise InvalidOptionError(f"table {store.identifier} is in {self.mode} bucket mode, where 'bucket-key' is "
                                      "not allowed (Paimon refuses it too); remove the option or set a fixed 'bucket'")
         self.partition_names = list(schema.partition_keys)
         self.partition_types = [schema.field(n).type for n in self.partition_names]
         self.bucket_keys = list(schema.bucket_keys()) if self.num_buckets >= 1 else []
         self.bucket_types = [schema.field(n).type for n in self.bucket_keys]
-        self.engine = table.merge_engine() if self.is_pk else None
+        self.engine = store.merge_engine() if self.is_pk else None
         self.rowkind_field = opts.rowkind_field
         self.static_partition = static_partition
         if static_partition:  # its columns must be partition columns (its values are checked per row)
-            PartitionSelector.of(schema, static_partition, table=table.identifier, operation="overwrite")
+            PartitionSelector.of(schema, static_partition, table=store.identifier, operation="overwrite")
         self.buffers: dict[tuple, _BucketBuffer] = {}
         self.namer = FileNamer()
         self._next_seq: dict[tuple[bytes, int], int] | None = None
@@ -156,14 +183,35 @@ class TableWrite:
         self._dynamic = None  # DynamicBucketAssigner (dynamic mode)
         self._cross = None  # CrossPartitionAssigner (cross-partition mode)
         self._partition_bytes: dict[tuple, bytes] = {}
+        # The snapshot the writer builds on: read when first needed (the table as of its first
+        # write), then moved past the writer's own commits (_advance_base_past_own_commits).
+        self._base_read = False
+        self._base: Snapshot | None = None
+        self._live: _LiveFiles | None = None  # at the first base: sequence numbers and bucket counts
+        self._live_now: _LiveFiles | None = None  # at the base once it moved: what inline compaction sees
 
     # -- input ----------------------------------------------------------------------------------
     def write_arrow(self, data: Any) -> None:
-        data = conform(self.table, data)
+        self._write(conform(self.store, data), kind=None)
+
+    write_arrow_batch = write_arrow
+
+    def write_rows_with_kind(self, data: pa.Table, kind: int) -> None:
+        """Write rows with one fixed row kind (``delete_where``'s -D rows)."""
+        rk = self.rowkind_field
+        if rk:  # the rows carry their kind in that column
+            data = data.set_column(data.schema.get_field_index(rk), rk,
+                                   pa.array([rowkind.SHORT_STRINGS[kind]] * data.num_rows))
+            self.write_arrow(data)
+        else:
+            self._write(conform(self.store, data), kind=kind)
+
+    def _write(self, data: pa.Table, kind: int | None) -> None:
+        """Buffer conformed rows; ``kind``: every row's kind, else the row kind column's (or +I)."""
         if data.num_rows == 0:
             return
-        if getattr(self, "_fixed_kind", None) is not None:
-            kinds = np.full(data.num_rows, self._fixed_kind, np.int8)
+        if kind is not None:
+            kinds = np.full(data.num_rows, kind, np.int8)
         elif self.rowkind_field:
             kinds = rowkind.kinds_from_column(data[self.rowkind_field], self.rowkind_field)
         else:
@@ -173,8 +221,8 @@ class TableWrite:
         data = data.append_column(pa.field(KIND, pa.int8(), nullable=False), pa.array(kinds, pa.int8()))
         pcode, pvalues = partition_codes(data, self.partition_names)
         for pv in pvalues:  # per partition, before any file is written
-            check_new_partition_dir(self.partition_names, pv, self.table.options.partition_default_name,
-                                    self.table.identifier)
+            check_new_partition_dir(self.partition_names, pv, self.store.options.partition_default_name,
+                                    self.store.identifier)
         if self.num_buckets >= 1:
             buckets = self._assign_fixed(data, pcode, pvalues)
         elif self.mode == "dynamic":
@@ -204,8 +252,6 @@ class TableWrite:
             buf.rows += part.num_rows
         self.rows_written += data.num_rows
 
-    write_arrow_batch = write_arrow
-
     # -- fixed bucket mode: each partition keeps its own bucket count ------------------------------
     def _bucket_count(self, values: tuple) -> int:
         """A partition already written keeps the bucket count of its files until a rescale
@@ -215,13 +261,12 @@ class TableWrite:
             return -1
         if self.static_partition is not None:
             return self.num_buckets
-        self._live_files()
-        return self._partition_buckets.get(self._partition_row(values), self.num_buckets)
+        return self._first_live().partition_buckets.get(self._partition_row(values), self.num_buckets)
 
     def _assign_fixed(self, data: pa.Table, pcode: np.ndarray, pvalues: list[tuple]) -> np.ndarray:
         counts = [self._bucket_count(pv) for pv in pvalues]
         keys = [data[k] for k in self.bucket_keys]
-        fn = self.table.options.bucket_function
+        fn = self.store.options.bucket_function
         if len(set(counts)) == 1:
             return assign_buckets(keys, self.bucket_types, counts[0], fn).astype(np.int64)
         per_row = np.asarray(counts, dtype=np.int64)[pcode]
@@ -247,7 +292,7 @@ class TableWrite:
             data_buckets: dict[bytes, set] = {}
             for (p, b) in live:
                 data_buckets.setdefault(p, set()).add(b)
-            self._dynamic = DynamicBucketAssigner(self.table.store, self._base_snapshot(),
+            self._dynamic = DynamicBucketAssigner(self.store, self._base_snapshot(),
                                                   lambda p: data_buckets.get(p, ()),
                                                   ignore_existing=self.static_partition is not None)
         key_names = self.schema.trimmed_primary_keys
@@ -267,9 +312,9 @@ class TableWrite:
             from lake_core.write.cross_partition import CrossPartitionAssigner
             skip = None
             if self.static_partition is not None:  # overwritten partitions lose their keys
-                skip = PartitionSelector.of(self.table.schema, self.static_partition, table=self.table.identifier,
+                skip = PartitionSelector.of(self.store.schema, self.static_partition, table=self.store.identifier,
                                             operation="overwrite").matches
-            self._cross = CrossPartitionAssigner(self.table.store, self._base_snapshot(), skip)
+            self._cross = CrossPartitionAssigner(self.store, self._base_snapshot(), skip)
         return self._cross
 
     def write_pandas(self, df) -> None:
@@ -280,48 +325,41 @@ class TableWrite:
             try:
                 want = pa.scalar(v, data[k].type)
             except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
-                raise InvalidDataError(f"overwrite partition spec of {self.table.identifier} gives '{k}' = {v!r}, "
+                raise InvalidDataError(f"overwrite partition spec of {self.store.identifier} gives '{k}' = {v!r}, "
                                        f"which is not a {data[k].type} value") from None
             bad = pc.sum(pc.invert(pc.fill_null(pc.equal(data[k], want), False))).as_py()
             if bad:
-                raise InvalidDataError(f"overwrite of partition {self.static_partition} of {self.table.identifier} "
+                raise InvalidDataError(f"overwrite of partition {self.static_partition} of {self.store.identifier} "
                                        f"got {bad} row(s) whose '{k}' is not {v!r}")
 
     # -- output ---------------------------------------------------------------------------------
-    def _base_snapshot(self):
-        """The snapshot this writer builds on (latest when first needed), read once per writer."""
-        if "_base" not in self.__dict__:
-            self._base = self.table.snapshot_manager.latest()
+    def _base_snapshot(self) -> Snapshot | None:
+        """The snapshot this writer builds on (latest when first needed)."""
+        if not self._base_read:
+            self._base, self._base_read = self.store.snapshot_manager.latest(), True
         return self._base
 
+    def _first_live(self) -> _LiveFiles:
+        """The live files at the first base snapshot, read once per writer."""
+        if self._live is None:
+            self._live = _LiveFiles.at(self.store.manifest_store, self._base_snapshot())
+        return self._live
+
     def _live_files(self) -> dict[tuple[bytes, int], list]:
-        """Live data files per (partition, bucket) at the base snapshot, read once per writer."""
-        live = self.__dict__.get("_live")
-        if live is None:
-            live = {}
-            self._partition_buckets: dict[bytes, int] = {}
-            for e in self.table.manifest_store.live_entries(self._base_snapshot()):
-                live.setdefault((e.partition, e.bucket), []).append(e.file)
-                if e.total_buckets > 0:
-                    self._partition_buckets.setdefault(e.partition, e.total_buckets)
-            self._live = live
-        return live
+        """Live data files per (partition, bucket) at the first base snapshot."""
+        return self._first_live().by_bucket
 
     def _current_live_files(self) -> dict[tuple[bytes, int], list]:
         """Live files as of the writer's base snapshot, which moves past the writer's own commits:
         a reused writer compacts what its previous commits left, and the commit's sequence checks
         judge the compaction against that same base."""
         base = self._base_snapshot()
-        if base is None or base.id == self.__dict__.get("_live_base_id", base.id):
-            self._live_base_id = base.id if base is not None else None
-            return self._live_files()
-        cached = self.__dict__.get("_live_now")
-        if cached is None or cached[0] != base.id:
-            live: dict[tuple[bytes, int], list] = {}
-            for e in self.table.manifest_store.live_entries(base):
-                live.setdefault((e.partition, e.bucket), []).append(e.file)
-            cached = self._live_now = (base.id, live)
-        return cached[1]
+        first = self._first_live()
+        if base is None or base.id == first.snapshot_id:
+            return first.by_bucket
+        if self._live_now is None or self._live_now.snapshot_id != base.id:
+            self._live_now = _LiveFiles.at(self.store.manifest_store, base)
+        return self._live_now.by_bucket
 
     def _restore_sequences(self) -> dict[tuple[bytes, int], int]:
         """Sequence numbers continue per bucket from the live files (Java 'scan' init mode)."""
@@ -338,14 +376,14 @@ class TableWrite:
         seqs[(partition, buf.bucket)] = start + rows.num_rows
         rows = rows.append_column(pa.field(SEQ, pa.int64(), nullable=False),
                                   pa.array(np.arange(start, start + rows.num_rows, dtype=np.int64)))
-        ppath = partition_dir(self.partition_names, buf.partition, self.table.options.partition_default_name)
-        writer = DataFileWriter(self.table.store, ppath, buf.bucket, self.namer)
+        ppath = partition_dir(self.partition_names, buf.partition, self.store.options.partition_default_name)
+        writer = DataFileWriter(self.store, ppath, buf.bucket, self.namer)
         changelog = []
         if self.is_pk:
             rows = self.engine.prepare_input(rows)
             if rows.num_rows == 0:
                 return CommitMessage(partition, buf.bucket, self._total_buckets(buf.partition))
-            if self.table.options.changelog_producer == "input":
+            if self.store.options.changelog_producer == "input":
                 changelog = [w.meta for w in writer.write(rows, level=0, changelog=True)]
             rows = self.engine.merge(rows, drop_deletes=False)
         files = [w.meta for w in writer.write(rows, level=0)]
@@ -353,7 +391,7 @@ class TableWrite:
             # Inline compaction, as Java's batch writer: the bucket's picker runs now and its result
             # lands in the same commit as a COMPACT snapshot (first-row: level 0 is forced up, since
             # batch readers skip it).
-            compact_written_bucket = self.table.compact_written_bucket  # compaction sits above write
+            compact_written_bucket = self.hooks.compact_written_bucket  # compaction sits above write
             # An overwrite replaces the bucket's live files: only its own new files are levels.
             live = [] if self.static_partition is not None else \
                 self._current_live_files().get((partition, buf.bucket), [])
@@ -376,8 +414,8 @@ class TableWrite:
         self.buffers = {}
         if not buffers:
             return []
-        self.table.check_identity()  # never write files into a dropped or re-created table
-        if self.is_pk and "_base" in self.__dict__:
+        self.store.check_identity()  # never write files into a dropped or re-created table
+        if self.is_pk and self._base_read:
             self._advance_base_past_own_commits()  # inline compaction works on what this writer left
         self._restore_sequences()
         # Parquet encoding and zstd release the GIL: two threads use both cores. HASH index files
@@ -392,7 +430,7 @@ class TableWrite:
         if self.is_pk:  # sequence numbers (and dynamic buckets) were assigned from the base snapshot
             messages = self._mark_base(messages)
         log.info("prepared %d commit message(s) for %s: %d file(s), %d row(s)", len(messages),
-                 self.table.identifier, sum(len(m.new_files) for m in messages),
+                 self.store.identifier, sum(len(m.new_files) for m in messages),
                  sum(f.row_count for m in messages for f in m.new_files))
         return messages
 
@@ -423,21 +461,19 @@ class TableWrite:
         base_id = base.id if base is not None else 0
         return [replace(m, base_snapshot_id=base_id) for m in messages]
 
-    def _advance_base_past_own_commits(self):
+    def _advance_base_past_own_commits(self) -> Snapshot | None:
         """A writer reused for several commits: snapshots after the base that only added this
         writer's own files keep its key index valid, so the base moves past them."""
         base = self._base_snapshot()
-        latest = self.table.snapshot_manager.latest()
+        latest = self.store.snapshot_manager.latest()
         if latest is None or (base is not None and latest.id == base.id):
             return base
-        from lake_core.snapshot.snapshot import CommitKind
-        token = self.namer._uuid  # every file this writer names carries it
         sid = (base.id if base is not None else 0) + 1
         while sid <= latest.id:
-            snap = self.table.snapshot_manager.get(sid)
+            snap = self.store.snapshot_manager.get(sid)
             if snap.commit_kind != CommitKind.COMPACT:  # compactions never move keys
-                added = [e.file.file_name for e in self.table.manifest_store.delta_entries(snap) if e.kind == 0]
-                if not added or any(token not in name for name in added):
+                added = [e.file.file_name for e in self.store.manifest_store.delta_entries(snap) if e.kind == 0]
+                if not added or not all(self.namer.named(name) for name in added):
                     break
             base = snap
             sid += 1

@@ -121,14 +121,14 @@ def test_stale_unit_is_skipped_and_others_land(warehouse, warehouse_path):
     t = _table(warehouse)
     for i in range(3):
         _write(t, "a", list(range(20)), i)
-    plan = plan_compaction(t, full=True)
+    plan = plan_compaction(t.store, full=True)
     assert len(plan.units) == 2
-    outcomes = [run_unit(t, u) for u in plan.units]
+    outcomes = [run_unit(t.store, u) for u in plan.units]
     # another job compacts bucket 0 first
     other = plan.units[0]
-    t.new_batch_write_builder().new_commit().commit([run_unit(t, other).message])
+    t.new_batch_write_builder().new_commit().commit([run_unit(t.store, other).message])
     stale_outputs = {f.file_name for f in outcomes[0].message.compact_after}
-    committed, skipped, snap = commit_units(t, plan, outcomes)
+    committed, skipped, snap = commit_units(t.store, plan, outcomes, hooks=t)
     assert committed == [1] and len(skipped) == 1 and "stale" in skipped[0] and snap == t.latest_snapshot().id
     assert not stale_outputs & set(_data_files(warehouse_path))  # the stale unit's files are gone
     assert sorted(t.to_arrow()["v"].to_pylist()) == [2] * 20

@@ -30,8 +30,8 @@ def test_latest_occurrence_file_position_and_row(tmp_path):
     t.write_arrow(pa.table({"k": [3, 2], "v": ["c2", "b2"], "tags": [["z"], None]}, schema=t.schema.arrow_schema()))
     files = _files(t)
     from lake_core.read.scan import TableScan
-    bucket_dir = TableScan(t, t.latest_snapshot()).splits()[0].bucket_path
-    got = lookup_latest(t, bucket_dir=bucket_dir, files=files, keys=pa.table({"k": [2, 3, 4, 9, 2]}))
+    bucket_dir = TableScan(t.store, t.latest_snapshot()).splits()[0].bucket_path
+    got = lookup_latest(t.store, bucket_dir=bucket_dir, files=files, keys=pa.table({"k": [2, 3, 4, 9, 2]}))
     by_key = {r["k"]: r for r in got.to_pylist()}
     assert sorted(by_key) == [2, 3, 4]  # 9 is stored nowhere, the duplicate 2 is answered once
     # model: what each file holds, by reading it directly
@@ -52,19 +52,19 @@ def test_deleted_positions_are_invisible_and_the_next_file_answers(tmp_path):
     t.write_arrow(pa.table({"k": [1, 2], "v": ["new1", "new2"], "tags": [None, None]}, schema=t.schema.arrow_schema()))
     files = _files(t)
     from lake_core.read.scan import TableScan
-    bucket_dir = TableScan(t, t.latest_snapshot()).splits()[0].bucket_path
+    bucket_dir = TableScan(t.store, t.latest_snapshot()).splits()[0].bucket_path
     newest = max(files, key=lambda f: f.max_sequence_number)
-    got = lookup_latest(t, bucket_dir=bucket_dir, files=files, keys=pa.table({"k": [1, 2]}))
+    got = lookup_latest(t.store, bucket_dir=bucket_dir, files=files, keys=pa.table({"k": [1, 2]}))
     assert {r["k"]: r["v"] for r in got.to_pylist()} == {1: "new1", 2: "new2"}
     # position 0 (key 1) of the newest file deleted: key 1 falls back to the older file
-    got = lookup_latest(t, bucket_dir=bucket_dir, files=files, keys=pa.table({"k": [1, 2]}),
+    got = lookup_latest(t.store, bucket_dir=bucket_dir, files=files, keys=pa.table({"k": [1, 2]}),
                         deletion_vectors={newest.file_name: DeletionVector.of([0])}, chunk_rows=1)
     assert {r["k"]: r["v"] for r in got.to_pylist()} == {1: "old1", 2: "new2"}
 
 
 def test_no_keys_and_no_files(tmp_path):
     t = _table(tmp_path)
-    got = lookup_latest(t, bucket_dir="x", files=[], keys=pa.table({"k": pa.array([], pa.int64())}))
+    got = lookup_latest(t.store, bucket_dir="x", files=[], keys=pa.table({"k": pa.array([], pa.int64())}))
     assert got.num_rows == 0 and LOOKUP_POSITION in got.column_names
 
 
@@ -72,9 +72,9 @@ def test_keys_only_lookup_reads_no_value_columns(tmp_path):
     t = _table(tmp_path)
     t.write_arrow(pa.table({"k": [1, 2], "v": ["a", "b"], "tags": [None, ["t"]]}, schema=t.schema.arrow_schema()))
     from lake_core.read.scan import TableScan
-    bucket_dir = TableScan(t, t.latest_snapshot()).splits()[0].bucket_path
-    full = lookup_latest(t, bucket_dir=bucket_dir, files=_files(t), keys=pa.table({"k": [2]}))
-    thin = lookup_latest(t, bucket_dir=bucket_dir, files=_files(t), keys=pa.table({"k": [2]}), with_rows=False)
+    bucket_dir = TableScan(t.store, t.latest_snapshot()).splits()[0].bucket_path
+    full = lookup_latest(t.store, bucket_dir=bucket_dir, files=_files(t), keys=pa.table({"k": [2]}))
+    thin = lookup_latest(t.store, bucket_dir=bucket_dir, files=_files(t), keys=pa.table({"k": [2]}), with_rows=False)
     assert "v" not in thin.column_names and "tags" not in thin.column_names
     cols = ["k", "_SEQUENCE_NUMBER", LOOKUP_FILE, LOOKUP_POSITION]
     assert thin.select(cols).to_pylist() == full.select(cols).to_pylist()

@@ -77,7 +77,7 @@ def test_expire_records_rewrites_exactly_the_expired_files(warehouse):
     top = {e.file.file_name: e.file for e in t.manifest_store.live_entries(t.latest_snapshot())}
     assert len(top) >= 3 and {f.level for f in top.values()} == {5}
     later = (NOW + 13 * 3600) * 1000  # now rows 0..9 are older than a day
-    r = compact(t, expire_records=True, now_ms=later)
+    r = compact(t.store, hooks=t, expire_records=True, now_ms=later)
     after = {e.file.file_name for e in t.manifest_store.live_entries(t.latest_snapshot())}
     first = min(top.values(), key=lambda f: f.min_key)  # holds ids 0..9
     assert r.rows_expired == 10 and r.files_read == 1
@@ -157,7 +157,7 @@ def test_a_late_expired_update_expires_the_key_instead_of_reviving_the_old_value
     with both contributions). first-row: key 1's first row v1 stays; key 4's expired first row takes
     the key with it, the fresh row that first-row had ignored does not appear."""
     t, merged = late_update_table(catalog, engine)
-    r = compact(t, full=True, now_ms=(NOW + DAY // 2) * 1000)
+    r = compact(t.store, hooks=t, full=True, now_ms=(NOW + DAY // 2) * 1000)
     expected = unexpired(merged, cutoff_s=LATE_CUTOFF_S)
     assert read_rows(catalog.get_table("db.t")) == expected
     assert r.rows_expired == len(merged) - len(expected)
@@ -191,7 +191,7 @@ def test_expiry_writes_no_changelog_the_changelog_shows_the_merge(catalog, produ
     before = read_rows(t)  # the first compaction's result (level 0 is merged in by reads)
     stored = {1: {"ts": NOW, "v": 1}, 2: {"ts": NOW, "v": 1}, 4: {"ts": NOW - 20 * 3600, "v": 4}}
     start = t.latest_snapshot().id
-    compact(t, full=True, now_ms=(NOW + DAY // 2) * 1000)
+    compact(t.store, hooks=t, full=True, now_ms=(NOW + DAY // 2) * 1000)
     t = catalog.get_table("db.t")
     assert before == merged and read_rows(t) == unexpired(merged, cutoff_s=LATE_CUTOFF_S)
     changes = t.to_arrow(incremental_between=(start, t.latest_snapshot().id), scan_mode="changelog").to_pylist()

@@ -73,8 +73,8 @@ def compact_bounded(t, monkeypatch) -> dict:
     seen = {"merge_rows": 0, "encode_bytes": 0}
     read_file = rewrite.iter_kv_file
 
-    def read_small_chunks(table, bucket_dir, f, chunk_rows=None, **kwargs):  # whatever chunk the caller asks
-        return read_file(table, bucket_dir, f, CHUNK, **kwargs)
+    def read_small_chunks(store, bucket_dir, f, chunk_rows=None, **kwargs):  # whatever chunk the caller asks
+        return read_file(store, bucket_dir, f, CHUNK, **kwargs)
 
     monkeypatch.setattr(rewrite, "iter_kv_file", read_small_chunks)
     merge_chunk = rewrite._merge_chunk

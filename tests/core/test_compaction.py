@@ -27,7 +27,7 @@ def _compact_all(t):
     by_bucket = {}
     for e in t.manifest_store.live_entries(t.latest_snapshot()):
         by_bucket.setdefault((e.partition, e.bucket, e.total_buckets), []).append(e.file)
-    msgs = [compact_bucket(t, p, b, tb, files) for (p, b, tb), files in by_bucket.items()]
+    msgs = [compact_bucket(t.store, p, b, tb, files) for (p, b, tb), files in by_bucket.items()]
     return t.new_batch_write_builder().new_commit().commit(msgs)
 
 
@@ -51,7 +51,7 @@ def test_stale_compaction_conflicts(warehouse):
     for e in t.manifest_store.live_entries(t.latest_snapshot()):
         by_bucket.setdefault((e.partition, e.bucket, e.total_buckets), []).append(e.file)
     (p, b, tb), files = next(iter(by_bucket.items()))
-    stale = compact_bucket(t, p, b, tb, files)
+    stale = compact_bucket(t.store, p, b, tb, files)
     _compact_all(t)  # someone else compacted first
     n = t.latest_snapshot().id
     with pytest.raises(CommitConflictError, match="no longer live"):

@@ -20,7 +20,7 @@ def key_locations(table) -> dict[tuple, list[tuple]]:
     snap = table.latest_snapshot()
     if snap is None:
         return {}
-    read = SplitRead(table, keys)
+    read = SplitRead(table.store, keys)
     for split in table.new_read_builder().new_scan().plan().splits():
         t = read.read_split(split)
         for row in zip(*(t[k].to_pylist() for k in keys)):
@@ -59,7 +59,7 @@ def assert_hash_index_consistent(table, target: int | None = None) -> None:
     data_buckets = {(store.partition_values(e.partition), e.bucket) for e in store.live_entries(snap)}
     for part, bucket in data_buckets:
         assert bucket in files[part], f"data bucket {bucket} of {part} has no HASH index"
-    read = SplitRead(table, keys)
+    read = SplitRead(table.store, keys)
     for split in table.new_read_builder().new_scan().plan().splits():
         t = read.read_split(split)
         if t.num_rows == 0:

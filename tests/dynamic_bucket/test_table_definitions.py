@@ -72,7 +72,8 @@ def test_incomplete_hash_index_is_refused(catalog):
     from lake_core.bucket.hash_index import as_delete
     from lake_core.commit.messages import CommitMessage
     (e,) = t.manifest_store.index_entries(t.latest_snapshot())
-    FileStoreCommit(t).commit([CommitMessage(e.partition, e.bucket, -1, deleted_index_files=(as_delete(e),))])
+    FileStoreCommit(t.store, hooks=t).commit(
+        [CommitMessage(e.partition, e.bucket, -1, deleted_index_files=(as_delete(e),))])
     assert t.manifest_store.index_entries(t.latest_snapshot()) == []
     with pytest.raises(LakeError, match="no HASH index"):
         t.write_arrow(pa.table({"dt": ["a"], "id": [2], "v": ["y"]}, schema=SCHEMA))

@@ -40,7 +40,7 @@ def test_java_reads_our_expiry_of_files_from_older_schemas(java_paimon, warehous
 def test_java_reads_our_expiry_of_merged_rows(java_paimon, warehouse, engine):
     cat = _catalog(warehouse)
     t, merged = late_update_table(cat, engine)
-    compact(t, full=True, now_ms=(NOW + DAY // 2) * 1000)
+    compact(t.store, hooks=t, full=True, now_ms=(NOW + DAY // 2) * 1000)
     assert _java_reads_as_we_do(java_paimon, cat) == unexpired(merged, cutoff_s=LATE_CUTOFF_S)
 
 

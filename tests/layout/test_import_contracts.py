@@ -46,9 +46,12 @@ def _config_without_layers(dest: Path) -> Path:
     return dest
 
 
+def _importlinter() -> dict:
+    return tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+
+
 def _contracts() -> list[dict]:
-    config = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
-    return config["tool"]["importlinter"]["contracts"]
+    return _importlinter()["contracts"]
 
 
 def test_contracts_state_the_architecture():
@@ -62,6 +65,10 @@ def test_contracts_state_the_architecture():
     assert protected["protected_modules"] == ["lake_core.*"] and protected["allowed_importers"] == ["lake_core"]
     # The only public modules besides the package itself:
     assert {i.split(" -> ")[1] for i in protected["ignore_imports"]} == {"lake_core.errors"}
+    # Annotations are imports; only maintenance, the table's facade, may name the table above it.
+    assert _importlinter()["exclude_type_checking_imports"] is False
+    [layers] = [c for c in _contracts() if c["type"] == "layers"]
+    assert layers["ignore_imports"] == ["lake_core.maintenance.** -> lake_core.table"]
 
 
 def test_the_code_keeps_the_import_contracts():
@@ -115,19 +122,41 @@ def test_the_public_api_passes(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_the_layers_contract_catches_an_upward_import(tmp_path):
-    """A copy of lake_core where commit imports compaction lazily, inside a function: refused."""
+@pytest.mark.parametrize("module, line, refusal", [
+    # lazily, inside a function
+    ("commit/messages.py", "def _late():\n    from lake_core.compaction import job",
+     "lake_core.commit is not allowed to import lake_core.compaction"),
+    # an annotation: the stages below the table take the FileStore and never name the table
+    ("compaction/plan.py", "if TYPE_CHECKING:\n    from lake_core.table import FileStoreTable",
+     "lake_core.compaction is not allowed to import lake_core.table"),
+    ("write/table_write.py", "if TYPE_CHECKING:\n    from lake_core.table import FileStoreTable",
+     "lake_core.write is not allowed to import lake_core.table"),
+    # a reader never imports the commit package
+    ("read/scan.py", "from lake_core.commit.messages import CommitMessage",
+     "lake_core.read is not allowed to import lake_core.commit"),
+])
+def test_the_layers_contract_catches_an_upward_import(tmp_path, module, line, refusal):
+    """A copy of lake_core with one forbidden import added: refused."""
     shutil.copytree(REPO_ROOT / "lake_core", tmp_path / "lake_core",
                     ignore=shutil.ignore_patterns("__pycache__"))
     for pkg in ("orchestration", "jobs"):
         (tmp_path / pkg).mkdir()
         (tmp_path / pkg / "__init__.py").write_text("")
-    target = tmp_path / "lake_core" / "commit" / "messages.py"
-    target.write_text(target.read_text() + "\n\ndef _late():\n    from lake_core.compaction import job\n")
+    target = tmp_path / "lake_core" / module
+    target.write_text(target.read_text() + f"\n\nfrom typing import TYPE_CHECKING\n{line}\n")
     shutil.copy(REPO_ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     result = _lint_imports(tmp_path, tmp_path / "pyproject.toml")
     assert result.returncode != 0
-    assert "lake_core.commit is not allowed to import lake_core.compaction" in result.stdout, result.stdout
+    assert refusal in result.stdout, result.stdout
+
+
+def test_maintenance_names_the_table_in_annotations_only():
+    """The layers contract lets maintenance import the table (its facade annotates it); at run
+    time that import would put maintenance under the table it serves."""
+    import grimp
+    graph = grimp.build_graph("lake_core", include_external_packages=False, exclude_type_checking_imports=True)
+    assert not [m for m in graph.modules if m.startswith("lake_core.maintenance")
+                and graph.direct_import_exists(importer=m, imported="lake_core.table")]
 
 
 def _runtime_import_cycles() -> list[list[str]]:
@@ -190,19 +219,17 @@ def test_merge_engines_are_asked_not_named():
     assert offenders == []
 
 
-# Stages that need only the table's services take the FileStore value, not the table (Java's
-# KeyValueFileStore); the list grows as stages move over.
-STORE_ONLY = ("lake_core/bucket", "lake_core/deletion_vectors", "lake_core/store.py", "lake_core/read/scan.py",
-              "lake_core/read/split_read.py", "lake_core/schema/evolution.py", "lake_core/lsm", "lake_core/merge",
-              "lake_core/write/file_writer.py", "lake_core/write/cross_partition.py",
-              "lake_core/write/key_index.py")
+# What sits above the stages: the table, its catalog and the package's exports, and maintenance
+# (the table's facade). Everything else takes the FileStore value, not the table (Java's
+# KeyValueFileStore).
+ABOVE_THE_STAGES = ("lake_core/__init__.py", "lake_core/catalog.py", "lake_core/table.py", "lake_core/maintenance/")
 
 
 def test_lower_stages_take_the_file_store_not_the_table():
-    offenders = [p.relative_to(REPO_ROOT).as_posix()
-                 for root in STORE_ONLY
-                 for p in ([REPO_ROOT / root] if root.endswith(".py") else sorted((REPO_ROOT / root).rglob("*.py")))
-                 if "FileStoreTable" in p.read_text()]
+    """Not even by name: a string annotation needs no import, so the contracts cannot see it."""
+    offenders = [rel for p in sorted((REPO_ROOT / "lake_core").rglob("*.py"))
+                 if not (rel := p.relative_to(REPO_ROOT).as_posix()).startswith(ABOVE_THE_STAGES)
+                 and "FileStoreTable" in p.read_text()]
     assert offenders == []
 
 

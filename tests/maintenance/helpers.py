@@ -8,6 +8,8 @@ import pyarrow as pa
 
 from lake_core import Catalog
 from lake_core.compaction.bucket_compact import compact_bucket
+from lake_core.io.fileio import FileIO
+from reliability.faultio import FaultyFileIO, InjectedIOError
 
 SCHEMA = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("v", pa.int64()), ("op", pa.string())])
 BASE_OPTIONS = {"bucket": "2", "rowkind.field": "op", "write-only": "true"}
@@ -21,6 +23,21 @@ def make_table(warehouse: str, name: str = "db.t", storage_options=None, **optio
     return cat.create_table(name, schema=SCHEMA, primary_keys=["dt", "id"], partition_keys=["dt"], options=opts)
 
 
+def killed_while_deleting(warehouse: str, planned, deleted: int, name: str = "db.t"):
+    """Table ``name`` through a FileIO whose delete of the ``deleted + 1``-th path of ``planned``
+    raises, as a process killed at that point: an operation deleting those files stops after
+    ``deleted`` of them."""
+    planned, done = set(planned), []
+
+    def before(kind: str, path: str) -> None:
+        if kind == "delete" and path in planned:
+            if len(done) == deleted:
+                raise InjectedIOError(f"killed before deleting {path}")
+            done.append(path)
+
+    return Catalog(warehouse, fileio=FaultyFileIO(FileIO(warehouse), before=before)).get_table(name)
+
+
 def state(table, **at) -> dict:
     t = table.to_arrow(**at)
     return {(r["dt"], r["id"]): r["v"] for r in t.to_pylist()}
@@ -30,7 +47,7 @@ def compact_all(table):
     by_bucket: dict = {}
     for e in table.manifest_store.live_entries(table.latest_snapshot()):
         by_bucket.setdefault((e.partition, e.bucket, e.total_buckets), []).append(e.file)
-    msgs = [compact_bucket(table, p, b, tb, files) for (p, b, tb), files in by_bucket.items()]
+    msgs = [compact_bucket(table.store, p, b, tb, files) for (p, b, tb), files in by_bucket.items()]
     return table.new_batch_write_builder().new_commit().commit(msgs)
 
 

@@ -12,7 +12,7 @@ from lake_core.errors import InvalidOptionError, LakeError, SnapshotNotFoundErro
 from lake_core.maintenance import expire_snapshots as expire_mod
 from lake_core.errors import LeaseError, MaintenanceArgumentError
 
-from .helpers import SCHEMA, Workload, listing, make_table, referenced_files, state
+from .helpers import SCHEMA, Workload, killed_while_deleting, listing, make_table, referenced_files, state
 
 FUTURE = dt.datetime.now() + dt.timedelta(days=1)
 
@@ -187,22 +187,17 @@ def test_tag_on_expired_snapshot_is_refused(warehouse):
     assert t.list_tags() == []
 
 
-def test_crash_during_deletion_is_finished_by_a_rerun(warehouse, monkeypatch, tmp_path):
+def test_crash_during_deletion_is_finished_by_a_rerun(warehouse, tmp_path):
     t, w = _history(warehouse, n=30)
     root = t.fileio._p(t.paths.root)
     clean_root = str(tmp_path / "clean")
     shutil.copytree(root, clean_root)
     clean = Catalog(warehouse).get_table("db.t")
-    real_delete = expire_mod._delete_files
-
-    def crash(table, files):
-        real_delete(table, list(files)[: len(files) // 2])
-        raise OSError("killed")
-
-    monkeypatch.setattr(expire_mod, "_delete_files", crash)
-    with pytest.raises(OSError):
-        t.maintenance.expire_snapshots(retain_min=3, older_than=dt.timedelta(0))
-    monkeypatch.setattr(expire_mod, "_delete_files", real_delete)
+    planned = t.maintenance.expire_snapshots(retain_min=3, older_than=dt.timedelta(0), dry_run=True).files
+    crashing = killed_while_deleting(warehouse, planned, deleted=len(planned) // 2)
+    with pytest.raises(OSError, match="killed"):
+        crashing.maintenance.expire_snapshots(retain_min=3, older_than=dt.timedelta(0))
+    t = Catalog(warehouse).get_table("db.t")  # the process that crashed is gone
     _check_retained(t, w)  # readable right after the crash
     t.maintenance.expire_snapshots(retain_min=3, older_than=dt.timedelta(0))  # finishes the journal
     crashed = listing(t)

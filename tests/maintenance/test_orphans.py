@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from lake_core.maintenance import expire_snapshots as expire_mod
+from lake_core import Catalog
 from lake_core.errors import MaintenanceAbortedError, MaintenanceArgumentError
 
-from .helpers import Workload, listing, make_table, referenced_files, state
+from .helpers import Workload, killed_while_deleting, listing, make_table, referenced_files, state
 
 DAY = dt.timedelta(days=1)
 
@@ -80,17 +80,14 @@ def test_removes_old_litter_only(warehouse):
     assert state(t, tag="v1") == w.models[5]
 
 
-def test_takes_what_a_crashed_expiry_left(warehouse, monkeypatch):
+def test_takes_what_a_crashed_expiry_left(warehouse):
     t = make_table(warehouse)
     w = Workload(t, 4).run(25)
-
-    def crash(table, files):
-        raise OSError("killed before deleting")
-
     planned = t.maintenance.expire_snapshots(retain_min=3, older_than=dt.timedelta(0), dry_run=True)
-    monkeypatch.setattr(expire_mod, "_delete_files", crash)
-    with pytest.raises(OSError):
-        t.maintenance.expire_snapshots(retain_min=3, older_than=dt.timedelta(0))
+    crashing = killed_while_deleting(warehouse, planned.files, deleted=0)
+    with pytest.raises(OSError, match="killed"):
+        crashing.maintenance.expire_snapshots(retain_min=3, older_than=dt.timedelta(0))
+    t = Catalog(warehouse).get_table("db.t")  # the process that crashed is gone
     for name in t.fileio.list_names(t.paths.snapshot_dir):  # lose the journal too: only orphans remain
         if name.startswith(".expire-journal"):
             os.unlink(os.path.join(t.fileio._p(t.paths.snapshot_dir), name))

@@ -20,7 +20,7 @@ def _stale_compaction(t):
     live = {}
     for e in t.manifest_store.live_entries(latest):
         live.setdefault((e.partition, e.bucket, e.total_buckets), []).append(e.file)
-    return [compact_bucket(t, p, b, n, files, base_snapshot_id=latest.id) for (p, b, n), files in live.items()]
+    return [compact_bucket(t.store, p, b, n, files, base_snapshot_id=latest.id) for (p, b, n), files in live.items()]
 
 
 def _after_first_snapshot(t, action):

@@ -140,7 +140,7 @@ def test_a_compaction_whose_output_was_removed_commits_nothing(warehouse):
     for e in t.manifest_store.live_entries(latest):
         live.setdefault((e.partition, e.bucket, e.total_buckets), []).append(e.file)
     (p, b, n), files = next(iter(live.items()))
-    message = replace(compact_bucket(t, p, b, n, files), base_snapshot_id=latest.id)
+    message = replace(compact_bucket(t.store, p, b, n, files), base_snapshot_id=latest.id)
     out = message.compact_after[0].path_in(t.bucket_dir(p, b))
     t.fileio.delete(out)
     before = as_dict(t)

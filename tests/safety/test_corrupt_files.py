@@ -147,5 +147,5 @@ def test_compaction_checks_data_files_too(local_store):
     local_store.put(path, t.fileio.read_bytes(path)[:-10])
     files = [e.file for e, _p in _live_data_files(t) if e.bucket == entry.bucket]
     with pytest.raises(errors.DataFileMismatchError) as info:
-        read_kv_files(cat.get_table("db.t"), "", entry.bucket, files)
+        read_kv_files(cat.get_table("db.t").store, "", entry.bucket, files)
     assert info.value.path == path

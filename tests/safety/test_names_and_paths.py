@@ -64,6 +64,7 @@ def test_hostile_tag_names_are_refused_and_touch_nothing(store):
 def test_tag_bypassing_name_validation_is_refused_by_the_path_builder(store, monkeypatch):
     cat, t = _orders(store)
     monkeypatch.setattr("lake_core.table.validate_tag_name", lambda name: name)
+    monkeypatch.setattr("lake_core.store.validate_tag_name", lambda name: name)
     monkeypatch.setattr("lake_core.maintenance.tag_deletion.validate_tag_name", lambda name: name)
     before = store.tree()
     for name in ("/../../snapshot/snapshot-1", "/../../../../../outside/precious.txt", "x/../../../../outside/e"):

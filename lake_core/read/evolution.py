@@ -27,34 +27,34 @@ if TYPE_CHECKING:
 _SYSTEM = (SEQ, KIND)
 
 
-def _file_fields(table: "FileStore", schema_id: int) -> dict[int, Any]:
+def _file_fields(store: "FileStore", schema_id: int) -> dict[int, Any]:
     """Field id -> DataField of the schema a file was written with."""
-    return {f.id: f for f in table.schema_manager.schema(schema_id).fields}
+    return {f.id: f for f in store.schema_manager.schema(schema_id).fields}
 
 
-def read_evolved(table: "FileStore", path: str, meta: DataFileMeta, fmt: str, columns: Sequence[str],
+def read_evolved(store: "FileStore", path: str, meta: DataFileMeta, fmt: str, columns: Sequence[str],
                  arrow_schema: pa.Schema) -> pa.Table:
     """Read ``columns`` (current names, plus ``_SEQUENCE_NUMBER``/``_VALUE_KIND``) of the data file
     ``meta`` at ``path``, typed as ``arrow_schema`` (current types); the file is checked against
     its manifest entry (size, row count) first."""
-    if meta.schema_id == table.schema.id:
-        return read_checked_data_file(table.fileio, path, meta, fmt, columns, arrow_schema)
-    mapping = _Mapping.of(table, meta, columns, arrow_schema)
-    return mapping.apply(read_checked_data_file(table.fileio, path, meta, fmt, mapping.file_cols, mapping.file_schema))
+    if meta.schema_id == store.schema.id:
+        return read_checked_data_file(store.fileio, path, meta, fmt, columns, arrow_schema)
+    mapping = _Mapping.of(store, meta, columns, arrow_schema)
+    return mapping.apply(read_checked_data_file(store.fileio, path, meta, fmt, mapping.file_cols, mapping.file_schema))
 
 
-def iter_evolved(table: "FileStore", path: str, meta: DataFileMeta, fmt: str, columns: Sequence[str],
+def iter_evolved(store: "FileStore", path: str, meta: DataFileMeta, fmt: str, columns: Sequence[str],
                  arrow_schema: pa.Schema, batch_rows: int, *,
                  missing: Callable[[], Exception] | None = None,
                  row_groups: Sequence[int] | None = None) -> Iterator[pa.Table]:
     """:func:`read_evolved` in chunks of about ``batch_rows`` rows, read as they are consumed
     (``missing``, ``row_groups``: see :func:`iter_checked_data_file`)."""
-    if meta.schema_id == table.schema.id:
-        yield from iter_checked_data_file(table.fileio, path, meta, fmt, columns, arrow_schema, batch_rows,
+    if meta.schema_id == store.schema.id:
+        yield from iter_checked_data_file(store.fileio, path, meta, fmt, columns, arrow_schema, batch_rows,
                                           missing=missing, row_groups=row_groups)
         return
-    mapping = _Mapping.of(table, meta, columns, arrow_schema)
-    for chunk in iter_checked_data_file(table.fileio, path, meta, fmt, mapping.file_cols, mapping.file_schema,
+    mapping = _Mapping.of(store, meta, columns, arrow_schema)
+    for chunk in iter_checked_data_file(store.fileio, path, meta, fmt, mapping.file_cols, mapping.file_schema,
                                         batch_rows, missing=missing, row_groups=row_groups):
         yield mapping.apply(chunk)
 
@@ -70,9 +70,9 @@ class _Mapping:
     arrow_schema: pa.Schema
 
     @staticmethod
-    def of(table: "FileStore", meta: DataFileMeta, columns: Sequence[str], arrow_schema: pa.Schema) -> "_Mapping":
-        current = table.schema
-        old = _file_fields(table, meta.schema_id)
+    def of(store: "FileStore", meta: DataFileMeta, columns: Sequence[str], arrow_schema: pa.Schema) -> "_Mapping":
+        current = store.schema
+        old = _file_fields(store, meta.schema_id)
         file_cols: tuple[str, ...] = []
         file_fields: list[pa.Field] = []
         source_of: dict[str, Optional[str]] = {}
@@ -108,11 +108,11 @@ class _Mapping:
         return pa.Table.from_arrays(arrays, schema=pa.schema([self.arrow_schema.field(n) for n in self.columns]))
 
 
-def evolved_value_stats(table: "FileStore", f: DataFileMeta) -> dict[str, tuple]:
+def evolved_value_stats(store: "FileStore", f: DataFileMeta) -> dict[str, tuple]:
     """``{current column: (min, max, null_count)}`` from the value stats of a file written under
     an older schema. Columns the file predates are all NULL there; columns without stats are
     left out (unknown)."""
-    old_schema: "TableSchema" = table.schema_manager.schema(f.schema_id)
+    old_schema: "TableSchema" = store.schema_manager.schema(f.schema_id)
     names = [fl.name for fl in old_schema.fields] if f.value_stats_cols is None else list(f.value_stats_cols)
     stats: dict[int, tuple] = {}
     if names:
@@ -130,7 +130,7 @@ def evolved_value_stats(table: "FileStore", f: DataFileMeta) -> dict[str, tuple]
                     stats[by_name[n].id] = (lo[i], hi[i], nulls[i] if i < len(nulls) else None)
     old_ids = {fl.id for fl in old_schema.fields}
     out: dict[str, tuple] = {}
-    for fl in table.schema.fields:
+    for fl in store.schema.fields:
         if fl.id in stats:
             out[fl.name] = stats[fl.id]
         elif fl.id not in old_ids:
