@@ -29,7 +29,11 @@ import pickle
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from lake_core import ROW_KIND, Catalog
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -49,7 +53,6 @@ class _SplitPartition(InputPartition):
 
 
 def _open_table(options: dict[str, str]) -> FileStoreTable:
-    from lake_core import Catalog
 
     def need(key: str) -> str:
         value = options.get(key)
@@ -86,10 +89,6 @@ class PaimonDataSource(DataSource):
         self.options = {str(k).lower(): str(v) for k, v in dict(options).items()}
 
     def schema(self) -> StructType:
-        import pyarrow as pa
-        from pyspark.sql.pandas.types import from_arrow_schema
-
-        from lake_core import ROW_KIND
 
         table = _open_table(self.options)
         snapshot_id = None if _incremental(self.options) else _snapshot_id(self.options)

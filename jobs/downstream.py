@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+from pyspark.sql import functions as F
 
 from jobs.datasource import read_table
 from jobs.tables import TableSpec, ensure_table
@@ -49,7 +50,6 @@ ORDERS_BY_DAY_SCHEMA = pa.schema(
 
 def _orders_by_day(orders: DataFrame) -> DataFrame:
     """Per order day: orders, cancellations, distinct customers, items and revenue (not cancelled)."""
-    from pyspark.sql import functions as F
 
     live = F.col("status") != F.lit("cancelled")
     return orders.groupBy("dt").agg(

@@ -10,10 +10,10 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+from pyspark.sql import SparkSession
+
+from jobs.datasource import register
 
 # The directory holding lake_core/ and jobs/: Python workers must import both.
 _PROJECT_ROOT = str(Path(__file__).resolve().parents[1])
@@ -49,8 +49,6 @@ def spark_session(
     before the JVM starts), which is what lets one test session or one Dagster step reuse it.
     """
     prepare_environment()
-    from pyspark.sql import SparkSession
-
     builder = (
         SparkSession.builder.master(master)
         .appName(app_name)
@@ -68,7 +66,6 @@ def spark_session(
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level)
-    from jobs.datasource import register
 
     register(spark)
     return spark

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from lake_core import Catalog, CommitMessage, Snapshot
+from lake_core import Catalog, CommitMessage, Snapshot, assign_buckets
+from lake_core.errors import CommitConflictError, CommitIdentityError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -82,7 +83,6 @@ def _snapshot_stats(table: FileStoreTable, snap: Snapshot) -> tuple[int, int]:
 
 def _bucket_udf(table: FileStoreTable):
     """Executor side: append the bucket of every row, with exactly lake_core's bucket function."""
-    from lake_core import assign_buckets
 
     keys = list(table.schema.bucket_keys())
     types = [table.schema.field(k).type for k in keys]
@@ -139,8 +139,8 @@ def distributed_write(
     DataFrame's own order; pass ``order_by`` (e.g. a CDC log offset) when it is not meaningful.
     ``identifier`` should increase per commit user (Paimon's convention for resumable writers).
     """
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import IntegerType, StructField, StructType
+    from pyspark.sql import functions as F  # noqa: PLC0415 - jobs.write loads with the definitions; pyspark only when a write runs
+    from pyspark.sql.types import IntegerType, StructField, StructType  # noqa: PLC0415 - as above
 
     table = Catalog(warehouse, storage_options=dict(storage_options or {})).get_table(table_name)
     # Fast path for a retried run: the identity already landed, so skip all the work.
@@ -165,7 +165,6 @@ def distributed_write(
     files = [f for m in messages for f in m.new_files]
     if not any(not m.is_empty() for m in messages):
         return WriteResult(table_name, None, commit_user, identifier, rows, 0, 0, already_committed=False)
-    from lake_core.errors import CommitConflictError, CommitIdentityError
 
     builder = table.new_batch_write_builder().with_commit_user(commit_user)
     try:

@@ -1,17 +1,26 @@
 """Filesystem catalog: ``<warehouse>/<db>.db/<table>``, as Paimon's FileSystemCatalog."""
 from __future__ import annotations
 
+import os
 from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 
-from lake_core.errors import (CatalogError, DatabaseAlreadyExistsError, DatabaseNotFoundError, PathEscapeError, TableAlreadyExistsError, TableNotFoundError)
+from lake_core.definition import commit_schema_changes, define_table
+from lake_core.errors import (
+    CatalogError,
+    DatabaseAlreadyExistsError,
+    DatabaseNotFoundError,
+    PathEscapeError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+)
 from lake_core.io.fileio import FileIO
 from lake_core.names import DB_SUFFIX, check_not_system_database, split_identifier, validate_database_name
 from lake_core.options import CoreOptions
-from lake_core.schema.schema_manager import SchemaManager
 from lake_core.paths import TablePaths, join
-from lake_core.definition import commit_schema_changes, define_table
+from lake_core.schema.change import SchemaChange
+from lake_core.schema.schema_manager import SchemaManager
 from lake_core.table import FileStoreTable, ReadOptimizedTable
 
 
@@ -21,7 +30,6 @@ class Catalog:
         """``fileio``: the FileIO every table of this catalog uses instead of one built from
         ``warehouse`` and ``storage_options`` (e.g. a wrapper that counts or fails operations)."""
         if "://" not in warehouse:
-            import os
             warehouse = "file://" + os.path.abspath(warehouse)
         self.warehouse = warehouse.rstrip("/")
         self.storage_options = dict(storage_options or {})
@@ -131,7 +139,6 @@ class Catalog:
     def alter_table(self, identifier: str, changes) -> FileStoreTable:
         """Apply ``SchemaChange``s (one or a list) as the table's next ``schema-N``; returns the
         table with its new schema. Refused changes raise and leave the table unchanged."""
-        from lake_core.schema.change import SchemaChange
         changes = [changes] if isinstance(changes, SchemaChange) else list(changes)
         new = commit_schema_changes(self.get_table(identifier), changes)
         return FileStoreTable(self.fileio, self.table_path(identifier), identifier, new)

@@ -2,33 +2,55 @@
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import uuid
 from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 
-from lake_core.commit.file_store_commit import BATCH_IDENTIFIER, FileStoreCommit
-from lake_core.compaction.bucket_compact import recompact_buckets
-from lake_core.compaction.inline import compact_written_bucket
-from lake_core.errors import InvalidOptionError, ReadOnlyTableError, SnapshotNotFoundError
-from lake_core.io.fileio import FileIO
-from lake_core.maintenance import TableMaintenance
-from lake_core.maintenance.post_commit import after_commit
-from lake_core.manifest.metadata import DataFileMeta, FileKind
+from lake_core.commit.file_store_commit import (
+    BATCH_IDENTIFIER,
+    FileStoreCommit,
+    check_identity_arguments,
+    new_commit_identifier,
+)
 from lake_core.commit.messages import CommitMessage
 from lake_core.commit.uncommitted import remove_uncommitted
+from lake_core.compaction.bucket_compact import recompact_buckets
+from lake_core.compaction.inline import compact_written_bucket
+from lake_core.errors import (
+    CommitConflictError,
+    CommitFailedError,
+    InvalidOptionError,
+    LakeError,
+    PredicateError,
+    ReadOnlyTableError,
+    SnapshotNotFoundError,
+    StalePlanError,
+    StaleTableError,
+    UnsupportedOptionError,
+)
+from lake_core.io.fileio import FileIO
+from lake_core.kv import rowkind
+from lake_core.maintenance import TableMaintenance
+from lake_core.maintenance.consumer_resume import resume_position
+from lake_core.maintenance.consumers import ConsumerManager, lease
+from lake_core.maintenance.post_commit import after_commit
+from lake_core.maintenance.tag_deletion import delete_tags
+from lake_core.maintenance.tag_time import default_time_retained, tag_json
+from lake_core.manifest.metadata import DataFileMeta, FileKind
 from lake_core.names import validate_tag_name
 from lake_core.options import check_supported
 from lake_core.read.columns import check_read_columns
-from lake_core.read.predicate import Predicate, PredicateBuilder
-from lake_core.read.split_read import SplitRead
 from lake_core.read.incremental import incremental_options, incremental_scan, parse_between, scan_mode_of
+from lake_core.read.predicate import Predicate, PredicateBuilder
 from lake_core.read.scan import TableScan
+from lake_core.read.split_read import SplitRead
 from lake_core.read.stream_scan import StreamScan
 from lake_core.schema.table_schema import TableSchema
 from lake_core.snapshot.snapshot import Snapshot
 from lake_core.store import FileStore
-from lake_core.write.table_write import TableWrite
+from lake_core.write.table_write import TableWrite, conform
 
 
 class FileStoreTable:
@@ -118,7 +140,6 @@ class FileStoreTable:
         themselves, e.g. distributed writers)."""
         if self.options.bucket >= 1 or not self._schema.primary_keys:
             return
-        from lake_core.errors import UnsupportedOptionError
         raise UnsupportedOptionError(
             f"table {self.identifier} is a primary-key table in {self.bucket_mode} bucket mode ('bucket' = "
             f"{str(self.options.bucket)!r}); {operation} needs a fixed bucket count — write it with a single "
@@ -128,7 +149,6 @@ class FileStoreTable:
         """``with table.lease(7, holder="job-a") as snap:`` pins snapshot 7 against expiry while the
         block runs (a consumer file that also Java honours); ``ttl`` (default 1 h) bounds how long a
         crashed holder can pin it."""
-        from lake_core.maintenance.consumers import lease
         return lease(self, snapshot_id, holder=holder, **({} if ttl is None else {"ttl": ttl}))
 
     def check_identity(self) -> None:
@@ -159,7 +179,6 @@ class FileStoreTable:
     def create_tag(self, name: str, snapshot_id: int | None = None, *, time_retained=None) -> None:
         """Tag a snapshot (the latest by default). ``time_retained`` (a timedelta; default the
         option ``tag.default-time-retained``): the tag expires that long after its creation."""
-        from lake_core.maintenance.tag_time import default_time_retained, tag_json
         validate_tag_name(name)
         if time_retained is not None and (not isinstance(time_retained, _dt.timedelta)
                                           or time_retained <= _dt.timedelta(0)):
@@ -184,7 +203,6 @@ class FileStoreTable:
     def delete_tag(self, name: str, *, dry_run: bool = False):
         """Delete tag ``name``, then the files only it held (Java ``TagManager.deleteTag``); a
         ``DeleteTagResult`` lists them. ``dry_run``: the plan, nothing deleted."""
-        from lake_core.maintenance.tag_deletion import delete_tags
         return delete_tags(self, [name], dry_run=dry_run)
 
     def resolve_snapshot(self, snapshot_id: int | None = None, tag: str | None = None,
@@ -234,7 +252,6 @@ class FileStoreTable:
         ``overwrite=True`` replaces the whole table with ``data``; ``overwrite={"dt": "2024-01-01"}``
         replaces that partition only. As in Paimon (``INSERT OVERWRITE``), an **empty** ``data`` with
         ``overwrite`` still commits: it truncates the table (or empties the named partition)."""
-        from lake_core.write.table_write import conform
         rows = conform(self.store, data)
 
         def attempt(wb: "BatchWriteBuilder") -> list[CommitMessage]:
@@ -251,8 +268,6 @@ class FileStoreTable:
         """Prepare and commit; a ``StalePlanError`` (nothing landed) prepares again against the
         latest snapshot, bounded by 'commit.max-retries'. Files of an attempt that certainly did
         not land are removed."""
-        from lake_core.commit.file_store_commit import check_identity_arguments, new_commit_identifier
-        from lake_core.errors import CommitConflictError, CommitFailedError, StalePlanError, StaleTableError
         identifier = commit_identifier if commit_identifier is not None else new_commit_identifier()
         check_identity_arguments(self.store, "-" if commit_user is None else commit_user, identifier)  # before any file
         retries = self.options.commit_max_retries
@@ -337,8 +352,6 @@ class FileStoreTable:
 
     def delete_where(self, predicate: Predicate) -> Snapshot | None:
         """One commit of -D records for every live row matching ``predicate`` (PK tables)."""
-        from lake_core.errors import LakeError, PredicateError
-        from lake_core.kv import rowkind
         if not isinstance(predicate, Predicate):  # None would read every row: a whole-table delete by accident
             raise PredicateError(f"delete_where on {self.identifier} needs a Predicate (from "
                                  f"table.predicate_builder()), got {predicate!r}; to empty the table write an "
@@ -363,7 +376,6 @@ class FileStoreTable:
 def content_digest(rows: pa.Table, overwrite) -> str:
     """SHA-256 of the rows (Arrow IPC stream) and the overwrite spec: what identifies a
     ``write_arrow`` commit across retries, whose data files get new names every time."""
-    import hashlib
     h = hashlib.sha256(repr(overwrite).encode())
 
     class _Sink:
@@ -516,8 +528,6 @@ class ReadBuilder:
                 raise InvalidOptionError(f"ignore_progress for a stream scan of {self.table.identifier} needs a "
                                          "consumer_id (whose recorded progress it ignores)")
             return StreamScan(self.table.store, self._predicate)
-        from lake_core.maintenance.consumer_resume import resume_position
-        from lake_core.maintenance.consumers import ConsumerManager
         consumers = ConsumerManager(self.table)
         start = resume_position(self.table, consumer_id, ignore_progress=ignore_progress)
         scan = StreamScan(self.table.store, self._predicate,

@@ -33,18 +33,29 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
-from lake_core.schema.partition_selector import PartitionSelector, partition_text
-from lake_core.errors import (CommitConflictError, CommitFailedError, CommitIdentityError, InvalidOptionError,
-                              LakeError, PartialCommitError, RollbackConflictError, SequenceConflictError,
-                              SnapshotNotFoundError, StalePlanError)
-from lake_core.bucket.hash_index import HASH_INDEX
-from lake_core.manifest.merger import merge_manifests
-from lake_core.deletion_vectors.index_file import DV_INDEX
-from lake_core.manifest.metadata import FileKind, IndexManifestEntry, ManifestEntry
+from lake_core.bucket.hash_index import HASH_INDEX, as_delete
 from lake_core.commit.file_check import check_new_files
 from lake_core.commit.messages import CommitMessage
 from lake_core.commit.uncommitted import remove_uncommitted
+from lake_core.deletion_vectors.index_file import DV_INDEX
+from lake_core.errors import (
+    CommitConflictError,
+    CommitFailedError,
+    CommitIdentityError,
+    InvalidOptionError,
+    LakeError,
+    PartialCommitError,
+    RollbackConflictError,
+    SequenceConflictError,
+    SnapshotNotFoundError,
+    StalePlanError,
+)
+from lake_core.format.binary_row.reader import deserialize_row
+from lake_core.format.float_order import java_order_key
+from lake_core.manifest.merger import merge_manifests
+from lake_core.manifest.metadata import FileKind, IndexManifestEntry, ManifestEntry
 from lake_core.paths import FileNamer
+from lake_core.schema.partition_selector import PartitionSelector, partition_text
 from lake_core.snapshot.publish import confirm_parent
 from lake_core.snapshot.snapshot import CommitKind, Snapshot
 
@@ -538,8 +549,6 @@ class FileStoreCommit:
             if (e.partition, e.bucket) in touched and e.file.level > 0 and e.identifier() not in removed:
                 by_level.setdefault((e.partition, e.bucket, e.file.level), []).append(e.file)
         key_types = self.store.key_types
-        from lake_core.format.binary_row.reader import deserialize_row
-        from lake_core.format.float_order import java_order_key
         for (partition, bucket, level), files in by_level.items():
             if len(files) < 2:
                 continue
@@ -608,7 +617,6 @@ class FileStoreCommit:
     def _vectors_of_deleted_files(self, latest: Snapshot, entries) -> list[IndexManifestEntry]:
         """DELETEs of the DV index files whose every vector belongs to a file this overwrite deletes
         (a bucket rescale, a partition overwrite): nothing may point at a file no longer live."""
-        from lake_core.bucket.hash_index import as_delete
         gone = {e.file.file_name for e in entries if e.kind == FileKind.DELETE}
         return [as_delete(e) for e in self.manifests.index_entries(latest)
                 if e.index_type == DV_INDEX and e.dv_ranges and all(m.data_file_name in gone for m in e.dv_ranges)]

@@ -4,14 +4,20 @@ chunked merge) lives in :mod:`lake_core.compaction`; this module keeps the bucke
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Sequence
 
 import pyarrow as pa
 
-from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.commit.messages import CommitMessage
+from lake_core.compaction.picker import CompactUnit, drop_delete
+from lake_core.compaction.rewrite import run_compact_unit
+from lake_core.deletion_vectors.maintainer import BucketDeletionVectors, bucket_dv_entries
+from lake_core.kv.system_fields import KIND, SEQ
+from lake_core.lsm.levels import Levels, key_decoder
 from lake_core.manifest.metadata import DataFileMeta
 from lake_core.paths import FileNamer
+from lake_core.read.evolution import read_evolved
 
 if TYPE_CHECKING:
     from lake_core.store import FileStore
@@ -20,7 +26,6 @@ if TYPE_CHECKING:
 def read_kv_files(store: "FileStore", partition_path: str, bucket: int,
                   files: Sequence[DataFileMeta]) -> pa.Table:
     """All columns plus _SEQUENCE_NUMBER/_VALUE_KIND of ``files``, concatenated oldest first."""
-    from lake_core.read.evolution import read_evolved
     schema = store.schema.arrow_schema()
     full = schema.append(pa.field(SEQ, pa.int64(), nullable=False)).append(pa.field(KIND, pa.int8(), nullable=False))
     parts = []
@@ -44,17 +49,12 @@ def compact_bucket(store: "FileStore", partition: bytes, bucket: int, total_buck
 
     ``base_snapshot_id`` is the snapshot ``files`` were live in; the commit uses it to refuse a
     compaction whose dropped deletes are still needed by files that landed since."""
-    from dataclasses import replace
 
-    from lake_core.lsm.levels import Levels, key_decoder
-    from lake_core.compaction.picker import CompactUnit, drop_delete
-    from lake_core.compaction.rewrite import run_compact_unit
     inputs = tuple(files) + tuple(extra_new_files)
     levels = Levels.of(inputs, store.options.num_levels, key_decoder(store.key_types))
     unit = CompactUnit(levels.max_level, inputs, "full compaction")
     vectors = None
     if store.options.deletion_vectors_enabled:
-        from lake_core.deletion_vectors.maintainer import BucketDeletionVectors, bucket_dv_entries
         snap = store.snapshot_manager.get(base_snapshot_id) if base_snapshot_id else store.snapshot_manager.latest()
         vectors = BucketDeletionVectors.load(store, partition, bucket,
                                              bucket_dv_entries(store, snap).get((partition, bucket), []))

@@ -14,6 +14,7 @@ key's ``-U`` before its ``+U``, as Java writes them while merging.
 from __future__ import annotations
 
 import numpy as np
+import polars as pl
 import pyarrow as pa
 
 from lake_core.kv import rowkind
@@ -27,7 +28,6 @@ def _is_add(kinds: np.ndarray) -> np.ndarray:
 def values_equal(before: pa.Table, after: pa.Table, names) -> np.ndarray:
     """Row-wise equality of the value columns ``names`` (NULL equals NULL, nested values compared
     whole), as Java's record equaliser in ``changelog-producer.row-deduplicate``."""
-    import polars as pl
 
     n = after.num_rows
     equal = np.ones(n, bool)

@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
+from lake_core.errors import CorruptFileError, StalePlanError
+from lake_core.format.integrity import checked_row_group_ranges
 from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.manifest.metadata import DataFileMeta
 from lake_core.options import READ_BATCH_ROWS
-from lake_core.format.integrity import checked_row_group_ranges
 from lake_core.read.evolution import iter_evolved
 
 if TYPE_CHECKING:
@@ -61,7 +62,6 @@ def key_ranges(store: "FileStore", bucket_dir: str, f: DataFileMeta,
 def _missing_input(store: "FileStore", path: str, f: DataFileMeta) -> Exception:
     """A compaction input that is gone: still live means the table is damaged; otherwise another
     job compacted it and an expiry deleted it meanwhile, so this compaction's plan is stale."""
-    from lake_core.errors import CorruptFileError, StalePlanError
     latest = store.snapshot_manager.latest()
     live = latest is not None and any(e.file.file_name == f.file_name
                                       for e in store.manifest_store.live_entries(latest))

@@ -12,10 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import polars as pl
 import pyarrow as pa
 
-from lake_core.format.checksum import table_checksum
 from lake_core.compaction.expire import RecordExpiry
+from lake_core.format.checksum import table_checksum
 from lake_core.read.scan import TableScan
 from lake_core.read.split_read import SplitRead
 
@@ -134,7 +135,6 @@ def _sums(checksum) -> tuple[int, int]:
 def _compare(store: "FileStore", before: pa.Table, after: pa.Table, expiry_field: str | None,
              expiry_cutoff_s: int | None) -> _Totals:
     """One bucket's before/after comparison by key (polars joins over the keys and a row hash)."""
-    import polars as pl
 
     keys = list(store.schema.primary_keys)
     expired_before = _expired_mask(store, before, expiry_field, expiry_cutoff_s)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 
+import fastavro
 import numpy as np
 import pyarrow as pa
 
@@ -155,12 +156,11 @@ def _pairs(v):
 
 
 def write_avro(table: pa.Table, sink, compression: str, options: Mapping[str, str]) -> None:
-    import fastavro
 
     codec, level = choose_codec("avro", compression, options)
     if codec == "snappy":
         try:
-            import cramjam  # noqa: F401
+            import cramjam  # noqa: F401, PLC0415 - probing that the snappy codec is installed
         except ImportError:
             raise InvalidOptionError(
                 "Option 'file.compression'='snappy' with file.format=avro needs the 'cramjam' package; "

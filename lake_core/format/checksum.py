@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import polars as pl
 import pyarrow as pa
 
 _SEED = 0x9E3779B9
@@ -30,7 +31,6 @@ def _plain(t: pa.DataType) -> bool:
 
 def table_checksum(table: pa.Table) -> Checksum:
     """Checksum of ``table``'s rows (columns in the given order)."""
-    import polars as pl
 
     if table.num_rows == 0:
         return Checksum(0, "0" * 32)

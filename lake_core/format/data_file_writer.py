@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping, Sequence, Union
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from lake_core.format.avro_file import write_avro
 from lake_core.format.conform import as_arrow_fields, conform_table
@@ -76,7 +77,6 @@ class DataFileStreamWriter:
         return self._pq
 
     def _open_parquet(self, first: pa.Table, int96_paths: set[str]) -> None:
-        import pyarrow.parquet as pq
         kw = parquet_write_options(first, self._compression, self._options)
         sink = self._sink
         if int96_paths:

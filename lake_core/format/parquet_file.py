@@ -15,6 +15,7 @@ from typing import Iterator, Mapping, Optional, Sequence, Union
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from lake_core.errors import FormatError
 from lake_core.format.conform import assemble_columns, columns_to_read
@@ -113,7 +114,6 @@ def parquet_row_group_rows(options: Mapping[str, str]) -> Optional[int]:
 
 
 def write_parquet(table: pa.Table, sink, compression: str, options: Mapping[str, str]) -> None:
-    import pyarrow.parquet as pq
 
     kw = parquet_write_options(table, compression, options)
     row_group_size = parquet_row_group_rows(options)
@@ -134,7 +134,6 @@ def write_parquet(table: pa.Table, sink, compression: str, options: Mapping[str,
 
 
 def read_parquet(source, columns, arrow_schema) -> pa.Table:
-    import pyarrow.parquet as pq
 
     try:
         pf = pq.ParquetFile(source)
@@ -173,7 +172,6 @@ def parquet_row_group_ranges(source, columns: Sequence[str], arrow_schema: pa.Sc
                              ) -> Optional[list[tuple[int, tuple, tuple]]]:
     """Per row group: (rows, min of each of ``columns``, max of each), from the footer's statistics;
     None when a column's type has no usable order or a row group lacks its statistics."""
-    import pyarrow.parquet as pq
 
     if not all(_ranged(arrow_schema.field(c).type) for c in columns):
         return None
@@ -198,6 +196,5 @@ def _streaming_parquet_file(source):
     """A ParquetFile that reads a column chunk a buffer at a time as batches are decoded. By default
     a row group's column chunks are read whole first (``pre_buffer``): memory would grow with the
     row group, i.e. with the file, instead of with the batch."""
-    import pyarrow.parquet as pq
 
     return pq.ParquetFile(source, buffer_size=_STREAM_BUFFER, pre_buffer=False)

@@ -37,6 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_core.errors import InvalidOptionError
+from lake_core.format.binary_row.nano_datetime import NanoDatetime
 from lake_core.types import is_nested
 
 __all__ = [
@@ -214,7 +215,6 @@ def _ns_value(v: Optional[int], tz: Optional[str]) -> Any:
     are not a whole microsecond), without needing pandas."""
     if v is None:
         return None
-    from lake_core.format.binary_row.nano_datetime import NanoDatetime
 
     micros, nano = divmod(v, 1000)
     base = _EPOCH + datetime.timedelta(microseconds=micros)

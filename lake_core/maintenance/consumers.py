@@ -26,10 +26,15 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator
 
-from lake_core.errors import CorruptFileError, SnapshotNotFoundError
+from lake_core.errors import (
+    CorruptFileError,
+    LeaseError,
+    MaintenanceAbortedError,
+    MaintenanceArgumentError,
+    SnapshotNotFoundError,
+)
 from lake_core.names import validate_consumer_id
 from lake_core.options.table_options import CONSUMER_EXPIRATION_TIME
-from lake_core.errors import LeaseError, MaintenanceArgumentError
 
 if TYPE_CHECKING:
     from lake_core.snapshot.snapshot import Snapshot
@@ -94,7 +99,6 @@ class ConsumerManager:
                 continue  # removed while listing
             except (ValueError, KeyError, TypeError) as e:
                 if strict:
-                    from lake_core.errors import MaintenanceAbortedError
                     raise MaintenanceAbortedError(
                         f"consumer file {full} of table {self.table.identifier} is unreadable ({e}); "
                         "fix or delete it before expiring snapshots") from None

@@ -18,13 +18,13 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
-from lake_core.manifest.merger import try_full_compaction
+from lake_core.errors import MaintenanceAbortedError, MaintenanceArgumentError, RollbackConflictError
+from lake_core.manifest.merger import merge_manifests, try_full_compaction
 from lake_core.manifest.metadata import ManifestFileMeta
 from lake_core.paths import FileNamer
+from lake_core.result import OperationResult
 from lake_core.snapshot.publish import publish
 from lake_core.snapshot.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
-from lake_core.errors import MaintenanceAbortedError, MaintenanceArgumentError, RollbackConflictError
-from lake_core.result import OperationResult
 
 if TYPE_CHECKING:
     from lake_core.table import FileStoreTable
@@ -48,7 +48,6 @@ def _fold(table: "FileStoreTable", metas: Sequence[ManifestFileMeta], namer: Fil
     store = table.manifest_store
     if mode == "full":
         return try_full_compaction(store, metas, table.options, table.schema.id, namer, force=True)
-    from lake_core.manifest.merger import merge_manifests
     new_metas, written = merge_manifests(store, metas, table.options, table.schema.id, namer)
     if len(new_metas) < len(metas):
         return new_metas, written

@@ -17,10 +17,11 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lake_core.options import parse_duration_ms
-from lake_core.schema.partition_selector import partition_text
+from lake_core.commit.file_store_commit import FileStoreCommit
 from lake_core.errors import MaintenanceArgumentError
+from lake_core.options import parse_duration_ms
 from lake_core.result import OperationResult
+from lake_core.schema.partition_selector import partition_text
 
 if TYPE_CHECKING:
     from lake_core.table import FileStoreTable
@@ -117,7 +118,6 @@ def expire_partitions(table: "FileStoreTable", *, expiration_time, timestamp_for
         return result(skipped="no partition is older than the expiration time")
     if dry_run:
         return result(dropped_files=files)
-    from lake_core.commit.file_store_commit import FileStoreCommit
     drop = frozenset(expired)
     snaps = FileStoreCommit(table.store, hooks=table).commit([], overwrite=lambda p: p in drop)
     return result(dropped_files=files, snapshot_id=snaps[0].id if snaps else None)

@@ -10,6 +10,12 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
+from lake_core.maintenance.consumers import ConsumerManager
+from lake_core.maintenance.expire_changelogs import expire_changelogs
+from lake_core.maintenance.expire_snapshots import expire_snapshots, resolve_config
+from lake_core.maintenance.partitions import expire_partitions
+from lake_core.maintenance.tag_time import expire_tags
+from lake_core.maintenance.tags import auto_create_tag
 from lake_core.options.table_options import PARTITION_EXPIRATION_TIME
 
 if TYPE_CHECKING:
@@ -24,11 +30,6 @@ _last_partition_check: dict[str, float] = {}
 def after_commit(table: "FileStoreTable") -> None:
     if table.options.write_only:
         return
-    from lake_core.maintenance.consumers import ConsumerManager
-    from lake_core.maintenance.expire_changelogs import expire_changelogs
-    from lake_core.maintenance.expire_snapshots import expire_snapshots, resolve_config
-    from lake_core.maintenance.tag_time import expire_tags
-    from lake_core.maintenance.tags import auto_create_tag
     try:
         if table.options.consumer_expiration_time_ms is not None:
             ConsumerManager(table).expire()
@@ -52,7 +53,6 @@ def _maybe_expire_partitions(table: "FileStoreTable") -> None:
     if last is not None and now - last < interval_s:
         return
     _last_partition_check[table.paths.root] = now  # set first: the drop commit runs this hook again
-    from lake_core.maintenance.partitions import expire_partitions
     expire_partitions(table, expiration_time=opts.text(PARTITION_EXPIRATION_TIME),
                       timestamp_formatter=opts.partition_timestamp_formatter,
                       timestamp_pattern=opts.partition_timestamp_pattern)

@@ -14,11 +14,12 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from lake_core.options import CoreOptions
-from lake_core.schema.table_schema import TableSchema
 from lake_core.kv import rowkind
 from lake_core.kv.system_fields import KIND, SEQ
+from lake_core.merge.sequence import rowkind_tiebreak
 from lake_core.merge.sort import Groups, group_rows
+from lake_core.options import CoreOptions
+from lake_core.schema.table_schema import TableSchema
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,6 @@ class MergeEngine(ABC):
         return rows
 
     def groups(self, rows: pa.Table) -> Groups:
-        from lake_core.merge.sequence import rowkind_tiebreak
         return group_rows(rows, self.ctx.key_columns, self.ctx.sequence_fields, self.ctx.sequence_descending,
                           rowkind_tiebreak(self.ctx.options))
 

@@ -5,13 +5,17 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING, Sequence
 
+import pyarrow as pa
+
+from lake_core.deletion_vectors.maintainer import bucket_dv_entries
+from lake_core.errors import InvalidOptionError
 from lake_core.format.binary_row.reader import deserialize_row
-from lake_core.read.split import Split
 from lake_core.manifest.metadata import DataFileMeta, ManifestEntry, ManifestFileMeta
 from lake_core.paths import partition_dir
+from lake_core.read.evolution import evolved_value_stats
 from lake_core.read.predicate import Predicate
 from lake_core.read.read_failure import LOST_FILE_ERRORS, read_failure
-from lake_core.read.evolution import evolved_value_stats
+from lake_core.read.split import Split
 from lake_core.snapshot.snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -33,7 +37,6 @@ class TableScan:
         that rewrites or deletes committed rows must read (rescale, ``delete_where``, verification):
         a hidden level-0 row is committed and will become visible at the next compaction."""
         if top_level_only and all_levels:
-            from lake_core.errors import InvalidOptionError
             raise InvalidOptionError(f"a scan of {store.identifier} reads either the top level only or all levels")
         self.store = store
         self.top_level_only = top_level_only
@@ -68,7 +71,6 @@ class TableScan:
     def _partition_matches(self, values: tuple) -> bool:
         if self.partition_pred is None:
             return True
-        import pyarrow as pa
         t = pa.table({n: pa.array([v], type=t) for n, v, t in zip(self.partition_names, values, self.partition_types)})
         return bool(self.partition_pred.filter(t).num_rows)
 
@@ -141,7 +143,6 @@ class TableScan:
         top_level = self.store.options.num_levels - 1
         dv_entries = None
         if self.is_pk and self.store.options.deletion_vectors_enabled:
-            from lake_core.deletion_vectors.maintainer import bucket_dv_entries
             dv_entries = bucket_dv_entries(self.store, self.snapshot)
         out = []
         default_name = self.store.options.partition_default_name

@@ -9,27 +9,31 @@ batch) rows, not the bucket.
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from typing import TYPE_CHECKING, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
 
+from lake_core.deletion_vectors.maintainer import load_vectors, needs_full_for_dv
+from lake_core.errors import PredicateError, SchemaMismatchError
 from lake_core.format.binary_row.reader import deserialize_row
 from lake_core.format.float_order import java_order_key
-from lake_core.lsm.merge_stream import merge_sorted_runs
-from lake_core.lsm.sparse_merge import sparse_merge
-from lake_core.merge.base import drop_retracts
-from lake_core.merge.lookup_merge import LEVEL, needs_lookup_merge, newest_high_level_mask, with_level
 from lake_core.kv.rowkind import SHORT_STRINGS
 from lake_core.kv.system_fields import KIND, SEQ
-from lake_core.read.split import Split
+from lake_core.lsm.levels import Levels, key_decoder
+from lake_core.lsm.merge_stream import merge_sorted_runs
+from lake_core.lsm.sparse_merge import sparse_merge
 from lake_core.manifest.metadata import DataFileMeta
-from lake_core.errors import PredicateError, SchemaMismatchError
+from lake_core.merge.base import drop_retracts
+from lake_core.merge.lookup_merge import LEVEL, needs_lookup_merge, newest_high_level_mask, with_level
 from lake_core.read.columns import check_read_columns
+from lake_core.read.diff import diff_rows
+from lake_core.read.evolution import iter_evolved, read_evolved
 from lake_core.read.predicate import Predicate
 from lake_core.read.read_ahead import read_ahead
 from lake_core.read.read_failure import LOST_FILE_ERRORS, read_failure
-from lake_core.read.evolution import iter_evolved, read_evolved
+from lake_core.read.split import Split
 
 #: The column holding each row's kind in change reads (``+I``, ``-U``, ``+U``, ``-D``).
 ROW_KIND = "_ROW_KIND"
@@ -202,9 +206,7 @@ class SplitRead:
     def _read_diff(self, split: Split) -> pa.Table:
         """A diff split: the merged rows of ``before_files`` against those of ``files``, compared
         whole (Java ``IncrementalDiffSplitRead``), then filtered and projected."""
-        from dataclasses import replace
 
-        from lake_core.read.diff import diff_rows
         columns = [f.name for f in self.schema.fields]
         # rows are compared whole, whatever the projection
         reader = self if self.read_columns == columns else SplitRead(self.store)
@@ -298,8 +300,6 @@ class SplitRead:
         """Deletion vectors: each file is read raw with its vector applied, no merge (Java's raw read
         of DV tables). None when the bucket must still be merged: no vectors yet and levels that
         overlap, i.e. a merge-on-read table whose option was switched on before a full compaction."""
-        from lake_core.lsm.levels import Levels, key_decoder
-        from lake_core.deletion_vectors.maintainer import load_vectors, needs_full_for_dv
         vectors = load_vectors(self.store, split.dv_index)
         if not vectors and len(split.files) > 1 and needs_full_for_dv(
                 Levels.of(split.files, self.store.options.num_levels, key_decoder(self.key_types)), ()):

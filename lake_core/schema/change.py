@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from lake_core.errors import InvalidOptionError, SchemaError, UnsupportedOptionError
 from lake_core.options.table_options import BY_KEY, OPTIONS
-from lake_core.schema.table_schema import TableSchema
+from lake_core.schema.table_schema import _RESERVED_NAMES, KEY_FIELD_PREFIX, TableSchema
 from lake_core.type_parser import from_paimon_type
 from lake_core.types import DataField, assign_nested_ids, is_nested, max_nested_id, to_paimon_type
 
@@ -270,7 +270,6 @@ class _Builder:
                               f"got {name!r}")
         if any(f.name == name for f in self.fields):
             raise self.err(name, "already exists")
-        from lake_core.schema.table_schema import _RESERVED_NAMES, KEY_FIELD_PREFIX
         if name in _RESERVED_NAMES or name.startswith(KEY_FIELD_PREFIX):
             raise self.err(name, "is a name reserved by Paimon's system fields")
 

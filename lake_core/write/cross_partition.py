@@ -30,13 +30,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lake_core.kv import rowkind
-from lake_core.format.binary_row.writer import serialize_row
-from lake_core.bucket.dynamic import BucketFiller, DynamicBucketOptions, assigner_of
 from lake_core.bucket.assign import hash_row_bytes
+from lake_core.bucket.dynamic import BucketFiller, DynamicBucketOptions, assigner_of
+from lake_core.format.binary_row.writer import serialize_row
+from lake_core.kv import rowkind
 from lake_core.kv.system_fields import KIND
-from lake_core.read.split import Split
 from lake_core.paths import partition_dir
+from lake_core.read.split import Split
+from lake_core.read.split_read import SplitRead
+from lake_core.write.file_writer import local_now_millis
 from lake_core.write.key_index import CrossPartitionIndex, KeyEncoder
 
 if TYPE_CHECKING:
@@ -104,8 +106,6 @@ class CrossPartitionAssigner:
         self._bootstrapped = True
         if self.base is None:
             return
-        from lake_core.write.file_writer import local_now_millis
-        from lake_core.read.split_read import SplitRead
         store = self.store
         manifests = store.manifest_store
         groups: dict[tuple[bytes, int], list] = {}

@@ -4,24 +4,26 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lake_core.kv import rowkind
-from lake_core.format.binary_row.writer import serialize_row
-from lake_core.bucket.assign import assign_buckets
-from lake_core.schema.partition_selector import PartitionSelector
-from lake_core.errors import InvalidDataError, SchemaMismatchError
-from lake_core.kv.system_fields import KIND, SEQ
+from lake_core.bucket.assign import assign_buckets, hash_rows
+from lake_core.bucket.dynamic import DynamicBucketAssigner
 from lake_core.commit.messages import CommitMessage
+from lake_core.errors import InvalidDataError, InvalidOptionError, SchemaMismatchError
+from lake_core.format.binary_row.writer import serialize_row
+from lake_core.kv import rowkind
+from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.manifest.metadata import DataFileMeta
-from lake_core.snapshot.snapshot import CommitKind, Snapshot
-from lake_core.write.file_writer import DataFileWriter
 from lake_core.paths import FileNamer, check_new_partition_dir, partition_dir
+from lake_core.schema.partition_selector import PartitionSelector
+from lake_core.snapshot.snapshot import CommitKind, Snapshot
+from lake_core.write.cross_partition import CrossPartitionAssigner
+from lake_core.write.file_writer import DataFileWriter
 
 if TYPE_CHECKING:
     from lake_core.commit.hooks import TableHooks
@@ -164,7 +166,6 @@ class TableWrite:
         self.num_buckets = opts.bucket
         self.mode = store.bucket_mode  # fixed | dynamic | cross-partition | unaware
         if self.mode in ("dynamic", "cross-partition") and opts.bucket_key:
-            from lake_core.errors import InvalidOptionError
             raise InvalidOptionError(f"table {store.identifier} is in {self.mode} bucket mode, where 'bucket-key' is "
                                      "not allowed (Paimon refuses it too); remove the option or set a fixed 'bucket'")
         self.partition_names = list(schema.partition_keys)
@@ -285,9 +286,7 @@ class TableWrite:
         return b
 
     def _assign_dynamic(self, data: pa.Table, pcode: np.ndarray, pvalues: list[tuple]) -> np.ndarray:
-        from lake_core.bucket.assign import hash_rows
         if self._dynamic is None:
-            from lake_core.bucket.dynamic import DynamicBucketAssigner
             live = self._live_files()
             data_buckets: dict[bytes, set] = {}
             for (p, b) in live:
@@ -309,7 +308,6 @@ class TableWrite:
 
     def _cross_assigner(self):
         if self._cross is None:
-            from lake_core.write.cross_partition import CrossPartitionAssigner
             skip = None
             if self.static_partition is not None:  # overwritten partitions lose their keys
                 skip = PartitionSelector.of(self.store.schema, self.static_partition, table=self.store.identifier,
@@ -438,7 +436,6 @@ class TableWrite:
         """Each bucket that gained keys carries its complete new HASH file and the DELETE of the
         file it replaces; the commit fails if that file is no longer the bucket's
         (as Java's ``DynamicBucketIndexMaintainer``)."""
-        from dataclasses import replace
         by_key = {(m.partition, m.bucket): i for i, m in enumerate(messages)}
         for (part, bucket), entries in changes.items():
             new = tuple(e for e in entries if e.kind == 0)
@@ -456,7 +453,6 @@ class TableWrite:
         the commit fails if another job since added rows numbered like these to a bucket written
         here, overwrote a partition written here (dynamic mode) or wrote any data
         (cross-partition mode); FileStoreCommit checks ``base_snapshot_id``."""
-        from dataclasses import replace
         base = self._advance_base_past_own_commits()
         base_id = base.id if base is not None else 0
         return [replace(m, base_snapshot_id=base_id) for m in messages]

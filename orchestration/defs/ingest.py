@@ -4,6 +4,8 @@ external asset when the table is written outside this code location."""
 import dagster as dg
 from pydantic import Field
 
+from jobs.ingest import ingest
+from jobs.tables import TableSpec
 from orchestration.config import TableConfig
 from orchestration.defs.drift import config_drift
 from orchestration.defs.metadata import write_materialization
@@ -31,7 +33,6 @@ def build_table_asset(table: TableConfig) -> dg.AssetsDefinition | dg.AssetSpec:
 
 def build_write_asset(table: TableConfig) -> dg.AssetsDefinition:
     """Ingest the next source batch through the distributed Spark write."""
-    from jobs.tables import TableSpec
 
     spec = TableSpec(
         name=table.name,
@@ -52,7 +53,6 @@ def build_write_asset(table: TableConfig) -> dg.AssetsDefinition:
     def write_table(
         context: dg.AssetExecutionContext, config: IngestConfig, lake: LakeCatalogResource, spark: SparkResource
     ) -> dg.MaterializeResult:
-        from jobs.ingest import ingest
 
         lake.check_access()  # before Spark starts: a bad bucket or key fails in one line
         catalog = lake.catalog()

@@ -30,7 +30,7 @@ def write_materialization(
     extra: dict[str, Any],
 ) -> dg.MaterializeResult:
     """Log and record a Spark write of ``table_name``, with the table's stats at its new snapshot."""
-    from jobs.stats import table_stats
+    from jobs.stats import table_stats  # noqa: PLC0415 - pyspark stays out of loading the definitions (Dagster's webserver and daemon)
 
     stats = None
     if result.snapshot_id is not None:

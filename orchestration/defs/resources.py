@@ -14,13 +14,12 @@ from typing import TYPE_CHECKING, Any
 import dagster as dg
 from pydantic import Field
 
+from lake_core import Catalog
 from orchestration.config import TablesConfig, WarehouseConfig
 from orchestration.defs.storage import check_storage_access
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-
-    from lake_core import Catalog
 
 
 class LakeCatalogResource(dg.ConfigurableResource):
@@ -57,8 +56,6 @@ class LakeCatalogResource(dg.ConfigurableResource):
         return options
 
     def catalog(self) -> Catalog:
-        from lake_core import Catalog
-
         return Catalog(self.warehouse, storage_options=self.storage_options())
 
     def check_access(self) -> None:
@@ -89,9 +86,9 @@ class SparkResource(dg.ConfigurableResource):
         """A session for one step. If this call started it, it is stopped afterwards so a Dagster
         run process does not leave a JVM behind; a session that already existed (a test's, or
         a notebook's) is reused and left running."""
-        from pyspark.sql import SparkSession
+        from pyspark.sql import SparkSession  # noqa: PLC0415 - pyspark stays out of loading the definitions (Dagster's webserver and daemon)
 
-        from jobs.spark import spark_session
+        from jobs.spark import spark_session  # noqa: PLC0415 - pyspark stays out of loading the definitions (Dagster's webserver and daemon)
 
         # _instantiatedSession is the process-wide session (getActiveSession is per thread).
         existed = SparkSession._instantiatedSession is not None or SparkSession.getActiveSession() is not None

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+import fsspec
+
 from lake_core import LakeError
 
 
@@ -53,8 +55,6 @@ def check_storage_access(warehouse: str, storage_options: Mapping[str, Any], *, 
     sources = [f"{what} from ${name}" for what, name in env.items() if name]
     where = f"bucket '{bucket}' at endpoint {endpoint}" + (f" ({', '.join(sources)})" if sources else "")
     try:
-        import fsspec
-
         fs = fsspec.filesystem("s3", skip_instance_cache=True, **_fast_fail(storage_options))
         fs.retries = 1  # s3fs retries some errors itself, on top of botocore
         fs.ls(bucket, refresh=True)

@@ -223,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     Path(".dagster").mkdir(exist_ok=True)
     instance = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(REPO_ROOT / ".dagster"), config_dir=str(REPO_ROOT)))
 
-    from jobs.spark import spark_session
+    from jobs.spark import spark_session  # noqa: PLC0415 - pyspark stays out of loading the definitions (Dagster's webserver and daemon)
 
     print(f"demo: tables from {config_file}, warehouse {config.warehouse.uri}")
     try:

@@ -3,6 +3,9 @@ pyroaring) and DataSketches sketches (``hll_sketch``, ``theta_sketch``). A value
 deserialize raises ``InvalidDataError`` naming the column."""
 from __future__ import annotations
 
+import pyroaring
+from datasketches import compact_theta_sketch, hll_sketch, hll_union, tgt_hll_type, theta_union
+
 from lake_core.errors import InvalidDataError
 from lake_core.merge.aggregate.base import AggFunction, accepts_varbinary
 
@@ -33,7 +36,6 @@ class _RoaringUnionAgg(_BlobUnionAgg):
     bitmap = ""  # the pyroaring class
 
     def union(self, a, b):
-        import pyroaring
         cls = getattr(pyroaring, self.bitmap)
         r = cls.deserialize(a) | cls.deserialize(b)
         r.run_optimize()
@@ -66,7 +68,6 @@ class HllSketchAgg(_BlobUnionAgg):
     what = "HLL sketch"
 
     def union(self, a, b):
-        from datasketches import hll_sketch, hll_union, tgt_hll_type
         sb = hll_sketch.deserialize(b)
         u = hll_union(sb.lg_config_k)
         u.update(sb)
@@ -82,7 +83,6 @@ class ThetaSketchAgg(_BlobUnionAgg):
     what = "Theta sketch"
 
     def union(self, a, b):
-        from datasketches import compact_theta_sketch, theta_union
         u = theta_union()
         u.update(compact_theta_sketch.deserialize(a))
         u.update(compact_theta_sketch.deserialize(b))
