@@ -56,6 +56,9 @@ MOVES = {
     "lake_core.manifest.minor_compaction": "lake_core.manifest.merger",
     "lake_core.maintenance.result": "lake_core.result",
     "lake_core.maintenance.checksum": "lake_core.format.checksum",
+    # third step: names that say which (issue 24)
+    "lake_core.compaction.dynamic": "lake_core.compaction.planning_options",
+    "lake_core.compaction.expire": "lake_core.compaction.record_expiry",
 }
 #: modules that stay where they were (base layer and the table/catalog tops)
 STAYS = {"lake_core.errors", "lake_core.options", "lake_core.paths", "lake_core.types", "lake_core.names",

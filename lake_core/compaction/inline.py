@@ -21,7 +21,7 @@ from lake_core.deletion_vectors.maintainer import BucketDeletionVectors, bucket_
 from lake_core.commit.messages import CommitMessage
 from lake_core.manifest.metadata import DataFileMeta
 from lake_core.paths import FileNamer, data_file_in
-from lake_core.compaction.expire import RecordExpiry, expired_file_test
+from lake_core.compaction.record_expiry import RecordExpiry, expired_file_test
 from lake_core.lsm.levels import Levels, key_decoder
 from lake_core.compaction.picker import Pick, UniversalConfig, drop_delete, force_pick_level0, pick_full, pick_universal, worth_running
 from lake_core.compaction.plan import outside_unit

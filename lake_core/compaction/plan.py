@@ -14,8 +14,8 @@ from lake_core.commit.messages import CommitMessage
 from lake_core.manifest.metadata import DataFileMeta, IndexManifestEntry
 from lake_core.deletion_vectors.maintainer import BucketDeletionVectors, bucket_dv_entries, needs_full_for_dv
 from lake_core.paths import FileNamer
-from lake_core.compaction.dynamic import with_planning_options
-from lake_core.compaction.expire import RecordExpiry, expired_file_test
+from lake_core.compaction.planning_options import with_planning_options
+from lake_core.compaction.record_expiry import RecordExpiry, expired_file_test
 from lake_core.schema.partition_selector import PartitionSelector
 from lake_core.lsm.levels import Levels, key_decoder
 from lake_core.compaction.picker import CompactUnit, Pick, UniversalConfig, drop_delete, force_pick_level0, pick_full, \
@@ -129,7 +129,7 @@ def pick_bucket(store: "FileStore", levels: Levels, *, full: bool, expiry: Recor
 
 def plan_compaction(store: "FileStore", *, full: bool = False, partitions=None, expire_records: bool = False,
                     now_ms: int | None = None, options: Mapping[str, str] | None = None) -> CompactionPlan:
-    """``options``: dynamic planning options for this job only (see :mod:`.dynamic`)."""
+    """``options``: dynamic planning options for this job only (see :mod:`.planning_options`)."""
     planned_at = time.time()
     store = with_planning_options(store, options)
     if not store.schema.primary_keys:

@@ -19,7 +19,7 @@ from lake_core.paths import FileNamer
 from lake_core.compaction.changelog_producers import ChangelogProducer, ChunkState, producer_for
 from lake_core.compaction.dv import DvCompaction, unit_vectors
 from lake_core.merge.lookup_merge import LEVEL, needs_lookup_merge, newest_high_level_mask, with_level
-from lake_core.compaction.expire import RecordExpiry, expired_file_test
+from lake_core.compaction.record_expiry import RecordExpiry, expired_file_test
 from lake_core.compaction.kv_read import CHUNK_ROWS, iter_kv_file, key_ranges, kv_schema  # noqa: F401 - re-exported
 from lake_core.lsm.levels import key_decoder
 from lake_core.lsm.key_probe import KeyBlock, SortedKeyProbe
@@ -66,7 +66,7 @@ def run_compact_unit(store: "FileStore", partition: bytes, bucket: int, total_bu
         # the replaced rows are masked in their files, so retractions have nothing left to cancel
         drop_delete = drop_delete or unit.output_level > 0
     # Expiry drops a key's merged row, which is sound only where the unit holds the key's whole
-    # history: exactly where a retraction may be dropped (see lake_core.compaction.expire)
+    # history: exactly where a retraction may be dropped (see lake_core.compaction.record_expiry)
     expiry = expiry if drop_delete else None
     is_expired = expired_file_test(expiry, store)
     ppath = store.partition_path(partition)
@@ -168,7 +168,7 @@ def _merge_chunk(engine, rows: pa.Table, drop_delete: bool, expiry: RecordExpiry
                  producer: ChangelogProducer | None = None, lookup_merge: bool = False,
                  changelog_out: list | None = None) -> pa.Table:
     """Merge one chunk of complete key groups; counts rows in/out, expired and dropped deletes.
-    ``expiry``: applied to the merged rows, after the changelog (see :mod:`.expire`).
+    ``expiry``: applied to the merged rows, after the changelog (see :mod:`.record_expiry`).
     ``seen``: keys stored elsewhere in the bucket (first-row), whose rows are dropped before the
     changelog is produced (a key stored elsewhere has no first row here).
     ``producer``: appends the chunk's changelog to ``changelog_out``; ``lookup_merge``: Java's

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 import polars as pl
 import pyarrow as pa
 
-from lake_core.compaction.expire import RecordExpiry
 from lake_core.format.checksum import table_checksum
+from lake_core.compaction.record_expiry import RecordExpiry
 from lake_core.read.scan import TableScan
 from lake_core.read.split_read import SplitRead
 

@@ -19,7 +19,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lake_core.compaction.expire import RecordExpiry
+from lake_core.compaction.record_expiry import RecordExpiry
 from lake_core.compaction.plan import level_counts, ttl_lag_s
 from lake_core.options import parse_duration_ms
 from lake_core.errors import MaintenanceArgumentError

@@ -7,7 +7,7 @@ merges them.
   each operation plugs in) and its checks (:mod:`.checks`, :mod:`.drift`).
 - :mod:`.downstream`: derived tables, their jobs, and the snapshot sensors (:mod:`.sensors`)
   that request them, leasing each snapshot until its run ends (:mod:`.leases`).
-- :mod:`.health`: per table, the health sensor and the policy's cron schedule that request
+- :mod:`.health_sensor`: per table, the health sensor and the policy's cron schedule that request
   maintenance assets; :mod:`.policy` turns a table's health and policy into decisions with reasons
   (also behind the health checks of :mod:`.checks`).
 - :mod:`.naming`, :mod:`.metadata`, :mod:`.storage`: names, materialization metadata, and the

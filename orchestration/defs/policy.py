@@ -1,7 +1,7 @@
 """The maintenance policy, evaluated: a table's health + its ``maintenance:`` policy → one decision
 per operation, each with the human reason a user reads in the UI.
 
-Pure: no I/O, no Dagster. The health sensor (:mod:`.health`) requests the ``HEALTH_OPERATIONS``
+Pure: no I/O, no Dagster. The health sensor (:mod:`.health_sensor`) requests the ``HEALTH_OPERATIONS``
 that are due; the policy's cron schedule requests the ``SCHEDULED_OPERATIONS`` that are due; the
 asset checks compare the same figures against the same thresholds (:func:`check_figures`).
 """

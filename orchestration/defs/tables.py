@@ -8,7 +8,7 @@ import dagster as dg
 
 from orchestration.config import TableConfig
 from orchestration.defs.checks import table_checks
-from orchestration.defs.health import health_definitions
+from orchestration.defs.health_sensor import health_definitions
 from orchestration.defs.ingest import build_table_asset
 from orchestration.defs.maintenance import maintenance_assets, maintenance_sensors
 

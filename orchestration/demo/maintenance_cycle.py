@@ -21,7 +21,7 @@ import dagster as dg
 
 from lake_core import Catalog, LakeError
 from orchestration.config import TableConfig, TablesConfig
-from orchestration.defs.health import evaluate_table
+from orchestration.defs.health_sensor import evaluate_table
 from orchestration.defs.ledger import LEDGER_TABLE
 from orchestration.defs.naming import REASON_TAG, maintenance_asset_key
 from orchestration.defs.policy import HEALTH_OPERATIONS, SCHEDULED_OPERATIONS
