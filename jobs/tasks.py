@@ -36,7 +36,7 @@ def _guarded(fn: Callable[[Any], Any]) -> Callable[[Any], tuple[str, Any]]:
 
 
 def run_tasks(
-    spark: SparkSession,
+    spark: SparkSession | None,
     items: Sequence[Any],
     fn: Callable[[Any], Any],
     *,
@@ -46,8 +46,9 @@ def run_tasks(
     """``fn(item)`` in one Spark task per item; the outcomes in ``items``' order. If any task failed,
     ``abort(outcomes of the others)`` runs, then the task's exception (or ``error(item, text)`` when
     it could not travel back) is raised."""
-    if not items:
+    if not items:  # no session needed (a re-run with nothing to do may have none)
         return []
+    assert spark is not None, "Spark tasks need a Spark session"
     collected = spark.sparkContext.parallelize(list(items), len(items)).map(_guarded(fn)).collect()
     failed = [value for status, value in collected if status == "error"]
     if failed:
@@ -64,7 +65,7 @@ def run_job(spark: SparkSession | None, job: DistributedJob, *, error: type[Exce
     is raised (an ``error`` naming the unit when it could not travel back). ``spark`` may be None
     when the job has no units: nothing starts then."""
     outcomes = run_tasks(
-        spark,  # type: ignore[arg-type] - not used without units
+        spark,
         job.units,
         job.run_unit,
         abort=job.abort,

@@ -473,7 +473,7 @@ def rescale(table: "FileStoreTable", *, bucket: int, partitions: Sequence[Mappin
     if not dry_run:
         table = set_bucket_option(table, bucket)
     job = RescaleJob(table, plan, previous_bucket=previous, dry_run=dry_run)
-    results = []
+    results: list[PartitionRescaleResult] = []
     for i, unit in enumerate(plan.units, 1):
         log.info("rescale %s: partition %d/%d '%s' (%d files, %d bytes)", table.identifier, i, len(plan.units),
                  _spec_text(unit.partition), unit.files, unit.bytes)

@@ -1,6 +1,7 @@
 """Compaction and rescale as one DistributedJob (units, run_unit, commit, abort): the same local
 runner (``lake_core.run_locally``) and the same Spark runner (``jobs.tasks.run_job``) execute both,
 give what the operations gave before, and leave nothing behind when a unit fails."""
+
 from __future__ import annotations
 
 import pickle
@@ -10,12 +11,20 @@ import pytest
 
 from jobs.tasks import run_job
 from lake_core import CompactionJob, DistributedJob, LakeError, RescaleJob, run_locally
-
 from maintenance.rescale_helpers import PARTS, Model, bucket_counts, make_table, rows
 
 KINDS = ["compaction", "rescale"]
-SAME_COMPACTION = ("units_planned", "units_run", "files_read", "files_written", "rows_in", "rows_out",
-                   "rows_dropped_deletes", "levels_before", "levels_after")
+SAME_COMPACTION = (
+    "units_planned",
+    "units_run",
+    "files_read",
+    "files_written",
+    "rows_in",
+    "rows_out",
+    "rows_dropped_deletes",
+    "levels_before",
+    "levels_after",
+)
 
 
 def _filled(warehouse):
@@ -79,8 +88,11 @@ def test_a_failing_unit_aborts_the_job(warehouse, warehouse_path, request, kind,
     before = table.latest_snapshot().id
     job = _job(table, kind)
     # A file of the last partition vanishes: its unit fails, the other units' new files are deleted.
-    victim = next(e.file.file_name for e in table.manifest_store.live_entries(table.latest_snapshot())
-                  if table.manifest_store.partition_values(e.partition)[0] == PARTS[-1])
+    victim = next(
+        e.file.file_name
+        for e in table.manifest_store.live_entries(table.latest_snapshot())
+        if table.manifest_store.partition_values(e.partition)[0] == PARTS[-1]
+    )
     files_before = _data_files(warehouse_path)
     path = next(warehouse_path.rglob(victim))
     data = path.read_bytes()
