@@ -9,6 +9,7 @@ import random
 
 import pytest
 
+import lake_core
 from jobs.tasks import run_job
 from lake_core import CompactionJob, DistributedJob, LakeError, RescaleJob, run_locally
 from maintenance.rescale_helpers import PARTS, Model, bucket_counts, make_table, rows
@@ -120,3 +121,9 @@ def test_the_spark_runner_gives_what_the_local_runner_gives(spark, warehouse, tm
         assert {k: getattr(result, k) for k in SAME_COMPACTION} == {k: getattr(expected, k) for k in SAME_COMPACTION}
     else:
         assert _rescaled(result) == _rescaled(expected)
+
+
+def test_the_old_name_of_the_bucket_compaction_unit_still_works_with_a_warning():
+    with pytest.warns(DeprecationWarning, match="BucketCompactionUnit"):
+        assert lake_core.CompactionUnit is lake_core.BucketCompactionUnit
+    assert "CompactionUnit" not in lake_core.__all__
