@@ -67,7 +67,7 @@ def _force_level0_up(t):
     """plain-l0: the same unit a lookup table's compaction runs (ForceUpLevel0), without lookup."""
     from lake_core.compaction.job import commit_compaction
     from lake_core.compaction.picker import UniversalConfig, force_pick_level0
-    from lake_core.compaction.plan import CompactionPlan, CompactionUnit, run_unit
+    from lake_core.compaction.plan import BucketCompactionUnit, CompactionPlan, run_unit
     from lake_core.lsm.levels import Levels, key_decoder
 
     units, outcomes = [], []
@@ -81,7 +81,7 @@ def _force_level0_up(t):
         p = force_pick_level0(levels.sorted_runs(), levels.number_of_levels, UniversalConfig.from_options(t.options))
         if p.unit is None:
             continue
-        u = CompactionUnit(
+        u = BucketCompactionUnit(
             part, (), bucket, total, p.unit.files, p.unit.output_level, levels.max_level, False, p.unit.reason
         )
         units.append(u)

@@ -1,13 +1,14 @@
 """Dedicated compaction of a primary-key table on Spark.
 
-    driver   ─ plan (metadata only): ``table.maintenance.plan_compaction`` → frozen, picklable units,
-               one per (partition, bucket) the picker (or ``full`` / ``expire_records``) selects
-    workers  ─ ``sc.parallelize(units, len(units))``: one Spark task per unit runs lake_core's
-               ``compact_unit`` in the Python worker (reads the unit's files, writes the merged
-               ones) and returns its outcome (commit message and row counters), committing nothing
-    driver   ─ one COMPACT commit of every outcome (``commit_compaction``): a unit whose input files
-               another job compacted meanwhile is skipped and reported, its new files deleted; if
-               any task failed, every new file is deleted and nothing is committed
+    driver   ─ plan (metadata only): ``table.maintenance.compaction_job`` → a picklable
+               ``CompactionJob`` whose frozen units are one per (partition, bucket) the picker (or
+               ``full`` / ``expire_records``) selects
+    workers  ─ ``jobs.tasks.run_job``: one Spark task per unit runs the job's ``run_unit`` in the
+               Python worker (reads the unit's files, writes the merged ones) and returns its
+               outcome (commit message and row counters), committing nothing
+    driver   ─ the job's one COMPACT commit of every outcome: a unit whose input files another job
+               compacted meanwhile is skipped and reported, its new files deleted; if any task
+               failed, every new file is deleted (the job's ``abort``) and nothing is committed
 
 Spark's JVM never touches a table file: every read and write goes through lake_core's FileIO in the
 Python workers (so s3:// works without a Hadoop connector).
@@ -18,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from jobs.tasks import run_tasks
+from jobs.tasks import run_job, run_tasks
 from lake_core import Catalog, PartitionSelector
 from lake_core.errors import LakeError, PartitionSpecError  # noqa: F401 (PartitionSpecError: part of this API)
 
@@ -44,14 +45,15 @@ def parse_partitions(table: FileStoreTable, specs: Sequence[str] | None) -> list
 
 def run_units(spark: SparkSession, table: FileStoreTable, units: Sequence[Any]) -> list[Any]:
     """One Spark task per unit, running lake_core's ``compact_unit`` in the Python worker; returns
-    the outcomes in ``units``' order (raises, after deleting every written file, if any task failed)."""
+    the outcomes in ``units``' order (raises, after deleting every written file, if any task failed).
+    The first half of ``run_job``, for a driver that commits them itself (``commit_compaction``)."""
     return run_tasks(
         spark,
         units,
         lambda unit: table.maintenance.compact_unit(unit=unit),
         abort=lambda outcomes: table.maintenance.abort_compaction(outcomes=outcomes),
         error=lambda unit, text: CompactionTaskError(
-            f"compaction of {table.identifier}, {unit.describe()}, failed in its Spark task: {text}"
+            f"compaction of {table.identifier}, {unit.describe()} failed in its Spark task: {text}"
         ),
     )
 
@@ -75,11 +77,10 @@ def compact_on_spark(
     dicts, or texts like ``'dt=2024-01-01'``. Returns lake_core's ``CompactionResult``
     (``snapshot_id`` None when nothing was committed)."""
     table = Catalog(warehouse, storage_options=dict(storage_options or {})).get_table(table_name)
-    plan = table.maintenance.plan_compaction(
-        full=full, partitions=partitions, expire_records=expire_records, options=options
+    job = table.maintenance.compaction_job(
+        full=full, partitions=partitions, expire_records=expire_records, options=options, dry_run=dry_run
     )
-    outcomes = [] if dry_run else run_units(spark, table, plan.units)
-    return table.maintenance.commit_compaction(plan=plan, outcomes=outcomes, dry_run=dry_run)
+    return run_job(spark, job, error=CompactionTaskError)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

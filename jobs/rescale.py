@@ -1,12 +1,13 @@
 """Distributed bucket rescale of selected partitions of a fixed-bucket table.
 
-    driver   ─ plan (metadata only): which selected partitions are not yet at the target count
-             ─ set the table's ``bucket`` option (a schema change, as ``table.maintenance.rescale``)
-    workers  ─ one Spark task per partition: lake_core reads it, writes it into the new buckets and
-               verifies the new files (``prepare_rescale_partition``), returning the uncommitted,
-               picklable result (the commit message of a rescale)
-    driver   ─ one OVERWRITE commit of every prepared partition (``commit_rescale``); if any task
-               failed, the others' new files are deleted and nothing is committed
+    driver   ─ ``table.maintenance.rescale_job``: plan (metadata only: which selected partitions
+               are not yet at the target count), set the table's ``bucket`` option (a schema
+               change, as ``table.maintenance.rescale``) → a picklable ``RescaleJob``
+    workers  ─ ``jobs.tasks.run_job``: one Spark task per partition runs the job's ``run_unit``:
+               lake_core reads it, writes it into the new buckets and verifies the new files,
+               returning the uncommitted, picklable result (the commit message of a rescale)
+    driver   ─ the job's one OVERWRITE commit of every prepared partition; if any task failed, the
+               others' new files are deleted (the job's ``abort``) and nothing is committed
 
 Spark's JVM never touches a table file: every read and write goes through lake_core's FileIO in the
 Python workers (so s3:// works without a Hadoop connector). A re-run after a failure (or after a
@@ -15,11 +16,10 @@ commit that landed) plans again: partitions already at the target are skipped.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from jobs.tasks import run_tasks
+from jobs.tasks import run_job
 from lake_core import Catalog
 from lake_core.errors import LakeError
 
@@ -29,16 +29,6 @@ if TYPE_CHECKING:
 
 class RescaleTaskError(LakeError):
     """A partition's Spark task failed with an error that could not travel back as itself."""
-
-
-def _prepare(warehouse: str, table_name: str, bucket: int, storage_options: Mapping[str, Any]):
-    """Executor side: prepare one partition with lake_core."""
-
-    def prepare(spec: Mapping[str, Any]):
-        table = Catalog(warehouse, storage_options=dict(storage_options)).get_table(table_name)
-        return table.maintenance.prepare_rescale_partition(partition=dict(spec), bucket=bucket)
-
-    return prepare
 
 
 def rescale_partitions(
@@ -57,43 +47,20 @@ def rescale_partitions(
     Returns lake_core's ``RescaleResult``: every requested partition appears in ``partitions`` of
     the result, rewritten or with the reason it was skipped (already at ``bucket`` buckets, no
     data). ``spark`` may be None when no partition needs rewriting (a re-run): nothing starts then."""
-    started = time.monotonic()
-    options = dict(storage_options or {})
-    table = Catalog(warehouse, storage_options=options).get_table(table_name)
-    previous = table.options.bucket
-    specs = list({_key(p): dict(p) for p in partitions}.values())  # each partition once, in order
-    # A backfill names partitions that may be gone by now (partition expiry): they are reported as
-    # skipped with their reason, not refused as a selector that matches nothing would be.
-    wanted = {_key(spec) for spec in specs}
-    plan = table.maintenance.plan_rescale(bucket=bucket) if specs else None
-    todo = [unit.spec for unit in plan.units if _key(unit.spec) in wanted] if plan else []
-    if todo and spark is None:
-        raise RescaleTaskError(
-            f"rescale of {table_name}: {len(todo)} partition(s) need rewriting "
-            f"({', '.join(map(str, todo))}) but no Spark session was given"
-        )
-    table = table.maintenance.set_bucket(bucket=bucket)
-
-    prepared: dict[tuple, Any] = {}
-    if todo:
-        collected = run_tasks(  # in todo's order
-            spark,
-            todo,
-            _prepare(warehouse, table_name, bucket, options),
-            abort=lambda outcomes: table.maintenance.abort_rescale(outcomes=outcomes),
-            error=lambda spec, text: RescaleTaskError(
-                f"rescale of {table_name} partition {spec} failed in its Spark task: {text}"
-            ),
-        )
-        prepared = {_key(spec): value for spec, value in zip(todo, collected)}
-    # Partitions with nothing to rewrite: lake_core says why (metadata only, on the driver).
-    outcomes = [
-        prepared.get(_key(spec)) or table.maintenance.prepare_rescale_partition(partition=spec, bucket=bucket)
-        for spec in specs
-    ]
-    return table.maintenance.commit_rescale(
-        outcomes=outcomes, bucket=bucket, previous_bucket=previous, commit_user=commit_user, started=started
-    )
+    table = Catalog(warehouse, storage_options=dict(storage_options or {})).get_table(table_name)
+    specs = [dict(p) for p in partitions]
+    if spark is None:  # refuse before the job sets the bucket option
+        wanted = {_key(spec) for spec in specs}
+        todo = [u.spec for u in table.maintenance.plan_rescale(bucket=bucket).units if _key(u.spec) in wanted]
+        if todo:
+            raise RescaleTaskError(
+                f"rescale of {table_name}: {len(todo)} partition(s) need rewriting "
+                f"({', '.join(map(str, todo))}) but no Spark session was given"
+            )
+    # A backfill names partitions that may be gone by now (partition expiry): the job reports them
+    # as skipped with their reason, as it does those already at ``bucket`` buckets.
+    job = table.maintenance.rescale_job(bucket=bucket, partitions=specs, commit_user=commit_user)
+    return run_job(spark, job, error=RescaleTaskError)
 
 
 def _key(spec: Mapping[str, Any]) -> tuple:

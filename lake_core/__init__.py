@@ -1,4 +1,6 @@
 """lake_core: a Python table store compatible with Apache Paimon's primary-key tables."""
+import warnings
+
 from lake_core.bucket.assign import assign_buckets
 from lake_core.catalog import Catalog, validate_options
 from lake_core.errors import *  # noqa: F401,F403  (the exception hierarchy is public API)
@@ -16,8 +18,11 @@ from lake_core.schema.partition_selector import PartitionSelector
 from lake_core.snapshot.snapshot import CommitKind, Snapshot
 from lake_core.table import FileStoreTable, ReadOptimizedTable
 from lake_core.type_parser import from_paimon_type
+# The one protocol of the maintenance operations that run in parts (compaction, rescale), and its local runner.
+from lake_core.distributed import DistributedJob, run_locally
 # What table.maintenance returns: frozen results and plans (annotated on every method).
-from lake_core.compaction.plan import CompactionPlan, CompactionUnit
+from lake_core.compaction.job import CompactionJob
+from lake_core.compaction.plan import BucketCompactionUnit, CompactionPlan
 from lake_core.compaction.result import CompactionResult
 from lake_core.compaction.rewrite import UnitOutcome
 from lake_core.compaction.verify import CompactionVerification
@@ -27,7 +32,7 @@ from lake_core.maintenance.expire_snapshots import ExpireSnapshotsPlan, ExpireSn
 from lake_core.maintenance.manifest_compaction import CompactManifestResult
 from lake_core.maintenance.orphans import RemoveOrphanFilesResult
 from lake_core.maintenance.partitions import ExpirePartitionsResult
-from lake_core.maintenance.rescale import PartitionRescaleResult, PreparedRescale, RescalePlan, RescaleResult
+from lake_core.maintenance.rescale import PartitionRescaleResult, PreparedRescale, RescaleJob, RescalePlan, RescaleResult
 from lake_core.maintenance.rescale_verify import RescaleVerification
 from lake_core.maintenance.rollback import RollbackResult
 from lake_core.maintenance.tag_deletion import DeleteTagResult
@@ -38,11 +43,25 @@ __all__ = [
     "Catalog", "CommitKind", "CommitMessage", "CoreOptions", "FileStoreTable", "Move", "OperationResult",
     "PartitionSelector", "Predicate", "PredicateBuilder", "ROW_KIND", "ReadOptimizedTable", "SchemaChange", "Snapshot", "Split", "StreamScan", "TableHealth", "assign_buckets",
     "check_tag_name_format", "from_paimon_type", "parse_duration_ms", "validate_options",
+    "DistributedJob", "run_locally",
     # maintenance results and plans
-    "CompactManifestResult", "CompactionPlan", "CompactionResult", "CompactionUnit", "CompactionVerification",
+    "BucketCompactionUnit", "CompactManifestResult", "CompactionJob", "CompactionPlan", "CompactionResult",
+    "CompactionVerification",
     "DeleteTagResult", "ExpireChangelogsPlan", "ExpireChangelogsResult", "ExpirePartitionsResult",
     "ExpireSnapshotsPlan", "ExpireSnapshotsResult", "ExpireTagsResult", "Lease", "PartitionRescaleResult",
-    "PreparedRescale", "RemoveOrphanFilesResult", "RescalePlan", "RescaleResult", "RescaleVerification",
+    "PreparedRescale", "RemoveOrphanFilesResult", "RescaleJob", "RescalePlan", "RescaleResult", "RescaleVerification",
     "RollbackResult", "TagSnapshotResult", "UnitOutcome",
 ]
 __version__ = "0.1.0"
+
+_DEPRECATED = {"CompactionUnit": ("BucketCompactionUnit", BucketCompactionUnit)}
+
+
+def __getattr__(name: str):
+    # CompactionUnit was public; its new name says it is one bucket of a dedicated job, not the
+    # picker's CompactUnit. The old name keeps working, with a warning, for one release.
+    if name in _DEPRECATED:
+        new, value = _DEPRECATED[name]
+        warnings.warn(f"lake_core.{name} is deprecated; use lake_core.{new}", DeprecationWarning, stacklevel=2)
+        return value
+    raise AttributeError(f"module 'lake_core' has no attribute {name!r}")

@@ -1,5 +1,6 @@
 """Dedicated compaction: plan (metadata) -> execute units (threads here, or any worker) -> one
-COMPACT commit (:func:`commit_compaction`).
+COMPACT commit (:func:`commit_compaction`). :class:`CompactionJob` is these parts as a
+:class:`lake_core.distributed.DistributedJob`, which the local and the Spark runner execute.
 
 A unit whose input files another job already compacted is *stale*: it is skipped and reported,
 its output files deleted, and the other units still land. The commit is conflict-checked, so a
@@ -9,17 +10,18 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import replace
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 from lake_core.commit.file_store_commit import FileStoreCommit
 from lake_core.commit.uncommitted import remove_uncommitted
-from lake_core.errors import CommitConflictError, CommitOutcomeUnknownError, LakeError
+from lake_core.errors import CommitConflictError, CommitOutcomeUnknownError, LakeError, MaintenanceArgumentError
 from lake_core.commit.messages import CommitMessage
-from lake_core.compaction.plan import CompactionPlan, CompactionUnit, level_counts, plan_compaction, run_unit, ttl_lag_s
+from lake_core.compaction.plan import BucketCompactionUnit, CompactionPlan, level_counts, plan_compaction, run_unit, \
+    ttl_lag_s
 from lake_core.compaction.result import CompactionResult
 from lake_core.compaction.rewrite import UnitOutcome
+from lake_core.distributed import DistributedJob, run_locally
 
 if TYPE_CHECKING:
     from lake_core.commit.hooks import TableHooks
@@ -30,21 +32,56 @@ log = logging.getLogger(__name__)
 _MAX_STALE_ROUNDS = 5
 
 
+@dataclass(frozen=True)
+class CompactionJob(DistributedJob[BucketCompactionUnit, UnitOutcome, CompactionResult]):
+    """A planned dedicated compaction as a distributed job: one unit per (partition, bucket), one
+    COMPACT commit. Picklable (the store and the table pickle), so Spark can ship it to its tasks.
+    ``dry_run``: no unit runs, the commit reports the plan."""
+
+    store: "FileStore"
+    hooks: "TableHooks"  # what the commit calls above itself (the table's expiry after it lands)
+    plan: CompactionPlan
+    dry_run: bool = False
+
+    @property
+    def units(self) -> tuple[BucketCompactionUnit, ...]:
+        return () if self.dry_run else self.plan.units
+
+    def run_unit(self, unit: BucketCompactionUnit) -> UnitOutcome:
+        return run_unit(self.store, unit)
+
+    def commit(self, outcomes: Sequence[UnitOutcome]) -> CompactionResult:
+        return commit_compaction(self.store, self.plan, outcomes, hooks=self.hooks, dry_run=self.dry_run)
+
+    def abort(self, outcomes: Sequence[UnitOutcome]) -> None:
+        abort_compaction(self.store, outcomes)
+
+    def describe_unit(self, unit: BucketCompactionUnit) -> str:
+        return f"compaction of {self.store.identifier}, {unit.describe()}"
+
+
+def compaction_job(store: "FileStore", *, hooks: "TableHooks", full: bool = False, partitions=None,
+                   expire_records: bool = False, dry_run: bool = False, now_ms: int | None = None,
+                   options: Mapping[str, str] | None = None) -> CompactionJob:
+    """Plan (metadata only) and return the job; arguments as :func:`compact`."""
+    plan = plan_compaction(store, full=full, partitions=partitions, expire_records=expire_records, now_ms=now_ms,
+                           options=options)
+    log.info("compact %s: %d unit(s) planned over %d bucket(s)%s", store.identifier, len(plan.units),
+             len(plan.buckets), " (dry run)" if dry_run else "")
+    return CompactionJob(store, hooks, plan, dry_run=dry_run)
+
+
 def compact(store: "FileStore", *, hooks: "TableHooks", full: bool = False, partitions=None, dry_run: bool = False,
             expire_records: bool = False, parallelism: int = 2, now_ms: int | None = None,
             options: Mapping[str, str] | None = None) -> CompactionResult:
     """Plan, execute and commit; ``now_ms`` fixes the clock of record-level expiry (default: now);
     ``hooks``: what the commit calls above itself (the table's expiry after it lands).
 
-    The same three halves a distributed executor runs: :func:`plan_compaction` (metadata),
-    :func:`run_unit` per unit (here in threads), :func:`commit_compaction` once."""
+    The job a distributed executor runs (:class:`CompactionJob`), run here in threads."""
     _check_arguments(store, full=full, dry_run=dry_run, expire_records=expire_records, parallelism=parallelism)
-    plan = plan_compaction(store, full=full, partitions=partitions, expire_records=expire_records, now_ms=now_ms,
-                           options=options)
-    log.info("compact %s: %d unit(s) planned over %d bucket(s)%s", store.identifier, len(plan.units),
-             len(plan.buckets), " (dry run)" if dry_run else "")
-    outcomes = [] if dry_run else _execute(store, plan, parallelism)
-    return commit_compaction(store, plan, outcomes, hooks=hooks, dry_run=dry_run)
+    job = compaction_job(store, hooks=hooks, full=full, partitions=partitions, expire_records=expire_records,
+                         dry_run=dry_run, now_ms=now_ms, options=options)
+    return run_locally(job, parallelism=parallelism)
 
 
 def commit_compaction(store: "FileStore", plan: CompactionPlan, outcomes: Sequence[UnitOutcome], *,
@@ -101,8 +138,7 @@ def _elapsed(plan: CompactionPlan) -> float:
     return max(0.0, time.time() - plan.planned_at) if plan.planned_at else 0.0
 
 
-def _check_arguments(store: "FileStore", *, parallelism, **flags) -> None:
-    from lake_core.errors import MaintenanceArgumentError
+def _check_arguments(store: "FileStore", *, parallelism: int = 1, **flags) -> None:
     for name, v in flags.items():  # a truthy string would silently switch on a full rewrite
         if not isinstance(v, bool):
             raise MaintenanceArgumentError(f"{name} = {v!r} for compact of {store.identifier} must be True or False")
@@ -111,33 +147,7 @@ def _check_arguments(store: "FileStore", *, parallelism, **flags) -> None:
                                        "positive integer")
 
 
-def _execute(store: "FileStore", plan: CompactionPlan, parallelism: int) -> list[UnitOutcome]:
-    """Run every unit; Parquet decoding/encoding and zstd release the GIL, so threads use the cores."""
-    outcomes: list[UnitOutcome | None] = [None] * len(plan.units)
-    t0 = time.monotonic()
-    rows = 0
-    with ThreadPoolExecutor(max_workers=max(1, parallelism)) as pool:
-        futures = {pool.submit(run_unit, store, u): i for i, u in enumerate(plan.units)}
-        for done, fut in enumerate(as_completed(futures), 1):
-            i = futures[fut]
-            try:
-                outcomes[i] = fut.result()
-            except Exception:
-                # nothing will be committed: the units that finished leave no files behind
-                for f in futures:
-                    f.cancel()
-                for f, j in futures.items():
-                    if j != i and not f.cancelled() and f.exception() is None:
-                        _discard(store, f.result().message)
-                raise
-            rows += outcomes[i].counts.rows_in
-            elapsed = max(time.monotonic() - t0, 1e-9)
-            log.info("compact %s: %d/%d unit(s) done, %d rows read, %.0f rows/s", store.identifier, done,
-                     len(plan.units), rows, rows / elapsed)
-    return outcomes  # type: ignore[return-value]
-
-
-def _stale_reason(unit: CompactionUnit, live: set) -> str | None:
+def _stale_reason(unit: BucketCompactionUnit, live: set) -> str | None:
     gone = [f.file_name for f in unit.files if (unit.partition, unit.bucket, f.level, f.file_name) not in live]
     if not gone:
         return None

@@ -13,7 +13,9 @@ from lake_core.lsm.levels import LevelSortedRun, Levels
 
 @dataclass(frozen=True)
 class CompactUnit:
-    """Files to compact together and the level their output goes to (Java ``CompactUnit``)."""
+    """Files to compact together and the level their output goes to (Java ``CompactUnit``): what
+    a picker chooses within one bucket. A dedicated job's unit of work, one bucket with where and
+    how to run it, is :class:`lake_core.compaction.plan.BucketCompactionUnit`."""
 
     output_level: int
     files: tuple[DataFileMeta, ...]

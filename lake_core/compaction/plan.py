@@ -1,6 +1,10 @@
 """Planning a dedicated compaction from metadata only: per selected (partition, bucket), the
 levels and the pick (universal, full, or record expiry) become a frozen, picklable
-:class:`CompactionUnit`; :func:`execute_unit` runs one anywhere (thread, process, Spark task).
+:class:`BucketCompactionUnit`; :func:`run_unit` runs one anywhere (thread, process, Spark task).
+
+A :class:`BucketCompactionUnit` is a dedicated job's unit of work (one bucket); the picker's
+:class:`~lake_core.compaction.picker.CompactUnit` (Java's name) is what it carries inside: the
+files and the output level chosen for that bucket.
 """
 from __future__ import annotations
 
@@ -10,7 +14,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from lake_core.errors import InvalidOptionError, LakeError
-from lake_core.commit.messages import CommitMessage
 from lake_core.manifest.metadata import DataFileMeta, IndexManifestEntry
 from lake_core.deletion_vectors.maintainer import BucketDeletionVectors, bucket_dv_entries, needs_full_for_dv
 from lake_core.paths import FileNamer
@@ -27,8 +30,9 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class CompactionUnit:
-    """One (partition, bucket)'s compaction: which files, to which level, dropping retractions or not."""
+class BucketCompactionUnit:
+    """One (partition, bucket)'s compaction in a dedicated job: which files, to which level,
+    dropping retractions or not (the picker's ``CompactUnit`` plus where and how to run it)."""
 
     partition: bytes
     partition_values: tuple
@@ -71,7 +75,7 @@ class CompactionPlan:
     its units to workers (one task per unit) and commit their outcomes once."""
 
     snapshot_id: int | None
-    units: tuple[CompactionUnit, ...]
+    units: tuple[BucketCompactionUnit, ...]
     buckets: tuple[BucketLevels, ...]  # every selected bucket, as planned
     expiry: RecordExpiry | None
     full: bool = False
@@ -80,13 +84,8 @@ class CompactionPlan:
     planned_at: float = 0.0  # wall clock (s) when planning started: the job's duration counts from it
 
 
-def execute_unit(store: "FileStore", unit: CompactionUnit) -> CommitMessage:
-    """Run one unit and return its CommitMessage (writes new files only; commits nothing)."""
-    return run_unit(store, unit).message
-
-
-def run_unit(store: "FileStore", unit: CompactionUnit) -> UnitOutcome:
-    """:func:`execute_unit` plus the unit's row counters."""
+def run_unit(store: "FileStore", unit: BucketCompactionUnit) -> UnitOutcome:
+    """Run one unit: writes its new files, commits nothing; its CommitMessage and row counters."""
     cu = CompactUnit(unit.output_level, unit.files, unit.reason)
     vectors = BucketDeletionVectors.load(store, unit.partition, unit.bucket, unit.dv_index) \
         if unit.dv_index is not None else None
@@ -165,7 +164,7 @@ def plan_compaction(store: "FileStore", *, full: bool = False, partitions=None, 
                         dv_index=dv_index)
         if p.unit is None or not p.unit.files:
             continue
-        units.append(CompactionUnit(partition, values, bucket, entries[0].total_buckets, p.unit.files,
+        units.append(BucketCompactionUnit(partition, values, bucket, entries[0].total_buckets, p.unit.files,
                                     p.unit.output_level, levels.max_level, drop_delete(p.unit, levels),
                                     p.unit.reason, expiry, outside_unit(levels, p.unit), dv_index))
     return CompactionPlan(snapshot.id if snapshot else None, tuple(units), tuple(buckets), expiry, full=full,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 from typing import TYPE_CHECKING
 
-from lake_core.compaction.job import abort_compaction, commit_compaction, compact
+from lake_core.compaction.job import CompactionJob, abort_compaction, commit_compaction, compact, compaction_job
 from lake_core.compaction.plan import CompactionPlan, plan_compaction, run_unit
 from lake_core.compaction.result import CompactionResult
 from lake_core.compaction.rewrite import UnitOutcome
@@ -22,9 +22,10 @@ from lake_core.maintenance.health import DEFAULT_SMALL_FILE_BYTES, TableHealth, 
 from lake_core.maintenance.manifest_compaction import CompactManifestResult, compact_manifest
 from lake_core.maintenance.orphans import RemoveOrphanFilesResult, remove_orphan_files
 from lake_core.maintenance.partitions import ExpirePartitionsResult, expire_partitions
-from lake_core.maintenance.rescale import (PartitionRescaleResult, PreparedRescale, RescalePlan, RescaleResult,
-                                           _check_rescalable, abort_rescale, commit_rescale, plan_rescale,
-                                           prepare_rescale_partition, rescale, rescale_partition, set_bucket_option)
+from lake_core.maintenance.rescale import (PartitionRescaleResult, PreparedRescale, RescaleJob, RescalePlan,
+                                           RescaleResult, _check_rescalable, abort_rescale, commit_rescale,
+                                           plan_rescale, prepare_rescale_partition, rescale, rescale_job,
+                                           rescale_partition, set_bucket_option)
 from lake_core.maintenance.rescale_verify import RescaleVerification, verify_rescale
 from lake_core.maintenance.rollback import RollbackResult, rollback_to
 from lake_core.maintenance.tag_deletion import DeleteTagResult, delete_tags
@@ -62,8 +63,17 @@ class TableMaintenance:
         return compact(self._table.store, hooks=self._table, full=full, partitions=partitions, dry_run=dry_run,
                        expire_records=expire_records, parallelism=parallelism, options=options)
 
-    # The three halves of a distributed compaction: the driver plans, each worker runs one unit,
-    # the driver commits every outcome once. ``compact`` above runs exactly these.
+    def compaction_job(self, *, full: bool = False, partitions=None, expire_records: bool = False,
+                       options=None, dry_run: bool = False) -> CompactionJob:
+        """Plan (metadata only) and return the compaction as a ``CompactionJob``, a
+        ``DistributedJob``: ``units`` (one per (partition, bucket)), ``run_unit`` (anywhere),
+        ``commit`` (once), ``abort``. ``lake_core.run_locally`` or ``jobs.tasks.run_job`` (Spark)
+        runs it; ``compact`` is ``run_locally`` of it. Arguments as ``compact``."""
+        return compaction_job(self._table.store, hooks=self._table, full=full, partitions=partitions,
+                              expire_records=expire_records, options=options, dry_run=dry_run)
+
+    # The parts of a distributed compaction one by one (``compaction_job`` holds them together):
+    # the driver plans, each worker runs one unit, the driver commits every outcome once.
     def plan_compaction(self, *, full: bool = False, partitions=None, expire_records: bool = False,
                         options=None) -> CompactionPlan:
         """Metadata only: a frozen, picklable ``CompactionPlan`` whose ``units`` are the work
@@ -212,8 +222,17 @@ class TableMaintenance:
         return rescale_partition(self._table, partition=partition, bucket=bucket, commit_user=commit_user,
                                  dry_run=dry_run)
 
-    # The two halves of a distributed rescale (a scheduler's backfill): the driver sets the option
-    # and plans, each worker prepares one partition, the driver commits them all at once.
+    def rescale_job(self, *, bucket: int, partitions=None, commit_user: str | None = None) -> RescaleJob:
+        """Plan a rescale to ``bucket``, set the ``bucket`` option, and return the rescale as a
+        ``RescaleJob``, a ``DistributedJob``: ``units`` (one per partition to rewrite),
+        ``run_unit`` (prepares one partition anywhere), ``commit`` (ONE OVERWRITE of them all),
+        ``abort``. ``partitions``: a backfill's partitions (``{column: value}`` for every partition
+        column), each reported in the result, rewritten or with why it was skipped; None: all."""
+        return rescale_job(self._table, bucket=bucket, partitions=partitions, commit_user=commit_user)
+
+    # The parts of a distributed rescale one by one (``rescale_job`` holds them together): the
+    # driver sets the option and plans, each worker prepares one partition, the driver commits
+    # them all at once.
     def set_bucket(self, *, bucket: int) -> "FileStoreTable":
         """Set the ``bucket`` option (a schema change when it differs) before partitions are
         rewritten; returns the table at its new schema."""

@@ -16,7 +16,8 @@ writers use each partition's own count, so writes to other partitions continue d
 A writer that still uses the old count for a partition rescaled meanwhile gets Paimon's "total
 buckets changed" conflict. Every partition is one unit (:func:`plan_rescale`,
 :func:`rescale_partition`) that a scheduler can run as a backfill; a re-run skips partitions
-already at the new count.
+already at the new count. :class:`RescaleJob` is plan → prepare partitions → one commit as a
+:class:`lake_core.distributed.DistributedJob`, which the local and the Spark runner execute.
 """
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ from lake_core.paths import FileNamer, partition_dir
 from lake_core.read.split_read import SplitRead
 from lake_core.read.scan import TableScan
 from lake_core.definition import commit_schema_changes
+from lake_core.distributed import DistributedJob, run_locally
 from lake_core.format.checksum import Checksum, table_checksum
 from lake_core.schema.change import SchemaChange
 from lake_core.options import CoreOptions
@@ -470,11 +472,13 @@ def rescale(table: "FileStoreTable", *, bucket: int, partitions: Sequence[Mappin
              len(plan.units), len(plan.already_rescaled), bucket, " (dry run)" if dry_run else "")
     if not dry_run:
         table = set_bucket_option(table, bucket)
-    results = []
+    job = RescaleJob(table, plan, previous_bucket=previous, dry_run=dry_run)
+    results: list[PartitionRescaleResult] = []
     for i, unit in enumerate(plan.units, 1):
         log.info("rescale %s: partition %d/%d '%s' (%d files, %d bytes)", table.identifier, i, len(plan.units),
                  _spec_text(unit.partition), unit.files, unit.bytes)
-        results.append(rescale_partition(table, partition=unit.spec, bucket=bucket, dry_run=dry_run))
+        # one job per partition, so each commits on its own: a later failure keeps the earlier ones
+        results += run_locally(job.only(unit)).partitions
     return _summary(table, bucket=bucket, previous=previous, results=results, already=len(plan.already_rescaled),
                     started=started, dry_run=dry_run)
 
@@ -506,3 +510,81 @@ def commit_rescale(table: "FileStoreTable", outcomes: Sequence[PreparedRescale |
     first = min((p.started for p in prepared), default=time.monotonic())
     return _summary(table, bucket=bucket, previous=previous_bucket, results=results, already=0,
                     started=first if started is None else started)
+
+
+# ------------------------------------------------------------------------------------------------
+# The distributed job
+# ------------------------------------------------------------------------------------------------
+
+
+PartitionOutcome = PreparedRescale | PartitionRescaleResult  # a prepared partition, or why it was skipped
+
+
+@dataclasses.dataclass(frozen=True)
+class RescaleJob(DistributedJob[RescaleUnit, PartitionOutcome, RescaleResult]):
+    """A planned rescale as a distributed job: one unit per partition to rewrite (prepared and
+    verified, not committed), then ONE OVERWRITE commit of them all. ``table`` is at the schema
+    whose ``bucket`` option is already set, so the files written carry it; the job pickles (the
+    table does), so Spark can ship it to its tasks. ``report``: partitions to report in the
+    result, in this order, rewritten or with why they were skipped (a backfill's list); None:
+    the units."""
+
+    table: "FileStoreTable"
+    plan: RescalePlan
+    previous_bucket: int
+    commit_user: str | None = None
+    started: float | None = None  # time.monotonic() when the operation began (default: the first unit's start)
+    dry_run: bool = False
+    report: tuple[tuple[tuple[str, Any], ...], ...] | None = None
+
+    @property
+    def units(self) -> tuple[RescaleUnit, ...]:
+        return self.plan.units
+
+    def only(self, unit: RescaleUnit) -> "RescaleJob":
+        """This job for ``unit`` alone (its own commit)."""
+        return dataclasses.replace(self, plan=dataclasses.replace(self.plan, units=(unit,)))
+
+    def run_unit(self, unit: RescaleUnit) -> PartitionOutcome:
+        return prepare_rescale_partition(self.table, partition=unit.spec, bucket=self.plan.bucket,
+                                         dry_run=self.dry_run)
+
+    def commit(self, outcomes: Sequence[PartitionOutcome]) -> RescaleResult:
+        if self.report is not None:
+            by_key = {_partition_key(u.spec): o for u, o in zip(self.units, outcomes)}
+            # Partitions with nothing to rewrite: lake_core says why (metadata only, on the driver).
+            outcomes = [by_key.get(_partition_key(dict(spec))) or
+                        prepare_rescale_partition(self.table, partition=dict(spec), bucket=self.plan.bucket)
+                        for spec in self.report]
+        return commit_rescale(self.table, outcomes, bucket=self.plan.bucket, previous_bucket=self.previous_bucket,
+                              commit_user=self.commit_user, started=self.started)
+
+    def abort(self, outcomes: Sequence[PartitionOutcome]) -> None:
+        abort_rescale(self.table, [o for o in outcomes if isinstance(o, PreparedRescale)])
+
+    def describe_unit(self, unit: RescaleUnit) -> str:
+        return f"rescale of {self.table.identifier} partition {unit.spec}"
+
+
+def _partition_key(spec: Mapping[str, Any]) -> tuple:
+    return tuple(sorted(spec.items()))
+
+
+def rescale_job(table: "FileStoreTable", *, bucket: int, partitions: Sequence[Mapping[str, Any]] | None = None,
+                commit_user: str | None = None) -> RescaleJob:
+    """Plan a rescale to ``bucket`` (metadata only), set the table's ``bucket`` option (as
+    :func:`rescale`) and return the job. ``partitions``: a backfill's partitions, each one
+    partition (``{column: value}`` for every partition column; ``[{}]`` unpartitioned): those
+    not at ``bucket`` become the units, and every one is reported in the result (a partition gone
+    meanwhile, e.g. expired, is reported as skipped, not refused); None: every partition."""
+    started = time.monotonic()
+    bucket = _check_rescalable(table, bucket)
+    previous = table.options.bucket
+    report = None
+    plan = plan_rescale(table, bucket=bucket)
+    if partitions is not None:
+        report = tuple(dict.fromkeys(_partition_key(p) for p in partitions))  # each partition once, in order
+        wanted = set(report)
+        plan = dataclasses.replace(plan, units=tuple(u for u in plan.units if _partition_key(u.spec) in wanted))
+    return RescaleJob(set_bucket_option(table, bucket), plan, previous_bucket=previous, commit_user=commit_user,
+                      started=started, report=report)
