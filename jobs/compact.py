@@ -16,6 +16,8 @@ Python workers (so s3:// works without a Hadoop connector).
 
 from __future__ import annotations
 
+import argparse
+import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -85,10 +87,8 @@ def compact_on_spark(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m jobs.compact --warehouse URI --table db.t [--full] [--partition dt=...] ...``"""
-    import argparse
-    import json
 
-    from jobs.spark import spark_session
+    from jobs.spark import spark_session  # noqa: PLC0415 - pyspark only when run as a command, not when the definitions import this
 
     parser = argparse.ArgumentParser(prog="python -m jobs.compact", description=__doc__.split("\n")[0])
     parser.add_argument("--warehouse", required=True, help="file:///path or s3://bucket/prefix")

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import dagster as dg
 from pydantic import Field
 
+from jobs.compact import compact_on_spark, parse_partitions
 from orchestration.config import TableConfig
 from orchestration.defs.maintenance.asset import BlockingCheck, MaintenanceAsset
 from orchestration.defs.maintenance.run import Operation, Outcome, Skip, result_outputs, run_maintenance
@@ -154,7 +155,6 @@ def _operation(
     table, operation = asset.table, asset.operation
 
     def compact(lake_table: "FileStoreTable") -> Outcome | Skip:
-        from jobs.compact import compact_on_spark, parse_partitions
 
         specs = parse_partitions(lake_table, partitions)  # a bad spec fails here, before Spark starts
         options, source = policy_options(table, operation)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
+from jobs.rescale import rescale_partitions
 from orchestration.config import TableConfig
 from orchestration.defs.maintenance.asset import BlockingCheck, MaintenanceAsset
 from orchestration.defs.maintenance.partitions import partitions_def_name, rescalable, table_partitions
@@ -104,7 +105,6 @@ def _operation(
     target = table.maintenance.rescale.target_buckets
 
     def rescale(lake_table: "FileStoreTable") -> Outcome | Skip:
-        from jobs.rescale import rescale_partitions
 
         current = table_partitions(lake_table) if partitioned else {"": {}}
         gone = [k for k in keys if k not in current]
