@@ -221,7 +221,7 @@ def schema_text(schema: Any) -> bytes:
 
 def _snappy_module() -> tuple[Callable[[bytes], bytes], Callable[[bytes], bytes]]:
     try:
-        import cramjam  # type: ignore[import-not-found]
+        import cramjam
 
         return (
             lambda b: bytes(cramjam.snappy.compress_raw(b)),
@@ -230,7 +230,7 @@ def _snappy_module() -> tuple[Callable[[bytes], bytes], Callable[[bytes], bytes]
     except ImportError:
         pass
     try:
-        import snappy  # type: ignore[import-not-found]
+        import snappy
 
         return snappy.compress, snappy.decompress
     except ImportError:
