@@ -46,10 +46,12 @@ class Predicate:
             kept = [p for c in self.children if (p := c.restrict_to(allowed)) is not None]
             return None if not kept else kept[0] if len(kept) == 1 else Predicate("and", children=tuple(kept))
         if self.method == "or":
-            kept = [c.restrict_to(allowed) for c in self.children]
-            if any(k is None for k in kept):
-                return None
-            return Predicate("or", children=tuple(kept))
+            either: list[Predicate] = []
+            for c in self.children:
+                if (p := c.restrict_to(allowed)) is None:
+                    return None
+                either.append(p)
+            return Predicate("or", children=tuple(either))
         return self if self.field in allowed else None
 
     # -- exact evaluation over Arrow -------------------------------------------------------------
@@ -102,7 +104,7 @@ class Predicate:
             return all(c.may_match(stats, row_count) for c in self.children)
         if self.method == "or":
             return any(c.may_match(stats, row_count) for c in self.children)
-        st = stats.get(self.field)
+        st = stats.get(self.field) if self.field is not None else None
         if st is None:
             return True
         lo, hi, nulls = st
