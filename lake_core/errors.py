@@ -5,7 +5,8 @@ offending table, column, option, value or file, and says what to do about it.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 
 class LakeError(Exception):
