@@ -5,6 +5,9 @@ offending table, column, option, value or file, and says what to do about it.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 
 class LakeError(Exception):
     """Root of every error lake_core raises on purpose."""
@@ -87,7 +90,7 @@ class StaleTableError(CatalogError):
 class PartialCommitError(LakeError):
     """Part of a commit landed (``snapshots``) and part did not; the message says which."""
 
-    def __init__(self, message: str, snapshots=()):
+    def __init__(self, message: str, snapshots: Iterable[Any] = ()):
         super().__init__(message)
         self.snapshots = list(snapshots)
 
@@ -101,7 +104,7 @@ class CommitFilesMissingError(CommitFailedError):
     message says (removed by ``remove_orphan_files`` before a late commit, deleted by hand).
     Nothing was committed. ``files`` are the paths."""
 
-    def __init__(self, message: str, files=()):
+    def __init__(self, message: str, files: Iterable[str] = ()):
         super().__init__(message)
         self.files = list(files)
 

@@ -227,7 +227,7 @@ class FileNamer:
     One uuid per writer plus a counter, as Paimon does, so names never collide across writers.
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._uuid = new_uuid()
         self._n = 0
 

@@ -230,8 +230,10 @@ class FileStoreTable:
         """A builder of filters over the current columns, or with time travel over the columns of
         that snapshot's schema (what a time-travel read's filter names)."""
         schema = self._schema
-        if any(x is not None for x in (snapshot_id, tag, timestamp_millis)):
-            snap = self.resolve_snapshot(snapshot_id, tag, timestamp_millis)
+        travel = any(x is not None for x in (snapshot_id, tag, timestamp_millis))
+        # time travel resolves to its snapshot or raises
+        snap = self.resolve_snapshot(snapshot_id, tag, timestamp_millis) if travel else None
+        if snap is not None:
             schema = self.store.schema_of(snap)
             where = f" at snapshot {snap.id} (schema {schema.id})"
         else:
@@ -500,11 +502,11 @@ class ReadBuilder:
                 raise InvalidOptionError(f"a scan of {self.table.identifier} takes either a snapshot or "
                                          "incremental-between, not both")
             return incremental_scan(self.table.store, self.incremental[0], self.incremental[1], self._predicate)
-        if snapshot is None and snapshot_id is None:
-            self._travelled = None
-            return TableScan(self.table.store, self.table.latest_snapshot(), self._predicate,
-                             top_level_only=self.table.read_optimized)
         if snapshot is None:
+            if snapshot_id is None:
+                self._travelled = None
+                return TableScan(self.table.store, self.table.latest_snapshot(), self._predicate,
+                                 top_level_only=self.table.read_optimized)
             snapshot = self.table.snapshot(snapshot_id)
         table = self.table.at_snapshot(snapshot)
         check_read_columns(table.identifier, table.schema, self._projection, self._predicate, snapshot_id=snapshot.id)

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 import pyarrow as pa
 
@@ -318,6 +318,6 @@ def arrow_field(f: DataField) -> pa.Field:
     return pa.field(f.name, f.type, f.nullable, metadata=md)
 
 
-def arrow_schema_of(fields) -> pa.Schema:
+def arrow_schema_of(fields: Iterable[DataField]) -> pa.Schema:
     """Arrow schema of a sequence of DataFields."""
     return pa.schema([arrow_field(f) for f in fields])

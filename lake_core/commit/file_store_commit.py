@@ -130,7 +130,7 @@ class FileStoreCommit:
 
     # -- public -------------------------------------------------------------------------------
     def commit(self, messages: Sequence[CommitMessage], identifier: int = BATCH_IDENTIFIER,
-               overwrite: bool | dict | None = None, properties: dict | None = None,
+               overwrite: bool | dict | Callable[[bytes], bool] | None = None, properties: dict | None = None,
                new_identity: bool = False, digest: str | None = None) -> list[Snapshot]:
         """Commit the messages; returns the snapshots created (or found already committed).
 
@@ -149,11 +149,12 @@ class FileStoreCommit:
         bases = [m.base_snapshot_id for m in messages if m.base_snapshot_id is not None]
         is_overwrite = overwrite is not None and overwrite is not False
         data_ids = {d.identifier() for d in data_entries}
+        index_drop = self._partition_matcher(overwrite) if is_overwrite else None
         ctx = _CommitContext(
             identifier=identifier,
             properties={**(properties or {}), DIGEST_PROPERTY: digest} if digest is not None else properties,
             new_identity=new_identity, digest=digest,
-            index_drop=self._partition_matcher(overwrite) if is_overwrite else None,
+            index_drop=index_drop,
             writer_base=min(bases) if bases and self.store.bucket_mode in ("dynamic", "cross-partition") else None,
             writer_partitions=frozenset(m.partition for m in messages if m.base_snapshot_id is not None),
             sequence_checks=_SequenceChecks.of(messages) if self.store.schema.primary_keys else None,
@@ -163,7 +164,8 @@ class FileStoreCommit:
                                      if e.kind == FileKind.DELETE and e.identifier() not in data_ids))
         if data_entries or changelog or index_changes or is_overwrite:
             kind = CommitKind.OVERWRITE if is_overwrite else CommitKind.APPEND
-            build = self._overwrite_builder(data_entries, ctx.index_drop) if is_overwrite else (lambda _l: data_entries)
+            build = self._overwrite_builder(data_entries, index_drop) if index_drop is not None \
+                else (lambda _l: data_entries)
             out.append(self._commit_with_retry(ctx, kind, build, changelog, index_changes,
                                                check_conflicts=is_overwrite or any(
                                                    e.kind == FileKind.DELETE for e in data_entries),
@@ -240,8 +242,13 @@ class FileStoreCommit:
 
     # -- building entries ---------------------------------------------------------------------
     @staticmethod
-    def _entries(messages: Iterable[CommitMessage]):
-        data, changelog, index, compact, compact_changelog = [], [], [], [], []
+    def _entries(messages: Iterable[CommitMessage]) -> tuple[
+            list[ManifestEntry], list[ManifestEntry], list[IndexManifestEntry], list[ManifestEntry], list[ManifestEntry]]:
+        data: list[ManifestEntry] = []
+        changelog: list[ManifestEntry] = []
+        index: list[IndexManifestEntry] = []
+        compact: list[ManifestEntry] = []
+        compact_changelog: list[ManifestEntry] = []
         for m in messages:
             for f in m.deleted_files:
                 data.append(ManifestEntry(FileKind.DELETE, m.partition, m.bucket, m.total_buckets, f))
@@ -259,12 +266,14 @@ class FileStoreCommit:
             index.extend(m.new_index_files)
         return data, changelog, index, compact, compact_changelog
 
-    def _partition_matcher(self, overwrite) -> Callable[[bytes], bool]:
+    def _partition_matcher(self, overwrite: bool | dict | Callable[[bytes], bool] | None) -> Callable[[bytes], bool]:
         if callable(overwrite):  # a predicate over serialized partitions (partition expiry drops several)
             return overwrite
         spec = overwrite if isinstance(overwrite, dict) else {}
         # an overwrite may name a partition that holds nothing yet: matched, never required to match
         selector = PartitionSelector.of(self.store.schema, spec, table=self.store.identifier, operation="overwrite")
+        if selector is None:  # every partition (not for a dict, but as ``of`` documents None)
+            return lambda _partition: True
         return lambda partition: selector.matches(self.manifests.partition_values(partition))
 
     def _overwrite_builder(self, new_entries: list[ManifestEntry], matches: Callable[[bytes], bool]) -> Callable:
@@ -582,7 +591,8 @@ class FileStoreCommit:
                 cl_name, cl_size = self.manifests.write_manifest_list(cl_metas, namer)
                 written.append(self.manifests.paths.manifest(cl_name))
             index_manifest = latest.index_manifest if latest else None
-            if kind == CommitKind.OVERWRITE and index_manifest and self.store.options.deletion_vectors_enabled:
+            if kind == CommitKind.OVERWRITE and latest and latest.index_manifest \
+                    and self.store.options.deletion_vectors_enabled:
                 index_changes = list(index_changes) + self._vectors_of_deleted_files(latest, entries)
             if index_changes or (ctx.index_drop is not None and index_manifest):
                 new_manifest = self._new_index_manifest(latest, index_changes, namer, ctx.index_drop)

@@ -36,7 +36,9 @@ def values_equal(before: pa.Table, after: pa.Table, names) -> np.ndarray:
     b = pl.from_arrow(before.select(list(names)))
     a = pl.from_arrow(after.select(list(names)))
     if isinstance(b, pl.Series):  # a single column comes back as a Series
-        b, a = b.to_frame(), a.to_frame()
+        b = b.to_frame()
+    if isinstance(a, pl.Series):
+        a = a.to_frame()
     for name in names:
         equal &= a[name].eq_missing(b[name]).fill_null(False).to_numpy()
     return equal

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 
 from lake_core.kv import rowkind
-from lake_core.write.file_writer import DataFileWriter
+from lake_core.write.file_writer import DataFileWriter, RollingFileWriter
 from lake_core.kv.system_fields import KIND
 from lake_core.commit.messages import CommitMessage
 from lake_core.manifest.metadata import DataFileMeta, FileSource
@@ -166,7 +166,7 @@ def _stored_keys(store, bucket_dir: str, files: Sequence[DataFileMeta], key_name
 def _merge_chunk(engine, rows: pa.Table, drop_delete: bool, expiry: RecordExpiry | None, c: dict,
                  seen: SortedKeyProbe | None = None, key_names=(), dv: DvCompaction | None = None,
                  producer: ChangelogProducer | None = None, lookup_merge: bool = False,
-                 changelog_out: list | None = None) -> pa.Table:
+                 changelog_out: _ChangelogSink | None = None) -> pa.Table:
     """Merge one chunk of complete key groups; counts rows in/out, expired and dropped deletes.
     ``expiry``: applied to the merged rows, after the changelog (see :mod:`.record_expiry`).
     ``seen``: keys stored elsewhere in the bucket (first-row), whose rows are dropped before the
@@ -218,13 +218,15 @@ class _ChangelogSink:
 
     def __init__(self, writer: DataFileWriter, level: int, out: list[DataFileMeta]):
         self.writer, self.level, self.out = writer, level, out
-        self.rolling = None
+        self.rolling: RollingFileWriter | None = None
 
     def append(self, chunk: pa.Table) -> None:
-        if self.rolling is None:
-            self.rolling = self.writer.rolling(level=self.level, file_source=FileSource.COMPACT, changelog=True)
+        rolling = self.rolling
+        if rolling is None:
+            rolling = self.rolling = self.writer.rolling(level=self.level, file_source=FileSource.COMPACT,
+                                                         changelog=True)
         try:
-            self.rolling.write(chunk)
+            rolling.write(chunk)
         except BaseException:
             self._finish(abort=True)
             raise
@@ -240,6 +242,8 @@ class _ChangelogSink:
 
     def _finish(self, abort: bool) -> None:
         rolling, self.rolling = self.rolling, None
+        if rolling is None:
+            return
         try:
             if abort:
                 rolling.abort()

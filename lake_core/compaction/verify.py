@@ -144,6 +144,7 @@ def _compare(store: "FileStore", before: pa.Table, after: pa.Table, expiry_field
 
     def hashed(t: pa.Table) -> "pl.DataFrame":
         df = pl.from_arrow(t)
+        assert isinstance(df, pl.DataFrame)  # an Arrow table converts to a DataFrame (an array to a Series)
         return df.select(keys).with_columns(df.hash_rows(seed=0x5EED).alias(_HASH))
 
     b, e, a = hashed(before), hashed(expected), hashed(after)

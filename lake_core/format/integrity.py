@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, Sequence, T
 
 import pyarrow as pa
 
+from lake_core.errors import CorruptFileError, DataFileMismatchError
 from lake_core.format.data_file import iter_data_file, read_data_file
 from lake_core.format.parquet_file import parquet_row_group_ranges
-from lake_core.errors import CorruptFileError, DataFileMismatchError
 
 if TYPE_CHECKING:
     from lake_core.io.fileio import FileIO

@@ -42,10 +42,10 @@ class FileIO:
         self._fs = None
 
     # -- pickling: never ship a live client to another process --------------------------------
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         return {"scheme": self.scheme, "storage_options": self.storage_options}
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.scheme = state["scheme"]
         self.storage_options = state["storage_options"]
         self._fs = None
@@ -61,7 +61,7 @@ class FileIO:
         return not self.is_local
 
     @property
-    def fs(self):
+    def fs(self) -> Any:  # an fsspec file system
         if self._fs is None:
             if self.is_local:
                 self._fs = fsspec.filesystem("file")
@@ -207,7 +207,7 @@ class FileIO:
         path use it), or None on an object store (use :meth:`open_input`)."""
         return self._p(path) if self.is_local else None
 
-    def open_input(self, path: str):
+    def open_input(self, path: str) -> Any:  # a local file, or an fsspec one (with ``size``)
         """A seekable binary file object (for Parquet/ORC readers)."""
         if self.is_local:
             return open(self._p(path), "rb")
@@ -290,7 +290,7 @@ class FileIO:
 class OutputFile:
     """A file being written by :meth:`FileIO.open_output`: ``stream`` (binary, with ``tell``)."""
 
-    def __init__(self, stream, *, final: str | None = None, temp: str | None = None):
+    def __init__(self, stream: Any, *, final: str | None = None, temp: str | None = None):
         self.stream = stream
         # a local write goes to ``temp`` and is renamed to ``final`` on commit (both or neither)
         self._moves = (temp, final) if temp is not None and final is not None else None
@@ -339,7 +339,7 @@ def _is_precondition_failed(e: BaseException) -> bool:
     return False
 
 
-def _make_s3fs(opts: Mapping[str, Any]):
+def _make_s3fs(opts: Mapping[str, Any]) -> Any:
     import s3fs  # noqa: PLC0415 - only S3 warehouses pay its import (about 0.8 s, aiobotocore)
 
     opts = dict(opts)

@@ -173,7 +173,7 @@ class ConsumerManager:
                 removed.append(c.consumer_id)
         return removed
 
-    def _record_expiry(self, c: Consumer, now_ms: int, expiration_time: str) -> None:
+    def _record_expiry(self, c: Consumer, now_ms: int, expiration_time: str | None) -> None:
         """Written before the consumer file goes: a crash in between leaves both, and the
         consumer file wins, so no consumer ever loses its position without a record."""
         modified = None if c.modified_s is None else int(c.modified_s * 1000)

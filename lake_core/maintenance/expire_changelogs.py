@@ -57,6 +57,12 @@ class ExpireChangelogsPlan:
     consumer_floor: int | None = None
     changelogs: tuple[Snapshot, ...] = field(default=(), repr=False)
 
+    def expired_range(self) -> tuple[int, int]:
+        """``(begin, end)`` of a plan that expires changelogs: both are set whenever ``expired`` is."""
+        if not self.expired or self.begin is None or self.end is None:
+            raise ValueError(f"the changelog expiry plan of {self.table} expires nothing")
+        return self.begin, self.end
+
 
 @dataclass(frozen=True, kw_only=True)
 class ExpireChangelogsResult(OperationResult):
@@ -184,7 +190,8 @@ def plan_expire_changelogs(table: "FileStoreTable", cfg: ExpireConfig) -> Expire
 
 
 def _new_tags(table: "FileStoreTable", plan: ExpireChangelogsPlan) -> bool:
-    return any(plan.begin <= t.id <= plan.end and t.id not in plan.tag_ids for t in tagged_snapshots(table))
+    begin, end = plan.expired_range()
+    return any(begin <= t.id <= end and t.id not in plan.tag_ids for t in tagged_snapshots(table))
 
 
 def expire_changelogs(table: "FileStoreTable", *, retain_min=None, retain_max=None, older_than=None,
@@ -223,10 +230,11 @@ def _expire(table: "FileStoreTable", cfg: ExpireConfig, dry_run: bool, started: 
 
     if dry_run or not plan.expired:
         return result(plan)
-    changed = ExpireChangelogsPlan(plan.table, plan.begin, plan.end, (), (), ())
+    begin, end = plan.expired_range()
+    changed = ExpireChangelogsPlan(plan.table, begin, end, (), (), ())
     # phase 2: the range must still hold and no tag may have appeared in it
     rng = compute_range(table, cfg)
-    if rng.begin != plan.begin or rng.end is None or rng.end < plan.end or _new_tags(table, plan):
+    if rng.begin != begin or rng.end is None or rng.end < end or _new_tags(table, plan):
         return result(changed, skipped="the table changed under the plan (a tag, consumer or another expiry); "
                                        "nothing was deleted, run again")
     long_lived = table.changelog_manager.long_lived
@@ -235,16 +243,16 @@ def _expire(table: "FileStoreTable", cfg: ExpireConfig, dry_run: bool, started: 
         if table.fileio.delete(long_lived.path(cid)):
             mine.add(cid)
         long_lived.forget(cid)
-    long_lived.commit_earliest_hint(plan.end)
+    long_lived.commit_earliest_hint(end)
     # A reader pins changelog N with a consumer file, then checks changelog-N still exists; so a
     # consumer that appeared while the changelog files went must get them back (as for snapshots).
     # Only the ones this run deleted: another expiry that deleted the rest is deleting their files.
     floor = ConsumerManager(table).min_next_snapshot(strict=True)
-    if _new_tags(table, plan) or (floor is not None and floor < plan.end and floor != plan.consumer_floor):
+    if _new_tags(table, plan) or (floor is not None and floor < end and floor != plan.consumer_floor):
         for c in plan.changelogs:
             if c.id in mine:
                 long_lived.commit(c)
-        long_lived.commit_earliest_hint(plan.begin)
+        long_lived.commit_earliest_hint(begin)
         return result(changed, skipped="a consumer or tag on an expiring changelog appeared during expiry; "
                                        "the changelogs were restored and nothing was deleted")
     if mine != set(plan.expired):

@@ -204,6 +204,12 @@ class ExpireSnapshotsPlan:
     def count(self, kind: str) -> int:
         return sum(1 for f in self.files if f.kind == kind)
 
+    def expired_range(self) -> tuple[int, int]:
+        """``(begin, end)`` of a plan that expires snapshots: both are set whenever ``expired`` is."""
+        if not self.expired or self.begin is None or self.end is None:
+            raise ValueError(f"the expiry plan of {self.table} expires nothing")
+        return self.begin, self.end
+
     def describe(self) -> str:
         if not self.expired:
             return f"expire_snapshots on {self.table}: {self.reason or 'nothing to expire'}"
@@ -241,7 +247,7 @@ def _table_moved(table: "FileStoreTable", earliest: int | None, tag_names: list[
 def _plan(table: "FileStoreTable", cfg: ExpireConfig, tag_names: list[str]) -> ExpireSnapshotsPlan:
     rng = compute_range(table, cfg)
     name = table.identifier
-    if rng.empty:
+    if rng.earliest is None or rng.end is None or rng.empty:
         return ExpireSnapshotsPlan(name, rng.earliest, rng.end, (), (), (), rng.consumer_floor, rng.reason)
     sm = table.snapshot_manager
     snaps = []
@@ -279,7 +285,8 @@ def _plan(table: "FileStoreTable", cfg: ExpireConfig, tag_names: list[str]) -> E
     # 3. metadata of [begin, end) that neither end nor a tag uses
     skip = manifest_skipping_set(table, [end_snap] + tags)
     for s in expiring:
-        lists = [] if keep_input else [(s.base_manifest_list, s.base_manifest_list_size),
+        lists: list[tuple[str | None, int | None]] = [] if keep_input else [
+            (s.base_manifest_list, s.base_manifest_list_size),
                                        (s.delta_manifest_list, s.delta_manifest_list_size)]
         if not cfg.changelog_decoupled:
             lists.append((s.changelog_manifest_list, s.changelog_manifest_list_size))
@@ -377,11 +384,12 @@ def _finish_journals(table: "FileStoreTable") -> int:
 
 
 def _revalidate(table: "FileStoreTable", cfg: ExpireConfig, plan: ExpireSnapshotsPlan) -> bool:
+    begin, end = plan.expired_range()
     rng = compute_range(table, cfg)
-    if rng.empty or rng.end < plan.end:
+    if rng.end is None or rng.empty or rng.end < end:
         return False
     tag_ids = {t.id for t in tagged_snapshots(table)}
-    return not any(plan.begin <= t <= plan.end and t not in plan.tag_ids for t in tag_ids)
+    return not any(begin <= t <= end and t not in plan.tag_ids for t in tag_ids)
 
 
 def _restore(table: "FileStoreTable", plan: ExpireSnapshotsPlan, mine: set[int]) -> None:
@@ -389,7 +397,7 @@ def _restore(table: "FileStoreTable", plan: ExpireSnapshotsPlan, mine: set[int])
     for s in plan.snapshots:
         if s.id in mine:
             table.fileio.try_create(table.paths.snapshot(s.id), s.to_json().encode("utf-8"))
-    table.snapshot_manager.commit_earliest_hint(min(mine, default=plan.end))
+    table.snapshot_manager.commit_earliest_hint(min(mine, default=plan.expired_range()[1]))
     if plan.keeps_changelogs:  # the snapshots own their changelog again: changelog expiry must not see it
         long_lived = table.changelog_manager.long_lived
         for sid in sorted(mine, reverse=True):
@@ -445,7 +453,8 @@ def _expire(table: "FileStoreTable", cfg: ExpireConfig, dry_run: bool, finish_jo
         return result(skipped="the table kept changing under the plan; nothing was deleted, run again")
 
     fio, sm = table.fileio, table.snapshot_manager
-    journal = table.paths.expire_journal(f"{_JOURNAL_PREFIX}{plan.end}-{time.time_ns()}")
+    begin, end = plan.expired_range()
+    journal = table.paths.expire_journal(f"{_JOURNAL_PREFIX}{end}-{time.time_ns()}")
     fio.write_bytes(journal, _journal_payload(plan))
     if plan.keeps_changelogs:  # Java order: changelog-N exists before snapshot-N goes
         for s in plan.snapshots:
@@ -456,13 +465,13 @@ def _expire(table: "FileStoreTable", cfg: ExpireConfig, dry_run: bool, finish_jo
         if fio.delete(table.paths.snapshot(sid)):
             mine.add(sid)
         sm.forget(sid)
-    sm.commit_earliest_hint(plan.end)
+    sm.commit_earliest_hint(end)
 
     # A lease or tag taken while the snapshot files were going: give them back and stop. Only the
     # ones this run deleted: a concurrent expiry that deleted the others is deleting their files.
     floor = ConsumerManager(table).min_next_snapshot(strict=True)
-    new_tag = any(plan.begin <= t.id < plan.end and t.id not in plan.tag_ids for t in tagged_snapshots(table))
-    if new_tag or (floor is not None and floor < plan.end and floor != plan.consumer_floor):
+    new_tag = any(begin <= t.id < end and t.id not in plan.tag_ids for t in tagged_snapshots(table))
+    if new_tag or (floor is not None and floor < end and floor != plan.consumer_floor):
         _restore(table, plan, mine)
         fio.delete(journal)
         return result(skipped="a lease, consumer or tag on an expiring snapshot appeared during expiry; "
@@ -477,7 +486,7 @@ def _expire(table: "FileStoreTable", cfg: ExpireConfig, dry_run: bool, finish_jo
     counts = delete_planned(table, plan.files)
     fio.delete(journal)
     log.info("expired snapshots %d..%d of %s", plan.expired[0], plan.expired[-1], table.identifier)
-    return result(expired_snapshots=plan.expired, earliest_snapshot=plan.end,
+    return result(expired_snapshots=plan.expired, earliest_snapshot=end,
                   deleted_data_files=counts["data"], deleted_changelog_files=counts["changelog"],
                   deleted_metadata_files=counts["metadata"], bytes_reclaimed=counts["bytes"],
                   files=tuple(f.path for f in plan.files))

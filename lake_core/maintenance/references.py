@@ -233,7 +233,7 @@ class ReferencedNames:
         self.names: set[str] = set()
         self._lists: set[str] = set()
         self._manifests: set[str] = set()
-        self._seen: set[tuple[int, str | None]] = set()
+        self._seen: set[tuple[int, str | None, bool]] = set()
 
     def add_changelog(self, c: Snapshot) -> None:
         """A long-lived changelog: its changelog list, and its base and delta lists while they exist."""

@@ -32,7 +32,7 @@ def merge_manifests(store: "ManifestStore", metas: Sequence[ManifestFileMeta], o
     group: list[ManifestFileMeta] = []
     size = 0
 
-    def flush():
+    def flush() -> None:
         entries = merge_entries(store.read_entries(group))
         if entries:
             new = store.write_manifests(entries, schema_id, namer)

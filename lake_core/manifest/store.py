@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Iterable, Sequence
+from typing import Generic, Iterable, Sequence, TypeVar
 
 import pyarrow as pa
 
@@ -21,20 +21,23 @@ from lake_core.paths import FileNamer, TablePaths
 from lake_core.snapshot.snapshot import Snapshot
 
 
-class _LRU:
+V = TypeVar("V")
+
+
+class _LRU(Generic[V]):
     def __init__(self, size: int):
         self.size = size
-        self.data: OrderedDict = OrderedDict()
+        self.data: OrderedDict[str, V] = OrderedDict()
         self.lock = threading.Lock()
 
-    def get(self, key):
+    def get(self, key: str) -> V | None:
         with self.lock:
             v = self.data.get(key)
             if v is not None:
                 self.data.move_to_end(key)
             return v
 
-    def put(self, key, value):
+    def put(self, key: str, value: V) -> None:
         with self.lock:
             self.data[key] = value
             self.data.move_to_end(key)
@@ -47,8 +50,8 @@ class ManifestStore:
         self.fileio = fileio
         self.paths = paths
         self.partition_types = list(partition_types)
-        self._entries = _LRU(512)
-        self._lists = _LRU(256)
+        self._entries: _LRU[list[ManifestEntry]] = _LRU(512)
+        self._lists: _LRU[list[ManifestFileMeta]] = _LRU(256)
         self._partitions: dict[bytes, tuple] = {}
 
     # -- partitions ---------------------------------------------------------------------------

@@ -39,7 +39,7 @@ class _Typed(Generic[T]):
     @overload
     def __get__(self, options: "CoreOptions", owner: type) -> T: ...
 
-    def __get__(self, options, owner=None):
+    def __get__(self, options: CoreOptions | None, owner: type | None = None) -> T | _Typed[T] | None:
         if options is None:
             return self
         value = self.option.read(options.raw)

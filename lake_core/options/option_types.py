@@ -85,6 +85,9 @@ class _CheckedByParsing:
     """A value that is valid when it parses."""
     empty_is_unset: ClassVar[bool] = True
 
+    def parse(self, key: str, text: str) -> object:
+        raise NotImplementedError
+
     def check(self, key: str, text: str) -> None:
         self.parse(key, text)
 

@@ -427,6 +427,15 @@ REFUSED_PREFIXES = (
     "metadata.stats-keep-first-n-columns",
 )
 
-MERGE_ENGINES = MERGE_ENGINE.type.choices
-CHANGELOG_PRODUCERS = CHANGELOG_PRODUCER.type.choices
-FILE_FORMATS = FILE_FORMAT.type.choices
+
+
+def _choices(option: ConfigOption[str]) -> tuple[str, ...]:
+    """The values of an option declared with a :class:`Choice` type."""
+    if not isinstance(option.type, Choice):
+        raise TypeError(f"option '{option.key}' is not a choice")
+    return option.type.choices
+
+
+MERGE_ENGINES = _choices(MERGE_ENGINE)
+CHANGELOG_PRODUCERS = _choices(CHANGELOG_PRODUCER)
+FILE_FORMATS = _choices(FILE_FORMAT)

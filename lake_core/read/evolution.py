@@ -73,7 +73,7 @@ class _Mapping:
     def of(store: "FileStore", meta: DataFileMeta, columns: Sequence[str], arrow_schema: pa.Schema) -> "_Mapping":
         current = store.schema
         old = _file_fields(store, meta.schema_id)
-        file_cols: tuple[str, ...] = []
+        file_cols: list[str] = []
         file_fields: list[pa.Field] = []
         source_of: dict[str, Optional[str]] = {}
         for name in columns:
@@ -119,12 +119,14 @@ def evolved_value_stats(store: "FileStore", f: DataFileMeta) -> dict[str, tuple]
         by_name = {fl.name: fl for fl in old_schema.fields}
         if all(n in by_name for n in names):
             st = f.value_stats
+            bounds: tuple[list[Any], list[Any]] | None
             try:
-                lo = deserialize_row(st.min_values, [by_name[n].type for n in names])
-                hi = deserialize_row(st.max_values, [by_name[n].type for n in names])
+                bounds = (deserialize_row(st.min_values, [by_name[n].type for n in names]),
+                          deserialize_row(st.max_values, [by_name[n].type for n in names]))
             except Exception:
-                lo = hi = None
-            if lo is not None:
+                bounds = None
+            if bounds is not None:
+                lo, hi = bounds
                 nulls = st.null_counts or ()
                 for i, n in enumerate(names):
                     stats[by_name[n].id] = (lo[i], hi[i], nulls[i] if i < len(nulls) else None)

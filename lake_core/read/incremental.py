@@ -36,12 +36,12 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Mapping
 
-from lake_core.read.split import Split
 from lake_core.errors import FormatError, InvalidOptionError, SnapshotNotFoundError, UnsupportedOptionError
 from lake_core.manifest.metadata import FileKind, ManifestEntry
 from lake_core.paths import partition_dir
 from lake_core.read.predicate import Predicate
 from lake_core.read.scan import TableScan
+from lake_core.read.split import Split
 from lake_core.read.split_read import ROW_KIND  # noqa: F401  (the column of each change's kind)
 from lake_core.snapshot.changelog_manager import ChangelogNotFoundError
 from lake_core.snapshot.snapshot import CommitKind, Snapshot
@@ -117,10 +117,10 @@ def resolve_range(store: "FileStore", between: Any, scan_mode: str | None) -> In
         raise InvalidOptionError(f"option '{INCREMENTAL_BETWEEN}' = '{start_text},{end_text}' for a read of "
                                  f"{store.identifier}: the start snapshot {start} is after the end snapshot {end}")
     latest = store.snapshot_manager.latest_id()
-    if latest is None:
-        return None
     long_lived = _reads_long_lived(store, mode)
     earliest = (store.changelog_manager.earliest_id() if long_lived else store.snapshot_manager.earliest_id())
+    if latest is None or earliest is None:  # no snapshot (then no changelog either)
+        return None
     if start < earliest - 1 or end > latest:
         what = "changelogs" if long_lived else "snapshots"
         error = ChangelogNotFoundError if long_lived else SnapshotNotFoundError
@@ -231,7 +231,7 @@ class DiffScan(TableScan):
             b, a = before.get(key), after.get(key)
             if b is not None and a is not None and b.files == a.files and b.dv_index == a.dv_index:
                 continue  # nothing changed in this bucket
-            base = a if a is not None else replace(b, files=(), dv_index=None)
+            base = a if a is not None else replace(before[key], files=(), dv_index=None)
             out.append(replace(base, snapshot_id=self.snapshot.id, row_kind=True,
                                before_files=b.files if b is not None else (),
                                before_dv_index=b.dv_index if b is not None else None))
@@ -242,6 +242,8 @@ def _diff_ends(store: "FileStore", between: Any) -> tuple[Snapshot | None, Snaps
     """The two snapshots a diff compares: ids (0: before the first snapshot) or tags, whose
     snapshot need not be retained (the tag keeps its files)."""
     start_text, end_text = parse_between(store, between)
+    start: Snapshot | None
+    end: Snapshot | None
     try:
         start_id, end_id = int(start_text), int(end_text)
     except ValueError:

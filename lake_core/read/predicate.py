@@ -11,9 +11,8 @@ from typing import Any, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lake_core.format.float_order import sortable_array, sortable_scalar
-
 from lake_core.errors import PredicateError
+from lake_core.format.float_order import sortable_array, sortable_scalar
 
 _LEAF_METHODS = ("equal", "not_equal", "less_than", "less_or_equal", "greater_than", "greater_or_equal",
                  "is_null", "is_not_null", "is_in", "is_not_in", "between", "startswith")
@@ -46,10 +45,12 @@ class Predicate:
             kept = [p for c in self.children if (p := c.restrict_to(allowed)) is not None]
             return None if not kept else kept[0] if len(kept) == 1 else Predicate("and", children=tuple(kept))
         if self.method == "or":
-            kept = [c.restrict_to(allowed) for c in self.children]
-            if any(k is None for k in kept):
-                return None
-            return Predicate("or", children=tuple(kept))
+            either: list[Predicate] = []
+            for c in self.children:
+                if (p := c.restrict_to(allowed)) is None:
+                    return None
+                either.append(p)
+            return Predicate("or", children=tuple(either))
         return self if self.field in allowed else None
 
     # -- exact evaluation over Arrow -------------------------------------------------------------
@@ -102,7 +103,7 @@ class Predicate:
             return all(c.may_match(stats, row_count) for c in self.children)
         if self.method == "or":
             return any(c.may_match(stats, row_count) for c in self.children)
-        st = stats.get(self.field)
+        st = stats.get(self.field) if self.field is not None else None
         if st is None:
             return True
         lo, hi, nulls = st

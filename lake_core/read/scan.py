@@ -125,11 +125,11 @@ class TableScan:
         if self.snapshot is None:
             return []
         try:
-            return self._splits()
+            return self._splits(self.snapshot)
         except LOST_FILE_ERRORS as e:  # a manifest gone: expired meanwhile, or damage
             raise read_failure(self.store, self.snapshot.id, e) from e
 
-    def _splits(self) -> list[Split]:
+    def _splits(self, snapshot: Snapshot) -> list[Split]:
         manifests = self.store.manifest_store
         groups: dict[tuple[bytes, int], list[ManifestEntry]] = defaultdict(list)
         part_ok: dict[bytes, bool] = {}
@@ -143,7 +143,7 @@ class TableScan:
         top_level = self.store.options.num_levels - 1
         dv_entries = None
         if self.is_pk and self.store.options.deletion_vectors_enabled:
-            dv_entries = bucket_dv_entries(self.store, self.snapshot)
+            dv_entries = bucket_dv_entries(self.store, snapshot)
         out = []
         default_name = self.store.options.partition_default_name
         in_order = sorted(groups.items(), key=lambda kv: (manifests.partition_values(kv[0][0]).__repr__(), kv[0][1]))
@@ -157,7 +157,7 @@ class TableScan:
             values = manifests.partition_values(partition)
             files.sort(key=lambda f: (f.min_sequence_number, f.max_sequence_number, f.file_name))
             out.append(Split(
-                snapshot_id=self.snapshot.id, partition=partition, partition_values=values, bucket=bucket,
+                snapshot_id=snapshot.id, partition=partition, partition_values=values, bucket=bucket,
                 total_buckets=entries[0].total_buckets,
                 bucket_path=self.store.paths.bucket_dir(partition_dir(self.partition_names, values, default_name),
                                                         bucket),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import replace
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -24,7 +24,7 @@ from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.lsm.levels import Levels, key_decoder
 from lake_core.lsm.merge_stream import merge_sorted_runs
 from lake_core.lsm.sparse_merge import sparse_merge
-from lake_core.manifest.metadata import DataFileMeta
+from lake_core.manifest.metadata import DataFileMeta, IndexManifestEntry
 from lake_core.merge.base import drop_retracts
 from lake_core.merge.lookup_merge import LEVEL, needs_lookup_merge, newest_high_level_mask, with_level
 from lake_core.read.columns import check_read_columns
@@ -79,10 +79,10 @@ class SplitRead:
         self.predicate = predicate
         self.is_pk = bool(schema.primary_keys)
         self.key_names = list(schema.trimmed_primary_keys) if self.is_pk else []
-        self.engine = store.merge_engine() if self.is_pk else None
+        engine = self.engine = store.merge_engine() if self.is_pk else None
         needed = set(self.projection) | (predicate.fields() if predicate else set())
-        if self.is_pk:
-            if self.engine.merged_row_is_stored:
+        if engine is not None:  # a primary-key table
+            if engine.merged_row_is_stored:
                 needed |= set(self.key_names) | set(store.options.sequence_fields)
             else:
                 needed = set(names)  # partial-update/aggregation combine every value column
@@ -91,7 +91,7 @@ class SplitRead:
         self.key_types = [schema.field(k).type for k in self.key_names]
         self.lookup_merge = needs_lookup_merge(store)
         # a stored row is its key's merged row, so a large run's keys no other run holds pass through
-        self.sparse_key = self.key_names[0] if (self.is_pk and self.engine.run_is_merged and not self.lookup_merge
+        self.sparse_key = self.key_names[0] if (engine is not None and engine.run_is_merged and not self.lookup_merge
                                                 and len(self.key_names) == 1) else None
 
     # -- the schema a split is read in ------------------------------------------------------------
@@ -123,7 +123,8 @@ class SplitRead:
         return self.in_schema_of(splits[0]) if splits else self
 
     # -- files -----------------------------------------------------------------------------------
-    def _file_args(self, split: Split, f: DataFileMeta, with_system: bool):
+    def _file_args(self, split: Split, f: DataFileMeta,
+                   with_system: bool) -> tuple[str, DataFileMeta, str, list[str], pa.Schema]:
         cols = list(self.read_columns) + ([SEQ, KIND] if with_system else [])
         schema = self.read_schema
         if with_system:
@@ -179,7 +180,7 @@ class SplitRead:
             yield self._read_changes(split)
             return
         if split.before_files is not None:
-            yield self._read_diff(split)
+            yield self._read_diff(split, split.before_files)
             return
         for chunk in self._merged_chunks(split):
             if self.predicate is not None:
@@ -203,14 +204,14 @@ class SplitRead:
             rows = self.predicate.filter(rows)
         return rows.select(self.projection + [ROW_KIND])
 
-    def _read_diff(self, split: Split) -> pa.Table:
+    def _read_diff(self, split: Split, before_files: tuple[DataFileMeta, ...]) -> pa.Table:
         """A diff split: the merged rows of ``before_files`` against those of ``files``, compared
         whole (Java ``IncrementalDiffSplitRead``), then filtered and projected."""
 
         columns = [f.name for f in self.schema.fields]
         # rows are compared whole, whatever the projection
         reader = self if self.read_columns == columns else SplitRead(self.store)
-        before = reader._read_merged(replace(split, files=split.before_files, dv_index=split.before_dv_index,
+        before = reader._read_merged(replace(split, files=before_files, dv_index=split.before_dv_index,
                                              before_files=None))
         after = reader._read_merged(replace(split, before_files=None))
         rows = diff_rows(before, after, self.key_names, columns)
@@ -233,13 +234,14 @@ class SplitRead:
         if not split.files:
             return
         drop = [SEQ] if keep_kind else [SEQ, KIND]
-        if not self.is_pk:
+        engine = self.engine
+        if engine is None:  # an append table
             for f in split.files:
                 for chunk in self._file_chunks(split, f, False):
                     yield chunk.append_column(pa.field(KIND, pa.int8(), nullable=False),
                                               pa.array(np.zeros(chunk.num_rows, np.int8))) if keep_kind else chunk
             return
-        vectors = self._dv_vectors(split) if split.dv_index is not None else None
+        vectors = self._dv_vectors(split, split.dv_index) if split.dv_index is not None else None
         if vectors is not None and not any(f.level == 0 for f in split.files):
             for f in split.files:
                 for chunk in self._deleted_masked(self._file_chunks(split, f, keep_kind), vectors.get(f.file_name)):
@@ -259,7 +261,7 @@ class SplitRead:
             if len(section) == 1 and section[0].delete_row_count == 0:
                 for chunk in chunks(section[0], keep_kind):
                     yield chunk.drop_columns([SEQ]) if keep_kind else chunk
-            elif len(section) == 1 and self.engine.run_is_merged:
+            elif len(section) == 1 and engine.run_is_merged:
                 for chunk in chunks(section[0], True):  # one file holds each key once
                     yield drop_retracts(chunk).drop_columns(drop)
             else:
@@ -272,12 +274,16 @@ class SplitRead:
                 # a masked file yields fewer rows than it holds: its end is learnt from its reader
                 sizes = [None if f.file_name in vectors else f.row_count for f in runs]
                 for merged in merge_sorted_runs(inputs, self.key_names, self._merge, sizes,
-                                                merge_parts=self._merge_parts if self.sparse_key else None):
+                                                merge_parts=self._sparse_merger()):
                     yield merged.drop_columns(drop)
 
-    def _merge_parts(self, parts: list[pa.Table]) -> pa.Table | None:
-        """A large run with a few small ones: only the keys the small ones hold are merged."""
-        return sparse_merge(parts, self.sparse_key, self._merge)
+    def _sparse_merger(self) -> Callable[[list[pa.Table]], pa.Table | None] | None:
+        """For a large run with a few small ones: only the keys the small ones hold are merged (None:
+        not for this table)."""
+        key = self.sparse_key
+        if key is None:
+            return None
+        return lambda parts: sparse_merge(parts, key, self._merge)
 
     def _merge(self, rows: pa.Table) -> pa.Table:
         if LEVEL in rows.column_names:
@@ -287,6 +293,7 @@ class SplitRead:
             keep = newest_high_level_mask(rows, self.key_names, levels)
             if keep is not None:
                 rows = rows.filter(pa.array(keep))
+        assert self.engine is not None  # only a primary-key table's runs are merged
         return self.engine.merge(rows, drop_deletes=True)
 
     @staticmethod
@@ -296,11 +303,12 @@ class SplitRead:
             yield dv.filter_rows(chunk, start) if dv is not None else chunk
             start += chunk.num_rows
 
-    def _dv_vectors(self, split: Split) -> "dict[str, DeletionVector] | None":
+    def _dv_vectors(self, split: Split,
+                    dv_index: tuple[IndexManifestEntry, ...]) -> "dict[str, DeletionVector] | None":
         """Deletion vectors: each file is read raw with its vector applied, no merge (Java's raw read
         of DV tables). None when the bucket must still be merged: no vectors yet and levels that
         overlap, i.e. a merge-on-read table whose option was switched on before a full compaction."""
-        vectors = load_vectors(self.store, split.dv_index)
+        vectors = load_vectors(self.store, dv_index)
         if not vectors and len(split.files) > 1 and needs_full_for_dv(
                 Levels.of(split.files, self.store.options.num_levels, key_decoder(self.key_types)), ()):
             return None

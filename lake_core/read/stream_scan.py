@@ -49,14 +49,14 @@ class StreamScan:
             return Plan(splits)
         changes = ChangeScan(self.store, range(0), self.mode, self.predicate)
         while True:
-            latest = self.store.changelog_manager.latest_id()
-            if latest is None or self._next > latest:
+            latest_id = self.store.changelog_manager.latest_id()
+            if latest_id is None or self._next > latest_id:
                 return Plan([])
             earliest = self.store.changelog_manager.earliest_id()
             if earliest is not None and self._next < earliest:
                 raise ChangelogNotFoundError(
                     f"stream scan of {self.store.identifier}: snapshot {self._next} (the next to read) has expired; "
-                    f"the readable changelogs are {earliest}..{latest}. Retain snapshots or changelogs longer, or "
+                    f"the readable changelogs are {earliest}..{latest_id}. Retain snapshots or changelogs longer, or "
                     "read with a consumer id so that unread snapshots are kept")
             snapshot = snapshot_changes(self.store, self._next, self.mode)
             if changes.has_changes(snapshot):

@@ -84,7 +84,7 @@ class SchemaChange:
     """Base of every schema change; build them with the static factories (Paimon's names)."""
 
     @staticmethod
-    def set_option(key: str, value) -> "SetOption":
+    def set_option(key: str, value: object) -> "SetOption":
         return SetOption(key=str(key), value=str(value).lower() if isinstance(value, bool) else str(value))
 
     @staticmethod

@@ -50,7 +50,7 @@ class PartitionSelector:
     def matches(self, values: Sequence[Any]) -> bool:
         return any(self._spec_matches(spec, values) for spec in self.specs)
 
-    def _spec_matches(self, spec, values: Sequence[Any]) -> bool:
+    def _spec_matches(self, spec: tuple[tuple[str, Any], ...], values: Sequence[Any]) -> bool:
         return all(values[self.names.index(k)] == v for k, v in spec)
 
     def check_matched(self, partitions: Iterable[Sequence[Any]]) -> None:

@@ -10,13 +10,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lake_core.kv import rowkind
 from lake_core.format.binary_row.writer import EMPTY_ROW, serialize_row
 from lake_core.format.data_file_writer import DataFileStreamWriter
-from lake_core.manifest.metadata import DataFileMeta, SimpleStats
-from lake_core.kv.system_fields import KIND, SEQ
-from lake_core.paths import FileNamer, data_file_in
 from lake_core.format.stats import StatsAccumulator, parse_stats_mode
+from lake_core.kv import rowkind
+from lake_core.kv.system_fields import KIND, SEQ
+from lake_core.manifest.metadata import DataFileMeta, SimpleStats
+from lake_core.paths import FileNamer, data_file_in
 
 if TYPE_CHECKING:
     from lake_core.store import FileStore
@@ -98,7 +98,7 @@ ROW_GROUP_BYTES = 16 << 20
 class _OpenFile:
     """The file a rolling writer is filling, with its metadata gathered chunk by chunk."""
 
-    def __init__(self, w: DataFileWriter, name: str, path: str):
+    def __init__(self, w: DataFileWriter, name: str, path: str, min_key: list):
         opts = w.store.options
         self.name, self.path = name, path
         self.out = w.store.fileio.open_output(path)
@@ -106,8 +106,8 @@ class _OpenFile:
                                             options=opts.raw)
         self.key_stats = StatsAccumulator(w.key_names, w.key_modes)
         self.value_stats = StatsAccumulator(w.stats_cols, w.value_modes)
-        self.min_key: list | None = None  # key of the first row
-        self.max_key: list | None = None  # key of the last row so far
+        self.min_key = min_key  # key of the first row
+        self.max_key = min_key  # key of the last row so far
         self.min_seq: int | None = None
         self.max_seq: int | None = None
         self.deletes = 0
@@ -158,8 +158,7 @@ class RollingFileWriter:
         if f is None:
             opts = w.store.options
             name = w.namer.data_file(opts.changelog_file_prefix if self.changelog else opts.data_file_prefix, w.fmt)
-            f = self._file = _OpenFile(w, name, data_file_in(w.bucket_dir, name))
-            f.min_key = self._key_at(rows, 0)
+            f = self._file = _OpenFile(w, name, data_file_in(w.bucket_dir, name), self._key_at(rows, 0))
         f.encoder.write(w._file_table(rows))
         f.key_stats.add(rows)
         f.value_stats.add(rows)
@@ -170,14 +169,13 @@ class RollingFileWriter:
             f.deletes += int(np.count_nonzero(rowkind.is_retract(rows[KIND].to_numpy())))
         f.max_key = self._key_at(rows, rows.num_rows - 1)
         if f.encoder.bytes_written >= self.target:
-            self._roll()
+            self._roll(f)
 
     def _key_at(self, rows: pa.Table, i: int) -> list:
         # Python values, not a slice: a slice would keep the whole chunk's buffers alive
         return [rows[k][i].as_py() for k in self.w.key_names]
 
-    def _roll(self) -> None:
-        f = self._file
+    def _roll(self, f: _OpenFile) -> None:
         size = f.encoder.close()
         f.out.commit()
         self._file = None  # only now: a failed close or commit is still aborted by abort()
@@ -205,7 +203,7 @@ class RollingFileWriter:
         while self._pending:
             self._flush_group()
         if self._file is not None:
-            self._roll()
+            self._roll(self._file)
         return self.written
 
     def abort(self) -> None:

@@ -19,9 +19,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lake_core.bucket.assign import _hash_word_matrix, hash_rows
 from lake_core.format.binary_row.column_encoder import encode_rows
 from lake_core.format.binary_row.layout import field_layout
-from lake_core.bucket.assign import _hash_word_matrix, hash_rows
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +75,7 @@ def _search(sk: np.ndarray, kb: pa.Array | None, qsk: np.ndarray, qkb: pa.Array 
         hit = hi > lo
         pos[hit] = lo[hit]
         return pos
+    assert qkb is not None  # a store with key bytes (an exact encoder) is queried with key bytes
     pending = np.flatnonzero(hi > lo)
     r = 0
     while len(pending):  # almost always one round: 64-bit hashes rarely collide
@@ -190,7 +191,7 @@ class CrossPartitionIndex:
         self.overlay = _Store.empty(not encoder.exact)
         self.tmp_root = tmp_root
         self.tmpdir: str | None = None
-        self._finalizer = None
+        self._finalizer: weakref.finalize[..., Any] | None = None
         self.size = 0
 
     # -- building -------------------------------------------------------------------------------
@@ -245,10 +246,12 @@ class CrossPartitionIndex:
         flush()
         for w in writers.values():
             w.close()
+        tmpdir = self.tmpdir
+        assert tmpdir is not None  # made above, as this build spills
         self.shards = []
         for s in range(n_shards):
-            run = os.path.join(self.tmpdir, f"run-{s}")
-            final = os.path.join(self.tmpdir, f"shard-{s}.arrow")
+            run = os.path.join(tmpdir, f"run-{s}")
+            final = os.path.join(tmpdir, f"shard-{s}.arrow")
             if os.path.exists(run):
                 with pa.memory_map(run) as src:
                     store = self._sorted(pa.ipc.open_stream(src).read_all())

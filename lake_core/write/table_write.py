@@ -26,6 +26,7 @@ from lake_core.write.cross_partition import CrossPartitionAssigner
 from lake_core.write.file_writer import DataFileWriter
 
 if TYPE_CHECKING:
+    from lake_core.bucket.dynamic import DynamicBucketAssigner
     from lake_core.commit.hooks import TableHooks
     from lake_core.manifest.store import ManifestStore
     from lake_core.store import FileStore
@@ -181,7 +182,7 @@ class TableWrite:
         self.namer = FileNamer()
         self._next_seq: dict[tuple[bytes, int], int] | None = None
         self.rows_written = 0
-        self._dynamic = None  # DynamicBucketAssigner (dynamic mode)
+        self._dynamic: DynamicBucketAssigner | None = None  # dynamic mode
         self._cross = None  # CrossPartitionAssigner (cross-partition mode)
         self._partition_bytes: dict[tuple, bytes] = {}
         # The snapshot the writer builds on: read when first needed (the table as of its first
@@ -218,7 +219,7 @@ class TableWrite:
         else:
             kinds = np.zeros(data.num_rows, np.int8)
         if self.static_partition:
-            self._check_static_partition(data)
+            self._check_static_partition(data, self.static_partition)
         data = data.append_column(pa.field(KIND, pa.int8(), nullable=False), pa.array(kinds, pa.int8()))
         pcode, pvalues = partition_codes(data, self.partition_names)
         for pv in pvalues:  # per partition, before any file is written
@@ -286,24 +287,25 @@ class TableWrite:
         return b
 
     def _assign_dynamic(self, data: pa.Table, pcode: np.ndarray, pvalues: list[tuple]) -> np.ndarray:
-        if self._dynamic is None:
+        dynamic = self._dynamic
+        if dynamic is None:
             live = self._live_files()
             data_buckets: dict[bytes, set] = {}
             for (p, b) in live:
                 data_buckets.setdefault(p, set()).add(b)
-            self._dynamic = DynamicBucketAssigner(self.store, self._base_snapshot(),
-                                                  lambda p: data_buckets.get(p, ()),
-                                                  ignore_existing=self.static_partition is not None)
+            dynamic = self._dynamic = DynamicBucketAssigner(self.store, self._base_snapshot(),
+                                                            lambda p: data_buckets.get(p, ()),
+                                                            ignore_existing=self.static_partition is not None)
         key_names = self.schema.trimmed_primary_keys
         hashes = hash_rows([data[k] for k in key_names], [self.schema.field(k).type for k in key_names])
         if len(pvalues) == 1:
-            return self._dynamic.assign(self._partition_row(pvalues[0]), hashes)
+            return dynamic.assign(self._partition_row(pvalues[0]), hashes)
         buckets = np.empty(data.num_rows, np.int64)
         order = np.argsort(pcode, kind="stable")
         cuts = np.flatnonzero(np.diff(pcode[order])) + 1
         for rows in np.split(order, cuts):
             part = self._partition_row(pvalues[int(pcode[rows[0]])])
-            buckets[rows] = self._dynamic.assign(part, hashes[rows])
+            buckets[rows] = dynamic.assign(part, hashes[rows])
         return buckets
 
     def _cross_assigner(self):
@@ -318,8 +320,8 @@ class TableWrite:
     def write_pandas(self, df) -> None:
         self.write_arrow(pa.Table.from_pandas(df, preserve_index=False))
 
-    def _check_static_partition(self, data: pa.Table) -> None:
-        for k, v in self.static_partition.items():
+    def _check_static_partition(self, data: pa.Table, static_partition: dict) -> None:
+        for k, v in static_partition.items():
             try:
                 want = pa.scalar(v, data[k].type)
             except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
@@ -377,13 +379,14 @@ class TableWrite:
         ppath = partition_dir(self.partition_names, buf.partition, self.store.options.partition_default_name)
         writer = DataFileWriter(self.store, ppath, buf.bucket, self.namer)
         changelog = []
-        if self.is_pk:
-            rows = self.engine.prepare_input(rows)
+        engine = self.engine
+        if engine is not None:  # a primary-key table
+            rows = engine.prepare_input(rows)
             if rows.num_rows == 0:
                 return CommitMessage(partition, buf.bucket, self._total_buckets(buf.partition))
             if self.store.options.changelog_producer == "input":
                 changelog = [w.meta for w in writer.write(rows, level=0, changelog=True)]
-            rows = self.engine.merge(rows, drop_deletes=False)
+            rows = engine.merge(rows, drop_deletes=False)
         files = [w.meta for w in writer.write(rows, level=0)]
         if self.is_pk:
             # Inline compaction, as Java's batch writer: the bucket's picker runs now and its result

@@ -10,8 +10,15 @@ import numpy as np
 import pyarrow as pa
 
 from lake_core.errors import SchemaMismatchError
-from lake_core.format.binary_row.arrow_buffers import (LOW_BYTES, as_array, bytes_layout, fixed_values, null_mask,
-                                                       ragged_index, unaligned_words)
+from lake_core.format.binary_row.arrow_buffers import (
+    LOW_BYTES,
+    as_array,
+    bytes_layout,
+    fixed_values,
+    null_mask,
+    ragged_index,
+    unaligned_words,
+)
 from lake_core.format.binary_row.layout import INLINE_MARK, MAX_INLINE, field_layout, null_bits_size, round8
 
 

@@ -14,7 +14,6 @@ import pyarrow as pa
 
 from lake_core.errors import SchemaError
 
-
 # Java BinarySection.MAX_FIX_PART_DATA_SIZE: strings/bytes up to 7 bytes live inside the slot.
 MAX_INLINE = 7
 INLINE_MARK = 0x80

@@ -10,8 +10,15 @@ from typing import Any, Sequence
 import pyarrow as pa
 
 from lake_core.errors import FormatError
-from lake_core.format.binary_row.layout import (EPOCH_DATE_ORDINAL, EPOCH_UTC, MAX_INLINE, U32, FieldLayout,
-                                                field_layout, null_bits_size)
+from lake_core.format.binary_row.layout import (
+    EPOCH_DATE_ORDINAL,
+    EPOCH_UTC,
+    MAX_INLINE,
+    U32,
+    FieldLayout,
+    field_layout,
+    null_bits_size,
+)
 from lake_core.format.binary_row.nano_datetime import nano_datetime_from_parts
 
 

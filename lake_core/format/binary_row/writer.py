@@ -12,9 +12,19 @@ from typing import Any, Optional, Sequence
 import pyarrow as pa
 
 from lake_core.errors import SchemaMismatchError
-from lake_core.format.binary_row.layout import (DECIMAL_CONTEXT, EPOCH_DATE_ORDINAL, EPOCH_UTC, INLINE_MARK,
-                                                MAX_INLINE, U32, U64, FieldLayout, field_layout, null_bits_size,
-                                                round8)
+from lake_core.format.binary_row.layout import (
+    DECIMAL_CONTEXT,
+    EPOCH_DATE_ORDINAL,
+    EPOCH_UTC,
+    INLINE_MARK,
+    MAX_INLINE,
+    U32,
+    U64,
+    FieldLayout,
+    field_layout,
+    null_bits_size,
+    round8,
+)
 
 
 def _epoch_nanos(v: Any) -> int:
