@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from lake_core.commit.file_store_commit import FileStoreCommit
 from lake_core.commit.uncommitted import remove_uncommitted
@@ -90,7 +90,7 @@ def commit_compaction(store: "FileStore", plan: CompactionPlan, outcomes: Sequen
     anywhere) and the job's result. Units made stale by a concurrent compaction are skipped, with
     their reason, and their files deleted. ``dry_run``: commit nothing, report the plan."""
     before_files = [f for b in plan.buckets for f in b.files]
-    common = dict(table=store.identifier, full=plan.full, expire_records=plan.expire_records, dry_run=dry_run,
+    common: dict[str, Any] = dict(table=store.identifier, full=plan.full, expire_records=plan.expire_records, dry_run=dry_run,
                   base_snapshot_id=plan.snapshot_id, units_planned=len(plan.units),
                   levels_before=level_counts(before_files),
                   ttl_lag_before_s=ttl_lag_s(before_files, plan.expiry, store), options=dict(plan.options),

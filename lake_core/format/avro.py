@@ -221,7 +221,7 @@ def schema_text(schema: Any) -> bytes:
 
 def _snappy_module() -> tuple[Callable[[bytes], bytes], Callable[[bytes], bytes]]:
     try:
-        import cramjam  # type: ignore[import-not-found]  # noqa: PLC0415 - probing which snappy codec is installed
+        import cramjam  # noqa: PLC0415 - probing which snappy codec is installed
 
         return (
             lambda b: bytes(cramjam.snappy.compress_raw(b)),
@@ -230,7 +230,7 @@ def _snappy_module() -> tuple[Callable[[bytes], bytes], Callable[[bytes], bytes]
     except ImportError:
         pass
     try:
-        import snappy  # type: ignore[import-not-found]  # noqa: PLC0415 - the fallback codec, optional
+        import snappy  # noqa: PLC0415 - the fallback codec, optional
 
         return snappy.compress, snappy.decompress
     except ImportError:

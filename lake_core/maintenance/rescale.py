@@ -287,7 +287,8 @@ def _find_partition(table: "FileStoreTable", partition: Any):
     else:
         selector = PartitionSelector.of(table.schema, partition or {}, table=table.identifier,
                                         operation="rescale_partition")
-        spec = dict(selector.specs[0]) if len(selector.specs) == 1 else {}
+        specs = selector.specs if selector is not None else ()
+        spec = dict(specs[0]) if len(specs) == 1 else {}
         if sorted(spec) != sorted(names):
             raise InvalidOptionError(f"{where} needs one value for every partition column {names}, got {partition!r}")
     values = [spec[n] for n in names]
