@@ -1,8 +1,10 @@
 """Filesystem catalog: ``<warehouse>/<db>.db/<table>``, as Paimon's FileSystemCatalog."""
+
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 
@@ -25,8 +27,9 @@ from lake_core.table import FileStoreTable, ReadOptimizedTable
 
 
 class Catalog:
-    def __init__(self, warehouse: str, storage_options: Mapping[str, Any] | None = None, *,
-                 fileio: FileIO | None = None):
+    def __init__(
+        self, warehouse: str, storage_options: Mapping[str, Any] | None = None, *, fileio: FileIO | None = None
+    ):
         """``fileio``: the FileIO every table of this catalog uses instead of one built from
         ``warehouse`` and ``storage_options`` (e.g. a wrapper that counts or fails operations)."""
         if "://" not in warehouse:
@@ -92,13 +95,21 @@ class Catalog:
     def table_exists(self, identifier: str) -> bool:
         return bool(SchemaManager(self.fileio, TablePaths(self.table_path(identifier))).list_ids())
 
-    def create_table(self, identifier: str, schema: pa.Schema, primary_keys: Sequence[str] = (),
-                     partition_keys: Sequence[str] = (), options: Mapping[str, Any] | None = None,
-                     comment: str | None = None, ignore_if_exists: bool = False) -> FileStoreTable:
+    def create_table(
+        self,
+        identifier: str,
+        schema: pa.Schema,
+        primary_keys: Sequence[str] = (),
+        partition_keys: Sequence[str] = (),
+        options: Mapping[str, Any] | None = None,
+        comment: str | None = None,
+        ignore_if_exists: bool = False,
+    ) -> FileStoreTable:
         db, _ = split_identifier(identifier)
         if not self.database_exists(db):
-            raise DatabaseNotFoundError(f"database '{db}' does not exist in {self.warehouse}; "
-                                        f"create it first with create_database('{db}')")
+            raise DatabaseNotFoundError(
+                f"database '{db}' does not exist in {self.warehouse}; create it first with create_database('{db}')"
+            )
         if self.table_exists(identifier):
             if ignore_if_exists:
                 return self.get_table(identifier)
@@ -131,8 +142,10 @@ class Catalog:
     def _system_table(self, identifier: str) -> FileStoreTable:
         base, _, system = identifier.rpartition("$")
         if system.lower() != "ro":
-            raise TableNotFoundError(f"system table '{system}' of {base} ({identifier}) is not supported by lake_core; "
-                                     "supported: '$ro' (read-optimized)")
+            raise TableNotFoundError(
+                f"system table '{system}' of {base} ({identifier}) is not supported by lake_core; "
+                "supported: '$ro' (read-optimized)"
+            )
         table = self.get_table(base)
         return ReadOptimizedTable(table.fileio, table.paths.root, base + ReadOptimizedTable.SUFFIX, table.schema)
 
@@ -151,8 +164,14 @@ class Catalog:
         self.fileio.delete_dir(self.table_path(identifier))
 
 
-def validate_options(options: Mapping[str, Any], *, schema: pa.Schema, primary_keys: Sequence[str] = (),
-                     partition_keys: Sequence[str] = (), table: str = "table") -> CoreOptions:
+def validate_options(
+    options: Mapping[str, Any],
+    *,
+    schema: pa.Schema,
+    primary_keys: Sequence[str] = (),
+    partition_keys: Sequence[str] = (),
+    table: str = "table",
+) -> CoreOptions:
     """Check a table definition's options exactly as ``create_table`` would, touching no storage.
 
     Raises the same :class:`InvalidOptionError` / :class:`UnsupportedOptionError` /

@@ -1,8 +1,10 @@
 """A table's definition: creating one and altering it (the next ``schema-N``), each validated as
 Java's ``SchemaValidation`` does before anything is written."""
+
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 
@@ -17,15 +19,22 @@ from lake_core.schema.change import SchemaChange, apply_schema_changes
 from lake_core.schema.table_schema import TableSchema
 
 
-def define_table(identifier: str, schema: pa.Schema, primary_keys: Sequence[str], partition_keys: Sequence[str],
-                  options: Mapping[str, Any] | None, comment: str | None) -> TableSchema:
+def define_table(
+    identifier: str,
+    schema: pa.Schema,
+    primary_keys: Sequence[str],
+    partition_keys: Sequence[str],
+    options: Mapping[str, Any] | None,
+    comment: str | None,
+) -> TableSchema:
     """Every check of a new table's definition (options, keys, merge engine), before anything is written."""
     if not isinstance(schema, pa.Schema):
         raise SchemaError(f"create_table({identifier!r}) expects a pyarrow.Schema, got {type(schema).__name__}")
     opts = {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in (options or {}).items()}
     core = validate_table_options(opts, has_primary_key=bool(primary_keys))
-    table_schema = TableSchema.create(schema, partition_keys=tuple(partition_keys),
-                                      primary_keys=tuple(primary_keys), options=opts, comment=comment)
+    table_schema = TableSchema.create(
+        schema, partition_keys=tuple(partition_keys), primary_keys=tuple(primary_keys), options=opts, comment=comment
+    )
     validate_table_definition(identifier, table_schema, core)
     return table_schema
 
@@ -44,35 +53,42 @@ def validate_table_definition(identifier: str, schema: TableSchema, core: CoreOp
                 f"handle. Either (1) add {missing_parts} to the primary key, so a key is unique per partition and "
                 f"the fixed bucket count works; or (2) remove the 'bucket' option (or set it to -1) to use "
                 "cross-partition upsert in dynamic bucket mode, where a key lives in one partition and moves when "
-                "its partition value changes (slower writes: every write indexes the table's keys)")
+                "its partition value changes (slower writes: every write indexes the table's keys)"
+            )
         if bucket == -1:
             mode = "cross-partition upsert" if missing_parts else "dynamic bucket"
             if core.bucket_key:
                 raise InvalidOptionError(
                     f"table {identifier}: 'bucket-key' cannot be used in {mode} mode ('bucket' = -1, the default "
-                    "for primary-key tables); remove 'bucket-key', or set a fixed positive 'bucket'")
+                    "for primary-key tables); remove 'bucket-key', or set a fixed positive 'bucket'"
+                )
             if missing_parts and core.sequence_fields:
                 raise InvalidOptionError(
                     f"table {identifier}: 'sequence.field' cannot be used with cross-partition upsert (primary key "
                     f"{list(schema.primary_keys)} omits partition column(s) {missing_parts}), as in Paimon; remove "
-                    "it or add the partition columns to the primary key")
+                    "it or add the partition columns to the primary key"
+                )
             DynamicBucketOptions.of(core)
     else:
         if bucket >= 1 and not core.bucket_key:
             raise InvalidOptionError(
                 f"table {identifier}: an append table with fixed 'bucket' = {bucket} needs the option "
-                "'bucket-key' (comma-separated columns), or use 'bucket' = '-1'")
+                "'bucket-key' (comma-separated columns), or use 'bucket' = '-1'"
+            )
     for key, v in (("bucket-key", core.bucket_key), ("sequence.field", core.text(SEQUENCE_FIELD))):
         if v:
             for col in (c.strip() for c in v.split(",")):
                 if col not in names:
-                    raise InvalidOptionError(f"option '{key}' names column '{col}', which is not in table "
-                                             f"{identifier}; columns: {names}")
+                    raise InvalidOptionError(
+                        f"option '{key}' names column '{col}', which is not in table {identifier}; columns: {names}"
+                    )
     if schema.primary_keys and core.bucket_key:
         bad = [c for c in core.bucket_key.split(",") if c.strip() not in schema.primary_keys]
         if bad:
-            raise InvalidOptionError(f"option 'bucket-key' of {identifier} must be a subset of the primary key "
-                                     f"{list(schema.primary_keys)}; {bad} are not key columns")
+            raise InvalidOptionError(
+                f"option 'bucket-key' of {identifier} must be a subset of the primary key "
+                f"{list(schema.primary_keys)}; {bad} are not key columns"
+            )
     validate_expiry_options(identifier, core)
     rk = core.rowkind_field
     if rk:
@@ -99,22 +115,27 @@ def _validate_column_options(identifier: str, schema: TableSchema, core) -> None
     names = [f.name for f in schema.fields]
     for key in core.raw:
         if key.startswith("fields.") and key.count(".") >= 2:
-            col, suffix = key[len("fields."):].rsplit(".", 1)
+            col, suffix = key[len("fields.") :].rsplit(".", 1)
             # 'fields.g1,g2.sequence-group' names several sequence fields at once
-            for c in (col.split(",") if suffix == "sequence-group" else [col]):
+            for c in col.split(",") if suffix == "sequence-group" else [col]:
                 if c not in names:  # a typo would otherwise leave the column silently unconfigured
-                    raise InvalidOptionError(f"option '{key}' names column '{c}', which is not in table "
-                                             f"{identifier}; columns: {names}")
+                    raise InvalidOptionError(
+                        f"option '{key}' names column '{c}', which is not in table {identifier}; columns: {names}"
+                    )
     tf = core.record_level_time_field
     if tf:
         if tf not in names:
-            raise InvalidOptionError(f"option 'record-level.time-field' names column '{tf}', which is not in table "
-                                     f"{identifier}; columns: {names}")
+            raise InvalidOptionError(
+                f"option 'record-level.time-field' names column '{tf}', which is not in table "
+                f"{identifier}; columns: {names}"
+            )
         t = schema.field(tf).type
         if not (pa.types.is_int32(t) or pa.types.is_int64(t) or pa.types.is_timestamp(t)):
             # Paimon's SchemaValidation: INT or BIGINT seconds/millis, or TIMESTAMP
-            raise InvalidOptionError(f"option 'record-level.time-field' column '{tf}' of {identifier} has type {t}; "
-                                     "it must be INT, BIGINT or TIMESTAMP")
+            raise InvalidOptionError(
+                f"option 'record-level.time-field' column '{tf}' of {identifier} has type {t}; "
+                "it must be INT, BIGINT or TIMESTAMP"
+            )
 
 
 def validate_expiry_options(identifier: str, core: CoreOptions) -> None:
@@ -123,12 +144,16 @@ def validate_expiry_options(identifier: str, core: CoreOptions) -> None:
     if expire is None and field is None:
         return
     if expire is None or field is None:
-        have, need = ("record-level.expire-time", "record-level.time-field") if expire is not None else \
-            ("record-level.time-field", "record-level.expire-time")
+        have, need = (
+            ("record-level.expire-time", "record-level.time-field")
+            if expire is not None
+            else ("record-level.time-field", "record-level.expire-time")
+        )
         raise InvalidOptionError(f"table {identifier}: option '{have}' needs '{need}' as well")
     if (core.record_level_expire_time_ms or 0) < 1000:  # '' reads as unset
-        raise InvalidOptionError(f"table {identifier}: option 'record-level.expire-time' = {expire!r} must be at "
-                                 "least one second")
+        raise InvalidOptionError(
+            f"table {identifier}: option 'record-level.expire-time' = {expire!r} must be at least one second"
+        )
     # the column itself (exists, INT/BIGINT/TIMESTAMP) is checked with the other column options
 
 
@@ -160,5 +185,7 @@ def commit_schema_changes(table, changes: Sequence[SchemaChange]) -> TableSchema
             raise type(e)(f"cannot alter table {identifier}: {e}") from e
         if manager.try_commit(new):
             return new
-    raise CommitFailedError(f"alter_table of {identifier} lost the race for the next schema file "
-                            f"{_MAX_ATTEMPTS} times to concurrent alters; nothing was changed — retry")
+    raise CommitFailedError(
+        f"alter_table of {identifier} lost the race for the next schema file "
+        f"{_MAX_ATTEMPTS} times to concurrent alters; nothing was changed — retry"
+    )

@@ -3,6 +3,7 @@
 Every error raised on bad input is a ``LakeError`` subclass whose message names the
 offending table, column, option, value or file, and says what to do about it.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable

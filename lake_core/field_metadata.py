@@ -1,8 +1,7 @@
 """Paimon field metadata carried on arrow fields: the field id (which pyarrow also writes as the
 Parquet field id) and the field description (Java ``DataField.id`` / ``description``)."""
-from __future__ import annotations
 
-from typing import Optional
+from __future__ import annotations
 
 import pyarrow as pa
 
@@ -14,7 +13,7 @@ FIELD_ID_KEY = b"PARQUET:field_id"
 DESCRIPTION_KEY = b"description"
 
 
-def field_id_of(f: pa.Field) -> Optional[int]:
+def field_id_of(f: pa.Field) -> int | None:
     """The Paimon/Parquet field id stored in an arrow field's metadata, or None."""
     md = f.metadata
     if md and FIELD_ID_KEY in md:
@@ -23,4 +22,3 @@ def field_id_of(f: pa.Field) -> Optional[int]:
         except ValueError:
             return None
     return None
-

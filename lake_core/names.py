@@ -9,6 +9,7 @@ included), no leading or trailing whitespace, and at most 255 bytes of UTF-8 for
 name (``NAME_MAX`` of common file systems). The path builder (:mod:`lake_core.paths`) checks every
 component again, so a name that slipped past these rules still cannot leave the table.
 """
+
 from __future__ import annotations
 
 from lake_core.errors import InvalidNameError
@@ -21,8 +22,15 @@ DB_SUFFIX = ".db"
 _SEPARATORS = ("/", "\\")
 
 
-def _check_component(kind: str, value: object, *, file_name_prefix: str = "", file_name_suffix: str = "",
-                     forbidden: str = "", forbidden_why: str = "") -> str:
+def _check_component(
+    kind: str,
+    value: object,
+    *,
+    file_name_prefix: str = "",
+    file_name_suffix: str = "",
+    forbidden: str = "",
+    forbidden_why: str = "",
+) -> str:
     """The rules every name shares; returns the name."""
     if not isinstance(value, str):
         raise InvalidNameError(kind, value, f"must be a string, got {type(value).__name__}")
@@ -38,24 +46,35 @@ def _check_component(kind: str, value: object, *, file_name_prefix: str = "", fi
             raise InvalidNameError(kind, value, f"must not contain {' or '.join(repr(c) for c in bad)} ({why})")
     ctrl = sorted({c for c in value if ord(c) < 0x20 or ord(c) == 0x7F})
     if ctrl:
-        raise InvalidNameError(kind, value, "must not contain control characters ("
-                               + ", ".join(f"U+{ord(c):04X}" for c in ctrl) + ")")
+        raise InvalidNameError(
+            kind, value, "must not contain control characters (" + ", ".join(f"U+{ord(c):04X}" for c in ctrl) + ")"
+        )
     size = len((file_name_prefix + value + file_name_suffix).encode("utf-8"))
     if size > MAX_COMPONENT_BYTES:
         limit = MAX_COMPONENT_BYTES - len((file_name_prefix + file_name_suffix).encode("utf-8"))
-        raise InvalidNameError(kind, value, f"is {len(value.encode('utf-8'))} bytes of UTF-8; at most {limit} "
-                               "fit in one file name")
+        raise InvalidNameError(
+            kind, value, f"is {len(value.encode('utf-8'))} bytes of UTF-8; at most {limit} fit in one file name"
+        )
     return value
 
 
 def validate_database_name(name: object) -> str:
-    return _check_component("database name", name, file_name_suffix=DB_SUFFIX, forbidden=".",
-                            forbidden_why="'.' separates database and table in 'database.table'")
+    return _check_component(
+        "database name",
+        name,
+        file_name_suffix=DB_SUFFIX,
+        forbidden=".",
+        forbidden_why="'.' separates database and table in 'database.table'",
+    )
 
 
 def validate_table_name(name: object) -> str:
-    return _check_component("table name", name, forbidden=".$",
-                            forbidden_why="'.' separates database and table; '$' starts a system table or branch")
+    return _check_component(
+        "table name",
+        name,
+        forbidden=".$",
+        forbidden_why="'.' separates database and table; '$' starts a system table or branch",
+    )
 
 
 def validate_tag_name(name: object) -> str:
@@ -63,8 +82,13 @@ def validate_tag_name(name: object) -> str:
 
 
 def validate_branch_name(name: object) -> str:
-    name = _check_component("branch name", name, file_name_prefix="branch-", forbidden="$",
-                            forbidden_why="'$' separates a table from its branch")
+    name = _check_component(
+        "branch name",
+        name,
+        file_name_prefix="branch-",
+        forbidden="$",
+        forbidden_why="'$' separates a table from its branch",
+    )
     if name == MAIN_BRANCH:
         raise InvalidNameError("branch name", name, f"'{MAIN_BRANCH}' is the default branch")
     if name.isdigit():
@@ -83,16 +107,18 @@ def validate_file_prefix(option: str, value: object) -> str:
     if value == "":
         return value
     if isinstance(value, str) and value.startswith("."):
-        raise InvalidNameError(kind, value, "must not start with '.' (names starting with '.' are temporary "
-                               "files, which cleanup deletes)")
+        raise InvalidNameError(
+            kind, value, "must not start with '.' (names starting with '.' are temporary files, which cleanup deletes)"
+        )
     # room for '<uuid>-<counter>.<extension>' after the prefix
     return _check_component(kind, value, file_name_suffix="x" * 64)
 
 
 def check_not_system_database(name: str) -> None:
     if name == SYSTEM_DATABASE:
-        raise InvalidNameError("database name", name,
-                               f"'{SYSTEM_DATABASE}' is Paimon's system database and cannot be created or dropped")
+        raise InvalidNameError(
+            "database name", name, f"'{SYSTEM_DATABASE}' is Paimon's system database and cannot be created or dropped"
+        )
 
 
 def split_identifier(identifier: object) -> tuple[str, str]:

@@ -6,14 +6,22 @@ everywhere and a bad one fails with the same :class:`InvalidOptionError` naming 
 The grammars follow Paimon's ``MemorySize.parse``, ``TimeUtils.parseDuration`` and
 ``OptionsUtils.convertToBoolean`` / ``Integer.parseInt``.
 """
+
 from __future__ import annotations
 
 import re
 
 from lake_core.errors import InvalidOptionError
 
-__all__ = ["INT_RANGE", "LONG_RANGE", "parse_bool", "parse_duration_ms", "parse_int", "parse_memory_size",
-           "parse_ratio"]
+__all__ = [
+    "INT_RANGE",
+    "LONG_RANGE",
+    "parse_bool",
+    "parse_duration_ms",
+    "parse_int",
+    "parse_memory_size",
+    "parse_ratio",
+]
 
 INT_RANGE = (-(1 << 31), (1 << 31) - 1)  # Java int: what Paimon parses most integer options into
 LONG_RANGE = (-(1 << 63), (1 << 63) - 1)
@@ -21,17 +29,37 @@ LONG_RANGE = (-(1 << 63), (1 << 63) - 1)
 _SIZE = re.compile(r"^\s*(\d+)\s*([a-z]*)\s*$", re.IGNORECASE)
 # MemorySize.MemoryUnit's names ("k", "kb", "kibibytes", ...) plus the IEC short forms ("kib").
 _SIZE_UNITS = {"": 1, "b": 1, "byte": 1, "bytes": 1}
-for _i, (_short, _long) in enumerate((("k", "kibibytes"), ("m", "mebibytes"), ("g", "gibibytes"),
-                                      ("t", "tebibytes")), start=1):
+for _i, (_short, _long) in enumerate(
+    (("k", "kibibytes"), ("m", "mebibytes"), ("g", "gibibytes"), ("t", "tebibytes")), start=1
+):
     for _name in (_short, _short + "b", _short + "ib", _long):
         _SIZE_UNITS[_name] = 1 << (10 * _i)
 
 _DURATION = re.compile(r"^\s*(\d+)\s*([a-z]*)\s*$", re.IGNORECASE)
-_DURATION_MS = {"": 1, "ms": 1, "milli": 1, "millis": 1, "millisecond": 1, "milliseconds": 1,
-                "s": 1000, "sec": 1000, "secs": 1000, "second": 1000, "seconds": 1000,
-                "min": 60_000, "mins": 60_000, "minute": 60_000, "minutes": 60_000, "m": 60_000,
-                "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
-                "d": 86_400_000, "day": 86_400_000, "days": 86_400_000}
+_DURATION_MS = {
+    "": 1,
+    "ms": 1,
+    "milli": 1,
+    "millis": 1,
+    "millisecond": 1,
+    "milliseconds": 1,
+    "s": 1000,
+    "sec": 1000,
+    "secs": 1000,
+    "second": 1000,
+    "seconds": 1000,
+    "min": 60_000,
+    "mins": 60_000,
+    "minute": 60_000,
+    "minutes": 60_000,
+    "m": 60_000,
+    "h": 3_600_000,
+    "hour": 3_600_000,
+    "hours": 3_600_000,
+    "d": 86_400_000,
+    "day": 86_400_000,
+    "days": 86_400_000,
+}
 
 _INT = re.compile(r"^[+-]?[0-9]+$")
 

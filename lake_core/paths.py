@@ -6,19 +6,21 @@ root (``..``, ``.``, separators, NUL, empty): the second line of defence behind
 :mod:`lake_core.names`, so a name that slipped past validation still cannot reach another table's
 files or anything outside the warehouse.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
 import decimal
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from lake_core.errors import InvalidDataError, PathEscapeError
 
 MAX_COMPONENT_BYTES = 255  # NAME_MAX of common file systems
 
-_ESCAPE = set('"#%\'*/:=?\\{}[]^')
+_ESCAPE = set("\"#%'*/:=?\\{}[]^")
 
 
 def escape_path_name(value: str) -> str:
@@ -34,10 +36,16 @@ def escape_path_name(value: str) -> str:
 
 def check_component(component: str, what: str = "path component") -> str:
     """``component`` must be exactly one non-empty path component that stays where it is joined."""
-    if (not isinstance(component, str) or component in ("", ".", "..") or "/" in component
-            or "\\" in component or "\x00" in component):
-        raise PathEscapeError(f"refusing {what} {component!r}: it is not a single path component, so the path "
-                              "would leave its directory")
+    if (
+        not isinstance(component, str)
+        or component in ("", ".", "..")
+        or "/" in component
+        or "\\" in component
+        or "\x00" in component
+    ):
+        raise PathEscapeError(
+            f"refusing {what} {component!r}: it is not a single path component, so the path would leave its directory"
+        )
     return component
 
 
@@ -61,7 +69,8 @@ def partition_value_text(value: Any) -> str | None:
         return "true" if value else "false"
     if isinstance(value, _dt.datetime):
         return value.strftime("%Y-%m-%d %H:%M:%S") + (
-            ("." + f"{value.microsecond:06d}".rstrip("0")) if value.microsecond else "")
+            ("." + f"{value.microsecond:06d}".rstrip("0")) if value.microsecond else ""
+        )
     if isinstance(value, _dt.date):
         return value.isoformat()
     if isinstance(value, decimal.Decimal):
@@ -94,7 +103,8 @@ def check_new_partition_dir(names: Sequence[str], values: Sequence[Any], default
             raise InvalidDataError(
                 f"partition value {shown!r} of column '{n}' of {table} makes the directory name '{n}=...' {size} "
                 f"bytes long; file systems allow {MAX_COMPONENT_BYTES}: use a shorter value (e.g. a hash) for this "
-                "partition column. Nothing was written")
+                "partition column. Nothing was written"
+            )
     return rel
 
 

@@ -1,4 +1,5 @@
 """The common shape of every maintenance result: frozen, typed, and flattenable to metadata."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -30,8 +31,11 @@ def _flatten(name: str, value: Any) -> dict[str, Any]:
     if value is None or isinstance(value, (bool, int, float, str)):
         return {name: value}
     if dataclasses.is_dataclass(value):
-        return {f"{name}.{k}": v for f in dataclasses.fields(value)
-                for k, v in _flatten(f.name, getattr(value, f.name)).items()}
+        return {
+            f"{name}.{k}": v
+            for f in dataclasses.fields(value)
+            for k, v in _flatten(f.name, getattr(value, f.name)).items()
+        }
     if isinstance(value, dict):
         return {f"{name}.{k}": v for key, item in value.items() for k, v in _flatten(str(key), item).items()}
     if isinstance(value, (list, tuple, set, frozenset)):

@@ -7,6 +7,7 @@ itself with its builders and maintenance. They are typed against this value (and
 through :class:`lake_core.commit.hooks.TableHooks`), so the table sits above them in the import
 graph, annotations included.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -20,8 +21,8 @@ from lake_core.format.integrity import read_metadata
 from lake_core.io.fileio import FileIO
 from lake_core.manifest.store import ManifestStore
 from lake_core.merge import MergeEngine, create_merge_engine
-from lake_core.options import CoreOptions
 from lake_core.names import validate_tag_name
+from lake_core.options import CoreOptions
 from lake_core.paths import TablePaths, partition_dir
 from lake_core.schema.schema_manager import SchemaManager
 from lake_core.schema.table_schema import TableSchema
@@ -43,20 +44,25 @@ class FileStore:
     manifest_store: ManifestStore = field(repr=False)
 
     @classmethod
-    def open(cls, fileio: FileIO, root: str, identifier: str, schema: TableSchema) -> "FileStore":
+    def open(cls, fileio: FileIO, root: str, identifier: str, schema: TableSchema) -> FileStore:
         paths = TablePaths(root)
         snapshots = SnapshotManager(fileio, paths)
-        return cls(identifier=identifier, fileio=fileio, paths=paths, schema=schema,
-                   options=CoreOptions(schema.options), snapshot_manager=snapshots,
-                   changelog_manager=ChangelogManager(fileio, paths, snapshots),
-                   schema_manager=SchemaManager(fileio, paths),
-                   manifest_store=ManifestStore(fileio, paths,
-                                                [schema.field(n).type for n in schema.partition_keys]))
+        return cls(
+            identifier=identifier,
+            fileio=fileio,
+            paths=paths,
+            schema=schema,
+            options=CoreOptions(schema.options),
+            snapshot_manager=snapshots,
+            changelog_manager=ChangelogManager(fileio, paths, snapshots),
+            schema_manager=SchemaManager(fileio, paths),
+            manifest_store=ManifestStore(fileio, paths, [schema.field(n).type for n in schema.partition_keys]),
+        )
 
     def __reduce__(self):  # Spark tasks carry stores; the managers are rebuilt from the same parts
         return (FileStore.open, (self.fileio, self.paths.root, self.identifier, self.schema))
 
-    def with_schema(self, schema: TableSchema) -> "FileStore":
+    def with_schema(self, schema: TableSchema) -> FileStore:
         """This table's store seen with another of its schemas (same files and managers; the
         partition columns, hence the manifest store, never change)."""
         if schema == self.schema:
@@ -73,9 +79,11 @@ class FileStore:
         try:
             return self.schema_manager.schema(snapshot.schema_id)
         except SchemaError:
-            raise SchemaError(f"cannot read {self.identifier} at snapshot {snapshot.id}: it was written under schema "
-                              f"{snapshot.schema_id}, whose file schema/schema-{snapshot.schema_id} is missing, so "
-                              "its columns are unknown (read a later snapshot)") from None
+            raise SchemaError(
+                f"cannot read {self.identifier} at snapshot {snapshot.id}: it was written under schema "
+                f"{snapshot.schema_id}, whose file schema/schema-{snapshot.schema_id} is missing, so "
+                "its columns are unknown (read a later snapshot)"
+            ) from None
 
     @cached_property
     def _merge_engine(self) -> MergeEngine:
@@ -92,8 +100,9 @@ class FileStore:
     def level0_hidden(self) -> bool:
         """Batch reads skip level 0 (first-row, or deletion vectors: each file is read raw), so
         writers compact level 0 up at once (Paimon's ``ForceUpLevel0Compaction``)."""
-        return bool(self.schema.primary_keys) and (self.merge_engine().hides_level0
-                                                    or self.options.deletion_vectors_enabled)
+        return bool(self.schema.primary_keys) and (
+            self.merge_engine().hides_level0 or self.options.deletion_vectors_enabled
+        )
 
     @property
     def force_up_level0(self) -> bool:
@@ -144,12 +153,15 @@ class FileStore:
         except FileNotFoundError:
             raise StaleTableError(
                 f"table {self.identifier} was dropped after this handle was opened (schema-{current.id} is gone "
-                f"from {self.paths.root}); nothing was written — get the table from the catalog again") from None
+                f"from {self.paths.root}); nothing was written — get the table from the catalog again"
+            ) from None
         if on_storage != current:
             raise StaleTableError(
                 f"table {self.identifier} was dropped and re-created after this handle was opened (schema-"
-                f"{current.id} was replaced); nothing was written — get the table from the catalog again")
+                f"{current.id} was replaced); nothing was written — get the table from the catalog again"
+            )
         if self.fileio.exists(self.paths.schema(current.id + 1)):
             raise StaleTableError(
                 f"the schema of table {self.identifier} changed after this handle was opened (schema-"
-                f"{current.id + 1} exists); nothing was written — get the table from the catalog again")
+                f"{current.id + 1} exists); nothing was written — get the table from the catalog again"
+            )

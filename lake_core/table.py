@@ -1,10 +1,12 @@
 """A Paimon table: its schema and options, snapshots, and the write/read builders."""
+
 from __future__ import annotations
 
 import datetime as _dt
 import hashlib
 import uuid
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 
@@ -76,11 +78,11 @@ class FileStoreTable:
     def __reduce__(self):
         return (type(self), (self.fileio, self.paths.root, self.identifier, self._schema))
 
-    def with_schema(self, schema: TableSchema) -> "FileStoreTable":
+    def with_schema(self, schema: TableSchema) -> FileStoreTable:
         """This table seen with ``schema`` (a committed later schema, or per-job options on top)."""
         return FileStoreTable(self.fileio, self.paths.root, self.identifier, schema)
 
-    def at_snapshot(self, snapshot: Snapshot) -> "FileStoreTable":
+    def at_snapshot(self, snapshot: Snapshot) -> FileStoreTable:
         """This table seen with the schema ``snapshot`` was written under: its columns, keys and
         options, what a time-travel read of it uses (Java's ``TimeTravelUtil``). Read-only in
         effect: a write through it fails as a stale handle once the table's schema moved on."""
@@ -94,8 +96,9 @@ class FileStoreTable:
         """Expiry and tags after a successful commit, unless ``write-only`` (Java ``TableCommitImpl``)."""
         after_commit(self)
 
-    def compact_written_bucket(self, partition: bytes, bucket: int, total_buckets: int, live, new_files,
-                               namer) -> CommitMessage | None:
+    def compact_written_bucket(
+        self, partition: bytes, bucket: int, total_buckets: int, live, new_files, namer
+    ) -> CommitMessage | None:
         """A writer's inline compaction of one bucket after it wrote ``new_files``."""
         return compact_written_bucket(self.store, partition, bucket, total_buckets, live, new_files, namer)
 
@@ -143,7 +146,8 @@ class FileStoreTable:
         raise UnsupportedOptionError(
             f"table {self.identifier} is a primary-key table in {self.bucket_mode} bucket mode ('bucket' = "
             f"{str(self.options.bucket)!r}); {operation} needs a fixed bucket count — write it with a single "
-            "TableWrite, or create the table with a positive 'bucket'")
+            "TableWrite, or create the table with a positive 'bucket'"
+        )
 
     def lease(self, snapshot_id: int | None = None, *, holder: str, ttl=None):
         """``with table.lease(7, holder="job-a") as snap:`` pins snapshot 7 against expiry while the
@@ -180,10 +184,12 @@ class FileStoreTable:
         """Tag a snapshot (the latest by default). ``time_retained`` (a timedelta; default the
         option ``tag.default-time-retained``): the tag expires that long after its creation."""
         validate_tag_name(name)
-        if time_retained is not None and (not isinstance(time_retained, _dt.timedelta)
-                                          or time_retained <= _dt.timedelta(0)):
-            raise InvalidOptionError(f"time_retained = {time_retained!r} for tag '{name}' on {self.identifier} "
-                                     "must be a positive timedelta")
+        if time_retained is not None and (
+            not isinstance(time_retained, _dt.timedelta) or time_retained <= _dt.timedelta(0)
+        ):
+            raise InvalidOptionError(
+                f"time_retained = {time_retained!r} for tag '{name}' on {self.identifier} must be a positive timedelta"
+            )
         snap = self.snapshot_manager.get(snapshot_id) if snapshot_id is not None else self.latest_snapshot()
         if snap is None:
             raise SnapshotNotFoundError(f"cannot tag {self.identifier}: it has no snapshots yet")
@@ -205,8 +211,9 @@ class FileStoreTable:
         ``DeleteTagResult`` lists them. ``dry_run``: the plan, nothing deleted."""
         return delete_tags(self, [name], dry_run=dry_run)
 
-    def resolve_snapshot(self, snapshot_id: int | None = None, tag: str | None = None,
-                         timestamp_millis: int | None = None) -> Snapshot | None:
+    def resolve_snapshot(
+        self, snapshot_id: int | None = None, tag: str | None = None, timestamp_millis: int | None = None
+    ) -> Snapshot | None:
         given = [x is not None for x in (snapshot_id, tag, timestamp_millis)]
         if sum(given) > 1:
             raise InvalidOptionError("time travel takes one of snapshot_id, tag or timestamp_millis, not several")
@@ -219,14 +226,15 @@ class FileStoreTable:
         return self.latest_snapshot()
 
     # -- builders (pypaimon names) ------------------------------------------------------------------
-    def new_batch_write_builder(self) -> "BatchWriteBuilder":
+    def new_batch_write_builder(self) -> BatchWriteBuilder:
         return BatchWriteBuilder(self)
 
-    def new_read_builder(self) -> "ReadBuilder":
+    def new_read_builder(self) -> ReadBuilder:
         return ReadBuilder(self)
 
-    def predicate_builder(self, *, snapshot_id: int | None = None, tag: str | None = None,
-                          timestamp_millis: int | None = None) -> PredicateBuilder:
+    def predicate_builder(
+        self, *, snapshot_id: int | None = None, tag: str | None = None, timestamp_millis: int | None = None
+    ) -> PredicateBuilder:
         """A builder of filters over the current columns, or with time travel over the columns of
         that snapshot's schema (what a time-travel read's filter names)."""
         schema = self._schema
@@ -238,12 +246,18 @@ class FileStoreTable:
             where = f" at snapshot {snap.id} (schema {schema.id})"
         else:
             where = ""
-        return PredicateBuilder([f.name for f in schema.fields], {f.name: f.type for f in schema.fields},
-                                table=f"{self.identifier}{where}")
+        return PredicateBuilder(
+            [f.name for f in schema.fields], {f.name: f.type for f in schema.fields}, table=f"{self.identifier}{where}"
+        )
 
     # -- one-call conveniences -------------------------------------------------------------------------
-    def write_arrow(self, data: Any, overwrite: bool | dict = False, commit_user: str | None = None,
-                    commit_identifier: int | None = None) -> Snapshot | None:
+    def write_arrow(
+        self,
+        data: Any,
+        overwrite: bool | dict = False,
+        commit_user: str | None = None,
+        commit_identifier: int | None = None,
+    ) -> Snapshot | None:
         """Write ``data`` in one commit and return the new snapshot (None if nothing to commit).
 
         Each call is a new commit, even with a reused ``commit_user``. Pass ``commit_identifier``
@@ -256,7 +270,7 @@ class FileStoreTable:
         ``overwrite`` still commits: it truncates the table (or empties the named partition)."""
         rows = conform(self.store, data)
 
-        def attempt(wb: "BatchWriteBuilder") -> list[CommitMessage]:
+        def attempt(wb: BatchWriteBuilder) -> list[CommitMessage]:
             w = wb.new_write()
             w.write_arrow(rows)
             return w.prepare_commit()
@@ -265,8 +279,9 @@ class FileStoreTable:
         digest = content_digest(rows, overwrite) if commit_identifier is not None else None
         return self._commit_replanned(attempt, overwrite, commit_user, commit_identifier, digest)
 
-    def _commit_replanned(self, prepare, overwrite, commit_user: str | None, commit_identifier: int | None,
-                          digest: str | None = None):
+    def _commit_replanned(
+        self, prepare, overwrite, commit_user: str | None, commit_identifier: int | None, digest: str | None = None
+    ):
         """Prepare and commit; a ``StalePlanError`` (nothing landed) prepares again against the
         latest snapshot, bounded by 'commit.max-retries'. Files of an attempt that certainly did
         not land are removed."""
@@ -283,8 +298,13 @@ class FileStoreTable:
             # the commit itself, not BatchTableCommit: only this caller knows the identity is new
             committer = FileStoreCommit(self.store, hooks=self, commit_user=commit_user)
             try:
-                snaps = committer.commit(messages, identifier=identifier, overwrite=wb.overwrite_spec,
-                                         new_identity=commit_identifier is None, digest=digest)
+                snaps = committer.commit(
+                    messages,
+                    identifier=identifier,
+                    overwrite=wb.overwrite_spec,
+                    new_identity=commit_identifier is None,
+                    digest=digest,
+                )
             except (CommitConflictError, CommitFailedError, StaleTableError) as e:
                 self.remove_uncommitted(messages)  # these errors mean nothing landed
                 if attempt == retries or not isinstance(e, StalePlanError):
@@ -301,10 +321,18 @@ class FileStoreTable:
         ``CommitConflictError``): nothing references them."""
         remove_uncommitted(self.store, messages)
 
-    def to_arrow(self, snapshot_id: int | None = None, tag: str | None = None, timestamp_millis: int | None = None,
-                 columns: Sequence[str] | None = None, filter: Predicate | None = None, *,
-                 incremental_between: Any = None, scan_mode: str | None = None,
-                 options: Mapping[str, Any] | None = None) -> pa.Table:
+    def to_arrow(
+        self,
+        snapshot_id: int | None = None,
+        tag: str | None = None,
+        timestamp_millis: int | None = None,
+        columns: Sequence[str] | None = None,
+        filter: Predicate | None = None,
+        *,
+        incremental_between: Any = None,
+        scan_mode: str | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> pa.Table:
         """The merged rows of a snapshot: the latest in the table's current schema, or the one time
         travel names (``snapshot_id``, ``tag``, ``timestamp_millis``) in the schema it was written
         under: its columns (renamed ones under their old names, dropped ones present), types and
@@ -316,23 +344,33 @@ class FileStoreTable:
         its kind in ``_ROW_KIND`` (``+I``, ``-U``, ``+U``, ``-D``); ``scan_mode`` is ``auto``,
         ``delta`` or ``changelog`` (Paimon's ``incremental-between-scan-mode``). ``options`` takes
         the same as Paimon read options (``incremental-between``, ``incremental-between-scan-mode``)."""
-        read, splits, row_kind = self._read_plan(snapshot_id, tag, timestamp_millis, columns, filter,
-                                                 incremental_between, scan_mode, options)
+        read, splits, row_kind = self._read_plan(
+            snapshot_id, tag, timestamp_millis, columns, filter, incremental_between, scan_mode, options
+        )
         return read.to_arrow(splits, row_kind=row_kind)
 
-    def to_arrow_batch_reader(self, snapshot_id: int | None = None, tag: str | None = None,
-                              timestamp_millis: int | None = None, columns: Sequence[str] | None = None,
-                              filter: Predicate | None = None, *, incremental_between: Any = None,
-                              scan_mode: str | None = None,
-                              options: Mapping[str, Any] | None = None) -> pa.RecordBatchReader:
+    def to_arrow_batch_reader(
+        self,
+        snapshot_id: int | None = None,
+        tag: str | None = None,
+        timestamp_millis: int | None = None,
+        columns: Sequence[str] | None = None,
+        filter: Predicate | None = None,
+        *,
+        incremental_between: Any = None,
+        scan_mode: str | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> pa.RecordBatchReader:
         """The rows of :meth:`to_arrow` as record batches, merged as they are read: memory is bounded
         by ``read.batch-size`` rows per file of a bucket's overlapping files, not by the table."""
-        read, splits, row_kind = self._read_plan(snapshot_id, tag, timestamp_millis, columns, filter,
-                                                 incremental_between, scan_mode, options)
+        read, splits, row_kind = self._read_plan(
+            snapshot_id, tag, timestamp_millis, columns, filter, incremental_between, scan_mode, options
+        )
         return read.to_arrow_batch_reader(splits, row_kind=row_kind)
 
-    def _read_plan(self, snapshot_id, tag, timestamp_millis, columns, filter, incremental_between, scan_mode,
-                   options) -> tuple[SplitRead, list, bool | None]:
+    def _read_plan(
+        self, snapshot_id, tag, timestamp_millis, columns, filter, incremental_between, scan_mode, options
+    ) -> tuple[SplitRead, list, bool | None]:
         rb = self.new_read_builder()
         if columns is not None:
             rb = rb.with_projection(list(columns))
@@ -344,8 +382,10 @@ class FileStoreTable:
             rb = rb.with_incremental_between(incremental_between, scan_mode=scan_mode)
         if rb.incremental is not None:
             if any(x is not None for x in (snapshot_id, tag, timestamp_millis)):
-                raise InvalidOptionError(f"a read of {self.identifier} takes either time travel (snapshot_id, tag, "
-                                         "timestamp_millis) or incremental_between, not both")
+                raise InvalidOptionError(
+                    f"a read of {self.identifier} takes either time travel (snapshot_id, tag, "
+                    "timestamp_millis) or incremental_between, not both"
+                )
             return rb.new_read(), rb.new_scan().plan().splits(), True
         if all(x is None for x in (snapshot_id, tag, timestamp_millis)):
             return rb.new_read(), rb.new_scan().plan().splits(), None  # the latest, in the current schema
@@ -355,13 +395,15 @@ class FileStoreTable:
     def delete_where(self, predicate: Predicate) -> Snapshot | None:
         """One commit of -D records for every live row matching ``predicate`` (PK tables)."""
         if not isinstance(predicate, Predicate):  # None would read every row: a whole-table delete by accident
-            raise PredicateError(f"delete_where on {self.identifier} needs a Predicate (from "
-                                 f"table.predicate_builder()), got {predicate!r}; to empty the table write an "
-                                 "empty table with overwrite=True")
+            raise PredicateError(
+                f"delete_where on {self.identifier} needs a Predicate (from "
+                f"table.predicate_builder()), got {predicate!r}; to empty the table write an "
+                "empty table with overwrite=True"
+            )
         if not self._schema.primary_keys:
             raise LakeError(f"delete_where needs a primary-key table; {self.identifier} is an append table")
 
-        def attempt(wb: "BatchWriteBuilder") -> list[CommitMessage]:
+        def attempt(wb: BatchWriteBuilder) -> list[CommitMessage]:
             self.check_identity()  # a stale handle would read another table's files
             # again on every attempt: the latest rows, every committed one (a row still at a hidden
             # level 0 is committed and would show after the next compaction)
@@ -403,12 +445,12 @@ class BatchWriteBuilder:
         self.commit_user = str(uuid.uuid4())
         self._explicit_user = False
 
-    def overwrite(self, static_partition: dict | None = None) -> "BatchWriteBuilder":
+    def overwrite(self, static_partition: dict | None = None) -> BatchWriteBuilder:
         self._is_overwrite = True
         self._overwrite = dict(static_partition or {})
         return self
 
-    def with_commit_user(self, commit_user: str) -> "BatchWriteBuilder":
+    def with_commit_user(self, commit_user: str) -> BatchWriteBuilder:
         self.commit_user = commit_user
         self._explicit_user = True
         return self
@@ -418,13 +460,18 @@ class BatchWriteBuilder:
         """What the commit overwrites: None (append), True (everything) or a partition spec."""
         return (self._overwrite or True) if self._is_overwrite else None
 
-    def new_write(self) -> "BatchTableWrite":
-        return BatchTableWrite(self.table.store, hooks=self.table,
-                               static_partition=self._overwrite if self._is_overwrite else None)
+    def new_write(self) -> BatchTableWrite:
+        return BatchTableWrite(
+            self.table.store, hooks=self.table, static_partition=self._overwrite if self._is_overwrite else None
+        )
 
-    def new_commit(self) -> "BatchTableCommit":
-        return BatchTableCommit(self.table, self.commit_user if self._explicit_user else None,
-                                self._overwrite if self._is_overwrite else None, self._is_overwrite)
+    def new_commit(self) -> BatchTableCommit:
+        return BatchTableCommit(
+            self.table,
+            self.commit_user if self._explicit_user else None,
+            self._overwrite if self._is_overwrite else None,
+            self._is_overwrite,
+        )
 
 
 class BatchTableWrite(TableWrite):
@@ -441,11 +488,16 @@ class BatchTableCommit:
     def commit_user(self) -> str:
         return self._commit.commit_user
 
-    def commit(self, messages: Sequence[CommitMessage], identifier: int = BATCH_IDENTIFIER,
-               properties: dict[str, str] | None = None) -> list[Snapshot]:
+    def commit(
+        self,
+        messages: Sequence[CommitMessage],
+        identifier: int = BATCH_IDENTIFIER,
+        properties: dict[str, str] | None = None,
+    ) -> list[Snapshot]:
         """Commit once; ``properties`` are stored in the snapshot (e.g. a source offset)."""
-        return self._commit.commit(list(messages), identifier=identifier, overwrite=self._overwrite,
-                                   properties=properties)
+        return self._commit.commit(
+            list(messages), identifier=identifier, overwrite=self._overwrite, properties=properties
+        )
 
     def close(self) -> None:
         pass
@@ -461,28 +513,30 @@ class ReadBuilder:
         # reads in that schema even when the plan is empty (no split to name it)
         self._travelled: tuple[FileStoreTable, int] | None = None
 
-    def with_projection(self, columns: Sequence[str]) -> "ReadBuilder":
+    def with_projection(self, columns: Sequence[str]) -> ReadBuilder:
         self._projection = list(columns)
         return self
 
-    def with_filter(self, predicate: Predicate | None) -> "ReadBuilder":
+    def with_filter(self, predicate: Predicate | None) -> ReadBuilder:
         self._predicate = predicate
         return self
 
-    def with_incremental_between(self, between: Any, *, scan_mode: str | None = None) -> "ReadBuilder":
+    def with_incremental_between(self, between: Any, *, scan_mode: str | None = None) -> ReadBuilder:
         """Scan the changes of snapshots (start, end] instead of a snapshot: ``between`` is
         ``(start, end)`` or ``"start,end"`` (snapshot ids or tag names), ``scan_mode`` ``auto``
         (default), ``delta`` or ``changelog``. Rows read carry ``_ROW_KIND``."""
         if between is None:
-            raise InvalidOptionError(f"a read of {self.table.identifier} with incremental-between-scan-mode = "
-                                     f"{scan_mode!r} needs incremental-between")
+            raise InvalidOptionError(
+                f"a read of {self.table.identifier} with incremental-between-scan-mode = "
+                f"{scan_mode!r} needs incremental-between"
+            )
         self._refuse_on_read_optimized("an incremental read")
         parse_between(self.table.store, between)
         scan_mode_of(self.table.store, scan_mode)  # checked now, not at the first plan
         self.incremental = (between, scan_mode)
         return self
 
-    def with_options(self, options: Mapping[str, Any]) -> "ReadBuilder":
+    def with_options(self, options: Mapping[str, Any]) -> ReadBuilder:
         """Paimon read options: ``incremental-between`` and ``incremental-between-scan-mode``."""
         parsed = incremental_options(self.table.store, options)
         if parsed is not None:
@@ -499,14 +553,19 @@ class ReadBuilder:
         id, so whichever reader gets them reads them in it."""
         if self.incremental is not None:
             if snapshot is not None or snapshot_id is not None:
-                raise InvalidOptionError(f"a scan of {self.table.identifier} takes either a snapshot or "
-                                         "incremental-between, not both")
+                raise InvalidOptionError(
+                    f"a scan of {self.table.identifier} takes either a snapshot or incremental-between, not both"
+                )
             return incremental_scan(self.table.store, self.incremental[0], self.incremental[1], self._predicate)
         if snapshot is None:
             if snapshot_id is None:
                 self._travelled = None
-                return TableScan(self.table.store, self.table.latest_snapshot(), self._predicate,
-                                 top_level_only=self.table.read_optimized)
+                return TableScan(
+                    self.table.store,
+                    self.table.latest_snapshot(),
+                    self._predicate,
+                    top_level_only=self.table.read_optimized,
+                )
             snapshot = self.table.snapshot(snapshot_id)
         table = self.table.at_snapshot(snapshot)
         check_read_columns(table.identifier, table.schema, self._projection, self._predicate, snapshot_id=snapshot.id)
@@ -523,17 +582,22 @@ class ReadBuilder:
         from the latest snapshot in full."""
         self._refuse_on_read_optimized("a stream scan")
         if not isinstance(ignore_progress, bool):
-            raise InvalidOptionError(f"ignore_progress = {ignore_progress!r} for a stream scan of "
-                                     f"{self.table.identifier} must be True or False")
+            raise InvalidOptionError(
+                f"ignore_progress = {ignore_progress!r} for a stream scan of "
+                f"{self.table.identifier} must be True or False"
+            )
         if consumer_id is None:
             if ignore_progress:
-                raise InvalidOptionError(f"ignore_progress for a stream scan of {self.table.identifier} needs a "
-                                         "consumer_id (whose recorded progress it ignores)")
+                raise InvalidOptionError(
+                    f"ignore_progress for a stream scan of {self.table.identifier} needs a "
+                    "consumer_id (whose recorded progress it ignores)"
+                )
             return StreamScan(self.table.store, self._predicate)
         consumers = ConsumerManager(self.table)
         start = resume_position(self.table, consumer_id, ignore_progress=ignore_progress)
-        scan = StreamScan(self.table.store, self._predicate,
-                          on_checkpoint_complete=lambda n: consumers.reset(consumer_id, n))
+        scan = StreamScan(
+            self.table.store, self._predicate, on_checkpoint_complete=lambda n: consumers.reset(consumer_id, n)
+        )
         scan.restore(start)
         return scan
 
@@ -548,8 +612,10 @@ class ReadBuilder:
 
     def _refuse_on_read_optimized(self, what: str) -> None:
         if self.table.read_optimized:
-            raise ReadOnlyTableError(f"{what} of the read-optimized table {self.table.identifier} is not supported "
-                                     "(it reads only the top level of one snapshot, as Java's ReadOptimizedTable)")
+            raise ReadOnlyTableError(
+                f"{what} of the read-optimized table {self.table.identifier} is not supported "
+                "(it reads only the top level of one snapshot, as Java's ReadOptimizedTable)"
+            )
 
 
 class ReadOptimizedTable(FileStoreTable):
@@ -568,12 +634,14 @@ class ReadOptimizedTable(FileStoreTable):
         if not identifier.endswith(self.SUFFIX):
             self.identifier = identifier + self.SUFFIX
 
-    def with_schema(self, schema: TableSchema) -> "ReadOptimizedTable":
+    def with_schema(self, schema: TableSchema) -> ReadOptimizedTable:
         return ReadOptimizedTable(self.fileio, self.paths.root, self.identifier, schema)
 
     def _refuse(self, what: str):
-        raise ReadOnlyTableError(f"{self.identifier} is a read-only system table: {what} is refused; write to "
-                                 f"{self.identifier[:-len(self.SUFFIX)]} instead")
+        raise ReadOnlyTableError(
+            f"{self.identifier} is a read-only system table: {what} is refused; write to "
+            f"{self.identifier[: -len(self.SUFFIX)]} instead"
+        )
 
     def write_arrow(self, *args, **kwargs):
         self._refuse("write_arrow")

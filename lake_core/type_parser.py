@@ -13,11 +13,11 @@ Reading accepts Java's other spellings: ``VARCHAR(n)``, ``CHAR(n)`` -> string,
 ZONE``, ``TIME(p)`` -> time32('ms'), ``TIMESTAMP(p)`` -> the smallest arrow unit holding p
 digits, string forms ``ARRAY<T>`` / ``MAP<K, V>`` and the suffix form ``T ARRAY``.
 """
+
 from __future__ import annotations
 
 import json
 import re
-from typing import Optional, Union
 
 import pyarrow as pa
 
@@ -26,12 +26,12 @@ from lake_core.field_metadata import DESCRIPTION_KEY, FIELD_ID_KEY
 
 __all__ = ["TypeJson", "MAX_DECIMAL_PRECISION", "from_paimon_type", "in_column"]
 
-TypeJson = Union[str, dict]
+TypeJson = str | dict
 
 MAX_DECIMAL_PRECISION = 38
 
 
-def in_column(column: Optional[str]) -> str:
+def in_column(column: str | None) -> str:
     """`` of column 'c'`` for an error message about a type of column ``c`` (empty without one)."""
     return f" of column '{column}'" if column else ""
 
@@ -88,7 +88,7 @@ def _ts_unit(p: int) -> str:
 
 
 class _Parser:
-    def __init__(self, text: str, column: Optional[str]):
+    def __init__(self, text: str, column: str | None):
         self.text = text
         self.column = column
         self.toks = _tokenize(text)
@@ -97,11 +97,11 @@ class _Parser:
     def err(self, why: str) -> SchemaError:
         return SchemaError(f"Cannot parse Paimon type {self.text!r}{in_column(self.column)}: {why}")
 
-    def peek(self, k: int = 0) -> Optional[str]:
+    def peek(self, k: int = 0) -> str | None:
         j = self.i + k
         return self.toks[j] if j < len(self.toks) else None
 
-    def take(self, expected: Optional[str] = None) -> str:
+    def take(self, expected: str | None = None) -> str:
         t = self.peek()
         if t is None:
             raise self.err("unexpected end")
@@ -208,13 +208,12 @@ class _Parser:
             vt, vn = self.parse_with_nullability()
             self.take(">")
             return pa.map_(pa.field("key", kt, False), pa.field("value", vt, vn))
-        if kw in ("VARIANT", "BLOB", "VECTOR", "MULTISET", "GEOMETRY", "GEOGRAPHY", "ROW",
-                  "INTERVAL", "RAW"):
+        if kw in ("VARIANT", "BLOB", "VECTOR", "MULTISET", "GEOMETRY", "GEOGRAPHY", "ROW", "INTERVAL", "RAW"):
             raise self.err(f"type {kw} is not supported by lake_core")
         raise self.err(f"unknown type {kw!r}")
 
 
-def from_paimon_type(j: TypeJson, column: Optional[str] = None) -> tuple[pa.DataType, bool]:
+def from_paimon_type(j: TypeJson, column: str | None = None) -> tuple[pa.DataType, bool]:
     """Parse a Paimon type (the ``type`` value of a schema field) into ``(arrow type, nullable)``."""
     if isinstance(j, str):
         return _Parser(j, column).parse_full()

@@ -30,11 +30,13 @@ dictionary<values=T>           as T
 
 Paimon type strings are parsed back by lake_core.type_parser.
 """
+
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Optional
+from typing import Any
 
 import pyarrow as pa
 
@@ -88,7 +90,7 @@ _PLAIN_TO_PAIMON = (
 )
 
 
-def to_paimon_type(t: pa.DataType, nullable: bool, column: Optional[str] = None) -> TypeJson:
+def to_paimon_type(t: pa.DataType, nullable: bool, column: str | None = None) -> TypeJson:
     """The Paimon JSON of an arrow type: Java ``asSQLString()`` for atomic types, a dict for
     ARRAY / MAP / ROW. ``column`` is only used in error messages.
 
@@ -122,9 +124,7 @@ def to_paimon_type(t: pa.DataType, nullable: bool, column: Optional[str] = None)
         return _nn(f"TIMESTAMP({p})", nullable)
     if pa.types.is_decimal(t):
         if t.precision > MAX_DECIMAL_PRECISION:
-            raise SchemaError(
-                f"Unsupported arrow type {t}{in_column(column)}: Paimon DECIMAL precision is at most 38"
-            )
+            raise SchemaError(f"Unsupported arrow type {t}{in_column(column)}: Paimon DECIMAL precision is at most 38")
         return _nn(f"DECIMAL({t.precision}, {t.scale})", nullable)
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         vf = t.value_field
@@ -222,12 +222,13 @@ def max_nested_id(t: pa.DataType) -> int:
     return best
 
 
-def normalize_arrow_type(t: pa.DataType, column: Optional[str] = None) -> pa.DataType:
+def normalize_arrow_type(t: pa.DataType, column: str | None = None) -> pa.DataType:
     """The arrow type lake_core uses for a column declared with arrow type ``t`` (what
     ``from_paimon_type(to_paimon_type(t))`` gives, keeping struct ids)."""
     j = to_paimon_type(t, True, column)
     nt, _ = from_paimon_type(j, column)
     return nt
+
 
 # ------------------------------------------------------------------------------------------------
 # DataField
@@ -256,8 +257,8 @@ class DataField:
     name: str
     type: pa.DataType
     nullable: bool = True
-    description: Optional[str] = None
-    default_value: Optional[str] = None
+    description: str | None = None
+    default_value: str | None = None
     raw_type: Any = field(default=None, compare=False, repr=False)
 
     def type_json(self) -> TypeJson:
@@ -279,7 +280,7 @@ class DataField:
         return d
 
     @staticmethod
-    def from_json(d: dict) -> "DataField":
+    def from_json(d: dict) -> DataField:
         try:
             fid = int(d["id"])
             name = d["name"]
@@ -299,9 +300,8 @@ class DataField:
             raw_type=tj,
         )
 
-    def with_nullable(self, nullable: bool) -> "DataField":
-        return DataField(self.id, self.name, self.type, nullable, self.description,
-                         self.default_value, self.raw_type)
+    def with_nullable(self, nullable: bool) -> DataField:
+        return DataField(self.id, self.name, self.type, nullable, self.description, self.default_value, self.raw_type)
 
     def sql_type(self) -> str:
         """A readable type string (atomic: Java asSQLString; nested: JSON)."""

@@ -36,6 +36,7 @@ Hypothesis profiles: ``dev`` (default) and ``ci`` (selected when the ``CI`` envi
 is set: derandomized, so a CI failure reproduces, and no deadline on a loaded machine). Tests'
 own ``@settings`` (e.g. ``max_examples``) still apply on top.
 """
+
 from __future__ import annotations
 
 import os
@@ -55,18 +56,26 @@ from fixtures.pypaimon_env import PypaimonDriver, ensure_pypaimon_python  # noqa
 from fixtures.s3 import S3Server, S3Warehouse, new_s3_warehouse, start_s3_server  # noqa: E402
 
 settings.register_profile("dev", deadline=None)
-settings.register_profile("ci", deadline=None, derandomize=True, print_blob=True,
-                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "ci", deadline=None, derandomize=True, print_blob=True, suppress_health_check=[HealthCheck.too_slow]
+)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 # fixture → the marker every test using it must carry
-_FIXTURE_MARKERS = {"spark": "spark", "s3_server": "s3", "s3_warehouse": "s3", "pypaimon": "interop",
-                    "dagster_dev": "browser"}
+_FIXTURE_MARKERS = {
+    "spark": "spark",
+    "s3_server": "s3",
+    "s3_warehouse": "s3",
+    "pypaimon": "interop",
+    "dagster_dev": "browser",
+}
 
 
 def _imports_dagster(module: types.ModuleType | None) -> bool:
-    return any(isinstance(v, types.ModuleType) and v.__name__.split(".")[0] == "dagster"
-               for v in vars(module or types.ModuleType("none")).values())
+    return any(
+        isinstance(v, types.ModuleType) and v.__name__.split(".")[0] == "dagster"
+        for v in vars(module or types.ModuleType("none")).values()
+    )
 
 
 def pytest_collection_modifyitems(config, items):

@@ -7,6 +7,7 @@
 Relative imports inside lake_core become absolute. A relative import in a file that moved is
 resolved against its new location first, and against its old location when that names no module.
 """
+
 from __future__ import annotations
 
 import re
@@ -61,8 +62,15 @@ MOVES = {
     "lake_core.compaction.expire": "lake_core.compaction.record_expiry",
 }
 #: modules that stay where they were (base layer and the table/catalog tops)
-STAYS = {"lake_core.errors", "lake_core.options", "lake_core.paths", "lake_core.types", "lake_core.names",
-         "lake_core.catalog", "lake_core.table"}
+STAYS = {
+    "lake_core.errors",
+    "lake_core.options",
+    "lake_core.paths",
+    "lake_core.types",
+    "lake_core.names",
+    "lake_core.catalog",
+    "lake_core.table",
+}
 
 
 def _exists(mod: str, root: Path = ROOT) -> bool:
@@ -82,7 +90,7 @@ def new_name(mod: str) -> str:
             best = old
     if best is None:
         return mod
-    rest = mod[len(best):]
+    rest = mod[len(best) :]
     # lake_core.snapshot.X where X is an attribute (monkeypatch strings): map the module part only
     return MOVES[best] + rest
 
@@ -156,7 +164,7 @@ def rewrite(text: str, path: Path) -> str:
         for n in range(len(parts), 1, -1):
             head = ".".join(parts[:n])
             if head in MOVES:
-                return MOVES[head] + dotted[len(head):]
+                return MOVES[head] + dotted[len(head) :]
             if head in STAYS or _exists(head):
                 return dotted
         return dotted
@@ -166,8 +174,9 @@ def rewrite(text: str, path: Path) -> str:
 
 def main(argv: list[str]) -> int:
     if argv == ["--all"]:
-        files = [p for d in ("lake_core", "orchestration", "jobs", "tests", "benchmarks")
-                 for p in (ROOT / d).rglob("*.py")]
+        files = [
+            p for d in ("lake_core", "orchestration", "jobs", "tests", "benchmarks") for p in (ROOT / d).rglob("*.py")
+        ]
     else:
         files = [Path(a) for a in argv]
     changed = 0

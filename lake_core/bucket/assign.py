@@ -11,19 +11,21 @@
 
 All integer arithmetic emulates Java ``int``: uint32 NumPy arrays whose wraparound is intended.
 """
+
 from __future__ import annotations
 
 import decimal
 import functools
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from lake_core.errors import FormatError, InvalidOptionError
 from lake_core.format.binary_row.arrow_buffers import as_array, bytes_layout, fixed_values, null_mask, ragged_index
 from lake_core.format.binary_row.column_encoder import encode_column, encode_rows_and_nulls
 from lake_core.format.binary_row.layout import DECIMAL_CONTEXT, field_layout, null_bits_size
-from lake_core.errors import FormatError, InvalidOptionError
 
 __all__ = ["assign_buckets", "bucket_of_hashes", "hash_row_bytes", "hash_rows"]
 
@@ -40,6 +42,7 @@ _BUCKET_FUNCTIONS = ("default", "mod", "hive")
 # --------------------------------------------------------------------------------------------
 # MurmurHash3 (MurmurHashUtils.hashBytesByWords)
 # --------------------------------------------------------------------------------------------
+
 
 def _mix_scalar(h: int, k: int) -> int:
     k = (k * 0xCC9E2D51) & _U32
@@ -74,7 +77,7 @@ def hash_row_bytes(row: bytes) -> int:
     return _to_int32(_fmix_scalar(h, len(row)))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _seed_after_zero_words(count: int) -> int:
     """Hash state after ``count`` zero words: the header of a row without null bits is all
     zero, so its words need not be hashed per row."""
@@ -110,8 +113,7 @@ def _fmix(h: np.ndarray, lengths: Any) -> np.ndarray:
     return h.view(np.int32)
 
 
-def _hash_word_matrix(words: np.ndarray, n_words: np.ndarray, start: int, h0: int,
-                      lengths: Any) -> np.ndarray:
+def _hash_word_matrix(words: np.ndarray, n_words: np.ndarray, start: int, h0: int, lengths: Any) -> np.ndarray:
     """Hash rows given as a uint32 matrix ``words[n, W]`` (row i has ``n_words[i]`` words).
 
     Words before ``start`` are known to be zero for every row and folded into ``h0``.
@@ -173,21 +175,27 @@ def bucket_of_hashes(hashes: np.ndarray, num_buckets: int) -> np.ndarray:
 
 
 def _check_num_buckets(num_buckets: int) -> None:
-    if isinstance(num_buckets, bool) or not isinstance(num_buckets, (int, np.integer)) \
-            or not 0 < num_buckets <= 0x7FFFFFFF:
-        raise InvalidOptionError(f"'bucket' must be a positive number of buckets for hash "
-                                 f"bucket assignment, got {num_buckets!r}")
+    if (
+        isinstance(num_buckets, bool)
+        or not isinstance(num_buckets, (int, np.integer))
+        or not 0 < num_buckets <= 0x7FFFFFFF
+    ):
+        raise InvalidOptionError(
+            f"'bucket' must be a positive number of buckets for hash bucket assignment, got {num_buckets!r}"
+        )
 
 
 # --------------------------------------------------------------------------------------------
 # mod / hive bucket functions
 # --------------------------------------------------------------------------------------------
 
+
 def _mod_buckets(columns, types, num_buckets: int) -> np.ndarray:
     if len(types) != 1 or not (pa.types.is_int32(types[0]) or pa.types.is_int64(types[0])):
         raise InvalidOptionError(
             "'bucket-function.type' = 'mod' needs exactly one bucket key field of type INT or "
-            f"BIGINT, got {[str(t) for t in types]}; use 'default' or change 'bucket-key'")
+            f"BIGINT, got {[str(t) for t in types]}; use 'default' or change 'bucket-key'"
+        )
     arr = as_array(columns[0], types[0])
     # A null key reads as 0 from the BinaryRow slot, as in Java's row.getInt/getLong.
     values = fixed_values(arr, f"<i{types[0].bit_width // 8}", null_mask(arr))
@@ -237,7 +245,7 @@ def _hive_column_hash(col: Any, t: pa.DataType) -> np.ndarray:
         v = fixed_values(arr, "<f4", null)
         bits = v.view(np.uint32).copy()
         bits[np.isnan(v)] = 0x7FC00000  # floatToIntBits' canonical NaN
-        bits[v == 0] = 0                # -0.0f hashes like 0
+        bits[v == 0] = 0  # -0.0f hashes like 0
         out = bits
     elif k == "float":
         v = fixed_values(arr, "<f8", null)
@@ -249,13 +257,13 @@ def _hive_column_hash(col: Any, t: pa.DataType) -> np.ndarray:
         out = _hive_bytes_hash(arr, null)
     elif k == "dec":
         # Arbitrary-precision normalisation; hive bucketing is rare enough for a per-value loop.
-        out = np.array([0 if d is None else _java_decimal_hive_hash(d) for d in arr.to_pylist()],
-                       dtype=np.uint32)
+        out = np.array([0 if d is None else _java_decimal_hive_hash(d) for d in arr.to_pylist()], dtype=np.uint32)
     else:
         raise InvalidOptionError(
             f"'bucket-function.type' = 'hive' does not support bucket key type {t} (Java "
             "HiveBucketFunction only hashes BOOLEAN, integer, FLOAT, DOUBLE, STRING, BYTES, "
-            "DECIMAL, DATE and TIME keys)")
+            "DECIMAL, DATE and TIME keys)"
+        )
     if null is not None:
         out = np.where(null, np.uint32(0), out)
     assert len(out) == n
@@ -291,17 +299,21 @@ def _hive_buckets(columns, types, num_buckets: int) -> np.ndarray:
     return ((h & np.uint32(0x7FFFFFFF)) % np.uint32(num_buckets)).astype(np.int32)
 
 
-def assign_buckets(columns: Sequence[Any], types: Sequence[pa.DataType], num_buckets: int,
-                   function: str = "default") -> np.ndarray:
+def assign_buckets(
+    columns: Sequence[Any], types: Sequence[pa.DataType], num_buckets: int, function: str = "default"
+) -> np.ndarray:
     """Bucket id (int32) of every row, given the bucket-key columns and ``bucket-function.type``."""
     _check_num_buckets(num_buckets)
     name = str(function).strip().lower()
     if name not in _BUCKET_FUNCTIONS:
-        raise InvalidOptionError(f"invalid 'bucket-function.type' = {function!r}; expected one "
-                                 f"of {', '.join(_BUCKET_FUNCTIONS)}")
+        raise InvalidOptionError(
+            f"invalid 'bucket-function.type' = {function!r}; expected one of {', '.join(_BUCKET_FUNCTIONS)}"
+        )
     if len(columns) != len(types) or not types:
-        raise InvalidOptionError(f"bucket assignment needs at least one bucket key column with a "
-                                 f"type each; got {len(columns)} columns and {len(types)} types")
+        raise InvalidOptionError(
+            f"bucket assignment needs at least one bucket key column with a "
+            f"type each; got {len(columns)} columns and {len(types)} types"
+        )
     if name == "mod":
         return _mod_buckets(columns, types, num_buckets)
     if name == "hive":

@@ -19,19 +19,21 @@ Only partitions being written are loaded. Per partition the index is one sorted 
 assignment is vectorized: ``searchsorted`` for known hashes, a cumulative sum of the free
 capacity of the buckets for new ones.
 """
+
 from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from lake_core.bucket.assign import hash_row_bytes
-from lake_core.errors import InvalidOptionError, LakeError
 from lake_core.bucket.hash_index import HASH_INDEX, as_delete, read_hash_index, write_hash_index
+from lake_core.errors import InvalidOptionError, LakeError
 from lake_core.manifest.metadata import IndexManifestEntry
 from lake_core.paths import FileNamer
 
@@ -52,7 +54,7 @@ class DynamicBucketOptions:
     num_assigners: int  # dynamic-bucket.initial-buckets, default 1
 
     @staticmethod
-    def of(options) -> "DynamicBucketOptions":
+    def of(options) -> DynamicBucketOptions:
         target = options.dynamic_bucket_target_row_num
         max_buckets = options.dynamic_bucket_max_buckets
         initial = options.dynamic_bucket_initial_buckets
@@ -63,18 +65,22 @@ class DynamicBucketOptions:
 
 def validate(target: int, max_buckets: int, initial_buckets: int | None) -> None:
     if target < 1:
-        raise InvalidOptionError(f"option 'dynamic-bucket.target-row-num' = {target} must be a positive number "
-                                 "of keys per bucket")
+        raise InvalidOptionError(
+            f"option 'dynamic-bucket.target-row-num' = {target} must be a positive number of keys per bucket"
+        )
     if max_buckets != -1 and not 1 <= max_buckets <= MAX_DYNAMIC_BUCKETS:
-        raise InvalidOptionError(f"option 'dynamic-bucket.max-buckets' = {max_buckets} must be -1 (unlimited) or "
-                                 f"between 1 and {MAX_DYNAMIC_BUCKETS}")
+        raise InvalidOptionError(
+            f"option 'dynamic-bucket.max-buckets' = {max_buckets} must be -1 (unlimited) or "
+            f"between 1 and {MAX_DYNAMIC_BUCKETS}"
+        )
     if initial_buckets is not None:
         if initial_buckets < 1:
             raise InvalidOptionError(f"option 'dynamic-bucket.initial-buckets' = {initial_buckets} must be positive")
         if max_buckets != -1 and initial_buckets > max_buckets:
             raise InvalidOptionError(
                 f"option 'dynamic-bucket.initial-buckets' = {initial_buckets} exceeds 'dynamic-bucket.max-buckets' = "
-                f"{max_buckets}: some assigners would have no bucket to write to; lower initial-buckets")
+                f"{max_buckets}: some assigners would have no bucket to write to; lower initial-buckets"
+            )
 
 
 def java_abs_mod(values: np.ndarray, n: int) -> np.ndarray:
@@ -146,12 +152,13 @@ class BucketFiller:
             max_id = (MAX_DYNAMIC_BUCKETS if self.opts.max_buckets == -1 else self.opts.max_buckets) - 1
             candidates = np.arange(g, max_id + 1, n_assigners, dtype=np.int64)
             used = self.exists[candidates[candidates < len(self.exists)]]
-            candidates = np.concatenate([candidates[:len(used)][~used], candidates[len(used):]])
+            candidates = np.concatenate([candidates[: len(used)][~used], candidates[len(used) :]])
             fresh = candidates[:need]
             if len(fresh) < need and self.opts.max_buckets == -1:
                 raise LakeError(
                     f"partition {self.desc} would need more than {MAX_DYNAMIC_BUCKETS} dynamic buckets of "
-                    f"{target} keys; raise the option 'dynamic-bucket.target-row-num'")
+                    f"{target} keys; raise the option 'dynamic-bucket.target-row-num'"
+                )
             slots = np.concatenate([non_full, fresh])
             caps = np.concatenate([caps, np.full(len(fresh), target, np.int64)])
         cum = np.cumsum(caps)
@@ -167,7 +174,8 @@ class BucketFiller:
                 raise LakeError(
                     f"dynamic bucket assigner {g} of partition {self.desc} has no bucket below "
                     f"'dynamic-bucket.max-buckets' = {self.opts.max_buckets}; lower "
-                    "'dynamic-bucket.initial-buckets' or raise max-buckets")
+                    "'dynamic-bucket.initial-buckets' or raise max-buckets"
+                )
             rest = ~inside
             out[rest] = pool[java_abs_mod(hashes[rest], len(pool))]
         return out
@@ -254,8 +262,13 @@ class DynamicBucketAssigner:
     ``ignore_existing``: start every partition empty (overwrite).
     """
 
-    def __init__(self, store: "FileStore", base: "Snapshot | None",
-                 data_buckets: Callable[[bytes], Iterable[int]], ignore_existing: bool = False):
+    def __init__(
+        self,
+        store: FileStore,
+        base: Snapshot | None,
+        data_buckets: Callable[[bytes], Iterable[int]],
+        ignore_existing: bool = False,
+    ):
         self.store = store
         self.base = base
         self.opts = DynamicBucketOptions.of(store.options)
@@ -286,13 +299,16 @@ class DynamicBucketAssigner:
         files: dict[int, IndexManifestEntry] = {}
         for e in entries:
             if not 0 <= e.bucket < MAX_DYNAMIC_BUCKETS:
-                raise LakeError(f"HASH index file {e.file_name} of {self.store.identifier} names bucket {e.bucket}, "
-                                f"outside 0..{MAX_DYNAMIC_BUCKETS - 1}; the index is corrupt")
+                raise LakeError(
+                    f"HASH index file {e.file_name} of {self.store.identifier} names bucket {e.bucket}, "
+                    f"outside 0..{MAX_DYNAMIC_BUCKETS - 1}; the index is corrupt"
+                )
             if e.bucket in files:
                 raise LakeError(
                     f"partition {self._describe(partition)} of {self.store.identifier} lists two HASH index files "
                     f"for bucket {e.bucket} ({files[e.bucket].file_name}, {e.file_name}); the index manifest is "
-                    "corrupt — overwrite the partition to rebuild it")
+                    "corrupt — overwrite the partition to rebuild it"
+                )
             files[e.bucket] = e
         if not self.ignore_existing:
             missing = sorted(set(self.data_buckets(partition)) - set(files))
@@ -301,7 +317,8 @@ class DynamicBucketAssigner:
                     f"partition {self._describe(partition)} of dynamic-bucket table {self.store.identifier} has data "
                     f"in bucket(s) {missing} but no HASH index for them (written by a writer that does not maintain "
                     "Paimon's dynamic-bucket index?); new keys could be duplicated, so nothing was written. "
-                    "Overwrite the partition to rebuild its index")
+                    "Overwrite the partition to rebuild its index"
+                )
         ordered = sorted(files.values(), key=lambda e: e.bucket)
         total = sum(e.row_count for e in ordered)
         comb = np.empty(total, np.int64)
@@ -310,7 +327,7 @@ class DynamicBucketAssigner:
 
         def fill(e, h):  # one file at a time into the partition's array (8 bytes per key)
             nonlocal at
-            seg = comb[at:at + len(h)]
+            seg = comb[at : at + len(h)]
             np.left_shift(h.astype(np.int64), 16, out=seg)
             seg |= e.bucket
             at += len(h)
@@ -326,8 +343,9 @@ class DynamicBucketAssigner:
         comb.sort(kind="stable")  # timsort: the files hold sorted runs (we and pypaimon write them sorted)
         desc = self._describe(partition)
         log.debug("loaded HASH index of partition %s: %d keys in %d buckets", desc, total, len(files))
-        return _PartitionIndex(partition, hash_row_bytes(partition[4:]), comb,
-                               BucketFiller(counts, self.opts, desc), files)
+        return _PartitionIndex(
+            partition, hash_row_bytes(partition[4:]), comb, BucketFiller(counts, self.opts, desc), files
+        )
 
     def partition_index(self, partition: bytes) -> _PartitionIndex:
         idx = self._parts.get(partition)
@@ -373,7 +391,7 @@ class DynamicBucketAssigner:
             for b, hashes in sorted(idx.modified_bucket_hashes().items()):
                 new = write_hash_index(self.store, part, b, hashes, namer)
                 old = idx.files.get(b)
-                out[(part, b)] = ((as_delete(old), new) if old is not None else (new,))
+                out[(part, b)] = (as_delete(old), new) if old is not None else (new,)
                 idx.files[b] = new  # a reused writer's next commit replaces this file
             idx.modified.clear()
         return out

@@ -10,10 +10,12 @@ vectors). The size must match too: a truncated or replaced file is as bad as a m
 Cost: one bulk :meth:`FileIO.sizes` call per snapshot a commit creates: a ``stat`` per file on local
 disk, on S3 one LIST per writer and bucket directory, in parallel (see there).
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING
 
 from lake_core.bucket.hash_index import index_file_path
 from lake_core.errors import CommitFilesMissingError
@@ -33,8 +35,9 @@ class _NewFile:
     bucket: int
 
 
-def _new_files(store: "FileStore", entries: Iterable[ManifestEntry],
-               index_changes: Iterable[IndexManifestEntry]) -> list[_NewFile]:
+def _new_files(
+    store: FileStore, entries: Iterable[ManifestEntry], index_changes: Iterable[IndexManifestEntry]
+) -> list[_NewFile]:
     entries = list(entries)
     # a compaction that only moves a file up a level ADDs it under the name it DELETEs: not new
     moved = {(e.partition, e.bucket, e.file.file_name) for e in entries if e.kind == FileKind.DELETE}
@@ -47,14 +50,21 @@ def _new_files(store: "FileStore", entries: Iterable[ManifestEntry],
         if where is None:
             where = bucket_dirs[(e.partition, e.bucket)] = store.bucket_dir(e.partition, e.bucket)
         out.append(_NewFile(e.file.path_in(where), e.file.file_size, e.partition, e.bucket))
-    out += [_NewFile(index_file_path(store, c), c.file_size, c.partition, c.bucket)
-            for c in index_changes if c.kind == FileKind.ADD]
+    out += [
+        _NewFile(index_file_path(store, c), c.file_size, c.partition, c.bucket)
+        for c in index_changes
+        if c.kind == FileKind.ADD
+    ]
     return out
 
 
-def check_new_files(store: "FileStore", entries: Iterable[ManifestEntry],
-                    index_changes: Iterable[IndexManifestEntry], *,
-                    describe_partition: Callable[[bytes], str]) -> None:
+def check_new_files(
+    store: FileStore,
+    entries: Iterable[ManifestEntry],
+    index_changes: Iterable[IndexManifestEntry],
+    *,
+    describe_partition: Callable[[bytes], str],
+) -> None:
     """Raise ``CommitFilesMissingError`` unless every file ``entries`` and ``index_changes`` add is
     on storage with the size they record."""
     files = _new_files(store, entries, index_changes)
@@ -67,11 +77,14 @@ def check_new_files(store: "FileStore", entries: Iterable[ManifestEntry],
     shown = "; ".join(
         f"{f.path} (partition {describe_partition(f.partition)}, bucket {f.bucket}: "
         + ("missing)" if size is None else f"{size} bytes on storage, {f.size} in its commit message)")
-        for f, size in bad[:_SHOWN])
+        for f, size in bad[:_SHOWN]
+    )
     more = f"; and {len(bad) - _SHOWN} more" if len(bad) > _SHOWN else ""
     raise CommitFilesMissingError(
         f"commit to {store.identifier} refused: {len(bad)} of the {len(files)} files it adds are not on storage as "
         f"written: {shown}{more}. Most likely remove_orphan_files deleted them because they were written longer "
         "than its older_than floor (default one day) before this commit (or they were deleted by hand); commit "
         "sooner or keep the floor above the longest write-to-commit time. Nothing was committed — write the data "
-        "again", [f.path for f, _size in bad])
+        "again",
+        [f.path for f, _size in bad],
+    )

@@ -23,6 +23,7 @@ Safety rules beyond Java's ``FileStoreCommitImpl`` conflict checks:
 * A created snapshot counts only once its parent is confirmed (``lake_core.snapshot.publish``): a
   commit whose base was removed by ``rollback_to`` meanwhile withdraws it, ``RollbackConflictError``.
 """
+
 from __future__ import annotations
 
 import logging
@@ -30,8 +31,9 @@ import random
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from lake_core.bucket.hash_index import HASH_INDEX, as_delete
 from lake_core.commit.file_check import check_new_files
@@ -74,15 +76,18 @@ _last_identifier = 0
 _identifier_lock = threading.Lock()
 
 
-def check_identity_arguments(store: "FileStore", user, identifier) -> None:
+def check_identity_arguments(store: FileStore, user, identifier) -> None:
     """The snapshot stores both as typed JSON fields (``commitUser`` string, ``commitIdentifier``
     long): anything else would land as a snapshot no reader accepts."""
-    if not isinstance(identifier, int) or isinstance(identifier, bool) or not -2**63 <= identifier < 2**63:
-        raise InvalidOptionError(f"commit identifier {identifier!r} for {store.identifier} must be an integer "
-                                 "in Java's long range; nothing was committed")
+    if not isinstance(identifier, int) or isinstance(identifier, bool) or not -(2**63) <= identifier < 2**63:
+        raise InvalidOptionError(
+            f"commit identifier {identifier!r} for {store.identifier} must be an integer "
+            "in Java's long range; nothing was committed"
+        )
     if not isinstance(user, str) or not user.strip():
-        raise InvalidOptionError(f"commit user {user!r} for {store.identifier} must be a non-empty string; "
-                                 "nothing was committed")
+        raise InvalidOptionError(
+            f"commit user {user!r} for {store.identifier} must be a non-empty string; nothing was committed"
+        )
 
 
 def new_commit_identifier() -> int:
@@ -110,14 +115,14 @@ class _CommitContext:
     sequence_checks: _SequenceChecks | None = field(default=None, compare=False)
     bundled_compaction: tuple[ManifestEntry, ...] = ()  # first-row: what the COMPACT snapshot that follows deletes
 
-    def for_compaction(self) -> "_CommitContext":
+    def for_compaction(self) -> _CommitContext:
         """The context of the same call's COMPACT snapshot: the overwrite, the writer's bucket
         assignment and the bundled compaction belong to its data snapshot."""
         return replace(self, index_drop=None, writer_base=None, bundled_compaction=())
 
 
 class FileStoreCommit:
-    def __init__(self, store: "FileStore", *, hooks: "TableHooks", commit_user: str | None = None):
+    def __init__(self, store: FileStore, *, hooks: TableHooks, commit_user: str | None = None):
         """``hooks``: what a commit calls above itself (expiry after it lands, a lost compaction's
         redo), implemented by the table."""
         self.store = store
@@ -129,9 +134,15 @@ class FileStoreCommit:
         self.options = store.options
 
     # -- public -------------------------------------------------------------------------------
-    def commit(self, messages: Sequence[CommitMessage], identifier: int = BATCH_IDENTIFIER,
-               overwrite: bool | dict | Callable[[bytes], bool] | None = None, properties: dict | None = None,
-               new_identity: bool = False, digest: str | None = None) -> list[Snapshot]:
+    def commit(
+        self,
+        messages: Sequence[CommitMessage],
+        identifier: int = BATCH_IDENTIFIER,
+        overwrite: bool | dict | Callable[[bytes], bool] | None = None,
+        properties: dict | None = None,
+        new_identity: bool = False,
+        digest: str | None = None,
+    ) -> list[Snapshot]:
         """Commit the messages; returns the snapshots created (or found already committed).
 
         ``new_identity``: the caller made ``identifier`` up for this commit, so it cannot have
@@ -153,31 +164,52 @@ class FileStoreCommit:
         ctx = _CommitContext(
             identifier=identifier,
             properties={**(properties or {}), DIGEST_PROPERTY: digest} if digest is not None else properties,
-            new_identity=new_identity, digest=digest,
+            new_identity=new_identity,
+            digest=digest,
             index_drop=index_drop,
             writer_base=min(bases) if bases and self.store.bucket_mode in ("dynamic", "cross-partition") else None,
             writer_partitions=frozenset(m.partition for m in messages if m.base_snapshot_id is not None),
             sequence_checks=_SequenceChecks.of(messages) if self.store.schema.primary_keys else None,
             # First-row writers compact their new files up in the same commit (second snapshot):
             # check before the data lands that the compaction's inputs are still live.
-            bundled_compaction=tuple(e for e in compact_entries
-                                     if e.kind == FileKind.DELETE and e.identifier() not in data_ids))
+            bundled_compaction=tuple(
+                e for e in compact_entries if e.kind == FileKind.DELETE and e.identifier() not in data_ids
+            ),
+        )
         if data_entries or changelog or index_changes or is_overwrite:
             kind = CommitKind.OVERWRITE if is_overwrite else CommitKind.APPEND
-            build = self._overwrite_builder(data_entries, index_drop) if index_drop is not None \
+            build = (
+                self._overwrite_builder(data_entries, index_drop)
+                if index_drop is not None
                 else (lambda _l: data_entries)
-            out.append(self._commit_with_retry(ctx, kind, build, changelog, index_changes,
-                                               check_conflicts=is_overwrite or any(
-                                                   e.kind == FileKind.DELETE for e in data_entries),
-                                               fingerprint=data_entries))
+            )
+            out.append(
+                self._commit_with_retry(
+                    ctx,
+                    kind,
+                    build,
+                    changelog,
+                    index_changes,
+                    check_conflicts=is_overwrite or any(e.kind == FileKind.DELETE for e in data_entries),
+                    fingerprint=data_entries,
+                )
+            )
         if compact_entries or dv_changes:
             compaction = ctx.for_compaction()
             try:
                 # changelog produced by compaction (lookup, full-compaction) belongs to the COMPACT
                 # snapshot, as Java's compactIncrement.changelogFiles()
-                out.append(self._commit_with_retry(compaction, CommitKind.COMPACT, lambda _l: compact_entries,
-                                                   compact_changelog, dv_changes, check_conflicts=True,
-                                                   fingerprint=compact_entries))
+                out.append(
+                    self._commit_with_retry(
+                        compaction,
+                        CommitKind.COMPACT,
+                        lambda _l: compact_entries,
+                        compact_changelog,
+                        dv_changes,
+                        check_conflicts=True,
+                        fingerprint=compact_entries,
+                    )
+                )
             except (CommitConflictError, CommitFailedError) as e:
                 if not out:
                     raise
@@ -186,8 +218,9 @@ class FileStoreCommit:
             self.hooks.after_commit()  # expiry as Paimon runs it, unless 'write-only'
         return out
 
-    def _recompact_after_landing(self, ctx: _CommitContext, messages, landed: list[Snapshot],
-                                 cause: Exception) -> list[Snapshot]:
+    def _recompact_after_landing(
+        self, ctx: _CommitContext, messages, landed: list[Snapshot], cause: Exception
+    ) -> list[Snapshot]:
         """The data snapshot landed but its compaction lost against another commit. For engines
         whose level-0 files are invisible (first-row) the rows must not stay hidden: compact the
         buckets again at the latest snapshot (bounded). Otherwise, or if that keeps failing,
@@ -198,13 +231,27 @@ class FileStoreCommit:
         if not self.store.level0_hidden:
             # Level 0 is readable: the writer's inline compaction is an optimization. Drop it, as a
             # Java writer that restarts would; the next compaction of the bucket redoes it.
-            log.warning("%s: data committed as snapshot %d; its inline compaction lost to a concurrent commit and "
-                        "was dropped: %s", self.store.identifier, landed[-1].id, cause)
-            remove_uncommitted(self.store, [CommitMessage(m.partition, m.bucket, m.total_buckets,
-                                                         compact_before=m.compact_before,
-                                                         compact_after=m.compact_after,
-                                                         compact_changelog=m.compact_changelog)
-                                           for m in messages])
+            log.warning(
+                "%s: data committed as snapshot %d; its inline compaction lost to a concurrent commit and "
+                "was dropped: %s",
+                self.store.identifier,
+                landed[-1].id,
+                cause,
+            )
+            remove_uncommitted(
+                self.store,
+                [
+                    CommitMessage(
+                        m.partition,
+                        m.bucket,
+                        m.total_buckets,
+                        compact_before=m.compact_before,
+                        compact_after=m.compact_after,
+                        compact_changelog=m.compact_changelog,
+                    )
+                    for m in messages
+                ],
+            )
             return []
         if self.store.level0_hidden:
             # a full compaction at the latest snapshot drops nothing it must keep
@@ -216,8 +263,17 @@ class FileStoreCommit:
                 if not entries:
                     return []
                 try:
-                    return [self._commit_with_retry(redo_ctx, CommitKind.COMPACT, lambda _l: entries, redo_changelog,
-                                                    [], check_conflicts=True, fingerprint=entries)]
+                    return [
+                        self._commit_with_retry(
+                            redo_ctx,
+                            CommitKind.COMPACT,
+                            lambda _l: entries,
+                            redo_changelog,
+                            [],
+                            check_conflicts=True,
+                            fingerprint=entries,
+                        )
+                    ]
                 except (CommitConflictError, CommitFailedError) as e:
                     remove_uncommitted(self.store, redo)
                     error = e
@@ -226,24 +282,42 @@ class FileStoreCommit:
             f"commit to {self.store.identifier} landed as snapshot {landed[-1].id} (your data is committed), but "
             f"its compaction of {where} did not ({error}). For merge-engine 'first-row' those rows stay invisible "
             "to batch reads until the next write or compaction of that bucket compacts them; do not re-send the "
-            "data", landed)
+            "data",
+            landed,
+        )
 
-    def commit_overwrite_entries(self, entries: list[ManifestEntry], validate: Callable[[Snapshot | None], None],
-                                 identifier: int = BATCH_IDENTIFIER, properties: dict | None = None) -> Snapshot:
+    def commit_overwrite_entries(
+        self,
+        entries: list[ManifestEntry],
+        validate: Callable[[Snapshot | None], None],
+        identifier: int = BATCH_IDENTIFIER,
+        properties: dict | None = None,
+    ) -> Snapshot:
         """One OVERWRITE snapshot of exactly ``entries``. ``validate(latest)`` runs on each attempt
         and raises ``CommitConflictError`` when the data the entries rewrite changed since it was
         read (maintenance rewrites such as a bucket rescale)."""
+
         def build(latest):
             validate(latest)
             return entries
 
-        return self._commit_with_retry(_CommitContext(identifier, properties), CommitKind.OVERWRITE, build, [], [],
-                                       check_conflicts=True, fingerprint=entries)
+        return self._commit_with_retry(
+            _CommitContext(identifier, properties),
+            CommitKind.OVERWRITE,
+            build,
+            [],
+            [],
+            check_conflicts=True,
+            fingerprint=entries,
+        )
 
     # -- building entries ---------------------------------------------------------------------
     @staticmethod
-    def _entries(messages: Iterable[CommitMessage]) -> tuple[
-            list[ManifestEntry], list[ManifestEntry], list[IndexManifestEntry], list[ManifestEntry], list[ManifestEntry]]:
+    def _entries(
+        messages: Iterable[CommitMessage],
+    ) -> tuple[
+        list[ManifestEntry], list[ManifestEntry], list[IndexManifestEntry], list[ManifestEntry], list[ManifestEntry]
+    ]:
         data: list[ManifestEntry] = []
         changelog: list[ManifestEntry] = []
         index: list[IndexManifestEntry] = []
@@ -278,15 +352,27 @@ class FileStoreCommit:
 
     def _overwrite_builder(self, new_entries: list[ManifestEntry], matches: Callable[[bytes], bool]) -> Callable:
         def build(latest: Snapshot | None) -> list[ManifestEntry]:
-            deletes = [ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file)
-                       for e in self.manifests.live_entries(latest) if matches(e.partition)]
+            deletes = [
+                ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file)
+                for e in self.manifests.live_entries(latest)
+                if matches(e.partition)
+            ]
             return deletes + list(new_entries)
 
         return build
 
     # -- the retry loop -----------------------------------------------------------------------
-    def _commit_with_retry(self, ctx: _CommitContext, kind: CommitKind, build: Callable, changelog, index_changes, *,
-                           check_conflicts: bool, fingerprint: list[ManifestEntry]) -> Snapshot:
+    def _commit_with_retry(
+        self,
+        ctx: _CommitContext,
+        kind: CommitKind,
+        build: Callable,
+        changelog,
+        index_changes,
+        *,
+        check_conflicts: bool,
+        fingerprint: list[ManifestEntry],
+    ) -> Snapshot:
         opts = self.options
         max_retries = opts.commit_max_retries
         wait_ms = opts.commit_min_retry_wait_ms
@@ -294,19 +380,29 @@ class FileStoreCommit:
         timeout = opts.commit_timeout_ms
         started = time.monotonic()
         # Only a caller-chosen identity can have landed before this call: look back for it once.
-        checked_up_to: int | None = (self.snapshots.latest_id() or 0) \
-            if (not self.explicit_user or ctx.new_identity) else None
+        checked_up_to: int | None = (
+            (self.snapshots.latest_id() or 0) if (not self.explicit_user or ctx.new_identity) else None
+        )
         attempt = 0
         while True:
             latest = self.snapshots.latest()
             done = self._already_committed(ctx, kind, latest, checked_up_to, fingerprint)
             if done is not None:
-                log.info("commit of %s (user %s, identifier %s) was already committed as snapshot %d",
-                         kind.value, self.commit_user, ctx.identifier, done.id)
+                log.info(
+                    "commit of %s (user %s, identifier %s) was already committed as snapshot %d",
+                    kind.value,
+                    self.commit_user,
+                    ctx.identifier,
+                    done.id,
+                )
                 return done
             if attempt == 0:  # after the idempotency check: a landed commit's files may be compacted away since
-                check_new_files(self.store, list(fingerprint) + list(changelog), index_changes,
-                                describe_partition=self._partition_desc)
+                check_new_files(
+                    self.store,
+                    list(fingerprint) + list(changelog),
+                    index_changes,
+                    describe_partition=self._partition_desc,
+                )
             checked_up_to = latest.id if latest else 0
             entries = build(latest)
             if check_conflicts:
@@ -346,7 +442,8 @@ class FileStoreCommit:
                 raise CommitFailedError(
                     f"commit to {self.store.identifier} failed after {attempt} attempts: other committers kept "
                     f"creating snapshot {snapshot.id} first; nothing was committed. Raise 'commit.max-retries' "
-                    f"(now {max_retries}) or retry the job")
+                    f"(now {max_retries}) or retry the job"
+                )
             time.sleep(random.uniform(0.5, 1.0) * wait_ms / 1000)
             wait_ms = min(wait_ms * 2, max_wait)
 
@@ -362,8 +459,9 @@ class FileStoreCommit:
         try:
             landed = self.snapshots.read_fresh(snapshot.id)
         except (OSError, LakeError) as e:
-            log.warning("%s: could not read back snapshot %d after its create failed: %s", self.store.identifier,
-                        snapshot.id, e)
+            log.warning(
+                "%s: could not read back snapshot %d after its create failed: %s", self.store.identifier, snapshot.id, e
+            )
             return False
         return landed is not None and landed.uuid == snapshot.uuid
 
@@ -377,15 +475,23 @@ class FileStoreCommit:
             raise RollbackConflictError(
                 f"commit to {self.store.identifier}: snapshot {sid} was removed while this commit checked the "
                 "snapshots since its writer started (a rollback_to, or a deletion by hand); nothing was committed "
-                "— write the data again against the latest snapshot") from None
+                "— write the data again against the latest snapshot"
+            ) from None
         except (OSError, LakeError) as e:
             raise CommitFailedError(
                 f"commit to {self.store.identifier}: could not read {self.store.paths.snapshot(sid)} to check this "
                 f"commit for conflicts ({type(e).__name__}: {e}); nothing was committed — retry the commit once "
-                "storage answers") from e
+                "storage answers"
+            ) from e
 
-    def _already_committed(self, ctx: _CommitContext, kind: CommitKind, latest: Snapshot | None,
-                           checked_up_to: int | None, fingerprint: list[ManifestEntry]) -> Snapshot | None:
+    def _already_committed(
+        self,
+        ctx: _CommitContext,
+        kind: CommitKind,
+        latest: Snapshot | None,
+        checked_up_to: int | None,
+        fingerprint: list[ManifestEntry],
+    ) -> Snapshot | None:
         """The snapshot newer than ``checked_up_to`` in which this commit already landed, if any.
 
         A snapshot of this (user, identifier, kind) counts only if it holds the same files;
@@ -394,26 +500,38 @@ class FileStoreCommit:
         with a smaller identifier instead of reading every snapshot of the table."""
         if latest is None:
             return None
-        s = self.snapshots.find_commit(commit_user=self.commit_user, identifier=ctx.identifier, kind=kind,
-                                       newer_than=checked_up_to or 0, up_to=latest.id)
+        s = self.snapshots.find_commit(
+            commit_user=self.commit_user,
+            identifier=ctx.identifier,
+            kind=kind,
+            newer_than=checked_up_to or 0,
+            up_to=latest.id,
+        )
         if s is None or self._same_files(s, kind, fingerprint, ctx.digest):
             return s
         raise CommitIdentityError(
             f"commit user '{self.commit_user}' with identifier {ctx.identifier} already committed snapshot "
             f"{s.id} ({kind.value}) of {self.store.identifier} with other files; nothing was committed. "
             "A retry must re-send the same commit messages; new data needs a new identifier (or "
-            "another commit user)")
+            "another commit user)"
+        )
 
-    def _same_files(self, landed: Snapshot, kind: CommitKind, fingerprint: list[ManifestEntry],
-                    digest: str | None) -> bool:
+    def _same_files(
+        self, landed: Snapshot, kind: CommitKind, fingerprint: list[ManifestEntry], digest: str | None
+    ) -> bool:
         """Whether ``landed`` added (and removed) exactly the files of ``fingerprint``. An
         overwrite's removals depend on the table when it landed, so only its additions count.
         With a content digest, the digest decides."""
         if digest is not None:
             return (landed.properties or {}).get(DIGEST_PROPERTY) == digest
+
         def ids(entries):
-            return {(e.kind, e.partition, e.bucket, e.file.file_name) for e in entries
-                    if kind != CommitKind.OVERWRITE or e.kind == FileKind.ADD}
+            return {
+                (e.kind, e.partition, e.bucket, e.file.file_name)
+                for e in entries
+                if kind != CommitKind.OVERWRITE or e.kind == FileKind.ADD
+            }
+
         return ids(self.manifests.delta_entries(landed)) == ids(fingerprint)
 
     def _check_bundled_compaction(self, latest: Snapshot | None, bundled: Sequence[ManifestEntry]) -> None:
@@ -425,7 +543,8 @@ class FileStoreCommit:
                 f"bucket {e.bucket} of partition {self._partition_desc(e.partition)} of {self.store.identifier} was "
                 f"compacted by another commit since this write was planned ({e.file.file_name} is gone), so the "
                 "compaction that makes this write visible cannot land; nothing was committed — write the data "
-                "again against the latest snapshot")
+                "again against the latest snapshot"
+            )
 
     # -- conflicts (Java FileStoreCommitImpl.noConflictsOrFail) --------------------------------
     def _check_conflicts(self, latest: Snapshot | None, entries: list[ManifestEntry], kind: CommitKind) -> None:
@@ -436,7 +555,8 @@ class FileStoreCommit:
                 raise CommitConflictError(
                     f"file deletion conflict in {self.store.identifier}: {e.file.file_name} "
                     f"(bucket {e.bucket}) is no longer live (another job compacted or overwrote it); "
-                    "nothing was committed — re-run the job against the latest snapshot")
+                    "nothing was committed — re-run the job against the latest snapshot"
+                )
         if kind != CommitKind.OVERWRITE:
             self._check_total_buckets(live, entries)
         if self.store.schema.primary_keys:
@@ -457,7 +577,8 @@ class FileStoreCommit:
                     f"total buckets of partition {self._partition_desc(e.partition)} of {self.store.identifier} "
                     f"changed from {have} to {e.total_buckets} without overwrite (the partition was rescaled while "
                     f"this job wrote it with {e.total_buckets} buckets); nothing was committed — re-run the job, "
-                    f"it will write the partition's current {have} buckets")
+                    f"it will write the partition's current {have} buckets"
+                )
 
     def _fixed_bucket_append_check(self, latest: Snapshot | None, entries: list[ManifestEntry]) -> None:
         """APPEND commits skip the full conflict check, but a fixed-bucket partition may have been
@@ -468,8 +589,9 @@ class FileStoreCommit:
         live = [e for e in self.manifests.live_entries(latest) if e.partition in touched]
         self._check_total_buckets(live, entries)
 
-    def _check_index_conflicts(self, latest: Snapshot | None, changes: list[IndexManifestEntry],
-                               drop: Callable[[bytes], bool] | None) -> None:
+    def _check_index_conflicts(
+        self, latest: Snapshot | None, changes: list[IndexManifestEntry], drop: Callable[[bytes], bool] | None
+    ) -> None:
         """Dynamic bucket mode: a HASH ADD is a complete new index of its (partition, bucket) and
         replaces exactly the file the writer loaded (its DELETE in the same commit), or nothing. If
         another job changed that bucket's index since, the writer assigned buckets from a stale
@@ -483,7 +605,8 @@ class FileStoreCommit:
                     raise CommitConflictError(
                         f"deletion-vector conflict in {self.store.identifier}: the DV index file {c.file_name} of "
                         f"bucket {c.bucket} this compaction replaces was already replaced by another commit; "
-                        "nothing was committed, run the compaction again")
+                        "nothing was committed, run the compaction again"
+                    )
         hash_changes = [c for c in changes if c.index_type == HASH_INDEX]
         if not hash_changes:
             return
@@ -501,7 +624,8 @@ class FileStoreCommit:
                 raise CommitConflictError(
                     f"HASH index conflict in {self.store.identifier}: two writers of one commit both added keys "
                     f"to bucket {c.bucket} of partition {self._partition_desc(c.partition)}; a dynamic-bucket table "
-                    "needs one writer per partition — nothing was committed")
+                    "needs one writer per partition — nothing was committed"
+                )
             else:
                 added[key] = c.file_name
         for key in set(expected) | set(added):
@@ -515,7 +639,8 @@ class FileStoreCommit:
                     f"partition {self._partition_desc(key[0])} changed since this job loaded it (another job "
                     "wrote new keys concurrently); committing could store a key in two buckets, so nothing was "
                     "committed — re-run the job against the latest snapshot (Paimon allows one writer job per "
-                    "dynamic-bucket table)")
+                    "dynamic-bucket table)"
+                )
 
     def _check_writer_base(self, latest: Snapshot | None, base: int, partitions: frozenset[bytes]) -> None:
         """Dynamic bucket modes: the writer assigned buckets from the table as of its base snapshot.
@@ -536,7 +661,8 @@ class FileStoreCommit:
                     f"cross-partition upsert conflict in {self.store.identifier}: snapshot {sid} "
                     f"({s.commit_kind.value} by {s.commit_user}) was committed after snapshot {base}, from which "
                     "this job built its key index, so a key could end up in two partitions; nothing was "
-                    "committed — re-run the job (Paimon allows one writer job per cross-partition table)")
+                    "committed — re-run the job (Paimon allows one writer job per cross-partition table)"
+                )
             if s.commit_kind == CommitKind.OVERWRITE:
                 touched = {e.partition for e in self.manifests.delta_entries(s)} & partitions
                 if touched:
@@ -544,7 +670,8 @@ class FileStoreCommit:
                         f"dynamic bucket conflict in {self.store.identifier}: snapshot {sid} overwrote partition "
                         f"{self._partition_desc(next(iter(touched)))} after snapshot {base}, from which this job "
                         "assigned buckets, so a key could end up in two buckets; nothing was committed — re-run "
-                        "the job against the latest snapshot")
+                        "the job against the latest snapshot"
+                    )
 
     def _partition_desc(self, partition: bytes) -> str:
         names = self.store.schema.partition_keys
@@ -558,20 +685,28 @@ class FileStoreCommit:
             if (e.partition, e.bucket) in touched and e.file.level > 0 and e.identifier() not in removed:
                 by_level.setdefault((e.partition, e.bucket, e.file.level), []).append(e.file)
         key_types = self.store.key_types
-        for (partition, bucket, level), files in by_level.items():
+        for (_partition, bucket, level), files in by_level.items():
             if len(files) < 2:
                 continue
-            ranges = sorted((java_order_key(deserialize_row(f.min_key, key_types)),
-                             java_order_key(deserialize_row(f.max_key, key_types)), f.file_name) for f in files)
+            ranges = sorted(
+                (
+                    java_order_key(deserialize_row(f.min_key, key_types)),
+                    java_order_key(deserialize_row(f.max_key, key_types)),
+                    f.file_name,
+                )
+                for f in files
+            )
             for a, b in zip(ranges, ranges[1:]):
                 if b[0] <= a[1]:
                     raise CommitConflictError(
                         f"LSM conflict in {self.store.identifier}: files {a[2]} and {b[2]} on level {level} of "
-                        f"bucket {bucket} overlap in key range; nothing was committed")
+                        f"bucket {bucket} overlap in key range; nothing was committed"
+                    )
 
     # -- writing the metadata of one attempt ---------------------------------------------------
-    def _write_snapshot_files(self, ctx: _CommitContext, kind, latest: Snapshot | None, entries, changelog,
-                              index_changes) -> tuple[Snapshot, list[str]]:
+    def _write_snapshot_files(
+        self, ctx: _CommitContext, kind, latest: Snapshot | None, entries, changelog, index_changes
+    ) -> tuple[Snapshot, list[str]]:
         namer = FileNamer()
         written: list[str] = []
         schema_id = self.store.schema.id
@@ -591,8 +726,12 @@ class FileStoreCommit:
                 cl_name, cl_size = self.manifests.write_manifest_list(cl_metas, namer)
                 written.append(self.manifests.paths.manifest(cl_name))
             index_manifest = latest.index_manifest if latest else None
-            if kind == CommitKind.OVERWRITE and latest and latest.index_manifest \
-                    and self.store.options.deletion_vectors_enabled:
+            if (
+                kind == CommitKind.OVERWRITE
+                and latest
+                and latest.index_manifest
+                and self.store.options.deletion_vectors_enabled
+            ):
                 index_changes = list(index_changes) + self._vectors_of_deleted_files(latest, entries)
             if index_changes or (ctx.index_drop is not None and index_manifest):
                 new_manifest = self._new_index_manifest(latest, index_changes, namer, ctx.index_drop)
@@ -610,37 +749,50 @@ class FileStoreCommit:
         snapshot = Snapshot(
             id=(latest.id + 1) if latest else 1,
             schema_id=schema_id,
-            base_manifest_list=base_name, delta_manifest_list=delta_name,
+            base_manifest_list=base_name,
+            delta_manifest_list=delta_name,
             changelog_manifest_list=cl_name,
             index_manifest=index_manifest,
-            commit_user=self.commit_user, commit_identifier=ctx.identifier, commit_kind=kind,
+            commit_user=self.commit_user,
+            commit_identifier=ctx.identifier,
+            commit_kind=kind,
             time_millis=int(time.time() * 1000),
             total_record_count=(latest.total_record_count if latest else 0) + added - deleted,
             delta_record_count=added - deleted,
             changelog_record_count=sum(e.file.row_count for e in changelog) if changelog else None,
             properties=ctx.properties or None,
-            base_manifest_list_size=base_size, delta_manifest_list_size=delta_size,
+            base_manifest_list_size=base_size,
+            delta_manifest_list_size=delta_size,
             changelog_manifest_list_size=cl_size,
-            uuid=str(uuid.uuid4()), writer_version=WRITER_VERSION)
+            uuid=str(uuid.uuid4()),
+            writer_version=WRITER_VERSION,
+        )
         return snapshot, written
 
     def _vectors_of_deleted_files(self, latest: Snapshot, entries) -> list[IndexManifestEntry]:
         """DELETEs of the DV index files whose every vector belongs to a file this overwrite deletes
         (a bucket rescale, a partition overwrite): nothing may point at a file no longer live."""
         gone = {e.file.file_name for e in entries if e.kind == FileKind.DELETE}
-        return [as_delete(e) for e in self.manifests.index_entries(latest)
-                if e.index_type == DV_INDEX and e.dv_ranges and all(m.data_file_name in gone for m in e.dv_ranges)]
+        return [
+            as_delete(e)
+            for e in self.manifests.index_entries(latest)
+            if e.index_type == DV_INDEX and e.dv_ranges and all(m.data_file_name in gone for m in e.dv_ranges)
+        ]
 
-    def _new_index_manifest(self, latest: Snapshot | None, changes: list[IndexManifestEntry], namer,
-                            drop: Callable[[bytes], bool] | None) -> str | None:
+    def _new_index_manifest(
+        self, latest: Snapshot | None, changes: list[IndexManifestEntry], namer, drop: Callable[[bytes], bool] | None
+    ) -> str | None:
         """The complete index manifest after ``changes`` (None: unchanged, "": empty). HASH files are combined
         per (partition, bucket) like Java's ``BucketedCombiner``: an ADD replaces the bucket's file,
         so a Java/pypaimon-style ADD without a DELETE leaves no stale entry. An overwrite drops the
         HASH files of the partitions it replaces."""
         previous = self.manifests.index_entries(latest)
         # an overwrite deletes the partitions' data files, so their HASH and DV index files go too
-        current = {(e.partition, e.bucket, e.index_type, e.file_name): e for e in previous
-                   if not (drop is not None and e.index_type in (HASH_INDEX, DV_INDEX) and drop(e.partition))}
+        current = {
+            (e.partition, e.bucket, e.index_type, e.file_name): e
+            for e in previous
+            if not (drop is not None and e.index_type in (HASH_INDEX, DV_INDEX) and drop(e.partition))
+        }
         dropped = len(current) != len(previous)
         if not changes and not dropped:
             return None
@@ -678,7 +830,7 @@ class _SequenceChecks:
         self._added: dict[int, list] = {}  # snapshot id -> its non-COMPACT ADD entries (read once)
 
     @staticmethod
-    def of(messages: Sequence[CommitMessage]) -> "_SequenceChecks | None":
+    def of(messages: Sequence[CommitMessage]) -> _SequenceChecks | None:
         buckets: dict[tuple[bytes, int], _BucketSequences] = {}
         own: set[str] = set()
         for m in messages:
@@ -693,27 +845,40 @@ class _SequenceChecks:
             key = (m.partition, m.bucket)
             prev = buckets.get(key)
             if prev is not None:
-                new_min = min(x for x in (new_min, prev.new_min) if x is not None) \
-                    if new_min is not None or prev.new_min is not None else None
-                dropped_max = max(x for x in (dropped_max, prev.dropped_max) if x is not None) \
-                    if dropped_max is not None or prev.dropped_max is not None else None
-            buckets[key] = _BucketSequences(min(m.base_snapshot_id, prev.base) if prev else m.base_snapshot_id,
-                                            new_min, dropped_max)
+                new_min = (
+                    min(x for x in (new_min, prev.new_min) if x is not None)
+                    if new_min is not None or prev.new_min is not None
+                    else None
+                )
+                dropped_max = (
+                    max(x for x in (dropped_max, prev.dropped_max) if x is not None)
+                    if dropped_max is not None or prev.dropped_max is not None
+                    else None
+                )
+            buckets[key] = _BucketSequences(
+                min(m.base_snapshot_id, prev.base) if prev else m.base_snapshot_id, new_min, dropped_max
+            )
         return _SequenceChecks(buckets, own) if buckets else None
 
-    def _others_added(self, commit: "FileStoreCommit", sid: int) -> list | None:
+    def _others_added(self, commit: FileStoreCommit, sid: int) -> list | None:
         added = self._added.get(sid)
         if added is None:
             snap = commit._snapshot_to_check(sid)
             if snap is None:
                 return None  # expired: nothing left to compare with
-            added = [] if snap.commit_kind == CommitKind.COMPACT else [
-                (e, snap) for e in commit.manifests.delta_entries(snap)
-                if e.kind == FileKind.ADD and (e.partition, e.bucket) in self.buckets]
+            added = (
+                []
+                if snap.commit_kind == CommitKind.COMPACT
+                else [
+                    (e, snap)
+                    for e in commit.manifests.delta_entries(snap)
+                    if e.kind == FileKind.ADD and (e.partition, e.bucket) in self.buckets
+                ]
+            )
             self._added[sid] = added
         return added
 
-    def check(self, commit: "FileStoreCommit", latest: Snapshot | None, kind: CommitKind) -> None:
+    def check(self, commit: FileStoreCommit, latest: Snapshot | None, kind: CommitKind) -> None:
         if latest is None or kind == CommitKind.OVERWRITE:
             return  # an overwrite replaces whatever landed meanwhile
         only_deletes = bool(commit.options.sequence_fields)  # 'sequence.field' orders the rest
@@ -724,19 +889,25 @@ class _SequenceChecks:
                 f = e.file
                 if sid <= b.base or f.file_name in self.own:
                     continue
-                if kind == CommitKind.APPEND and b.new_min is not None and f.max_sequence_number >= b.new_min \
-                        and not (only_deletes and f.delete_row_count == 0):
+                if (
+                    kind == CommitKind.APPEND
+                    and b.new_min is not None
+                    and f.max_sequence_number >= b.new_min
+                    and not (only_deletes and f.delete_row_count == 0)
+                ):
                     raise SequenceConflictError(
                         f"sequence conflict in {commit.store.identifier}: bucket {e.bucket} of partition "
                         f"{commit._partition_desc(e.partition)} got rows numbered up to {f.max_sequence_number} from "
                         f"snapshot {sid} (by {snap.commit_user}) after snapshot {b.base}, from which this write "
                         f"numbered its rows from {b.new_min}; landing it would let the earlier commit win over this "
                         "one. Nothing was committed — write the data again against the latest snapshot "
-                        "(write_arrow does so itself), or run one writer per bucket")
+                        "(write_arrow does so itself), or run one writer per bucket"
+                    )
                 if kind == CommitKind.COMPACT and b.dropped_max is not None and f.min_sequence_number <= b.dropped_max:
                     raise SequenceConflictError(
                         f"sequence conflict in {commit.store.identifier}: compaction of bucket {e.bucket} of partition "
                         f"{commit._partition_desc(e.partition)} (planned at snapshot {b.base}) dropped deletes numbered "
                         f"up to {b.dropped_max}, but snapshot {sid} (by {snap.commit_user}) since added rows numbered "
                         f"from {f.min_sequence_number} that those deletes must still shadow. Nothing was committed — "
-                        "re-run the compaction against the latest snapshot")
+                        "re-run the compaction against the latest snapshot"
+                    )

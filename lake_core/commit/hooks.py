@@ -6,9 +6,11 @@ race, and a writer compacts the buckets it wrote. They are handed these three ca
 table, as Java's ``TableCommitImpl`` is given its expire and tag maintainers and pypaimon's commit
 its ``CommitCallback``s.
 """
+
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, Protocol, Sequence
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from lake_core.commit.messages import CommitMessage
@@ -21,13 +23,20 @@ class TableHooks(Protocol):
     def after_commit(self) -> None:
         """Expiry and tags after a successful commit, unless ``write-only`` (Java ``TableCommitImpl``)."""
 
-    def recompact_buckets(self, snapshot: Snapshot | None,
-                          buckets: Iterable[tuple[bytes, int, int]]) -> list[CommitMessage]:
+    def recompact_buckets(
+        self, snapshot: Snapshot | None, buckets: Iterable[tuple[bytes, int, int]]
+    ) -> list[CommitMessage]:
         """Full compactions of ``buckets`` ((partition, bucket, total_buckets)) as live at ``snapshot``
         (a first-row commit whose own compaction lost a race); writes files, commits nothing."""
 
-    def compact_written_bucket(self, partition: bytes, bucket: int, total_buckets: int,
-                               live: Sequence[DataFileMeta], new_files: Sequence[DataFileMeta],
-                               namer: FileNamer) -> CommitMessage | None:
+    def compact_written_bucket(
+        self,
+        partition: bytes,
+        bucket: int,
+        total_buckets: int,
+        live: Sequence[DataFileMeta],
+        new_files: Sequence[DataFileMeta],
+        namer: FileNamer,
+    ) -> CommitMessage | None:
         """A writer's inline compaction of one bucket after it wrote ``new_files`` over ``live``
         (None: nothing to compact); writes files, commits nothing."""

@@ -1,6 +1,7 @@
 """What a writer hands its committer across process boundaries: commit messages, plain frozen
 dataclasses, so they pickle (Spark, Dagster). Splits, what a planner hands its readers, are in
 :mod:`lake_core.read.split`."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -28,9 +29,16 @@ class CommitMessage:
     base_snapshot_id: int | None = None
 
     def is_empty(self) -> bool:
-        return not (self.new_files or self.changelog_files or self.deleted_files or self.compact_before
-                    or self.compact_after or self.compact_changelog or self.new_index_files
-                    or self.deleted_index_files)
+        return not (
+            self.new_files
+            or self.changelog_files
+            or self.deleted_files
+            or self.compact_before
+            or self.compact_after
+            or self.compact_changelog
+            or self.new_index_files
+            or self.deleted_index_files
+        )
 
     @property
     def has_compaction(self) -> bool:

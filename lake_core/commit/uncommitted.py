@@ -1,7 +1,9 @@
 """The files of commit messages whose commit certainly did not land (Java ``TableCommit.abort``)."""
+
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from lake_core.commit.messages import CommitMessage
 
@@ -9,7 +11,7 @@ if TYPE_CHECKING:
     from lake_core.store import FileStore
 
 
-def remove_uncommitted(store: "FileStore", messages: Sequence[CommitMessage]) -> None:
+def remove_uncommitted(store: FileStore, messages: Sequence[CommitMessage]) -> None:
     """Delete the data files of ``messages``, whose commit certainly did not land (a
     ``CommitConflictError``): nothing references them."""
     for m in messages:

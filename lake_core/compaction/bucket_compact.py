@@ -2,10 +2,12 @@
 commit falls back on when its own compaction lost a race. The LSM machinery (levels, pickers,
 chunked merge) lives in :mod:`lake_core.compaction`; this module keeps the bucket-level entry points.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -23,8 +25,7 @@ if TYPE_CHECKING:
     from lake_core.store import FileStore
 
 
-def read_kv_files(store: "FileStore", partition_path: str, bucket: int,
-                  files: Sequence[DataFileMeta]) -> pa.Table:
+def read_kv_files(store: FileStore, partition_path: str, bucket: int, files: Sequence[DataFileMeta]) -> pa.Table:
     """All columns plus _SEQUENCE_NUMBER/_VALUE_KIND of ``files``, concatenated oldest first."""
     schema = store.schema.arrow_schema()
     full = schema.append(pa.field(SEQ, pa.int64(), nullable=False)).append(pa.field(KIND, pa.int8(), nullable=False))
@@ -41,9 +42,16 @@ def read_kv_files(store: "FileStore", partition_path: str, bucket: int,
 __all__ = ["read_kv_files", "compact_bucket", "recompact_buckets"]
 
 
-def compact_bucket(store: "FileStore", partition: bytes, bucket: int, total_buckets: int,
-                   files: Sequence[DataFileMeta], extra_new_files: Sequence[DataFileMeta] = (),
-                   namer: FileNamer | None = None, base_snapshot_id: int | None = None) -> CommitMessage:
+def compact_bucket(
+    store: FileStore,
+    partition: bytes,
+    bucket: int,
+    total_buckets: int,
+    files: Sequence[DataFileMeta],
+    extra_new_files: Sequence[DataFileMeta] = (),
+    namer: FileNamer | None = None,
+    base_snapshot_id: int | None = None,
+) -> CommitMessage:
     """Full compaction of ``files`` (live) and ``extra_new_files`` (written in this commit) to the
     top level, every file rewritten (as ``compaction.force-rewrite-all-files``).
 
@@ -56,19 +64,30 @@ def compact_bucket(store: "FileStore", partition: bytes, bucket: int, total_buck
     vectors = None
     if store.options.deletion_vectors_enabled:
         snap = store.snapshot_manager.get(base_snapshot_id) if base_snapshot_id else store.snapshot_manager.latest()
-        vectors = BucketDeletionVectors.load(store, partition, bucket,
-                                             bucket_dv_entries(store, snap).get((partition, bucket), []))
+        vectors = BucketDeletionVectors.load(
+            store, partition, bucket, bucket_dv_entries(store, snap).get((partition, bucket), [])
+        )
     namer = namer or FileNamer()
-    msg = run_compact_unit(store, partition, bucket, total_buckets, unit, drop_delete=drop_delete(unit, levels),
-                           max_level=levels.max_level, extra_new_files=extra_new_files, namer=namer,
-                           force_rewrite=True, vectors=vectors).message
+    msg = run_compact_unit(
+        store,
+        partition,
+        bucket,
+        total_buckets,
+        unit,
+        drop_delete=drop_delete(unit, levels),
+        max_level=levels.max_level,
+        extra_new_files=extra_new_files,
+        namer=namer,
+        force_rewrite=True,
+        vectors=vectors,
+    ).message
     if vectors is not None:
         new, deleted = vectors.changes(store, namer)
         msg = replace(msg, new_index_files=new, deleted_index_files=deleted)
     return replace(msg, base_snapshot_id=base_snapshot_id)
 
 
-def recompact_buckets(store: "FileStore", snapshot, buckets) -> list[CommitMessage]:
+def recompact_buckets(store: FileStore, snapshot, buckets) -> list[CommitMessage]:
     """Full compactions of ``buckets`` ((partition, bucket, total_buckets)) as live at ``snapshot``:
     how a first-row commit whose own compaction lost a race still makes its rows visible."""
     live: dict[tuple[bytes, int], list[DataFileMeta]] = {}

@@ -11,6 +11,7 @@ decide them, vectorized over aligned Arrow tables:
 Rows keep their own ``_SEQUENCE_NUMBER``; the output is in the order of ``after`` (key order), a
 key's ``-U`` before its ``+U``, as Java writes them while merging.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -44,8 +45,9 @@ def values_equal(before: pa.Table, after: pa.Table, names) -> np.ndarray:
     return equal
 
 
-def changelog_rows(before: pa.Table, has_before: np.ndarray, after: pa.Table, *, value_names,
-                   row_deduplicate: bool) -> pa.Table:
+def changelog_rows(
+    before: pa.Table, has_before: np.ndarray, after: pa.Table, *, value_names, row_deduplicate: bool
+) -> pa.Table:
     """The changelog of keys whose value went from ``before`` to ``after``. Both tables hold the
     table's columns plus ``_SEQUENCE_NUMBER``/``_VALUE_KIND``, one row per key, aligned (row i is the
     same key); ``has_before[i]`` False means the key had no stored value (row i of ``before`` is
@@ -53,8 +55,9 @@ def changelog_rows(before: pa.Table, has_before: np.ndarray, after: pa.Table, *,
     n = after.num_rows
     before = before.select(after.column_names)
     after_add = _is_add(after[KIND].to_numpy()) if n else np.zeros(0, bool)
-    before_kinds = np.asarray(before[KIND].fill_null(rowkind.DELETE).to_numpy(zero_copy_only=False)) if n \
-        else np.zeros(0, np.int8)
+    before_kinds = (
+        np.asarray(before[KIND].fill_null(rowkind.DELETE).to_numpy(zero_copy_only=False)) if n else np.zeros(0, np.int8)
+    )
     before_add = has_before & _is_add(before_kinds)
     both = before_add & after_add
     if row_deduplicate and both.any():

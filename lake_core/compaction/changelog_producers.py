@@ -13,21 +13,23 @@
 Every producer reads the rows with their file's level (column ``_LEVEL``) and turns it into the
 rows :func:`lake_core.compaction.changelog.changelog_rows` compares. No Python runs per row.
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lake_core.kv import rowkind
-from lake_core.kv.system_fields import KIND, SEQ
-from lake_core.manifest.metadata import DataFileMeta
 from lake_core.compaction.changelog import changelog_rows
 from lake_core.compaction.kv_read import kv_schema
 from lake_core.compaction.lookup import lookup_latest
+from lake_core.kv import rowkind
+from lake_core.kv.system_fields import KIND, SEQ
+from lake_core.manifest.metadata import DataFileMeta
 
 if TYPE_CHECKING:
     from lake_core.deletion_vectors.vector import DeletionVector
@@ -42,17 +44,23 @@ def _group_info(rows: pa.Table, key_names: Sequence[str], levels: np.ndarray, to
     and of its row at ``top_level`` (``top``)."""
     n = rows.num_rows
     high = levels > 0
-    t = rows.select(list(key_names)).append_column("l0", pa.array((levels == 0).astype(np.int8))) \
-        .append_column("hlevel", pa.array(levels.astype(np.int32), pa.int32(), mask=~high)) \
+    t = (
+        rows.select(list(key_names))
+        .append_column("l0", pa.array((levels == 0).astype(np.int8)))
+        .append_column("hlevel", pa.array(levels.astype(np.int32), pa.int32(), mask=~high))
         .append_column(_ROW, pa.array(np.arange(n, dtype=np.int64)))
+    )
     aggs = [("l0", "max"), (_ROW, "count"), ("hlevel", "min")]
     if top_level is not None:
         t = t.append_column("trow", pa.array(np.arange(n, dtype=np.int64), mask=levels != top_level))
         aggs.append(("trow", "max"))
     g = t.group_by(list(key_names), use_threads=False).aggregate(aggs)
     # the row index of the newest high-level row: join its (key, level) back
-    hi_rows = t.filter(pa.array(high)).select(list(key_names) + ["hlevel", _ROW]) \
+    hi_rows = (
+        t.filter(pa.array(high))
+        .select(list(key_names) + ["hlevel", _ROW])
         .rename_columns(list(key_names) + ["hlevel_min", "hi"])
+    )
     g = g.join(hi_rows, keys=list(key_names) + ["hlevel_min"], join_type="left outer", use_threads=False)
     return g
 
@@ -87,7 +95,7 @@ class ChangelogProducer:
 
     needs_levels = True
 
-    def __init__(self, store: "FileStore"):
+    def __init__(self, store: FileStore):
         self.store = store
         self.key_names = list(store.schema.trimmed_primary_keys)
         self.value_names = [f.name for f in store.schema.fields]
@@ -108,8 +116,15 @@ class ChangelogProducer:
 
 
 class LookupChangelog(ChangelogProducer):
-    def __init__(self, store: "FileStore", *, bucket_dir: str, lookup_files: Sequence[DataFileMeta],
-                 deletion_vectors: Mapping[str, "DeletionVector"] | None, old_merged_in: bool):
+    def __init__(
+        self,
+        store: FileStore,
+        *,
+        bucket_dir: str,
+        lookup_files: Sequence[DataFileMeta],
+        deletion_vectors: Mapping[str, DeletionVector] | None,
+        old_merged_in: bool,
+    ):
         super().__init__(store)
         self.bucket_dir = bucket_dir
         self.lookup_files = tuple(lookup_files)
@@ -123,12 +138,21 @@ class LookupChangelog(ChangelogProducer):
         if not self.lookup_files or state.rows.num_rows == 0:
             return None
         info = state.info(self.key_names)
-        need = info.filter(pa.array((info["l0_max"].to_numpy(zero_copy_only=False) == 1)
-                                    & info["hi"].is_null().to_numpy(zero_copy_only=False)))
+        need = info.filter(
+            pa.array(
+                (info["l0_max"].to_numpy(zero_copy_only=False) == 1)
+                & info["hi"].is_null().to_numpy(zero_copy_only=False)
+            )
+        )
         if need.num_rows == 0:
             return None
-        found = lookup_latest(self.store, bucket_dir=self.bucket_dir, files=self.lookup_files,
-                              keys=need.select(self.key_names), deletion_vectors=self.deletion_vectors)
+        found = lookup_latest(
+            self.store,
+            bucket_dir=self.bucket_dir,
+            files=self.lookup_files,
+            keys=need.select(self.key_names),
+            deletion_vectors=self.deletion_vectors,
+        )
         return found.select(self.schema.names).cast(self.schema) if found.num_rows else None
 
     def absorb(self, rows: pa.Table, found: pa.Table | None, engine) -> pa.Table:
@@ -148,8 +172,9 @@ class LookupChangelog(ChangelogProducer):
         through unchanged; an empty row of the key before it makes it a real merge."""
         kinds = rows[KIND].to_numpy()
         retract = rowkind.is_retract(kinds)
-        if not retract.any() or any(not f.nullable for f in self.store.schema.arrow_schema()
-                                    if f.name not in self.key_names):
+        if not retract.any() or any(
+            not f.nullable for f in self.store.schema.arrow_schema() if f.name not in self.key_names
+        ):
             return rows
         t = rows.select(self.key_names).append_column(_ROW, pa.array(np.arange(rows.num_rows, dtype=np.int64)))
         counts = t.group_by(self.key_names, use_threads=False).aggregate([(_ROW, "count"), (_ROW, "max")])
@@ -165,8 +190,11 @@ class LookupChangelog(ChangelogProducer):
                 empty = empty.set_column(i, empty.schema.field(i), pa.nulls(len(lone), empty.schema.field(i).type))
         seq = empty[SEQ].to_numpy() - 1
         empty = empty.set_column(empty.schema.get_field_index(SEQ), empty.schema.field(SEQ), pa.array(seq, pa.int64()))
-        empty = empty.set_column(empty.schema.get_field_index(KIND), empty.schema.field(KIND),
-                                 pa.array(np.zeros(len(lone), np.int8), pa.int8()))
+        empty = empty.set_column(
+            empty.schema.get_field_index(KIND),
+            empty.schema.field(KIND),
+            pa.array(np.zeros(len(lone), np.int8), pa.int8()),
+        )
         return pa.concat_tables([empty, rows])
 
     def changelog(self, state: ChunkState, merged: pa.Table, engine, found: pa.Table | None):
@@ -180,8 +208,11 @@ class LookupChangelog(ChangelogProducer):
         before = _take(state.rows.select(self.schema.names), hi)
         has_before = hi.is_valid().to_numpy(zero_copy_only=False)
         if found is not None and found.num_rows:
-            fi = _align(merged, found.select(self.key_names).append_column(
-                "f", pa.array(np.arange(found.num_rows, dtype=np.int64))), self.key_names)["f"]
+            fi = _align(
+                merged,
+                found.select(self.key_names).append_column("f", pa.array(np.arange(found.num_rows, dtype=np.int64))),
+                self.key_names,
+            )["f"]
             use_found = fi.is_valid().to_numpy(zero_copy_only=False) & ~has_before & has_l0
             if use_found.any():
                 sel = np.flatnonzero(use_found)
@@ -189,8 +220,13 @@ class LookupChangelog(ChangelogProducer):
                 before = _replace_rows(before, sel, old)
                 has_before = has_before | use_found
         idx = np.flatnonzero(has_l0)
-        cl = changelog_rows(before.take(idx), has_before[idx], merged.select(self.schema.names).take(idx),
-                            value_names=self.value_names, row_deduplicate=self.row_deduplicate)
+        cl = changelog_rows(
+            before.take(idx),
+            has_before[idx],
+            merged.select(self.schema.names).take(idx),
+            value_names=self.value_names,
+            row_deduplicate=self.row_deduplicate,
+        )
         return merged, cl
 
 
@@ -208,7 +244,7 @@ class FirstRowChangelog(ChangelogProducer):
 
 
 class FullCompactionChangelog(ChangelogProducer):
-    def __init__(self, store: "FileStore", max_level: int):
+    def __init__(self, store: FileStore, max_level: int):
         super().__init__(store)
         self.max_level = max_level
 
@@ -225,8 +261,13 @@ class FullCompactionChangelog(ChangelogProducer):
         if len(idx) == 0:
             return merged, None
         before = _take(state.rows.select(self.schema.names), top)
-        cl = changelog_rows(before.take(idx), has_top[idx], merged.select(self.schema.names).take(idx),
-                            value_names=self.value_names, row_deduplicate=self.row_deduplicate)
+        cl = changelog_rows(
+            before.take(idx),
+            has_top[idx],
+            merged.select(self.schema.names).take(idx),
+            value_names=self.value_names,
+            row_deduplicate=self.row_deduplicate,
+        )
         return merged, cl
 
 
@@ -238,8 +279,15 @@ def _replace_rows(t: pa.Table, positions: np.ndarray, new: pa.Table) -> pa.Table
     return pa.concat_tables([t, new.select(t.column_names).cast(t.schema)]).take(pa.array(idx))
 
 
-def producer_for(store: "FileStore", *, output_level: int, max_level: int, bucket_dir: str,
-                 lookup_files: Sequence[DataFileMeta], vectors) -> ChangelogProducer | None:
+def producer_for(
+    store: FileStore,
+    *,
+    output_level: int,
+    max_level: int,
+    bucket_dir: str,
+    lookup_files: Sequence[DataFileMeta],
+    vectors,
+) -> ChangelogProducer | None:
     """The changelog producer of a unit writing to ``output_level``, or None (no changelog)."""
     if not store.schema.primary_keys:
         return None
@@ -249,12 +297,23 @@ def producer_for(store: "FileStore", *, output_level: int, max_level: int, bucke
             return FirstRowChangelog(store)
         dvs = vectors.vectors if vectors is not None else None
         above = [f for f in lookup_files if f.level > output_level]
-        return LookupChangelog(store, bucket_dir=bucket_dir, lookup_files=above, deletion_vectors=dvs,
-                               old_merged_in=vectors is not None and store.merge_engine().lookup_needs_old_value)
+        return LookupChangelog(
+            store,
+            bucket_dir=bucket_dir,
+            lookup_files=above,
+            deletion_vectors=dvs,
+            old_merged_in=vectors is not None and store.merge_engine().lookup_needs_old_value,
+        )
     if producer == "full-compaction" and output_level == max_level:
         return FullCompactionChangelog(store, max_level)
     return None
 
 
-__all__ = ["ChunkState", "ChangelogProducer", "LookupChangelog", "FirstRowChangelog",
-           "FullCompactionChangelog", "producer_for"]
+__all__ = [
+    "ChunkState",
+    "ChangelogProducer",
+    "LookupChangelog",
+    "FirstRowChangelog",
+    "FullCompactionChangelog",
+    "producer_for",
+]

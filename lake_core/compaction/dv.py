@@ -3,18 +3,20 @@
 outside the unit (older, higher levels). A found row is merged in as the oldest input of the key,
 and its position is marked deleted in that file's vector, so each key is stored live exactly once
 at levels >= 1 and every file can be read raw with its vector applied."""
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lake_core.deletion_vectors.maintainer import BucketDeletionVectors
-from lake_core.manifest.metadata import DataFileMeta
 from lake_core.compaction.kv_read import kv_schema
 from lake_core.compaction.lookup import LOOKUP_FILE, LOOKUP_POSITION, lookup_latest
+from lake_core.deletion_vectors.maintainer import BucketDeletionVectors
+from lake_core.manifest.metadata import DataFileMeta
 
 if TYPE_CHECKING:
     from lake_core.store import FileStore
@@ -22,7 +24,7 @@ if TYPE_CHECKING:
 
 @dataclass
 class DvCompaction:
-    store: "FileStore"
+    store: FileStore
     bucket_dir: str
     outside: Sequence[DataFileMeta]  # the bucket's files the unit does not rewrite
     vectors: BucketDeletionVectors
@@ -36,8 +38,14 @@ class DvCompaction:
         # deduplicate by arrival order: the newer rows win whatever the old one held, so only its
         # position is needed, and a keys-only read is enough
         positions_only = not self.store.merge_engine().lookup_needs_old_value
-        found = lookup_latest(self.store, bucket_dir=self.bucket_dir, files=self.outside, keys=rows,
-                              deletion_vectors=self.vectors.vectors, with_rows=not positions_only)
+        found = lookup_latest(
+            self.store,
+            bucket_dir=self.bucket_dir,
+            files=self.outside,
+            keys=rows,
+            deletion_vectors=self.vectors.vectors,
+            with_rows=not positions_only,
+        )
         if found.num_rows == 0:
             return rows
         files = found.column(LOOKUP_FILE)

@@ -12,20 +12,30 @@ second, COMPACT snapshot.
 - ``commit.force-compact`` makes a streaming writer wait for its compaction; a batch writer
   always waits, so it changes nothing here.
 """
+
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from lake_core.deletion_vectors.maintainer import BucketDeletionVectors, bucket_dv_entries, needs_full_for_dv
 from lake_core.commit.messages import CommitMessage
+from lake_core.compaction.picker import (
+    Pick,
+    UniversalConfig,
+    drop_delete,
+    force_pick_level0,
+    pick_full,
+    pick_universal,
+    worth_running,
+)
+from lake_core.compaction.plan import outside_unit
+from lake_core.compaction.record_expiry import RecordExpiry, expired_file_test
+from lake_core.compaction.rewrite import run_compact_unit
+from lake_core.deletion_vectors.maintainer import BucketDeletionVectors, bucket_dv_entries, needs_full_for_dv
+from lake_core.lsm.levels import Levels, key_decoder
 from lake_core.manifest.metadata import DataFileMeta
 from lake_core.paths import FileNamer, data_file_in
-from lake_core.compaction.record_expiry import RecordExpiry, expired_file_test
-from lake_core.lsm.levels import Levels, key_decoder
-from lake_core.compaction.picker import Pick, UniversalConfig, drop_delete, force_pick_level0, pick_full, pick_universal, worth_running
-from lake_core.compaction.plan import outside_unit
-from lake_core.compaction.rewrite import run_compact_unit
 
 if TYPE_CHECKING:
     from lake_core.store import FileStore
@@ -33,13 +43,17 @@ if TYPE_CHECKING:
 _MAX_ROUNDS = 8
 
 
-def pick_inline(store: "FileStore", levels: Levels, expiry: RecordExpiry | None, now_ms: int,
-                stalled: bool, dv_index=None) -> Pick:
+def pick_inline(
+    store: FileStore, levels: Levels, expiry: RecordExpiry | None, now_ms: int, stalled: bool, dv_index=None
+) -> Pick:
     opts = store.options
     runs = levels.sorted_runs()
     n = levels.number_of_levels
-    if opts.full_compaction_delta_commits is not None or stalled or \
-            (dv_index is not None and needs_full_for_dv(levels, dv_index)):
+    if (
+        opts.full_compaction_delta_commits is not None
+        or stalled
+        or (dv_index is not None and needs_full_for_dv(levels, dv_index))
+    ):
         force = opts.compaction_force_rewrite_all_files
         expired = expired_file_test(expiry, store)
         return pick_full(runs, n, lambda f: force or expired(f))
@@ -51,9 +65,15 @@ def pick_inline(store: "FileStore", levels: Levels, expiry: RecordExpiry | None,
     return p if worth_running(p.unit) else Pick(None)
 
 
-def compact_written_bucket(store: "FileStore", partition: bytes, bucket: int, total_buckets: int,
-                           live: Sequence[DataFileMeta], new_files: Sequence[DataFileMeta],
-                           namer: FileNamer) -> CommitMessage | None:
+def compact_written_bucket(
+    store: FileStore,
+    partition: bytes,
+    bucket: int,
+    total_buckets: int,
+    live: Sequence[DataFileMeta],
+    new_files: Sequence[DataFileMeta],
+    namer: FileNamer,
+) -> CommitMessage | None:
     """The compaction of one bucket after a write (None: nothing to compact). The message carries
     only compact_before/compact_after; the caller merges it with the bucket's new files."""
     opts = store.options
@@ -69,8 +89,9 @@ def compact_written_bucket(store: "FileStore", partition: bytes, bucket: int, to
     vectors = None
     if opts.deletion_vectors_enabled:
         # no live files (a new bucket, or an overwrite replacing them): no vectors can matter
-        dv_index = (bucket_dv_entries(store, store.snapshot_manager.latest()).get((partition, bucket), [])
-                    if live else [])
+        dv_index = (
+            bucket_dv_entries(store, store.snapshot_manager.latest()).get((partition, bucket), []) if live else []
+        )
         vectors = BucketDeletionVectors.load(store, partition, bucket, dv_index)
     for round_ in range(_MAX_ROUNDS):
         stalled = round_ > 0
@@ -79,9 +100,19 @@ def compact_written_bucket(store: "FileStore", partition: bytes, bucket: int, to
         p = pick_inline(store, levels, expiry, now_ms, stalled, vectors.entries if vectors is not None else None)
         if p.unit is None or not p.unit.files:
             break
-        out = run_compact_unit(store, partition, bucket, total_buckets, p.unit, drop_delete=drop_delete(p.unit, levels),
-                               max_level=levels.max_level, expiry=expiry, namer=namer,
-                               lookup_files=outside_unit(levels, p.unit), vectors=vectors).message
+        out = run_compact_unit(
+            store,
+            partition,
+            bucket,
+            total_buckets,
+            p.unit,
+            drop_delete=drop_delete(p.unit, levels),
+            max_level=levels.max_level,
+            expiry=expiry,
+            namer=namer,
+            lookup_files=outside_unit(levels, p.unit),
+            vectors=vectors,
+        ).message
         changelog += out.compact_changelog
         upgraded = {f.file_name for f in out.compact_before}
         written |= {f.file_name for f in out.compact_after if f.file_name not in upgraded}
@@ -100,5 +131,13 @@ def compact_written_bucket(store: "FileStore", partition: bytes, bucket: int, to
     if not before and not after:
         return None
     new_index, deleted_index = vectors.changes(store, namer) if vectors is not None else ((), ())
-    return CommitMessage(partition, bucket, total_buckets, compact_before=before, compact_after=after,
-                         compact_changelog=changelog, new_index_files=new_index, deleted_index_files=deleted_index)
+    return CommitMessage(
+        partition,
+        bucket,
+        total_buckets,
+        compact_before=before,
+        compact_after=after,
+        compact_changelog=changelog,
+        new_index_files=new_index,
+        deleted_index_files=deleted_index,
+    )

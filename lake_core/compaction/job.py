@@ -6,22 +6,30 @@ A unit whose input files another job already compacted is *stale*: it is skipped
 its output files deleted, and the other units still land. The commit is conflict-checked, so a
 compaction racing a writer either lands whole or leaves nothing visible.
 """
+
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from lake_core.commit.file_store_commit import FileStoreCommit
-from lake_core.commit.uncommitted import remove_uncommitted
-from lake_core.errors import CommitConflictError, CommitOutcomeUnknownError, LakeError, MaintenanceArgumentError
 from lake_core.commit.messages import CommitMessage
-from lake_core.compaction.plan import BucketCompactionUnit, CompactionPlan, level_counts, plan_compaction, run_unit, \
-    ttl_lag_s
+from lake_core.commit.uncommitted import remove_uncommitted
+from lake_core.compaction.plan import (
+    BucketCompactionUnit,
+    CompactionPlan,
+    level_counts,
+    plan_compaction,
+    run_unit,
+    ttl_lag_s,
+)
 from lake_core.compaction.result import CompactionResult
 from lake_core.compaction.rewrite import UnitOutcome
 from lake_core.distributed import DistributedJob, run_locally
+from lake_core.errors import CommitConflictError, CommitOutcomeUnknownError, LakeError, MaintenanceArgumentError
 
 if TYPE_CHECKING:
     from lake_core.commit.hooks import TableHooks
@@ -38,8 +46,8 @@ class CompactionJob(DistributedJob[BucketCompactionUnit, UnitOutcome, Compaction
     COMPACT commit. Picklable (the store and the table pickle), so Spark can ship it to its tasks.
     ``dry_run``: no unit runs, the commit reports the plan."""
 
-    store: "FileStore"
-    hooks: "TableHooks"  # what the commit calls above itself (the table's expiry after it lands)
+    store: FileStore
+    hooks: TableHooks  # what the commit calls above itself (the table's expiry after it lands)
     plan: CompactionPlan
     dry_run: bool = False
 
@@ -60,75 +68,135 @@ class CompactionJob(DistributedJob[BucketCompactionUnit, UnitOutcome, Compaction
         return f"compaction of {self.store.identifier}, {unit.describe()}"
 
 
-def compaction_job(store: "FileStore", *, hooks: "TableHooks", full: bool = False, partitions=None,
-                   expire_records: bool = False, dry_run: bool = False, now_ms: int | None = None,
-                   options: Mapping[str, str] | None = None) -> CompactionJob:
+def compaction_job(
+    store: FileStore,
+    *,
+    hooks: TableHooks,
+    full: bool = False,
+    partitions=None,
+    expire_records: bool = False,
+    dry_run: bool = False,
+    now_ms: int | None = None,
+    options: Mapping[str, str] | None = None,
+) -> CompactionJob:
     """Plan (metadata only) and return the job; arguments as :func:`compact`."""
-    plan = plan_compaction(store, full=full, partitions=partitions, expire_records=expire_records, now_ms=now_ms,
-                           options=options)
-    log.info("compact %s: %d unit(s) planned over %d bucket(s)%s", store.identifier, len(plan.units),
-             len(plan.buckets), " (dry run)" if dry_run else "")
+    plan = plan_compaction(
+        store, full=full, partitions=partitions, expire_records=expire_records, now_ms=now_ms, options=options
+    )
+    log.info(
+        "compact %s: %d unit(s) planned over %d bucket(s)%s",
+        store.identifier,
+        len(plan.units),
+        len(plan.buckets),
+        " (dry run)" if dry_run else "",
+    )
     return CompactionJob(store, hooks, plan, dry_run=dry_run)
 
 
-def compact(store: "FileStore", *, hooks: "TableHooks", full: bool = False, partitions=None, dry_run: bool = False,
-            expire_records: bool = False, parallelism: int = 2, now_ms: int | None = None,
-            options: Mapping[str, str] | None = None) -> CompactionResult:
+def compact(
+    store: FileStore,
+    *,
+    hooks: TableHooks,
+    full: bool = False,
+    partitions=None,
+    dry_run: bool = False,
+    expire_records: bool = False,
+    parallelism: int = 2,
+    now_ms: int | None = None,
+    options: Mapping[str, str] | None = None,
+) -> CompactionResult:
     """Plan, execute and commit; ``now_ms`` fixes the clock of record-level expiry (default: now);
     ``hooks``: what the commit calls above itself (the table's expiry after it lands).
 
     The job a distributed executor runs (:class:`CompactionJob`), run here in threads."""
     _check_arguments(store, full=full, dry_run=dry_run, expire_records=expire_records, parallelism=parallelism)
-    job = compaction_job(store, hooks=hooks, full=full, partitions=partitions, expire_records=expire_records,
-                         dry_run=dry_run, now_ms=now_ms, options=options)
+    job = compaction_job(
+        store,
+        hooks=hooks,
+        full=full,
+        partitions=partitions,
+        expire_records=expire_records,
+        dry_run=dry_run,
+        now_ms=now_ms,
+        options=options,
+    )
     return run_locally(job, parallelism=parallelism)
 
 
-def commit_compaction(store: "FileStore", plan: CompactionPlan, outcomes: Sequence[UnitOutcome], *,
-                      hooks: "TableHooks", dry_run: bool = False) -> CompactionResult:
+def commit_compaction(
+    store: FileStore, plan: CompactionPlan, outcomes: Sequence[UnitOutcome], *, hooks: TableHooks, dry_run: bool = False
+) -> CompactionResult:
     """One COMPACT commit of ``outcomes`` (``outcomes[i]`` is the result of ``plan.units[i]``, run
     anywhere) and the job's result. Units made stale by a concurrent compaction are skipped, with
     their reason, and their files deleted. ``dry_run``: commit nothing, report the plan."""
     before_files = [f for b in plan.buckets for f in b.files]
-    common: dict[str, Any] = dict(table=store.identifier, full=plan.full, expire_records=plan.expire_records, dry_run=dry_run,
-                  base_snapshot_id=plan.snapshot_id, units_planned=len(plan.units),
-                  levels_before=level_counts(before_files),
-                  ttl_lag_before_s=ttl_lag_s(before_files, plan.expiry, store), options=dict(plan.options),
-                  expiry_field=plan.expiry.field if plan.expiry else None,
-                  expiry_cutoff_s=plan.expiry.cutoff_s if plan.expiry else None)
+    common: dict[str, Any] = dict(
+        table=store.identifier,
+        full=plan.full,
+        expire_records=plan.expire_records,
+        dry_run=dry_run,
+        base_snapshot_id=plan.snapshot_id,
+        units_planned=len(plan.units),
+        levels_before=level_counts(before_files),
+        ttl_lag_before_s=ttl_lag_s(before_files, plan.expiry, store),
+        options=dict(plan.options),
+        expiry_field=plan.expiry.field if plan.expiry else None,
+        expiry_cutoff_s=plan.expiry.cutoff_s if plan.expiry else None,
+    )
     if dry_run or not plan.units:
         if outcomes:
             abort_compaction(store, outcomes)
-            raise LakeError(f"compact of {store.identifier}: {len(outcomes)} executed unit(s) given to a "
-                            f"{'dry run' if dry_run else 'plan without units'}; their files were deleted")
-        return CompactionResult(**common, files_read=sum(len(u.files) for u in plan.units),
-                                bytes_read=sum(u.bytes for u in plan.units), rows_in=sum(u.rows for u in plan.units),
-                                levels_after=common["levels_before"], ttl_lag_after_s=common["ttl_lag_before_s"],
-                                duration_s=_elapsed(plan))
+            raise LakeError(
+                f"compact of {store.identifier}: {len(outcomes)} executed unit(s) given to a "
+                f"{'dry run' if dry_run else 'plan without units'}; their files were deleted"
+            )
+        return CompactionResult(
+            **common,
+            files_read=sum(len(u.files) for u in plan.units),
+            bytes_read=sum(u.bytes for u in plan.units),
+            rows_in=sum(u.rows for u in plan.units),
+            levels_after=common["levels_before"],
+            ttl_lag_after_s=common["ttl_lag_before_s"],
+            duration_s=_elapsed(plan),
+        )
     if len(outcomes) != len(plan.units):
         abort_compaction(store, outcomes)
-        raise LakeError(f"compact of {store.identifier}: {len(outcomes)} outcome(s) for {len(plan.units)} planned "
-                        "unit(s); every unit must be executed (nothing was committed, their files were deleted)")
+        raise LakeError(
+            f"compact of {store.identifier}: {len(outcomes)} outcome(s) for {len(plan.units)} planned "
+            "unit(s); every unit must be executed (nothing was committed, their files were deleted)"
+        )
     committed, skipped, snapshot_id = commit_units(store, plan, list(outcomes), hooks=hooks)
     after_files = _files_after(before_files, [outcomes[i].message for i in committed])
     counts = [outcomes[i].counts for i in committed]
     msgs = [outcomes[i].message for i in committed]
-    upgraded = {(f.file_name) for m in msgs for f in m.compact_before} & \
-        {f.file_name for m in msgs for f in m.compact_after}
+    upgraded = {(f.file_name) for m in msgs for f in m.compact_before} & {
+        f.file_name for m in msgs for f in m.compact_after
+    }
     written = [f for m in msgs for f in m.compact_after if f.file_name not in upgraded]
     read = [f for m in msgs for f in m.compact_before if f.file_name not in upgraded]
     return CompactionResult(
-        **common, snapshot_id=snapshot_id, units_run=len(committed), units_skipped=len(skipped),
-        skipped=tuple(skipped), files_read=len(read), bytes_read=sum(f.file_size for f in read),
-        files_written=len(written), bytes_written=sum(f.file_size for f in written),
-        files_upgraded=sum(c.files_upgraded for c in counts), rows_in=sum(c.rows_in for c in counts),
-        rows_out=sum(c.rows_out for c in counts), rows_dropped_deletes=sum(c.rows_deleted for c in counts),
-        rows_expired=sum(c.rows_expired for c in counts), rows_null_time=sum(c.rows_null_time for c in counts),
-        levels_after=level_counts(after_files), ttl_lag_after_s=ttl_lag_s(after_files, plan.expiry, store),
-        duration_s=_elapsed(plan))
+        **common,
+        snapshot_id=snapshot_id,
+        units_run=len(committed),
+        units_skipped=len(skipped),
+        skipped=tuple(skipped),
+        files_read=len(read),
+        bytes_read=sum(f.file_size for f in read),
+        files_written=len(written),
+        bytes_written=sum(f.file_size for f in written),
+        files_upgraded=sum(c.files_upgraded for c in counts),
+        rows_in=sum(c.rows_in for c in counts),
+        rows_out=sum(c.rows_out for c in counts),
+        rows_dropped_deletes=sum(c.rows_deleted for c in counts),
+        rows_expired=sum(c.rows_expired for c in counts),
+        rows_null_time=sum(c.rows_null_time for c in counts),
+        levels_after=level_counts(after_files),
+        ttl_lag_after_s=ttl_lag_s(after_files, plan.expiry, store),
+        duration_s=_elapsed(plan),
+    )
 
 
-def abort_compaction(store: "FileStore", outcomes: Sequence[UnitOutcome]) -> None:
+def abort_compaction(store: FileStore, outcomes: Sequence[UnitOutcome]) -> None:
     """Delete the files of executed, uncommitted units (another unit failed; nothing is committed)."""
     for outcome in outcomes:
         _discard(store, outcome.message)
@@ -138,24 +206,27 @@ def _elapsed(plan: CompactionPlan) -> float:
     return max(0.0, time.time() - plan.planned_at) if plan.planned_at else 0.0
 
 
-def _check_arguments(store: "FileStore", *, parallelism: int = 1, **flags) -> None:
+def _check_arguments(store: FileStore, *, parallelism: int = 1, **flags) -> None:
     for name, v in flags.items():  # a truthy string would silently switch on a full rewrite
         if not isinstance(v, bool):
             raise MaintenanceArgumentError(f"{name} = {v!r} for compact of {store.identifier} must be True or False")
     if not isinstance(parallelism, int) or isinstance(parallelism, bool) or parallelism < 1:
-        raise MaintenanceArgumentError(f"parallelism = {parallelism!r} for compact of {store.identifier} must be a "
-                                       "positive integer")
+        raise MaintenanceArgumentError(
+            f"parallelism = {parallelism!r} for compact of {store.identifier} must be a positive integer"
+        )
 
 
 def _stale_reason(unit: BucketCompactionUnit, live: set) -> str | None:
     gone = [f.file_name for f in unit.files if (unit.partition, unit.bucket, f.level, f.file_name) not in live]
     if not gone:
         return None
-    return (f"{unit.describe()}: stale, {len(gone)} input file(s) (e.g. {gone[0]}) were already compacted or "
-            "removed by another job")
+    return (
+        f"{unit.describe()}: stale, {len(gone)} input file(s) (e.g. {gone[0]}) were already compacted or "
+        "removed by another job"
+    )
 
 
-def commit_units(store: "FileStore", plan: CompactionPlan, outcomes: list[UnitOutcome], *, hooks: "TableHooks"):
+def commit_units(store: FileStore, plan: CompactionPlan, outcomes: list[UnitOutcome], *, hooks: TableHooks):
     """One COMPACT commit of the executed units that are still valid (``outcomes[i]`` belongs to
     ``plan.units[i]``); stale units are skipped and their files deleted. Returns (committed unit
     indices, skip reasons, snapshot id or None)."""
@@ -164,8 +235,10 @@ def commit_units(store: "FileStore", plan: CompactionPlan, outcomes: list[UnitOu
     try:
         for _round in range(_MAX_STALE_ROUNDS):
             latest = store.snapshot_manager.latest()
-            live = {(e.partition, e.bucket, e.file.level, e.file.file_name)
-                    for e in store.manifest_store.live_entries(latest)}
+            live = {
+                (e.partition, e.bucket, e.file.level, e.file.file_name)
+                for e in store.manifest_store.live_entries(latest)
+            }
             still = []
             for i in pending:
                 reason = _stale_reason(plan.units[i], live)
@@ -181,7 +254,8 @@ def commit_units(store: "FileStore", plan: CompactionPlan, outcomes: list[UnitOu
             try:
                 # base_snapshot_id: the commit refuses deletes dropped here that rows landed since still need
                 snaps = FileStoreCommit(store, hooks=hooks).commit(
-                    [replace(outcomes[i].message, base_snapshot_id=plan.snapshot_id) for i in pending])
+                    [replace(outcomes[i].message, base_snapshot_id=plan.snapshot_id) for i in pending]
+                )
             except CommitConflictError:
                 # Someone compacted between our check and our commit: re-check and drop what went
                 # stale; a conflict that made nothing stale is final.
@@ -198,18 +272,19 @@ def commit_units(store: "FileStore", plan: CompactionPlan, outcomes: list[UnitOu
         raise
 
 
-def _any_stale(store: "FileStore", plan: CompactionPlan, pending: list[int]) -> bool:
+def _any_stale(store: FileStore, plan: CompactionPlan, pending: list[int]) -> bool:
     latest = store.snapshot_manager.latest()
     live = {(e.partition, e.bucket, e.file.level, e.file.file_name) for e in store.manifest_store.live_entries(latest)}
     return any(_stale_reason(plan.units[i], live) is not None for i in pending)
 
 
-def _discard(store: "FileStore", message: CommitMessage) -> None:
+def _discard(store: FileStore, message: CommitMessage) -> None:
     remove_uncommitted(store, [message])  # keeps upgraded files: they are the unit's own inputs
 
 
 def _files_after(before, messages: list[CommitMessage]):
     # data file names are unique per table (uuid + counter), so (level, name) identifies a file
     gone_names = {(f.level, f.file_name) for m in messages for f in m.compact_before}
-    return [f for f in before if (f.level, f.file_name) not in gone_names] + \
-        [f for m in messages for f in m.compact_after]
+    return [f for f in before if (f.level, f.file_name) not in gone_names] + [
+        f for m in messages for f in m.compact_after
+    ]

@@ -12,18 +12,20 @@ skipped from their statistics.
 Used by deletion-vector compaction (which positions to mark) and by the lookup changelog producer
 (the previous value of a key).
 """
+
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lake_core.kv.system_fields import KIND, SEQ
-from lake_core.manifest.metadata import DataFileMeta
 from lake_core.compaction.kv_read import CHUNK_ROWS, POSITION, iter_kv_file, kv_schema
+from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.lsm.levels import key_decoder, level0_order
+from lake_core.manifest.metadata import DataFileMeta
 
 if TYPE_CHECKING:
     from lake_core.deletion_vectors.vector import DeletionVector
@@ -40,16 +42,18 @@ def lookup_order(files: Sequence[DataFileMeta]) -> list[DataFileMeta]:
     return l0 + sorted((f for f in files if f.level > 0), key=lambda f: (f.level, -f.max_sequence_number))
 
 
-def result_schema(store: "FileStore", with_rows: bool = True) -> pa.Schema:
+def result_schema(store: FileStore, with_rows: bool = True) -> pa.Schema:
     kv = kv_schema(store)
     if not with_rows:
         kv = pa.schema([kv.field(c) for c in list(store.schema.trimmed_primary_keys) + [SEQ, KIND]])
-    return (kv.append(pa.field(LOOKUP_FILE, pa.string(), nullable=False))
-            .append(pa.field(LOOKUP_LEVEL, pa.int32(), nullable=False))
-            .append(pa.field(LOOKUP_POSITION, pa.int64(), nullable=False)))
+    return (
+        kv.append(pa.field(LOOKUP_FILE, pa.string(), nullable=False))
+        .append(pa.field(LOOKUP_LEVEL, pa.int32(), nullable=False))
+        .append(pa.field(LOOKUP_POSITION, pa.int64(), nullable=False))
+    )
 
 
-def _range_filter(store: "FileStore", key_names: Sequence[str], keys: pa.Table) -> Callable[[DataFileMeta], bool]:
+def _range_filter(store: FileStore, key_names: Sequence[str], keys: pa.Table) -> Callable[[DataFileMeta], bool]:
     """``may_hold(file)``: False when a single-column key batch lies outside the file's key range."""
     if len(key_names) != 1 or keys.num_rows == 0:
         return lambda f: True
@@ -70,9 +74,16 @@ def _range_filter(store: "FileStore", key_names: Sequence[str], keys: pa.Table) 
     return may_hold
 
 
-def lookup_latest(store: "FileStore", *, bucket_dir: str, files: Sequence[DataFileMeta], keys: pa.Table,
-                  deletion_vectors: Mapping[str, "DeletionVector"] | None = None,
-                  chunk_rows: int = CHUNK_ROWS, with_rows: bool = True) -> pa.Table:
+def lookup_latest(
+    store: FileStore,
+    *,
+    bucket_dir: str,
+    files: Sequence[DataFileMeta],
+    keys: pa.Table,
+    deletion_vectors: Mapping[str, DeletionVector] | None = None,
+    chunk_rows: int = CHUNK_ROWS,
+    with_rows: bool = True,
+) -> pa.Table:
     """The latest occurrence of each key of ``keys`` (a table holding at least the trimmed primary-key
     columns) in ``files`` of the bucket at ``bucket_dir``. One row per key found (keys found nowhere
     are absent), in no particular order, with the columns of :func:`result_schema`.
@@ -90,8 +101,9 @@ def lookup_latest(store: "FileStore", *, bucket_dir: str, files: Sequence[DataFi
         if not may_hold(f):
             continue
         hits = []
-        for chunk in iter_kv_file(store, bucket_dir, f, chunk_rows, deletion=dvs.get(f.file_name), with_position=True,
-                                  columns=columns):
+        for chunk in iter_kv_file(
+            store, bucket_dir, f, chunk_rows, deletion=dvs.get(f.file_name), with_position=True, columns=columns
+        ):
             if chunk.num_rows == 0:
                 continue
             probe = chunk.select(key_names).append_column("_ROW", pa.array(np.arange(chunk.num_rows, dtype=np.int64)))
@@ -103,10 +115,13 @@ def lookup_latest(store: "FileStore", *, bucket_dir: str, files: Sequence[DataFi
             continue
         rows = pa.concat_tables(hits)
         n = rows.num_rows
-        rows = (rows.append_column(LOOKUP_FILE, pa.array([f.file_name] * n, pa.string()))
-                .append_column(LOOKUP_LEVEL, pa.array(np.full(n, f.level, np.int32)))
-                .rename_columns([LOOKUP_POSITION if c == POSITION else c for c in rows.column_names]
-                                + [LOOKUP_FILE, LOOKUP_LEVEL]))
+        rows = (
+            rows.append_column(LOOKUP_FILE, pa.array([f.file_name] * n, pa.string()))
+            .append_column(LOOKUP_LEVEL, pa.array(np.full(n, f.level, np.int32)))
+            .rename_columns(
+                [LOOKUP_POSITION if c == POSITION else c for c in rows.column_names] + [LOOKUP_FILE, LOOKUP_LEVEL]
+            )
+        )
         found.append(rows.select(schema.names).cast(schema))
         pending = pending.join(rows.select(key_names), keys=key_names, join_type="left anti", use_threads=False)
     return pa.concat_tables(found) if found else schema.empty_table()

@@ -2,13 +2,14 @@
 ``EarlyFullCompaction``, ``ForceUpLevel0Compaction`` and ``CompactStrategy.pickFullCompaction``
 as pure functions over run metadata (no I/O, no clock: the caller passes ``now_ms``).
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
+from lake_core.lsm.levels import Levels, LevelSortedRun
 from lake_core.manifest.metadata import DataFileMeta
-from lake_core.lsm.levels import LevelSortedRun, Levels
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,7 @@ class CompactUnit:
     reason: str = ""
 
     @staticmethod
-    def of_runs(output_level: int, runs: Sequence[LevelSortedRun], reason: str) -> "CompactUnit":
+    def of_runs(output_level: int, runs: Sequence[LevelSortedRun], reason: str) -> CompactUnit:
         return CompactUnit(output_level, tuple(f for r in runs for f in r.run.files), reason)
 
 
@@ -38,13 +39,15 @@ class UniversalConfig:
     incremental_size_threshold: int | None = None  # compaction.incremental-size-threshold
 
     @staticmethod
-    def from_options(options) -> "UniversalConfig":
+    def from_options(options) -> UniversalConfig:
         return UniversalConfig(
-            max_size_amp=options.compaction_max_size_amp, size_ratio=options.compaction_size_ratio,
+            max_size_amp=options.compaction_max_size_amp,
+            size_ratio=options.compaction_size_ratio,
             trigger=options.num_sorted_run_compaction_trigger,
             optimization_interval_ms=options.compaction_optimization_interval_ms,
             total_size_threshold=options.compaction_total_size_threshold,
-            incremental_size_threshold=options.compaction_incremental_size_threshold)
+            incremental_size_threshold=options.compaction_incremental_size_threshold,
+        )
 
 
 @dataclass(frozen=True)
@@ -79,8 +82,9 @@ def create_unit(runs: Sequence[LevelSortedRun], max_level: int, run_count: int, 
     return Pick(CompactUnit.of_runs(output, runs[:run_count], reason), full)
 
 
-def pick_for_size_ratio(runs: Sequence[LevelSortedRun], max_level: int, size_ratio: int, candidate_count: int,
-                        force: bool, reason: str) -> Pick:
+def pick_for_size_ratio(
+    runs: Sequence[LevelSortedRun], max_level: int, size_ratio: int, candidate_count: int, force: bool, reason: str
+) -> Pick:
     size = _total(runs[:candidate_count])
     triggered = force or candidate_count > 1
     for nxt in runs[candidate_count:]:
@@ -94,30 +98,43 @@ def pick_for_size_ratio(runs: Sequence[LevelSortedRun], max_level: int, size_rat
     return create_unit(runs, max_level, candidate_count, reason) if triggered else Pick(None)
 
 
-def early_full(runs: Sequence[LevelSortedRun], max_level: int, cfg: UniversalConfig, now_ms: int,
-               last_full_ms: int | None) -> Pick:
+def early_full(
+    runs: Sequence[LevelSortedRun], max_level: int, cfg: UniversalConfig, now_ms: int, last_full_ms: int | None
+) -> Pick:
     """Java ``EarlyFullCompaction``: the optimization interval elapsed, the bucket is below
     the total size threshold, or its non-top-level data is above the incremental threshold."""
     if len(runs) == 1:
         return Pick(None)
     if cfg.optimization_interval_ms is not None and (
-            last_full_ms is None or now_ms - last_full_ms > cfg.optimization_interval_ms):
+        last_full_ms is None or now_ms - last_full_ms > cfg.optimization_interval_ms
+    ):
         return Pick(CompactUnit.of_runs(max_level, runs, "optimization interval"), True)
     if cfg.total_size_threshold is not None and _total(runs) < cfg.total_size_threshold:
         return Pick(CompactUnit.of_runs(max_level, runs, "total size threshold"), True)
-    if cfg.incremental_size_threshold is not None and \
-            sum(r.total_size for r in runs if r.level != max_level) > cfg.incremental_size_threshold:
+    if (
+        cfg.incremental_size_threshold is not None
+        and sum(r.total_size for r in runs if r.level != max_level) > cfg.incremental_size_threshold
+    ):
         return Pick(CompactUnit.of_runs(max_level, runs, "incremental size threshold"), True)
     return Pick(None)
 
 
-def pick_universal(runs: Sequence[LevelSortedRun], num_levels: int, cfg: UniversalConfig, *, now_ms: int = 0,
-                   last_full_ms: int | None = None) -> Pick:
+def pick_universal(
+    runs: Sequence[LevelSortedRun],
+    num_levels: int,
+    cfg: UniversalConfig,
+    *,
+    now_ms: int = 0,
+    last_full_ms: int | None = None,
+) -> Pick:
     """Java ``UniversalCompaction.pick``: early full compaction, then size amplification, size
     ratio and file count, in that order."""
     max_level = num_levels - 1
-    if cfg.optimization_interval_ms is not None or cfg.total_size_threshold is not None \
-            or cfg.incremental_size_threshold is not None:
+    if (
+        cfg.optimization_interval_ms is not None
+        or cfg.total_size_threshold is not None
+        or cfg.incremental_size_threshold is not None
+    ):
         p = early_full(runs, max_level, cfg, now_ms, last_full_ms)
         if p.unit is not None:
             return p
@@ -129,8 +146,7 @@ def pick_universal(runs: Sequence[LevelSortedRun], num_levels: int, cfg: Univers
         if p.unit is not None:
             return p
     if len(runs) > cfg.trigger:
-        return pick_for_size_ratio(runs, max_level, cfg.size_ratio, len(runs) - cfg.trigger + 1, False,
-                                   "file count")
+        return pick_for_size_ratio(runs, max_level, cfg.size_ratio, len(runs) - cfg.trigger + 1, False, "file count")
     return Pick(None)
 
 
@@ -146,8 +162,9 @@ def force_pick_level0(runs: Sequence[LevelSortedRun], num_levels: int, cfg: Univ
     return pick_for_size_ratio(runs, num_levels - 1, cfg.size_ratio, count, True, "force level 0 up")
 
 
-def pick_full(runs: Sequence[LevelSortedRun], num_levels: int,
-              must_rewrite: Callable[[DataFileMeta], bool] = lambda f: False) -> Pick:
+def pick_full(
+    runs: Sequence[LevelSortedRun], num_levels: int, must_rewrite: Callable[[DataFileMeta], bool] = lambda f: False
+) -> Pick:
     """Java ``CompactStrategy.pickFullCompaction``: every run to the top level; a bucket that is
     already one top-level run only rewrites the files ``must_rewrite`` names (expired records,
     ``compaction.force-rewrite-all-files``)."""

@@ -6,24 +6,34 @@ A :class:`BucketCompactionUnit` is a dedicated job's unit of work (one bucket); 
 :class:`~lake_core.compaction.picker.CompactUnit` (Java's name) is what it carries inside: the
 files and the output level chosen for that bucket.
 """
+
 from __future__ import annotations
 
 import time
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING
 
-from lake_core.errors import InvalidOptionError, LakeError
-from lake_core.manifest.metadata import DataFileMeta, IndexManifestEntry
-from lake_core.deletion_vectors.maintainer import BucketDeletionVectors, bucket_dv_entries, needs_full_for_dv
-from lake_core.paths import FileNamer
+from lake_core.compaction.picker import (
+    CompactUnit,
+    Pick,
+    UniversalConfig,
+    drop_delete,
+    force_pick_level0,
+    pick_full,
+    pick_universal,
+    worth_running,
+)
 from lake_core.compaction.planning_options import with_planning_options
 from lake_core.compaction.record_expiry import RecordExpiry, expired_file_test
-from lake_core.schema.partition_selector import PartitionSelector
-from lake_core.lsm.levels import Levels, key_decoder
-from lake_core.compaction.picker import CompactUnit, Pick, UniversalConfig, drop_delete, force_pick_level0, pick_full, \
-    pick_universal, worth_running
 from lake_core.compaction.rewrite import UnitOutcome, run_compact_unit
+from lake_core.deletion_vectors.maintainer import BucketDeletionVectors, bucket_dv_entries, needs_full_for_dv
+from lake_core.errors import InvalidOptionError, LakeError
+from lake_core.lsm.levels import Levels, key_decoder
+from lake_core.manifest.metadata import DataFileMeta, IndexManifestEntry
+from lake_core.paths import FileNamer
+from lake_core.schema.partition_selector import PartitionSelector
 
 if TYPE_CHECKING:
     from lake_core.store import FileStore
@@ -56,8 +66,10 @@ class BucketCompactionUnit:
         return sum(f.row_count for f in self.files)
 
     def describe(self) -> str:
-        return (f"partition {self.partition_values} bucket {self.bucket}: {len(self.files)} file(s) -> "
-                f"level {self.output_level} ({self.reason})")
+        return (
+            f"partition {self.partition_values} bucket {self.bucket}: {len(self.files)} file(s) -> "
+            f"level {self.output_level} ({self.reason})"
+        )
 
 
 @dataclass(frozen=True)
@@ -84,19 +96,32 @@ class CompactionPlan:
     planned_at: float = 0.0  # wall clock (s) when planning started: the job's duration counts from it
 
 
-def run_unit(store: "FileStore", unit: BucketCompactionUnit) -> UnitOutcome:
+def run_unit(store: FileStore, unit: BucketCompactionUnit) -> UnitOutcome:
     """Run one unit: writes its new files, commits nothing; its CommitMessage and row counters."""
     cu = CompactUnit(unit.output_level, unit.files, unit.reason)
-    vectors = BucketDeletionVectors.load(store, unit.partition, unit.bucket, unit.dv_index) \
-        if unit.dv_index is not None else None
-    out = run_compact_unit(store, unit.partition, unit.bucket, unit.total_buckets, cu,
-                           drop_delete=unit.drop_delete, max_level=unit.max_level, expiry=unit.expiry,
-                           lookup_files=unit.lookup_files, vectors=vectors)
+    vectors = (
+        BucketDeletionVectors.load(store, unit.partition, unit.bucket, unit.dv_index)
+        if unit.dv_index is not None
+        else None
+    )
+    out = run_compact_unit(
+        store,
+        unit.partition,
+        unit.bucket,
+        unit.total_buckets,
+        cu,
+        drop_delete=unit.drop_delete,
+        max_level=unit.max_level,
+        expiry=unit.expiry,
+        lookup_files=unit.lookup_files,
+        vectors=vectors,
+    )
     return with_vector_changes(store, out, vectors, FileNamer())
 
 
-def with_vector_changes(store: "FileStore", out: UnitOutcome, vectors: BucketDeletionVectors | None,
-                        namer: FileNamer) -> UnitOutcome:
+def with_vector_changes(
+    store: FileStore, out: UnitOutcome, vectors: BucketDeletionVectors | None, namer: FileNamer
+) -> UnitOutcome:
     """The outcome with the bucket's rewritten DV index file (old ones deleted) in its message."""
     if vectors is None:
         return out
@@ -104,9 +129,17 @@ def with_vector_changes(store: "FileStore", out: UnitOutcome, vectors: BucketDel
     return replace(out, message=replace(out.message, new_index_files=new, deleted_index_files=deleted))
 
 
-def pick_bucket(store: "FileStore", levels: Levels, *, full: bool, expiry: RecordExpiry | None,
-                expire_records: bool, now_ms: int, last_full_ms: int | None = None,
-                dv_index: Sequence[IndexManifestEntry] | None = None) -> Pick:
+def pick_bucket(
+    store: FileStore,
+    levels: Levels,
+    *,
+    full: bool,
+    expiry: RecordExpiry | None,
+    expire_records: bool,
+    now_ms: int,
+    last_full_ms: int | None = None,
+    dv_index: Sequence[IndexManifestEntry] | None = None,
+) -> Pick:
     """The pick for one bucket of a dedicated job (the writer's inline pick is in :mod:`.inline`)."""
     opts = store.options
     runs = levels.sorted_runs()
@@ -126,19 +159,30 @@ def pick_bucket(store: "FileStore", levels: Levels, *, full: bool, expiry: Recor
     return p if worth_running(p.unit) else Pick(None)
 
 
-def plan_compaction(store: "FileStore", *, full: bool = False, partitions=None, expire_records: bool = False,
-                    now_ms: int | None = None, options: Mapping[str, str] | None = None) -> CompactionPlan:
+def plan_compaction(
+    store: FileStore,
+    *,
+    full: bool = False,
+    partitions=None,
+    expire_records: bool = False,
+    now_ms: int | None = None,
+    options: Mapping[str, str] | None = None,
+) -> CompactionPlan:
     """``options``: dynamic planning options for this job only (see :mod:`.planning_options`)."""
     planned_at = time.time()
     store = with_planning_options(store, options)
     if not store.schema.primary_keys:
-        raise LakeError(f"compact of {store.identifier}: only primary-key tables have LSM levels to compact; "
-                        "this is an append table")
+        raise LakeError(
+            f"compact of {store.identifier}: only primary-key tables have LSM levels to compact; "
+            "this is an append table"
+        )
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     expiry = RecordExpiry.of(store, now_ms // 1000)
     if expire_records and expiry is None:
-        raise InvalidOptionError(f"compact(expire_records=True) of {store.identifier} needs the table options "
-                                 "'record-level.expire-time' and 'record-level.time-field'")
+        raise InvalidOptionError(
+            f"compact(expire_records=True) of {store.identifier} needs the table options "
+            "'record-level.expire-time' and 'record-level.time-field'"
+        )
     selector = PartitionSelector.of(store.schema, partitions, table=store.identifier, operation="compact")
     snapshot = store.snapshot_manager.latest()
     manifests = store.manifest_store
@@ -160,17 +204,37 @@ def plan_compaction(store: "FileStore", *, full: bool = False, partitions=None, 
         buckets.append(BucketLevels(partition, bucket, files))
         levels = Levels.of(files, num_levels, key_of)
         dv_index = tuple(dv_entries.get((partition, bucket), ())) if dv_entries is not None else None
-        p = pick_bucket(store, levels, full=full, expiry=expiry, expire_records=expire_records, now_ms=now_ms,
-                        dv_index=dv_index)
+        p = pick_bucket(
+            store, levels, full=full, expiry=expiry, expire_records=expire_records, now_ms=now_ms, dv_index=dv_index
+        )
         if p.unit is None or not p.unit.files:
             continue
-        units.append(BucketCompactionUnit(partition, values, bucket, entries[0].total_buckets, p.unit.files,
-                                    p.unit.output_level, levels.max_level, drop_delete(p.unit, levels),
-                                    p.unit.reason, expiry, outside_unit(levels, p.unit), dv_index))
-    return CompactionPlan(snapshot.id if snapshot else None, tuple(units), tuple(buckets), expiry, full=full,
-                          expire_records=expire_records,
-                          options=tuple(sorted((str(k), str(v)) for k, v in (options or {}).items())),
-                          planned_at=planned_at)
+        units.append(
+            BucketCompactionUnit(
+                partition,
+                values,
+                bucket,
+                entries[0].total_buckets,
+                p.unit.files,
+                p.unit.output_level,
+                levels.max_level,
+                drop_delete(p.unit, levels),
+                p.unit.reason,
+                expiry,
+                outside_unit(levels, p.unit),
+                dv_index,
+            )
+        )
+    return CompactionPlan(
+        snapshot.id if snapshot else None,
+        tuple(units),
+        tuple(buckets),
+        expiry,
+        full=full,
+        expire_records=expire_records,
+        options=tuple(sorted((str(k), str(v)) for k, v in (options or {}).items())),
+        planned_at=planned_at,
+    )
 
 
 def outside_unit(levels: Levels, unit: CompactUnit) -> tuple[DataFileMeta, ...]:
@@ -185,7 +249,7 @@ def level_counts(files: Sequence[DataFileMeta]) -> dict[str, int]:
     return dict(sorted(out.items(), key=lambda kv: int(kv[0][1:])))
 
 
-def ttl_lag_s(files: Sequence[DataFileMeta], expiry: RecordExpiry | None, store: "FileStore") -> int | None:
+def ttl_lag_s(files: Sequence[DataFileMeta], expiry: RecordExpiry | None, store: FileStore) -> int | None:
     """How long past its expiry the oldest record is (0: nothing overdue), from value statistics."""
     if expiry is None:
         return None

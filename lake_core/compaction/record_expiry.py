@@ -36,11 +36,13 @@ file that predates the time field has a NULL minimum, so nothing expired.
 Time field types: INT (epoch seconds), BIGINT (epoch seconds, or milliseconds when the value is
 at least 10^12, Paimon's rule), TIMESTAMP and TIMESTAMP_LTZ.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -60,7 +62,7 @@ def _to_seconds(value) -> int | None:
         return None
     if isinstance(value, _dt.datetime):
         if value.tzinfo is None:
-            value = value.replace(tzinfo=_dt.timezone.utc)
+            value = value.replace(tzinfo=_dt.UTC)
         return int(value.timestamp() // 1)
     v = int(value)
     return v // 1000 if v >= _MILLIS_FROM else v
@@ -76,7 +78,7 @@ class RecordExpiry:
     now_s: int
 
     @staticmethod
-    def of(store, now_s: int) -> "RecordExpiry | None":
+    def of(store, now_s: int) -> RecordExpiry | None:
         opts = store.options
         expire_ms, field = opts.record_level_expire_time_ms, opts.record_level_time_field
         if expire_ms is None or not field:
@@ -110,7 +112,7 @@ class RecordExpiry:
         kept = rows.filter(pa.array(~expired)) if n else rows
         return kept, n, int(np.count_nonzero(nulls))
 
-    def file_min_seconds(self, f: DataFileMeta, store: "FileStore") -> int | None:
+    def file_min_seconds(self, f: DataFileMeta, store: FileStore) -> int | None:
         """Minimum of the time field in ``f``'s value statistics, mapped by field id from the
         schema ``f`` was written with (None: unknown, or all NULL)."""
         lo, _hi, _nulls = evolved_value_stats(store, f).get(self.field, (None, None, None))
@@ -119,12 +121,12 @@ class RecordExpiry:
         except (TypeError, ValueError):  # an older type that is no time (changed since): unknown
             return None
 
-    def file_has_expired(self, f: DataFileMeta, store: "FileStore") -> bool:
+    def file_has_expired(self, f: DataFileMeta, store: FileStore) -> bool:
         m = self.file_min_seconds(f, store)
         return m is not None and m < self.cutoff_s
 
 
-def expired_file_test(expiry: RecordExpiry | None, store: "FileStore") -> Callable[[DataFileMeta], bool]:
+def expired_file_test(expiry: RecordExpiry | None, store: FileStore) -> Callable[[DataFileMeta], bool]:
     """Whether a file's statistics show expired records (always False without expiry)."""
     if expiry is None:
         return lambda f: False

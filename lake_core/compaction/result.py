@@ -1,4 +1,5 @@
 """What a dedicated compaction did (or, as a dry run, would do)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

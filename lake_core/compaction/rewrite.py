@@ -2,31 +2,33 @@
 result at the output level (rolled at ``target-file-size``), move upgraded files by metadata only.
 Returns the unit's CommitMessage with counters; the caller commits (plan -> execute -> commit).
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
-from lake_core.kv import rowkind
-from lake_core.write.file_writer import DataFileWriter, RollingFileWriter
-from lake_core.kv.system_fields import KIND
 from lake_core.commit.messages import CommitMessage
-from lake_core.manifest.metadata import DataFileMeta, FileSource
-from lake_core.paths import FileNamer
 from lake_core.compaction.changelog_producers import ChangelogProducer, ChunkState, producer_for
 from lake_core.compaction.dv import DvCompaction, unit_vectors
-from lake_core.merge.lookup_merge import LEVEL, needs_lookup_merge, newest_high_level_mask, with_level
-from lake_core.compaction.record_expiry import RecordExpiry, expired_file_test
 from lake_core.compaction.kv_read import CHUNK_ROWS, iter_kv_file, key_ranges, kv_schema  # noqa: F401 - re-exported
-from lake_core.lsm.levels import key_decoder
-from lake_core.lsm.key_probe import KeyBlock, SortedKeyProbe
-from lake_core.lsm.merge_stream import merge_sorted_runs
-from lake_core.format.float_order import java_order_key
 from lake_core.compaction.picker import CompactUnit
+from lake_core.compaction.record_expiry import RecordExpiry, expired_file_test
 from lake_core.compaction.task import Rewrite, unit_actions
+from lake_core.format.float_order import java_order_key
+from lake_core.kv import rowkind
+from lake_core.kv.system_fields import KIND
+from lake_core.lsm.key_probe import KeyBlock, SortedKeyProbe
+from lake_core.lsm.levels import key_decoder
+from lake_core.lsm.merge_stream import merge_sorted_runs
+from lake_core.manifest.metadata import DataFileMeta, FileSource
+from lake_core.merge.lookup_merge import LEVEL, needs_lookup_merge, newest_high_level_mask, with_level
+from lake_core.paths import FileNamer
+from lake_core.write.file_writer import DataFileWriter, RollingFileWriter
 
 if TYPE_CHECKING:
     from lake_core.deletion_vectors.maintainer import BucketDeletionVectors
@@ -49,11 +51,22 @@ class UnitOutcome:
     counts: UnitCounts
 
 
-def run_compact_unit(store: "FileStore", partition: bytes, bucket: int, total_buckets: int, unit: CompactUnit,
-                     *, drop_delete: bool, max_level: int, expiry: RecordExpiry | None = None,
-                     extra_new_files: Sequence[DataFileMeta] = (), namer: FileNamer | None = None,
-                     force_rewrite: bool | None = None, lookup_files: Sequence[DataFileMeta] = (),
-                     vectors: "BucketDeletionVectors | None" = None) -> UnitOutcome:
+def run_compact_unit(
+    store: FileStore,
+    partition: bytes,
+    bucket: int,
+    total_buckets: int,
+    unit: CompactUnit,
+    *,
+    drop_delete: bool,
+    max_level: int,
+    expiry: RecordExpiry | None = None,
+    extra_new_files: Sequence[DataFileMeta] = (),
+    namer: FileNamer | None = None,
+    force_rewrite: bool | None = None,
+    lookup_files: Sequence[DataFileMeta] = (),
+    vectors: BucketDeletionVectors | None = None,
+) -> UnitOutcome:
     """Execute ``unit`` of one bucket. ``extra_new_files`` are files written by the same commit
     (inline compaction): they are reported as new files of the message. ``vectors``: the bucket's
     deletion vectors (``deletion-vectors.enabled``), applied to the inputs and updated in place with
@@ -74,19 +87,31 @@ def run_compact_unit(store: "FileStore", partition: bytes, bucket: int, total_bu
     key_names = list(schema.trimmed_primary_keys)
     # first-row: a key already in the bucket's other levels is not a first row; Java reads such
     # tables without merging, so a key must never be stored twice (Paimon's lookup compaction)
-    seen = _stored_keys(store, bucket_dir, lookup_files, key_names, opts.read_batch_rows, key_of) \
-        if engine.hides_level0 and lookup_files else None
-    producer = producer_for(store, output_level=unit.output_level, max_level=max_level, bucket_dir=bucket_dir,
-                            lookup_files=lookup_files, vectors=vectors)
-    actions = unit_actions(unit, key_of=key_of, max_level=max_level,
-                           min_file_size=int(opts.target_file_size * opts.compaction_small_file_ratio),
-                           is_expired=is_expired,
-                           force_rewrite=opts.compaction_force_rewrite_all_files if force_rewrite is None else force_rewrite,
-                           rewrite_level0=(engine.hides_level0 and bool(lookup_files)) or vectors is not None
-                           or producer is not None,
-                           # Java's ChangelogMergeTreeRewriter.upgrade: a file moved to the top level by a
-                           # full-compaction changelog producer is rewritten, to emit its changelog
-                           rewrite_upgrades=producer is not None and opts.changelog_producer == "full-compaction")
+    seen = (
+        _stored_keys(store, bucket_dir, lookup_files, key_names, opts.read_batch_rows, key_of)
+        if engine.hides_level0 and lookup_files
+        else None
+    )
+    producer = producer_for(
+        store,
+        output_level=unit.output_level,
+        max_level=max_level,
+        bucket_dir=bucket_dir,
+        lookup_files=lookup_files,
+        vectors=vectors,
+    )
+    actions = unit_actions(
+        unit,
+        key_of=key_of,
+        max_level=max_level,
+        min_file_size=int(opts.target_file_size * opts.compaction_small_file_ratio),
+        is_expired=is_expired,
+        force_rewrite=opts.compaction_force_rewrite_all_files if force_rewrite is None else force_rewrite,
+        rewrite_level0=(engine.hides_level0 and bool(lookup_files)) or vectors is not None or producer is not None,
+        # Java's ChangelogMergeTreeRewriter.upgrade: a file moved to the top level by a
+        # full-compaction changelog producer is rewritten, to emit its changelog
+        rewrite_upgrades=producer is not None and opts.changelog_producer == "full-compaction",
+    )
     lookup_merge = needs_lookup_merge(store)
     writer = DataFileWriter(store, ppath, bucket, namer or FileNamer())
     with_levels = producer is not None or lookup_merge
@@ -106,8 +131,9 @@ def run_compact_unit(store: "FileStore", partition: bytes, bucket: int, total_bu
                 after.append(f.upgrade(unit.output_level))
                 c["files_upgraded"] += 1
                 continue
-            files = sorted((f for section in action.sections for f in section),
-                           key=lambda f: (f.min_sequence_number, f.file_name))  # oldest first
+            files = sorted(
+                (f for section in action.sections for f in section), key=lambda f: (f.min_sequence_number, f.file_name)
+            )  # oldest first
             before.extend(files)
             dvs = vectors.vectors if vectors is not None else {}
 
@@ -115,12 +141,15 @@ def run_compact_unit(store: "FileStore", partition: bytes, bucket: int, total_bu
                 it = iter_kv_file(store, bucket_dir, f, opts.read_batch_rows, deletion=dvs.get(f.file_name))
                 return with_level(it, f.level) if with_levels else it
 
-            merged_chunks = merge_sorted_runs([chunks(f) for f in files], key_names,
-                                              lambda rows: _merge_chunk(engine, rows, drop_delete, expiry, c, seen,
-                                                                        key_names, dv, producer, lookup_merge,
-                                                                        changelog_chunks),
-                                              # a deletion vector drops rows: such a run's size is unknown
-                                              [None if f.file_name in dvs else f.row_count for f in files])
+            merged_chunks = merge_sorted_runs(
+                [chunks(f) for f in files],
+                key_names,
+                lambda rows: _merge_chunk(
+                    engine, rows, drop_delete, expiry, c, seen, key_names, dv, producer, lookup_merge, changelog_chunks
+                ),
+                # a deletion vector drops rows: such a run's size is unknown
+                [None if f.file_name in dvs else f.row_count for f in files],
+            )
             start = len(written)
             _write_rolled(writer, merged_chunks, unit.output_level, written)
             after.extend(written[start:])
@@ -131,17 +160,25 @@ def run_compact_unit(store: "FileStore", partition: bytes, bucket: int, total_bu
         for f in written + changelog_files:  # a failed unit commits nothing: leave none of its files behind
             store.fileio.delete(f.path_in(bucket_dir))
         raise
-    msg = CommitMessage(partition, bucket, total_buckets, new_files=tuple(extra_new_files),
-                        compact_before=tuple(before), compact_after=tuple(after),
-                        compact_changelog=tuple(changelog_files))
+    msg = CommitMessage(
+        partition,
+        bucket,
+        total_buckets,
+        new_files=tuple(extra_new_files),
+        compact_before=tuple(before),
+        compact_after=tuple(after),
+        compact_changelog=tuple(changelog_files),
+    )
     return UnitOutcome(msg, UnitCounts(**c))
 
 
-def _stored_keys(store, bucket_dir: str, files: Sequence[DataFileMeta], key_names, chunk_rows: int,
-                 key_of) -> SortedKeyProbe:
+def _stored_keys(
+    store, bucket_dir: str, files: Sequence[DataFileMeta], key_names, chunk_rows: int, key_of
+) -> SortedKeyProbe:
     """A probe of the keys stored in ``files`` (the bucket's files outside the unit): each level >= 1
     is one run of its files in key order, each level-0 file a run of its own. A file is a block of
     its key range, split into its row groups once a key falls in it (Parquet statistics)."""
+
     def file_block(f: DataFileMeta) -> KeyBlock:
         def read():
             return iter_kv_file(store, bucket_dir, f, chunk_rows, columns=key_names)
@@ -150,23 +187,38 @@ def _stored_keys(store, bucket_dir: str, files: Sequence[DataFileMeta], key_name
             ranges = key_ranges(store, bucket_dir, f, key_names)
             if ranges is None or len(ranges) < 2:
                 return None
-            return [KeyBlock(lo, hi, lambda g=g: iter_kv_file(store, bucket_dir, f, chunk_rows, columns=key_names,
-                                                               row_groups=[g]))
-                    for g, (_rows, lo, hi) in enumerate(ranges)]
+            return [
+                KeyBlock(
+                    lo,
+                    hi,
+                    lambda g=g: iter_kv_file(store, bucket_dir, f, chunk_rows, columns=key_names, row_groups=[g]),
+                )
+                for g, (_rows, lo, hi) in enumerate(ranges)
+            ]
 
         return KeyBlock(tuple(key_of(f.min_key)), tuple(key_of(f.max_key)), read, split)
 
     level0 = [[f] for f in files if f.level == 0]
     levels = sorted({f.level for f in files if f.level > 0})
-    chained = [sorted((f for f in files if f.level == lv), key=lambda f: java_order_key(key_of(f.min_key)))
-               for lv in levels]
+    chained = [
+        sorted((f for f in files if f.level == lv), key=lambda f: java_order_key(key_of(f.min_key))) for lv in levels
+    ]
     return SortedKeyProbe([[file_block(f) for f in run] for run in level0 + chained], key_names)
 
 
-def _merge_chunk(engine, rows: pa.Table, drop_delete: bool, expiry: RecordExpiry | None, c: dict,
-                 seen: SortedKeyProbe | None = None, key_names=(), dv: DvCompaction | None = None,
-                 producer: ChangelogProducer | None = None, lookup_merge: bool = False,
-                 changelog_out: _ChangelogSink | None = None) -> pa.Table:
+def _merge_chunk(
+    engine,
+    rows: pa.Table,
+    drop_delete: bool,
+    expiry: RecordExpiry | None,
+    c: dict,
+    seen: SortedKeyProbe | None = None,
+    key_names=(),
+    dv: DvCompaction | None = None,
+    producer: ChangelogProducer | None = None,
+    lookup_merge: bool = False,
+    changelog_out: _ChangelogSink | None = None,
+) -> pa.Table:
     """Merge one chunk of complete key groups; counts rows in/out, expired and dropped deletes.
     ``expiry``: applied to the merged rows, after the changelog (see :mod:`.record_expiry`).
     ``seen``: keys stored elsewhere in the bucket (first-row), whose rows are dropped before the
@@ -223,8 +275,9 @@ class _ChangelogSink:
     def append(self, chunk: pa.Table) -> None:
         rolling = self.rolling
         if rolling is None:
-            rolling = self.rolling = self.writer.rolling(level=self.level, file_source=FileSource.COMPACT,
-                                                         changelog=True)
+            rolling = self.rolling = self.writer.rolling(
+                level=self.level, file_source=FileSource.COMPACT, changelog=True
+            )
         try:
             rolling.write(chunk)
         except BaseException:

@@ -2,14 +2,15 @@
 function: sections of overlapping files are rewritten through the merge engine; a large file that
 overlaps nothing is *upgraded* (a metadata-only move to the output level) instead.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
-from lake_core.manifest.metadata import DataFileMeta
-from lake_core.lsm.levels import KeyOf, interval_partition
 from lake_core.compaction.picker import CompactUnit
+from lake_core.lsm.levels import KeyOf, interval_partition
+from lake_core.manifest.metadata import DataFileMeta
 
 
 @dataclass(frozen=True)
@@ -26,10 +27,17 @@ class Upgrade:
     file: DataFileMeta
 
 
-def unit_actions(unit: CompactUnit, *, key_of: KeyOf, max_level: int, min_file_size: int,
-                 is_expired: Callable[[DataFileMeta], bool] = lambda f: False,
-                 force_rewrite: bool = False, rewrite_level0: bool = False,
-                 rewrite_upgrades: bool = False) -> list[Rewrite | Upgrade]:
+def unit_actions(
+    unit: CompactUnit,
+    *,
+    key_of: KeyOf,
+    max_level: int,
+    min_file_size: int,
+    is_expired: Callable[[DataFileMeta], bool] = lambda f: False,
+    force_rewrite: bool = False,
+    rewrite_level0: bool = False,
+    rewrite_upgrades: bool = False,
+) -> list[Rewrite | Upgrade]:
     """The ordered actions of ``unit``. ``min_file_size`` is ``target-file-size`` x
     ``compaction.small-file-ratio``: smaller single files are rewritten with their neighbours,
     larger ones upgraded. Adjacent files are never skipped over, so the output stays ordered.

@@ -2,25 +2,27 @@
 ``DeletionVectorsMaintainer``): loaded from the snapshot's DV index entries, updated with new
 deletions of looked-up rows and with the vectors of rewritten files removed, then written back as
 one new complete index file that replaces the old ones in the index manifest."""
+
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from lake_core.bucket.hash_index import as_delete
-from lake_core.manifest.metadata import IndexManifestEntry
-from lake_core.paths import FileNamer
 from lake_core.deletion_vectors.index_file import DV_INDEX, read_dv_index, write_dv_index
 from lake_core.deletion_vectors.vector import DeletionVector
+from lake_core.manifest.metadata import IndexManifestEntry
+from lake_core.paths import FileNamer
 
 if TYPE_CHECKING:
     from lake_core.snapshot.snapshot import Snapshot
     from lake_core.store import FileStore
 
 
-def bucket_dv_entries(store: "FileStore", snapshot: "Snapshot | None") -> dict[tuple[bytes, int], list[IndexManifestEntry]]:
+def bucket_dv_entries(store: FileStore, snapshot: Snapshot | None) -> dict[tuple[bytes, int], list[IndexManifestEntry]]:
     out: dict[tuple[bytes, int], list[IndexManifestEntry]] = {}
     if snapshot is None:
         return out
@@ -30,7 +32,7 @@ def bucket_dv_entries(store: "FileStore", snapshot: "Snapshot | None") -> dict[t
     return out
 
 
-def load_vectors(store: "FileStore", entries: Iterable[IndexManifestEntry]) -> dict[str, DeletionVector]:
+def load_vectors(store: FileStore, entries: Iterable[IndexManifestEntry]) -> dict[str, DeletionVector]:
     out: dict[str, DeletionVector] = {}
     for e in entries:
         out.update(read_dv_index(store, e))
@@ -43,8 +45,11 @@ def needs_full_for_dv(levels, dv_index) -> bool:
     key live once, after which lookups keep it so."""
     if dv_index:
         return False
-    ranges = [(levels.key_of(f.min_key), levels.key_of(f.max_key), lv)
-              for lv in range(1, levels.max_level + 1) for f in levels.level(lv)]
+    ranges = [
+        (levels.key_of(f.min_key), levels.key_of(f.max_key), lv)
+        for lv in range(1, levels.max_level + 1)
+        for f in levels.level(lv)
+    ]
     ranges.sort(key=lambda r: (r[0], r[1]))
     bound, bound_level = None, None
     for lo, hi, lv in ranges:
@@ -66,11 +71,13 @@ class BucketDeletionVectors:
     _new: list = field(default_factory=list)
 
     @staticmethod
-    def load(store: "FileStore", partition: bytes, bucket: int,
-             entries: Iterable[IndexManifestEntry]) -> "BucketDeletionVectors":
+    def load(
+        store: FileStore, partition: bytes, bucket: int, entries: Iterable[IndexManifestEntry]
+    ) -> BucketDeletionVectors:
         entries = tuple(entries)
-        return BucketDeletionVectors(partition, bucket, entries, load_vectors(store, entries),
-                                     store.options.deletion_vectors_bitmap64)
+        return BucketDeletionVectors(
+            partition, bucket, entries, load_vectors(store, entries), store.options.deletion_vectors_bitmap64
+        )
 
     def get(self, file_name: str) -> DeletionVector | None:
         return self.vectors.get(file_name)
@@ -79,8 +86,9 @@ class BucketDeletionVectors:
         if not len(positions):
             return
         old = self.vectors.get(file_name)
-        self.vectors[file_name] = old.union(positions) if old is not None else \
-            DeletionVector.of(positions, bitmap64=self.bitmap64)
+        self.vectors[file_name] = (
+            old.union(positions) if old is not None else DeletionVector.of(positions, bitmap64=self.bitmap64)
+        )
         self.modified = True
 
     def remove(self, file_names: Iterable[str]) -> None:
@@ -88,8 +96,9 @@ class BucketDeletionVectors:
             if self.vectors.pop(name, None) is not None:
                 self.modified = True
 
-    def changes(self, store: "FileStore", namer: FileNamer) -> tuple[tuple[IndexManifestEntry, ...],
-                                                                         tuple[IndexManifestEntry, ...]]:
+    def changes(
+        self, store: FileStore, namer: FileNamer
+    ) -> tuple[tuple[IndexManifestEntry, ...], tuple[IndexManifestEntry, ...]]:
         """(new index files, deleted index files) for the commit message; both empty if unchanged."""
         if not self.modified:
             return (), ()

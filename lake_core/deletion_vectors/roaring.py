@@ -6,6 +6,7 @@ Writing emits array and bitmap containers (no run containers: valid for every re
 accepts all three container kinds, as Java run-optimizes before it serializes. Work is per
 container of 65,536 positions, never per position.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -30,7 +31,7 @@ def serialize32(values: np.ndarray) -> bytes:
     n = len(keys)
     bodies = []
     for i in range(n):
-        lo = low[starts[i]:starts[i] + counts[i]]
+        lo = low[starts[i] : starts[i] + counts[i]]
         if counts[i] > _ARRAY_MAX:
             bits = np.zeros(65536, dtype=np.uint8)
             bits[lo] = 1
@@ -104,11 +105,13 @@ def serialize64(values: np.ndarray) -> bytes:
     out = [np.array([top + 1], "<i8").tobytes()]
     for key in range(top + 1):
         out.append(np.array([key], "<u4").tobytes())
-        out.append(serialize32((v[high == key] & 0xFFFFFFFF)))
+        out.append(serialize32(v[high == key] & 0xFFFFFFFF))
     return b"".join(out)
 
 
-def deserialize64(buf: bytes | memoryview, pos: int = 0, where: str = "64-bit roaring bitmap") -> tuple[np.ndarray, int]:
+def deserialize64(
+    buf: bytes | memoryview, pos: int = 0, where: str = "64-bit roaring bitmap"
+) -> tuple[np.ndarray, int]:
     mv = memoryview(buf)
     try:
         count = int(np.frombuffer(mv, "<i8", 1, pos)[0])

@@ -2,6 +2,7 @@
 big-endian) or ``Bitmap64DeletionVector`` (``deletion-vectors.bitmap64``, magic 1681511377 written
 little-endian, body little-endian). :meth:`DeletionVector.to_bytes` is what a DV index file stores
 between its size and CRC32 (the CRC covers magic + bitmap)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -9,8 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from lake_core.errors import FormatError
 from lake_core.deletion_vectors.roaring import deserialize32, deserialize64, serialize32, serialize64
+from lake_core.errors import FormatError
 
 MAGIC_32 = 1581511376
 MAGIC_64 = 1681511377
@@ -24,16 +25,17 @@ class DeletionVector:
     bitmap64: bool = False
 
     @staticmethod
-    def of(positions, *, bitmap64: bool = False) -> "DeletionVector":
+    def of(positions, *, bitmap64: bool = False) -> DeletionVector:
         return DeletionVector(np.unique(np.asarray(positions, dtype=np.uint64)), bitmap64)
 
     @property
     def cardinality(self) -> int:
         return int(self.positions.size)
 
-    def union(self, positions) -> "DeletionVector":
-        return DeletionVector.of(np.concatenate([self.positions, np.asarray(positions, dtype=np.uint64)]),
-                                 bitmap64=self.bitmap64)
+    def union(self, positions) -> DeletionVector:
+        return DeletionVector.of(
+            np.concatenate([self.positions, np.asarray(positions, dtype=np.uint64)]), bitmap64=self.bitmap64
+        )
 
     def keep_mask(self, start: int, n: int) -> np.ndarray | None:
         """Boolean mask of the rows ``[start, start + n)`` that are NOT deleted (None: all kept)."""
@@ -56,7 +58,7 @@ class DeletionVector:
         return np.array([MAGIC_32], ">i4").tobytes() + serialize32(self.positions)
 
     @staticmethod
-    def from_bytes(data: bytes | memoryview, where: str = "deletion vector") -> "DeletionVector":
+    def from_bytes(data: bytes | memoryview, where: str = "deletion vector") -> DeletionVector:
         mv = memoryview(data)
         if len(mv) < 4:
             raise FormatError(f"{where} is truncated ({len(mv)} bytes)")
@@ -67,8 +69,10 @@ class DeletionVector:
             values, end = deserialize64(mv, 4, where)
             bitmap64 = True
         else:
-            raise FormatError(f"{where}: invalid magic number {int(np.frombuffer(mv, '>i4', 1, 0)[0])}; expected "
-                              f"{MAGIC_32} (BitmapDeletionVector) or {MAGIC_64} (Bitmap64DeletionVector)")
+            raise FormatError(
+                f"{where}: invalid magic number {int(np.frombuffer(mv, '>i4', 1, 0)[0])}; expected "
+                f"{MAGIC_32} (BitmapDeletionVector) or {MAGIC_64} (Bitmap64DeletionVector)"
+            )
         if end != len(mv):
             raise FormatError(f"{where}: the bitmap ends at byte {end} of {len(mv)}; the vector is corrupt")
         return DeletionVector(values.astype(np.uint64), bitmap64)

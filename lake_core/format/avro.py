@@ -13,6 +13,7 @@ blocks of (record count, byte size, compressed records, sync). Here, once for bo
 * records are encoded and decoded by fastavro on uncompressed blocks, never through fastavro's
   own codec registry.
 """
+
 from __future__ import annotations
 
 import bz2
@@ -273,8 +274,7 @@ def _decompress(codec: str, payload: bytes) -> bytes:
     except Exception as e:  # zstd/zlib/bz2/lzma errors
         raise FormatError(f"corrupt Avro {codec} block: {e}") from e
     raise FormatError(
-        f"unsupported Avro codec {codec!r}; lake_core reads null, deflate, zstandard, snappy, "
-        "bzip2 and xz"
+        f"unsupported Avro codec {codec!r}; lake_core reads null, deflate, zstandard, snappy, bzip2 and xz"
     )
 
 
@@ -313,10 +313,7 @@ def _strip_logical_types(schema: Any) -> Any:
             if k in ("type", "items", "values"):
                 out[k] = _strip_logical_types(v)
             elif k == "fields":
-                out[k] = [
-                    {**f, "type": _strip_logical_types(f.get("type"))} if isinstance(f, dict) else f
-                    for f in v
-                ]
+                out[k] = [{**f, "type": _strip_logical_types(f.get("type"))} if isinstance(f, dict) else f for f in v]
             else:
                 out[k] = v
         return out
@@ -394,8 +391,7 @@ class RecordReader:
                 yield count, payload
 
     def _decode(self, total: int, parts: list[bytes]) -> list[Any]:
-        plain = build_container(self._schema_text, b"null", self._sync,
-                                [(total, b"".join(parts))] if total else [])
+        plain = build_container(self._schema_text, b"null", self._sync, [(total, b"".join(parts))] if total else [])
         try:
             reader = fastavro.reader(BytesIO(plain))
             records = list(reader)
@@ -451,16 +447,15 @@ def read_records(data: bytes, what: str, *, logical_types: bool = True) -> tuple
     return reader.writer_schema, records
 
 
-def write_records(records: list[Any], parsed_schema: Any, *, codec: str, zstd_level: int, what: str,
-                  schema_json: bytes | None = None) -> bytes:
+def write_records(
+    records: list[Any], parsed_schema: Any, *, codec: str, zstd_level: int, what: str, schema_json: bytes | None = None
+) -> bytes:
     """An Avro container of ``records`` (blocks of :data:`SYNC_INTERVAL` bytes, as Java), codec
     ``codec`` (a :data:`CODEC_ALIASES` name). ``schema_json`` is the header's schema text; by
     default fastavro's rendering of ``parsed_schema``."""
     canonical = CODEC_ALIASES.get(str(codec).lower())
     if canonical is None:
-        raise LakeError(
-            f"unsupported Avro codec {codec!r} for {what}; use one of {sorted(set(CODEC_ALIASES))}"
-        )
+        raise LakeError(f"unsupported Avro codec {codec!r} for {what}; use one of {sorted(set(CODEC_ALIASES))}")
     compress = _compressor(canonical, zstd_level)
     buf = BytesIO()
     try:

@@ -4,10 +4,12 @@ Values are converted to what Avro stores (decimals as minimal big-endian two's c
 records) and back. Codec ``zstandard``. This path converts columns to Python lists
 (``to_pylist``): Avro is row-oriented and meant for small files (postpone buckets, manifests).
 Reads take the container a few blocks at a time, whole or streamed (:func:`iter_avro`)."""
+
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
+from typing import Any
 
 import fastavro
 import numpy as np
@@ -23,6 +25,7 @@ from lake_core.format.parquet_int96 import has_nanos
 
 __all__ = ["write_avro", "read_avro", "iter_avro", "avro_file_schema"]
 
+
 def _decimal_bytes(arr: pa.Array) -> list:
     """Unscaled values of a decimal128 array as minimal big-endian two's complement (Java
     ``BigInteger.toByteArray``); nulls stay None."""
@@ -31,14 +34,14 @@ def _decimal_bytes(arr: pa.Array) -> list:
         return []
     arr = arr.cast(pa.decimal128(arr.type.precision, arr.type.scale)) if not pa.types.is_decimal128(arr.type) else arr
     buf = arr.buffers()[1]
-    raw = np.frombuffer(buf, dtype=np.uint8, count=(arr.offset + n) * 16)[arr.offset * 16:]
+    raw = np.frombuffer(buf, dtype=np.uint8, count=(arr.offset + n) * 16)[arr.offset * 16 :]
     be = raw.reshape(n, 16)[:, ::-1].tobytes()
     valid = arr.is_valid().to_numpy(zero_copy_only=False) if arr.null_count else None
     out: list = [None] * n
     for i in range(n):
         if valid is not None and not valid[i]:
             continue
-        v = int.from_bytes(be[i * 16:(i + 1) * 16], "big", signed=True)
+        v = int.from_bytes(be[i * 16 : (i + 1) * 16], "big", signed=True)
         ln = (v if v >= 0 else ~v).bit_length() // 8 + 1
         out[i] = v.to_bytes(ln, "big", signed=True)
     return out
@@ -79,13 +82,17 @@ def _prepare_avro_array(arr: pa.Array) -> pa.Array:
         children = [_prepare_avro_array(arr.field(i)) for i in range(t.num_fields)]
         if all(c is arr.field(i) for i, c in enumerate(children)):
             return arr
-        return pa.StructArray.from_arrays(children, fields=[pa.field(t.field(i).name, children[i].type, t.field(i).nullable) for i in range(t.num_fields)],
-                                          mask=arr.is_null() if arr.null_count else None)
+        return pa.StructArray.from_arrays(
+            children,
+            fields=[pa.field(t.field(i).name, children[i].type, t.field(i).nullable) for i in range(t.num_fields)],
+            mask=arr.is_null() if arr.null_count else None,
+        )
     return arr
 
 
-def _nested_fixer(t: pa.DataType, map_fixer: Callable[[pa.DataType], Callable[[Any], Any]]
-                  ) -> Optional[Callable[[Any], Any]]:
+def _nested_fixer(
+    t: pa.DataType, map_fixer: Callable[[pa.DataType], Callable[[Any], Any]]
+) -> Callable[[Any], Any] | None:
     """A function converting one Python value of type ``t`` between Arrow's and fastavro's forms,
     or None when no value of ``t`` needs it (the column then skips the per-value pass). Only maps
     differ (``map_fixer(t)`` converts one, recursing for its key and value types); lists and
@@ -115,11 +122,12 @@ def _nested_fixer(t: pa.DataType, map_fixer: Callable[[pa.DataType], Callable[[A
             for n, f in fixers:
                 v[n] = f(v.get(n))  # a record lacking the field reads as NULL
             return v
+
         return fix_struct
     return None
 
 
-def _map_fixer(t: pa.DataType) -> Optional[Callable[[Any], Any]]:
+def _map_fixer(t: pa.DataType) -> Callable[[Any], Any] | None:
     """Python post-processing of ``to_pylist`` values needed by fastavro (maps), or None."""
     return _nested_fixer(t, _map_to_avro)
 
@@ -131,18 +139,21 @@ def _map_to_avro(t: pa.DataType) -> Callable[[Any], Any]:
     vfix = _map_fixer(vf.type)
     kfix = _map_fixer(kf.type)
     if pa.types.is_string(kf.type) or pa.types.is_large_string(kf.type):
+
         def fix_map(v, vfix=vfix):
             if v is None:
                 return None
             if vfix is None:
                 return {k: x for k, x in _pairs(v)}
             return {k: vfix(x) for k, x in _pairs(v)}
+
         return fix_map
 
     def fix_kv(v, vfix=vfix, kfix=kfix):
         if v is None:
             return None
         return [{"key": kfix(k) if kfix else k, "value": vfix(x) if vfix else x} for k, x in _pairs(v)]
+
     return fix_kv
 
 
@@ -181,13 +192,14 @@ def write_avro(table: pa.Table, sink, compression: str, options: Mapping[str, st
             values = [fix(v) for v in values]
         columns.append(values)
     records = [dict(zip(names, row)) for row in zip(*columns)] if columns else [{}] * table.num_rows
-    data = write_records(records, schema, codec=codec, zstd_level=DEFAULT_ZSTD_LEVEL if level is None else level,
-                         what="Avro data file")
+    data = write_records(
+        records, schema, codec=codec, zstd_level=DEFAULT_ZSTD_LEVEL if level is None else level, what="Avro data file"
+    )
     with binary_file(sink, "wb") as fo:
         fo.write(data)
 
 
-def _avro_values_fixer(t: pa.DataType) -> Optional[Callable[[Any], Any]]:
+def _avro_values_fixer(t: pa.DataType) -> Callable[[Any], Any] | None:
     """Python conversion of fastavro values to what ``pa.array`` accepts for type ``t``
     (nanosecond timestamps stay raw ints, fastavro having no nanos logical type: a cast fixes
     them)."""
@@ -205,6 +217,7 @@ def _map_from_avro(t: pa.DataType) -> Callable[[Any], Any]:
             return None
         items = v.items() if isinstance(v, dict) else ((e["key"], e["value"]) for e in v)
         return [(kfix(k) if kfix else k, vfix(x) if vfix else x) for k, x in items]
+
     return fix
 
 
@@ -216,8 +229,10 @@ def _ns_as_int(t: pa.DataType) -> pa.DataType:
         vf = t.value_field
         return pa.list_(pa.field(vf.name, _ns_as_int(vf.type), vf.nullable))
     if pa.types.is_map(t):
-        return pa.map_(pa.field("key", _ns_as_int(t.key_type), False),
-                       pa.field("value", _ns_as_int(t.item_type), t.item_field.nullable))
+        return pa.map_(
+            pa.field("key", _ns_as_int(t.key_type), False),
+            pa.field("value", _ns_as_int(t.item_type), t.item_field.nullable),
+        )
     if pa.types.is_struct(t):
         return pa.struct([pa.field(f.name, _ns_as_int(f.type), f.nullable) for f in t])
     return t
@@ -250,19 +265,18 @@ class _RecordColumns:
     source: Any
     read_cols: list[str]
     types: list[pa.DataType]
-    fixers: list[Optional[Callable[[Any], Any]]]
-    columns: Optional[Sequence[str]]
-    arrow_schema: Optional[pa.Schema]
+    fixers: list[Callable[[Any], Any] | None]
+    columns: Sequence[str] | None
+    arrow_schema: pa.Schema | None
     file_names: list[str]
 
     @classmethod
-    def of(cls, ws: dict, source, columns, arrow_schema) -> "_RecordColumns":
+    def of(cls, ws: dict, source, columns, arrow_schema) -> _RecordColumns:
         file_fields = {f["name"]: f["type"] for f in ws["fields"]}
         file_names = list(file_fields)
         read_cols = columns_to_read(columns, arrow_schema, file_names)
         types = [avro_to_arrow(file_fields[c])[0] for c in read_cols]
-        return cls(source, read_cols, types, [_avro_values_fixer(t) for t in types], columns, arrow_schema,
-                   file_names)
+        return cls(source, read_cols, types, [_avro_values_fixer(t) for t in types], columns, arrow_schema, file_names)
 
     def table(self, records: list) -> pa.Table:
         values: dict[str, list] = {c: [] for c in self.read_cols}
@@ -283,7 +297,9 @@ class _RecordColumns:
                 else:
                     arr = pa.array(vals, type=t)
             except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as e:
-                raise FormatError(f"Cannot decode column '{c}' of Avro data file {source_name(self.source)}: {e}") from e
+                raise FormatError(
+                    f"Cannot decode column '{c}' of Avro data file {source_name(self.source)}: {e}"
+                ) from e
             available[c] = arr
         return assemble_columns(available, len(records), self.columns, self.arrow_schema, self.file_names)
 

@@ -5,9 +5,11 @@ TINYINT/SMALLINT/INT ``int``, DECIMAL ``bytes`` + ``decimal`` logical type, TIME
 ``time-millis``, MAP with STRING key an Avro map, other keys an array of ``{key, value}`` records
 with logical type ``map``. TIMESTAMP(7..9) has no Java Avro mapping (Java refuses it); lake_core
 writes ``timestamp-nanos`` / ``local-timestamp-nanos`` so its own files round-trip."""
+
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Union
+from collections.abc import Sequence
+from typing import Any
 
 import pyarrow as pa
 
@@ -78,18 +80,17 @@ def _avro_type(t: pa.DataType, nullable: bool, row_name: str, column: str) -> An
     return ["null", s] if nullable else s
 
 
-def _avro_record(fields: Sequence[pa.Field], row_name: str, column: Optional[str] = None) -> dict:
+def _avro_record(fields: Sequence[pa.Field], row_name: str, column: str | None = None) -> dict:
     out = []
     for f in fields:
-        fs: dict = {"name": f.name,
-                    "type": _avro_type(f.type, f.nullable, row_name + "_" + f.name, column or f.name)}
+        fs: dict = {"name": f.name, "type": _avro_type(f.type, f.nullable, row_name + "_" + f.name, column or f.name)}
         if f.nullable:
             fs["default"] = None
         out.append(fs)
     return {"type": "record", "name": row_name, "fields": out}
 
 
-def avro_schema_for(fields: Union[Sequence[Any], pa.Schema]) -> dict:
+def avro_schema_for(fields: Sequence[Any] | pa.Schema) -> dict:
     """The Avro schema (as Java ``AvroSchemaConverter`` builds it) of a data file's columns."""
     return _avro_record(as_arrow_fields(fields), AVRO_ROOT)
 
@@ -103,8 +104,16 @@ def avro_to_arrow(s: Any) -> tuple[pa.DataType, bool]:
         t, _ = avro_to_arrow(non_null[0])
         return t, True
     if isinstance(s, str):
-        prim = {"boolean": pa.bool_(), "int": pa.int32(), "long": pa.int64(), "float": pa.float32(),
-                "double": pa.float64(), "string": pa.string(), "bytes": pa.binary(), "null": pa.null()}
+        prim = {
+            "boolean": pa.bool_(),
+            "int": pa.int32(),
+            "long": pa.int64(),
+            "float": pa.float32(),
+            "double": pa.float64(),
+            "string": pa.string(),
+            "bytes": pa.binary(),
+            "null": pa.null(),
+        }
         if s not in prim:
             raise FormatError(f"Unsupported Avro type {s!r}")
         return prim[s], s == "null"
@@ -114,8 +123,8 @@ def avro_to_arrow(s: Any) -> tuple[pa.DataType, bool]:
         if typ == "long" and lt:
             unit = {"millis": "ms", "micros": "us", "nanos": "ns"}
             for prefix, tz in (("timestamp-", None), ("local-timestamp-", "UTC")):
-                if lt.startswith(prefix) and lt[len(prefix):] in unit:
-                    return pa.timestamp(unit[lt[len(prefix):]], tz=tz), False
+                if lt.startswith(prefix) and lt[len(prefix) :] in unit:
+                    return pa.timestamp(unit[lt[len(prefix) :]], tz=tz), False
             if lt == "time-micros":
                 return pa.time64("us"), False
         if typ == "int" and lt == "date":

@@ -5,6 +5,7 @@ modulo 2**64: the result does not depend on row order or on how rows are split i
 files, yet changes when any value, or the number of copies of a row, changes. Both sides of a
 comparison must run in one process (polars' hash is stable within a version, not across).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -35,9 +36,12 @@ def table_checksum(table: pa.Table) -> Checksum:
     if table.num_rows == 0:
         return Checksum(0, "0" * 32)
     # polars has no MAP type: hash a map as its list of key/value structs (same values).
-    cols = [c if _plain(c.type) else pa.chunked_array([ch.cast(pa.list_(pa.struct([c.type.key_field,
-                                                                                    c.type.item_field])))
-                                                       for ch in c.chunks]) for c in table.columns]
+    cols = [
+        c
+        if _plain(c.type)
+        else pa.chunked_array([ch.cast(pa.list_(pa.struct([c.type.key_field, c.type.item_field]))) for ch in c.chunks])
+        for c in table.columns
+    ]
     df = pl.DataFrame(pa.Table.from_arrays(cols, names=[f"c{i}" for i in range(len(cols))]))
     h = df.hash_rows(seed=_SEED).to_numpy()
     # Two order-independent sums (wrapping modulo 2**64 by design): of the hashes and of a

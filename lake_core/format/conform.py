@@ -3,9 +3,11 @@ the file's types and checked against NOT NULL; on read, the requested columns ar
 cast to the table's types, and those absent from the file come back all-null (files from other
 writers: FLBA decimals, INT96 / INT64-nanos timestamps, ``list<element>`` names, ORC nanosecond
 timestamps, and files older than the schema)."""
+
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Union
+from collections.abc import Sequence
+from typing import Any
 
 import pyarrow as pa
 
@@ -14,7 +16,8 @@ from lake_core.types import DataField, arrow_field
 
 __all__ = ["as_arrow_fields", "conform_table", "columns_to_read", "assemble_columns"]
 
-def as_arrow_fields(fields: Union[Sequence[Any], pa.Schema]) -> list[pa.Field]:
+
+def as_arrow_fields(fields: Sequence[Any] | pa.Schema) -> list[pa.Field]:
     out = []
     for f in fields:
         if isinstance(f, DataField):
@@ -35,8 +38,7 @@ def conform_table(table: pa.Table, fields: list[pa.Field]) -> pa.Table:
     for f in fields:
         if f.name not in names:
             raise SchemaMismatchError(
-                f"Column '{f.name}' is missing from the data to write; data has columns "
-                f"{table.column_names}"
+                f"Column '{f.name}' is missing from the data to write; data has columns {table.column_names}"
             )
         col = table.column(f.name)
         if not col.type.equals(f.type):
@@ -47,9 +49,7 @@ def conform_table(table: pa.Table, fields: list[pa.Field]) -> pa.Table:
                     f"Column '{f.name}' has type {col.type} which cannot be converted to {f.type}: {e}"
                 ) from e
         if not f.nullable and col.null_count:
-            raise SchemaMismatchError(
-                f"Column '{f.name}' is NOT NULL but the data has {col.null_count} null value(s)"
-            )
+            raise SchemaMismatchError(f"Column '{f.name}' is NOT NULL but the data has {col.null_count} null value(s)")
         arrays.append(col)
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
@@ -69,7 +69,7 @@ def _same_type(a: pa.DataType, b: pa.DataType) -> bool:
     return a.equals(b)
 
 
-def _cast(col: Union[pa.Array, pa.ChunkedArray], target: pa.DataType, name: str):
+def _cast(col: pa.Array | pa.ChunkedArray, target: pa.DataType, name: str):
     if _same_type(col.type, target):
         return col
     src = col.type
@@ -88,8 +88,13 @@ def _cast(col: Union[pa.Array, pa.ChunkedArray], target: pa.DataType, name: str)
         raise FormatError(f"Column '{name}' of type {src} in the data file cannot be read as {target}: {e}") from e
 
 
-def assemble_columns(available: dict, n_rows: int, columns: Optional[Sequence[str]],
-              arrow_schema: Optional[pa.Schema], file_names: Sequence[str]) -> pa.Table:
+def assemble_columns(
+    available: dict,
+    n_rows: int,
+    columns: Sequence[str] | None,
+    arrow_schema: pa.Schema | None,
+    file_names: Sequence[str],
+) -> pa.Table:
     """Build the result from ``available`` (name -> array read from the file)."""
     if columns is None:
         columns = list(arrow_schema.names) if arrow_schema is not None else list(file_names)

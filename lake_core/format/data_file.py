@@ -8,9 +8,11 @@ by **name** (pypaimon writes no field ids), reads only the requested columns, re
 columns as all-null, and casts to ``arrow_schema`` when given, so files from other writers come
 back with lake_core's types.
 """
+
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping, Optional, Sequence, Union
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -23,9 +25,10 @@ from lake_core.format.parquet_file import iter_parquet, read_parquet, write_parq
 
 __all__ = ["write_data_file", "read_data_file", "iter_data_file", "read_file_schema"]
 
+
 def write_data_file(
     table: pa.Table,
-    fields: Union[Sequence[Any], pa.Schema],
+    fields: Sequence[Any] | pa.Schema,
     fmt: str,
     sink,
     compression: str = "zstd",
@@ -54,8 +57,8 @@ def write_data_file(
 def read_data_file(
     source,
     fmt: str,
-    columns: Optional[Sequence[str]] = None,
-    arrow_schema: Optional[pa.Schema] = None,
+    columns: Sequence[str] | None = None,
+    arrow_schema: pa.Schema | None = None,
 ) -> pa.Table:
     """Decode a data file. ``source``: a local path or a readable, seekable binary file-like.
 
@@ -73,8 +76,14 @@ def read_data_file(
     return read_avro(source, columns, arrow_schema)
 
 
-def iter_data_file(source, fmt: str, columns: Sequence[str], arrow_schema: pa.Schema,
-                   batch_rows: int, row_groups: Optional[Sequence[int]] = None) -> Iterator[pa.Table]:
+def iter_data_file(
+    source,
+    fmt: str,
+    columns: Sequence[str],
+    arrow_schema: pa.Schema,
+    batch_rows: int,
+    row_groups: Sequence[int] | None = None,
+) -> Iterator[pa.Table]:
     """Decode a data file in chunks of at most ``batch_rows`` rows, none empty, each with the schema
     :func:`read_data_file` gives (same column rules), a chunk decoded only when it is asked for:
     Parquet a record batch at a time (of ``row_groups`` only, if given), ORC a stripe at a time
@@ -95,7 +104,6 @@ def read_file_schema(source, fmt: str) -> pa.Schema:
     """The arrow schema stored in a data file (names and file types, no data read)."""
     fmt = check_format(fmt)
     if fmt == "parquet":
-
         return pq.ParquetFile(source).schema_arrow
     if fmt == "orc":
         import pyarrow.orc as orc  # noqa: PLC0415 - only ORC tables pay its import (0.14 s; some pyarrow builds lack it)

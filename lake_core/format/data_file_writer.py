@@ -9,9 +9,11 @@ options); the dictionary columns are chosen on the first chunk. Two cases keep t
 memory (still bounded by the file size, not by the data): TIMESTAMP(7..9) columns, whose INT96
 declaration rewrites the footer at close, and ORC/Avro, which are encoded at close.
 """
+
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Sequence, Union
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -35,8 +37,15 @@ class DataFileStreamWriter:
     caller owns and closes after :meth:`close`). Chunks are selected by name and cast to
     ``fields`` as :func:`~lake_core.format.data_file.write_data_file` does."""
 
-    def __init__(self, fields: Union[Sequence[Any], pa.Schema], fmt: str, sink, *, compression: str = "zstd",
-                 options: Mapping[str, str] = {}):
+    def __init__(
+        self,
+        fields: Sequence[Any] | pa.Schema,
+        fmt: str,
+        sink,
+        *,
+        compression: str = "zstd",
+        options: Mapping[str, str] = {},
+    ):
         self.fmt = check_format(fmt)
         self._fields = as_arrow_fields(fields)
         self._sink = sink
@@ -69,7 +78,7 @@ class DataFileStreamWriter:
         data, int96_paths = to_int96_columns(data)
         self._parquet_writer(data, int96_paths).write_table(data, row_group_size=self._row_group_rows)
 
-    def _parquet_writer(self, first: pa.Table, int96_paths: set[str]) -> "pq.ParquetWriter":
+    def _parquet_writer(self, first: pa.Table, int96_paths: set[str]) -> pq.ParquetWriter:
         """The ParquetWriter, opened with ``first``'s schema on first use."""
         if self._pq is None:
             self._open_parquet(first, int96_paths)
@@ -89,8 +98,7 @@ class DataFileStreamWriter:
     def close(self) -> int:
         """Finish the file (footer); returns its size in bytes. The sink stays open."""
         if self.fmt != "parquet":
-            data = pa.concat_tables(self._held) if self._held else \
-                pa.schema(self._fields).empty_table()
+            data = pa.concat_tables(self._held) if self._held else pa.schema(self._fields).empty_table()
             self._held = []
             (write_orc if self.fmt == "orc" else write_avro)(data, self._sink, self._compression, self._options)
         else:
@@ -100,4 +108,3 @@ class DataFileStreamWriter:
                 write_declaring_int96(self._int96_buf.getvalue(), self._int96_paths, self._sink)
                 self._int96_buf = None
         return self._sink.tell()
-

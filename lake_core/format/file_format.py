@@ -1,9 +1,10 @@
 """Data file formats and their compression codecs: the values of ``file.format`` (parquet, orc, avro),
 the file name extension of each, and the codec a format gets for ``file.compression`` (Java
 ``FileFormat`` / ``FileCompression``, each format accepting its own codec names)."""
+
 from __future__ import annotations
 
-from typing import Mapping, Optional
+from collections.abc import Mapping
 
 from lake_core.errors import InvalidOptionError
 from lake_core.format.avro import CODEC_ALIASES
@@ -32,17 +33,29 @@ def file_extension(fmt: str) -> str:
 
 
 _PARQUET_CODECS = {
-    "zstd": "zstd", "zstandard": "zstd", "snappy": "snappy", "gzip": "gzip", "lz4": "lz4",
-    "brotli": "brotli", "none": "none", "uncompressed": "none",
+    "zstd": "zstd",
+    "zstandard": "zstd",
+    "snappy": "snappy",
+    "gzip": "gzip",
+    "lz4": "lz4",
+    "brotli": "brotli",
+    "none": "none",
+    "uncompressed": "none",
 }
 _ORC_CODECS = {
-    "zstd": "zstd", "zstandard": "zstd", "snappy": "snappy", "gzip": "zlib", "zlib": "zlib",
-    "lz4": "lz4", "none": "uncompressed", "uncompressed": "uncompressed",
+    "zstd": "zstd",
+    "zstandard": "zstd",
+    "snappy": "snappy",
+    "gzip": "zlib",
+    "zlib": "zlib",
+    "lz4": "lz4",
+    "none": "uncompressed",
+    "uncompressed": "uncompressed",
 }
 _AVRO_CODECS = {**CODEC_ALIASES, "gzip": "deflate", "uncompressed": "null"}
 
 
-def choose_codec(fmt: str, compression: str, options: Mapping[str, str]) -> tuple[str, Optional[int]]:
+def choose_codec(fmt: str, compression: str, options: Mapping[str, str]) -> tuple[str, int | None]:
     raw = options.get("file.compression", compression) or "none"
     name = str(raw).strip().lower()
     table = {"parquet": _PARQUET_CODECS, "orc": _ORC_CODECS, "avro": _AVRO_CODECS}[fmt]
@@ -54,6 +67,7 @@ def choose_codec(fmt: str, compression: str, options: Mapping[str, str]) -> tupl
     codec = table[name]
     level = None
     if codec in ("zstd", "zstandard"):
-        level = parse_int("file.compression.zstd-level",
-                          options.get("file.compression.zstd-level", str(DEFAULT_ZSTD_LEVEL)))
+        level = parse_int(
+            "file.compression.zstd-level", options.get("file.compression.zstd-level", str(DEFAULT_ZSTD_LEVEL))
+        )
     return codec, level

@@ -1,9 +1,11 @@
 """Where a data file is read from or written to: a local path or a binary file-like object."""
+
 from __future__ import annotations
 
 import contextlib
 
 __all__ = ["binary_file", "source_name"]
+
 
 @contextlib.contextmanager
 def binary_file(target, mode: str):

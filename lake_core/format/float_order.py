@@ -5,6 +5,7 @@ every NaN equals every other NaN and sorts above +inf; -0.0 sorts below 0.0, so 
 keys. Mapping a float to the integer of its IEEE bits (NaN canonicalised, negative values
 flipped) gives exactly that order as plain integer order.
 """
+
 from __future__ import annotations
 
 import struct

@@ -7,11 +7,13 @@ of a raw ``UnicodeDecodeError`` or ``KeyError``. Data files are read through
 (``file_size``, ``row_count``) before trusting its rows: the size costs one ``stat`` (local) or
 nothing (S3 learns it when the file is opened), the row count comes with the rows.
 """
+
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import pyarrow as pa
 
@@ -35,8 +37,11 @@ class RecordedFile(Protocol):
     @property
     def row_count(self) -> int: ...
 
-_REMEDY = ("restore it from a backup, or roll the table back to a snapshot that does not use it; "
-           "the table's other files were not changed")
+
+_REMEDY = (
+    "restore it from a backup, or roll the table back to a snapshot that does not use it; "
+    "the table's other files were not changed"
+)
 
 
 def decode_metadata(path: str, what: str, decode: Callable[[bytes], T], data: bytes) -> T:
@@ -48,18 +53,20 @@ def decode_metadata(path: str, what: str, decode: Callable[[bytes], T], data: by
     except MemoryError:
         raise
     except Exception as e:  # any failure to decode these bytes means the file is not a valid `what`
-        raise CorruptFileError(path, f"{what} {path} is corrupt or truncated ({type(e).__name__}: {e}); "
-                                     + _REMEDY) from e
+        raise CorruptFileError(
+            path, f"{what} {path} is corrupt or truncated ({type(e).__name__}: {e}); " + _REMEDY
+        ) from e
 
 
-def read_metadata(fileio: "FileIO", path: str, what: str, decode: Callable[[bytes], T]) -> T:
+def read_metadata(fileio: FileIO, path: str, what: str, decode: Callable[[bytes], T]) -> T:
     """Read and decode one metadata file (``FileNotFoundError`` passes through: callers decide)."""
     return decode_metadata(path, what, decode, fileio.read_bytes(path))
 
 
 @contextmanager
-def _checked_source(fileio: "FileIO", path: str, meta: RecordedFile,
-                    missing: Callable[[], Exception] | None) -> Iterator[Any]:
+def _checked_source(
+    fileio: FileIO, path: str, meta: RecordedFile, missing: Callable[[], Exception] | None
+) -> Iterator[Any]:
     """The data file to read (a local path, or an open remote stream), after its size matched
     ``meta``; a missing file raises ``missing()`` (default: a :class:`CorruptFileError`)."""
     try:
@@ -75,9 +82,16 @@ def _checked_source(fileio: "FileIO", path: str, meta: RecordedFile,
         raise (missing() if missing is not None else _missing(path)) from None
 
 
-def read_checked_data_file(fileio: "FileIO", path: str, meta: RecordedFile, fmt: str,
-                           columns: Sequence[str], schema: pa.Schema, *,
-                           missing: Callable[[], Exception] | None = None) -> pa.Table:
+def read_checked_data_file(
+    fileio: FileIO,
+    path: str,
+    meta: RecordedFile,
+    fmt: str,
+    columns: Sequence[str],
+    schema: pa.Schema,
+    *,
+    missing: Callable[[], Exception] | None = None,
+) -> pa.Table:
     """The rows of one data file, after checking its size and row count against ``meta``.
     ``missing``: the error to raise when the file does not exist (default: a
     :class:`CorruptFileError`)."""
@@ -87,10 +101,18 @@ def read_checked_data_file(fileio: "FileIO", path: str, meta: RecordedFile, fmt:
     return table
 
 
-def iter_checked_data_file(fileio: "FileIO", path: str, meta: RecordedFile, fmt: str, columns: Sequence[str],
-                           schema: pa.Schema, batch_rows: int, *,
-                           missing: Callable[[], Exception] | None = None,
-                           row_groups: Sequence[int] | None = None) -> Iterator[pa.Table]:
+def iter_checked_data_file(
+    fileio: FileIO,
+    path: str,
+    meta: RecordedFile,
+    fmt: str,
+    columns: Sequence[str],
+    schema: pa.Schema,
+    batch_rows: int,
+    *,
+    missing: Callable[[], Exception] | None = None,
+    row_groups: Sequence[int] | None = None,
+) -> Iterator[pa.Table]:
     """:func:`read_checked_data_file` in chunks of about ``batch_rows`` rows. The file is opened on
     the first ``next()``; its size is checked before the first chunk, its row count after the last
     (a reader that stops early never learns it). ``missing``: as for :func:`read_checked_data_file`.
@@ -112,9 +134,16 @@ def iter_checked_data_file(fileio: "FileIO", path: str, meta: RecordedFile, fmt:
     _check_rows(path, meta, rows)
 
 
-def checked_row_group_ranges(fileio: "FileIO", path: str, meta: RecordedFile, fmt: str, columns: Sequence[str],
-                             schema: pa.Schema, *, missing: Callable[[], Exception] | None = None
-                             ) -> list[tuple[int, tuple, tuple]] | None:
+def checked_row_group_ranges(
+    fileio: FileIO,
+    path: str,
+    meta: RecordedFile,
+    fmt: str,
+    columns: Sequence[str],
+    schema: pa.Schema,
+    *,
+    missing: Callable[[], Exception] | None = None,
+) -> list[tuple[int, tuple, tuple]] | None:
     """:func:`parquet_row_group_ranges` of a data file after its size matched ``meta`` (None: not
     Parquet, or no usable statistics)."""
     if fmt != "parquet":
@@ -127,19 +156,28 @@ def checked_row_group_ranges(fileio: "FileIO", path: str, meta: RecordedFile, fm
 
 
 def _missing(path: str) -> CorruptFileError:
-    return CorruptFileError(path, f"data file {path} is listed in the table's manifests but does not exist "
-                                  "(deleted outside lake_core, or its snapshot was expired while reading)")
+    return CorruptFileError(
+        path,
+        f"data file {path} is listed in the table's manifests but does not exist "
+        "(deleted outside lake_core, or its snapshot was expired while reading)",
+    )
 
 
 def _check_rows(path: str, meta: RecordedFile, rows: int) -> None:
     if rows != meta.row_count:
-        raise DataFileMismatchError(path, f"data file {path} holds {rows} rows but its manifest entry "
-                                          f"says {meta.row_count}; it was replaced or damaged after it was committed, "
-                                          "so its rows are not trusted; " + _REMEDY)
+        raise DataFileMismatchError(
+            path,
+            f"data file {path} holds {rows} rows but its manifest entry "
+            f"says {meta.row_count}; it was replaced or damaged after it was committed, "
+            "so its rows are not trusted; " + _REMEDY,
+        )
 
 
 def _check_size(path: str, meta: RecordedFile, actual: int) -> None:
     if actual != meta.file_size:
-        raise DataFileMismatchError(path, f"data file {path} is {actual} bytes but its manifest entry says "
-                                          f"{meta.file_size}; it was truncated, replaced or damaged after it was "
-                                          "committed, so its rows are not trusted; " + _REMEDY)
+        raise DataFileMismatchError(
+            path,
+            f"data file {path} is {actual} bytes but its manifest entry says "
+            f"{meta.file_size}; it was truncated, replaced or damaged after it was "
+            "committed, so its rows are not trusted; " + _REMEDY,
+        )

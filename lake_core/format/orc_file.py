@@ -1,9 +1,10 @@
 """ORC data files via ``pyarrow.orc``. TIME columns are stored as int32 milliseconds, as Java
 Paimon's ORC writer does; reads take only the requested columns, whole or streamed a stripe at a
 time."""
+
 from __future__ import annotations
 
-from typing import Iterator, Mapping, Optional, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -14,6 +15,7 @@ from lake_core.format.file_source import source_name
 from lake_core.option_values import parse_memory_size
 
 __all__ = ["write_orc", "read_orc", "iter_orc"]
+
 
 def _orc_compatible(table: pa.Table) -> pa.Table:
     cols, fields, changed = [], [], False
@@ -56,8 +58,7 @@ def read_orc(source, columns, arrow_schema) -> pa.Table:
     return assemble_columns(available, n_rows, columns, arrow_schema, file_names)
 
 
-def iter_orc(source, columns: Sequence[str], arrow_schema: Optional[pa.Schema],
-             batch_rows: int) -> Iterator[pa.Table]:
+def iter_orc(source, columns: Sequence[str], arrow_schema: pa.Schema | None, batch_rows: int) -> Iterator[pa.Table]:
     """An ORC data file as tables of at most ``batch_rows`` rows, decoded a stripe at a time
     (``ORCFile.read_stripe``, only the requested columns) and cut into chunks: memory is one decoded
     stripe, whose size the writer chose (Java's ORC writer closes a stripe at ``orc.stripe.size``,

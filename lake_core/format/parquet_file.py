@@ -7,11 +7,12 @@ FIXED_LEN_BYTE_ARRAY(min bytes); TINYINT/SMALLINT as INT32 Int(8/16); NOT NULL c
 isAdjustedToUTC=true; TIMESTAMP(7..9) INT96 as Java writes it (see lake_core.format.parquet_int96).
 zstd level 1, 64 KiB data pages, dictionary encoding only for columns whose sampled distinct ratio
 is low. Reads take only the requested columns, whole or streamed a batch at a time."""
+
 from __future__ import annotations
 
 import io
 import os
-from typing import Iterator, Mapping, Optional, Sequence, Union
+from collections.abc import Iterator, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -25,8 +26,15 @@ from lake_core.format.parquet_int96 import leaf_paths, to_int96_columns, write_d
 from lake_core.option_values import LONG_RANGE, parse_bool, parse_int, parse_memory_size
 from lake_core.types import is_nested
 
-__all__ = ["parquet_write_options", "declare_int96_options", "parquet_row_group_rows", "write_parquet",
-           "read_parquet", "iter_parquet", "parquet_row_group_ranges"]
+__all__ = [
+    "parquet_write_options",
+    "declare_int96_options",
+    "parquet_row_group_rows",
+    "write_parquet",
+    "read_parquet",
+    "iter_parquet",
+    "parquet_row_group_ranges",
+]
 
 _DEFAULT_PAGE_SIZE = 64 * 1024
 _DICT_SAMPLE = 2048  # rows per sampled slice
@@ -43,8 +51,15 @@ def _low_cardinality(col: pa.ChunkedArray) -> bool:
     else:
         mid = n // 2 - _DICT_SAMPLE // 2
         sample = pa.chunked_array(
-            [c for s in (col.slice(0, _DICT_SAMPLE), col.slice(mid, _DICT_SAMPLE),
-                         col.slice(n - _DICT_SAMPLE, _DICT_SAMPLE)) for c in s.chunks],
+            [
+                c
+                for s in (
+                    col.slice(0, _DICT_SAMPLE),
+                    col.slice(mid, _DICT_SAMPLE),
+                    col.slice(n - _DICT_SAMPLE, _DICT_SAMPLE),
+                )
+                for c in s.chunks
+            ],
             type=col.type,
         )
     valid = len(sample) - sample.null_count
@@ -68,15 +83,14 @@ def _dictionary_columns(table: pa.Table) -> list[str]:
     return out
 
 
-def parquet_write_options(table: pa.Table, compression: str = "zstd",
-                          options: Mapping[str, str] = {}) -> dict:
+def parquet_write_options(table: pa.Table, compression: str = "zstd", options: Mapping[str, str] = {}) -> dict:
     """The keyword arguments lake_core passes to ``pyarrow.parquet.ParquetWriter``."""
     options = options or {}
     codec, level = choose_codec("parquet", compression, options)
     page_key = "parquet.page.size" if "parquet.page.size" in options else "page-size"
     page = options.get(page_key)
     page_size = parse_memory_size(page_key, page) if page is not None else _DEFAULT_PAGE_SIZE
-    use_dict: Union[bool, list[str]]
+    use_dict: bool | list[str]
     dict_opt = options.get("parquet.enable.dictionary")
     if dict_opt is not None and not parse_bool("parquet.enable.dictionary", dict_opt):
         use_dict = False
@@ -103,11 +117,14 @@ def declare_int96_options(kw: dict, schema: pa.Schema, int96_paths: set[str]) ->
     (TIMESTAMP(7..9) as Java writes them, see lake_core.format.parquet_int96): no statistics for
     those leaves, and no stored Arrow schema (it would name them fixed_size_binary; readers take
     the types from the table schema)."""
-    return {**kw, "write_statistics": [p for f in schema for p in leaf_paths(f.name, f.type) if p not in int96_paths],
-            "store_schema": False}
+    return {
+        **kw,
+        "write_statistics": [p for f in schema for p in leaf_paths(f.name, f.type) if p not in int96_paths],
+        "store_schema": False,
+    }
 
 
-def parquet_row_group_rows(options: Mapping[str, str]) -> Optional[int]:
+def parquet_row_group_rows(options: Mapping[str, str]) -> int | None:
     """``parquet.row-group.rows``: rows per row group of one write (None: pyarrow's default)."""
     rg = options.get("parquet.row-group.rows")
     return None if rg is None else parse_int("parquet.row-group.rows", rg, LONG_RANGE)
@@ -143,20 +160,25 @@ def read_parquet(source, columns, arrow_schema) -> pa.Table:
     except (pa.ArrowInvalid, OSError) as e:
         raise FormatError(f"Cannot read Parquet data file {source_name(source)}: {e}") from e
     available = {n: t.column(n) for n in t.column_names}
-    return assemble_columns(available, t.num_rows if read_cols else pf.metadata.num_rows, columns,
-                     arrow_schema, file_names)
+    return assemble_columns(
+        available, t.num_rows if read_cols else pf.metadata.num_rows, columns, arrow_schema, file_names
+    )
 
 
-def iter_parquet(source, columns: Sequence[str], arrow_schema: Optional[pa.Schema],
-                 batch_rows: int, row_groups: Optional[Sequence[int]] = None) -> Iterator[pa.Table]:
+def iter_parquet(
+    source,
+    columns: Sequence[str],
+    arrow_schema: pa.Schema | None,
+    batch_rows: int,
+    row_groups: Sequence[int] | None = None,
+) -> Iterator[pa.Table]:
     """A Parquet data file (only ``row_groups``, if given) as tables of about ``batch_rows`` rows,
     decoded a batch at a time."""
     try:
         pf = _streaming_parquet_file(source)
         file_names = pf.schema_arrow.names
         read_cols = columns_to_read(columns, arrow_schema, file_names)
-        for batch in pf.iter_batches(batch_size=batch_rows, columns=read_cols, use_threads=True,
-                                     row_groups=row_groups):
+        for batch in pf.iter_batches(batch_size=batch_rows, columns=read_cols, use_threads=True, row_groups=row_groups):
             available = {n: batch.column(n) for n in batch.schema.names}
             yield assemble_columns(available, batch.num_rows, columns, arrow_schema, file_names)
     except (pa.ArrowInvalid, OSError) as e:
@@ -168,8 +190,9 @@ def _ranged(t: pa.DataType) -> bool:
     return pa.types.is_integer(t) or pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_date32(t)
 
 
-def parquet_row_group_ranges(source, columns: Sequence[str], arrow_schema: pa.Schema
-                             ) -> Optional[list[tuple[int, tuple, tuple]]]:
+def parquet_row_group_ranges(
+    source, columns: Sequence[str], arrow_schema: pa.Schema
+) -> list[tuple[int, tuple, tuple]] | None:
     """Per row group: (rows, min of each of ``columns``, max of each), from the footer's statistics;
     None when a column's type has no usable order or a row group lacks its statistics."""
 

@@ -14,6 +14,7 @@ meaningless), and the file footer is rewritten to declare those leaves INT96: th
 PLAIN or dictionary-encoded FIXED_LEN_BYTE_ARRAY(12) column and of an INT96 column are the same.
 The footer is Thrift compact protocol, decoded and re-encoded generically below.
 """
+
 from __future__ import annotations
 
 import io
@@ -53,6 +54,7 @@ def has_nanos(t: pa.DataType) -> bool:
 
 # -- values -----------------------------------------------------------------------------------------
 
+
 def _int96_array(arr: pa.Array) -> pa.Array:
     """Nanosecond timestamps -> FIXED_LEN_BYTE_ARRAY(12) of their INT96 bytes (vectorized)."""
     nanos = arr.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
@@ -63,8 +65,9 @@ def _int96_array(arr: pa.Array) -> pa.Array:
     validity = None
     if arr.null_count:
         validity = pa.array(arr.is_valid()).buffers()[1]  # a bitmap starting at offset 0
-    return pa.Array.from_buffers(pa.binary(INT96_WIDTH), len(arr), [validity, pa.py_buffer(words)],
-                                 null_count=arr.null_count)
+    return pa.Array.from_buffers(
+        pa.binary(INT96_WIDTH), len(arr), [validity, pa.py_buffer(words)], null_count=arr.null_count
+    )
 
 
 def _convert(arr: pa.Array, t: pa.DataType) -> pa.Array:
@@ -81,19 +84,31 @@ def _convert(arr: pa.Array, t: pa.DataType) -> pa.Array:
         start, stop = offsets[0].as_py(), offsets[-1].as_py()
         values = _convert(arr.values.slice(start, stop - start), t.value_type)
         vf = t.value_field
-        return cls.from_arrays(pc.subtract(offsets, offsets[0]), values, mask=mask,
-                               type=(pa.list_ if cls is pa.ListArray else pa.large_list)(
-                                   pa.field(vf.name, values.type, vf.nullable, vf.metadata)))
+        return cls.from_arrays(
+            pc.subtract(offsets, offsets[0]),
+            values,
+            mask=mask,
+            type=(pa.list_ if cls is pa.ListArray else pa.large_list)(
+                pa.field(vf.name, values.type, vf.nullable, vf.metadata)
+            ),
+        )
     if pa.types.is_map(t):
         offsets = arr.offsets
         start, stop = offsets[0].as_py(), offsets[-1].as_py()
-        return pa.MapArray.from_arrays(pc.subtract(offsets, offsets[0]),
-                                       _convert(arr.keys.slice(start, stop - start), t.key_type),
-                                       _convert(arr.items.slice(start, stop - start), t.item_type), mask=mask)
+        return pa.MapArray.from_arrays(
+            pc.subtract(offsets, offsets[0]),
+            _convert(arr.keys.slice(start, stop - start), t.key_type),
+            _convert(arr.items.slice(start, stop - start), t.item_type),
+            mask=mask,
+        )
     children = [_convert(arr.field(i), t.field(i).type) for i in range(t.num_fields)]  # struct
-    return pa.StructArray.from_arrays(children, fields=[pa.field(t.field(i).name, c.type, t.field(i).nullable,
-                                                                 t.field(i).metadata)
-                                                        for i, c in enumerate(children)], mask=mask)
+    return pa.StructArray.from_arrays(
+        children,
+        fields=[
+            pa.field(t.field(i).name, c.type, t.field(i).nullable, t.field(i).metadata) for i, c in enumerate(children)
+        ],
+        mask=mask,
+    )
 
 
 def leaf_paths(name: str, t: pa.DataType, nanos_only: bool = False) -> list[str]:
@@ -102,11 +117,13 @@ def leaf_paths(name: str, t: pa.DataType, nanos_only: bool = False) -> list[str]
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         return leaf_paths(f"{name}.list.element", t.value_type, nanos_only)
     if pa.types.is_map(t):
-        return (leaf_paths(f"{name}.key_value.key", t.key_type, nanos_only)
-                + leaf_paths(f"{name}.key_value.value", t.item_type, nanos_only))
+        return leaf_paths(f"{name}.key_value.key", t.key_type, nanos_only) + leaf_paths(
+            f"{name}.key_value.value", t.item_type, nanos_only
+        )
     if pa.types.is_struct(t):
-        return [p for i in range(t.num_fields)
-                for p in leaf_paths(f"{name}.{t.field(i).name}", t.field(i).type, nanos_only)]
+        return [
+            p for i in range(t.num_fields) for p in leaf_paths(f"{name}.{t.field(i).name}", t.field(i).type, nanos_only)
+        ]
     return [name] if is_nanos(t) or not nanos_only else []
 
 
@@ -118,7 +135,9 @@ def to_int96_columns(table: pa.Table) -> tuple[pa.Table, set[str]]:
     for f, col in zip(table.schema, table.columns):
         if has_nanos(f.type):
             paths.update(leaf_paths(f.name, f.type, nanos_only=True))
-            col = pa.chunked_array([_convert(c, f.type) for c in col.chunks] or [_convert(pa.array([], f.type), f.type)])
+            col = pa.chunked_array(
+                [_convert(c, f.type) for c in col.chunks] or [_convert(pa.array([], f.type), f.type)]
+            )
             f = pa.field(f.name, col.type, f.nullable, metadata=f.metadata)
         cols.append(col)
         fields.append(f)
@@ -163,11 +182,11 @@ class _Reader:
             return self.zigzag()
         if ttype == _DOUBLE:
             self.pos += 8
-            return self.data[self.pos - 8:self.pos]
+            return self.data[self.pos - 8 : self.pos]
         if ttype == _BINARY:
             n = self.varint()
             self.pos += n
-            return self.data[self.pos - n:self.pos]
+            return self.data[self.pos - n : self.pos]
         if ttype in (_LIST, _SET):
             head = self.byte()
             size, etype = head >> 4, head & 0x0F

@@ -25,13 +25,15 @@ datetime.time, datetime.datetime (naive for TIMESTAMP, tz-aware for TIMESTAMP WI
 ZONE, in UTC; nanosecond precision columns give ``lake_core.format.binary_row.nano_datetime.NanoDatetime``, a datetime
 subclass with ``.nanosecond``, when the value is not a whole microsecond).
 """
+
 from __future__ import annotations
 
 import datetime
 import math
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -60,7 +62,7 @@ STATS_MODE_OPTION = "metadata.stats-mode"
 @dataclass(frozen=True)
 class StatsMode:
     kind: str  # 'none' | 'counts' | 'full' | 'truncate'
-    length: Optional[int] = None  # truncate length, code points
+    length: int | None = None  # truncate length, code points
 
     def __str__(self) -> str:
         return f"truncate({self.length})" if self.kind == "truncate" else self.kind
@@ -74,7 +76,7 @@ DEFAULT_STATS_MODE = StatsMode("truncate", 16)
 _TRUNCATE_RE = re.compile(r"TRUNCATE\((\d+)\)")
 
 
-def parse_stats_mode(mode: Union[str, StatsMode], option: str = STATS_MODE_OPTION) -> StatsMode:
+def parse_stats_mode(mode: str | StatsMode, option: str = STATS_MODE_OPTION) -> StatsMode:
     """Parse a stats mode option value ('none', 'counts', 'full', 'truncate(N)', any case).
 
     ``option`` names the option in error messages (e.g. ``fields.name.stats-mode``)."""
@@ -93,9 +95,7 @@ def parse_stats_mode(mode: Union[str, StatsMode], option: str = STATS_MODE_OPTIO
     if m:
         n = int(m.group(1))
         if n <= 0:
-            raise InvalidOptionError(
-                f"Invalid value {mode!r} for option '{option}': truncate length must be > 0"
-            )
+            raise InvalidOptionError(f"Invalid value {mode!r} for option '{option}': truncate length must be > 0")
         return StatsMode("truncate", n)
     raise InvalidOptionError(
         f"Invalid value {mode!r} for option '{option}': expected none, counts, full or truncate(N)"
@@ -106,7 +106,7 @@ def parse_stats_mode(mode: Union[str, StatsMode], option: str = STATS_MODE_OPTIO
 class ColumnStats:
     min: Any
     max: Any
-    null_count: Optional[int]
+    null_count: int | None
 
 
 _EMPTY = ColumnStats(None, None, None)
@@ -119,7 +119,7 @@ def truncate_min(s: str, length: int) -> str:
     return s[:length]
 
 
-def truncate_max(s: str, length: int) -> Optional[str]:
+def truncate_max(s: str, length: int) -> str | None:
     """Java ``truncateMax``: ``s`` itself when it has at most ``length`` code points; else the
     first ``length`` code points with the last incrementable one incremented (and the rest
     dropped); None when nothing can be incremented.
@@ -139,7 +139,7 @@ def truncate_max(s: str, length: int) -> Optional[str]:
     return None
 
 
-def _as_array(arr: Union[pa.Array, pa.ChunkedArray]) -> Union[pa.Array, pa.ChunkedArray]:
+def _as_array(arr: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     t = arr.type
     if pa.types.is_dictionary(t):
         arr = arr.cast(t.value_type) if isinstance(arr, pa.Array) else pc.cast(arr, t.value_type)
@@ -147,8 +147,10 @@ def _as_array(arr: Union[pa.Array, pa.ChunkedArray]) -> Union[pa.Array, pa.Chunk
 
 
 def _is_stringish(t: pa.DataType) -> bool:
-    return pa.types.is_string(t) or pa.types.is_large_string(t) or (
-        hasattr(pa.types, "is_string_view") and pa.types.is_string_view(t)
+    return (
+        pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or (hasattr(pa.types, "is_string_view") and pa.types.is_string_view(t))
     )
 
 
@@ -161,7 +163,7 @@ def _is_binaryish(t: pa.DataType) -> bool:
     ) and not pa.types.is_decimal(t)
 
 
-def column_stats(arr: Union[pa.Array, pa.ChunkedArray], mode: Union[StatsMode, str]) -> ColumnStats:
+def column_stats(arr: pa.Array | pa.ChunkedArray, mode: StatsMode | str) -> ColumnStats:
     """Statistics of one column (vectorized: one ``min_max`` pass, plus a NaN check for floats)."""
     mode = parse_stats_mode(mode)
     if mode.kind == "none":
@@ -210,7 +212,7 @@ def column_stats(arr: Union[pa.Array, pa.ChunkedArray], mode: Union[StatsMode, s
 _EPOCH = datetime.datetime(1970, 1, 1)
 
 
-def _ns_value(v: Optional[int], tz: Optional[str]) -> Any:
+def _ns_value(v: int | None, tz: str | None) -> Any:
     """A nanosecond epoch value as a datetime (``binary_row.nano_datetime.NanoDatetime`` when the nanoseconds
     are not a whole microsecond), without needing pandas."""
     if v is None:
@@ -219,17 +221,26 @@ def _ns_value(v: Optional[int], tz: Optional[str]) -> Any:
     micros, nano = divmod(v, 1000)
     base = _EPOCH + datetime.timedelta(microseconds=micros)
     if tz is not None:
-        base = base.replace(tzinfo=datetime.timezone.utc)
+        base = base.replace(tzinfo=datetime.UTC)
     if not nano:
         return base
-    return NanoDatetime(base.year, base.month, base.day, base.hour, base.minute, base.second,
-                        base.microsecond, base.tzinfo, nanosecond=nano)
+    return NanoDatetime(
+        base.year,
+        base.month,
+        base.day,
+        base.hour,
+        base.minute,
+        base.second,
+        base.microsecond,
+        base.tzinfo,
+        nanosecond=nano,
+    )
 
 
 def table_stats(
     table: pa.Table,
     columns: Sequence[str],
-    modes: Union[Mapping[str, Union[StatsMode, str]], StatsMode, str],
+    modes: Mapping[str, StatsMode | str] | StatsMode | str,
 ) -> list[ColumnStats]:
     """Stats of ``columns`` of ``table``, in that order. ``modes`` maps a column to its mode
     (columns missing from the mapping use ``truncate(16)``), or is one mode for all."""
@@ -249,14 +260,15 @@ class StatsAccumulator:
     min / max; :meth:`result` takes the min / max of those and applies the mode (truncation,
     zero widening) once."""
 
-    def __init__(self, columns: Sequence[str], modes: Mapping[str, Union[StatsMode, str]]):
+    def __init__(self, columns: Sequence[str], modes: Mapping[str, StatsMode | str]):
         self.columns = list(columns)
-        self._modes = [parse_stats_mode(modes.get(c, DEFAULT_STATS_MODE), f"fields.{c}.stats-mode")
-                       for c in self.columns]
+        self._modes = [
+            parse_stats_mode(modes.get(c, DEFAULT_STATS_MODE), f"fields.{c}.stats-mode") for c in self.columns
+        ]
         self._nulls = [0] * len(self.columns)
         self._nan = [False] * len(self.columns)
         self._extremes: list[list[pa.Array]] = [[] for _ in self.columns]
-        self._types: list[Optional[pa.DataType]] = [None] * len(self.columns)
+        self._types: list[pa.DataType | None] = [None] * len(self.columns)
 
     def add(self, table: pa.Table) -> None:
         for i, (c, mode) in enumerate(zip(self.columns, self._modes, strict=True)):

@@ -5,14 +5,16 @@ S3-compatible stores (``s3://``, MinIO/moto via ``endpoint_url``). The one opera
 commits atomic is :meth:`FileIO.try_create`: an exclusive create that fails if the target exists
 (``os.link`` of a temp file locally; a conditional ``If-None-Match: *`` put on S3).
 """
+
 from __future__ import annotations
 
 import contextlib
 import os
 import shutil
 import uuid
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Mapping, Sequence
+from typing import Any
 from urllib.parse import urlparse
 
 import fsspec
@@ -37,7 +39,9 @@ class FileIO:
     def __init__(self, warehouse_uri: str, storage_options: Mapping[str, Any] | None = None):
         self.scheme = urlparse(warehouse_uri).scheme or "file"
         if self.scheme not in ("file", "s3", "s3a"):
-            raise FileIOError(f"unsupported warehouse scheme {self.scheme!r} in {warehouse_uri!r}; use file:// or s3://")
+            raise FileIOError(
+                f"unsupported warehouse scheme {self.scheme!r} in {warehouse_uri!r}; use file:// or s3://"
+            )
         self.storage_options = dict(storage_options or {})
         self._fs = None
 
@@ -121,7 +125,7 @@ class FileIO:
         groups: dict[tuple[str, str], None] = {}
         for path in paths:
             directory, _, name = path.rpartition("/")
-            groups.setdefault((directory, name[:name.rfind("-") + 1] or name), None)
+            groups.setdefault((directory, name[: name.rfind("-") + 1] or name), None)
         found: dict[str, int] = {}
         with ThreadPoolExecutor(max_workers=min(16, max(1, len(groups)))) as pool:
             for listed in pool.map(lambda group: self._list_stem(*group), groups):
@@ -179,7 +183,7 @@ class FileIO:
         for full, size, mtime in self.list_files_recursive(directory):
             key = self._p(full)
             if key.startswith(root_key):
-                out.append((key[len(root_key):], size, mtime))
+                out.append((key[len(root_key) :], size, mtime))
         return out
 
     def list_files_recursive(self, directory: str) -> list[tuple[str, int, float]]:
@@ -228,7 +232,7 @@ class FileIO:
         else:
             self.fs.pipe_file(self._p(path), data)
 
-    def open_output(self, path: str) -> "OutputFile":
+    def open_output(self, path: str) -> OutputFile:
         """A new immutable file written as a stream (data files too large to hold in memory):
         write to :attr:`OutputFile.stream`, then :meth:`~OutputFile.commit` makes it appear under
         ``path`` whole, or :meth:`~OutputFile.abort` leaves nothing. As :meth:`write_bytes`, a
@@ -353,5 +357,12 @@ def _make_s3fs(opts: Mapping[str, Any]) -> Any:
     config_kwargs.setdefault("s3", {"addressing_style": "path"})
     key = opts.pop("key", None) or opts.pop("access_key", None) or opts.pop("aws_access_key_id", None)
     secret = opts.pop("secret", None) or opts.pop("secret_key", None) or opts.pop("aws_secret_access_key", None)
-    return s3fs.S3FileSystem(key=key, secret=secret, client_kwargs=client_kwargs, config_kwargs=config_kwargs,
-                             use_listings_cache=False, skip_instance_cache=True, **opts)
+    return s3fs.S3FileSystem(
+        key=key,
+        secret=secret,
+        client_kwargs=client_kwargs,
+        config_kwargs=config_kwargs,
+        use_listings_cache=False,
+        skip_instance_cache=True,
+        **opts,
+    )

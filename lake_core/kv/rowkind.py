@@ -1,4 +1,5 @@
 """Paimon row kinds (stored in ``_VALUE_KIND``) and the ``rowkind.field`` option."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -27,5 +28,6 @@ def kinds_from_column(column: pa.ChunkedArray | pa.Array, field_name: str) -> np
         raise InvalidDataError(
             f"rowkind.field column '{field_name}' holds invalid row kind(s) {sample}"
             f" ({pc.sum(bad_mask).as_py()} rows);"
-            " allowed values are +I, -U, +U, -D")
+            " allowed values are +I, -U, +U, -D"
+        )
     return idx.to_numpy(zero_copy_only=False).astype(np.int8)

@@ -3,6 +3,7 @@
 A key-value data file stores ``_KEY_<k>`` copies of the primary key, then ``_SEQUENCE_NUMBER`` and
 ``_VALUE_KIND``, then the value columns.
 """
+
 KEY_FIELD_PREFIX = "_KEY_"
 KEY_FIELD_ID_START = 2147483647 // 2  # Integer.MAX_VALUE / 2 = 1073741823
 SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"

@@ -10,10 +10,11 @@ file's range): a block no probed key falls in is never read, so a small commit r
 columns of the row groups its keys land in, not the bucket. A block that is read is read key
 columns only, one chunk at a time: memory holds (runs x chunk) keys.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterator, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -31,7 +32,7 @@ class KeyBlock:
     lo: tuple
     hi: tuple
     read: Callable[[], Iterator[pa.Table]]
-    split: Optional[Callable[[], Optional[Sequence["KeyBlock"]]]] = None
+    split: Callable[[], Sequence[KeyBlock] | None] | None = None
 
 
 class _Run:
@@ -109,8 +110,11 @@ class SortedKeyProbe:
         keys, stored = _comparable(keys, self._keys), _comparable(stored, self._keys)
         if len(self._keys) == 1:
             k = self._keys[0]
-            return pc.is_in(keys.column(k), value_set=stored.column(k).combine_chunks()) \
-                .to_numpy(zero_copy_only=False).astype(bool, copy=False)
+            return (
+                pc.is_in(keys.column(k), value_set=stored.column(k).combine_chunks())
+                .to_numpy(zero_copy_only=False)
+                .astype(bool, copy=False)
+            )
         probe = keys.append_column("__row", pa.array(np.arange(keys.num_rows, dtype=np.int64)))
         hit = probe.join(stored, keys=self._keys, join_type="left semi", use_threads=False)
         out = np.zeros(keys.num_rows, dtype=bool)

@@ -4,13 +4,14 @@ Level 0 holds one sorted run per file, newest first; every level >= 1 is one sor
 whose key ranges do not overlap. ``sorted_runs()`` is what the compaction pickers look at: the
 level-0 files followed by the non-empty levels 1..n. Everything here is metadata only.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
 
-from lake_core.format.binary_row.reader import deserialize_row
 from lake_core.errors import LakeError
+from lake_core.format.binary_row.reader import deserialize_row
 from lake_core.manifest.metadata import DataFileMeta
 
 KeyOf = Callable[[bytes], tuple]
@@ -65,13 +66,15 @@ class Levels:
     key_of: KeyOf
 
     @staticmethod
-    def of(files: Iterable[DataFileMeta], num_levels: int, key_of: KeyOf) -> "Levels":
+    def of(files: Iterable[DataFileMeta], num_levels: int, key_of: KeyOf) -> Levels:
         files = list(files)
         # Java: a restored file on a level above num-levels widens the tree instead of failing.
         top = max([num_levels - 1] + [f.level for f in files])
         l0 = tuple(sorted((f for f in files if f.level == 0), key=level0_order))
-        higher = tuple(tuple(sorted((f for f in files if f.level == lv), key=lambda f: key_of(f.min_key)))
-                       for lv in range(1, top + 1))
+        higher = tuple(
+            tuple(sorted((f for f in files if f.level == lv), key=lambda f: key_of(f.min_key)))
+            for lv in range(1, top + 1)
+        )
         return Levels(l0, higher, key_of)
 
     @property
@@ -103,7 +106,7 @@ class Levels:
     def number_of_sorted_runs(self) -> int:
         return len(self.level0) + sum(1 for files in self.higher if files)
 
-    def update(self, before: Iterable[DataFileMeta], after: Iterable[DataFileMeta]) -> "Levels":
+    def update(self, before: Iterable[DataFileMeta], after: Iterable[DataFileMeta]) -> Levels:
         gone = {(f.level, f.file_name) for f in before}
         files = [f for f in self.all_files() if (f.level, f.file_name) not in gone] + list(after)
         return Levels.of(files, self.number_of_levels, self.key_of)

@@ -8,9 +8,10 @@ merged now; the rest is carried over, and the runs ending at the bound read thei
 it. So even a run holding one key many times (Paimon stores a key once per file, but its readers
 do not rely on it) has that key merged whole, never split across rounds.
 """
+
 from __future__ import annotations
 
-from typing import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -76,8 +77,9 @@ def count_below(buf: pa.Table, keys: Sequence[str], bound: tuple) -> int:
     if len(cols) == 1:
         col = cols[0]
         if pa.types.is_integer(col.type) and col.null_count == 0:
-            arr = col.to_numpy() if isinstance(col, pa.Array) or col.num_chunks == 1 \
-                else col.combine_chunks().to_numpy()
+            arr = (
+                col.to_numpy() if isinstance(col, pa.Array) or col.num_chunks == 1 else col.combine_chunks().to_numpy()
+            )
             return int(np.searchsorted(arr, bounds[0], side="left"))
     lt = None
     eq_prefix = None  # all earlier key columns equal to the bound
@@ -91,10 +93,13 @@ def count_below(buf: pa.Table, keys: Sequence[str], bound: tuple) -> int:
     return int(pc.sum(pc.cast(lt, pa.int64())).as_py() or 0)
 
 
-def merge_sorted_runs(runs: Sequence[Iterator[pa.Table]], keys: Sequence[str],
-                      merge: Callable[[pa.Table], pa.Table],
-                      sizes: Sequence[int | None] | None = None,
-                      merge_parts: Callable[[list[pa.Table]], pa.Table | None] | None = None) -> Iterator[pa.Table]:
+def merge_sorted_runs(
+    runs: Sequence[Iterator[pa.Table]],
+    keys: Sequence[str],
+    merge: Callable[[pa.Table], pa.Table],
+    sizes: Sequence[int | None] | None = None,
+    merge_parts: Callable[[list[pa.Table]], pa.Table | None] | None = None,
+) -> Iterator[pa.Table]:
     """Merged chunks, in key order. ``runs`` are chunk iterators of key-sorted files, oldest
     first (so a stable sort keeps each key's rows in sequence order); ``merge`` reduces one
     chunk's key groups (every group in a chunk is complete). Reads lazily: a run's next chunk is

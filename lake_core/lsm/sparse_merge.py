@@ -12,9 +12,10 @@ Used when the key is one column whose values NumPy can order as Java does (integ
 timestamps, floats as their ``Double.compare`` bits) and the large run holds each key once;
 otherwise the caller merges the whole chunk.
 """
+
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -41,8 +42,7 @@ def sparse_merge(parts: Sequence[pa.Table], key: str, merge: Callable[[pa.Table]
     big_keys = numpy_key(big.column(key))
     if big_keys is None or (len(big_keys) > 1 and not np.all(big_keys[1:] > big_keys[:-1])):
         return None  # not NumPy-ordered, or a key stored twice in the run
-    small_keys = [k for k in (numpy_key(p.column(key)) for i, p in enumerate(parts) if i != big_i)
-                  if k is not None]
+    small_keys = [k for k in (numpy_key(p.column(key)) for i, p in enumerate(parts) if i != big_i) if k is not None]
     if len(small_keys) != len(parts) - 1:
         return None  # a small run's keys are not NumPy-comparable
     probe = np.concatenate(small_keys) if small_keys else big_keys[:0]

@@ -14,6 +14,7 @@ id is ``lease-<holder>-<expiry millis>-<random>``: the expiry time rides in the 
 (which only knows ``nextSnapshot``) reads the file unchanged and honours it, while lake_core also
 ignores and removes leases whose holder crashed once their TTL has passed.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -23,8 +24,9 @@ import math
 import re
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 from lake_core.errors import (
     CorruptFileError,
@@ -74,7 +76,7 @@ def _consumer_json(next_snapshot: int) -> bytes:
 class ConsumerManager:
     """Reads and writes the consumer files of one table."""
 
-    def __init__(self, table: "FileStoreTable"):
+    def __init__(self, table: FileStoreTable):
         self.table = table
         self.fileio = table.fileio
         self.paths = table.paths
@@ -91,7 +93,7 @@ class ConsumerManager:
             name = full.rstrip("/").rsplit("/", 1)[-1]
             if not name.startswith(_PREFIX) or name.startswith("."):
                 continue
-            cid = name[len(_PREFIX):]
+            cid = name[len(_PREFIX) :]
             try:
                 obj = json.loads(self.fileio.read_text(self.paths.consumer(cid)))
                 nxt = int(obj["nextSnapshot"])
@@ -101,7 +103,8 @@ class ConsumerManager:
                 if strict:
                     raise MaintenanceAbortedError(
                         f"consumer file {full} of table {self.table.identifier} is unreadable ({e}); "
-                        "fix or delete it before expiring snapshots") from None
+                        "fix or delete it before expiring snapshots"
+                    ) from None
                 continue
             m = _LEASE.match(cid)
             out.append(Consumer(cid, nxt, mtime, int(m.group("expires")) if m else None))
@@ -126,7 +129,8 @@ class ConsumerManager:
         if not isinstance(next_snapshot, int) or next_snapshot < 1:
             raise MaintenanceArgumentError(
                 f"nextSnapshot {next_snapshot!r} of consumer {consumer_id!r} on {self.table.identifier} must be "
-                "a positive snapshot id")
+                "a positive snapshot id"
+            )
         self.fileio.write_bytes(self.paths.consumer(consumer_id), _consumer_json(next_snapshot))
 
     def delete(self, consumer_id: str) -> bool:
@@ -145,16 +149,23 @@ class ConsumerManager:
         path = self.paths.expired_consumer(consumer_id)
         try:
             obj = json.loads(self.fileio.read_text(path))
-            return ExpiredConsumer(consumer_id, int(obj["nextSnapshot"]), int(obj["expiredAt"]),
-                                   None if obj.get("lastModified") is None else int(obj["lastModified"]),
-                                   str(obj.get("expirationTime")))
+            return ExpiredConsumer(
+                consumer_id,
+                int(obj["nextSnapshot"]),
+                int(obj["expiredAt"]),
+                None if obj.get("lastModified") is None else int(obj["lastModified"]),
+                str(obj.get("expirationTime")),
+            )
         except FileNotFoundError:
             return None
         except (ValueError, KeyError, TypeError) as e:
-            raise CorruptFileError(path, f"the expiry record {path} of consumer {consumer_id!r} on "
-                                         f"{self.table.identifier} is unreadable ({e}); delete the consumer "
-                                         f"(table.maintenance.consumers.delete({consumer_id!r})) to start it "
-                                         "anew") from None
+            raise CorruptFileError(
+                path,
+                f"the expiry record {path} of consumer {consumer_id!r} on "
+                f"{self.table.identifier} is unreadable ({e}); delete the consumer "
+                f"(table.maintenance.consumers.delete({consumer_id!r})) to start it "
+                "anew",
+            ) from None
 
     def expire(self, *, now_ms: int | None = None) -> list[str]:
         """Remove consumers idle longer than ``consumer.expiration-time`` (Java
@@ -177,8 +188,12 @@ class ConsumerManager:
         """Written before the consumer file goes: a crash in between leaves both, and the
         consumer file wins, so no consumer ever loses its position without a record."""
         modified = None if c.modified_s is None else int(c.modified_s * 1000)
-        body = {"nextSnapshot": c.next_snapshot, "expiredAt": now_ms, "lastModified": modified,
-                "expirationTime": expiration_time}
+        body = {
+            "nextSnapshot": c.next_snapshot,
+            "expiredAt": now_ms,
+            "lastModified": modified,
+            "expirationTime": expiration_time,
+        }
         self.fileio.write_bytes(self.paths.expired_consumer(c.consumer_id), json.dumps(body).encode("utf-8"))
 
 
@@ -197,7 +212,8 @@ def _ttl_ms(ttl) -> int:
     if not math.isfinite(seconds) or seconds <= 0 or seconds > MAX_LEASE_TTL.total_seconds():
         raise MaintenanceArgumentError(
             f"lease ttl must be a positive duration of at most {MAX_LEASE_TTL.days} days (it bounds how long a "
-            f"crashed holder pins a snapshot), got {shown}")
+            f"crashed holder pins a snapshot), got {shown}"
+        )
     return max(1, int(seconds * 1000))
 
 
@@ -210,8 +226,9 @@ class Lease:
     expires_ms: int
 
 
-def acquire_lease(table: "FileStoreTable", snapshot_id: int | None = None, *, holder: str,
-                  ttl=_dt.timedelta(hours=1)) -> tuple[Lease, "Snapshot"]:
+def acquire_lease(
+    table: FileStoreTable, snapshot_id: int | None = None, *, holder: str, ttl=_dt.timedelta(hours=1)
+) -> tuple[Lease, Snapshot]:
     """Pin ``snapshot_id`` (default: the latest) until :func:`release_lease` or the TTL passes.
 
     Protocol: write the consumer file first, *then* re-check that the snapshot still exists. An
@@ -243,17 +260,20 @@ def acquire_lease(table: "FileStoreTable", snapshot_id: int | None = None, *, ho
     return Lease(cid, snapshot_id, expires), snap
 
 
-def release_lease(table: "FileStoreTable", consumer_id: str) -> bool:
+def release_lease(table: FileStoreTable, consumer_id: str) -> bool:
     """Remove a lease's consumer file; False when it was already gone (released or expired)."""
     if not _LEASE.match(consumer_id):
-        raise MaintenanceArgumentError(f"{consumer_id!r} is not a lease of {table.identifier} "
-                                       "(lease ids look like 'lease-<holder>-<expiry millis>-<random>')")
+        raise MaintenanceArgumentError(
+            f"{consumer_id!r} is not a lease of {table.identifier} "
+            "(lease ids look like 'lease-<holder>-<expiry millis>-<random>')"
+        )
     return ConsumerManager(table).delete(consumer_id)
 
 
 @contextlib.contextmanager
-def lease(table: "FileStoreTable", snapshot_id: int | None = None, *, holder: str,
-          ttl=_dt.timedelta(hours=1)) -> Iterator["Snapshot"]:
+def lease(
+    table: FileStoreTable, snapshot_id: int | None = None, *, holder: str, ttl=_dt.timedelta(hours=1)
+) -> Iterator[Snapshot]:
     """Pin ``snapshot_id`` (default: the latest) while the block runs; yields the snapshot
     (:func:`acquire_lease` on entry, :func:`release_lease` on exit)."""
     held, snap = acquire_lease(table, snapshot_id, holder=holder, ttl=ttl)

@@ -22,6 +22,7 @@ As for snapshots, the plan is frozen and re-validated before acting, and the ``c
 go (and the hint moves) before any file they reference; a crash in between leaves orphans that
 ``remove_orphan_files`` takes.
 """
+
 from __future__ import annotations
 
 import logging
@@ -29,15 +30,23 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from lake_core.errors import SnapshotNotFoundError
-from lake_core.snapshot.snapshot import Snapshot
+from lake_core.errors import MaintenanceAbortedError, MaintenanceArgumentError, SnapshotNotFoundError
 from lake_core.maintenance.consumers import ConsumerManager
-from lake_core.errors import MaintenanceAbortedError, MaintenanceArgumentError
-from lake_core.maintenance.expiry_lock import HOLDERS, expiry_lock
 from lake_core.maintenance.expire_snapshots import ExpireConfig, changelog_config, delete_planned, resolve_config
-from lake_core.maintenance.references import (PlannedFile, added_files, deleted_in_delta, existing_list, manifest_skipping_set,
-                         now_ms, tagged_snapshots, unheld_data_files, unused_lists)
+from lake_core.maintenance.expiry_lock import HOLDERS, expiry_lock
+from lake_core.maintenance.references import (
+    PlannedFile,
+    added_files,
+    deleted_in_delta,
+    existing_list,
+    manifest_skipping_set,
+    now_ms,
+    tagged_snapshots,
+    unheld_data_files,
+    unused_lists,
+)
 from lake_core.result import OperationResult
+from lake_core.snapshot.snapshot import Snapshot
 
 if TYPE_CHECKING:
     from lake_core.table import FileStoreTable
@@ -80,17 +89,27 @@ class ExpireChangelogsResult(OperationResult):
         if not self.expired_changelogs:
             return f"expire_changelogs on {self.table}: nothing — {self.skipped}"
         verb = "would expire" if self.dry_run else "expired"
-        head = (f"expire_changelogs on {self.table} {verb} changelogs {self.expired_changelogs[0]}.."
-                f"{self.expired_changelogs[-1]} ({len(self.expired_changelogs)}); earliest changelog is now "
-                f"{self.earliest_changelog}; {len(self.files)} files, {self.bytes_reclaimed} bytes")
+        head = (
+            f"expire_changelogs on {self.table} {verb} changelogs {self.expired_changelogs[0]}.."
+            f"{self.expired_changelogs[-1]} ({len(self.expired_changelogs)}); earliest changelog is now "
+            f"{self.earliest_changelog}; {len(self.files)} files, {self.bytes_reclaimed} bytes"
+        )
         return "\n".join([head] + [f"  {p}" for p in self.files])
 
 
-def resolve_changelog_config(table: "FileStoreTable", *, retain_min=None, retain_max=None, older_than=None,
-                             max_deletes=None) -> ExpireConfig:
+def resolve_changelog_config(
+    table: FileStoreTable, *, retain_min=None, retain_max=None, older_than=None, max_deletes=None
+) -> ExpireConfig:
     now = now_ms()
-    return changelog_config(table, resolve_config(table, now=now), retain_min=retain_min, retain_max=retain_max,
-                            older_than=older_than, max_deletes=max_deletes, now=now)
+    return changelog_config(
+        table,
+        resolve_config(table, now=now),
+        retain_min=retain_min,
+        retain_max=retain_max,
+        older_than=older_than,
+        max_deletes=max_deletes,
+        now=now,
+    )
 
 
 @dataclass(frozen=True)
@@ -102,7 +121,7 @@ class _Range:
     view: tuple = ()  # (earliest snapshot, first and last long-lived changelog) it was computed on
 
 
-def compute_range(table: "FileStoreTable", cfg: ExpireConfig) -> _Range:
+def compute_range(table: FileStoreTable, cfg: ExpireConfig) -> _Range:
     """Java ``ExpireChangelogImpl.expire``'s range."""
     sm, long_lived = table.snapshot_manager, table.changelog_manager.long_lived
     latest, earliest_snapshot = sm.latest_id(), sm.earliest_id()
@@ -112,13 +131,18 @@ def compute_range(table: "FileStoreTable", cfg: ExpireConfig) -> _Range:
     if first is None or last is None:
         return _Range(None, None, "the table has no long-lived changelogs (changelog/changelog-N)")
     lo = max(latest - cfg.retain_max + 1, first)
-    end, reason = latest - cfg.retain_min + 1, f"retain_min = {cfg.retain_min} keeps changelogs from {latest - cfg.retain_min + 1}"
+    end, reason = (
+        latest - cfg.retain_min + 1,
+        f"retain_min = {cfg.retain_min} keeps changelogs from {latest - cfg.retain_min + 1}",
+    )
     floor = ConsumerManager(table).min_next_snapshot(strict=True)
-    for bound, why in ((floor, f"a consumer or lease still needs snapshot {floor}"),
-                       (first + cfg.max_deletes, f"max_deletes = {cfg.max_deletes}"),
-                       (last, f"the newest long-lived changelog ({last}) is always kept"),
-                       # not in Java: a changelog whose snapshot is back (a restored expiry) stays
-                       (earliest_snapshot, f"snapshot {earliest_snapshot} still exists")):
+    for bound, why in (
+        (floor, f"a consumer or lease still needs snapshot {floor}"),
+        (first + cfg.max_deletes, f"max_deletes = {cfg.max_deletes}"),
+        (last, f"the newest long-lived changelog ({last}) is always kept"),
+        # not in Java: a changelog whose snapshot is back (a restored expiry) stays
+        (earliest_snapshot, f"snapshot {earliest_snapshot} still exists"),
+    ):
         if bound is not None and bound < end:
             end, reason = bound, why
     for cid in range(lo, end + 1):
@@ -136,7 +160,7 @@ def compute_range(table: "FileStoreTable", cfg: ExpireConfig) -> _Range:
     return _Range(first, end, None, floor, view)
 
 
-def plan_expire_changelogs(table: "FileStoreTable", cfg: ExpireConfig) -> ExpireChangelogsPlan:
+def plan_expire_changelogs(table: FileStoreTable, cfg: ExpireConfig) -> ExpireChangelogsPlan:
     rng = compute_range(table, cfg)
     begin, end, reason = rng.begin, rng.end, rng.reason
     name = table.identifier
@@ -167,66 +191,97 @@ def plan_expire_changelogs(table: "FileStoreTable", cfg: ExpireConfig) -> Expire
             delta = existing_list(table, c.delta_manifest_list)
             if delta:
                 files += unheld_data_files(table, deleted_in_delta(table, c), holders)
-            files += unused_lists(table, [(own_list, c.changelog_manifest_list_size),
-                                          (delta, c.delta_manifest_list_size),
-                                          (existing_list(table, c.base_manifest_list), c.base_manifest_list_size)],
-                                  skip)
+            files += unused_lists(
+                table,
+                [
+                    (own_list, c.changelog_manifest_list_size),
+                    (delta, c.delta_manifest_list_size),
+                    (existing_list(table, c.base_manifest_list), c.base_manifest_list_size),
+                ],
+                skip,
+            )
     except SnapshotNotFoundError as e:
         # A concurrent snapshot expiry, its restore or another changelog expiry took a changelog
         # or snapshot this plan reads: plan again next time.
-        return ExpireChangelogsPlan(name, None, None, (), (), (),
-                                    f"the table changed while planning ({e}); nothing was deleted, run again")
+        return ExpireChangelogsPlan(
+            name, None, None, (), (), (), f"the table changed while planning ({e}); nothing was deleted, run again"
+        )
     except (FileNotFoundError, MaintenanceAbortedError) as e:
         if (table.snapshot_manager.earliest_id(), long_lived.earliest_id(), long_lived.latest_id()) != rng.view:
-            return ExpireChangelogsPlan(name, None, None, (), (), (),
-                                        "the table changed while planning (a concurrent expiry); run again")
+            return ExpireChangelogsPlan(
+                name, None, None, (), (), (), "the table changed while planning (a concurrent expiry); run again"
+            )
         if isinstance(e, MaintenanceAbortedError):
             raise
         raise MaintenanceAbortedError(
             f"expire_changelogs on {name}: {getattr(e, 'filename', None) or e} could not be read; nothing was deleted"
         ) from None
-    return ExpireChangelogsPlan(name, begin, end, tuple(c.id for c in changelogs), tuple(files),
-                                tuple(t.id for t in tags), None, rng.consumer_floor, tuple(changelogs))
+    return ExpireChangelogsPlan(
+        name,
+        begin,
+        end,
+        tuple(c.id for c in changelogs),
+        tuple(files),
+        tuple(t.id for t in tags),
+        None,
+        rng.consumer_floor,
+        tuple(changelogs),
+    )
 
 
-def _new_tags(table: "FileStoreTable", plan: ExpireChangelogsPlan) -> bool:
+def _new_tags(table: FileStoreTable, plan: ExpireChangelogsPlan) -> bool:
     begin, end = plan.expired_range()
     return any(begin <= t.id <= end and t.id not in plan.tag_ids for t in tagged_snapshots(table))
 
 
-def expire_changelogs(table: "FileStoreTable", *, retain_min=None, retain_max=None, older_than=None,
-                      max_deletes=None, dry_run: bool = False) -> ExpireChangelogsResult:
+def expire_changelogs(
+    table: FileStoreTable, *, retain_min=None, retain_max=None, older_than=None, max_deletes=None, dry_run: bool = False
+) -> ExpireChangelogsResult:
     started = time.monotonic()
     if not isinstance(dry_run, bool):
         raise MaintenanceArgumentError(f"dry_run = {dry_run!r} for table {table.identifier} must be True or False")
-    cfg = resolve_changelog_config(table, retain_min=retain_min, retain_max=retain_max, older_than=older_than,
-                                   max_deletes=max_deletes)
+    cfg = resolve_changelog_config(
+        table, retain_min=retain_min, retain_max=retain_max, older_than=older_than, max_deletes=max_deletes
+    )
     if dry_run:
         return _expire(table, cfg, dry_run, started)
     with expiry_lock(table) as held:
         if not held:
-            return ExpireChangelogsResult(operation="expire_changelogs", table=table.identifier,
-                                          duration_s=time.monotonic() - started,
-                                          skipped=f"{HOLDERS} of this table holds snapshot/.expire-lock; "
-                                                  "this expiry was skipped (the next one does the work)")
+            return ExpireChangelogsResult(
+                operation="expire_changelogs",
+                table=table.identifier,
+                duration_s=time.monotonic() - started,
+                skipped=f"{HOLDERS} of this table holds snapshot/.expire-lock; "
+                "this expiry was skipped (the next one does the work)",
+            )
         return _expire(table, cfg, dry_run, started)
 
 
-def _expire(table: "FileStoreTable", cfg: ExpireConfig, dry_run: bool, started: float) -> ExpireChangelogsResult:
+def _expire(table: FileStoreTable, cfg: ExpireConfig, dry_run: bool, started: float) -> ExpireChangelogsResult:
     plan = plan_expire_changelogs(table, cfg)
 
     def result(plan: ExpireChangelogsPlan, counts: dict | None = None, skipped=None) -> ExpireChangelogsResult:
         meta = sum(1 for f in plan.files if f.kind not in ("data", "changelog"))
-        counts = counts or {"changelog": sum(f.kind == "changelog" for f in plan.files),
-                            "data": sum(f.kind == "data" for f in plan.files), "metadata": meta,
-                            "bytes": sum(f.size for f in plan.files)}
+        counts = counts or {
+            "changelog": sum(f.kind == "changelog" for f in plan.files),
+            "data": sum(f.kind == "data" for f in plan.files),
+            "metadata": meta,
+            "bytes": sum(f.size for f in plan.files),
+        }
         return ExpireChangelogsResult(
-            operation="expire_changelogs", table=table.identifier, dry_run=dry_run,
-            duration_s=time.monotonic() - started, expired_changelogs=plan.expired,
+            operation="expire_changelogs",
+            table=table.identifier,
+            dry_run=dry_run,
+            duration_s=time.monotonic() - started,
+            expired_changelogs=plan.expired,
             earliest_changelog=plan.end if plan.expired else plan.begin,
-            deleted_changelog_files=counts["changelog"], deleted_data_files=counts["data"],
-            deleted_metadata_files=counts["metadata"], bytes_reclaimed=counts["bytes"],
-            files=tuple(f.path for f in plan.files), skipped=skipped or plan.reason)
+            deleted_changelog_files=counts["changelog"],
+            deleted_data_files=counts["data"],
+            deleted_metadata_files=counts["metadata"],
+            bytes_reclaimed=counts["bytes"],
+            files=tuple(f.path for f in plan.files),
+            skipped=skipped or plan.reason,
+        )
 
     if dry_run or not plan.expired:
         return result(plan)
@@ -235,8 +290,11 @@ def _expire(table: "FileStoreTable", cfg: ExpireConfig, dry_run: bool, started: 
     # phase 2: the range must still hold and no tag may have appeared in it
     rng = compute_range(table, cfg)
     if rng.begin != begin or rng.end is None or rng.end < end or _new_tags(table, plan):
-        return result(changed, skipped="the table changed under the plan (a tag, consumer or another expiry); "
-                                       "nothing was deleted, run again")
+        return result(
+            changed,
+            skipped="the table changed under the plan (a tag, consumer or another expiry); "
+            "nothing was deleted, run again",
+        )
     long_lived = table.changelog_manager.long_lived
     mine = set()
     for cid in plan.expired:  # ascending: the remaining changelogs stay contiguous
@@ -253,13 +311,17 @@ def _expire(table: "FileStoreTable", cfg: ExpireConfig, dry_run: bool, started: 
             if c.id in mine:
                 long_lived.commit(c)
         long_lived.commit_earliest_hint(begin)
-        return result(changed, skipped="a consumer or tag on an expiring changelog appeared during expiry; "
-                                       "the changelogs were restored and nothing was deleted")
+        return result(
+            changed,
+            skipped="a consumer or tag on an expiring changelog appeared during expiry; "
+            "the changelogs were restored and nothing was deleted",
+        )
     if mine != set(plan.expired):
         # A concurrent expiry took some: it, or a restore of its own, decides about their files;
         # whatever neither deletes is an orphan for remove_orphan_files.
-        return result(changed, skipped="a concurrent expiry removed some of these changelogs; nothing was "
-                                       "deleted, run again")
+        return result(
+            changed, skipped="a concurrent expiry removed some of these changelogs; nothing was deleted, run again"
+        )
     counts = delete_planned(table, plan.files)
     log.info("expired changelogs %d..%d of %s", plan.expired[0], plan.expired[-1], table.identifier)
     return result(plan, counts)

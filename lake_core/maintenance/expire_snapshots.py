@@ -19,6 +19,7 @@ go and ``EARLIEST`` moves *before* any file is deleted; tags and consumers are r
 lease or tag that appeared meanwhile restores the snapshots and aborts); last, the files go. A
 re-run finishes a journal a crash left behind.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -28,16 +29,25 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from lake_core.errors import SnapshotNotFoundError
-from lake_core.manifest.metadata import FileSource
-from lake_core.snapshot.snapshot import Snapshot
+from lake_core.errors import MaintenanceAbortedError, MaintenanceArgumentError, SnapshotNotFoundError
 from lake_core.maintenance.consumers import ConsumerManager
-from lake_core.errors import MaintenanceAbortedError, MaintenanceArgumentError
 from lake_core.maintenance.expiry_lock import HOLDERS, expiry_lock
-from lake_core.maintenance.references import (PlannedFile, added_files, data_file_paths, deleted_in_delta, index_path,
-                         manifest_skipping_set, now_ms, tagged_snapshots, try_index_entries, unheld_data_files,
-                         unused_lists)
+from lake_core.maintenance.references import (
+    PlannedFile,
+    added_files,
+    data_file_paths,
+    deleted_in_delta,
+    index_path,
+    manifest_skipping_set,
+    now_ms,
+    tagged_snapshots,
+    try_index_entries,
+    unheld_data_files,
+    unused_lists,
+)
+from lake_core.manifest.metadata import FileSource
 from lake_core.result import OperationResult
+from lake_core.snapshot.snapshot import Snapshot
 
 if TYPE_CHECKING:
     from lake_core.table import FileStoreTable
@@ -61,17 +71,19 @@ class ExpireConfig:
     produce_changelog: bool = False
 
 
-def _positive_int(table: "FileStoreTable", name: str, value, option: str) -> int:
+def _positive_int(table: FileStoreTable, name: str, value, option: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise MaintenanceArgumentError(
-            f"{name} = {value!r} for table {table.identifier} must be an integer (like option '{option}')")
+            f"{name} = {value!r} for table {table.identifier} must be an integer (like option '{option}')"
+        )
     if value < 1:
         raise MaintenanceArgumentError(
-            f"{name} = {value} for table {table.identifier} must be at least 1 (like option '{option}')")
+            f"{name} = {value} for table {table.identifier} must be at least 1 (like option '{option}')"
+        )
     return value
 
 
-def cutoff_ms(table: "FileStoreTable", name: str, value, now: int) -> int:
+def cutoff_ms(table: FileStoreTable, name: str, value, now: int) -> int:
     """``older_than`` as epoch millis: a datetime (naive = local time, as Paimon's procedures) or a
     timedelta meaning "older than this age". Never in the future."""
     if isinstance(value, _dt.timedelta):
@@ -82,27 +94,47 @@ def cutoff_ms(table: "FileStoreTable", name: str, value, now: int) -> int:
         ms = int(value.timestamp() * 1000)
         if ms > now:
             raise MaintenanceArgumentError(
-                f"{name} = {value.isoformat()} for table {table.identifier} is in the future; nothing was changed")
+                f"{name} = {value.isoformat()} for table {table.identifier} is in the future; nothing was changed"
+            )
         return ms
-    raise MaintenanceArgumentError(
-        f"{name} = {value!r} for table {table.identifier} must be a datetime or a timedelta")
+    raise MaintenanceArgumentError(f"{name} = {value!r} for table {table.identifier} must be a datetime or a timedelta")
 
 
-def resolve_config(table: "FileStoreTable", *, retain_min=None, retain_max=None, older_than=None,
-                   max_deletes=None, now: int | None = None) -> ExpireConfig:
+def resolve_config(
+    table: FileStoreTable,
+    *,
+    retain_min=None,
+    retain_max=None,
+    older_than=None,
+    max_deletes=None,
+    now: int | None = None,
+) -> ExpireConfig:
     """Arguments, falling back to the table's options, validated like the options."""
     now = now_ms() if now is None else now
     opts = table.options
-    rmin = _positive_int(table, "retain_min", retain_min if retain_min is not None
-                         else opts.snapshot_num_retained_min, "snapshot.num-retained.min")
-    rmax = _positive_int(table, "retain_max", retain_max if retain_max is not None
-                         else opts.snapshot_num_retained_max, "snapshot.num-retained.max")
-    limit = _positive_int(table, "max_deletes", max_deletes if max_deletes is not None
-                          else opts.snapshot_expire_limit, "snapshot.expire.limit")
+    rmin = _positive_int(
+        table,
+        "retain_min",
+        retain_min if retain_min is not None else opts.snapshot_num_retained_min,
+        "snapshot.num-retained.min",
+    )
+    rmax = _positive_int(
+        table,
+        "retain_max",
+        retain_max if retain_max is not None else opts.snapshot_num_retained_max,
+        "snapshot.num-retained.max",
+    )
+    limit = _positive_int(
+        table,
+        "max_deletes",
+        max_deletes if max_deletes is not None else opts.snapshot_expire_limit,
+        "snapshot.expire.limit",
+    )
     if rmin > rmax:
         raise MaintenanceArgumentError(
             f"retain_min ({rmin}) must not exceed retain_max ({rmax}) for table {table.identifier} "
-            "('snapshot.num-retained.min' / 'snapshot.num-retained.max'); nothing was changed")
+            "('snapshot.num-retained.min' / 'snapshot.num-retained.max'); nothing was changed"
+        )
     if older_than is None:
         older = now - opts.snapshot_time_retained_ms
     else:
@@ -113,8 +145,16 @@ def resolve_config(table: "FileStoreTable", *, retain_min=None, retain_max=None,
     return replace(cfg, changelog_decoupled=decoupled, produce_changelog=opts.changelog_producer != "none")
 
 
-def changelog_config(table: "FileStoreTable", snapshot_cfg: ExpireConfig, *, retain_min=None, retain_max=None,
-                     older_than=None, max_deletes=None, now: int) -> ExpireConfig:
+def changelog_config(
+    table: FileStoreTable,
+    snapshot_cfg: ExpireConfig,
+    *,
+    retain_min=None,
+    retain_max=None,
+    older_than=None,
+    max_deletes=None,
+    now: int,
+) -> ExpireConfig:
     """The changelog retention: arguments, else ``changelog.num-retained.min/max`` and
     ``changelog.time-retained``, else the snapshot values (Java ``ExpireConfig.Builder``);
     ``snapshot.expire.limit`` bounds both."""
@@ -124,16 +164,20 @@ def changelog_config(table: "FileStoreTable", snapshot_cfg: ExpireConfig, *, ret
         value = arg if arg is not None else configured
         return fallback if value is None else _positive_int(table, name, value, key)
 
-    rmin = pick(retain_min, "retain_min", "changelog.num-retained.min", opts.changelog_num_retained_min,
-                snapshot_cfg.retain_min)
-    rmax = pick(retain_max, "retain_max", "changelog.num-retained.max", opts.changelog_num_retained_max,
-                snapshot_cfg.retain_max)
-    limit = pick(max_deletes, "max_deletes", "snapshot.expire.limit", opts.snapshot_expire_limit,
-                 snapshot_cfg.max_deletes)
+    rmin = pick(
+        retain_min, "retain_min", "changelog.num-retained.min", opts.changelog_num_retained_min, snapshot_cfg.retain_min
+    )
+    rmax = pick(
+        retain_max, "retain_max", "changelog.num-retained.max", opts.changelog_num_retained_max, snapshot_cfg.retain_max
+    )
+    limit = pick(
+        max_deletes, "max_deletes", "snapshot.expire.limit", opts.snapshot_expire_limit, snapshot_cfg.max_deletes
+    )
     if rmin > rmax:
         raise MaintenanceArgumentError(
             f"retain_min ({rmin}) must not exceed retain_max ({rmax}) for the changelogs of table "
-            f"{table.identifier} ('changelog.num-retained.min' / 'changelog.num-retained.max'); nothing was changed")
+            f"{table.identifier} ('changelog.num-retained.min' / 'changelog.num-retained.max'); nothing was changed"
+        )
     if older_than is not None:
         older = cutoff_ms(table, "older_than", older_than, now)
     elif opts.changelog_time_retained_ms is not None:
@@ -155,7 +199,7 @@ class ExpireRange:
         return self.earliest is None or self.end is None or self.end <= self.earliest
 
 
-def compute_range(table: "FileStoreTable", cfg: ExpireConfig) -> ExpireRange:
+def compute_range(table: FileStoreTable, cfg: ExpireConfig) -> ExpireRange:
     sm = table.snapshot_manager
     latest = sm.latest_id()
     if latest is None:
@@ -213,13 +257,15 @@ class ExpireSnapshotsPlan:
     def describe(self) -> str:
         if not self.expired:
             return f"expire_snapshots on {self.table}: {self.reason or 'nothing to expire'}"
-        lines = [f"expire_snapshots on {self.table}: snapshots {self.expired[0]}..{self.expired[-1]} "
-                 f"({len(self.expired)}), new earliest {self.end}, {len(self.files)} files, {self.bytes} bytes"]
+        lines = [
+            f"expire_snapshots on {self.table}: snapshots {self.expired[0]}..{self.expired[-1]} "
+            f"({len(self.expired)}), new earliest {self.end}, {len(self.files)} files, {self.bytes} bytes"
+        ]
         lines += [f"  {f.kind:<14} {f.size:>12}  {f.path}" for f in self.files]
         return "\n".join(lines)
 
 
-def plan_expire(table: "FileStoreTable", cfg: ExpireConfig) -> ExpireSnapshotsPlan:
+def plan_expire(table: FileStoreTable, cfg: ExpireConfig) -> ExpireSnapshotsPlan:
     """The plan; if a file it needs vanished because a concurrent expiry or a tag deletion moved
     the table on, an empty plan saying so (the next run plans afresh). Any other unreadable
     reference aborts."""
@@ -229,22 +275,32 @@ def plan_expire(table: "FileStoreTable", cfg: ExpireConfig) -> ExpireSnapshotsPl
         return _plan(table, cfg, tag_names)
     except (FileNotFoundError, MaintenanceAbortedError) as e:
         if _table_moved(table, earliest, tag_names):
-            return ExpireSnapshotsPlan(table.identifier, None, None, (), (), (), None,
-                                       "the table changed while planning (a concurrent expiry or tag deletion); "
-                                       "nothing was deleted, run again")
+            return ExpireSnapshotsPlan(
+                table.identifier,
+                None,
+                None,
+                (),
+                (),
+                (),
+                None,
+                "the table changed while planning (a concurrent expiry or tag deletion); "
+                "nothing was deleted, run again",
+            )
         if isinstance(e, MaintenanceAbortedError):
             raise
         raise MaintenanceAbortedError(
-            f"expire_snapshots on {table.identifier}: {e.filename or e} could not be read; nothing was deleted") from None
+            f"expire_snapshots on {table.identifier}: {e.filename or e} could not be read; nothing was deleted"
+        ) from None
 
 
-def _table_moved(table: "FileStoreTable", earliest: int | None, tag_names: list[str]) -> bool:
+def _table_moved(table: FileStoreTable, earliest: int | None, tag_names: list[str]) -> bool:
     """True if another expiry moved the earliest snapshot or a tag read while planning is gone."""
-    return (table.snapshot_manager.earliest_id() != earliest
-            or any(not table.fileio.exists(table.paths.tag(n)) for n in tag_names))
+    return table.snapshot_manager.earliest_id() != earliest or any(
+        not table.fileio.exists(table.paths.tag(n)) for n in tag_names
+    )
 
 
-def _plan(table: "FileStoreTable", cfg: ExpireConfig, tag_names: list[str]) -> ExpireSnapshotsPlan:
+def _plan(table: FileStoreTable, cfg: ExpireConfig, tag_names: list[str]) -> ExpireSnapshotsPlan:
     rng = compute_range(table, cfg)
     name = table.identifier
     if rng.earliest is None or rng.end is None or rng.empty:
@@ -257,8 +313,16 @@ def _plan(table: "FileStoreTable", cfg: ExpireConfig, tag_names: list[str]) -> E
         except SnapshotNotFoundError:
             continue
     if not snaps or snaps[-1].id != rng.end:
-        return ExpireSnapshotsPlan(name, rng.earliest, rng.end, (), (), (), rng.consumer_floor,
-                                   f"snapshot {rng.end} disappeared while planning (another expiry?)")
+        return ExpireSnapshotsPlan(
+            name,
+            rng.earliest,
+            rng.end,
+            (),
+            (),
+            (),
+            rng.consumer_floor,
+            f"snapshot {rng.end} disappeared while planning (another expiry?)",
+        )
     begin, end_snap = snaps[0].id, snaps[-1]
     expiring = [s for s in snaps if s.id != end_snap.id]
     tags = tagged_snapshots(table, tag_names)
@@ -273,8 +337,7 @@ def _plan(table: "FileStoreTable", cfg: ExpireConfig, tag_names: list[str]) -> E
     for s in snaps[1:]:
         candidates.update(deleted_in_delta(table, s))
     if keep_input:
-        candidates = {p: v for p, v in candidates.items()
-                      if v[0].file.file_source not in (None, FileSource.APPEND)}
+        candidates = {p: v for p, v in candidates.items() if v[0].file.file_source not in (None, FileSource.APPEND)}
     files += unheld_data_files(table, candidates, tags + [end_snap])  # end: defence in depth
 
     # 2. changelog files of [begin, end), unless they outlive the snapshot (decoupled)
@@ -285,9 +348,14 @@ def _plan(table: "FileStoreTable", cfg: ExpireConfig, tag_names: list[str]) -> E
     # 3. metadata of [begin, end) that neither end nor a tag uses
     skip = manifest_skipping_set(table, [end_snap] + tags)
     for s in expiring:
-        lists: list[tuple[str | None, int | None]] = [] if keep_input else [
-            (s.base_manifest_list, s.base_manifest_list_size),
-                                       (s.delta_manifest_list, s.delta_manifest_list_size)]
+        lists: list[tuple[str | None, int | None]] = (
+            []
+            if keep_input
+            else [
+                (s.base_manifest_list, s.base_manifest_list_size),
+                (s.delta_manifest_list, s.delta_manifest_list_size),
+            ]
+        )
         if not cfg.changelog_decoupled:
             lists.append((s.changelog_manifest_list, s.changelog_manifest_list_size))
         files += unused_lists(table, lists, skip)
@@ -303,9 +371,18 @@ def _plan(table: "FileStoreTable", cfg: ExpireConfig, tag_names: list[str]) -> E
             skip.add(s.statistics)
             files.append(PlannedFile(table.paths.statistics(s.statistics), 0, "statistics"))
 
-    return ExpireSnapshotsPlan(name, begin, end_snap.id, tuple(s.id for s in expiring), tuple(files),
-                               tuple(t.id for t in tags), rng.consumer_floor, None, tuple(snaps),
-                               cfg.changelog_decoupled)
+    return ExpireSnapshotsPlan(
+        name,
+        begin,
+        end_snap.id,
+        tuple(s.id for s in expiring),
+        tuple(files),
+        tuple(t.id for t in tags),
+        rng.consumer_floor,
+        None,
+        tuple(snaps),
+        cfg.changelog_decoupled,
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -324,18 +401,21 @@ class ExpireSnapshotsResult(OperationResult):
         verb = "would expire" if self.dry_run else "expired"
         if not self.expired_snapshots:
             return f"expire_snapshots on {self.table}: nothing — {self.skipped}"
-        head = (f"expire_snapshots on {self.table} {verb} snapshots {self.expired_snapshots[0]}.."
-                f"{self.expired_snapshots[-1]} ({len(self.expired_snapshots)}); earliest is now "
-                f"{self.earliest_snapshot}; {len(self.files)} files, {self.bytes_reclaimed} bytes")
+        head = (
+            f"expire_snapshots on {self.table} {verb} snapshots {self.expired_snapshots[0]}.."
+            f"{self.expired_snapshots[-1]} ({len(self.expired_snapshots)}); earliest is now "
+            f"{self.earliest_snapshot}; {len(self.files)} files, {self.bytes_reclaimed} bytes"
+        )
         return "\n".join([head] + [f"  {p}" for p in self.files])
 
 
 def _journal_payload(plan: ExpireSnapshotsPlan) -> bytes:
-    return json.dumps({"expired": list(plan.expired), "end": plan.end,
-                       "files": [[f.path, f.size, f.kind] for f in plan.files]}).encode("utf-8")
+    return json.dumps(
+        {"expired": list(plan.expired), "end": plan.end, "files": [[f.path, f.size, f.kind] for f in plan.files]}
+    ).encode("utf-8")
 
 
-def delete_planned(table: "FileStoreTable", files) -> dict[str, int]:
+def delete_planned(table: FileStoreTable, files) -> dict[str, int]:
     """Delete planned files (already-gone ones are not counted); counts by kind and bytes."""
     counts = {"data": 0, "changelog": 0, "metadata": 0, "bytes": 0}
     for f in files:
@@ -345,7 +425,7 @@ def delete_planned(table: "FileStoreTable", files) -> dict[str, int]:
     return counts
 
 
-def _guard(table: "FileStoreTable", files) -> list[PlannedFile]:
+def _guard(table: FileStoreTable, files) -> list[PlannedFile]:
     """Drop any file the current earliest snapshot or a tag still references (a journal replay
     must never trust a plan made against an older table)."""
     sm = table.snapshot_manager
@@ -359,7 +439,7 @@ def _guard(table: "FileStoreTable", files) -> list[PlannedFile]:
     return [f for f in files if f.path not in keys and f.path.rsplit("/", 1)[-1] not in names]
 
 
-def _finish_journals(table: "FileStoreTable") -> int:
+def _finish_journals(table: FileStoreTable) -> int:
     """Complete expiries a crash interrupted; returns the number of files deleted."""
     done = 0
     for name in table.fileio.list_names(table.paths.snapshot_dir):
@@ -383,7 +463,7 @@ def _finish_journals(table: "FileStoreTable") -> int:
     return done
 
 
-def _revalidate(table: "FileStoreTable", cfg: ExpireConfig, plan: ExpireSnapshotsPlan) -> bool:
+def _revalidate(table: FileStoreTable, cfg: ExpireConfig, plan: ExpireSnapshotsPlan) -> bool:
     begin, end = plan.expired_range()
     rng = compute_range(table, cfg)
     if rng.end is None or rng.empty or rng.end < end:
@@ -392,7 +472,7 @@ def _revalidate(table: "FileStoreTable", cfg: ExpireConfig, plan: ExpireSnapshot
     return not any(begin <= t <= end and t not in plan.tag_ids for t in tag_ids)
 
 
-def _restore(table: "FileStoreTable", plan: ExpireSnapshotsPlan, mine: set[int]) -> None:
+def _restore(table: FileStoreTable, plan: ExpireSnapshotsPlan, mine: set[int]) -> None:
     """Write back the snapshot files this run deleted (``mine``)."""
     for s in plan.snapshots:
         if s.id in mine:
@@ -405,43 +485,68 @@ def _restore(table: "FileStoreTable", plan: ExpireSnapshotsPlan, mine: set[int])
             long_lived.forget(sid)
 
 
-def expire_snapshots(table: "FileStoreTable", *, retain_min=None, retain_max=None, older_than=None,
-                     max_deletes=None, dry_run: bool = False, finish_journals: bool = True) -> ExpireSnapshotsResult:
+def expire_snapshots(
+    table: FileStoreTable,
+    *,
+    retain_min=None,
+    retain_max=None,
+    older_than=None,
+    max_deletes=None,
+    dry_run: bool = False,
+    finish_journals: bool = True,
+) -> ExpireSnapshotsResult:
     """``finish_journals``: first complete expiries a crash interrupted (lists the snapshot
     directory, so the expiry after each commit leaves it to maintenance runs)."""
     started = time.monotonic()
-    cfg = resolve_config(table, retain_min=retain_min, retain_max=retain_max, older_than=older_than,
-                         max_deletes=max_deletes)
+    cfg = resolve_config(
+        table, retain_min=retain_min, retain_max=retain_max, older_than=older_than, max_deletes=max_deletes
+    )
     if not isinstance(dry_run, bool):
         raise MaintenanceArgumentError(f"dry_run = {dry_run!r} for table {table.identifier} must be True or False")
     if dry_run:
         return _expire(table, cfg, dry_run, finish_journals, started)
     with expiry_lock(table) as held:
         if not held:
-            return ExpireSnapshotsResult(operation="expire_snapshots", table=table.identifier, dry_run=False,
-                                         duration_s=time.monotonic() - started,
-                                         skipped=f"{HOLDERS} of this table holds snapshot/.expire-lock; "
-                                                 "this expiry was skipped (the next one does the work)")
+            return ExpireSnapshotsResult(
+                operation="expire_snapshots",
+                table=table.identifier,
+                dry_run=False,
+                duration_s=time.monotonic() - started,
+                skipped=f"{HOLDERS} of this table holds snapshot/.expire-lock; "
+                "this expiry was skipped (the next one does the work)",
+            )
         return _expire(table, cfg, dry_run, finish_journals, started)
 
 
-def _expire(table: "FileStoreTable", cfg: ExpireConfig, dry_run: bool, finish_journals: bool,
-            started: float) -> ExpireSnapshotsResult:
+def _expire(
+    table: FileStoreTable, cfg: ExpireConfig, dry_run: bool, finish_journals: bool, started: float
+) -> ExpireSnapshotsResult:
     if not dry_run and finish_journals:
         _finish_journals(table)
     plan = plan_expire(table, cfg)
 
     def result(**kw) -> ExpireSnapshotsResult:
-        return ExpireSnapshotsResult(operation="expire_snapshots", table=table.identifier, dry_run=dry_run,
-                                     duration_s=time.monotonic() - started, **kw)
+        return ExpireSnapshotsResult(
+            operation="expire_snapshots",
+            table=table.identifier,
+            dry_run=dry_run,
+            duration_s=time.monotonic() - started,
+            **kw,
+        )
 
     if dry_run or not plan.expired:
         if not dry_run and plan.begin is not None and not table.fileio.exists(table.paths.earliest_hint):
             table.snapshot_manager.commit_earliest_hint(plan.begin)  # as Java: write the hint when missing
-        return result(expired_snapshots=plan.expired, earliest_snapshot=plan.end if plan.expired else plan.begin,
-                      deleted_data_files=plan.count("data"), deleted_changelog_files=plan.count("changelog"),
-                      deleted_metadata_files=len(plan.files) - plan.count("data") - plan.count("changelog"),
-                      bytes_reclaimed=plan.bytes, files=tuple(f.path for f in plan.files), skipped=plan.reason)
+        return result(
+            expired_snapshots=plan.expired,
+            earliest_snapshot=plan.end if plan.expired else plan.begin,
+            deleted_data_files=plan.count("data"),
+            deleted_changelog_files=plan.count("changelog"),
+            deleted_metadata_files=len(plan.files) - plan.count("data") - plan.count("changelog"),
+            bytes_reclaimed=plan.bytes,
+            files=tuple(f.path for f in plan.files),
+            skipped=plan.reason,
+        )
 
     for _ in range(3):  # phase 2: re-validate against the latest snapshot, tags and consumers
         if _revalidate(table, cfg, plan):
@@ -474,19 +579,25 @@ def _expire(table: "FileStoreTable", cfg: ExpireConfig, dry_run: bool, finish_jo
     if new_tag or (floor is not None and floor < end and floor != plan.consumer_floor):
         _restore(table, plan, mine)
         fio.delete(journal)
-        return result(skipped="a lease, consumer or tag on an expiring snapshot appeared during expiry; "
-                              "the snapshots were restored and nothing was deleted")
+        return result(
+            skipped="a lease, consumer or tag on an expiring snapshot appeared during expiry; "
+            "the snapshots were restored and nothing was deleted"
+        )
     if mine != set(plan.expired):
         # A concurrent expiry took some: it (or its own restore) decides about their files; what
         # neither deletes is an orphan for remove_orphan_files.
         fio.delete(journal)
-        return result(skipped="a concurrent expiry removed some of these snapshots; nothing was deleted, "
-                              "run again")
+        return result(skipped="a concurrent expiry removed some of these snapshots; nothing was deleted, run again")
 
     counts = delete_planned(table, plan.files)
     fio.delete(journal)
     log.info("expired snapshots %d..%d of %s", plan.expired[0], plan.expired[-1], table.identifier)
-    return result(expired_snapshots=plan.expired, earliest_snapshot=end,
-                  deleted_data_files=counts["data"], deleted_changelog_files=counts["changelog"],
-                  deleted_metadata_files=counts["metadata"], bytes_reclaimed=counts["bytes"],
-                  files=tuple(f.path for f in plan.files))
+    return result(
+        expired_snapshots=plan.expired,
+        earliest_snapshot=end,
+        deleted_data_files=counts["data"],
+        deleted_changelog_files=counts["changelog"],
+        deleted_metadata_files=counts["metadata"],
+        bytes_reclaimed=counts["bytes"],
+        files=tuple(f.path for f in plan.files),
+    )

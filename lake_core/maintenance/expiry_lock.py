@@ -11,6 +11,7 @@ release that failed), else once the lock is older than its TTL. A takeover first
 ``.expire-lock.takeover-<owner>`` exclusively, so of several processes finding the same dead lock
 exactly one replaces it (a plain delete-and-create would let a late one delete the winner's lock).
 """
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,9 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from lake_core.table import FileStoreTable
@@ -32,7 +34,7 @@ _HELD: set[str] = set()  # owner tokens of the locks this process holds right no
 _HELD_GUARD = threading.Lock()
 
 
-def _lock_path(table: "FileStoreTable") -> str:
+def _lock_path(table: FileStoreTable) -> str:
     return table.paths.expire_lock
 
 
@@ -91,12 +93,13 @@ def _take_over(fio, path: str, dead: dict, body: bytes, ttl_s: float) -> bool:
 
 
 @contextmanager
-def expiry_lock(table: "FileStoreTable", ttl_s: float = LOCK_TTL_S) -> Iterator[bool]:
+def expiry_lock(table: FileStoreTable, ttl_s: float = LOCK_TTL_S) -> Iterator[bool]:
     """Yields True while this process holds the lock, False if another run holds it."""
     fio, path = table.fileio, _lock_path(table)
     token = uuid.uuid4().hex
-    body = json.dumps({"owner": token, "expires": time.time() + ttl_s, "host": socket.gethostname(),
-                       "pid": os.getpid()}).encode("utf-8")
+    body = json.dumps(
+        {"owner": token, "expires": time.time() + ttl_s, "host": socket.gethostname(), "pid": os.getpid()}
+    ).encode("utf-8")
     with _HELD_GUARD:
         _HELD.add(token)  # before the lock exists: no thread of this process may take it as left over
     try:
@@ -124,7 +127,7 @@ def expiry_lock(table: "FileStoreTable", ttl_s: float = LOCK_TTL_S) -> Iterator[
 
 
 @contextmanager
-def expiry_lock_waiting(table: "FileStoreTable", *, wait_s: float, ttl_s: float = LOCK_TTL_S) -> Iterator[bool]:
+def expiry_lock_waiting(table: FileStoreTable, *, wait_s: float, ttl_s: float = LOCK_TTL_S) -> Iterator[bool]:
     """:func:`expiry_lock`, asked for again until it is held or ``wait_s`` has passed (then yields
     False). Each attempt applies the takeover rules, so a crashed holder's lock is taken over as
     soon as they allow: a wait longer than ``ttl_s`` outlasts any crashed holder."""

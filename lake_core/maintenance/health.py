@@ -12,6 +12,7 @@ Figures (per bucket, then rolled up):
   (``record-level.expire-time`` / ``record-level.time-field``, or a rule passed in);
 - bucket skew: per partition, the largest bucket's rows over the mean per bucket (1.0 is even).
 """
+
 from __future__ import annotations
 
 import time
@@ -19,10 +20,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lake_core.compaction.record_expiry import RecordExpiry
 from lake_core.compaction.plan import level_counts, ttl_lag_s
-from lake_core.options import parse_duration_ms
+from lake_core.compaction.record_expiry import RecordExpiry
 from lake_core.errors import MaintenanceArgumentError
+from lake_core.options import parse_duration_ms
 
 if TYPE_CHECKING:
     from lake_core.manifest.metadata import DataFileMeta
@@ -117,23 +118,30 @@ class TableHealth:
         """Flat numbers for Dagster metadata (None values left out)."""
         worst_skew = self.max_skew
         out = {
-            "snapshot_id": self.snapshot_id, "snapshot_count": self.snapshot_count,
-            "oldest_snapshot_age_s": self.oldest_snapshot_age_s, "manifest_count": self.manifest_count,
-            "buckets": len(self.buckets), "files": self.files, "small_files": self.small_files,
-            "max_sorted_runs": self.max_sorted_runs, "ttl_lag_s": self.ttl_lag_s,
+            "snapshot_id": self.snapshot_id,
+            "snapshot_count": self.snapshot_count,
+            "oldest_snapshot_age_s": self.oldest_snapshot_age_s,
+            "manifest_count": self.manifest_count,
+            "buckets": len(self.buckets),
+            "files": self.files,
+            "small_files": self.small_files,
+            "max_sorted_runs": self.max_sorted_runs,
+            "ttl_lag_s": self.ttl_lag_s,
             "max_bucket_skew": round(worst_skew.skew, 3) if worst_skew else None,
         }
         return {k: v for k, v in out.items() if v is not None}
 
 
-def _record_expiry(table: "FileStoreTable", now_s: int, ttl_field: str | None, ttl) -> RecordExpiry | None:
+def _record_expiry(table: FileStoreTable, now_s: int, ttl_field: str | None, ttl) -> RecordExpiry | None:
     if ttl_field is None and ttl is None:
         return RecordExpiry.of(table.store, now_s)  # the table's own record-level.* options
     if ttl_field is None or ttl is None:
         raise MaintenanceArgumentError(f"health of {table.identifier}: give both ttl_field and ttl (or neither)")
     if ttl_field not in table.schema.field_names:
-        raise MaintenanceArgumentError(f"health of {table.identifier}: ttl_field {ttl_field!r} is not a column "
-                                       f"(columns: {table.schema.field_names})")
+        raise MaintenanceArgumentError(
+            f"health of {table.identifier}: ttl_field {ttl_field!r} is not a column "
+            f"(columns: {table.schema.field_names})"
+        )
     if hasattr(ttl, "total_seconds"):
         ttl_s = int(ttl.total_seconds())
     else:
@@ -146,20 +154,39 @@ def _sorted_runs(files) -> int:
     return counts.get("L0", 0) + sum(1 for lv in counts if lv != "L0")
 
 
-def table_health(table: "FileStoreTable", *, small_file_bytes: int = DEFAULT_SMALL_FILE_BYTES,
-                 ttl_field: str | None = None, ttl=None, now_ms: int | None = None) -> TableHealth:
+def table_health(
+    table: FileStoreTable,
+    *,
+    small_file_bytes: int = DEFAULT_SMALL_FILE_BYTES,
+    ttl_field: str | None = None,
+    ttl=None,
+    now_ms: int | None = None,
+) -> TableHealth:
     """Health of ``table`` at its latest snapshot (see the module docstring for the figures)."""
     if not isinstance(small_file_bytes, int) or small_file_bytes < 1:
-        raise MaintenanceArgumentError(f"health of {table.identifier}: small_file_bytes {small_file_bytes!r} "
-                                       "must be a positive number of bytes")
+        raise MaintenanceArgumentError(
+            f"health of {table.identifier}: small_file_bytes {small_file_bytes!r} must be a positive number of bytes"
+        )
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     expiry = _record_expiry(table, now_ms // 1000, ttl_field, ttl)
     sm = table.snapshot_manager
     latest = sm.latest()
     earliest_id = sm.earliest_id()
     if latest is None or earliest_id is None:
-        return TableHealth(table.identifier, None, 0, None, None, 0, small_file_bytes, (), (),
-                           expiry.field if expiry else None, expiry.expire_s if expiry else None, now_ms)
+        return TableHealth(
+            table.identifier,
+            None,
+            0,
+            None,
+            None,
+            0,
+            small_file_bytes,
+            (),
+            (),
+            expiry.field if expiry else None,
+            expiry.expire_s if expiry else None,
+            now_ms,
+        )
     try:
         oldest_age = max(0.0, (now_ms - sm.get(earliest_id).time_millis) / 1000)
     except Exception:  # noqa: BLE001 - expired between the hint and the read: the next one is as old
@@ -172,13 +199,22 @@ def table_health(table: "FileStoreTable", *, small_file_bytes: int = DEFAULT_SMA
     buckets: list[BucketHealth] = []
     per_partition: dict[str, list[tuple[int, int, int]]] = defaultdict(list)  # spec -> (bucket, rows, total)
     for (partition, bucket), entries in groups.items():
-        files: list["DataFileMeta"] = [e.file for e in entries]
+        files: list[DataFileMeta] = [e.file for e in entries]
         spec = partition_spec(keys, store.partition_values(partition))
         rows = sum(f.row_count for f in files)
-        buckets.append(BucketHealth(
-            spec, bucket, len(files), _sorted_runs(files), tuple(level_counts(files).items()),
-            sum(1 for f in files if f.file_size < small_file_bytes), rows, sum(f.file_size for f in files),
-            ttl_lag_s(files, expiry, table.store)))
+        buckets.append(
+            BucketHealth(
+                spec,
+                bucket,
+                len(files),
+                _sorted_runs(files),
+                tuple(level_counts(files).items()),
+                sum(1 for f in files if f.file_size < small_file_bytes),
+                rows,
+                sum(f.file_size for f in files),
+                ttl_lag_s(files, expiry, table.store),
+            )
+        )
         per_partition[spec].append((bucket, rows, entries[0].total_buckets))
     buckets.sort(key=lambda b: (b.partition, b.bucket))
     skew = []
@@ -187,6 +223,17 @@ def table_health(table: "FileStoreTable", *, small_file_bytes: int = DEFAULT_SMA
         n = max(max(total for _, _, total in items), len(items))
         largest = max(items, key=lambda i: (i[1], -i[0]))
         skew.append(PartitionSkew(spec, n, largest[1], sum(r for _, r, _ in items) / n, largest[0]))
-    return TableHealth(table.identifier, latest.id, latest.id - earliest_id + 1, earliest_id, oldest_age,
-                       len(store.data_manifests(latest)), small_file_bytes, tuple(buckets), tuple(skew),
-                       expiry.field if expiry else None, expiry.expire_s if expiry else None, now_ms)
+    return TableHealth(
+        table.identifier,
+        latest.id,
+        latest.id - earliest_id + 1,
+        earliest_id,
+        oldest_age,
+        len(store.data_manifests(latest)),
+        small_file_bytes,
+        tuple(buckets),
+        tuple(skew),
+        expiry.field if expiry else None,
+        expiry.expire_s if expiry else None,
+        now_ms,
+    )

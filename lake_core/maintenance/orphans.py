@@ -19,6 +19,7 @@ the lock no expiry is half-way, so every snapshot that any later expiry may writ
 read sees, and the deletion itself needs no lock. A live holder is waited for; a crashed holder's
 lock is taken over by the lock's own rules; a holder outlasting the wait skips the run.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -26,14 +27,25 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lake_core.errors import LakeError, PathEscapeError, SnapshotNotFoundError
+from lake_core.errors import (
+    LakeError,
+    MaintenanceAbortedError,
+    MaintenanceArgumentError,
+    PathEscapeError,
+    SnapshotNotFoundError,
+)
 from lake_core.io.fileio import FileIOError
-from lake_core.snapshot.snapshot import Snapshot
-from lake_core.errors import MaintenanceAbortedError, MaintenanceArgumentError
 from lake_core.maintenance.expiry_lock import HOLDERS, LOCK_TTL_S, expiry_lock_waiting
-from lake_core.maintenance.references import PlannedFile, ReferencedNames, long_lived_changelogs, now_ms, tagged_snapshots
+from lake_core.maintenance.references import (
+    PlannedFile,
+    ReferencedNames,
+    long_lived_changelogs,
+    now_ms,
+    tagged_snapshots,
+)
 from lake_core.paths import join_relative
 from lake_core.result import OperationResult
+from lake_core.snapshot.snapshot import Snapshot
 
 if TYPE_CHECKING:
     from lake_core.table import FileStoreTable
@@ -54,15 +66,20 @@ class RemoveOrphanFilesResult(OperationResult):
     skipped: str | None = None
 
 
-def _snapshot_or_none(table: "FileStoreTable", sid: int) -> Snapshot | None:
+def _snapshot_or_none(table: FileStoreTable, sid: int) -> Snapshot | None:
     try:
         return table.snapshot_manager.get(sid)
     except SnapshotNotFoundError:
         return None
 
 
-def collect_retained(table: "FileStoreTable", refs: ReferencedNames, *, operation: str = "remove_orphan_files",
-                     skip_tags: frozenset[str] = frozenset()) -> None:
+def collect_retained(
+    table: FileStoreTable,
+    refs: ReferencedNames,
+    *,
+    operation: str = "remove_orphan_files",
+    skip_tags: frozenset[str] = frozenset(),
+) -> None:
     """Add every snapshot, long-lived changelog and tag (but ``skip_tags``). A read failure aborts
     unless the snapshot was expired meanwhile (then its files are legitimately gone)."""
     sm = table.snapshot_manager
@@ -77,7 +94,8 @@ def collect_retained(table: "FileStoreTable", refs: ReferencedNames, *, operatio
             if table.fileio.exists(table.paths.snapshot(sid)):
                 raise MaintenanceAbortedError(
                     f"{operation} on {table.identifier}: snapshot {sid} could not be read completely "
-                    f"({e}); refusing to delete anything") from None
+                    f"({e}); refusing to delete anything"
+                ) from None
     long_lived = table.changelog_manager.long_lived
     for cl in long_lived_changelogs(table):
         try:
@@ -87,17 +105,19 @@ def collect_retained(table: "FileStoreTable", refs: ReferencedNames, *, operatio
             if table.fileio.exists(long_lived.path(cl.id)):
                 raise MaintenanceAbortedError(
                     f"{operation} on {table.identifier}: changelog/changelog-{cl.id} could not be read "
-                    f"completely ({e}); refusing to delete anything") from None
+                    f"completely ({e}); refusing to delete anything"
+                ) from None
     for tag in tagged_snapshots(table, skip=skip_tags):
         try:
             refs.add_snapshot(tag)
         except (FileNotFoundError, FileIOError, LakeError) as e:
             raise MaintenanceAbortedError(
                 f"{operation} on {table.identifier}: tag of snapshot {tag.id} could not be read "
-                f"completely ({e}); refusing to delete anything") from None
+                f"completely ({e}); refusing to delete anything"
+            ) from None
 
 
-def _candidates(table: "FileStoreTable", names: set[str], floor_s: float) -> tuple[list[PlannedFile], int]:
+def _candidates(table: FileStoreTable, names: set[str], floor_s: float) -> tuple[list[PlannedFile], int]:
     root = table.paths.root
     out, scanned = [], 0
     for rel, size, mtime in table.fileio.list_files_relative(root):
@@ -113,31 +133,39 @@ def _candidates(table: "FileStoreTable", names: set[str], floor_s: float) -> tup
             path = join_relative(root, rel)
         except PathEscapeError:
             continue  # a name no table file can have (e.g. a backslash): never delete what cannot be named
-        out.append(PlannedFile(path, size, "temp" if is_temp else top if top in ("manifest", "index",
-                                                                                            "statistics") else "data"))
+        out.append(
+            PlannedFile(
+                path, size, "temp" if is_temp else top if top in ("manifest", "index", "statistics") else "data"
+            )
+        )
     return out, scanned
 
 
-def remove_orphan_files(table: "FileStoreTable", *, older_than=_dt.timedelta(days=1), dry_run: bool = False,
-                        force: bool = False) -> RemoveOrphanFilesResult:
+def remove_orphan_files(
+    table: FileStoreTable, *, older_than=_dt.timedelta(days=1), dry_run: bool = False, force: bool = False
+) -> RemoveOrphanFilesResult:
     started = time.monotonic()
     if not isinstance(older_than, _dt.timedelta):
         raise MaintenanceArgumentError(
-            f"older_than = {older_than!r} for remove_orphan_files on {table.identifier} must be a timedelta")
+            f"older_than = {older_than!r} for remove_orphan_files on {table.identifier} must be a timedelta"
+        )
     if older_than < _dt.timedelta(0):
         raise MaintenanceArgumentError(
-            f"older_than = {older_than} for remove_orphan_files on {table.identifier} must not be negative")
+            f"older_than = {older_than} for remove_orphan_files on {table.identifier} must not be negative"
+        )
     if older_than < MIN_FLOOR and not force:
         raise MaintenanceArgumentError(
             f"older_than = {older_than} for remove_orphan_files on {table.identifier} is below one hour: files of "
-            "commits in flight could be deleted; pass force=True only when no job writes to the table")
+            "commits in flight could be deleted; pass force=True only when no job writes to the table"
+        )
     for name, v in (("dry_run", dry_run), ("force", force)):
         if not isinstance(v, bool):
             raise MaintenanceArgumentError(f"{name} = {v!r} for table {table.identifier} must be True or False")
     if table.fileio.list_names(table.paths.branch_dir):
         raise MaintenanceAbortedError(
             f"remove_orphan_files on {table.identifier}: the table has branches, whose files lake_core cannot "
-            "read yet; refusing to delete anything")
+            "read yet; refusing to delete anything"
+        )
 
     floor_s = (now_ms() - older_than.total_seconds() * 1000) / 1000
     refs = ReferencedNames(table)
@@ -146,10 +174,17 @@ def remove_orphan_files(table: "FileStoreTable", *, older_than=_dt.timedelta(day
 
     def result(chosen: list[PlannedFile], skipped: str | None) -> RemoveOrphanFilesResult:
         return RemoveOrphanFilesResult(
-            operation="remove_orphan_files", table=table.identifier, dry_run=dry_run,
-            duration_s=time.monotonic() - started, deleted_files=len(chosen),
-            bytes_reclaimed=sum(f.size for f in chosen), files=tuple(f.path for f in chosen),
-            scanned_files=scanned, referenced_names=len(refs.names), skipped=skipped)
+            operation="remove_orphan_files",
+            table=table.identifier,
+            dry_run=dry_run,
+            duration_s=time.monotonic() - started,
+            deleted_files=len(chosen),
+            bytes_reclaimed=sum(f.size for f in chosen),
+            files=tuple(f.path for f in chosen),
+            scanned_files=scanned,
+            referenced_names=len(refs.names),
+            skipped=skipped,
+        )
 
     # Re-check: snapshots or tags committed while we listed, and snapshots an expiry wrote back
     # for a lease, take their files back (under the lock, see the module docstring; a dry run
@@ -159,8 +194,11 @@ def remove_orphan_files(table: "FileStoreTable", *, older_than=_dt.timedelta(day
     else:
         with expiry_lock_waiting(table, wait_s=LOCK_WAIT_S) as held:
             if not held:
-                return result([], f"{HOLDERS} of {table.identifier} held snapshot/.expire-lock for longer than "
-                                  f"{LOCK_WAIT_S:.0f} s; nothing was deleted, run again")
+                return result(
+                    [],
+                    f"{HOLDERS} of {table.identifier} held snapshot/.expire-lock for longer than "
+                    f"{LOCK_WAIT_S:.0f} s; nothing was deleted, run again",
+                )
             collect_retained(table, refs)
     candidates = [f for f in candidates if f.path.rsplit("/", 1)[-1] not in refs.names]
 

@@ -9,6 +9,7 @@ commit that deletes all their files from the table's view; the files themselves 
 snapshots that still hold them expire (``expire_snapshots``), so time travel keeps working until
 then. Partitions whose values do not parse are left alone and reported.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -39,32 +40,40 @@ class ExpirePartitionsResult(OperationResult):
     skipped: str | None = None
 
 
-def _strptime_format(table: "FileStoreTable", formatter: str) -> str:
+def _strptime_format(table: FileStoreTable, formatter: str) -> str:
     out = formatter
     for java, py in _JAVA_TO_STRPTIME:
         out = out.replace(java, py)
     if re.search(r"[A-Za-z]", re.sub(r"%[YmdHMS]", "", out)):
         raise MaintenanceArgumentError(
             f"timestamp_formatter {formatter!r} for table {table.identifier} uses pattern letters lake_core does not "
-            "parse; use yyyy, MM, dd, HH, mm and ss")
+            "parse; use yyyy, MM, dd, HH, mm and ss"
+        )
     return out
 
 
-def _expiration_ms(table: "FileStoreTable", value) -> int:
+def _expiration_ms(table: FileStoreTable, value) -> int:
     if isinstance(value, _dt.timedelta):
         ms = int(value.total_seconds() * 1000)
     elif isinstance(value, str):
         ms = parse_duration_ms("partition.expiration-time", value)
     else:
         raise MaintenanceArgumentError(
-            f"expiration_time = {value!r} for table {table.identifier} must be a timedelta or a duration like '7 d'")
+            f"expiration_time = {value!r} for table {table.identifier} must be a timedelta or a duration like '7 d'"
+        )
     if ms <= 0:
         raise MaintenanceArgumentError(f"expiration_time = {value!r} for table {table.identifier} must be positive")
     return ms
 
 
-def expire_partitions(table: "FileStoreTable", *, expiration_time, timestamp_formatter: str | None = None,
-                      timestamp_pattern: str | None = None, dry_run: bool = False) -> ExpirePartitionsResult:
+def expire_partitions(
+    table: FileStoreTable,
+    *,
+    expiration_time,
+    timestamp_formatter: str | None = None,
+    timestamp_pattern: str | None = None,
+    dry_run: bool = False,
+) -> ExpirePartitionsResult:
     started = time.monotonic()
     names = list(table.schema.partition_keys)
     if not names:
@@ -76,7 +85,8 @@ def expire_partitions(table: "FileStoreTable", *, expiration_time, timestamp_for
         if unknown or "$" not in timestamp_pattern:
             raise MaintenanceArgumentError(
                 f"timestamp_pattern {timestamp_pattern!r} for table {table.identifier} must name partition fields "
-                f"as $field ({', '.join(names)}); unknown: {', '.join(unknown) or 'none named'}")
+                f"as $field ({', '.join(names)}); unknown: {', '.join(unknown) or 'none named'}"
+            )
     if not isinstance(dry_run, bool):
         raise MaintenanceArgumentError(f"dry_run = {dry_run!r} for table {table.identifier} must be True or False")
 
@@ -93,10 +103,13 @@ def expire_partitions(table: "FileStoreTable", *, expiration_time, timestamp_for
             continue
         values = dict(zip(names, store.partition_values(e.partition)))
         desc = partition_text(names, list(values.values()))
-        text = str(values[names[0]]) if timestamp_pattern is None else re.sub(
-            r"\$(\w+)", lambda m: str(values[m.group(1)]), timestamp_pattern)
+        text = (
+            str(values[names[0]])
+            if timestamp_pattern is None
+            else re.sub(r"\$(\w+)", lambda m: str(values[m.group(1)]), timestamp_pattern)
+        )
         when = None
-        for f in ([fmt] if fmt else _DEFAULT_FORMATS):
+        for f in [fmt] if fmt else _DEFAULT_FORMATS:
             try:
                 when = _dt.datetime.strptime(text, f)
                 break
@@ -110,9 +123,15 @@ def expire_partitions(table: "FileStoreTable", *, expiration_time, timestamp_for
             files += 1
 
     def result(**kw) -> ExpirePartitionsResult:
-        return ExpirePartitionsResult(operation="expire_partitions", table=table.identifier, dry_run=dry_run,
-                                      duration_s=time.monotonic() - started, expired_partitions=tuple(
-                                          sorted(expired.values())), unparseable_partitions=tuple(bad), **kw)
+        return ExpirePartitionsResult(
+            operation="expire_partitions",
+            table=table.identifier,
+            dry_run=dry_run,
+            duration_s=time.monotonic() - started,
+            expired_partitions=tuple(sorted(expired.values())),
+            unparseable_partitions=tuple(bad),
+            **kw,
+        )
 
     if not expired:
         return result(skipped="no partition is older than the expiration time")

@@ -4,6 +4,7 @@ options, then (decoupled lifecycle) changelog expiry; then partition expiry, aut
 time expiry. A failure here never fails the commit that already landed; it is logged and the next
 commit (or a maintenance job) tries again.
 """
+
 from __future__ import annotations
 
 import logging
@@ -27,7 +28,7 @@ log = logging.getLogger(__name__)
 _last_partition_check: dict[str, float] = {}
 
 
-def after_commit(table: "FileStoreTable") -> None:
+def after_commit(table: FileStoreTable) -> None:
     if table.options.write_only:
         return
     try:
@@ -43,7 +44,7 @@ def after_commit(table: "FileStoreTable") -> None:
         log.warning("maintenance after commit on %s failed (the commit itself succeeded): %s", table.identifier, e)
 
 
-def _maybe_expire_partitions(table: "FileStoreTable") -> None:
+def _maybe_expire_partitions(table: FileStoreTable) -> None:
     opts = table.options
     if opts.partition_expiration_time_ms is None:
         return
@@ -53,6 +54,9 @@ def _maybe_expire_partitions(table: "FileStoreTable") -> None:
     if last is not None and now - last < interval_s:
         return
     _last_partition_check[table.paths.root] = now  # set first: the drop commit runs this hook again
-    expire_partitions(table, expiration_time=opts.text(PARTITION_EXPIRATION_TIME),
-                      timestamp_formatter=opts.partition_timestamp_formatter,
-                      timestamp_pattern=opts.partition_timestamp_pattern)
+    expire_partitions(
+        table,
+        expiration_time=opts.text(PARTITION_EXPIRATION_TIME),
+        timestamp_formatter=opts.partition_timestamp_formatter,
+        timestamp_pattern=opts.partition_timestamp_pattern,
+    )

@@ -3,19 +3,20 @@
 Every destructive operation builds its plan from these, from metadata only. Readers follow
 references, never file names (Paimon's names are opaque).
 """
+
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
-from lake_core.errors import LakeError, SnapshotNotFoundError, TagNotFoundError
-from lake_core.io.fileio import FileIOError
 from lake_core.bucket.hash_index import index_file_path
+from lake_core.errors import LakeError, MaintenanceAbortedError, SnapshotNotFoundError, TagNotFoundError
+from lake_core.io.fileio import FileIOError
 from lake_core.manifest.metadata import DataFileMeta, FileKind, IndexManifestEntry, ManifestEntry
 from lake_core.paths import extra_file_beside, partition_dir
 from lake_core.snapshot.snapshot import Snapshot
-from lake_core.errors import MaintenanceAbortedError
 
 if TYPE_CHECKING:
     from lake_core.table import FileStoreTable
@@ -34,13 +35,13 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def bucket_path(table: "FileStoreTable", partition: bytes, bucket: int) -> str:
+def bucket_path(table: FileStoreTable, partition: bytes, bucket: int) -> str:
     values = table.manifest_store.partition_values(partition)
     ppath = partition_dir(list(table.schema.partition_keys), values, table.options.partition_default_name)
     return table.paths.bucket_dir(ppath, bucket)
 
 
-def data_file_paths(table: "FileStoreTable", entry: ManifestEntry) -> list[tuple[str, int]]:
+def data_file_paths(table: FileStoreTable, entry: ManifestEntry) -> list[tuple[str, int]]:
     """The data file of an entry and its extra files (Java ``toAlignedPath``: next to it)."""
     f: DataFileMeta = entry.file
     main = f.path_in(bucket_path(table, entry.partition, entry.bucket))
@@ -52,8 +53,9 @@ def entry_key(entry: ManifestEntry) -> tuple[bytes, int, str]:
     return entry.partition, entry.bucket, entry.file.file_name
 
 
-def tagged_snapshots(table: "FileStoreTable", names_out: list | None = None,
-                     skip: frozenset[str] = frozenset()) -> list[Snapshot]:
+def tagged_snapshots(
+    table: FileStoreTable, names_out: list | None = None, skip: frozenset[str] = frozenset()
+) -> list[Snapshot]:
     """Every tag's snapshot (but the tags named in ``skip``), sorted by id, one per id (Java
     ``TagManager.taggedSnapshots``). Raises :class:`MaintenanceAbortedError` if a tag cannot be
     read: a destructive operation must never run on a partial view of what tags need."""
@@ -67,42 +69,45 @@ def tagged_snapshots(table: "FileStoreTable", names_out: list | None = None,
             continue  # deleted while listing: needs nothing any more
         except (LakeError, OSError) as e:
             raise MaintenanceAbortedError(
-                f"tag '{name}' of table {table.identifier} could not be read ({e}); nothing was deleted") from None
+                f"tag '{name}' of table {table.identifier} could not be read ({e}); nothing was deleted"
+            ) from None
         by_id.setdefault(snap.id, snap)
         if names_out is not None:
             names_out.append(name)
     return [by_id[k] for k in sorted(by_id)]
 
 
-def live_data_keys(table: "FileStoreTable", snapshot: Snapshot) -> set[tuple[bytes, int, str]]:
+def live_data_keys(table: FileStoreTable, snapshot: Snapshot) -> set[tuple[bytes, int, str]]:
     """(partition, bucket, file name) of every data file live at ``snapshot``."""
     return {entry_key(e) for e in table.manifest_store.live_entries(snapshot)}
 
 
-def _list_names(table: "FileStoreTable", name: str | None) -> list[str]:
+def _list_names(table: FileStoreTable, name: str | None) -> list[str]:
     if not name:
         return []
     return [m.file_name for m in table.manifest_store.read_manifest_list(name)]
 
 
-def existing_list(table: "FileStoreTable", name: str | None) -> str | None:
+def existing_list(table: FileStoreTable, name: str | None) -> str | None:
     """``name`` if that manifest list exists. A long-lived changelog names the base and delta lists
     of its expired snapshot, which are gone when a changelog producer wrote its changelog (Java
     checks ``ManifestList.exists`` the same way)."""
     return name if name and table.fileio.exists(table.paths.manifest(name)) else None
 
 
-def manifest_skipping_set(table: "FileStoreTable", snapshots: Iterable[Snapshot],
-                          changelogs: Iterable[Snapshot] = ()) -> set[str]:
+def manifest_skipping_set(
+    table: FileStoreTable, snapshots: Iterable[Snapshot], changelogs: Iterable[Snapshot] = ()
+) -> set[str]:
     """Names of every manifest list, manifest, index manifest, index file and statistics file the
     given snapshots use (Java ``FileDeletionBase.manifestSkippingSet``), plus the base and delta
     lists that still exist of the given long-lived changelogs. Raises if any of them cannot be
     read."""
     out: set[str] = set()
     store = table.manifest_store
-    for s, lists in ([(s, (s.base_manifest_list, s.delta_manifest_list)) for s in snapshots]
-                     + [(c, (existing_list(table, c.base_manifest_list), existing_list(table, c.delta_manifest_list)))
-                        for c in changelogs]):
+    for s, lists in [(s, (s.base_manifest_list, s.delta_manifest_list)) for s in snapshots] + [
+        (c, (existing_list(table, c.base_manifest_list), existing_list(table, c.delta_manifest_list)))
+        for c in changelogs
+    ]:
         try:
             for lst in lists:
                 if not lst:
@@ -116,12 +121,12 @@ def manifest_skipping_set(table: "FileStoreTable", snapshots: Iterable[Snapshot]
                 out.add(s.statistics)
         except (FileNotFoundError, FileIOError, LakeError) as e:
             raise MaintenanceAbortedError(
-                f"metadata of snapshot {s.id} of table {table.identifier} could not be read ({e}); "
-                "nothing was deleted") from None
+                f"metadata of snapshot {s.id} of table {table.identifier} could not be read ({e}); nothing was deleted"
+            ) from None
     return out
 
 
-def try_manifest_list(table: "FileStoreTable", name: str | None):
+def try_manifest_list(table: FileStoreTable, name: str | None):
     """A manifest list, or [] if it is already gone (a crashed earlier run deleted it)."""
     if not name:
         return []
@@ -131,7 +136,7 @@ def try_manifest_list(table: "FileStoreTable", name: str | None):
         return []
 
 
-def try_entries(table: "FileStoreTable", list_name: str | None) -> list[ManifestEntry]:
+def try_entries(table: FileStoreTable, list_name: str | None) -> list[ManifestEntry]:
     out: list[ManifestEntry] = []
     for m in try_manifest_list(table, list_name):
         try:
@@ -141,18 +146,18 @@ def try_entries(table: "FileStoreTable", list_name: str | None) -> list[Manifest
     return out
 
 
-def try_index_entries(table: "FileStoreTable", snapshot: Snapshot) -> list[IndexManifestEntry] | None:
+def try_index_entries(table: FileStoreTable, snapshot: Snapshot) -> list[IndexManifestEntry] | None:
     try:
         return table.manifest_store.index_entries(snapshot)
     except FileNotFoundError:
         return None
 
 
-def index_path(table: "FileStoreTable", entry: IndexManifestEntry) -> str:
+def index_path(table: FileStoreTable, entry: IndexManifestEntry) -> str:
     return index_file_path(table.store, entry)
 
 
-def deleted_in_delta(table: "FileStoreTable", snapshot: Snapshot) -> dict[str, tuple[ManifestEntry, list]]:
+def deleted_in_delta(table: FileStoreTable, snapshot: Snapshot) -> dict[str, tuple[ManifestEntry, list]]:
     """Files a snapshot's delta DELETEs and does not re-ADD (an upgrade is DELETE+ADD of one
     path), keyed by path (Java ``planDeletedInDeltaManifest``)."""
     out: dict[str, tuple[ManifestEntry, list]] = {}
@@ -170,7 +175,7 @@ def deleted_in_delta(table: "FileStoreTable", snapshot: Snapshot) -> dict[str, t
     return out
 
 
-def added_files(table: "FileStoreTable", list_name: str | None, kind: str) -> list[PlannedFile]:
+def added_files(table: FileStoreTable, list_name: str | None, kind: str) -> list[PlannedFile]:
     """Files the ADD entries of a manifest list name (Java ``deleteAddedDataFiles``)."""
     out: list[PlannedFile] = []
     for e in try_entries(table, list_name):
@@ -179,8 +184,9 @@ def added_files(table: "FileStoreTable", list_name: str | None, kind: str) -> li
     return out
 
 
-def unheld_data_files(table: "FileStoreTable", candidates: dict[str, tuple], holders: Iterable[Snapshot]
-                      ) -> list[PlannedFile]:
+def unheld_data_files(
+    table: FileStoreTable, candidates: dict[str, tuple], holders: Iterable[Snapshot]
+) -> list[PlannedFile]:
     """The candidate data files (from :func:`deleted_in_delta`) no holder snapshot has live (Java's
     tag data-file skipper)."""
     if not candidates:
@@ -188,11 +194,15 @@ def unheld_data_files(table: "FileStoreTable", candidates: dict[str, tuple], hol
     keep: set = set()
     for h in holders:
         keep |= live_data_keys(table, h)
-    return [PlannedFile(p, size, "data") for _path, (entry, paths) in candidates.items()
-            if entry_key(entry) not in keep for p, size in paths]
+    return [
+        PlannedFile(p, size, "data")
+        for _path, (entry, paths) in candidates.items()
+        if entry_key(entry) not in keep
+        for p, size in paths
+    ]
 
 
-def unused_lists(table: "FileStoreTable", lists, skip: set[str]) -> list[PlannedFile]:
+def unused_lists(table: FileStoreTable, lists, skip: set[str]) -> list[PlannedFile]:
     """Manifests of the given ``(manifest list, size)`` pairs, and the lists, not in ``skip``
     (Java ``cleanUnusedManifestList``); ``skip`` grows so nothing is planned twice."""
     out: list[PlannedFile] = []
@@ -210,7 +220,7 @@ def unused_lists(table: "FileStoreTable", lists, skip: set[str]) -> list[Planned
     return out
 
 
-def long_lived_changelogs(table: "FileStoreTable") -> list[Snapshot]:
+def long_lived_changelogs(table: FileStoreTable) -> list[Snapshot]:
     """Every ``changelog/changelog-N`` still there, ascending (a changelog expired while listing is
     skipped: it needs nothing any more)."""
     long_lived = table.changelog_manager.long_lived
@@ -228,7 +238,7 @@ class ReferencedNames:
     lists, index manifests and files, statistics), each manifest read once. Java's
     ``OrphanFilesClean`` matches files by name the same way."""
 
-    def __init__(self, table: "FileStoreTable"):
+    def __init__(self, table: FileStoreTable):
         self.table = table
         self.names: set[str] = set()
         self._lists: set[str] = set()
@@ -237,9 +247,15 @@ class ReferencedNames:
 
     def add_changelog(self, c: Snapshot) -> None:
         """A long-lived changelog: its changelog list, and its base and delta lists while they exist."""
-        self.add_snapshot(c, lists=(existing_list(self.table, c.base_manifest_list),
-                                    existing_list(self.table, c.delta_manifest_list), c.changelog_manifest_list),
-                          metadata=False)
+        self.add_snapshot(
+            c,
+            lists=(
+                existing_list(self.table, c.base_manifest_list),
+                existing_list(self.table, c.delta_manifest_list),
+                c.changelog_manifest_list,
+            ),
+            metadata=False,
+        )
 
     def add_snapshot(self, s: Snapshot, *, lists=None, metadata: bool = True) -> None:
         key = (s.id, s.uuid or s.base_manifest_list, metadata)

@@ -19,14 +19,16 @@ buckets changed" conflict. Every partition is one unit (:func:`plan_rescale`,
 already at the new count. :class:`RescaleJob` is plan → prepare partitions → one commit as a
 :class:`lake_core.distributed.DistributedJob`, which the local and the Spark runner execute.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import logging
 import time
 import uuid
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -34,22 +36,28 @@ import pyarrow.compute as pc
 
 from lake_core.bucket.assign import assign_buckets
 from lake_core.commit.file_store_commit import BATCH_IDENTIFIER, FileStoreCommit
-from lake_core.errors import CommitConflictError, CommitFailedError, InvalidOptionError, LakeError, UnsupportedOptionError
-from lake_core.write.file_writer import DataFileWriter
-from lake_core.kv.system_fields import KIND, SEQ
-from lake_core.read.split import Split
-from lake_core.manifest.metadata import DataFileMeta, FileKind, ManifestEntry
-from lake_core.paths import FileNamer, partition_dir
-from lake_core.read.split_read import SplitRead
-from lake_core.read.scan import TableScan
 from lake_core.definition import commit_schema_changes
 from lake_core.distributed import DistributedJob, run_locally
+from lake_core.errors import (
+    CommitConflictError,
+    CommitFailedError,
+    InvalidOptionError,
+    LakeError,
+    UnsupportedOptionError,
+)
 from lake_core.format.checksum import Checksum, table_checksum
-from lake_core.schema.change import SchemaChange
+from lake_core.kv.system_fields import KIND, SEQ
+from lake_core.manifest.metadata import DataFileMeta, FileKind, ManifestEntry
 from lake_core.options import CoreOptions
-from lake_core.snapshot.snapshot import RESCALE_PROPERTY
+from lake_core.paths import FileNamer, partition_dir
+from lake_core.read.scan import TableScan
+from lake_core.read.split import Split
+from lake_core.read.split_read import SplitRead
 from lake_core.result import OperationResult
+from lake_core.schema.change import SchemaChange
 from lake_core.schema.partition_selector import PartitionSelector, partition_text
+from lake_core.snapshot.snapshot import RESCALE_PROPERTY
+from lake_core.write.file_writer import DataFileWriter
 
 if TYPE_CHECKING:
     from lake_core.table import FileStoreTable
@@ -130,7 +138,7 @@ class RescaleResult(OperationResult):
 # ------------------------------------------------------------------------------------------------
 
 
-def _check_rescalable(table: "FileStoreTable", bucket: Any) -> int:
+def _check_rescalable(table: FileStoreTable, bucket: Any) -> int:
     if isinstance(bucket, bool) or not isinstance(bucket, (int, np.integer)) or int(bucket) < 1:
         raise InvalidOptionError(f"rescale of {table.identifier}: bucket must be a positive integer, got {bucket!r}")
     if table.options.bucket < 1:
@@ -138,7 +146,8 @@ def _check_rescalable(table: "FileStoreTable", bucket: Any) -> int:
             f"rescale of {table.identifier}: the table is in {table.bucket_mode} bucket mode ('bucket' = "
             f"{str(table.options.bucket)!r}); such tables grow their buckets by themselves (a new bucket opens "
             "when the others hold 'dynamic-bucket.target-row-num' keys) and cannot be rescaled. Rescale applies to "
-            "fixed-bucket tables ('bucket' >= 1)")
+            "fixed-bucket tables ('bucket' >= 1)"
+        )
     return int(bucket)
 
 
@@ -146,14 +155,14 @@ def _spec_text(partition: Sequence[tuple[str, Any]]) -> str:
     return partition_text([k for k, _v in partition], [v for _k, v in partition])
 
 
-def _partition_entries(table: "FileStoreTable", snapshot) -> dict[bytes, list[ManifestEntry]]:
+def _partition_entries(table: FileStoreTable, snapshot) -> dict[bytes, list[ManifestEntry]]:
     out: dict[bytes, list[ManifestEntry]] = {}
     for e in table.manifest_store.live_entries(snapshot):
         out.setdefault(e.partition, []).append(e)
     return out
 
 
-def _named(table: "FileStoreTable", partition: bytes) -> tuple[tuple[str, Any], ...]:
+def _named(table: FileStoreTable, partition: bytes) -> tuple[tuple[str, Any], ...]:
     return tuple(zip(table.schema.partition_keys, table.manifest_store.partition_values(partition)))
 
 
@@ -162,8 +171,9 @@ def _named(table: "FileStoreTable", partition: bytes) -> tuple[tuple[str, Any], 
 # ------------------------------------------------------------------------------------------------
 
 
-def plan_rescale(table: "FileStoreTable", *, bucket: int,
-                 partitions: Sequence[Mapping[str, Any]] | None = None) -> RescalePlan:
+def plan_rescale(
+    table: FileStoreTable, *, bucket: int, partitions: Sequence[Mapping[str, Any]] | None = None
+) -> RescalePlan:
     """The partitions (matching ``partitions``, a list of {column: value} selectors; all when
     None) that are not yet at ``bucket`` buckets, from the latest snapshot's metadata."""
     bucket = _check_rescalable(table, bucket)
@@ -173,7 +183,9 @@ def plan_rescale(table: "FileStoreTable", *, bucket: int,
     if selector is not None:  # a selector matching nothing is a typo, not a no-op
         selector.check_matched(table.manifest_store.partition_values(p) for p in by_partition)
     units, done = [], []
-    for part, entries in sorted(by_partition.items(), key=lambda kv: repr(table.manifest_store.partition_values(kv[0]))):
+    for part, entries in sorted(
+        by_partition.items(), key=lambda kv: repr(table.manifest_store.partition_values(kv[0]))
+    ):
         named = _named(table, part)
         if selector is not None and not selector.matches([v for _k, v in named]):
             continue
@@ -181,9 +193,15 @@ def plan_rescale(table: "FileStoreTable", *, bucket: int,
         if counts == {bucket}:
             done.append(named)
             continue
-        units.append(RescaleUnit(partition=named, old_buckets=max(counts), files=len(entries),
-                                 file_rows=sum(e.file.row_count for e in entries),
-                                 bytes=sum(e.file.file_size for e in entries)))
+        units.append(
+            RescaleUnit(
+                partition=named,
+                old_buckets=max(counts),
+                files=len(entries),
+                file_rows=sum(e.file.row_count for e in entries),
+                bytes=sum(e.file.file_size for e in entries),
+            )
+        )
     return RescalePlan(table.identifier, bucket, snap.id if snap else None, tuple(units), tuple(done))
 
 
@@ -192,24 +210,27 @@ def plan_rescale(table: "FileStoreTable", *, bucket: int,
 # ------------------------------------------------------------------------------------------------
 
 
-def _sorted_by_bucket_and_key(table: "FileStoreTable", rows: pa.Table, bucket: int) -> tuple[pa.Table, np.ndarray]:
+def _sorted_by_bucket_and_key(table: FileStoreTable, rows: pa.Table, bucket: int) -> tuple[pa.Table, np.ndarray]:
     schema = table.schema
     keys = list(schema.bucket_keys())
-    buckets = assign_buckets([rows[k] for k in keys], [schema.field(k).type for k in keys], bucket,
-                             table.options.bucket_function).astype(np.int32)
+    buckets = assign_buckets(
+        [rows[k] for k in keys], [schema.field(k).type for k in keys], bucket, table.options.bucket_function
+    ).astype(np.int32)
     sort_cols = [("__bucket", "ascending")] + [(k, "ascending") for k in schema.trimmed_primary_keys]
     with_bucket = rows.append_column("__bucket", pa.array(buckets))
     order = pc.sort_indices(with_bucket, sort_keys=sort_cols)
     return rows.take(order), buckets[order.to_numpy()]
 
 
-def _write_buckets(table: "FileStoreTable", partition_values: Sequence[Any], rows: pa.Table,
-                   buckets: np.ndarray) -> dict[int, list]:
+def _write_buckets(
+    table: FileStoreTable, partition_values: Sequence[Any], rows: pa.Table, buckets: np.ndarray
+) -> dict[int, list]:
     """One sorted run per new bucket, at the top level (PK tables) so reads need no merge."""
     is_pk = bool(table.schema.primary_keys)
     level = table.options.num_levels - 1 if is_pk else 0
-    ppath = partition_dir(list(table.schema.partition_keys), list(partition_values),
-                          table.options.partition_default_name)
+    ppath = partition_dir(
+        list(table.schema.partition_keys), list(partition_values), table.options.partition_default_name
+    )
     cuts = np.flatnonzero(np.diff(buckets)) + 1
     starts = np.concatenate([[0], cuts]).astype(np.int64)
     ends = np.concatenate([cuts, [len(buckets)]]).astype(np.int64)
@@ -217,8 +238,7 @@ def _write_buckets(table: "FileStoreTable", partition_values: Sequence[Any], row
     def write(span: tuple[int, int]) -> tuple[int, list]:
         s, e = span
         part = rows.slice(s, e - s)
-        part = part.append_column(pa.field(SEQ, pa.int64(), nullable=False),
-                                  pa.array(np.arange(e - s, dtype=np.int64)))
+        part = part.append_column(pa.field(SEQ, pa.int64(), nullable=False), pa.array(np.arange(e - s, dtype=np.int64)))
         part = part.append_column(pa.field(KIND, pa.int8(), nullable=False), pa.array(np.zeros(e - s, np.int8)))
         b = int(buckets[s])
         # A namer per bucket: tasks run on two threads and a namer's counter is not thread-safe.
@@ -230,12 +250,22 @@ def _write_buckets(table: "FileStoreTable", partition_values: Sequence[Any], row
         return dict(pool.map(write, spans))
 
 
-def _read_back(table: "FileStoreTable", snapshot_id: int, partition: bytes, values: tuple, bucket: int,
-               written: dict[int, list]) -> pa.Table:
+def _read_back(
+    table: FileStoreTable, snapshot_id: int, partition: bytes, values: tuple, bucket: int, written: dict[int, list]
+) -> pa.Table:
     ppath = partition_dir(list(table.schema.partition_keys), list(values), table.options.partition_default_name)
-    splits = [Split(snapshot_id=snapshot_id, partition=partition, partition_values=values, bucket=b,
-                    total_buckets=bucket, bucket_path=table.paths.bucket_dir(ppath, b), files=tuple(files))
-              for b, files in sorted(written.items())]
+    splits = [
+        Split(
+            snapshot_id=snapshot_id,
+            partition=partition,
+            partition_values=values,
+            bucket=b,
+            total_buckets=bucket,
+            bucket_path=table.paths.bucket_dir(ppath, b),
+            files=tuple(files),
+        )
+        for b, files in sorted(written.items())
+    ]
     reader = SplitRead(table.store)
     parts = []
     keys = list(table.schema.bucket_keys())
@@ -245,14 +275,16 @@ def _read_back(table: "FileStoreTable", snapshot_id: int, partition: bytes, valu
         if len(got) and not np.all(got == split.bucket):
             raise RescaleVerificationError(
                 f"rescale of {table.identifier}: bucket {split.bucket} of the rewritten partition holds "
-                f"{int(np.count_nonzero(got != split.bucket))} row(s) of other buckets; nothing was committed")
+                f"{int(np.count_nonzero(got != split.bucket))} row(s) of other buckets; nothing was committed"
+            )
         parts.append(t)
     return pa.concat_tables(parts) if parts else reader.read_schema.empty_table()
 
 
-def _delete_files(table: "FileStoreTable", partition_values, written: dict[int, list]) -> None:
-    ppath = partition_dir(list(table.schema.partition_keys), list(partition_values),
-                          table.options.partition_default_name)
+def _delete_files(table: FileStoreTable, partition_values, written: dict[int, list]) -> None:
+    ppath = partition_dir(
+        list(table.schema.partition_keys), list(partition_values), table.options.partition_default_name
+    )
     for b, files in written.items():
         for f in files:
             table.fileio.delete(table.paths.data_file(ppath, b, f.file_name))
@@ -275,7 +307,7 @@ class PreparedRescale:
     started: float  # time.monotonic() when preparing began
 
 
-def _find_partition(table: "FileStoreTable", partition: Any):
+def _find_partition(table: FileStoreTable, partition: Any):
     """(latest snapshot, the partition's serialized key or None when it holds no data, its live
     entries, its text) for ``partition``: a value for every partition column, as a dict or text."""
     names = list(table.schema.partition_keys)
@@ -285,8 +317,9 @@ def _find_partition(table: "FileStoreTable", partition: Any):
             raise InvalidOptionError(f"{where}: the table is not partitioned, got partition {partition!r}")
         spec: dict[str, Any] = {}
     else:
-        selector = PartitionSelector.of(table.schema, partition or {}, table=table.identifier,
-                                        operation="rescale_partition")
+        selector = PartitionSelector.of(
+            table.schema, partition or {}, table=table.identifier, operation="rescale_partition"
+        )
         specs = selector.specs if selector is not None else ()
         spec = dict(specs[0]) if len(specs) == 1 else {}
         if sorted(spec) != sorted(names):
@@ -299,8 +332,9 @@ def _find_partition(table: "FileStoreTable", partition: Any):
     return snap, None, [], partition_text(names, values)
 
 
-def _check_reads_what_it_replaces(table: "FileStoreTable", text: str, snapshot_id: int, splits: Sequence[Split],
-                                  entries: Sequence[ManifestEntry]) -> None:
+def _check_reads_what_it_replaces(
+    table: FileStoreTable, text: str, snapshot_id: int, splits: Sequence[Split], entries: Sequence[ManifestEntry]
+) -> None:
     """The OVERWRITE removes every live file of the partition, so the rows written must come from
     every one of them: a file the read skipped (a hidden level 0) would lose its rows for good."""
     read = {(s.bucket, f.file_name) for s in splits for f in s.files}
@@ -311,11 +345,13 @@ def _check_reads_what_it_replaces(table: "FileStoreTable", text: str, snapshot_i
             f"rescale of {table.identifier} partition '{text}' at snapshot {snapshot_id}: the commit would remove "
             f"{len(removed)} file(s) but the read covered {len(read & removed)}; not read: "
             f"{', '.join(f'bucket {b}/{n}' for b, n in missed[:5])}{' ...' if len(missed) > 5 else ''}; "
-            "nothing was written or committed")
+            "nothing was written or committed"
+        )
 
 
-def prepare_rescale_partition(table: "FileStoreTable", *, partition: Mapping[str, Any] | None = None,
-                              bucket: int, dry_run: bool = False) -> PreparedRescale | PartitionRescaleResult:
+def prepare_rescale_partition(
+    table: FileStoreTable, *, partition: Mapping[str, Any] | None = None, bucket: int, dry_run: bool = False
+) -> PreparedRescale | PartitionRescaleResult:
     """Read one partition at the latest snapshot, write it into ``bucket`` buckets and verify the
     new files. Returns a :class:`PreparedRescale` for :func:`commit_rescale_partition`, or a
     result with ``skipped`` set (no data, already at ``bucket`` buckets, or a dry run)."""
@@ -325,11 +361,21 @@ def prepare_rescale_partition(table: "FileStoreTable", *, partition: Mapping[str
 
     def skipped(why: str, old: int, rows: int = 0) -> PartitionRescaleResult:
         log.info("rescale %s partition '%s': skipped, %s", table.identifier, text, why)
-        return PartitionRescaleResult(partition=text, old_buckets=old, new_buckets=bucket, rows=rows,
-                                      files_in=len(entries), files_out=0,
-                                      bytes_in=sum(e.file.file_size for e in entries), bytes_out=0, checksum="",
-                                      skipped=why, snapshot_read=snap.id if snap else None, snapshot_committed=None,
-                                      duration_s=time.monotonic() - started)
+        return PartitionRescaleResult(
+            partition=text,
+            old_buckets=old,
+            new_buckets=bucket,
+            rows=rows,
+            files_in=len(entries),
+            files_out=0,
+            bytes_in=sum(e.file.file_size for e in entries),
+            bytes_out=0,
+            checksum="",
+            skipped=why,
+            snapshot_read=snap.id if snap else None,
+            snapshot_committed=None,
+            duration_s=time.monotonic() - started,
+        )
 
     if part is None:
         return skipped("the partition has no data", bucket)
@@ -351,15 +397,26 @@ def prepare_rescale_partition(table: "FileStoreTable", *, partition: Mapping[str
         if after != before:
             raise RescaleVerificationError(
                 f"rescale of {table.identifier} partition '{text}': the rewritten data reads back as {after}, "
-                f"but the partition held {before} at snapshot {snap.id}; nothing was committed")
+                f"but the partition held {before} at snapshot {snap.id}; nothing was committed"
+            )
     except BaseException:
         _delete_files(table, values, written)
         raise
-    return PreparedRescale(part, text, values, old, bucket, snap.id, tuple(entries),
-                           tuple((b, f) for b, files in sorted(written.items()) for f in files), before, started)
+    return PreparedRescale(
+        part,
+        text,
+        values,
+        old,
+        bucket,
+        snap.id,
+        tuple(entries),
+        tuple((b, f) for b, files in sorted(written.items()) for f in files),
+        before,
+        started,
+    )
 
 
-def _validate_unchanged(table: "FileStoreTable", prepared: Sequence[PreparedRescale]):
+def _validate_unchanged(table: FileStoreTable, prepared: Sequence[PreparedRescale]):
     """The commit's guard: every rewritten partition still holds exactly the files it was read from."""
     by_partition = {p.partition: p for p in prepared}
 
@@ -375,12 +432,13 @@ def _validate_unchanged(table: "FileStoreTable", prepared: Sequence[PreparedResc
                     f"rescale of {table.identifier} partition '{p.partition_text}' is not committed: the partition "
                     f"changed after snapshot {p.snapshot_read}, which the rescale read (at snapshot {latest.id} it "
                     f"has {len(live[part])} live file(s), the rescale rewrote {len(expected)}); nothing was lost — "
-                    "re-run the rescale of this partition")
+                    "re-run the rescale of this partition"
+                )
 
     return validate
 
 
-def abort_rescale(table: "FileStoreTable", prepared: Sequence[PreparedRescale]) -> None:
+def abort_rescale(table: FileStoreTable, prepared: Sequence[PreparedRescale]) -> None:
     """Delete the new files of prepared, uncommitted partitions (after a failure elsewhere)."""
     for p in prepared:
         written: dict[int, list] = {}
@@ -389,51 +447,86 @@ def abort_rescale(table: "FileStoreTable", prepared: Sequence[PreparedRescale]) 
         _delete_files(table, p.partition_values, written)
 
 
-def commit_rescale_partitions(table: "FileStoreTable", prepared: Sequence[PreparedRescale],
-                              commit_user: str | None = None) -> tuple[PartitionRescaleResult, ...]:
+def commit_rescale_partitions(
+    table: FileStoreTable, prepared: Sequence[PreparedRescale], commit_user: str | None = None
+) -> tuple[PartitionRescaleResult, ...]:
     """Commit prepared partitions as ONE OVERWRITE that replaces exactly the files they read;
     fails with ``CommitConflictError`` (and deletes every new file) if any of them changed since."""
     prepared = list(prepared)
     if not prepared:
         return ()
     if len({p.partition for p in prepared}) != len(prepared):
-        raise InvalidOptionError(f"rescale of {table.identifier}: a partition was prepared more than once "
-                                 f"({', '.join(p.partition_text for p in prepared)})")
-    entries = [ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file)
-               for p in prepared for e in p.replaced]
+        raise InvalidOptionError(
+            f"rescale of {table.identifier}: a partition was prepared more than once "
+            f"({', '.join(p.partition_text for p in prepared)})"
+        )
+    entries = [
+        ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file)
+        for p in prepared
+        for e in p.replaced
+    ]
     entries += [ManifestEntry(FileKind.ADD, p.partition, b, p.new_buckets, f) for p in prepared for b, f in p.new_files]
-    properties = {RESCALE_PROPERTY: ",".join(p.partition_text for p in prepared),
-                  "rescale.buckets": ",".join(f"{p.old_buckets}->{p.new_buckets}" for p in prepared),
-                  "rescale.checksum": ",".join(p.checksum.digest for p in prepared)}
+    properties = {
+        RESCALE_PROPERTY: ",".join(p.partition_text for p in prepared),
+        "rescale.buckets": ",".join(f"{p.old_buckets}->{p.new_buckets}" for p in prepared),
+        "rescale.checksum": ",".join(p.checksum.digest for p in prepared),
+    }
     try:
-        committed = FileStoreCommit(table.store, hooks=table, commit_user=commit_user or f"rescale-{uuid.uuid4()}"
-                                    ).commit_overwrite_entries(entries, _validate_unchanged(table, prepared),
-                                                               BATCH_IDENTIFIER, properties)
+        committed = FileStoreCommit(
+            table.store, hooks=table, commit_user=commit_user or f"rescale-{uuid.uuid4()}"
+        ).commit_overwrite_entries(entries, _validate_unchanged(table, prepared), BATCH_IDENTIFIER, properties)
     except (CommitConflictError, CommitFailedError):  # certainly not committed: the new files are garbage
         abort_rescale(table, prepared)
         raise
     results = []
     for p in prepared:
         result = PartitionRescaleResult(
-            partition=p.partition_text, old_buckets=p.old_buckets, new_buckets=p.new_buckets, rows=p.checksum.rows,
-            files_in=len(p.replaced), files_out=len(p.new_files), bytes_in=sum(e.file.file_size for e in p.replaced),
-            bytes_out=sum(f.file_size for _b, f in p.new_files), checksum=p.checksum.digest,
-            snapshot_read=p.snapshot_read, snapshot_committed=committed.id, duration_s=time.monotonic() - p.started)
-        log.info("rescale %s partition '%s': %d -> %d buckets, %d rows, %d -> %d files, checksum %s verified, "
-                 "snapshot %d, %.2fs", table.identifier, p.partition_text, p.old_buckets, p.new_buckets,
-                 result.rows, result.files_in, result.files_out, p.checksum.digest, committed.id, result.duration_s)
+            partition=p.partition_text,
+            old_buckets=p.old_buckets,
+            new_buckets=p.new_buckets,
+            rows=p.checksum.rows,
+            files_in=len(p.replaced),
+            files_out=len(p.new_files),
+            bytes_in=sum(e.file.file_size for e in p.replaced),
+            bytes_out=sum(f.file_size for _b, f in p.new_files),
+            checksum=p.checksum.digest,
+            snapshot_read=p.snapshot_read,
+            snapshot_committed=committed.id,
+            duration_s=time.monotonic() - p.started,
+        )
+        log.info(
+            "rescale %s partition '%s': %d -> %d buckets, %d rows, %d -> %d files, checksum %s verified, "
+            "snapshot %d, %.2fs",
+            table.identifier,
+            p.partition_text,
+            p.old_buckets,
+            p.new_buckets,
+            result.rows,
+            result.files_in,
+            result.files_out,
+            p.checksum.digest,
+            committed.id,
+            result.duration_s,
+        )
         results.append(result)
     return tuple(results)
 
 
-def commit_rescale_partition(table: "FileStoreTable", prepared: PreparedRescale,
-                             commit_user: str | None = None) -> PartitionRescaleResult:
+def commit_rescale_partition(
+    table: FileStoreTable, prepared: PreparedRescale, commit_user: str | None = None
+) -> PartitionRescaleResult:
     """Commit one prepared partition (see :func:`commit_rescale_partitions`)."""
     return commit_rescale_partitions(table, [prepared], commit_user)[0]
 
 
-def rescale_partition(table: "FileStoreTable", *, partition: Mapping[str, Any] | None = None, bucket: int,
-                      commit_user: str | None = None, dry_run: bool = False) -> PartitionRescaleResult:
+def rescale_partition(
+    table: FileStoreTable,
+    *,
+    partition: Mapping[str, Any] | None = None,
+    bucket: int,
+    commit_user: str | None = None,
+    dry_run: bool = False,
+) -> PartitionRescaleResult:
     """Rewrite one partition (``{column: value}`` for every partition column; None or {} for an
     unpartitioned table) into ``bucket`` buckets, verified, as one OVERWRITE commit. Safe to
     retry: a partition already at ``bucket`` buckets is skipped; pass the same ``commit_user`` on
@@ -449,7 +542,7 @@ def rescale_partition(table: "FileStoreTable", *, partition: Mapping[str, Any] |
 # ------------------------------------------------------------------------------------------------
 
 
-def set_bucket_option(table: "FileStoreTable", bucket: int) -> "FileStoreTable":
+def set_bucket_option(table: FileStoreTable, bucket: int) -> FileStoreTable:
     """The table with its ``bucket`` option set to ``bucket`` (a schema change when it differs)."""
     latest = table.schema_manager.latest()
     if latest is not None and CoreOptions(latest.options).bucket == bucket:
@@ -460,8 +553,9 @@ def set_bucket_option(table: "FileStoreTable", bucket: int) -> "FileStoreTable":
     return table.with_schema(schema)
 
 
-def rescale(table: "FileStoreTable", *, bucket: int, partitions: Sequence[Mapping[str, Any]] | None = None,
-            dry_run: bool = False) -> RescaleResult:
+def rescale(
+    table: FileStoreTable, *, bucket: int, partitions: Sequence[Mapping[str, Any]] | None = None, dry_run: bool = False
+) -> RescaleResult:
     """Set ``bucket`` and rewrite the selected partitions (all when None) into it, one verified
     OVERWRITE commit per partition. Stops at the first partition that fails (its error says
     why); partitions done before stay done and a re-run continues with the rest."""
@@ -469,38 +563,83 @@ def rescale(table: "FileStoreTable", *, bucket: int, partitions: Sequence[Mappin
     bucket = _check_rescalable(table, bucket)
     previous = table.options.bucket
     plan = plan_rescale(table, bucket=bucket, partitions=partitions)
-    log.info("rescale %s to %d buckets: %d partition(s) to rewrite, %d already at %d%s", table.identifier, bucket,
-             len(plan.units), len(plan.already_rescaled), bucket, " (dry run)" if dry_run else "")
+    log.info(
+        "rescale %s to %d buckets: %d partition(s) to rewrite, %d already at %d%s",
+        table.identifier,
+        bucket,
+        len(plan.units),
+        len(plan.already_rescaled),
+        bucket,
+        " (dry run)" if dry_run else "",
+    )
     if not dry_run:
         table = set_bucket_option(table, bucket)
     job = RescaleJob(table, plan, previous_bucket=previous, dry_run=dry_run)
     results: list[PartitionRescaleResult] = []
     for i, unit in enumerate(plan.units, 1):
-        log.info("rescale %s: partition %d/%d '%s' (%d files, %d bytes)", table.identifier, i, len(plan.units),
-                 _spec_text(unit.partition), unit.files, unit.bytes)
+        log.info(
+            "rescale %s: partition %d/%d '%s' (%d files, %d bytes)",
+            table.identifier,
+            i,
+            len(plan.units),
+            _spec_text(unit.partition),
+            unit.files,
+            unit.bytes,
+        )
         # one job per partition, so each commits on its own: a later failure keeps the earlier ones
         results += run_locally(job.only(unit)).partitions
-    return _summary(table, bucket=bucket, previous=previous, results=results, already=len(plan.already_rescaled),
-                    started=started, dry_run=dry_run)
+    return _summary(
+        table,
+        bucket=bucket,
+        previous=previous,
+        results=results,
+        already=len(plan.already_rescaled),
+        started=started,
+        dry_run=dry_run,
+    )
 
 
-def _summary(table: "FileStoreTable", *, bucket: int, previous: int, results: Sequence[PartitionRescaleResult],
-             already: int, started: float, dry_run: bool = False) -> RescaleResult:
+def _summary(
+    table: FileStoreTable,
+    *,
+    bucket: int,
+    previous: int,
+    results: Sequence[PartitionRescaleResult],
+    already: int,
+    started: float,
+    dry_run: bool = False,
+) -> RescaleResult:
     done = [r for r in results if r.skipped is None]
     committed = [r.snapshot_committed for r in done if r.snapshot_committed is not None]
     return RescaleResult(
-        operation="rescale", table=table.identifier, dry_run=dry_run, duration_s=time.monotonic() - started,
-        bucket=bucket, previous_bucket=previous, schema_id=table.schema.id, partitions_rescaled=len(done),
+        operation="rescale",
+        table=table.identifier,
+        dry_run=dry_run,
+        duration_s=time.monotonic() - started,
+        bucket=bucket,
+        previous_bucket=previous,
+        schema_id=table.schema.id,
+        partitions_rescaled=len(done),
         partitions_skipped=len(results) - len(done) + already,
-        rows=sum(r.rows for r in done), files_in=sum(r.files_in for r in done),
-        files_out=sum(r.files_out for r in done), bytes_in=sum(r.bytes_in for r in done),
-        bytes_out=sum(r.bytes_out for r in done), snapshot_id=max(committed) if committed else None,
-        partitions=tuple(results))
+        rows=sum(r.rows for r in done),
+        files_in=sum(r.files_in for r in done),
+        files_out=sum(r.files_out for r in done),
+        bytes_in=sum(r.bytes_in for r in done),
+        bytes_out=sum(r.bytes_out for r in done),
+        snapshot_id=max(committed) if committed else None,
+        partitions=tuple(results),
+    )
 
 
-def commit_rescale(table: "FileStoreTable", outcomes: Sequence[PreparedRescale | PartitionRescaleResult], *,
-                   bucket: int, previous_bucket: int, commit_user: str | None = None,
-                   started: float | None = None) -> RescaleResult:
+def commit_rescale(
+    table: FileStoreTable,
+    outcomes: Sequence[PreparedRescale | PartitionRescaleResult],
+    *,
+    bucket: int,
+    previous_bucket: int,
+    commit_user: str | None = None,
+    started: float | None = None,
+) -> RescaleResult:
     """The second half of a distributed rescale: commit every prepared partition of ``outcomes``
     (what :func:`prepare_rescale_partition` returned for each partition, in any process) as one
     OVERWRITE snapshot, and summarize it with the skipped ones. ``previous_bucket`` is the
@@ -509,8 +648,14 @@ def commit_rescale(table: "FileStoreTable", outcomes: Sequence[PreparedRescale |
     committed = iter(commit_rescale_partitions(table, prepared, commit_user))
     results = [next(committed) if isinstance(o, PreparedRescale) else o for o in outcomes]
     first = min((p.started for p in prepared), default=time.monotonic())
-    return _summary(table, bucket=bucket, previous=previous_bucket, results=results, already=0,
-                    started=first if started is None else started)
+    return _summary(
+        table,
+        bucket=bucket,
+        previous=previous_bucket,
+        results=results,
+        already=0,
+        started=first if started is None else started,
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -530,7 +675,7 @@ class RescaleJob(DistributedJob[RescaleUnit, PartitionOutcome, RescaleResult]):
     result, in this order, rewritten or with why they were skipped (a backfill's list); None:
     the units."""
 
-    table: "FileStoreTable"
+    table: FileStoreTable
     plan: RescalePlan
     previous_bucket: int
     commit_user: str | None = None
@@ -542,23 +687,30 @@ class RescaleJob(DistributedJob[RescaleUnit, PartitionOutcome, RescaleResult]):
     def units(self) -> tuple[RescaleUnit, ...]:
         return self.plan.units
 
-    def only(self, unit: RescaleUnit) -> "RescaleJob":
+    def only(self, unit: RescaleUnit) -> RescaleJob:
         """This job for ``unit`` alone (its own commit)."""
         return dataclasses.replace(self, plan=dataclasses.replace(self.plan, units=(unit,)))
 
     def run_unit(self, unit: RescaleUnit) -> PartitionOutcome:
-        return prepare_rescale_partition(self.table, partition=unit.spec, bucket=self.plan.bucket,
-                                         dry_run=self.dry_run)
+        return prepare_rescale_partition(self.table, partition=unit.spec, bucket=self.plan.bucket, dry_run=self.dry_run)
 
     def commit(self, outcomes: Sequence[PartitionOutcome]) -> RescaleResult:
         if self.report is not None:
             by_key = {_partition_key(u.spec): o for u, o in zip(self.units, outcomes)}
             # Partitions with nothing to rewrite: lake_core says why (metadata only, on the driver).
-            outcomes = [by_key.get(_partition_key(dict(spec))) or
-                        prepare_rescale_partition(self.table, partition=dict(spec), bucket=self.plan.bucket)
-                        for spec in self.report]
-        return commit_rescale(self.table, outcomes, bucket=self.plan.bucket, previous_bucket=self.previous_bucket,
-                              commit_user=self.commit_user, started=self.started)
+            outcomes = [
+                by_key.get(_partition_key(dict(spec)))
+                or prepare_rescale_partition(self.table, partition=dict(spec), bucket=self.plan.bucket)
+                for spec in self.report
+            ]
+        return commit_rescale(
+            self.table,
+            outcomes,
+            bucket=self.plan.bucket,
+            previous_bucket=self.previous_bucket,
+            commit_user=self.commit_user,
+            started=self.started,
+        )
 
     def abort(self, outcomes: Sequence[PartitionOutcome]) -> None:
         abort_rescale(self.table, [o for o in outcomes if isinstance(o, PreparedRescale)])
@@ -571,8 +723,13 @@ def _partition_key(spec: Mapping[str, Any]) -> tuple:
     return tuple(sorted(spec.items()))
 
 
-def rescale_job(table: "FileStoreTable", *, bucket: int, partitions: Sequence[Mapping[str, Any]] | None = None,
-                commit_user: str | None = None) -> RescaleJob:
+def rescale_job(
+    table: FileStoreTable,
+    *,
+    bucket: int,
+    partitions: Sequence[Mapping[str, Any]] | None = None,
+    commit_user: str | None = None,
+) -> RescaleJob:
     """Plan a rescale to ``bucket`` (metadata only), set the table's ``bucket`` option (as
     :func:`rescale`) and return the job. ``partitions``: a backfill's partitions, each one
     partition (``{column: value}`` for every partition column; ``[{}]`` unpartitioned): those
@@ -587,5 +744,11 @@ def rescale_job(table: "FileStoreTable", *, bucket: int, partitions: Sequence[Ma
         report = tuple(dict.fromkeys(_partition_key(p) for p in partitions))  # each partition once, in order
         wanted = set(report)
         plan = dataclasses.replace(plan, units=tuple(u for u in plan.units if _partition_key(u.spec) in wanted))
-    return RescaleJob(set_bucket_option(table, bucket), plan, previous_bucket=previous, commit_user=commit_user,
-                      started=started, report=report)
+    return RescaleJob(
+        set_bucket_option(table, bucket),
+        plan,
+        previous_bucket=previous,
+        commit_user=commit_user,
+        started=started,
+        report=report,
+    )

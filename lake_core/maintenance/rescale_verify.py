@@ -7,16 +7,18 @@ of the partition at the committed snapshot has the target ``_TOTAL_BUCKETS``. Th
 its own files before committing; this re-reads what readers now see, after the commit, which is
 what a scheduler's blocking check records.
 """
+
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from lake_core.errors import SnapshotNotFoundError
-from lake_core.read.split_read import SplitRead
-from lake_core.read.scan import TableScan
 from lake_core.format.checksum import Checksum, table_checksum
 from lake_core.maintenance.rescale import _named, _partition_entries, _spec_text
+from lake_core.read.scan import TableScan
+from lake_core.read.split_read import SplitRead
 
 if TYPE_CHECKING:
     from lake_core.table import FileStoreTable
@@ -57,24 +59,29 @@ class RescaleVerification:
         return tuple(f"{p.partition}: {what}" for p in self.partitions for what in p.problems)
 
 
-def _partition_state(table: "FileStoreTable", snapshot_id: int, text: str):
+def _partition_state(table: FileStoreTable, snapshot_id: int, text: str):
     """(rows checksum, key checksum, distinct total buckets) of one partition at one snapshot."""
     snap = table.snapshot(snapshot_id)
-    found = [(part, entries) for part, entries in _partition_entries(table, snap).items()
-             if _spec_text(_named(table, part)) == text]
+    found = [
+        (part, entries)
+        for part, entries in _partition_entries(table, snap).items()
+        if _spec_text(_named(table, part)) == text
+    ]
     if not found:
         empty = Checksum(0, "0" * 32)
         return empty, empty, ()
     part, entries = found[0]
     # every committed row (level 0 too, where batch reads hide it): what the rescale had to carry over
-    rows = SplitRead(table.store).to_arrow([s for s in TableScan(table.store, snap, all_levels=True).splits()
-                                            if s.partition == part])
+    rows = SplitRead(table.store).to_arrow(
+        [s for s in TableScan(table.store, snap, all_levels=True).splits() if s.partition == part]
+    )
     keys = list(table.schema.primary_keys) or rows.column_names
     return table_checksum(rows), table_checksum(rows.select(keys)), tuple(sorted({e.total_buckets for e in entries}))
 
 
-def verify_rescale(table: "FileStoreTable", *, partitions: Mapping[str, int], snapshot_id: int,
-                   bucket: int) -> RescaleVerification:
+def verify_rescale(
+    table: FileStoreTable, *, partitions: Mapping[str, int], snapshot_id: int, bucket: int
+) -> RescaleVerification:
     """Verify partitions (``{'dt=2024-01-01': snapshot the rescale read}``) at ``snapshot_id``
     (the snapshot the rescale committed) against ``bucket`` buckets. Never raises for a failed
     comparison: the problems are in the result."""
@@ -91,16 +98,31 @@ def verify_rescale(table: "FileStoreTable", *, partitions: Mapping[str, int], sn
             if rows_a.rows != rows_b.rows:
                 problems.append(f"{rows_b.rows} rows at snapshot {before_id} but {rows_a.rows} at {snapshot_id}")
             if keys_a != keys_b:
-                problems.append(f"key checksum {keys_b.digest} at snapshot {before_id} but {keys_a.digest} at {snapshot_id}")
+                problems.append(
+                    f"key checksum {keys_b.digest} at snapshot {before_id} but {keys_a.digest} at {snapshot_id}"
+                )
             elif rows_a != rows_b:
-                problems.append(f"same keys but row checksum {rows_b.digest} at snapshot {before_id} "
-                                f"and {rows_a.digest} at {snapshot_id}: values changed")
+                problems.append(
+                    f"same keys but row checksum {rows_b.digest} at snapshot {before_id} "
+                    f"and {rows_a.digest} at {snapshot_id}: values changed"
+                )
         if buckets != (bucket,) and rows_a.rows > 0:
-            problems.append(f"live files at snapshot {snapshot_id} have {list(buckets)} total buckets, "
-                            f"expected [{bucket}]")
-        out.append(PartitionVerification(
-            partition=text, snapshot_before=before_id, snapshot_after=snapshot_id, rows_before=rows_b.rows,
-            rows_after=rows_a.rows, key_checksum_before=keys_b.digest, key_checksum_after=keys_a.digest,
-            row_checksum_before=rows_b.digest, row_checksum_after=rows_a.digest, buckets_after=buckets,
-            problems=tuple(problems)))
+            problems.append(
+                f"live files at snapshot {snapshot_id} have {list(buckets)} total buckets, expected [{bucket}]"
+            )
+        out.append(
+            PartitionVerification(
+                partition=text,
+                snapshot_before=before_id,
+                snapshot_after=snapshot_id,
+                rows_before=rows_b.rows,
+                rows_after=rows_a.rows,
+                key_checksum_before=keys_b.digest,
+                key_checksum_after=keys_a.digest,
+                row_checksum_before=rows_b.digest,
+                row_checksum_after=rows_a.digest,
+                buckets_after=buckets,
+                problems=tuple(problems),
+            )
+        )
     return RescaleVerification(table=table.identifier, bucket=bucket, snapshot_after=snapshot_id, partitions=tuple(out))

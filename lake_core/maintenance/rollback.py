@@ -14,17 +14,17 @@ check, on top of a snapshot the rollback removed, withdraws it itself (``Rollbac
 expiry lock, so no snapshot expiry or tag deletion removes files of the target while it becomes the
 latest state.
 """
+
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lake_core.errors import PathEscapeError, SnapshotNotFoundError
-from lake_core.names import validate_tag_name
-from lake_core.errors import MaintenanceAbortedError, MaintenanceArgumentError
+from lake_core.errors import MaintenanceAbortedError, MaintenanceArgumentError, PathEscapeError, SnapshotNotFoundError
 from lake_core.maintenance.expiry_lock import HOLDERS, expiry_lock
 from lake_core.maintenance.references import ReferencedNames, long_lived_changelogs, tagged_snapshots
+from lake_core.names import validate_tag_name
 from lake_core.paths import join_relative
 from lake_core.result import OperationResult
 
@@ -42,7 +42,7 @@ class RollbackResult(OperationResult):
     bytes_reclaimed: int = 0
 
 
-def _target(table: "FileStoreTable", snapshot_id, tag) -> tuple["Snapshot", bool]:
+def _target(table: FileStoreTable, snapshot_id, tag) -> tuple[Snapshot, bool]:
     """(snapshot to roll back to, whether its snapshot file must be written back)."""
     if (snapshot_id is None) == (tag is None):
         raise MaintenanceArgumentError(f"rollback_to on {table.identifier} takes exactly one of snapshot_id or tag")
@@ -51,11 +51,13 @@ def _target(table: "FileStoreTable", snapshot_id, tag) -> tuple["Snapshot", bool
         snap = table.tag(tag)  # TagNotFoundError names the tag
         return snap, not table.fileio.exists(table.paths.snapshot(snap.id))
     if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int) or snapshot_id < 1:
-        raise MaintenanceArgumentError(f"snapshot_id = {snapshot_id!r} for rollback_to on {table.identifier} is invalid")
+        raise MaintenanceArgumentError(
+            f"snapshot_id = {snapshot_id!r} for rollback_to on {table.identifier} is invalid"
+        )
     return table.snapshot_manager.get(snapshot_id), False  # SnapshotNotFoundError names the range
 
 
-def _names_of(table: "FileStoreTable", snaps, changelogs=()) -> set[str]:
+def _names_of(table: FileStoreTable, snaps, changelogs=()) -> set[str]:
     refs = ReferencedNames(table)
     for add, items in ((refs.add_snapshot, snaps), (refs.add_changelog, changelogs)):
         for s in items:
@@ -66,7 +68,7 @@ def _names_of(table: "FileStoreTable", snaps, changelogs=()) -> set[str]:
     return refs.names
 
 
-def rollback_to(table: "FileStoreTable", *, snapshot_id: int | None = None, tag: str | None = None) -> RollbackResult:
+def rollback_to(table: FileStoreTable, *, snapshot_id: int | None = None, tag: str | None = None) -> RollbackResult:
     started = time.monotonic()
     _target(table, snapshot_id, tag)  # bad arguments fail before the lock is asked for
     # an expiry or tag deletion must not delete what the target needs while it becomes the latest
@@ -74,11 +76,12 @@ def rollback_to(table: "FileStoreTable", *, snapshot_id: int | None = None, tag:
         if not held:
             raise MaintenanceAbortedError(
                 f"rollback_to on {table.identifier}: {HOLDERS} holds snapshot/.expire-lock; "
-                "nothing was changed — run the rollback again when it is done")
+                "nothing was changed — run the rollback again when it is done"
+            )
         return _rollback(table, snapshot_id, tag, started)
 
 
-def _rollback(table: "FileStoreTable", snapshot_id, tag, started: float) -> RollbackResult:
+def _rollback(table: FileStoreTable, snapshot_id, tag, started: float) -> RollbackResult:
     target, restore = _target(table, snapshot_id, tag)  # again, under the lock
     sm, fio, paths = table.snapshot_manager, table.fileio, table.paths
     newer = [i for i in sm.list_ids() if i > target.id]
@@ -119,11 +122,13 @@ def _rollback(table: "FileStoreTable", snapshot_id, tag, started: float) -> Roll
     if landed:
         raise MaintenanceAbortedError(
             f"rollback_to on {table.identifier}: snapshot(s) {landed} were committed during the rollback to "
-            f"{target.id}; stop the writers and run it again (no data file was deleted)")
+            f"{target.id}; stop the writers and run it again (no data file was deleted)"
+        )
 
     # then the files only the removed snapshots and tags mentioned
-    keep = _names_of(table, [s for s in (sm.get(i) for i in sm.list_ids())] + tagged_snapshots(table),
-                     long_lived_changelogs(table))
+    keep = _names_of(
+        table, [s for s in (sm.get(i) for i in sm.list_ids())] + tagged_snapshots(table), long_lived_changelogs(table)
+    )
     doomed = candidates - keep
     deleted = size = 0
     if doomed:
@@ -139,7 +144,13 @@ def _rollback(table: "FileStoreTable", snapshot_id, tag, started: float) -> Roll
             if fio.delete(path):
                 deleted += 1
                 size += nbytes
-    return RollbackResult(operation="rollback_to", table=table.identifier, duration_s=time.monotonic() - started,
-                          snapshot_id=target.id, removed_snapshots=tuple(newer), removed_tags=tuple(newer_tags),
-                          deleted_files=deleted, bytes_reclaimed=size)
-
+    return RollbackResult(
+        operation="rollback_to",
+        table=table.identifier,
+        duration_s=time.monotonic() - started,
+        snapshot_id=target.id,
+        removed_snapshots=tuple(newer),
+        removed_tags=tuple(newer_tags),
+        deleted_files=deleted,
+        bytes_reclaimed=size,
+    )

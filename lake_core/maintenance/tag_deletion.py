@@ -13,6 +13,7 @@ Order: the tag file goes first (no reader resolves the tag any more), then, unde
 files before the manifests naming them. A crash leaves only unreferenced files, which
 ``remove_orphan_files`` reclaims; so does a cleanup skipped because an expiry held the lock.
 """
+
 from __future__ import annotations
 
 import time
@@ -20,12 +21,22 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lake_core.errors import MaintenanceArgumentError, TagNotFoundError
-from lake_core.manifest.metadata import FileKind
 from lake_core.maintenance.expiry_lock import HOLDERS, expiry_lock
 from lake_core.maintenance.orphans import collect_retained
-from lake_core.maintenance.references import (PlannedFile, ReferencedNames, data_file_paths, entry_key, index_path,
-                                              live_data_keys, long_lived_changelogs, tagged_snapshots, try_entries,
-                                              try_index_entries, try_manifest_list)
+from lake_core.maintenance.references import (
+    PlannedFile,
+    ReferencedNames,
+    data_file_paths,
+    entry_key,
+    index_path,
+    live_data_keys,
+    long_lived_changelogs,
+    tagged_snapshots,
+    try_entries,
+    try_index_entries,
+    try_manifest_list,
+)
+from lake_core.manifest.metadata import FileKind
 from lake_core.names import validate_tag_name
 from lake_core.result import OperationResult
 
@@ -33,8 +44,15 @@ if TYPE_CHECKING:
     from lake_core.snapshot.snapshot import Snapshot
     from lake_core.table import FileStoreTable
 
-_ORDER = {"data": 0, "changelog": 0, "index": 1, "manifest": 2, "manifest-list": 3, "index-manifest": 3,
-          "statistics": 3}
+_ORDER = {
+    "data": 0,
+    "changelog": 0,
+    "index": 1,
+    "manifest": 2,
+    "manifest-list": 3,
+    "index-manifest": 3,
+    "statistics": 3,
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,18 +65,26 @@ class DeleteTagResult(OperationResult):
     skipped: str | None = None  # why files were kept (a live snapshot holds them, the lock was held)
 
 
-def _files_of(table: "FileStoreTable", snap: "Snapshot") -> tuple[list, list[PlannedFile]]:
+def _files_of(table: FileStoreTable, snap: Snapshot) -> tuple[list, list[PlannedFile]]:
     """The snapshot's live data entries with their paths, and every other file it uses: changelog
     files, manifests, lists, index and statistics files."""
     data = [(e, data_file_paths(table, e)) for e in table.manifest_store.live_entries(snap)]
-    out = [PlannedFile(p, size, "changelog") for e in try_entries(table, snap.changelog_manifest_list)
-           if e.kind == FileKind.ADD for p, size in data_file_paths(table, e)]
-    for lst, size in ((snap.base_manifest_list, snap.base_manifest_list_size),
-                      (snap.delta_manifest_list, snap.delta_manifest_list_size),
-                      (snap.changelog_manifest_list, snap.changelog_manifest_list_size)):
+    out = [
+        PlannedFile(p, size, "changelog")
+        for e in try_entries(table, snap.changelog_manifest_list)
+        if e.kind == FileKind.ADD
+        for p, size in data_file_paths(table, e)
+    ]
+    for lst, size in (
+        (snap.base_manifest_list, snap.base_manifest_list_size),
+        (snap.delta_manifest_list, snap.delta_manifest_list_size),
+        (snap.changelog_manifest_list, snap.changelog_manifest_list_size),
+    ):
         if lst:
-            out += [PlannedFile(table.paths.manifest(m.file_name), m.file_size, "manifest")
-                    for m in try_manifest_list(table, lst)]
+            out += [
+                PlannedFile(table.paths.manifest(m.file_name), m.file_size, "manifest")
+                for m in try_manifest_list(table, lst)
+            ]
             out.append(PlannedFile(table.paths.manifest(lst), size or 0, "manifest-list"))
     if snap.index_manifest:
         out += [PlannedFile(index_path(table, e), e.file_size, "index") for e in try_index_entries(table, snap) or ()]
@@ -68,8 +94,9 @@ def _files_of(table: "FileStoreTable", snap: "Snapshot") -> tuple[list, list[Pla
     return data, out
 
 
-def plan_unheld_files(table: "FileStoreTable", snapshots: list["Snapshot"],
-                      skip_tags: frozenset[str] = frozenset()) -> list[PlannedFile]:
+def plan_unheld_files(
+    table: FileStoreTable, snapshots: list[Snapshot], skip_tags: frozenset[str] = frozenset()
+) -> list[PlannedFile]:
     """The files of ``snapshots`` (of deleted tags; ``skip_tags``: tags to treat as deleted) that
     nothing retained holds, data first; read against the table as it is now."""
     sm = table.snapshot_manager
@@ -100,8 +127,9 @@ def plan_unheld_files(table: "FileStoreTable", snapshots: list["Snapshot"],
     return sorted(seen.values(), key=lambda f: _ORDER.get(f.kind, 3))
 
 
-def delete_tags(table: "FileStoreTable", names, *, dry_run: bool = False,
-                operation: str = "delete_tag") -> DeleteTagResult:
+def delete_tags(
+    table: FileStoreTable, names, *, dry_run: bool = False, operation: str = "delete_tag"
+) -> DeleteTagResult:
     """Delete the tags ``names`` (each must exist), then the files only they held."""
     started = time.monotonic()
     if not isinstance(dry_run, bool):
@@ -119,15 +147,21 @@ def delete_tags(table: "FileStoreTable", names, *, dry_run: bool = False,
             raise TagNotFoundError(f"tag '{name}' does not exist on {table.identifier}")
     with expiry_lock(table) as held:
         if not held:
-            return _result(table, names, [], False, started, operation,
-                           f"{HOLDERS} holds snapshot/.expire-lock; the tags' files stay until "
-                           "remove_orphan_files")
+            return _result(
+                table,
+                names,
+                [],
+                False,
+                started,
+                operation,
+                f"{HOLDERS} holds snapshot/.expire-lock; the tags' files stay until remove_orphan_files",
+            )
         files = plan_unheld_files(table, snaps)
         deleted = [f for f in files if table.fileio.delete(f.path)]
     return _result(table, names, deleted, False, started, operation, _why_kept(table, snaps, files))
 
 
-def _why_kept(table: "FileStoreTable", snaps, files) -> str | None:
+def _why_kept(table: FileStoreTable, snaps, files) -> str | None:
     if files:
         return None
     live = set(table.snapshot_manager.list_ids())
@@ -138,8 +172,15 @@ def _why_kept(table: "FileStoreTable", snaps, files) -> str | None:
 
 
 def _result(table, names, files, dry_run, started, operation, skipped) -> DeleteTagResult:
-    return DeleteTagResult(operation=operation, table=table.identifier, dry_run=dry_run,
-                           duration_s=time.monotonic() - started, tags=names, deleted_files=len(files),
-                           data_files=sum(1 for f in files if f.kind == "data"),
-                           bytes_reclaimed=sum(f.size for f in files), files=tuple(f.path for f in files),
-                           skipped=skipped)
+    return DeleteTagResult(
+        operation=operation,
+        table=table.identifier,
+        dry_run=dry_run,
+        duration_s=time.monotonic() - started,
+        tags=names,
+        deleted_files=len(files),
+        data_files=sum(1 for f in files if f.kind == "data"),
+        bytes_reclaimed=sum(f.size for f in files),
+        files=tuple(f.path for f in files),
+        skipped=skipped,
+    )

@@ -6,6 +6,7 @@ after-commit hook, :mod:`.tags`) is not wanted: the tag is made by the maintenan
 period whatever the write rate. Tags whose names do not parse with the pattern (a user's ``v1``,
 Paimon's automatic tags) are never deleted here.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -13,11 +14,10 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lake_core.errors import LakeError
-from lake_core.names import validate_tag_name
-from lake_core.errors import MaintenanceArgumentError
-from lake_core.result import OperationResult
+from lake_core.errors import LakeError, MaintenanceArgumentError
 from lake_core.maintenance.tags import _auto_tags as tags_of_format
+from lake_core.names import validate_tag_name
+from lake_core.result import OperationResult
 
 if TYPE_CHECKING:
     from lake_core.table import FileStoreTable
@@ -42,27 +42,41 @@ def check_name_format(name_format: object, *, what: str = "name_format") -> str:
         name = validate_tag_name(sample.strftime(name_format))
         back = _dt.datetime.strptime(name, name_format)
     except (ValueError, LakeError) as e:
-        raise MaintenanceArgumentError(f"{what} = {name_format!r} does not make a tag name that parses back: {e}") from None
+        raise MaintenanceArgumentError(
+            f"{what} = {name_format!r} does not make a tag name that parses back: {e}"
+        ) from None
     if back.strftime(name_format) != name:
         raise MaintenanceArgumentError(f"{what} = {name_format!r} does not make a tag name that parses back")
     return name_format
 
 
-def tag_snapshot(table: "FileStoreTable", *, name_format: str, num_retained: int | None = None,
-                 time_retained: _dt.timedelta | None = None, now: _dt.datetime | None = None,
-                 dry_run: bool = False) -> TagSnapshotResult:
+def tag_snapshot(
+    table: FileStoreTable,
+    *,
+    name_format: str,
+    num_retained: int | None = None,
+    time_retained: _dt.timedelta | None = None,
+    now: _dt.datetime | None = None,
+    dry_run: bool = False,
+) -> TagSnapshotResult:
     started = time.monotonic()
     check_name_format(name_format, what=f"name_format for table {table.identifier}")
     if num_retained is not None and (not isinstance(num_retained, int) or num_retained < 1):
         raise MaintenanceArgumentError(f"num_retained = {num_retained!r} for table {table.identifier} must be >= 1")
     if not isinstance(dry_run, bool):
         raise MaintenanceArgumentError(f"dry_run = {dry_run!r} for table {table.identifier} must be True or False")
-    now = now or _dt.datetime.now(_dt.timezone.utc)
+    now = now or _dt.datetime.now(_dt.UTC)
     name = now.strftime(name_format)
 
     def result(**kw) -> TagSnapshotResult:
-        return TagSnapshotResult(operation="tag_snapshot", table=table.identifier, dry_run=dry_run,
-                                 duration_s=time.monotonic() - started, tag=name, **kw)
+        return TagSnapshotResult(
+            operation="tag_snapshot",
+            table=table.identifier,
+            dry_run=dry_run,
+            duration_s=time.monotonic() - started,
+            tag=name,
+            **kw,
+        )
 
     latest = table.latest_snapshot()
     if latest is None:

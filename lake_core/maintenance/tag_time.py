@@ -10,6 +10,7 @@ Expiry (after each commit unless ``write-only``, and ``table.maintenance.expire_
 whose ``tagCreateTime + tagTimeRetained`` lies before now (local time, as Java's
 ``LocalDateTime.now()``) is deleted; with ``older_than``, also every tag created before it.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -20,11 +21,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from lake_core.errors import LakeError, TagNotFoundError
-from lake_core.snapshot.snapshot import Snapshot
-from lake_core.errors import MaintenanceArgumentError
+from lake_core.errors import LakeError, MaintenanceArgumentError, TagNotFoundError
 from lake_core.maintenance.tag_deletion import delete_tags
 from lake_core.result import OperationResult
+from lake_core.snapshot.snapshot import Snapshot
 
 if TYPE_CHECKING:
     from lake_core.table import FileStoreTable
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 _ISO_DURATION = re.compile(r"^PT(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?$")
 
 
-def default_time_retained(table: "FileStoreTable") -> _dt.timedelta | None:
+def default_time_retained(table: FileStoreTable) -> _dt.timedelta | None:
     ms = table.options.tag_default_time_retained_ms
     return None if ms is None else _dt.timedelta(milliseconds=ms)
 
@@ -55,8 +55,10 @@ def tag_json(snapshot: Snapshot, time_retained: _dt.timedelta | None, now: _dt.d
     now = now or _dt.datetime.now()
     micros = (time_retained.days * 86_400 + time_retained.seconds) * 1_000_000 + time_retained.microseconds
     seconds = Decimal(micros) / Decimal(1_000_000)
-    extra = (f',\n  "tagCreateTime" : {_local_date_time(now)},\n'
-             f'  "tagTimeRetained" : {seconds.quantize(Decimal("0.000000001"))}\n}}')
+    extra = (
+        f',\n  "tagCreateTime" : {_local_date_time(now)},\n'
+        f'  "tagTimeRetained" : {seconds.quantize(Decimal("0.000000001"))}\n}}'
+    )
     assert text.endswith("\n}")
     return text[:-2] + extra
 
@@ -88,7 +90,7 @@ class TagTimes:
     time_retained: _dt.timedelta | None
 
 
-def tag_times(table: "FileStoreTable", name: str) -> TagTimes:
+def tag_times(table: FileStoreTable, name: str) -> TagTimes:
     """``tagCreateTime`` and ``tagTimeRetained`` of a tag (None where absent)."""
     table.tag(name)  # TagNotFoundError names the tag
     obj = json.loads(table.fileio.read_text(table.paths.tag(name)))
@@ -109,13 +111,19 @@ class ExpireTagsResult(OperationResult):
         return f"expire_tags on {self.table} {verb} tags: " + ", ".join(self.expired_tags)
 
 
-def expire_tags(table: "FileStoreTable", *, older_than: _dt.datetime | None = None, dry_run: bool = False,
-                now: _dt.datetime | None = None) -> ExpireTagsResult:
+def expire_tags(
+    table: FileStoreTable,
+    *,
+    older_than: _dt.datetime | None = None,
+    dry_run: bool = False,
+    now: _dt.datetime | None = None,
+) -> ExpireTagsResult:
     started = time.monotonic()
     now = now or _dt.datetime.now()
     if older_than is not None and not isinstance(older_than, _dt.datetime):
-        raise MaintenanceArgumentError(f"older_than = {older_than!r} for expire_tags on {table.identifier} "
-                                       "must be a datetime (local time)")
+        raise MaintenanceArgumentError(
+            f"older_than = {older_than!r} for expire_tags on {table.identifier} must be a datetime (local time)"
+        )
     if not isinstance(dry_run, bool):
         raise MaintenanceArgumentError(f"dry_run = {dry_run!r} for table {table.identifier} must be True or False")
     doomed = []
@@ -132,8 +140,13 @@ def expire_tags(table: "FileStoreTable", *, older_than: _dt.datetime | None = No
         if reached or (older_than is not None and times.create_time < older_than):
             doomed.append(name)
     cleaned = delete_tags(table, doomed, dry_run=dry_run, operation="expire_tags") if doomed else None
-    return ExpireTagsResult(operation="expire_tags", table=table.identifier, dry_run=dry_run,
-                            duration_s=time.monotonic() - started, expired_tags=tuple(doomed),
-                            deleted_files=cleaned.deleted_files if cleaned else 0,
-                            bytes_reclaimed=cleaned.bytes_reclaimed if cleaned else 0,
-                            skipped=None if doomed else "no tag has reached its time retained")
+    return ExpireTagsResult(
+        operation="expire_tags",
+        table=table.identifier,
+        dry_run=dry_run,
+        duration_s=time.monotonic() - started,
+        expired_tags=tuple(doomed),
+        deleted_files=cleaned.deleted_files if cleaned else 0,
+        bytes_reclaimed=cleaned.bytes_reclaimed if cleaned else 0,
+        skipped=None if doomed else "no tag has reached its time retained",
+    )

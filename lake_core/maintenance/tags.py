@@ -6,6 +6,7 @@ complete period (``2026-11-22`` daily, ``2026-11-23 09`` hourly), as Java does; 
 beyond ``tag.num-retained-max`` are deleted oldest first. Tags keep their files from expiry, so an
 automatic tag is a restore point that survives ``expire_snapshots``.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -17,16 +18,20 @@ from lake_core.maintenance.tag_deletion import delete_tags
 if TYPE_CHECKING:
     from lake_core.table import FileStoreTable
 
-PERIODS = {"daily": (_dt.timedelta(days=1), "%Y-%m-%d"), "hourly": (_dt.timedelta(hours=1), "%Y-%m-%d %H"),
-           "two-hours": (_dt.timedelta(hours=2), "%Y-%m-%d %H")}
+PERIODS = {
+    "daily": (_dt.timedelta(days=1), "%Y-%m-%d"),
+    "hourly": (_dt.timedelta(hours=1), "%Y-%m-%d %H"),
+    "two-hours": (_dt.timedelta(hours=2), "%Y-%m-%d %H"),
+}
 MODES = ("none", "process-time")
 
 
-def _period(table: "FileStoreTable") -> tuple[_dt.timedelta, str]:
+def _period(table: FileStoreTable) -> tuple[_dt.timedelta, str]:
     name = table.options.tag_creation_period
     if name not in PERIODS:
-        raise InvalidOptionError(f"option 'tag.creation-period' = {name!r} of {table.identifier} is invalid; choose "
-                                 + ", ".join(PERIODS))
+        raise InvalidOptionError(
+            f"option 'tag.creation-period' = {name!r} of {table.identifier} is invalid; choose " + ", ".join(PERIODS)
+        )
     return PERIODS[name]
 
 
@@ -35,7 +40,7 @@ def _floor(now: _dt.datetime, step: _dt.timedelta) -> _dt.datetime:
     return day + step * ((now - day) // step)
 
 
-def _auto_tags(table: "FileStoreTable", fmt: str) -> list[tuple[_dt.datetime, str]]:
+def _auto_tags(table: FileStoreTable, fmt: str) -> list[tuple[_dt.datetime, str]]:
     out = []
     for name in table.list_tags():
         try:
@@ -45,7 +50,7 @@ def _auto_tags(table: "FileStoreTable", fmt: str) -> list[tuple[_dt.datetime, st
     return sorted(out)
 
 
-def auto_create_tag(table: "FileStoreTable", now: _dt.datetime | None = None) -> str | None:
+def auto_create_tag(table: FileStoreTable, now: _dt.datetime | None = None) -> str | None:
     """Create the tag of the last complete period if it is due; returns its name (or None)."""
     mode = table.options.tag_automatic_creation
     if mode == "none":

@@ -18,9 +18,11 @@ from older writers' schemas take their defaults. Codecs ``null``, ``deflate``, `
 The container framing and block codecs are :mod:`lake_core.format.avro`'s, shared with Avro data
 files; record encoding and decoding are fastavro's.
 """
+
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import fastavro
 
@@ -216,14 +218,15 @@ _TEXT_MANIFEST_ENTRY = schema_text(MANIFEST_ENTRY_SCHEMA)
 _TEXT_MANIFEST_FILE_META = schema_text(MANIFEST_FILE_META_SCHEMA)
 _TEXT_INDEX_MANIFEST_ENTRY = schema_text(INDEX_MANIFEST_ENTRY_SCHEMA)
 
+
 def _read_records(data: bytes, what: str) -> list[dict[str, Any]]:
     return read_records(data, what, logical_types=False)[1]
 
 
-def _write_records(records: list[dict[str, Any]], parsed_schema: Any, schema_json: bytes, codec: str,
-                   zstd_level: int, what: str) -> bytes:
-    return write_records(records, parsed_schema, codec=codec, zstd_level=zstd_level, what=what,
-                         schema_json=schema_json)
+def _write_records(
+    records: list[dict[str, Any]], parsed_schema: Any, schema_json: bytes, codec: str, zstd_level: int, what: str
+) -> bytes:
+    return write_records(records, parsed_schema, codec=codec, zstd_level=zstd_level, what=what, schema_json=schema_json)
 
 
 # ---- SimpleStats -----------------------------------------------------------------------------
@@ -332,9 +335,7 @@ def encode_manifest_entries(
         }
         for e in entries
     ]
-    return _write_records(
-        records, _PARSED_MANIFEST_ENTRY, _TEXT_MANIFEST_ENTRY, codec, zstd_level, "manifest entries"
-    )
+    return _write_records(records, _PARSED_MANIFEST_ENTRY, _TEXT_MANIFEST_ENTRY, codec, zstd_level, "manifest entries")
 
 
 def decode_manifest_entries(data: bytes) -> list[ManifestEntry]:
@@ -415,7 +416,11 @@ def encode_manifest_list(
         for m in metas
     ]
     return _write_records(
-        records, _PARSED_MANIFEST_FILE_META, _TEXT_MANIFEST_FILE_META, codec, zstd_level,
+        records,
+        _PARSED_MANIFEST_FILE_META,
+        _TEXT_MANIFEST_FILE_META,
+        codec,
+        zstd_level,
         "manifest list",
     )
 
@@ -514,15 +519,18 @@ def encode_index_manifest(
                 "_DELETIONS_VECTORS_RANGES": None
                 if dv is None
                 else [
-                    {"f0": m.data_file_name, "f1": m.offset, "f2": m.length, "_CARDINALITY": m.cardinality}
-                    for m in dv
+                    {"f0": m.data_file_name, "f1": m.offset, "f2": m.length, "_CARDINALITY": m.cardinality} for m in dv
                 ],
                 "_EXTERNAL_PATH": e.external_path,
                 "_GLOBAL_INDEX": _global_index_to_avro(e.global_index),
             }
         )
     return _write_records(
-        records, _PARSED_INDEX_MANIFEST_ENTRY, _TEXT_INDEX_MANIFEST_ENTRY, codec, zstd_level,
+        records,
+        _PARSED_INDEX_MANIFEST_ENTRY,
+        _TEXT_INDEX_MANIFEST_ENTRY,
+        codec,
+        zstd_level,
         "index manifest",
     )
 
@@ -537,9 +545,7 @@ def decode_index_manifest(data: bytes) -> list[IndexManifestEntry]:
         dv = None
         if ranges is not None:
             dv = tuple(
-                DeletionVectorMeta(m["f0"], m["f1"], m["f2"], m.get("_CARDINALITY"))
-                for m in ranges
-                if m is not None
+                DeletionVectorMeta(m["f0"], m["f1"], m["f2"], m.get("_CARDINALITY")) for m in ranges if m is not None
             )
         return IndexManifestEntry(
             _kind(r["_KIND"], what),

@@ -4,9 +4,11 @@ and ``tryFullCompaction``).
 Without it every commit adds one manifest to the base list and scan planning slows down without
 bound. Full compaction (Java's ``tryFullCompaction``) runs first once its size trigger is reached.
 """
+
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from lake_core.manifest.metadata import FileKind, ManifestFileMeta, merge_entries
 from lake_core.options import CoreOptions
@@ -16,8 +18,9 @@ if TYPE_CHECKING:
     from lake_core.manifest.store import ManifestStore
 
 
-def merge_manifests(store: "ManifestStore", metas: Sequence[ManifestFileMeta], options: CoreOptions,
-                    schema_id: int, namer: FileNamer) -> tuple[list[ManifestFileMeta], list[ManifestFileMeta]]:
+def merge_manifests(
+    store: ManifestStore, metas: Sequence[ManifestFileMeta], options: CoreOptions, schema_id: int, namer: FileNamer
+) -> tuple[list[ManifestFileMeta], list[ManifestFileMeta]]:
     """Returns (new base list, manifests newly written). Groups consecutive manifests until their
     size reaches the target; a trailing group is merged only if it has >= merge-min-count files."""
     full = try_full_compaction(store, metas, options, schema_id, namer)  # manifest.full-compaction-threshold-size
@@ -56,9 +59,15 @@ def merge_manifests(store: "ManifestStore", metas: Sequence[ManifestFileMeta], o
     return result, written
 
 
-def try_full_compaction(store: "ManifestStore", metas: Sequence[ManifestFileMeta], options: CoreOptions,
-                        schema_id: int, namer: FileNamer, *, force: bool = False
-                        ) -> tuple[list[ManifestFileMeta], list[ManifestFileMeta]] | None:
+def try_full_compaction(
+    store: ManifestStore,
+    metas: Sequence[ManifestFileMeta],
+    options: CoreOptions,
+    schema_id: int,
+    namer: FileNamer,
+    *,
+    force: bool = False,
+) -> tuple[list[ManifestFileMeta], list[ManifestFileMeta]] | None:
     """(new base list, manifests written), or None when not triggered / nothing to fold."""
     target = options.manifest_target_file_size
     threshold = options.manifest_full_compaction_threshold_size
@@ -68,12 +77,18 @@ def try_full_compaction(store: "ManifestStore", metas: Sequence[ManifestFileMeta
     if len(must) <= 1 and not any(m.num_deleted_files for m in must):
         return None  # already compact
     must_names = {m.file_name for m in must}
-    deleted = {e.identifier() for m in metas if m.num_deleted_files > 0
-               for e in store.read_manifest(m.file_name) if e.kind == FileKind.DELETE}
+    deleted = {
+        e.identifier()
+        for m in metas
+        if m.num_deleted_files > 0
+        for e in store.read_manifest(m.file_name)
+        if e.kind == FileKind.DELETE
+    }
     keep, rewrite = [], []
     for m in metas:
-        if m.file_name in must_names or (deleted and any(
-                e.identifier() in deleted for e in store.read_manifest(m.file_name))):
+        if m.file_name in must_names or (
+            deleted and any(e.identifier() in deleted for e in store.read_manifest(m.file_name))
+        ):
             rewrite.append(m)
         else:
             keep.append(m)

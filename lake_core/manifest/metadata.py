@@ -9,11 +9,13 @@ them opaque lets a manifest be read and rewritten without any loss.
 All classes are frozen, slotted dataclasses and can be pickled (so they can travel between
 processes). Avro encoding and decoding live in :mod:`lake_core.manifest.manifest_io`.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
-from typing import Any, Iterable, NamedTuple
+from typing import Any, NamedTuple
 
 from lake_core.errors import FormatError, LakeError
 from lake_core.paths import data_file_in
@@ -97,7 +99,7 @@ class DataFileMeta:
         """Where the file is: its external path, else its name in ``bucket_dir``."""
         return self.external_path or data_file_in(bucket_dir, self.file_name)
 
-    def upgrade(self, new_level: int) -> "DataFileMeta":
+    def upgrade(self, new_level: int) -> DataFileMeta:
         """Copy of this file moved to ``new_level`` (Java ``DataFileMeta.upgrade``).
 
         Like Java, the new level must be strictly higher than the current one.

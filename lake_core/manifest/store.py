@@ -2,24 +2,38 @@
 
 Manifests are immutable once written, so caching them by name is always safe.
 """
+
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Generic, Iterable, Sequence, TypeVar
+from collections.abc import Iterable, Sequence
+from typing import Generic, TypeVar
 
 import pyarrow as pa
 
 from lake_core.format.binary_row.reader import deserialize_row
 from lake_core.format.binary_row.writer import serialize_row
-from lake_core.io.fileio import FileIO
 from lake_core.format.integrity import read_metadata
-from lake_core.manifest.manifest_io import (decode_index_manifest, decode_manifest_entries, decode_manifest_list,
-                          encode_index_manifest, encode_manifest_entries, encode_manifest_list)
-from lake_core.manifest.metadata import FileKind, IndexManifestEntry, ManifestEntry, ManifestFileMeta, SimpleStats, merge_entries
+from lake_core.io.fileio import FileIO
+from lake_core.manifest.manifest_io import (
+    decode_index_manifest,
+    decode_manifest_entries,
+    decode_manifest_list,
+    encode_index_manifest,
+    encode_manifest_entries,
+    encode_manifest_list,
+)
+from lake_core.manifest.metadata import (
+    FileKind,
+    IndexManifestEntry,
+    ManifestEntry,
+    ManifestFileMeta,
+    SimpleStats,
+    merge_entries,
+)
 from lake_core.paths import FileNamer, TablePaths
 from lake_core.snapshot.snapshot import Snapshot
-
 
 V = TypeVar("V")
 
@@ -81,7 +95,8 @@ class ManifestStore:
 
     def data_manifests(self, snapshot: Snapshot) -> list[ManifestFileMeta]:
         return self.read_manifest_list(snapshot.base_manifest_list) + self.read_manifest_list(
-            snapshot.delta_manifest_list)
+            snapshot.delta_manifest_list
+        )
 
     def read_entries(self, metas: Iterable[ManifestFileMeta]) -> list[ManifestEntry]:
         out: list[ManifestEntry] = []
@@ -89,7 +104,9 @@ class ManifestStore:
             out.extend(self.read_manifest(m.file_name))
         return out
 
-    def live_entries(self, snapshot: Snapshot | None, metas: Iterable[ManifestFileMeta] | None = None) -> list[ManifestEntry]:
+    def live_entries(
+        self, snapshot: Snapshot | None, metas: Iterable[ManifestFileMeta] | None = None
+    ) -> list[ManifestEntry]:
         """ADD entries still live at ``snapshot`` (ADD and DELETE of one file cancel out)."""
         if snapshot is None:
             return []
@@ -106,8 +123,9 @@ class ManifestStore:
     def index_entries(self, snapshot: Snapshot | None) -> list[IndexManifestEntry]:
         if snapshot is None or not snapshot.index_manifest:
             return []
-        return read_metadata(self.fileio, self.paths.manifest(snapshot.index_manifest), "index manifest",
-                             decode_index_manifest)
+        return read_metadata(
+            self.fileio, self.paths.manifest(snapshot.index_manifest), "index manifest", decode_index_manifest
+        )
 
     # -- writes -------------------------------------------------------------------------------
     def _partition_stats(self, partitions: Iterable[bytes]) -> SimpleStats:
@@ -136,19 +154,26 @@ class ManifestStore:
         buckets = [e.bucket for e in entries]
         levels = [e.file.level for e in entries]
         return ManifestFileMeta(
-            file_name=name, file_size=len(data),
+            file_name=name,
+            file_size=len(data),
             num_added_files=sum(1 for e in entries if e.kind == FileKind.ADD),
             num_deleted_files=sum(1 for e in entries if e.kind == FileKind.DELETE),
             partition_stats=self._partition_stats(e.partition for e in entries),
             schema_id=schema_id,
-            min_bucket=min(buckets) if buckets else None, max_bucket=max(buckets) if buckets else None,
-            min_level=min(levels) if levels else None, max_level=max(levels) if levels else None)
+            min_bucket=min(buckets) if buckets else None,
+            max_bucket=max(buckets) if buckets else None,
+            min_level=min(levels) if levels else None,
+            max_level=max(levels) if levels else None,
+        )
 
-    def write_manifests(self, entries: Sequence[ManifestEntry], schema_id: int, namer: FileNamer,
-                        target_entries: int = 20_000) -> list[ManifestFileMeta]:
+    def write_manifests(
+        self, entries: Sequence[ManifestEntry], schema_id: int, namer: FileNamer, target_entries: int = 20_000
+    ) -> list[ManifestFileMeta]:
         """Roll entries into manifests of bounded size (about 8 MB of Avro at ~400 B/entry)."""
-        return [self.write_manifest(entries[i:i + target_entries], schema_id, namer)
-                for i in range(0, len(entries), target_entries)]
+        return [
+            self.write_manifest(entries[i : i + target_entries], schema_id, namer)
+            for i in range(0, len(entries), target_entries)
+        ]
 
     def write_manifest_list(self, metas: Sequence[ManifestFileMeta], namer: FileNamer) -> tuple[str, int]:
         name = namer.manifest_list()

@@ -1,14 +1,15 @@
 """Merge engines: one package for write-time folding, compaction and merge-on-read."""
+
 from __future__ import annotations
 
 from lake_core.errors import InvalidOptionError
-from lake_core.options import CoreOptions
-from lake_core.schema.table_schema import TableSchema
-from lake_core.merge.base import MergeContext, MergeEngine
 from lake_core.merge.aggregation import AggregationEngine
+from lake_core.merge.base import MergeContext, MergeEngine
 from lake_core.merge.deduplicate import DeduplicateEngine
 from lake_core.merge.first_row import FirstRowEngine
 from lake_core.merge.partial_update import PartialUpdateEngine
+from lake_core.options import CoreOptions
+from lake_core.schema.table_schema import TableSchema
 
 # Paimon's CoreOptions.MergeEngine values. Every engine is imported eagerly: a broken engine module
 # must fail the import of lake_core, not turn into "not supported" at table creation.

@@ -8,6 +8,7 @@ a ``-D`` wipes the accumulated row and a group ending in ``-D`` yields a delete.
 
 Like Java (``ReducerMergeFunctionWrapper``), a key with a single row keeps that row as it is.
 """
+
 from __future__ import annotations
 
 from functools import cached_property
@@ -16,8 +17,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from lake_core.kv import rowkind
 from lake_core.errors import InvalidDataError
+from lake_core.kv import rowkind
 from lake_core.merge.aggregate.base import ADD, ADD_REVERSED, RETRACT, SKIP, AggFunction, retract_error
 from lake_core.merge.aggregate.numeric import CountAgg, count_contributions
 from lake_core.merge.aggregate.registry import create_function, ignore_retract
@@ -42,8 +43,9 @@ def with_count_contributions(rows: pa.Table, functions: dict[str, AggFunction]) 
     NULL): the merge then only sums them, which re-merges exactly (see ``CountAgg``)."""
     for name, fn in functions.items():
         if isinstance(fn, CountAgg):
-            rows = rows.set_column(rows.schema.get_field_index(name), rows.schema.field(name),
-                                   count_contributions(rows[name]))
+            rows = rows.set_column(
+                rows.schema.get_field_index(name), rows.schema.field(name), count_contributions(rows[name])
+            )
     return rows
 
 
@@ -81,8 +83,9 @@ class MultiRows:
         return np.where(idx >= 0, self.rows[np.maximum(idx, 0)], -1)
 
 
-def fold_column(rows: pa.Table, m: MultiRows, fn: AggFunction, ops: np.ndarray, *,
-                ignores_retract: bool) -> tuple[str, object]:
+def fold_column(
+    rows: pa.Table, m: MultiRows, fn: AggFunction, ops: np.ndarray, *, ignores_retract: bool
+) -> tuple[str, object]:
     """The merged value of column ``fn.column`` for every group of ``m``, as ``assemble`` takes
     it. ``RETRACT`` rows fail for a function that cannot retract, unless the column ignores
     retractions (``fields.<f>.ignore-retract``: they are skipped)."""
@@ -94,16 +97,18 @@ def fold_column(rows: pa.Table, m: MultiRows, fn: AggFunction, ops: np.ndarray, 
     col = _col(rows, fn.column)
     idx = None
     if not (ops == ADD_REVERSED).any():  # picking a row cannot apply aggReversed: fold instead
-        valid = np.ones(len(m.rows), bool) if col.null_count == 0 else \
-            col.is_valid().to_numpy(zero_copy_only=False)[m.rows]
+        valid = (
+            np.ones(len(m.rows), bool) if col.null_count == 0 else col.is_valid().to_numpy(zero_copy_only=False)[m.rows]
+        )
         idx = fn.pick(valid, m.sub, ops)
     if idx is not None:
         return "idx", m.input_index(idx)
     return "arr", fn.reduce(col.take(m.take_rows), m.sub, ops)
 
 
-def assemble(rows: pa.Table, m: MultiRows, values: dict[str, tuple[str, Any]], kinds_multi: np.ndarray,
-             drop_deletes: bool) -> pa.Table:
+def assemble(
+    rows: pa.Table, m: MultiRows, values: dict[str, tuple[str, Any]], kinds_multi: np.ndarray, drop_deletes: bool
+) -> pa.Table:
     """The output, one row per key in key order. ``values`` holds per merged group either
     ``("idx", input row index or -1)`` or ``("arr", pa.Array)``; other columns (keys) come from the
     group's last row, ``_SEQUENCE_NUMBER`` is the group's largest, ``_VALUE_KIND`` ``kinds_multi``."""
@@ -213,6 +218,8 @@ class AggregationEngine(MergeEngine):
             last_del = last_index(seg, is_delete)
             ops[seg.positions <= last_del[seg.seg_id]] = SKIP
             kinds_out[is_delete[seg.ends - 1]] = rowkind.DELETE
-        values = {name: fold_column(rows, m, fn, ops, ignores_retract=self.ignore_retract[name])
-                  for name, fn in self.functions.items()}
+        values = {
+            name: fold_column(rows, m, fn, ops, ignores_retract=self.ignore_retract[name])
+            for name, fn in self.functions.items()
+        }
         return assemble(rows, m, values, kinds_out, drop_deletes)

@@ -6,6 +6,7 @@ plus ``_SEQUENCE_NUMBER`` (int64) and ``_VALUE_KIND`` (int8, see :mod:`lake_core
 any order. Output: one row per key (or none, when the key's result is a delete and deletes are
 dropped), ordered by key, with the same columns; ``_SEQUENCE_NUMBER`` is the group's newest.
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
@@ -31,11 +32,15 @@ class MergeContext:
     sequence_descending: bool
 
     @staticmethod
-    def of(schema: TableSchema, options: CoreOptions | None = None) -> "MergeContext":
+    def of(schema: TableSchema, options: CoreOptions | None = None) -> MergeContext:
         options = options or CoreOptions(schema.options)
-        return MergeContext(schema=schema, options=options, key_columns=tuple(schema.trimmed_primary_keys),
-                            sequence_fields=options.sequence_fields,
-                            sequence_descending=options.sequence_descending)
+        return MergeContext(
+            schema=schema,
+            options=options,
+            key_columns=tuple(schema.trimmed_primary_keys),
+            sequence_fields=options.sequence_fields,
+            sequence_descending=options.sequence_descending,
+        )
 
     @property
     def value_columns(self) -> tuple[str, ...]:
@@ -68,7 +73,7 @@ class MergeEngine(ABC):
         self.ctx = ctx
         self.validate()
 
-    def validate(self) -> None:
+    def validate(self) -> None:  # noqa: B027 - a no-op unless the engine has options to check
         """Check table options/types at table creation; raise LakeError subclasses naming the problem."""
 
     def prepare_input(self, rows: pa.Table) -> pa.Table:
@@ -79,8 +84,13 @@ class MergeEngine(ABC):
         return rows
 
     def groups(self, rows: pa.Table) -> Groups:
-        return group_rows(rows, self.ctx.key_columns, self.ctx.sequence_fields, self.ctx.sequence_descending,
-                          rowkind_tiebreak(self.ctx.options))
+        return group_rows(
+            rows,
+            self.ctx.key_columns,
+            self.ctx.sequence_fields,
+            self.ctx.sequence_descending,
+            rowkind_tiebreak(self.ctx.options),
+        )
 
     @abstractmethod
     def merge(self, rows: pa.Table, drop_deletes: bool) -> pa.Table:

@@ -1,4 +1,5 @@
 """merge-engine = deduplicate: the newest row per key wins (a -D as newest removes the key)."""
+
 from __future__ import annotations
 
 import pyarrow as pa

@@ -7,17 +7,20 @@ No ``sequence.field`` (refused at table creation); ``-U``/``-D`` rows are reject
 first-row tables from batch reads (``hides_level0``): the writer must compact new level-0 files up
 for the data to become visible.
 """
+
 from __future__ import annotations
 
 import pyarrow as pa
 
-from lake_core.kv import rowkind
 from lake_core.errors import InvalidDataError, InvalidOptionError
+from lake_core.kv import rowkind
 from lake_core.merge.base import KIND, MergeEngine, take
 from lake_core.merge.sequence import validate_common
 
-REJECT_HELP = ("By default, the first-row merge engine cannot accept DELETE/UPDATE_BEFORE (-D/-U) records; "
-               "set 'ignore-delete' = 'true' (or 'first-row.ignore-delete' = 'true') to ignore them.")
+REJECT_HELP = (
+    "By default, the first-row merge engine cannot accept DELETE/UPDATE_BEFORE (-D/-U) records; "
+    "set 'ignore-delete' = 'true' (or 'first-row.ignore-delete' = 'true') to ignore them."
+)
 
 
 class FirstRowEngine(MergeEngine):
@@ -31,12 +34,14 @@ class FirstRowEngine(MergeEngine):
         if opts.sequence_fields:
             raise InvalidOptionError(
                 "option 'sequence.field' cannot be used with 'merge-engine' = 'first-row' (the first row "
-                "is kept in input order); remove 'sequence.field' or use another merge engine")
+                "is kept in input order); remove 'sequence.field' or use another merge engine"
+            )
         cp = opts.changelog_producer
         if cp not in ("none", "lookup"):
             raise InvalidOptionError(
                 f"option 'changelog-producer' = {cp!r} is not supported with 'merge-engine' = 'first-row'; "
-                "use 'none' or 'lookup'")
+                "use 'none' or 'lookup'"
+            )
         validate_common(self.ctx.schema, opts, self.name)
 
     def prepare_input(self, rows: pa.Table) -> pa.Table:

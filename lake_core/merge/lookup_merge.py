@@ -5,9 +5,10 @@ key's rows from levels >= 1 only the newest is merged, with the key's level-0 ro
 copy would count an aggregation (or a partial update's retraction) twice. Used by merge-on-read
 and by compaction rewrites of such tables.
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -31,13 +32,20 @@ def newest_high_level_mask(rows: pa.Table, key_names: Sequence[str], levels: np.
     if int(np.count_nonzero(high)) <= 1:
         return None
     hlevel = pa.array(levels.astype(np.int32), pa.int32(), mask=~high)
-    t = rows.select(list(key_names)).append_column(_ROW, pa.array(np.arange(rows.num_rows, dtype=np.int64))) \
+    t = (
+        rows.select(list(key_names))
+        .append_column(_ROW, pa.array(np.arange(rows.num_rows, dtype=np.int64)))
         .append_column(_HLEVEL, hlevel)
+    )
     newest = t.group_by(list(key_names), use_threads=False).aggregate([(_HLEVEL, "min"), (_HLEVEL, "count")])
     if newest.num_rows and int(pc.max(newest[_HLEVEL + "_count"]).as_py() or 0) <= 1:
         return None  # no key has two copies above level 0
-    joined = t.join(newest.select(list(key_names) + [_HLEVEL + "_min"]), keys=list(key_names),
-                    join_type="left outer", use_threads=False)
+    joined = t.join(
+        newest.select(list(key_names) + [_HLEVEL + "_min"]),
+        keys=list(key_names),
+        join_type="left outer",
+        use_threads=False,
+    )
     idx = joined[_ROW].to_numpy()
     top = joined[_HLEVEL + "_min"].fill_null(-1).to_numpy()
     keep = np.ones(rows.num_rows, bool)
@@ -48,8 +56,11 @@ def newest_high_level_mask(rows: pa.Table, key_names: Sequence[str], levels: np.
 def needs_lookup_merge(store) -> bool:
     """Whether ``store`` merges with Paimon's ``LookupMergeFunction`` and it changes the result
     (partial-update and aggregation; the newest row wins anyway for deduplicate and first-row)."""
-    return bool(store.schema.primary_keys) and store.options.changelog_producer == "lookup" \
+    return (
+        bool(store.schema.primary_keys)
+        and store.options.changelog_producer == "lookup"
         and store.merge_engine().lookup_needs_old_value
+    )
 
 
 __all__ = ["LEVEL", "newest_high_level_mask", "needs_lookup_merge", "with_level"]

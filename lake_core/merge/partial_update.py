@@ -16,6 +16,7 @@ cut each key group: only rows after the last effective delete count. Whether a s
 is effective depends on the rows since the previous effective one, so those cut points are found in
 rounds (one vectorized pass per delete that fires in the same key; rare).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -23,13 +24,19 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from lake_core.kv import rowkind
 from lake_core.errors import InvalidDataError, InvalidOptionError
+from lake_core.kv import rowkind
 from lake_core.merge.aggregate.base import ADD, ADD_REVERSED, RETRACT, SKIP, AggFunction, retract_error
 from lake_core.merge.aggregate.registry import create_function, ignore_retract
 from lake_core.merge.aggregate.segments import Segments, any_per_group, first_index, last_index
-from lake_core.merge.aggregation import (MultiRows, _col, assemble, fold_column, key_like_columns,
-                          with_count_contributions)
+from lake_core.merge.aggregation import (
+    MultiRows,
+    _col,
+    assemble,
+    fold_column,
+    key_like_columns,
+    with_count_contributions,
+)
 from lake_core.merge.base import KIND, MergeEngine, drop_retracts
 from lake_core.merge.sequence import parse_sequence_groups, segmented_cummax, tuple_rank, validate_common
 
@@ -39,7 +46,8 @@ DELETE_HELP = (
     "2. 'partial-update.remove-record-on-delete' = 'true' to remove the whole row on -D; "
     "3. 'fields.<seq>.sequence-group' = '<columns>' to retract those columns, with "
     "'partial-update.remove-record-on-sequence-group' = '<seq>' to remove the whole row on a -D of "
-    "that sequence group.")
+    "that sequence group."
+)
 
 
 class PartialUpdateEngine(MergeEngine):
@@ -56,15 +64,18 @@ class PartialUpdateEngine(MergeEngine):
         if self.remove_on_delete and self.ignore_delete:
             raise InvalidOptionError(
                 "'ignore-delete' and 'partial-update.remove-record-on-delete' have conflicting behavior; "
-                "set only one of them")
+                "set only one of them"
+            )
         if rosg is not None and self.ignore_delete:
             raise InvalidOptionError(
                 "'ignore-delete' and 'partial-update.remove-record-on-sequence-group' have conflicting "
-                "behavior; set only one of them")
+                "behavior; set only one of them"
+            )
         if self.remove_on_delete and self.seq_groups:
             raise InvalidOptionError(
                 "'partial-update.remove-record-on-delete' cannot be combined with sequence groups "
-                "('fields.<seq>.sequence-group'); use 'partial-update.remove-record-on-sequence-group'")
+                "('fields.<seq>.sequence-group'); use 'partial-update.remove-record-on-sequence-group'"
+            )
         seq_cols = [s for g in self.seq_groups for s in g.seq_fields]
         self.pd_groups: set[int] = set()
         if rosg is not None:
@@ -73,7 +84,8 @@ class PartialUpdateEngine(MergeEngine):
             if bad or not wanted:
                 raise InvalidOptionError(
                     f"option 'partial-update.remove-record-on-sequence-group' = {rosg!r}: {bad or rosg} "
-                    f"must be sequence columns of sequence groups ({seq_cols or 'none defined'})")
+                    f"must be sequence columns of sequence groups ({seq_cols or 'none defined'})"
+                )
             self.pd_groups = {i for i, g in enumerate(self.seq_groups) if set(g.seq_fields) & set(wanted)}
         protected = {f: i for i, g in enumerate(self.seq_groups) for f in g.fields}
         self.protected = protected
@@ -92,13 +104,17 @@ class PartialUpdateEngine(MergeEngine):
                 raise InvalidOptionError(
                     f"column '{f.name}': aggregate function '{fn.name}' on a partial-update table needs the "
                     f"column to be protected by a sequence group ('fields.<seq>.sequence-group' = "
-                    f"'...,{f.name}'); only 'last_non_null_value' works without one")
+                    f"'...,{f.name}'); only 'last_non_null_value' works without one"
+                )
             if f.name in protected:
                 self.functions[f.name] = fn
                 self.ignore_retract[f.name] = ignore_retract(opts, f.name)
             # outside groups, last_non_null_value is exactly the plain partial update
-        self.plain = [f.name for f in schema.fields
-                      if f.name not in self.key_like and f.name not in self.seq_cols and f.name not in protected]
+        self.plain = [
+            f.name
+            for f in schema.fields
+            if f.name not in self.key_like and f.name not in self.seq_cols and f.name not in protected
+        ]
 
     # -- write path -------------------------------------------------------------------------------
     def prepare_input(self, rows: pa.Table) -> pa.Table:
@@ -117,8 +133,11 @@ class PartialUpdateEngine(MergeEngine):
         """A -U/-D that touches a sequence group retracts its aggregates: refuse it at write time
         when an aggregate of the group cannot retract (Java would fail later, when merging)."""
         for grp in self.seq_groups:
-            bad = [f for f in grp.fields if f in self.functions and not self.functions[f].retract_supported
-                   and not self.ignore_retract[f]]
+            bad = [
+                f
+                for f in grp.fields
+                if f in self.functions and not self.functions[f].retract_supported and not self.ignore_retract[f]
+            ]
             if not bad:
                 continue
             touches = np.zeros(rows.num_rows, bool)

@@ -8,6 +8,7 @@ break ties of coarse sequence values inside Java's old single-long sequence numb
 broken by input order here (as in Paimon since the user sequence fields are compared on their
 own), so those two paddings are accepted and change nothing.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,9 +18,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_core.errors import InvalidOptionError, SchemaError
-from lake_core.options import CoreOptions
 from lake_core.merge.aggregate.registry import ALIASES, FUNCTIONS
 from lake_core.merge.aggregate.segments import Segments
+from lake_core.options import CoreOptions
 
 AUTO_PADDINGS = ("row-kind-flag", "second-to-micro", "millis-to-micro")
 SEQUENCE_GROUP_SUFFIX = ".sequence-group"
@@ -34,7 +35,8 @@ def auto_padding(options: CoreOptions) -> frozenset[str]:
     if bad:
         raise InvalidOptionError(
             f"option 'sequence.auto-padding' = {raw!r}: unknown value(s) {bad}; use a comma-separated "
-            f"list of {', '.join(AUTO_PADDINGS)}")
+            f"list of {', '.join(AUTO_PADDINGS)}"
+        )
     return frozenset(vals)
 
 
@@ -56,32 +58,36 @@ def validate_common(schema, options: CoreOptions, engine: str) -> None:
     for f in seq:
         if f not in names:
             raise InvalidOptionError(
-                f"option 'sequence.field' names column '{f}', which is not in the table; columns: {names}")
+                f"option 'sequence.field' names column '{f}', which is not in the table; columns: {names}"
+            )
         if seq.count(f) > 1:
             raise InvalidOptionError(f"option 'sequence.field': column '{f}' is listed more than once")
         if options.aggregate_function(f):
             raise InvalidOptionError(
                 f"column '{f}' is a sequence field ('sequence.field') and must not have an aggregate "
-                f"function; remove 'fields.{f}.aggregate-function'")
+                f"function; remove 'fields.{f}.aggregate-function'"
+            )
     pads = auto_padding(options)
     if pads and not seq:
         raise InvalidOptionError("option 'sequence.auto-padding' needs 'sequence.field' to be set")
     for key in options.raw:
         if not key.startswith("fields.") or key == "fields.default-aggregate-function":
             continue
-        body = key[len("fields."):]
+        body = key[len("fields.") :]
         col_part = body.rsplit(".", 1)[0] if "." in body else body
         for col in col_part.split(","):
             if col not in names:
                 raise InvalidOptionError(
-                    f"option '{key}' names column '{col}', which is not in the table; columns: {names}")
+                    f"option '{key}' names column '{col}', which is not in the table; columns: {names}"
+                )
     default = options.default_aggregate_function
     if default is not None:
         k = ALIASES.get(default.strip().lower(), default.strip().lower())
         if k not in FUNCTIONS:
             raise InvalidOptionError(
                 f"option 'fields.default-aggregate-function' = {default!r} is not an aggregate function; "
-                f"supported: {', '.join(sorted(FUNCTIONS))}")
+                f"supported: {', '.join(sorted(FUNCTIONS))}"
+            )
 
 
 @dataclass(frozen=True)
@@ -91,13 +97,18 @@ class SequenceGroup:
     fields: tuple[str, ...]  # the columns the group protects
 
 
-_SEQ_TYPES = ("DECIMAL, TINYINT, SMALLINT, INTEGER, BIGINT, FLOAT, DOUBLE, DATE, TIME, TIMESTAMP, "
-              "TIMESTAMP_LTZ")
+_SEQ_TYPES = "DECIMAL, TINYINT, SMALLINT, INTEGER, BIGINT, FLOAT, DOUBLE, DATE, TIME, TIMESTAMP, TIMESTAMP_LTZ"
 
 
 def _seq_type_ok(t: pa.DataType) -> bool:
-    return (pa.types.is_integer(t) and pa.types.is_signed_integer(t)) or pa.types.is_floating(t) \
-        or pa.types.is_decimal(t) or pa.types.is_date(t) or pa.types.is_time(t) or pa.types.is_timestamp(t)
+    return (
+        (pa.types.is_integer(t) and pa.types.is_signed_integer(t))
+        or pa.types.is_floating(t)
+        or pa.types.is_decimal(t)
+        or pa.types.is_date(t)
+        or pa.types.is_time(t)
+        or pa.types.is_timestamp(t)
+    )
 
 
 def parse_sequence_groups(schema, options: CoreOptions) -> list[SequenceGroup]:
@@ -111,31 +122,34 @@ def parse_sequence_groups(schema, options: CoreOptions) -> list[SequenceGroup]:
     for key in sorted(options.raw):
         if not (key.startswith("fields.") and key.endswith(SEQUENCE_GROUP_SUFFIX)):
             continue
-        seq_part = key[len("fields."):-len(SEQUENCE_GROUP_SUFFIX)]
+        seq_part = key[len("fields.") : -len(SEQUENCE_GROUP_SUFFIX)]
         seq_fields = tuple(s.strip() for s in seq_part.split(",") if s.strip())
         if not seq_fields:
             raise InvalidOptionError(f"option '{key}' names no sequence column")
         for s in seq_fields:
             if s not in names:
-                raise InvalidOptionError(
-                    f"option '{key}': sequence column '{s}' is not in the table; columns: {names}")
+                raise InvalidOptionError(f"option '{key}': sequence column '{s}' is not in the table; columns: {names}")
             if not _seq_type_ok(types[s]):
                 raise SchemaError(
                     f"option '{key}': sequence column '{s}' has type {types[s]}, which cannot order a "
-                    f"sequence group; use one of {_SEQ_TYPES}")
+                    f"sequence group; use one of {_SEQ_TYPES}"
+                )
             if options.aggregate_function(s):
                 raise InvalidOptionError(
                     f"column '{s}' is the sequence column of '{key}' and must not have an aggregate "
-                    f"function; remove 'fields.{s}.aggregate-function'")
+                    f"function; remove 'fields.{s}.aggregate-function'"
+                )
         value = options.raw[key] or ""
         fields = tuple(f.strip() for f in value.split(",") if f.strip())
         for f in fields:
             if f not in names:
                 raise InvalidOptionError(
-                    f"option '{key}' = {value!r}: column '{f}' is not in the table; columns: {names}")
+                    f"option '{key}' = {value!r}: column '{f}' is not in the table; columns: {names}"
+                )
             if f in owner and owner[f] != key:
                 raise InvalidOptionError(
-                    f"column '{f}' is defined repeatedly by multiple sequence groups: '{owner[f]}' and '{key}'")
+                    f"column '{f}' is defined repeatedly by multiple sequence groups: '{owner[f]}' and '{key}'"
+                )
             owner[f] = key
         groups.append(SequenceGroup(key, seq_fields, fields))
     # a sequence column protected by another group would be updated by two rules
@@ -143,7 +157,8 @@ def parse_sequence_groups(schema, options: CoreOptions) -> list[SequenceGroup]:
     for f, k in owner.items():
         if f in seq_cols and seq_cols[f] != k:
             raise InvalidOptionError(
-                f"column '{f}' is the sequence column of '{seq_cols[f]}' and also protected by '{k}'")
+                f"column '{f}' is the sequence column of '{seq_cols[f]}' and also protected by '{k}'"
+            )
     return groups
 
 

@@ -3,6 +3,7 @@
 Rows of several sorted runs (or one unsorted write batch) are ordered by
 (key, user sequence fields, _SEQUENCE_NUMBER); every merge engine then reduces each key group.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -12,7 +13,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_core.format.float_order import sortable_array, sortable_bits
-
 from lake_core.kv.system_fields import KIND, SEQ
 
 
@@ -55,8 +55,13 @@ def numpy_key(col: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
     return None
 
 
-def merge_order(rows: pa.Table, key_columns: tuple[str, ...], sequence_fields: tuple[str, ...] = (),
-                sequence_descending: bool = False, rowkind_tiebreak: bool = False) -> np.ndarray:
+def merge_order(
+    rows: pa.Table,
+    key_columns: tuple[str, ...],
+    sequence_fields: tuple[str, ...] = (),
+    sequence_descending: bool = False,
+    rowkind_tiebreak: bool = False,
+) -> np.ndarray:
     """Indices ordering rows by key, then user sequence, then _SEQUENCE_NUMBER (all stable).
 
     ``rowkind_tiebreak`` ('sequence.auto-padding' = 'row-kind-flag'): on equal user sequence
@@ -114,7 +119,11 @@ def _boundaries(rows: pa.Table, key_columns: tuple[str, ...], order: np.ndarray)
             s = arr[order]
             new[1:] |= s[1:] != s[:-1]
         else:
-            s = rows[k].take(pa.array(order)).combine_chunks() if isinstance(rows[k], pa.ChunkedArray) else rows[k].take(order)
+            s = (
+                rows[k].take(pa.array(order)).combine_chunks()
+                if isinstance(rows[k], pa.ChunkedArray)
+                else rows[k].take(order)
+            )
             diff = pc.not_equal(s.slice(1), s.slice(0, n - 1))
             # NULL vs value counts as different; NULL vs NULL as equal.
             both_null = pc.and_(pc.is_null(s.slice(1)), pc.is_null(s.slice(0, n - 1)))
@@ -123,8 +132,13 @@ def _boundaries(rows: pa.Table, key_columns: tuple[str, ...], order: np.ndarray)
     return new
 
 
-def group_rows(rows: pa.Table, key_columns: tuple[str, ...], sequence_fields: tuple[str, ...] = (),
-               sequence_descending: bool = False, rowkind_tiebreak: bool = False) -> Groups:
+def group_rows(
+    rows: pa.Table,
+    key_columns: tuple[str, ...],
+    sequence_fields: tuple[str, ...] = (),
+    sequence_descending: bool = False,
+    rowkind_tiebreak: bool = False,
+) -> Groups:
     order = merge_order(rows, key_columns, sequence_fields, sequence_descending, rowkind_tiebreak)
     new = _boundaries(rows, key_columns, order)
     starts = np.flatnonzero(new).astype(np.int64)

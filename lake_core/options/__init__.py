@@ -5,6 +5,7 @@
 - :mod:`.validation`: the checks a table's options pass when it is created, altered or opened;
 - :mod:`.reference`: the reference page ``docs/options.md`` (``python -m lake_core.options``).
 """
+
 from __future__ import annotations
 
 # The value parsers live below format/, which reads the writer options with them too.
@@ -15,7 +16,19 @@ from lake_core.options.table_options import BY_KEY, CHANGELOG_PRODUCERS, FILE_FO
 from lake_core.options.validation import check_supported, validate_option_names, validate_table_options
 
 __all__ = [
-    "BY_KEY", "CHANGELOG_PRODUCERS", "FILE_FORMATS", "MATERIALIZED_READ_ROWS", "MERGE_ENGINES", "READ_BATCH_ROWS",
-    "ConfigOption", "CoreOptions", "FieldOption", "Support", "check_supported", "parse_duration_ms",
-    "parse_memory_size", "validate_option_names", "validate_table_options",
+    "BY_KEY",
+    "CHANGELOG_PRODUCERS",
+    "FILE_FORMATS",
+    "MATERIALIZED_READ_ROWS",
+    "MERGE_ENGINES",
+    "READ_BATCH_ROWS",
+    "ConfigOption",
+    "CoreOptions",
+    "FieldOption",
+    "Support",
+    "check_supported",
+    "parse_duration_ms",
+    "parse_memory_size",
+    "validate_option_names",
+    "validate_table_options",
 ]

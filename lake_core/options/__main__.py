@@ -1,5 +1,6 @@
 """``python -m lake_core.options [--check]``: write the options reference page from the
 declarations, or (``--check``) fail when the committed page differs from them."""
+
 from __future__ import annotations
 
 import argparse

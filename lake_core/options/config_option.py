@@ -1,10 +1,12 @@
 """One table option, declared once (Java's ``ConfigOption``: key, type, default, description):
 names, parsing, validation, typed access and the reference page all derive from it."""
+
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Generic, Mapping, TypeVar
+from typing import Generic, TypeVar
 
 from lake_core.options.option_types import OptionType
 
@@ -56,6 +58,7 @@ class ConfigOption(Generic[T]):
 @dataclass(frozen=True, kw_only=True, eq=False)
 class FieldOption:
     """A per-column option, ``fields.<name>.<suffix>``; its column must exist (checked with the schema)."""
+
     suffix: str
     description: str
     support: Support = Support.SUPPORTED

@@ -4,11 +4,13 @@ declaration in :mod:`.table_options`.
 A value is parsed on first use and kept on the instance (one ``CoreOptions`` per table handle), so
 the write and read paths pay an attribute lookup, not a parse.
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Generic, Mapping, TypeVar, overload
+from typing import Generic, TypeVar, overload
 
 from lake_core.option_values import parse_bool
 from lake_core.options import table_options as o
@@ -34,10 +36,10 @@ class _Typed(Generic[T]):
         self.name = name
 
     @overload
-    def __get__(self, options: None, owner: type) -> "_Typed[T]": ...
+    def __get__(self, options: None, owner: type) -> _Typed[T]: ...
 
     @overload
-    def __get__(self, options: "CoreOptions", owner: type) -> T: ...
+    def __get__(self, options: CoreOptions, owner: type) -> T: ...
 
     def __get__(self, options: CoreOptions | None, owner: type | None = None) -> T | _Typed[T] | None:
         if options is None:
@@ -80,8 +82,7 @@ class CoreOptions:
     # -- merge engine ---------------------------------------------------------------------------------
     merge_engine = _Typed(o.MERGE_ENGINE)
     partial_update_remove_record_on_delete = _Typed(o.PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE)
-    partial_update_remove_record_on_sequence_group = _Typed(
-        o.PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP)
+    partial_update_remove_record_on_sequence_group = _Typed(o.PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP)
     aggregation_remove_record_on_delete = _Typed(o.AGGREGATION_REMOVE_RECORD_ON_DELETE)
     default_aggregate_function = _Typed(o.FIELDS_DEFAULT_AGGREGATE_FUNCTION)
 

@@ -6,10 +6,12 @@ new or altered definition must pass (ranges, choices, minimums). Both raise
 :class:`InvalidOptionError` naming the option and the value, with the one grammar of
 :mod:`lake_core.option_values`.
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar, Mapping, Protocol, TypeVar
+from typing import ClassVar, Protocol, TypeVar
 
 from lake_core.errors import InvalidNameError, InvalidOptionError, UnsupportedOptionError
 from lake_core.names import validate_file_prefix
@@ -40,6 +42,7 @@ class OptionType(Protocol[T]):
 @dataclass(frozen=True)
 class Text:
     """Free text, kept as written (``lower``: compared in lower case, as Java's case-insensitive ones)."""
+
     lower: bool = False
     empty_is_unset: ClassVar[bool] = False
 
@@ -56,12 +59,14 @@ class Text:
 @dataclass(frozen=True)
 class NonBlankText(Text):
     """Text that must not be empty or blank, because of ``reason``."""
+
     reason: str = ""
 
     def check(self, key: str, text: str) -> None:
         if not text.strip():
-            raise InvalidOptionError(f"option '{key}' = {text!r} is invalid: {self.reason}, so it must not be "
-                                     "empty or blank")
+            raise InvalidOptionError(
+                f"option '{key}' = {text!r} is invalid: {self.reason}, so it must not be empty or blank"
+            )
 
     def describe(self) -> str:
         return "text, not blank"
@@ -83,6 +88,7 @@ class FilePrefix(Text):
 
 class _CheckedByParsing:
     """A value that is valid when it parses."""
+
     empty_is_unset: ClassVar[bool] = True
 
     def parse(self, key: str, text: str) -> object:
@@ -105,6 +111,7 @@ class Bool(_CheckedByParsing):
 class Int:
     """An integer as strict as Java's ``Integer.parseInt`` (``long``: ``Long.parseLong``), checked
     against ``minimum..maximum`` (less ``excluded``); ``what`` says the allowed values in words."""
+
     minimum: int
     what: str
     maximum: int = INT_RANGE[1]
@@ -127,6 +134,7 @@ class Int:
 @dataclass(frozen=True)
 class MemorySize:
     """Bytes, written as ``128 mb``, ``64kib`` or ``1024`` (Java's ``MemorySize``)."""
+
     minimum: int = 1
     empty_is_unset: ClassVar[bool] = True
 
@@ -166,6 +174,7 @@ class Choice:
     """One of ``choices`` (``ignore_case``: in any case, as Java's enum options; the typed value is
     then lower case). ``refused`` maps the values Paimon has and lake_core does not implement to the
     rest of the refusal, which is an :class:`UnsupportedOptionError`, not a typo."""
+
     choices: tuple[str, ...]
     ignore_case: bool = False
     refused: Mapping[str, str] = field(default_factory=dict)
@@ -177,8 +186,9 @@ class Choice:
     def check(self, key: str, text: str) -> None:
         value = self.parse(key, text)
         if value in self.refused:
-            raise UnsupportedOptionError(f"option '{key}' = {value!r} is not supported by lake_core"
-                                         f"{self.refused[value]}")
+            raise UnsupportedOptionError(
+                f"option '{key}' = {value!r} is not supported by lake_core{self.refused[value]}"
+            )
         if value not in self.choices:
             raise InvalidOptionError(f"option '{key}' = {text!r} is invalid; choose one of {', '.join(self.choices)}")
 

@@ -1,5 +1,6 @@
 """The options reference page (``docs/options.md``), rendered from the declarations as Paimon's
 docs generator renders its ``ConfigOption`` fields."""
+
 from __future__ import annotations
 
 from lake_core.options import table_options as o
@@ -54,19 +55,37 @@ def render() -> str:
     lines = [_INTRO]
     for title, options in o.SECTIONS:
         lines += [f"## {title}", ""]
-        lines += _table(("option", "value", "default", "what it does"), [
-            (f"`{opt.key}`", opt.type.describe(), _default(opt), opt.description + _notes(opt)) for opt in options])
+        lines += _table(
+            ("option", "value", "default", "what it does"),
+            [(f"`{opt.key}`", opt.type.describe(), _default(opt), opt.description + _notes(opt)) for opt in options],
+        )
         lines.append("")
-    lines += ["## Per-column options", "",
-              "`<name>` is a column of the table; an option naming another column is refused.", ""]
-    lines += _table(("option", "what it does"), [
-        (f"`{f.pattern}`", f.description + (" *(**ignored by lake_core**)*" if f.support is Support.IGNORED else ""))
-        for f in o.FIELD_OPTIONS])
-    lines += ["", "## Refused", "",
-              "Paimon options lake_core does not implement yet are refused by name when a table is created "
-              "or opened (a table another engine wrote with one would read wrong), except the options above: "
-              "names starting with " + ", ".join(f"`{p}`" for p in o.REFUSED_PREFIXES) + ".",
-              "",
-              "Values refused the same way: `bucket` = `-2` (postpone bucket mode), and "
-              "`deletion-vectors.enabled` = `true` with `merge-engine` = `first-row`.", ""]
+    lines += [
+        "## Per-column options",
+        "",
+        "`<name>` is a column of the table; an option naming another column is refused.",
+        "",
+    ]
+    lines += _table(
+        ("option", "what it does"),
+        [
+            (
+                f"`{f.pattern}`",
+                f.description + (" *(**ignored by lake_core**)*" if f.support is Support.IGNORED else ""),
+            )
+            for f in o.FIELD_OPTIONS
+        ],
+    )
+    lines += [
+        "",
+        "## Refused",
+        "",
+        "Paimon options lake_core does not implement yet are refused by name when a table is created "
+        "or opened (a table another engine wrote with one would read wrong), except the options above: "
+        "names starting with " + ", ".join(f"`{p}`" for p in o.REFUSED_PREFIXES) + ".",
+        "",
+        "Values refused the same way: `bucket` = `-2` (postpone bucket mode), and "
+        "`deletion-vectors.enabled` = `true` with `merge-engine` = `first-row`.",
+        "",
+    ]
     return "\n".join(lines)

@@ -6,9 +6,10 @@ are named as such, so the user knows the difference between "typo" and "not yet"
 checked by their declared type; the rules below are those between options (Java's
 ``SchemaValidation``).
 """
+
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from lake_core.errors import InvalidOptionError, UnsupportedOptionError
 from lake_core.option_values import parse_bool
@@ -29,10 +30,12 @@ def validate_option_names(options: Mapping[str, str]) -> None:
                 continue
             raise UnsupportedOptionError(
                 f"unknown per-field option '{key}'; supported suffixes: "
-                + ", ".join(f.pattern for f in o.FIELD_OPTIONS))
+                + ", ".join(f.pattern for f in o.FIELD_OPTIONS)
+            )
         if key.startswith(o.REFUSED_PREFIXES):
             raise UnsupportedOptionError(
-                f"option '{key}' is a Paimon option that lake_core does not support yet; remove it")
+                f"option '{key}' is a Paimon option that lake_core does not support yet; remove it"
+            )
         raise UnsupportedOptionError(f"unknown table option '{key}' (check the spelling against Paimon's CoreOptions)")
 
 
@@ -45,15 +48,19 @@ def check_supported(options: Mapping[str, str], *, table: str | None = None) -> 
     ``table`` names the table in the message."""
     try:
         validate_option_names(options)
-        if (parse_bool(o.DELETION_VECTORS_ENABLED.key, options.get(o.DELETION_VECTORS_ENABLED.key, "false"))
-                and str(options.get(o.MERGE_ENGINE.key, "deduplicate")).lower() == "first-row"):
+        if (
+            parse_bool(o.DELETION_VECTORS_ENABLED.key, options.get(o.DELETION_VECTORS_ENABLED.key, "false"))
+            and str(options.get(o.MERGE_ENGINE.key, "deduplicate")).lower() == "first-row"
+        ):
             # Paimon's SchemaValidation refuses it too: first-row never replaces a stored row
             raise UnsupportedOptionError(
                 "option 'deletion-vectors.enabled' = 'true' does not apply to 'merge-engine' = 'first-row': "
-                "first-row never deletes an old row, so there is nothing for a deletion vector to mark")
+                "first-row never deletes an old row, so there is nothing for a deletion vector to mark"
+            )
         if str(options.get(o.BUCKET.key, "")).strip() == "-2":
             raise UnsupportedOptionError(
-                "option 'bucket' = '-2' (postpone bucket mode) is not supported by lake_core yet")
+                "option 'bucket' = '-2' (postpone bucket mode) is not supported by lake_core yet"
+            )
     except UnsupportedOptionError as e:
         if table is None:
             raise
@@ -74,23 +81,32 @@ def validate_table_options(options: Mapping[str, str], *, has_primary_key: bool)
     if core.commit_min_retry_wait_ms > core.commit_max_retry_wait_ms:
         raise InvalidOptionError(
             f"option 'commit.min-retry-wait' = {core.text(o.COMMIT_MIN_RETRY_WAIT)!r} is longer than "
-            f"'commit.max-retry-wait' = {core.text(o.COMMIT_MAX_RETRY_WAIT)!r}")
+            f"'commit.max-retry-wait' = {core.text(o.COMMIT_MAX_RETRY_WAIT)!r}"
+        )
     if not has_primary_key:
         for option in o.OPTIONS:
             if option.primary_key_only and option.key in options:
                 raise InvalidOptionError(
-                    f"option '{option.key}' only applies to primary-key tables; this table has no primary key")
+                    f"option '{option.key}' only applies to primary-key tables; this table has no primary key"
+                )
     return core
 
 
 def _check_retention(options: Mapping[str, str], core: CoreOptions) -> None:
     """No more to retain at least than at most (SchemaValidation refuses it too)."""
-    snapshots = (o.SNAPSHOT_NUM_RETAINED_MIN, o.SNAPSHOT_NUM_RETAINED_MAX,
-                 core.snapshot_num_retained_min, core.snapshot_num_retained_max)
-    changelogs = (o.CHANGELOG_NUM_RETAINED_MIN, o.CHANGELOG_NUM_RETAINED_MAX,
-                  # unset, the changelog bounds are the snapshots' (CoreOptions.changelogNumRetainMin/Max)
-                  _either(core.changelog_num_retained_min, core.snapshot_num_retained_min),
-                  _either(core.changelog_num_retained_max, core.snapshot_num_retained_max))
+    snapshots = (
+        o.SNAPSHOT_NUM_RETAINED_MIN,
+        o.SNAPSHOT_NUM_RETAINED_MAX,
+        core.snapshot_num_retained_min,
+        core.snapshot_num_retained_max,
+    )
+    changelogs = (
+        o.CHANGELOG_NUM_RETAINED_MIN,
+        o.CHANGELOG_NUM_RETAINED_MAX,
+        # unset, the changelog bounds are the snapshots' (CoreOptions.changelogNumRetainMin/Max)
+        _either(core.changelog_num_retained_min, core.snapshot_num_retained_min),
+        _either(core.changelog_num_retained_max, core.snapshot_num_retained_max),
+    )
     for low, high, lo, hi in (snapshots, changelogs):
         if (low.key in options or high.key in options) and lo > hi:
             raise InvalidOptionError(f"option '{low.key}' = {lo} is larger than '{high.key}' = {hi}")

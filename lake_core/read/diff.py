@@ -3,9 +3,10 @@
 row only in the end state as it is (its own kind), a row in both whose values differ as the end
 row, and an unchanged row not at all. Values are compared whole, NULL equal to NULL and NaN to NaN
 (Java compares the binary rows)."""
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -20,8 +21,9 @@ from lake_core.merge.sort import group_rows
 def diff_rows(before: pa.Table, after: pa.Table, key_columns: Sequence[str], columns: Sequence[str]) -> pa.Table:
     """``before`` and ``after``: one row per key, ``columns`` plus ``_VALUE_KIND``. Returns the diff
     rows (same columns), ordered by key."""
-    both = pa.concat_tables([before.select(list(columns) + [KIND]), after.select(list(columns) + [KIND])],
-                            promote_options="permissive")
+    both = pa.concat_tables(
+        [before.select(list(columns) + [KIND]), after.select(list(columns) + [KIND])], promote_options="permissive"
+    )
     side = np.concatenate([np.zeros(before.num_rows, np.int64), np.ones(after.num_rows, np.int64)])
     groups = group_rows(both.append_column(SEQ, pa.array(side)), tuple(key_columns))
     size = groups.ends - groups.starts
@@ -82,8 +84,9 @@ def values_equal(a: pa.Array, b: pa.Array) -> np.ndarray:
     else:
         eq = pc.fill_null(pc.equal(a, b), False).to_numpy(zero_copy_only=False)
         if pa.types.is_floating(t):
-            eq |= (pc.fill_null(pc.is_nan(a), False).to_numpy(zero_copy_only=False)
-                   & pc.fill_null(pc.is_nan(b), False).to_numpy(zero_copy_only=False))
+            eq |= pc.fill_null(pc.is_nan(a), False).to_numpy(zero_copy_only=False) & pc.fill_null(
+                pc.is_nan(b), False
+            ).to_numpy(zero_copy_only=False)
     return np.where(a_null | b_null, a_null & b_null, eq)
 
 

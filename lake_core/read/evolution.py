@@ -8,10 +8,12 @@ never picks up the old values. The same mapping turns an old file's value statis
 statistics of the current columns (Java ``SimpleStatsEvolution``), so filter pruning keeps working
 across schema versions: a column the file predates is all NULL in that file.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -27,13 +29,14 @@ if TYPE_CHECKING:
 _SYSTEM = (SEQ, KIND)
 
 
-def _file_fields(store: "FileStore", schema_id: int) -> dict[int, Any]:
+def _file_fields(store: FileStore, schema_id: int) -> dict[int, Any]:
     """Field id -> DataField of the schema a file was written with."""
     return {f.id: f for f in store.schema_manager.schema(schema_id).fields}
 
 
-def read_evolved(store: "FileStore", path: str, meta: DataFileMeta, fmt: str, columns: Sequence[str],
-                 arrow_schema: pa.Schema) -> pa.Table:
+def read_evolved(
+    store: FileStore, path: str, meta: DataFileMeta, fmt: str, columns: Sequence[str], arrow_schema: pa.Schema
+) -> pa.Table:
     """Read ``columns`` (current names, plus ``_SEQUENCE_NUMBER``/``_VALUE_KIND``) of the data file
     ``meta`` at ``path``, typed as ``arrow_schema`` (current types); the file is checked against
     its manifest entry (size, row count) first."""
@@ -43,19 +46,37 @@ def read_evolved(store: "FileStore", path: str, meta: DataFileMeta, fmt: str, co
     return mapping.apply(read_checked_data_file(store.fileio, path, meta, fmt, mapping.file_cols, mapping.file_schema))
 
 
-def iter_evolved(store: "FileStore", path: str, meta: DataFileMeta, fmt: str, columns: Sequence[str],
-                 arrow_schema: pa.Schema, batch_rows: int, *,
-                 missing: Callable[[], Exception] | None = None,
-                 row_groups: Sequence[int] | None = None) -> Iterator[pa.Table]:
+def iter_evolved(
+    store: FileStore,
+    path: str,
+    meta: DataFileMeta,
+    fmt: str,
+    columns: Sequence[str],
+    arrow_schema: pa.Schema,
+    batch_rows: int,
+    *,
+    missing: Callable[[], Exception] | None = None,
+    row_groups: Sequence[int] | None = None,
+) -> Iterator[pa.Table]:
     """:func:`read_evolved` in chunks of about ``batch_rows`` rows, read as they are consumed
     (``missing``, ``row_groups``: see :func:`iter_checked_data_file`)."""
     if meta.schema_id == store.schema.id:
-        yield from iter_checked_data_file(store.fileio, path, meta, fmt, columns, arrow_schema, batch_rows,
-                                          missing=missing, row_groups=row_groups)
+        yield from iter_checked_data_file(
+            store.fileio, path, meta, fmt, columns, arrow_schema, batch_rows, missing=missing, row_groups=row_groups
+        )
         return
     mapping = _Mapping.of(store, meta, columns, arrow_schema)
-    for chunk in iter_checked_data_file(store.fileio, path, meta, fmt, mapping.file_cols, mapping.file_schema,
-                                        batch_rows, missing=missing, row_groups=row_groups):
+    for chunk in iter_checked_data_file(
+        store.fileio,
+        path,
+        meta,
+        fmt,
+        mapping.file_cols,
+        mapping.file_schema,
+        batch_rows,
+        missing=missing,
+        row_groups=row_groups,
+    ):
         yield mapping.apply(chunk)
 
 
@@ -65,17 +86,17 @@ class _Mapping:
 
     file_cols: tuple[str, ...]
     file_schema: pa.Schema
-    source_of: dict[str, Optional[str]]
+    source_of: dict[str, str | None]
     columns: tuple[str, ...]
     arrow_schema: pa.Schema
 
     @staticmethod
-    def of(store: "FileStore", meta: DataFileMeta, columns: Sequence[str], arrow_schema: pa.Schema) -> "_Mapping":
+    def of(store: FileStore, meta: DataFileMeta, columns: Sequence[str], arrow_schema: pa.Schema) -> _Mapping:
         current = store.schema
         old = _file_fields(store, meta.schema_id)
         file_cols: list[str] = []
         file_fields: list[pa.Field] = []
-        source_of: dict[str, Optional[str]] = {}
+        source_of: dict[str, str | None] = {}
         for name in columns:
             if name in _SYSTEM:
                 file_cols.append(name)
@@ -108,11 +129,11 @@ class _Mapping:
         return pa.Table.from_arrays(arrays, schema=pa.schema([self.arrow_schema.field(n) for n in self.columns]))
 
 
-def evolved_value_stats(store: "FileStore", f: DataFileMeta) -> dict[str, tuple]:
+def evolved_value_stats(store: FileStore, f: DataFileMeta) -> dict[str, tuple]:
     """``{current column: (min, max, null_count)}`` from the value stats of a file written under
     an older schema. Columns the file predates are all NULL there; columns without stats are
     left out (unknown)."""
-    old_schema: "TableSchema" = store.schema_manager.schema(f.schema_id)
+    old_schema: TableSchema = store.schema_manager.schema(f.schema_id)
     names = [fl.name for fl in old_schema.fields] if f.value_stats_cols is None else list(f.value_stats_cols)
     stats: dict[int, tuple] = {}
     if names:
@@ -121,8 +142,10 @@ def evolved_value_stats(store: "FileStore", f: DataFileMeta) -> dict[str, tuple]
             st = f.value_stats
             bounds: tuple[list[Any], list[Any]] | None
             try:
-                bounds = (deserialize_row(st.min_values, [by_name[n].type for n in names]),
-                          deserialize_row(st.max_values, [by_name[n].type for n in names]))
+                bounds = (
+                    deserialize_row(st.min_values, [by_name[n].type for n in names]),
+                    deserialize_row(st.max_values, [by_name[n].type for n in names]),
+                )
             except Exception:
                 bounds = None
             if bounds is not None:

@@ -30,11 +30,13 @@ earliest readable id minus one, ``end`` at most the latest snapshot; otherwise t
 (``changelog/changelog-N``, :class:`ChangelogManager`); of a delta read only snapshots, unless the
 table has no changelog producer (then its changelog *is* the delta and outlives the snapshot).
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from lake_core.errors import FormatError, InvalidOptionError, SnapshotNotFoundError, UnsupportedOptionError
 from lake_core.manifest.metadata import FileKind, ManifestEntry
@@ -64,21 +66,25 @@ class IncrementalRange:
     mode: str
 
 
-def scan_mode_of(store: "FileStore", scan_mode: str | None) -> str:
+def scan_mode_of(store: FileStore, scan_mode: str | None) -> str:
     """``delta``, ``changelog`` or ``diff`` for a requested ``incremental-between-scan-mode``."""
     mode = "auto" if scan_mode is None else str(scan_mode).strip().lower()
     if mode not in SCAN_MODES:
-        raise InvalidOptionError(f"option '{INCREMENTAL_BETWEEN_SCAN_MODE}' = {scan_mode!r} for a read of "
-                                 f"{store.identifier} must be one of {list(SCAN_MODES)}")
+        raise InvalidOptionError(
+            f"option '{INCREMENTAL_BETWEEN_SCAN_MODE}' = {scan_mode!r} for a read of "
+            f"{store.identifier} must be one of {list(SCAN_MODES)}"
+        )
     if mode == "auto":
         return "delta" if store.options.changelog_producer == "none" else "changelog"
     if mode == "diff" and not store.schema.primary_keys:
-        raise UnsupportedOptionError(f"option '{INCREMENTAL_BETWEEN_SCAN_MODE}' = 'diff' needs a primary-key table; "
-                                     f"{store.identifier} is an append table (read its delta instead)")
+        raise UnsupportedOptionError(
+            f"option '{INCREMENTAL_BETWEEN_SCAN_MODE}' = 'diff' needs a primary-key table; "
+            f"{store.identifier} is an append table (read its delta instead)"
+        )
     return mode
 
 
-def parse_between(store: "FileStore", between: Any) -> tuple[str, str]:
+def parse_between(store: FileStore, between: Any) -> tuple[str, str]:
     """``"s,e"`` or a pair → the two ends as text (snapshot ids or tag names)."""
     if isinstance(between, str):
         parts = [p.strip() for p in between.split(",")]
@@ -87,12 +93,14 @@ def parse_between(store: "FileStore", between: Any) -> tuple[str, str]:
     else:
         parts = []
     if len(parts) != 2 or not all(parts):
-        raise InvalidOptionError(f"option '{INCREMENTAL_BETWEEN}' = {between!r} for a read of {store.identifier} "
-                                 "must be 'start,end' (two snapshot ids or two tag names), or a (start, end) pair")
+        raise InvalidOptionError(
+            f"option '{INCREMENTAL_BETWEEN}' = {between!r} for a read of {store.identifier} "
+            "must be 'start,end' (two snapshot ids or two tag names), or a (start, end) pair"
+        )
     return parts[0], parts[1]
 
 
-def _ids(store: "FileStore", start: str, end: str) -> tuple[int, int]:
+def _ids(store: FileStore, start: str, end: str) -> tuple[int, int]:
     """Two snapshot ids, or two tags resolved to their snapshots (Java tries the ids first)."""
     try:
         return int(start), int(end)
@@ -101,32 +109,36 @@ def _ids(store: "FileStore", start: str, end: str) -> tuple[int, int]:
     return store.tag(start).id, store.tag(end).id
 
 
-def _reads_long_lived(store: "FileStore", mode: str) -> bool:
+def _reads_long_lived(store: FileStore, mode: str) -> bool:
     # A delta read can use changelog-N only when the delta is the changelog (producer none): expiry
     # then keeps the delta list, otherwise it deleted it with the snapshot.
     return mode == "changelog" or store.options.changelog_producer == "none"
 
 
-def resolve_range(store: "FileStore", between: Any, scan_mode: str | None) -> IncrementalRange | None:
+def resolve_range(store: FileStore, between: Any, scan_mode: str | None) -> IncrementalRange | None:
     """The checked range of ``between`` read in ``scan_mode``; None when the table has no snapshot
     yet (Java's ``NoSnapshot``: nothing to read)."""
     mode = scan_mode_of(store, scan_mode)
     start_text, end_text = parse_between(store, between)
     start, end = _ids(store, start_text, end_text)
     if start > end:
-        raise InvalidOptionError(f"option '{INCREMENTAL_BETWEEN}' = '{start_text},{end_text}' for a read of "
-                                 f"{store.identifier}: the start snapshot {start} is after the end snapshot {end}")
+        raise InvalidOptionError(
+            f"option '{INCREMENTAL_BETWEEN}' = '{start_text},{end_text}' for a read of "
+            f"{store.identifier}: the start snapshot {start} is after the end snapshot {end}"
+        )
     latest = store.snapshot_manager.latest_id()
     long_lived = _reads_long_lived(store, mode)
-    earliest = (store.changelog_manager.earliest_id() if long_lived else store.snapshot_manager.earliest_id())
+    earliest = store.changelog_manager.earliest_id() if long_lived else store.snapshot_manager.earliest_id()
     if latest is None or earliest is None:  # no snapshot (then no changelog either)
         return None
     if start < earliest - 1 or end > latest:
         what = "changelogs" if long_lived else "snapshots"
         error = ChangelogNotFoundError if long_lived else SnapshotNotFoundError
-        raise error(f"incremental read of {store.identifier} between snapshots {start} (exclusive) and {end}: "
-                    f"the readable {what} are {earliest}..{latest}, so the start must be at least {earliest - 1} "
-                    f"and the end at most {latest} (the {what} before were expired)")
+        raise error(
+            f"incremental read of {store.identifier} between snapshots {start} (exclusive) and {end}: "
+            f"the readable {what} are {earliest}..{latest}, so the start must be at least {earliest - 1} "
+            f"and the end at most {latest} (the {what} before were expired)"
+        )
     return IncrementalRange(start=start, end=end, mode=mode)
 
 
@@ -139,13 +151,13 @@ def change_manifest_list(snapshot: Snapshot, mode: str) -> str | None:
     return snapshot.changelog_manifest_list
 
 
-def follow_up_mode(store: "FileStore") -> str:
+def follow_up_mode(store: FileStore) -> str:
     """What a stream scan reads of each new snapshot (Java ``DeltaFollowUpScanner`` for producer
     ``none``, else the snapshot's changelog)."""
     return scan_mode_of(store, "auto")
 
 
-def snapshot_changes(store: "FileStore", snapshot_id: int, mode: str) -> Snapshot:
+def snapshot_changes(store: FileStore, snapshot_id: int, mode: str) -> Snapshot:
     """Snapshot ``snapshot_id`` as far as its changes in ``mode`` need (snapshot or long-lived
     changelog)."""
     if _reads_long_lived(store, mode):
@@ -157,7 +169,7 @@ class ChangeScan(TableScan):
     """Splits of the changes of snapshots, one per (snapshot, partition, bucket), in commit order.
     Partitions and key ranges are pruned by the predicate (the rows themselves are filtered at read)."""
 
-    def __init__(self, store: "FileStore", snapshot_ids: range, mode: str, predicate: Predicate | None = None):
+    def __init__(self, store: FileStore, snapshot_ids: range, mode: str, predicate: Predicate | None = None):
         super().__init__(store, None, predicate)
         self.snapshot_ids = snapshot_ids
         self.mode = mode
@@ -176,8 +188,10 @@ class ChangeScan(TableScan):
         part_ok: dict[bytes, bool] = {}
         for e in manifests.read_entries(metas):
             if e.kind != FileKind.ADD:
-                raise FormatError(f"snapshot {snapshot.id} of {self.store.identifier} lists a deleted file "
-                                  f"({e.file.file_name}) among its {self.mode} files; refusing to read its changes")
+                raise FormatError(
+                    f"snapshot {snapshot.id} of {self.store.identifier} lists a deleted file "
+                    f"({e.file.file_name}) among its {self.mode} files; refusing to read its changes"
+                )
             ok = part_ok.get(e.partition)
             if ok is None:
                 ok = part_ok[e.partition] = self._partition_matches(manifests.partition_values(e.partition))
@@ -192,12 +206,22 @@ class ChangeScan(TableScan):
             # files (lookup, full-compaction) are rolled in key order and a key's -U/+U may span two
             # of them, so ordering by sequence number could put a +U before its -U
             files = [e.file for e in entries]
-            out.append(Split(
-                snapshot_id=snapshot.id, partition=partition, partition_values=values, bucket=bucket,
-                total_buckets=entries[0].total_buckets,
-                bucket_path=self.store.paths.bucket_dir(partition_dir(self.partition_names, values, default_name),
-                                                        bucket),
-                files=tuple(files), streaming=True, row_kind=True, schema_id=self.store.schema.id))
+            out.append(
+                Split(
+                    snapshot_id=snapshot.id,
+                    partition=partition,
+                    partition_values=values,
+                    bucket=bucket,
+                    total_buckets=entries[0].total_buckets,
+                    bucket_path=self.store.paths.bucket_dir(
+                        partition_dir(self.partition_names, values, default_name), bucket
+                    ),
+                    files=tuple(files),
+                    streaming=True,
+                    row_kind=True,
+                    schema_id=self.store.schema.id,
+                )
+            )
         return out
 
     def splits(self) -> list[Split]:
@@ -213,8 +237,9 @@ class DiffScan(TableScan):
     ``files``. Only partitions and key ranges are pruned: pruning by values could drop one side of
     a key and turn an update into an insert or a delete."""
 
-    def __init__(self, store: "FileStore", start: Snapshot | None, end: Snapshot | None,
-                 predicate: Predicate | None = None):
+    def __init__(
+        self, store: FileStore, start: Snapshot | None, end: Snapshot | None, predicate: Predicate | None = None
+    ):
         super().__init__(store, end, predicate)
         self.start = start
         keys = set(store.schema.partition_keys) | set(store.schema.trimmed_primary_keys)
@@ -226,19 +251,26 @@ class DiffScan(TableScan):
         before = {(s.partition, s.bucket): s for s in TableScan(self.store, self.start, self.prune).splits()}
         after = {(s.partition, s.bucket): s for s in TableScan(self.store, self.snapshot, self.prune).splits()}
         out = []
-        for key in sorted(before.keys() | after.keys(),
-                          key=lambda k: (repr(self.store.manifest_store.partition_values(k[0])), k[1])):
+        for key in sorted(
+            before.keys() | after.keys(), key=lambda k: (repr(self.store.manifest_store.partition_values(k[0])), k[1])
+        ):
             b, a = before.get(key), after.get(key)
             if b is not None and a is not None and b.files == a.files and b.dv_index == a.dv_index:
                 continue  # nothing changed in this bucket
             base = a if a is not None else replace(before[key], files=(), dv_index=None)
-            out.append(replace(base, snapshot_id=self.snapshot.id, row_kind=True,
-                               before_files=b.files if b is not None else (),
-                               before_dv_index=b.dv_index if b is not None else None))
+            out.append(
+                replace(
+                    base,
+                    snapshot_id=self.snapshot.id,
+                    row_kind=True,
+                    before_files=b.files if b is not None else (),
+                    before_dv_index=b.dv_index if b is not None else None,
+                )
+            )
         return out
 
 
-def _diff_ends(store: "FileStore", between: Any) -> tuple[Snapshot | None, Snapshot | None]:
+def _diff_ends(store: FileStore, between: Any) -> tuple[Snapshot | None, Snapshot | None]:
     """The two snapshots a diff compares: ids (0: before the first snapshot) or tags, whose
     snapshot need not be retained (the tag keeps its files)."""
     start_text, end_text = parse_between(store, between)
@@ -254,13 +286,16 @@ def _diff_ends(store: "FileStore", between: Any) -> tuple[Snapshot | None, Snaps
         start = None if start_id == 0 else store.snapshot_manager.get(start_id)
         end = None if end_id == 0 else store.snapshot_manager.get(end_id)
     if (start.id if start else 0) > (end.id if end else 0):
-        raise InvalidOptionError(f"option '{INCREMENTAL_BETWEEN}' = '{start_text},{end_text}' for a read of "
-                                 f"{store.identifier}: the start snapshot is after the end snapshot")
+        raise InvalidOptionError(
+            f"option '{INCREMENTAL_BETWEEN}' = '{start_text},{end_text}' for a read of "
+            f"{store.identifier}: the start snapshot is after the end snapshot"
+        )
     return start, end
 
 
-def incremental_scan(store: "FileStore", between: Any, scan_mode: str | None,
-                     predicate: Predicate | None = None) -> TableScan:
+def incremental_scan(
+    store: FileStore, between: Any, scan_mode: str | None, predicate: Predicate | None = None
+) -> TableScan:
     if scan_mode_of(store, scan_mode) == "diff":
         start, end = _diff_ends(store, between)
         return DiffScan(store, start, end, predicate)
@@ -270,22 +305,32 @@ def incremental_scan(store: "FileStore", between: Any, scan_mode: str | None,
     return ChangeScan(store, range(rng.start + 1, rng.end + 1), rng.mode, predicate)
 
 
-def incremental_options(store: "FileStore", options: Mapping[str, Any]) -> tuple[Any, str | None] | None:
+def incremental_options(store: FileStore, options: Mapping[str, Any]) -> tuple[Any, str | None] | None:
     """(between, scan mode) from Paimon read options; None when ``incremental-between`` is absent.
     Other Paimon options that would change what a read returns (``incremental-between-timestamp``,
     ``incremental-to-auto-tag``, ``scan.*``) are refused rather than ignored."""
-    unsupported = sorted(k for k in options if isinstance(k, str) and (
-        (k.startswith("incremental-") and k not in (INCREMENTAL_BETWEEN, INCREMENTAL_BETWEEN_SCAN_MODE))
-        or k.startswith("scan.")))
+    unsupported = sorted(
+        k
+        for k in options
+        if isinstance(k, str)
+        and (
+            (k.startswith("incremental-") and k not in (INCREMENTAL_BETWEEN, INCREMENTAL_BETWEEN_SCAN_MODE))
+            or k.startswith("scan.")
+        )
+    )
     if unsupported:
-        raise UnsupportedOptionError(f"read option(s) {unsupported} for {store.identifier} are not supported by "
-                                     f"lake_core yet (supported: '{INCREMENTAL_BETWEEN}', "
-                                     f"'{INCREMENTAL_BETWEEN_SCAN_MODE}'; time travel: snapshot_id/tag)")
+        raise UnsupportedOptionError(
+            f"read option(s) {unsupported} for {store.identifier} are not supported by "
+            f"lake_core yet (supported: '{INCREMENTAL_BETWEEN}', "
+            f"'{INCREMENTAL_BETWEEN_SCAN_MODE}'; time travel: snapshot_id/tag)"
+        )
     between = options.get(INCREMENTAL_BETWEEN)
     mode = options.get(INCREMENTAL_BETWEEN_SCAN_MODE)
     if between in (None, ""):
         if mode not in (None, ""):
-            raise InvalidOptionError(f"option '{INCREMENTAL_BETWEEN_SCAN_MODE}' = {mode!r} for a read of "
-                                     f"{store.identifier} needs '{INCREMENTAL_BETWEEN}'")
+            raise InvalidOptionError(
+                f"option '{INCREMENTAL_BETWEEN_SCAN_MODE}' = {mode!r} for a read of "
+                f"{store.identifier} needs '{INCREMENTAL_BETWEEN}'"
+            )
         return None
     return between, (None if mode in (None, "") else str(mode))

@@ -3,10 +3,12 @@
 A predicate is evaluated two ways: exactly over Arrow data (a vectorized boolean mask), and
 conservatively over file/partition statistics (min, max, null count) to skip what cannot match.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -14,8 +16,20 @@ import pyarrow.compute as pc
 from lake_core.errors import PredicateError
 from lake_core.format.float_order import sortable_array, sortable_scalar
 
-_LEAF_METHODS = ("equal", "not_equal", "less_than", "less_or_equal", "greater_than", "greater_or_equal",
-                 "is_null", "is_not_null", "is_in", "is_not_in", "between", "startswith")
+_LEAF_METHODS = (
+    "equal",
+    "not_equal",
+    "less_than",
+    "less_or_equal",
+    "greater_than",
+    "greater_or_equal",
+    "is_null",
+    "is_not_null",
+    "is_in",
+    "is_not_in",
+    "between",
+    "startswith",
+)
 
 
 @dataclass(frozen=True)
@@ -23,7 +37,7 @@ class Predicate:
     method: str  # a leaf method above, or "and" / "or"
     field: str | None = None
     literals: tuple[Any, ...] = ()
-    children: tuple["Predicate", ...] = ()
+    children: tuple[Predicate, ...] = ()
 
     # -- structure ----------------------------------------------------------------------------
     def fields(self) -> set[str]:
@@ -34,11 +48,11 @@ class Predicate:
             return out
         return {self.field} if self.field else set()
 
-    def leaves(self) -> "list[Predicate]":
+    def leaves(self) -> list[Predicate]:
         """The leaf predicates (one column each), depth first."""
         return [leaf for c in self.children for leaf in c.leaves()] if self.children else [self]
 
-    def restrict_to(self, allowed: set[str]) -> "Predicate | None":
+    def restrict_to(self, allowed: set[str]) -> Predicate | None:
         """The weaker predicate using only ``allowed`` fields (None = no constraint). Safe for
         pruning: whatever the original accepts, the result accepts too."""
         if self.method == "and":
@@ -87,8 +101,14 @@ class Predicate:
         if m == "startswith":
             return pc.starts_with(col, pattern=str(lits[0]))
         lit = pa.scalar(lits[0], type=col.type)
-        fn = {"equal": pc.equal, "not_equal": pc.not_equal, "less_than": pc.less,
-              "less_or_equal": pc.less_equal, "greater_than": pc.greater, "greater_or_equal": pc.greater_equal}[m]
+        fn = {
+            "equal": pc.equal,
+            "not_equal": pc.not_equal,
+            "less_than": pc.less,
+            "less_or_equal": pc.less_equal,
+            "greater_than": pc.greater,
+            "greater_or_equal": pc.greater_equal,
+        }[m]
         return fn(col, lit)
 
     def filter(self, table: pa.Table) -> pa.Table:
@@ -113,6 +133,7 @@ class Predicate:
             # A float column: stats and literals compared in Java's Double.compare order (NaN largest).
             def java(v):
                 return sortable_scalar(float(v)) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+
             lo, hi = java(lo), java(hi)
             lits = tuple(java(v) for v in lits)
         try:
@@ -142,7 +163,7 @@ class Predicate:
             if m == "startswith":
                 p = str(lits[0])
                 # truncated string stats: compare on the prefix length only
-                return lo[:len(p)] <= p <= hi[:len(p)] if isinstance(lo, str) and isinstance(hi, str) else True
+                return lo[: len(p)] <= p <= hi[: len(p)] if isinstance(lo, str) and isinstance(hi, str) else True
         except TypeError:
             return True
         return True
@@ -171,8 +192,9 @@ def literal_misfit(field: str, t: pa.DataType, values: Sequence[Any]) -> str | N
 class PredicateBuilder:
     """Builds predicates over the columns of one table, checking column names."""
 
-    def __init__(self, field_names: Sequence[str], field_types: dict[str, pa.DataType] | None = None, *,
-                 table: str | None = None):
+    def __init__(
+        self, field_names: Sequence[str], field_types: dict[str, pa.DataType] | None = None, *, table: str | None = None
+    ):
         """``table``: how errors name what the columns belong to (e.g. a table at a snapshot)."""
         self._names = list(field_names)
         self._types = field_types or {}
@@ -180,8 +202,9 @@ class PredicateBuilder:
 
     def _check(self, field: str) -> str:
         if field not in self._names:
-            raise PredicateError(f"filter names column '{field}', which is not in {self._table}; "
-                                 f"columns: {self._names}")
+            raise PredicateError(
+                f"filter names column '{field}', which is not in {self._table}; columns: {self._names}"
+            )
         return field
 
     def _leaf(self, method: str, field: str, *literals) -> Predicate:
@@ -192,16 +215,36 @@ class PredicateBuilder:
             raise PredicateError(why)
         return Predicate(method, field, tuple(literals))
 
-    def equal(self, field, literal): return self._leaf("equal", field, literal)
-    def not_equal(self, field, literal): return self._leaf("not_equal", field, literal)
-    def less_than(self, field, literal): return self._leaf("less_than", field, literal)
-    def less_or_equal(self, field, literal): return self._leaf("less_or_equal", field, literal)
-    def greater_than(self, field, literal): return self._leaf("greater_than", field, literal)
-    def greater_or_equal(self, field, literal): return self._leaf("greater_or_equal", field, literal)
-    def is_null(self, field): return self._leaf("is_null", field)
-    def is_not_null(self, field): return self._leaf("is_not_null", field)
-    def is_in(self, field, literals): return self._leaf("is_in", field, *literals)
-    def is_not_in(self, field, literals): return self._leaf("is_not_in", field, *literals)
+    def equal(self, field, literal):
+        return self._leaf("equal", field, literal)
+
+    def not_equal(self, field, literal):
+        return self._leaf("not_equal", field, literal)
+
+    def less_than(self, field, literal):
+        return self._leaf("less_than", field, literal)
+
+    def less_or_equal(self, field, literal):
+        return self._leaf("less_or_equal", field, literal)
+
+    def greater_than(self, field, literal):
+        return self._leaf("greater_than", field, literal)
+
+    def greater_or_equal(self, field, literal):
+        return self._leaf("greater_or_equal", field, literal)
+
+    def is_null(self, field):
+        return self._leaf("is_null", field)
+
+    def is_not_null(self, field):
+        return self._leaf("is_not_null", field)
+
+    def is_in(self, field, literals):
+        return self._leaf("is_in", field, *literals)
+
+    def is_not_in(self, field, literals):
+        return self._leaf("is_not_in", field, *literals)
+
     def between(self, field, included_lower, included_upper):
         return self._leaf("between", field, included_lower, included_upper)
 

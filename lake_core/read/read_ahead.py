@@ -3,13 +3,15 @@ items in front of the consumer, and the items are handed over source by source, 
 ``threads`` sources run at a time, so memory is bounded by threads x (a stream's own working set
 + ``ahead`` items). Parquet decoding, zstd and Arrow kernels release the GIL, so two threads use
 both cores."""
+
 from __future__ import annotations
 
 import queue
 import threading
 from collections import deque
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence, TypeVar
+from typing import TypeVar
 
 S = TypeVar("S")
 T = TypeVar("T")
@@ -22,8 +24,9 @@ class _Failed:
     error: BaseException
 
 
-def read_ahead(sources: Sequence[S], stream: Callable[[S], Iterator[T]], *, threads: int,
-               ahead: int | None = 2) -> Iterator[tuple[S, T]]:
+def read_ahead(
+    sources: Sequence[S], stream: Callable[[S], Iterator[T]], *, threads: int, ahead: int | None = 2
+) -> Iterator[tuple[S, T]]:
     """``(source, item)`` for every item of ``stream(source)``, sources in order. An error of a
     stream is raised in the consumer; closing the iterator early stops every thread. ``ahead=None``:
     no bound, each thread runs its stream to the end (for a consumer that keeps every item anyway)."""

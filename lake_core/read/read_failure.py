@@ -7,6 +7,7 @@ files, deletion-vector index files and manifests before the snapshot file). Repo
 on the error path: the snapshot file gone and no tag holding that snapshot, or the expiry lock held
 while the snapshot file still exists, means the snapshot was (or is being) expired.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 LOST_FILE_ERRORS = (FileNotFoundError, FormatError)
 
 
-def _tagged(store: "FileStore", snapshot_id: int) -> bool:
+def _tagged(store: FileStore, snapshot_id: int) -> bool:
     fileio, paths = store.fileio, store.paths
     for name in fileio.list_names(paths.tag_dir):
         if not name.startswith("tag-"):
@@ -35,7 +36,7 @@ def _tagged(store: "FileStore", snapshot_id: int) -> bool:
     return False
 
 
-def expiry_state(store: "FileStore", snapshot_id: int) -> str | None:
+def expiry_state(store: FileStore, snapshot_id: int) -> str | None:
     """'expired (or rolled back)', 'being expired' or None (the snapshot is live and not under
     expiry)."""
     fileio, paths = store.fileio, store.paths
@@ -44,7 +45,7 @@ def expiry_state(store: "FileStore", snapshot_id: int) -> str | None:
     return "being expired" if fileio.exists(paths.expire_lock) else None
 
 
-def read_failure(store: "FileStore", snapshot_id: int | None, error: BaseException) -> BaseException:
+def read_failure(store: FileStore, snapshot_id: int | None, error: BaseException) -> BaseException:
     """The error to raise for a read of ``snapshot_id`` that failed with ``error``: a
     :class:`SnapshotExpiredError` when expiry took the snapshot, a :class:`CorruptFileError` naming
     a missing file otherwise, else ``error`` itself."""
@@ -53,12 +54,19 @@ def read_failure(store: "FileStore", snapshot_id: int | None, error: BaseExcepti
     path = getattr(error, "path", None) or getattr(error, "filename", None) or "?"
     state = expiry_state(store, snapshot_id)
     if state is not None:
-        return SnapshotExpiredError(str(path), (
-            f"snapshot {snapshot_id} of {store.identifier} was {state} while it was read ({path} is gone); "
-            "nothing is wrong with the table: read a newer snapshot, or hold a lease "
-            "(table.lease(snapshot_id, holder=...)) on a snapshot a long read needs"))
+        return SnapshotExpiredError(
+            str(path),
+            (
+                f"snapshot {snapshot_id} of {store.identifier} was {state} while it was read ({path} is gone); "
+                "nothing is wrong with the table: read a newer snapshot, or hold a lease "
+                "(table.lease(snapshot_id, holder=...)) on a snapshot a long read needs"
+            ),
+        )
     if isinstance(error, FileNotFoundError):
-        return CorruptFileError(str(path), f"{path}, a file of snapshot {snapshot_id} of {store.identifier}, does not "
-                                           "exist (deleted outside lake_core); restore it, or roll the table back to "
-                                           "a snapshot that does not use it")
+        return CorruptFileError(
+            str(path),
+            f"{path}, a file of snapshot {snapshot_id} of {store.identifier}, does not "
+            "exist (deleted outside lake_core); restore it, or roll the table back to "
+            "a snapshot that does not use it",
+        )
     return error

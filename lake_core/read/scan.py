@@ -1,9 +1,11 @@
 """Scan planning: snapshot → manifest list → manifest entries (pruned by partition and key/value
 statistics) → one Split per (partition, bucket)."""
+
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -23,8 +25,15 @@ if TYPE_CHECKING:
 
 
 class TableScan:
-    def __init__(self, store: "FileStore", snapshot: Snapshot | None, predicate: Predicate | None = None,
-                 *, top_level_only: bool = False, all_levels: bool = False):
+    def __init__(
+        self,
+        store: FileStore,
+        snapshot: Snapshot | None,
+        predicate: Predicate | None = None,
+        *,
+        top_level_only: bool = False,
+        all_levels: bool = False,
+    ):
         """``store``: in the schema the splits are read in, which they carry
         (``Split.schema_id``): a time-travel scan's is the snapshot's (``FileStore.schema_of``).
         ``top_level_only``: only the files of the highest level of a primary-key table, read
@@ -52,7 +61,7 @@ class TableScan:
         self.partition_pred = predicate.restrict_to(set(self.partition_names)) if predicate else None
         self.key_pred = predicate.restrict_to(set(self.key_names)) if predicate and self.is_pk else None
 
-    def plan(self) -> "Plan":
+    def plan(self) -> Plan:
         return Plan(self.splits())
 
     # -- pruning helpers --------------------------------------------------------------------------
@@ -156,15 +165,22 @@ class TableScan:
                 continue
             values = manifests.partition_values(partition)
             files.sort(key=lambda f: (f.min_sequence_number, f.max_sequence_number, f.file_name))
-            out.append(Split(
-                snapshot_id=snapshot.id, partition=partition, partition_values=values, bucket=bucket,
-                total_buckets=entries[0].total_buckets,
-                bucket_path=self.store.paths.bucket_dir(partition_dir(self.partition_names, values, default_name),
-                                                        bucket),
-                files=tuple(files),
-                dv_index=tuple(dv_entries.get((partition, bucket), ())) if dv_entries is not None else None,
-                raw_convertible=(not self.is_pk) or (len(files) == 1 and files[0].delete_row_count == 0),
-                schema_id=self.store.schema.id))
+            out.append(
+                Split(
+                    snapshot_id=snapshot.id,
+                    partition=partition,
+                    partition_values=values,
+                    bucket=bucket,
+                    total_buckets=entries[0].total_buckets,
+                    bucket_path=self.store.paths.bucket_dir(
+                        partition_dir(self.partition_names, values, default_name), bucket
+                    ),
+                    files=tuple(files),
+                    dv_index=tuple(dv_entries.get((partition, bucket), ())) if dv_entries is not None else None,
+                    raw_convertible=(not self.is_pk) or (len(files) == 1 and files[0].delete_row_count == 0),
+                    schema_id=self.store.schema.id,
+                )
+            )
         return out
 
 

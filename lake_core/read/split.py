@@ -1,5 +1,6 @@
 """What a planner hands its readers across process boundaries: one Split per (partition, bucket), a
 plain frozen dataclass, so it pickles (Spark, Dagster). Readers never import the commit package."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

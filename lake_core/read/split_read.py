@@ -6,11 +6,13 @@ section are merged as they are read, ``read.batch-size`` rows per file at a time
 :mod:`lake_core.lsm.merge_stream`, as compaction does), so a reader holds about (files of a section x
 batch) rows, not the bucket.
 """
+
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -45,9 +47,14 @@ if TYPE_CHECKING:
 
 def with_row_kind(rows: pa.Table, kinds: pa.ChunkedArray | pa.Array | None) -> pa.Table:
     """``rows`` with a ``_ROW_KIND`` string column from the int8 row kinds (None: all +I), vectorized."""
-    codes = (np.zeros(rows.num_rows, dtype=np.int8) if kinds is None
-             else np.asarray(kinds.to_numpy() if isinstance(kinds, pa.ChunkedArray) else kinds.to_numpy(
-                 zero_copy_only=False), dtype=np.int8))
+    codes = (
+        np.zeros(rows.num_rows, dtype=np.int8)
+        if kinds is None
+        else np.asarray(
+            kinds.to_numpy() if isinstance(kinds, pa.ChunkedArray) else kinds.to_numpy(zero_copy_only=False),
+            dtype=np.int8,
+        )
+    )
     return rows.append_column(pa.field(ROW_KIND, pa.string(), nullable=False), _KIND_STRINGS.take(pa.array(codes)))
 
 
@@ -55,8 +62,14 @@ _KIND_STRINGS = pa.array(SHORT_STRINGS, pa.string())
 
 
 class SplitRead:
-    def __init__(self, store: "FileStore", projection: Sequence[str] | None = None,
-                 predicate: Predicate | None = None, *, snapshot_id: int | None = None):
+    def __init__(
+        self,
+        store: FileStore,
+        projection: Sequence[str] | None = None,
+        predicate: Predicate | None = None,
+        *,
+        snapshot_id: int | None = None,
+    ):
         """``projection`` and ``predicate`` name columns of the schema the splits are read in:
         ``store``'s, or the one a split was planned in (``Split.schema_id``: a time-travel scan's
         snapshot's). A column that schema lacks is a ``PredicateError`` when its splits are read
@@ -91,11 +104,14 @@ class SplitRead:
         self.key_types = [schema.field(k).type for k in self.key_names]
         self.lookup_merge = needs_lookup_merge(store)
         # a stored row is its key's merged row, so a large run's keys no other run holds pass through
-        self.sparse_key = self.key_names[0] if (engine is not None and engine.run_is_merged and not self.lookup_merge
-                                                and len(self.key_names) == 1) else None
+        self.sparse_key = (
+            self.key_names[0]
+            if (engine is not None and engine.run_is_merged and not self.lookup_merge and len(self.key_names) == 1)
+            else None
+        )
 
     # -- the schema a split is read in ------------------------------------------------------------
-    def in_schema_of(self, split: Split) -> "SplitRead":
+    def in_schema_of(self, split: Split) -> SplitRead:
         """This read in the schema ``split`` was planned in (a time-travel split: its snapshot's),
         with the same projection and filter, checked against that schema's columns."""
         sid = split.schema_id
@@ -104,32 +120,36 @@ class SplitRead:
         read = self._in_schema.get(sid)
         if read is None:
             at_sid = self.store.with_schema(self.store.schema_manager.schema(sid))
-            read = self._in_schema[sid] = SplitRead(at_sid, self._requested, self.predicate,
-                                                    snapshot_id=split.snapshot_id)
+            read = self._in_schema[sid] = SplitRead(
+                at_sid, self._requested, self.predicate, snapshot_id=split.snapshot_id
+            )
         return read
 
     def _check_fit(self) -> None:
         if self._unfit is not None:
             raise PredicateError(self._unfit)
 
-    def _in_schema_of_all(self, splits: Sequence[Split]) -> "SplitRead":
+    def _in_schema_of_all(self, splits: Sequence[Split]) -> SplitRead:
         """The read of ``splits`` as one result: they must all be in one schema."""
         ids = {self.schema.id if s.schema_id is None else s.schema_id for s in splits}
         if len(ids) > 1:
             raise SchemaMismatchError(
                 f"the splits handed to one read of {self.store.identifier} were planned in different schemas "
                 f"({sorted(ids)}: snapshots {sorted({s.snapshot_id for s in splits})}), so their rows have different "
-                "columns; read the splits of each snapshot separately")
+                "columns; read the splits of each snapshot separately"
+            )
         return self.in_schema_of(splits[0]) if splits else self
 
     # -- files -----------------------------------------------------------------------------------
-    def _file_args(self, split: Split, f: DataFileMeta,
-                   with_system: bool) -> tuple[str, DataFileMeta, str, list[str], pa.Schema]:
+    def _file_args(
+        self, split: Split, f: DataFileMeta, with_system: bool
+    ) -> tuple[str, DataFileMeta, str, list[str], pa.Schema]:
         cols = list(self.read_columns) + ([SEQ, KIND] if with_system else [])
         schema = self.read_schema
         if with_system:
             schema = schema.append(pa.field(SEQ, pa.int64(), nullable=False)).append(
-                pa.field(KIND, pa.int8(), nullable=False))
+                pa.field(KIND, pa.int8(), nullable=False)
+            )
         fmt = f.file_name.rsplit(".", 1)[-1] if "." in f.file_name else self.store.options.file_format
         return split.file_path(f), f, fmt, cols, schema
 
@@ -144,10 +164,18 @@ class SplitRead:
         """Group files whose key ranges overlap (Java IntervalPartition)."""
         if len(files) <= 1:
             return [list(files)]
-        ranged = sorted(((java_order_key(deserialize_row(f.min_key, self.key_types)),
-                          java_order_key(deserialize_row(f.max_key, self.key_types)), i, f)
-                         for i, f in enumerate(files)),
-                        key=lambda r: (r[0], r[1], r[2]))
+        ranged = sorted(
+            (
+                (
+                    java_order_key(deserialize_row(f.min_key, self.key_types)),
+                    java_order_key(deserialize_row(f.max_key, self.key_types)),
+                    i,
+                    f,
+                )
+                for i, f in enumerate(files)
+            ),
+            key=lambda r: (r[0], r[1], r[2]),
+        )
         sections: list[list[DataFileMeta]] = []
         bound = None
         for lo, hi, _i, f in ranged:
@@ -211,8 +239,9 @@ class SplitRead:
         columns = [f.name for f in self.schema.fields]
         # rows are compared whole, whatever the projection
         reader = self if self.read_columns == columns else SplitRead(self.store)
-        before = reader._read_merged(replace(split, files=before_files, dv_index=split.before_dv_index,
-                                             before_files=None))
+        before = reader._read_merged(
+            replace(split, files=before_files, dv_index=split.before_dv_index, before_files=None)
+        )
         after = reader._read_merged(replace(split, before_files=None))
         rows = diff_rows(before, after, self.key_names, columns)
         rows = with_row_kind(rows.drop_columns([KIND]), rows[KIND])
@@ -225,8 +254,9 @@ class SplitRead:
         the row that won, as Java's merge reader keeps it), unfiltered."""
         parts = list(self._merged_chunks(split, keep_kind=True))
         if not parts:
-            return self.read_schema.empty_table().append_column(pa.field(KIND, pa.int8(), nullable=False),
-                                                                pa.array([], pa.int8()))
+            return self.read_schema.empty_table().append_column(
+                pa.field(KIND, pa.int8(), nullable=False), pa.array([], pa.int8())
+            )
         return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
 
     def _merged_chunks(self, split: Split, keep_kind: bool = False) -> Iterator[pa.Table]:
@@ -238,8 +268,13 @@ class SplitRead:
         if engine is None:  # an append table
             for f in split.files:
                 for chunk in self._file_chunks(split, f, False):
-                    yield chunk.append_column(pa.field(KIND, pa.int8(), nullable=False),
-                                              pa.array(np.zeros(chunk.num_rows, np.int8))) if keep_kind else chunk
+                    yield (
+                        chunk.append_column(
+                            pa.field(KIND, pa.int8(), nullable=False), pa.array(np.zeros(chunk.num_rows, np.int8))
+                        )
+                        if keep_kind
+                        else chunk
+                    )
             return
         vectors = self._dv_vectors(split, split.dv_index) if split.dv_index is not None else None
         if vectors is not None and not any(f.level == 0 for f in split.files):
@@ -254,8 +289,11 @@ class SplitRead:
 
         def chunks(f: DataFileMeta, with_system: bool) -> Iterator[pa.Table]:
             dv = vectors.get(f.file_name)
-            return self._file_chunks(split, f, with_system) if dv is None else \
-                self._deleted_masked(self._file_chunks(split, f, with_system), dv)
+            return (
+                self._file_chunks(split, f, with_system)
+                if dv is None
+                else self._deleted_masked(self._file_chunks(split, f, with_system), dv)
+            )
 
         for section in self._sections(split.files):
             if len(section) == 1 and section[0].delete_row_count == 0:
@@ -273,8 +311,9 @@ class SplitRead:
                     inputs = [chunks(f, True) for f in runs]
                 # a masked file yields fewer rows than it holds: its end is learnt from its reader
                 sizes = [None if f.file_name in vectors else f.row_count for f in runs]
-                for merged in merge_sorted_runs(inputs, self.key_names, self._merge, sizes,
-                                                merge_parts=self._sparse_merger()):
+                for merged in merge_sorted_runs(
+                    inputs, self.key_names, self._merge, sizes, merge_parts=self._sparse_merger()
+                ):
                     yield merged.drop_columns(drop)
 
     def _sparse_merger(self) -> Callable[[list[pa.Table]], pa.Table | None] | None:
@@ -297,20 +336,24 @@ class SplitRead:
         return self.engine.merge(rows, drop_deletes=True)
 
     @staticmethod
-    def _deleted_masked(chunks: Iterator[pa.Table], dv: "DeletionVector | None") -> Iterator[pa.Table]:
+    def _deleted_masked(chunks: Iterator[pa.Table], dv: DeletionVector | None) -> Iterator[pa.Table]:
         start = 0
         for chunk in chunks:
             yield dv.filter_rows(chunk, start) if dv is not None else chunk
             start += chunk.num_rows
 
-    def _dv_vectors(self, split: Split,
-                    dv_index: tuple[IndexManifestEntry, ...]) -> "dict[str, DeletionVector] | None":
+    def _dv_vectors(self, split: Split, dv_index: tuple[IndexManifestEntry, ...]) -> dict[str, DeletionVector] | None:
         """Deletion vectors: each file is read raw with its vector applied, no merge (Java's raw read
         of DV tables). None when the bucket must still be merged: no vectors yet and levels that
         overlap, i.e. a merge-on-read table whose option was switched on before a full compaction."""
         vectors = load_vectors(self.store, dv_index)
-        if not vectors and len(split.files) > 1 and needs_full_for_dv(
-                Levels.of(split.files, self.store.options.num_levels, key_decoder(self.key_types)), ()):
+        if (
+            not vectors
+            and len(split.files) > 1
+            and needs_full_for_dv(
+                Levels.of(split.files, self.store.options.num_levels, key_decoder(self.key_types)), ()
+            )
+        ):
             return None
         return vectors
 
@@ -324,8 +367,9 @@ class SplitRead:
         return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
 
     # -- many splits ------------------------------------------------------------------------------
-    def iter_split_batches(self, splits: Sequence[Split], threads: int = 2,
-                           ahead: int | None = 2) -> Iterator[tuple[Split, pa.Table]]:
+    def iter_split_batches(
+        self, splits: Sequence[Split], threads: int = 2, ahead: int | None = 2
+    ) -> Iterator[tuple[Split, pa.Table]]:
         """``(split, chunk)`` for every merged chunk of ``splits``, in split order. Up to ``threads``
         splits are read at once, each in its own thread at most ``ahead`` chunks ahead, so memory
         stays bounded by threads x (files of a section + ``ahead``) x ``read.batch-size`` rows

@@ -14,10 +14,12 @@ Rows come in the scanning table's current schema however old the snapshot a cons
 as Java's stream restored from a consumer (only Java's ``scan.mode`` = ``from-snapshot`` travels to
 the start snapshot's schema).
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from lake_core.read.incremental import ChangeScan, follow_up_mode, snapshot_changes
 from lake_core.read.predicate import Predicate
@@ -29,8 +31,13 @@ if TYPE_CHECKING:
 
 
 class StreamScan:
-    def __init__(self, store: "FileStore", predicate: Predicate | None = None, *,
-                 on_checkpoint_complete: Callable[[int], None] | None = None):
+    def __init__(
+        self,
+        store: FileStore,
+        predicate: Predicate | None = None,
+        *,
+        on_checkpoint_complete: Callable[[int], None] | None = None,
+    ):
         self.store = store
         self.predicate = predicate
         self.mode = follow_up_mode(store)
@@ -57,7 +64,8 @@ class StreamScan:
                 raise ChangelogNotFoundError(
                     f"stream scan of {self.store.identifier}: snapshot {self._next} (the next to read) has expired; "
                     f"the readable changelogs are {earliest}..{latest_id}. Retain snapshots or changelogs longer, or "
-                    "read with a consumer id so that unread snapshots are kept")
+                    "read with a consumer id so that unread snapshots are kept"
+                )
             snapshot = snapshot_changes(self.store, self._next, self.mode)
             if changes.has_changes(snapshot):
                 self._next += 1

@@ -21,11 +21,12 @@
 
 Only top-level columns can be changed; nested (ROW field) changes are refused.
 """
+
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Optional, Sequence, Union
 
 import pyarrow as pa
 
@@ -35,16 +36,34 @@ from lake_core.schema.table_schema import _RESERVED_NAMES, KEY_FIELD_PREFIX, Tab
 from lake_core.type_parser import from_paimon_type
 from lake_core.types import DataField, assign_nested_ids, is_nested, max_nested_id, to_paimon_type
 
-__all__ = ["SchemaChange", "Move", "SetOption", "RemoveOption", "UpdateComment", "AddColumn", "RenameColumn",
-           "DropColumn", "UpdateColumnType", "UpdateColumnNullability", "UpdateColumnComment",
-           "apply_schema_changes", "is_lossless_widening"]
+__all__ = [
+    "SchemaChange",
+    "Move",
+    "SetOption",
+    "RemoveOption",
+    "UpdateComment",
+    "AddColumn",
+    "RenameColumn",
+    "DropColumn",
+    "UpdateColumnType",
+    "UpdateColumnNullability",
+    "UpdateColumnComment",
+    "apply_schema_changes",
+    "is_lossless_widening",
+]
 
 # Java CoreOptions fields annotated @Immutable (plus sequence.field, whose change would reorder
 # already-merged history): they cannot change once the table has a snapshot. lake_core's own are
 # declared so; Paimon's others are refused anyway, and listed so that alter_table names the reason.
 IMMUTABLE_OPTIONS = tuple(o.key for o in OPTIONS if o.immutable) + (
-    "sequence.snapshot-ordering", "force-lookup", "row-tracking.enabled", "data-evolution.enabled",
-    "index-file-in-data-file-dir", "data-file.path-directory", "type")
+    "sequence.snapshot-ordering",
+    "force-lookup",
+    "row-tracking.enabled",
+    "data-evolution.enabled",
+    "index-file-in-data-file-dir",
+    "data-file.path-directory",
+    "type",
+)
 # Options whose value lists columns: renamed with them; a column they name cannot be dropped.
 _COLUMN_OPTIONS = tuple(o.key for o in OPTIONS if o.names_columns)
 # Options that define the table's keys: changed only by re-creating the table.
@@ -61,22 +80,22 @@ class Move:
     """Where ``add_column`` puts the new column (Java ``SchemaChange.Move``)."""
 
     kind: str  # FIRST | AFTER | BEFORE | LAST
-    reference: Optional[str] = None
+    reference: str | None = None
 
     @staticmethod
-    def first() -> "Move":
+    def first() -> Move:
         return Move("FIRST")
 
     @staticmethod
-    def last() -> "Move":
+    def last() -> Move:
         return Move("LAST")
 
     @staticmethod
-    def after(column: str) -> "Move":
+    def after(column: str) -> Move:
         return Move("AFTER", column)
 
     @staticmethod
-    def before(column: str) -> "Move":
+    def before(column: str) -> Move:
         return Move("BEFORE", column)
 
 
@@ -84,40 +103,41 @@ class SchemaChange:
     """Base of every schema change; build them with the static factories (Paimon's names)."""
 
     @staticmethod
-    def set_option(key: str, value: object) -> "SetOption":
+    def set_option(key: str, value: object) -> SetOption:
         return SetOption(key=str(key), value=str(value).lower() if isinstance(value, bool) else str(value))
 
     @staticmethod
-    def remove_option(key: str) -> "RemoveOption":
+    def remove_option(key: str) -> RemoveOption:
         return RemoveOption(key=str(key))
 
     @staticmethod
-    def update_comment(comment: Optional[str]) -> "UpdateComment":
+    def update_comment(comment: str | None) -> UpdateComment:
         return UpdateComment(comment=comment)
 
     @staticmethod
-    def add_column(field_name: str, data_type: Union[pa.DataType, pa.Field], comment: Optional[str] = None,
-                   move: Optional[Move] = None) -> "AddColumn":
+    def add_column(
+        field_name: str, data_type: pa.DataType | pa.Field, comment: str | None = None, move: Move | None = None
+    ) -> AddColumn:
         return AddColumn(field_name=field_name, data_type=data_type, comment=comment, move=move)
 
     @staticmethod
-    def rename_column(field_name: str, new_name: str) -> "RenameColumn":
+    def rename_column(field_name: str, new_name: str) -> RenameColumn:
         return RenameColumn(field_name=field_name, new_name=new_name)
 
     @staticmethod
-    def drop_column(field_name: str) -> "DropColumn":
+    def drop_column(field_name: str) -> DropColumn:
         return DropColumn(field_name=field_name)
 
     @staticmethod
-    def update_column_type(field_name: str, new_data_type: pa.DataType) -> "UpdateColumnType":
+    def update_column_type(field_name: str, new_data_type: pa.DataType) -> UpdateColumnType:
         return UpdateColumnType(field_name=field_name, new_data_type=new_data_type)
 
     @staticmethod
-    def update_column_nullability(field_name: str, new_nullability: bool) -> "UpdateColumnNullability":
+    def update_column_nullability(field_name: str, new_nullability: bool) -> UpdateColumnNullability:
         return UpdateColumnNullability(field_name=field_name, new_nullability=bool(new_nullability))
 
     @staticmethod
-    def update_column_comment(field_name: str, comment: Optional[str]) -> "UpdateColumnComment":
+    def update_column_comment(field_name: str, comment: str | None) -> UpdateColumnComment:
         return UpdateColumnComment(field_name=field_name, comment=comment)
 
 
@@ -134,15 +154,15 @@ class RemoveOption(SchemaChange):
 
 @dataclass(frozen=True)
 class UpdateComment(SchemaChange):
-    comment: Optional[str]
+    comment: str | None
 
 
 @dataclass(frozen=True)
 class AddColumn(SchemaChange):
     field_name: str
-    data_type: Union[pa.DataType, pa.Field]
-    comment: Optional[str] = None
-    move: Optional[Move] = None
+    data_type: pa.DataType | pa.Field
+    comment: str | None = None
+    move: Move | None = None
 
 
 @dataclass(frozen=True)
@@ -173,7 +193,7 @@ class UpdateColumnNullability(SchemaChange):
 @dataclass(frozen=True)
 class UpdateColumnComment(SchemaChange):
     field_name: str
-    comment: Optional[str]
+    comment: str | None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -241,13 +261,16 @@ class _Builder:
 
     def index(self, name: str) -> int:
         if not isinstance(name, str):
-            raise SchemaError(f"cannot alter table {self.identifier}: only top-level columns can be changed, "
-                              f"got field name {name!r}")
+            raise SchemaError(
+                f"cannot alter table {self.identifier}: only top-level columns can be changed, got field name {name!r}"
+            )
         for i, f in enumerate(self.fields):
             if f.name == name:
                 return i
-        raise SchemaError(f"cannot alter table {self.identifier}: column '{name}' does not exist; "
-                          f"columns: {_fmt([f.name for f in self.fields])}")
+        raise SchemaError(
+            f"cannot alter table {self.identifier}: column '{name}' does not exist; "
+            f"columns: {_fmt([f.name for f in self.fields])}"
+        )
 
     def original_name(self, name: str) -> str:
         for old, new in self.renames.items():
@@ -258,16 +281,23 @@ class _Builder:
     def guard(self, name: str, action: str, *, partition: bool = True, primary: bool = True) -> None:
         orig = self.original_name(name)
         if partition and orig in self.old.partition_keys:
-            raise self.err(name, f"is a partition column; Paimon cannot {action} partition columns "
-                                 f"(partition keys {_fmt(self.old.partition_keys)})")
+            raise self.err(
+                name,
+                f"is a partition column; Paimon cannot {action} partition columns "
+                f"(partition keys {_fmt(self.old.partition_keys)})",
+            )
         if primary and orig in self.old.primary_keys:
-            raise self.err(name, f"is a primary-key column; lake_core cannot {action} primary-key columns "
-                                 f"(primary key {_fmt(self.old.primary_keys)})")
+            raise self.err(
+                name,
+                f"is a primary-key column; lake_core cannot {action} primary-key columns "
+                f"(primary key {_fmt(self.old.primary_keys)})",
+            )
 
     def check_new_name(self, name: str) -> None:
         if not isinstance(name, str) or not name:
-            raise SchemaError(f"cannot alter table {self.identifier}: column names must be non-empty strings, "
-                              f"got {name!r}")
+            raise SchemaError(
+                f"cannot alter table {self.identifier}: column names must be non-empty strings, got {name!r}"
+            )
         if any(f.name == name for f in self.fields):
             raise self.err(name, "already exists")
         if name in _RESERVED_NAMES or name.startswith(KEY_FIELD_PREFIX):
@@ -278,24 +308,27 @@ class _Builder:
         if key in _KEY_OPTIONS:
             raise UnsupportedOptionError(
                 f"cannot alter table {self.identifier}: option '{key}' cannot be changed by alter_table "
-                "(Paimon refuses it too); create a new table and copy the data")
+                "(Paimon refuses it too); create a new table and copy the data"
+            )
         if self.has_snapshots:
             old = self.old.options.get(key, BY_KEY[key].default if key in BY_KEY else None)
             if key in IMMUTABLE_OPTIONS and old != value:
                 raise UnsupportedOptionError(
                     f"cannot alter table {self.identifier}: option '{key}' cannot change once the table has "
                     f"snapshots (from {old!r} to {value!r}); existing files were written and merged under it. "
-                    "Create a new table and copy the data")
+                    "Create a new table and copy the data"
+                )
             if key == "bucket":
                 self._check_bucket_change(old, value)
             if key in ("ignore-delete", "ignore-update-before"):
                 if (old or "false").strip().lower() == "true" and value.strip().lower() != "true":
                     raise UnsupportedOptionError(
                         f"cannot alter table {self.identifier}: option '{key}' cannot change from true to false "
-                        "(Paimon refuses it: deletes already dropped cannot come back)")
+                        "(Paimon refuses it: deletes already dropped cannot come back)"
+                    )
         self.options[key] = value
 
-    def _check_bucket_change(self, old: Optional[str], new: str) -> None:
+    def _check_bucket_change(self, old: str | None, new: str) -> None:
         try:
             old_b, new_b = int(old if old is not None else "-1"), int(new)
         except ValueError:
@@ -303,7 +336,8 @@ class _Builder:
         if old_b != new_b and (old_b == -1 or new_b == -1):
             raise UnsupportedOptionError(
                 f"cannot alter table {self.identifier}: option 'bucket' cannot change from {old_b} to {new_b}; "
-                "Paimon cannot move a table between dynamic (-1) and fixed bucket mode. Create a new table")
+                "Paimon cannot move a table between dynamic (-1) and fixed bucket mode. Create a new table"
+            )
 
     def remove_option(self, key: str) -> None:
         if key in _KEY_OPTIONS or (self.has_snapshots and (key in IMMUTABLE_OPTIONS or key == "bucket")):
@@ -311,7 +345,8 @@ class _Builder:
                 raise UnsupportedOptionError(
                     f"cannot alter table {self.identifier}: option '{key}' cannot be removed "
                     f"{'once the table has snapshots' if key not in _KEY_OPTIONS else ''}".rstrip()
-                    + " (Paimon refuses it too)")
+                    + " (Paimon refuses it too)"
+                )
         self.options.pop(key, None)
 
     # -- columns ----------------------------------------------------------------------------------
@@ -321,14 +356,19 @@ class _Builder:
         comment = c.comment
         if isinstance(t, pa.Field):
             if not t.nullable:
-                raise self.err(c.field_name, f"cannot be added as NOT NULL to table {self.identifier}; "
-                                             "a new column must be nullable (old rows read NULL), as in Paimon")
+                raise self.err(
+                    c.field_name,
+                    f"cannot be added as NOT NULL to table {self.identifier}; "
+                    "a new column must be nullable (old rows read NULL), as in Paimon",
+                )
             if comment is None and t.metadata and b"description" in t.metadata:
                 comment = t.metadata[b"description"].decode("utf-8")
             t = t.type
         if not isinstance(t, pa.DataType):
-            raise SchemaError(f"cannot alter table {self.identifier}: add_column('{c.field_name}') needs a "
-                              f"pyarrow type, got {type(t).__name__}")
+            raise SchemaError(
+                f"cannot alter table {self.identifier}: add_column('{c.field_name}') needs a "
+                f"pyarrow type, got {type(t).__name__}"
+            )
         self.highest += 1
         fid = self.highest
         counter = [self.highest]
@@ -372,7 +412,7 @@ class _Builder:
             if k in _COLUMN_OPTIONS:
                 v = rename_list(v)
             elif k.startswith("fields."):
-                body = k[len("fields."):]
+                body = k[len("fields.") :]
                 head, dot, suffix = body.rpartition(".")
                 if dot:
                     k = "fields." + rename_list(head) + "." + suffix
@@ -403,21 +443,27 @@ class _Builder:
         self.guard(c.field_name, "change the type of")
         f = self.fields[i]
         if isinstance(c.new_data_type, pa.Field):
-            raise SchemaError(f"cannot alter table {self.identifier}: update_column_type('{c.field_name}') takes "
-                              "a pyarrow type (nullability is kept; use update_column_nullability)")
+            raise SchemaError(
+                f"cannot alter table {self.identifier}: update_column_type('{c.field_name}') takes "
+                "a pyarrow type (nullability is kept; use update_column_nullability)"
+            )
         tj = to_paimon_type(c.new_data_type, f.nullable, c.field_name)
         nt, _ = from_paimon_type(tj, c.field_name)
         if is_nested(f.type) or is_nested(nt):
             if not nt.equals(f.type):
-                raise self.err(c.field_name, f"has nested type {f.sql_type()}; lake_core changes only atomic "
-                                             "column types")
+                raise self.err(
+                    c.field_name, f"has nested type {f.sql_type()}; lake_core changes only atomic column types"
+                )
             return
         if not is_lossless_widening(f.type, nt):
             new_sql = tj if isinstance(tj, str) else str(tj)
-            raise self.err(c.field_name, f"of type {f.sql_type()} cannot be converted to {new_sql} without "
-                                         "losing information; only widening changes are allowed (e.g. INT -> "
-                                         "BIGINT, FLOAT -> DOUBLE, DECIMAL(p, s) -> DECIMAL(p+k, s), TIMESTAMP(3) "
-                                         "-> TIMESTAMP(6))")
+            raise self.err(
+                c.field_name,
+                f"of type {f.sql_type()} cannot be converted to {new_sql} without "
+                "losing information; only widening changes are allowed (e.g. INT -> "
+                "BIGINT, FLOAT -> DOUBLE, DECIMAL(p, s) -> DECIMAL(p+k, s), TIMESTAMP(3) "
+                "-> TIMESTAMP(6))",
+            )
         self.fields[i] = DataField(f.id, f.name, nt, f.nullable, f.description, f.default_value)
 
     def update_column_nullability(self, c: UpdateColumnNullability) -> None:
@@ -428,9 +474,12 @@ class _Builder:
         if c.new_nullability:
             self.guard(c.field_name, "make nullable", partition=False)
         else:
-            raise self.err(c.field_name, "cannot change from nullable to NOT NULL: rows already written may hold "
-                                         "NULL (Paimon refuses it while 'alter-column-null-to-not-null.disabled' "
-                                         "is true, its default)")
+            raise self.err(
+                c.field_name,
+                "cannot change from nullable to NOT NULL: rows already written may hold "
+                "NULL (Paimon refuses it while 'alter-column-null-to-not-null.disabled' "
+                "is true, its default)",
+            )
         self.fields[i] = f.with_nullable(True)
 
     def update_column_comment(self, c: UpdateColumnComment) -> None:
@@ -441,13 +490,22 @@ class _Builder:
     def build(self) -> TableSchema:
         primary = tuple(self.renames.get(k, k) for k in self.old.primary_keys)
         partition = tuple(self.renames.get(k, k) for k in self.old.partition_keys)
-        return TableSchema(id=self.old.id + 1, fields=tuple(self.fields), highest_field_id=self.highest,
-                           partition_keys=partition, primary_keys=primary, options=self.options,
-                           comment=self.comment, time_millis=int(time.time() * 1000), version=self.old.version)
+        return TableSchema(
+            id=self.old.id + 1,
+            fields=tuple(self.fields),
+            highest_field_id=self.highest,
+            partition_keys=partition,
+            primary_keys=primary,
+            options=self.options,
+            comment=self.comment,
+            time_millis=int(time.time() * 1000),
+            version=self.old.version,
+        )
 
 
-def apply_schema_changes(old: TableSchema, changes: Sequence[SchemaChange], *, identifier: str,
-                         has_snapshots: bool) -> TableSchema:
+def apply_schema_changes(
+    old: TableSchema, changes: Sequence[SchemaChange], *, identifier: str, has_snapshots: bool
+) -> TableSchema:
     """The schema after ``changes`` (id ``old.id + 1``). Raises a ``LakeError`` naming the column or
     option for any refused change; ``old`` is never modified. Options are validated by the caller
     exactly as at table creation."""
@@ -474,8 +532,10 @@ def apply_schema_changes(old: TableSchema, changes: Sequence[SchemaChange], *, i
         elif isinstance(c, UpdateColumnComment):
             b.update_column_comment(c)
         else:
-            raise SchemaError(f"cannot alter table {identifier}: {c!r} is not a SchemaChange; build changes with "
-                              "SchemaChange.add_column(...), SchemaChange.set_option(...), ...")
+            raise SchemaError(
+                f"cannot alter table {identifier}: {c!r} is not a SchemaChange; build changes with "
+                "SchemaChange.add_column(...), SchemaChange.set_option(...), ..."
+            )
     return b.build()
 
 

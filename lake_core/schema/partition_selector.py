@@ -7,10 +7,12 @@ A selector that names an unknown column is refused before anything is read, and 
 no partition holding data is refused with :class:`PartitionNotFoundError` (Java's "The specified
 partition does not have any data files"), so a typo never becomes a silent no-op.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 
@@ -33,8 +35,7 @@ class PartitionSelector:
     specs: tuple[tuple[tuple[str, Any], ...], ...]  # ((column, typed value), ...) per selector
 
     @classmethod
-    def of(cls, schema: TableSchema, partitions: Any, *, table: str,
-           operation: str) -> "PartitionSelector | None":
+    def of(cls, schema: TableSchema, partitions: Any, *, table: str, operation: str) -> PartitionSelector | None:
         """The selector of ``partitions`` (None: every partition, returned as None)."""
         if partitions is None:
             return None
@@ -43,7 +44,8 @@ class PartitionSelector:
         if not isinstance(items, (list, tuple)) or not items:
             raise PartitionSpecError(
                 f"{operation} of {table}: 'partitions' must be a dict {{column: value}}, 'column=value/...' text or a "
-                f"non-empty list of them, got {partitions!r}")
+                f"non-empty list of them, got {partitions!r}"
+            )
         where = f"{operation} of {table}"
         return cls(table, operation, names, tuple(_parse(schema, names, item, where) for item in items))
 
@@ -66,7 +68,8 @@ class PartitionSelector:
         raise PartitionNotFoundError(
             f"{self.operation} of {self.table}: partition {' and '.join(repr(dict(s)) for s in unmatched)} "
             f"{'matches' if len(unmatched) == 1 else 'match'} no partition with data files ({have}); nothing was "
-            "changed")
+            "changed"
+        )
 
 
 def _parse(schema: TableSchema, names: tuple[str, ...], item: Any, where: str) -> tuple[tuple[str, Any], ...]:
@@ -74,17 +77,22 @@ def _parse(schema: TableSchema, names: tuple[str, ...], item: Any, where: str) -
     if isinstance(item, str):
         pairs = [p.partition("=") for p in item.split("/") if p]
         if not pairs or any(not eq for _n, eq, _v in pairs):
-            raise PartitionSpecError(f"{where}: partition {item!r} must be 'column=value' pairs joined by '/' over "
-                                     f"the partition columns {list(names)}")
+            raise PartitionSpecError(
+                f"{where}: partition {item!r} must be 'column=value' pairs joined by '/' over "
+                f"the partition columns {list(names)}"
+            )
         item = {n: v for n, _eq, v in pairs}
     if not isinstance(item, Mapping):  # {} selects every partition (an unpartitioned table's one)
-        raise PartitionSpecError(f"{where}: a partition selector must be a dict {{column: value}} or "
-                                 f"'column=value' text, got {item!r}")
+        raise PartitionSpecError(
+            f"{where}: a partition selector must be a dict {{column: value}} or 'column=value' text, got {item!r}"
+        )
     out = []
     for column, value in item.items():
         if column not in names:
-            raise PartitionSpecError(f"{where}: partition {shown} names {column!r}, which is not a partition column "
-                                     f"(partition columns: {list(names)})")
+            raise PartitionSpecError(
+                f"{where}: partition {shown} names {column!r}, which is not a partition column "
+                f"(partition columns: {list(names)})"
+            )
         out.append((column, _typed(schema, column, value, f"{where}: partition {shown}")))
     return tuple(out)
 
@@ -97,5 +105,6 @@ def _typed(schema: TableSchema, column: str, value: Any, where: str) -> Any:
     try:
         return pa.scalar(value).cast(arrow_type).as_py()
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
-        raise PartitionSpecError(f"{where}: column {column!r} is {arrow_type}; {value!r} is not a value of that type"
-                                 ) from None
+        raise PartitionSpecError(
+            f"{where}: column {column!r} is {arrow_type}; {value!r} is not a value of that type"
+        ) from None

@@ -1,11 +1,12 @@
 """Reading and creating ``schema/schema-N`` files."""
+
 from __future__ import annotations
 
 import re
 
 from lake_core.errors import SchemaError, TableAlreadyExistsError
-from lake_core.io.fileio import FileIO
 from lake_core.format.integrity import read_metadata
+from lake_core.io.fileio import FileIO
 from lake_core.paths import TablePaths
 from lake_core.schema.table_schema import TableSchema
 
@@ -19,8 +20,7 @@ class SchemaManager:
         self._cache: dict[int, TableSchema] = {}
 
     def list_ids(self) -> list[int]:
-        ids = [int(m.group(1)) for n in self.fileio.list_names(self.paths.schema_dir)
-               if (m := _SCHEMA_NAME.match(n))]
+        ids = [int(m.group(1)) for n in self.fileio.list_names(self.paths.schema_dir) if (m := _SCHEMA_NAME.match(n))]
         return sorted(ids)
 
     def latest(self) -> TableSchema | None:

@@ -4,17 +4,30 @@
 :meth:`TableSchema.to_json` reproduces that layout byte for byte (``"key" : value``, arrays on
 one line, ``[ {`` for arrays of objects, 2-space indentation).
 """
+
 from __future__ import annotations
 
 import json
 import re
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Any
 
 import pyarrow as pa
 
 from lake_core.errors import SchemaError
+from lake_core.kv.system_fields import (  # Java SpecialFields
+    KEY_FIELD_ID_START,
+    KEY_FIELD_PREFIX,
+    SEQUENCE_NUMBER,
+    SEQUENCE_NUMBER_ID,
+    VALUE_KIND,
+    VALUE_KIND_ID,
+)
+from lake_core.kv.system_fields import (
+    RESERVED_NAMES as _RESERVED_NAMES,
+)
 from lake_core.options.table_options import BUCKET_KEY
 from lake_core.type_parser import from_paimon_type
 from lake_core.types import DataField, arrow_field, assign_nested_ids, is_nested, to_paimon_type
@@ -35,11 +48,6 @@ __all__ = [
 CURRENT_VERSION = 3
 PAIMON_07_VERSION = 1
 PAIMON_08_VERSION = 2
-
-from lake_core.kv.system_fields import (  # noqa: E402  (Java SpecialFields)
-    KEY_FIELD_ID_START, KEY_FIELD_PREFIX, RESERVED_NAMES as _RESERVED_NAMES, SEQUENCE_NUMBER, SEQUENCE_NUMBER_ID,
-    VALUE_KIND, VALUE_KIND_ID,
-)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -127,9 +135,11 @@ def java_hashmap_order(keys: Iterable[str]) -> list[str]:
     cap = 16
     while len(keys) > cap * 3 // 4:
         cap *= 2
+
     def bucket(k: str) -> int:
         h = _java_string_hash(k)
         return (h ^ (h >> 16)) & (cap - 1)
+
     return [k for _, _, k in sorted((bucket(k), i, k) for i, k in enumerate(keys))]
 
 
@@ -157,7 +167,7 @@ class TableSchema:
     partition_keys: tuple[str, ...]
     primary_keys: tuple[str, ...]
     options: dict[str, str]
-    comment: Optional[str]
+    comment: str | None
     time_millis: int
     version: int = CURRENT_VERSION
 
@@ -184,7 +194,7 @@ class TableSchema:
         return jackson_pretty(self.to_dict())
 
     @staticmethod
-    def from_json(text: str | bytes) -> "TableSchema":
+    def from_json(text: str | bytes) -> TableSchema:
         try:
             d = json.loads(text)
         except (ValueError, TypeError) as e:
@@ -194,7 +204,7 @@ class TableSchema:
         return TableSchema.from_dict(d)
 
     @staticmethod
-    def from_dict(d: Mapping[str, Any]) -> "TableSchema":
+    def from_dict(d: Mapping[str, Any]) -> TableSchema:
         try:
             fields = tuple(DataField.from_json(f) for f in d["fields"])
             version = int(d.get("version", PAIMON_07_VERSION))
@@ -228,10 +238,10 @@ class TableSchema:
         arrow_schema: pa.Schema,
         partition_keys: Sequence[str] = (),
         primary_keys: Sequence[str] = (),
-        options: Optional[Mapping[str, str]] = None,
-        comment: Optional[str] = None,
+        options: Mapping[str, str] | None = None,
+        comment: str | None = None,
         schema_id: int = 0,
-    ) -> "TableSchema":
+    ) -> TableSchema:
         """A new table schema from an arrow schema, as Java ``SchemaManager.createTable`` does:
         field ids 0..n-1 (struct children take the ids following their parent), primary-key
         columns made NOT NULL, keys validated."""
@@ -248,15 +258,16 @@ class TableSchema:
         dups = sorted({n for n in names if n in seen or seen.add(n)})  # type: ignore[func-returns-value]
         if dups:
             raise SchemaError(
-                f"Table columns must be unique; duplicated: {_fmt_list(dups)} "
-                f"(columns: {_fmt_list(names)})"
+                f"Table columns must be unique; duplicated: {_fmt_list(dups)} (columns: {_fmt_list(names)})"
             )
         for n in names:
             if not n:
                 raise SchemaError("Column names must not be empty")
             ctrl = sorted({f"U+{ord(c):04X}" for c in n if ord(c) < 0x20 or ord(c) == 0x7F})
             if ctrl:  # NUL ends a C string in Parquet/ORC writers and in file names built from partition columns
-                raise SchemaError(f"Column name {n!r} contains control character(s) {', '.join(ctrl)}; rename the column")
+                raise SchemaError(
+                    f"Column name {n!r} contains control character(s) {', '.join(ctrl)}; rename the column"
+                )
             if n in _RESERVED_NAMES or n.startswith(KEY_FIELD_PREFIX):
                 raise SchemaError(
                     f"Column name '{n}' is reserved by Paimon (system fields {SEQUENCE_NUMBER}, "
@@ -270,8 +281,7 @@ class TableSchema:
             for k in keys:
                 if k not in names:
                     raise SchemaError(
-                        f"{kind} column '{k}' is not a column of the table; "
-                        f"table columns: {_fmt_list(names)}"
+                        f"{kind} column '{k}' is not a column of the table; table columns: {_fmt_list(names)}"
                     )
 
         check_keys("Partition keys", partition_keys)
@@ -339,11 +349,9 @@ class TableSchema:
         for f in self.fields:
             if f.name == name:
                 return f
-        raise SchemaError(
-            f"Column '{name}' does not exist in schema {self.id}; columns: {_fmt_list(self.field_names)}"
-        )
+        raise SchemaError(f"Column '{name}' does not exist in schema {self.id}; columns: {_fmt_list(self.field_names)}")
 
-    def field_by_id(self, field_id: int) -> Optional[DataField]:
+    def field_by_id(self, field_id: int) -> DataField | None:
         for f in self.fields:
             if f.id == field_id:
                 return f
@@ -432,7 +440,15 @@ class TableSchema:
         """Arrow schema of a KV data file (Java ``KeyValue`` layout), with Java's field ids."""
         return pa.schema([arrow_field(f) for f in self.kv_fields()])
 
-    def with_options(self, options: Mapping[str, str]) -> "TableSchema":
-        return TableSchema(self.id, self.fields, self.highest_field_id, self.partition_keys,
-                           self.primary_keys, dict(options), self.comment, self.time_millis,
-                           self.version)
+    def with_options(self, options: Mapping[str, str]) -> TableSchema:
+        return TableSchema(
+            self.id,
+            self.fields,
+            self.highest_field_id,
+            self.partition_keys,
+            self.primary_keys,
+            dict(options),
+            self.comment,
+            self.time_millis,
+            self.version,
+        )

@@ -12,6 +12,7 @@ In a long-lived changelog only the list :func:`changelog_manifest_list` names is
 changelog producer wrote a ``changelogManifestList``, the base and delta lists of the expired
 snapshot were deleted with it.
 """
+
 from __future__ import annotations
 
 import re
@@ -94,8 +95,10 @@ class ChangelogManager:
             earliest = self.earliest_id()
             raise ChangelogNotFoundError(
                 f"the changelog of snapshot {snapshot_id} of table {self.snapshots.paths.root} has expired "
-                f"or never existed (readable changelogs: {earliest}..{self.latest_id()})" if earliest is not None
-                else f"table {self.snapshots.paths.root} has no changelog of snapshot {snapshot_id}") from None
+                f"or never existed (readable changelogs: {earliest}..{self.latest_id()})"
+                if earliest is not None
+                else f"table {self.snapshots.paths.root} has no changelog of snapshot {snapshot_id}"
+            ) from None
 
     def exists(self, snapshot_id: int) -> bool:
         return self.snapshots.exists(snapshot_id) or self.long_lived.exists(snapshot_id)

@@ -31,9 +31,11 @@ see N+1; its read fails on a file the rollback deleted, and the next read sees t
 Cost: one read of the (small) parent snapshot file per commit: a ``stat``-sized read locally, a GET
 on S3.
 """
+
 from __future__ import annotations
 
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 from lake_core.errors import CommitOutcomeUnknownError, LakeError, RollbackConflictError
 from lake_core.snapshot.snapshot import Snapshot
@@ -71,22 +73,27 @@ def confirm_parent(snapshots: SnapshotManager, created: Snapshot, *, parent: Sna
             f"while the commit was in flight, so its snapshot {created.id} was withdrawn; but snapshot "
             f"{successor.id} (by {successor.commit_user}) had been created on top of it meanwhile and may contain "
             "this commit's files, so none was removed. That commit withdraws itself unless it had already "
-            f"confirmed; if snapshot {successor.id} is still there, run rollback_to again")
+            f"confirmed; if snapshot {successor.id} is still there, run rollback_to again"
+        )
     raise RollbackConflictError(
         f"commit to {table}: snapshot {parent.id}, on which this commit was built, was removed (rollback_to, or "
         f"by hand) while the commit was in flight, so snapshot {created.id} it had just created was removed "
         "again; nothing was committed — write the data again against the latest snapshot (write_arrow and "
-        "delete_where do so themselves)")
+        "delete_where do so themselves)"
+    )
 
 
 def _still_there(snapshots: SnapshotManager, parent: Snapshot, created: Snapshot, table: str) -> bool:
     now = _read(snapshots, parent.id, created, table)
     if now is not None:
         # manifest list names are unique per snapshot written: the same names, the same snapshot
-        return (now.base_manifest_list, now.delta_manifest_list) == \
-            (parent.base_manifest_list, parent.delta_manifest_list)
-    older = _ask(lambda: [i for i in snapshots.list_ids() if i < parent.id], snapshots.paths.snapshot_dir,
-                 created, table)
+        return (now.base_manifest_list, now.delta_manifest_list) == (
+            parent.base_manifest_list,
+            parent.delta_manifest_list,
+        )
+    older = _ask(
+        lambda: [i for i in snapshots.list_ids() if i < parent.id], snapshots.paths.snapshot_dir, created, table
+    )
     return not older  # expired (the oldest go first); a rollback keeps its target below
 
 
@@ -108,5 +115,6 @@ def _ask(read: Callable[[], T], path: str, created: Snapshot, table: str) -> T:
                     f"confirm the history it extends ({type(e).__name__}: {e}); none of the commit's files were "
                     "removed. "
                     f"Once storage answers, table.find_commit(commit_user={created.commit_user!r}) tells whether "
-                    "it landed") from e
+                    "it landed"
+                ) from e
     raise AssertionError("unreachable")

@@ -8,6 +8,7 @@ newline. :meth:`Snapshot.from_json` accepts any key order, ignores unknown keys 
 snapshots written by pypaimon (different key order, ``"key": value``) and by older Java
 versions (explicit nulls, ``logOffsets``) read fine (Java ``Snapshot``).
 """
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,14 @@ from typing import Any
 
 from lake_core.errors import FormatError
 
-__all__ = ["CommitKind", "Snapshot", "CURRENT_VERSION", "FIRST_SNAPSHOT_ID", "BATCH_COMMIT_IDENTIFIER",
-           "RESCALE_PROPERTY"]
+__all__ = [
+    "CommitKind",
+    "Snapshot",
+    "CURRENT_VERSION",
+    "FIRST_SNAPSHOT_ID",
+    "BATCH_COMMIT_IDENTIFIER",
+    "RESCALE_PROPERTY",
+]
 
 CURRENT_VERSION = 3
 FIRST_SNAPSHOT_ID = 1
@@ -113,7 +120,7 @@ class Snapshot:
         return _jackson_pretty(self.to_dict())
 
     @staticmethod
-    def from_json(text: str | bytes) -> "Snapshot":
+    def from_json(text: str | bytes) -> Snapshot:
         """Parse a snapshot file written by Java, pypaimon or lake_core."""
         if isinstance(text, (bytes, bytearray)):
             text = bytes(text).decode("utf-8")
@@ -126,7 +133,7 @@ class Snapshot:
         return Snapshot.from_dict(obj)
 
     @staticmethod
-    def from_dict(obj: dict[str, Any]) -> "Snapshot":
+    def from_dict(obj: dict[str, Any]) -> Snapshot:
         kwargs: dict[str, Any] = {}
         sid = obj.get("id")
         for attr, key, required in _FIELDS:
@@ -147,19 +154,13 @@ class Snapshot:
             kind = _TYPES[attr]
             if kind is int:
                 if isinstance(value, bool) or not isinstance(value, int):
-                    raise FormatError(
-                        f"snapshot {sid}: field {key!r} must be an integer, got {value!r}"
-                    )
+                    raise FormatError(f"snapshot {sid}: field {key!r} must be an integer, got {value!r}")
             elif kind is str:
                 if not isinstance(value, str):
                     raise FormatError(f"snapshot {sid}: field {key!r} must be a string, got {value!r}")
             elif kind is dict:
-                if not isinstance(value, dict) or not all(
-                    isinstance(v, str) or v is None for v in value.values()
-                ):
-                    raise FormatError(
-                        f"snapshot {sid}: field {key!r} must be an object of strings, got {value!r}"
-                    )
+                if not isinstance(value, dict) or not all(isinstance(v, str) or v is None for v in value.values()):
+                    raise FormatError(f"snapshot {sid}: field {key!r} must be an object of strings, got {value!r}")
                 value = dict(value)
             kwargs[attr] = value
         return Snapshot(**kwargs)
@@ -256,9 +257,7 @@ def _jackson_object(obj: dict[str, Any], indent: str = "") -> str:
     if not obj:
         return "{ }"
     inner = indent + "  "
-    items = [
-        f"{inner}{_jackson_string(str(k))} : {_jackson_value(v, inner)}" for k, v in obj.items()
-    ]
+    items = [f"{inner}{_jackson_string(str(k))} : {_jackson_value(v, inner)}" for k, v in obj.items()]
     return "{\n" + ",\n".join(items) + "\n" + indent + "}"
 
 

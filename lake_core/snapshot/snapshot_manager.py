@@ -3,14 +3,15 @@
 ``LATEST``/``EARLIEST`` are hints, never truth (as in Java ``SnapshotManager``): the hinted id is trusted only
 when ``snapshot-(hint+1)`` does not exist; otherwise the directory is listed.
 """
+
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from collections.abc import Iterator
 
 from lake_core.errors import SnapshotNotFoundError
-from lake_core.io.fileio import FileIO
 from lake_core.format.integrity import read_metadata
+from lake_core.io.fileio import FileIO
 from lake_core.paths import TablePaths
 from lake_core.snapshot.snapshot import CommitKind, Snapshot
 
@@ -85,8 +86,10 @@ class SnapshotManager:
             earliest, latest = self.earliest_id(), self.latest_id()
             raise SnapshotNotFoundError(
                 f"{self._what} {snapshot_id} does not exist in table {self.paths.root} "
-                f"(available: {earliest}..{latest})" if latest else
-                f"{self._what} {snapshot_id} does not exist: table {self.paths.root} has no {self._what}s") from None
+                f"(available: {earliest}..{latest})"
+                if latest
+                else f"{self._what} {snapshot_id} does not exist: table {self.paths.root} has no {self._what}s"
+            ) from None
         self._cache[snapshot_id] = snap  # snapshot files are immutable once created
         return snap
 
@@ -122,8 +125,15 @@ class SnapshotManager:
             except SnapshotNotFoundError:
                 continue  # expired while we were listing
 
-    def find_commit(self, *, commit_user: str, identifier: int | None = None, kind: CommitKind | None = None,
-                    newer_than: int = 0, up_to: int | None = None) -> Snapshot | None:
+    def find_commit(
+        self,
+        *,
+        commit_user: str,
+        identifier: int | None = None,
+        kind: CommitKind | None = None,
+        newer_than: int = 0,
+        up_to: int | None = None,
+    ) -> Snapshot | None:
         """The newest snapshot in (``newer_than``, ``up_to``] (default: up to the latest)
         committed by ``commit_user`` (with ``identifier`` and ``kind`` when given), or None.
 
@@ -157,7 +167,8 @@ class SnapshotManager:
                 break
         if best is None:
             raise SnapshotNotFoundError(
-                f"no snapshot of table {self.paths.root} was committed at or before {timestamp_millis} ms")
+                f"no snapshot of table {self.paths.root} was committed at or before {timestamp_millis} ms"
+            )
         return best
 
     def try_create(self, snapshot: Snapshot, *, hint: bool = True) -> bool:

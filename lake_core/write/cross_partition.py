@@ -21,10 +21,12 @@ New keys fill the partition's buckets up to ``dynamic-bucket.target-row-num`` (J
 are looked up in the index at once, and the sequential per-row rules are applied per run of equal
 (key, partition) rows.
 """
+
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -62,8 +64,13 @@ def _counting_argsort(values: np.ndarray) -> np.ndarray:
 class CrossPartitionAssigner:
     """Routes a writer's rows in cross-partition upsert mode (see the module docstring)."""
 
-    def __init__(self, store: "FileStore", base: "Snapshot | None",
-                 skip_partition: Callable[[tuple], bool] | None = None, tmp_root: str | None = None):
+    def __init__(
+        self,
+        store: FileStore,
+        base: Snapshot | None,
+        skip_partition: Callable[[tuple], bool] | None = None,
+        tmp_root: str | None = None,
+    ):
         self.store = store
         self.base = base
         schema = store.schema
@@ -88,8 +95,9 @@ class CrossPartitionAssigner:
         if pid is None:
             pid = self.part_ids[partition] = len(self.partitions)
             self.partitions.append(partition)
-            self.part_values.append(values if values is not None
-                                    else self.store.manifest_store.partition_values(partition))
+            self.part_values.append(
+                values if values is not None else self.store.manifest_store.partition_values(partition)
+            )
         return pid
 
     def _filler(self, pid: int) -> BucketFiller:
@@ -121,15 +129,25 @@ class CrossPartitionAssigner:
             values = manifests.partition_values(partition)
             if self.skip_partition is not None and self.skip_partition(values):
                 continue
-            if ttl_ms is not None and not any(f.creation_time is not None and now <= f.creation_time + ttl_ms
-                                              for f in files):
+            if ttl_ms is not None and not any(
+                f.creation_time is not None and now <= f.creation_time + ttl_ms for f in files
+            ):
                 continue  # Java IndexBootstrap.filterSplit
             files = sorted(files, key=lambda f: (f.min_sequence_number, f.max_sequence_number, f.file_name))
-            splits.append(Split(
-                snapshot_id=self.base.id, partition=partition, partition_values=values, bucket=bucket,
-                total_buckets=total_buckets[(partition, bucket)],
-                bucket_path=store.paths.bucket_dir(partition_dir(self.partition_names, values, default_name), bucket),
-                files=tuple(files), raw_convertible=len(files) == 1 and files[0].delete_row_count == 0))
+            splits.append(
+                Split(
+                    snapshot_id=self.base.id,
+                    partition=partition,
+                    partition_values=values,
+                    bucket=bucket,
+                    total_buckets=total_buckets[(partition, bucket)],
+                    bucket_path=store.paths.bucket_dir(
+                        partition_dir(self.partition_names, values, default_name), bucket
+                    ),
+                    files=tuple(files),
+                    raw_convertible=len(files) == 1 and files[0].delete_row_count == 0,
+                )
+            )
         estimated = sum(f.row_count for s in splits for f in s.files)
         counts: dict[int, dict[int, int]] = {}
 
@@ -148,8 +166,13 @@ class CrossPartitionAssigner:
         self.index.build(chunks, estimated)
         for pid, c in counts.items():
             self.fillers[pid] = BucketFiller(c, self.opts, str(dict(zip(self.partition_names, self.part_values[pid]))))
-        log.info("cross-partition index of %s bootstrapped from snapshot %d: %d keys in %d buckets",
-                 store.identifier, self.base.id, self.index.size, len(splits))
+        log.info(
+            "cross-partition index of %s bootstrapped from snapshot %d: %d keys in %d buckets",
+            store.identifier,
+            self.base.id,
+            self.index.size,
+            len(splits),
+        )
 
     # -- routing --------------------------------------------------------------------------------
     def _assign_new(self, pids: np.ndarray, order_key: np.ndarray, rep_rows: np.ndarray, data: pa.Table) -> np.ndarray:
@@ -158,8 +181,11 @@ class CrossPartitionAssigner:
         if not len(pids):
             return out
         n_assigners = self.opts.num_assigners
-        h32 = (self.encoder.hash32([data[k].take(pa.array(rep_rows)) for k in self.key_names])
-               if n_assigners > 1 else np.zeros(len(pids), np.int32))
+        h32 = (
+            self.encoder.hash32([data[k].take(pa.array(rep_rows)) for k in self.key_names])
+            if n_assigners > 1
+            else np.zeros(len(pids), np.int32)
+        )
         # arrival order (order_key: distinct row numbers), then grouped by partition, stably
         by_arrival = _counting_argsort(order_key)
         p = pids[by_arrival]
@@ -193,8 +219,9 @@ class CrossPartitionAssigner:
         removed) and the bucket of each."""
         self.bootstrap()
         n = data.num_rows
-        code_pid = np.array([self._part_id(serialize_row(list(v), self.partition_types), tuple(v)) for v in pvalues],
-                            np.int64)
+        code_pid = np.array(
+            [self._part_id(serialize_row(list(v), self.partition_types), tuple(v)) for v in pvalues], np.int64
+        )
         row_pid = code_pid[pcode]
         sk, kb = self.encoder.encode([data[k] for k in self.key_names])
         # exact key groups within the batch; ``order`` puts a key's rows together, in arrival order
@@ -271,8 +298,9 @@ class CrossPartitionAssigner:
         # the index learns where keys live now
         changed = ~(found[upd_group] & (opart[upd_group] == upd_pid) & (obucket[upd_group] == upd_bucket))
         upd_group, upd_pid, upd_bucket = upd_group[changed], upd_pid[changed], upd_bucket[changed]
-        self.index.update(g_sk[upd_group], g_kb.take(pa.array(upd_group)) if g_kb is not None else None,
-                          upd_pid, upd_bucket)
+        self.index.update(
+            g_sk[upd_group], g_kb.take(pa.array(upd_group)) if g_kb is not None else None, upd_pid, upd_bucket
+        )
 
         # rows in arrival order, with the partition they go to
         bucket = np.empty(n, np.int64)
@@ -307,13 +335,17 @@ class CrossPartitionAssigner:
         partition (Java ``DeleteExistingProcessor``)."""
         rows_t = data.take(pa.array(rows))
         rows_t = self._rewrite_partition(rows_t, np.arange(len(rows)), pids)
-        rows_t = rows_t.set_column(rows_t.schema.get_field_index(KIND), rows_t.schema.field(KIND),
-                                   pa.array(np.full(len(rows), rowkind.DELETE, np.int8)))
+        rows_t = rows_t.set_column(
+            rows_t.schema.get_field_index(KIND),
+            rows_t.schema.field(KIND),
+            pa.array(np.full(len(rows), rowkind.DELETE, np.int8)),
+        )
         rk = self.store.options.rowkind_field
         if rk:
             i = rows_t.schema.get_field_index(rk)
-            rows_t = rows_t.set_column(i, rows_t.schema.field(i),
-                                       pa.array(["-D"] * len(rows), rows_t.schema.field(i).type))
+            rows_t = rows_t.set_column(
+                i, rows_t.schema.field(i), pa.array(["-D"] * len(rows), rows_t.schema.field(i).type)
+            )
         return rows_t
 
     def close(self) -> None:

@@ -1,5 +1,6 @@
 """Turning one bucket's rows into data files plus their ``DataFileMeta`` (stats, key range,
 sequence range, retract count). Shared by writes, changelog files and compaction."""
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -39,7 +40,7 @@ class WrittenFile:
 class DataFileWriter:
     """Writes files for one (partition, bucket) of one table."""
 
-    def __init__(self, store: "FileStore", partition_path: str, bucket: int, namer: FileNamer):
+    def __init__(self, store: FileStore, partition_path: str, bucket: int, namer: FileNamer):
         self.store = store
         self.bucket_dir = store.paths.bucket_dir(partition_path, bucket)
         self.namer = namer
@@ -72,10 +73,13 @@ class DataFileWriter:
         if not acc.columns:
             return EMPTY_STATS
         st = acc.result()
-        return SimpleStats(serialize_row([s.min for s in st], types), serialize_row([s.max for s in st], types),
-                           tuple(s.null_count for s in st))
+        return SimpleStats(
+            serialize_row([s.min for s in st], types),
+            serialize_row([s.max for s in st], types),
+            tuple(s.null_count for s in st),
+        )
 
-    def rolling(self, *, level: int = 0, file_source: int = 0, changelog: bool = False) -> "RollingFileWriter":
+    def rolling(self, *, level: int = 0, file_source: int = 0, changelog: bool = False) -> RollingFileWriter:
         """A writer that takes rows in chunks and rolls files at ``target-file-size``."""
         return RollingFileWriter(self, level=level, file_source=file_source, changelog=changelog)
 
@@ -102,8 +106,9 @@ class _OpenFile:
         opts = w.store.options
         self.name, self.path = name, path
         self.out = w.store.fileio.open_output(path)
-        self.encoder = DataFileStreamWriter(w.file_fields, w.fmt, self.out.stream, compression=opts.file_compression,
-                                            options=opts.raw)
+        self.encoder = DataFileStreamWriter(
+            w.file_fields, w.fmt, self.out.stream, compression=opts.file_compression, options=opts.raw
+        )
         self.key_stats = StatsAccumulator(w.key_names, w.key_modes)
         self.value_stats = StatsAccumulator(w.stats_cols, w.value_modes)
         self.min_key = min_key  # key of the first row
@@ -189,13 +194,25 @@ class RollingFileWriter:
             key_stats = EMPTY_STATS
         value_stats = w._stats(f.value_stats, [w.schema.field(n).type for n in w.stats_cols])
         meta = DataFileMeta(
-            file_name=f.name, file_size=size, row_count=f.encoder.rows,
-            min_key=min_key, max_key=max_key, key_stats=key_stats, value_stats=value_stats,
-            min_sequence_number=f.min_seq or 0, max_sequence_number=f.max_seq or 0,
-            schema_id=w.schema.id, level=self.level, extra_files=(), creation_time=local_now_millis(),
-            delete_row_count=f.deletes, embedded_file_index=None, file_source=self.file_source,
+            file_name=f.name,
+            file_size=size,
+            row_count=f.encoder.rows,
+            min_key=min_key,
+            max_key=max_key,
+            key_stats=key_stats,
+            value_stats=value_stats,
+            min_sequence_number=f.min_seq or 0,
+            max_sequence_number=f.max_seq or 0,
+            schema_id=w.schema.id,
+            level=self.level,
+            extra_files=(),
+            creation_time=local_now_millis(),
+            delete_row_count=f.deletes,
+            embedded_file_index=None,
+            file_source=self.file_source,
             value_stats_cols=None if len(w.stats_cols) == len(w.value_names) else tuple(w.stats_cols),
-            external_path=None)
+            external_path=None,
+        )
         self.written.append(WrittenFile(meta, f.path))
 
     def close(self) -> list[WrittenFile]:

@@ -6,6 +6,7 @@ Arrow IPC files in a temporary directory and memory-mapped when the table has mo
 Keys are looked up with ``searchsorted`` on a 64-bit sort key (``KeyEncoder``): the key itself for
 one integer column, else a 64-bit hash verified against the exact BinaryRow bytes of the key.
 """
+
 from __future__ import annotations
 
 import logging
@@ -13,7 +14,8 @@ import os
 import shutil
 import tempfile
 import weakref
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -57,7 +59,7 @@ class KeyEncoder:
         words = buf.view("<u4")
         h1 = _hash_word_matrix(words.copy() if n == 1 else words, lengths // 4, 0, 42, lengths)
         h2 = _hash_word_matrix(words.copy() if n == 1 else words, lengths // 4, 0, _SEED2, lengths)
-        sk = ((h1.view(np.uint32).astype(np.uint64) << np.uint64(32)) | h2.view(np.uint32).astype(np.uint64))
+        sk = (h1.view(np.uint32).astype(np.uint64) << np.uint64(32)) | h2.view(np.uint32).astype(np.uint64)
         return sk.view(np.int64), kb
 
     def hash32(self, columns: Sequence[Any]) -> np.ndarray:
@@ -97,12 +99,16 @@ class _Store:
         self.sk, self.kb, self.part, self.bucket = sk, kb, part, bucket
 
     @staticmethod
-    def empty(with_kb: bool) -> "_Store":
-        return _Store(np.zeros(0, np.int64), pa.array([], pa.large_binary()) if with_kb else None,
-                      np.zeros(0, np.int32), np.zeros(0, np.int32))
+    def empty(with_kb: bool) -> _Store:
+        return _Store(
+            np.zeros(0, np.int64),
+            pa.array([], pa.large_binary()) if with_kb else None,
+            np.zeros(0, np.int32),
+            np.zeros(0, np.int32),
+        )
 
     @staticmethod
-    def sorted_from(sk, kb, part, bucket) -> "_Store":
+    def sorted_from(sk, kb, part, bucket) -> _Store:
         order = np.argsort(sk, kind="stable")
         return _Store(sk[order], kb.take(pa.array(order)) if kb is not None else None, part[order], bucket[order])
 
@@ -116,11 +122,12 @@ class _Store:
         return pa.table(cols)
 
     @staticmethod
-    def from_table(t: pa.Table) -> "_Store":
+    def from_table(t: pa.Table) -> _Store:
         def np_col(name):
             c = t.column(name)
             c = c.chunk(0) if c.num_chunks == 1 else c.combine_chunks()
             return c.to_numpy(zero_copy_only=False)
+
         kb = None
         if "kb" in t.column_names:
             c = t.column("kb")
@@ -136,11 +143,14 @@ class _Store:
         bucket[hit] = self.bucket[pos[hit]]
         return hit, part, bucket
 
-    def upsert(self, sk, kb, part, bucket) -> "_Store":
+    def upsert(self, sk, kb, part, bucket) -> _Store:
         """New store with these (unique) keys set; they replace existing entries. A merge of
         two sorted runs: O(n + m log m)."""
-        new = _Store.sorted_from(sk, kb, part, bucket) if len(sk) > 1 and (sk[1:] < sk[:-1]).any() \
+        new = (
+            _Store.sorted_from(sk, kb, part, bucket)
+            if len(sk) > 1 and (sk[1:] < sk[:-1]).any()
             else _Store(sk, kb, part, bucket)
+        )
         if len(self.sk) == 0:
             return new
         pos = _search(self.sk, self.kb, new.sk, new.kb)
@@ -166,9 +176,12 @@ class _Store:
             take[at] = len(idx) + np.arange(len(new.sk))
             take[rest] = np.arange(len(idx))
             all_kb = pa.concat_arrays([self.kb.take(pa.array(idx)), new.kb]).take(pa.array(take))
-        return _Store(merged(old_sk, new.sk, np.int64), all_kb, merged(self.part[idx], new.part, np.int32),
-                      merged(self.bucket[idx], new.bucket, np.int32))
-
+        return _Store(
+            merged(old_sk, new.sk, np.int64),
+            all_kb,
+            merged(self.part[idx], new.part, np.int32),
+            merged(self.bucket[idx], new.bucket, np.int32),
+        )
 
 
 def _shard_of(sk: np.ndarray, bits: int) -> np.ndarray:
@@ -235,7 +248,7 @@ class CrossPartitionIndex:
                 cuts = np.searchsorted(shard[order], np.arange(n_shards + 1))
                 for s in range(n_shards):
                     if cuts[s + 1] > cuts[s]:
-                        pending[s].append(t.take(pa.array(order[cuts[s]:cuts[s + 1]])))
+                        pending[s].append(t.take(pa.array(order[cuts[s] : cuts[s + 1]])))
             pending_rows += len(sk)
             if spill and pending_rows >= self.shard_rows:
                 flush()
@@ -275,12 +288,16 @@ class CrossPartitionIndex:
                     n_dup = int(dup.sum())
                 else:
                     i = np.flatnonzero(dup)
-                    n_dup = int(pc.sum(pc.equal(store.kb.take(pa.array(i)), store.kb.take(pa.array(i + 1)))).as_py()
-                                or 0)
+                    n_dup = int(
+                        pc.sum(pc.equal(store.kb.take(pa.array(i)), store.kb.take(pa.array(i + 1)))).as_py() or 0
+                    )
                 if n_dup:
-                    log.warning("cross-partition index: %d key(s) are live in more than one (partition, bucket) "
-                                "(concurrent writers, or keys older than 'cross-partition-upsert.index-ttl'); a later "
-                                "write of such a key retracts only one copy", n_dup)
+                    log.warning(
+                        "cross-partition index: %d key(s) are live in more than one (partition, bucket) "
+                        "(concurrent writers, or keys older than 'cross-partition-upsert.index-ttl'); a later "
+                        "write of such a key retracts only one copy",
+                        n_dup,
+                    )
         return store
 
     def _shard(self, s: int) -> _Store:

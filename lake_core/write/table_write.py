@@ -1,5 +1,6 @@
 """The write path: Arrow rows → validation → bucket assignment → per-(partition, bucket)
 sort + fold in the merge engine → level-0 data files → CommitMessages."""
+
 from __future__ import annotations
 
 import logging
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def conform(store: "FileStore", data: Any) -> pa.Table:
+def conform(store: FileStore, data: Any) -> pa.Table:
     """Check ``data`` against the table schema: same column names, castable types, no NULL keys.
     Returns a table with exactly the schema's columns, order and types."""
     if isinstance(data, pa.RecordBatch):
@@ -45,15 +46,18 @@ def conform(store: "FileStore", data: Any) -> pa.Table:
         elif hasattr(data, "columns") and hasattr(data, "dtypes"):  # pandas
             data = pa.Table.from_pandas(data, preserve_index=False)
         else:
-            raise SchemaMismatchError(f"write to {store.identifier} expects a pyarrow Table or RecordBatch, "
-                                      f"got {type(data).__name__}")
+            raise SchemaMismatchError(
+                f"write to {store.identifier} expects a pyarrow Table or RecordBatch, got {type(data).__name__}"
+            )
     schema = store.schema
     expected = [f.name for f in schema.fields]
     got = data.column_names
     dups = sorted({n for n in got if got.count(n) > 1}) if len(set(got)) != len(got) else []
     if dups:
-        raise SchemaMismatchError(f"data written to {store.identifier} has duplicate column(s) {dups}; each column "
-                                  f"must appear once (table columns: {expected})")
+        raise SchemaMismatchError(
+            f"data written to {store.identifier} has duplicate column(s) {dups}; each column "
+            f"must appear once (table columns: {expected})"
+        )
     missing = [n for n in expected if n not in got]
     extra = [n for n in got if n not in expected]
     if missing or extra:
@@ -62,36 +66,55 @@ def conform(store: "FileStore", data: Any) -> pa.Table:
             parts.append(f"missing column(s) {missing}")
         if extra:
             parts.append(f"unknown column(s) {extra}")
-        raise SchemaMismatchError(f"data written to {store.identifier} does not match its schema: "
-                                  + "; ".join(parts) + f" (table columns: {expected})")
+        raise SchemaMismatchError(
+            f"data written to {store.identifier} does not match its schema: "
+            + "; ".join(parts)
+            + f" (table columns: {expected})"
+        )
     cols = []
     for f in schema.fields:
         col = data[f.name]
         if col.type != f.type:
             if not _castable(col.type, f.type):
                 raise SchemaMismatchError(
-                    f"column '{f.name}' of {store.identifier} has type {f.type}, but the data has {col.type}")
+                    f"column '{f.name}' of {store.identifier} has type {f.type}, but the data has {col.type}"
+                )
             try:
                 col = col.cast(f.type, safe=True)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
                 raise SchemaMismatchError(
                     f"column '{f.name}' of {store.identifier} has type {f.type}; the data ({col.type}) does not "
-                    f"fit: {e}") from None
+                    f"fit: {e}"
+                ) from None
         if not f.nullable and col.null_count:
             what = "primary-key column" if f.name in schema.primary_keys else "NOT NULL column"
-            raise InvalidDataError(f"{what} '{f.name}' of {store.identifier} contains {col.null_count} NULL "
-                                   "value(s); every row needs a value there")
+            raise InvalidDataError(
+                f"{what} '{f.name}' of {store.identifier} contains {col.null_count} NULL "
+                "value(s); every row needs a value there"
+            )
         cols.append(col)
     return pa.Table.from_arrays(cols, schema=schema.arrow_schema())
 
 
 def _castable(src: pa.DataType, dst: pa.DataType) -> bool:
     """Widening and same-family casts only: a string never silently becomes a number."""
-    fam = lambda t: ("int" if pa.types.is_integer(t) else "float" if pa.types.is_floating(t)
-                     else "str" if pa.types.is_string(t) or pa.types.is_large_string(t)
-                     else "bin" if pa.types.is_binary(t) or pa.types.is_large_binary(t)
-                     else "dec" if pa.types.is_decimal(t) else "ts" if pa.types.is_timestamp(t)
-                     else "date" if pa.types.is_date(t) else str(t))
+    fam = lambda t: (
+        "int"
+        if pa.types.is_integer(t)
+        else "float"
+        if pa.types.is_floating(t)
+        else "str"
+        if pa.types.is_string(t) or pa.types.is_large_string(t)
+        else "bin"
+        if pa.types.is_binary(t) or pa.types.is_large_binary(t)
+        else "dec"
+        if pa.types.is_decimal(t)
+        else "ts"
+        if pa.types.is_timestamp(t)
+        else "date"
+        if pa.types.is_date(t)
+        else str(t)
+    )
     a, b = fam(src), fam(dst)
     if a == b:
         return True
@@ -108,7 +131,11 @@ def partition_codes(data: pa.Table, names: list[str]) -> tuple[np.ndarray, list[
         enc = pc.dictionary_encode(data[n].combine_chunks())
         idx = enc.indices.to_numpy(zero_copy_only=False)
         size = len(enc.dictionary) + 1
-        idx = np.where(enc.indices.is_null().to_numpy(zero_copy_only=False), size - 1, idx) if enc.indices.null_count else idx
+        idx = (
+            np.where(enc.indices.is_null().to_numpy(zero_copy_only=False), size - 1, idx)
+            if enc.indices.null_count
+            else idx
+        )
         code = code * size + idx.astype(np.int64)
         dicts.append(enc.dictionary.to_pylist() + [None])
     uniq, dense = np.unique(code, return_inverse=True)
@@ -134,7 +161,7 @@ class _LiveFiles:
     partition_buckets: dict[bytes, int]
 
     @staticmethod
-    def at(manifests: "ManifestStore", snapshot: "Snapshot | None") -> "_LiveFiles":
+    def at(manifests: ManifestStore, snapshot: Snapshot | None) -> _LiveFiles:
         by_bucket: dict[tuple[bytes, int], list[DataFileMeta]] = {}
         partition_buckets: dict[bytes, int] = {}
         for e in manifests.live_entries(snapshot):
@@ -155,7 +182,7 @@ class _BucketBuffer:
 class TableWrite:
     """Buffers rows per (partition, bucket); ``prepare_commit`` writes level-0 files."""
 
-    def __init__(self, store: "FileStore", *, hooks: "TableHooks", static_partition: dict | None = None):
+    def __init__(self, store: FileStore, *, hooks: TableHooks, static_partition: dict | None = None):
         """``hooks``: what a writer calls above itself (the inline compaction of a bucket it wrote),
         implemented by the table. ``static_partition``: an overwrite of that partition."""
         self.store = store
@@ -167,8 +194,10 @@ class TableWrite:
         self.num_buckets = opts.bucket
         self.mode = store.bucket_mode  # fixed | dynamic | cross-partition | unaware
         if self.mode in ("dynamic", "cross-partition") and opts.bucket_key:
-            raise InvalidOptionError(f"table {store.identifier} is in {self.mode} bucket mode, where 'bucket-key' is "
-                                     "not allowed (Paimon refuses it too); remove the option or set a fixed 'bucket'")
+            raise InvalidOptionError(
+                f"table {store.identifier} is in {self.mode} bucket mode, where 'bucket-key' is "
+                "not allowed (Paimon refuses it too); remove the option or set a fixed 'bucket'"
+            )
         self.partition_names = list(schema.partition_keys)
         self.partition_types = [schema.field(n).type for n in self.partition_names]
         self.bucket_keys = list(schema.bucket_keys()) if self.num_buckets >= 1 else []
@@ -202,8 +231,9 @@ class TableWrite:
         """Write rows with one fixed row kind (``delete_where``'s -D rows)."""
         rk = self.rowkind_field
         if rk:  # the rows carry their kind in that column
-            data = data.set_column(data.schema.get_field_index(rk), rk,
-                                   pa.array([rowkind.SHORT_STRINGS[kind]] * data.num_rows))
+            data = data.set_column(
+                data.schema.get_field_index(rk), rk, pa.array([rowkind.SHORT_STRINGS[kind]] * data.num_rows)
+            )
             self.write_arrow(data)
         else:
             self._write(conform(self.store, data), kind=kind)
@@ -223,8 +253,9 @@ class TableWrite:
         data = data.append_column(pa.field(KIND, pa.int8(), nullable=False), pa.array(kinds, pa.int8()))
         pcode, pvalues = partition_codes(data, self.partition_names)
         for pv in pvalues:  # per partition, before any file is written
-            check_new_partition_dir(self.partition_names, pv, self.store.options.partition_default_name,
-                                    self.store.identifier)
+            check_new_partition_dir(
+                self.partition_names, pv, self.store.options.partition_default_name, self.store.identifier
+            )
         if self.num_buckets >= 1:
             buckets = self._assign_fixed(data, pcode, pvalues)
         elif self.mode == "dynamic":
@@ -280,6 +311,7 @@ class TableWrite:
         return buckets
 
         # -- dynamic bucket modes (Java HashBucketAssigner) ----------------------------------------------
+
     def _partition_row(self, values: tuple) -> bytes:
         b = self._partition_bytes.get(values)
         if b is None:
@@ -291,11 +323,14 @@ class TableWrite:
         if dynamic is None:
             live = self._live_files()
             data_buckets: dict[bytes, set] = {}
-            for (p, b) in live:
+            for p, b in live:
                 data_buckets.setdefault(p, set()).add(b)
-            dynamic = self._dynamic = DynamicBucketAssigner(self.store, self._base_snapshot(),
-                                                            lambda p: data_buckets.get(p, ()),
-                                                            ignore_existing=self.static_partition is not None)
+            dynamic = self._dynamic = DynamicBucketAssigner(
+                self.store,
+                self._base_snapshot(),
+                lambda p: data_buckets.get(p, ()),
+                ignore_existing=self.static_partition is not None,
+            )
         key_names = self.schema.trimmed_primary_keys
         hashes = hash_rows([data[k] for k in key_names], [self.schema.field(k).type for k in key_names])
         if len(pvalues) == 1:
@@ -312,8 +347,9 @@ class TableWrite:
         if self._cross is None:
             skip = None
             if self.static_partition is not None:  # overwritten partitions lose their keys
-                skip = PartitionSelector.of(self.store.schema, self.static_partition, table=self.store.identifier,
-                                            operation="overwrite").matches
+                skip = PartitionSelector.of(
+                    self.store.schema, self.static_partition, table=self.store.identifier, operation="overwrite"
+                ).matches
             self._cross = CrossPartitionAssigner(self.store, self._base_snapshot(), skip)
         return self._cross
 
@@ -325,12 +361,16 @@ class TableWrite:
             try:
                 want = pa.scalar(v, data[k].type)
             except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
-                raise InvalidDataError(f"overwrite partition spec of {self.store.identifier} gives '{k}' = {v!r}, "
-                                       f"which is not a {data[k].type} value") from None
+                raise InvalidDataError(
+                    f"overwrite partition spec of {self.store.identifier} gives '{k}' = {v!r}, "
+                    f"which is not a {data[k].type} value"
+                ) from None
             bad = pc.sum(pc.invert(pc.fill_null(pc.equal(data[k], want), False))).as_py()
             if bad:
-                raise InvalidDataError(f"overwrite of partition {self.static_partition} of {self.store.identifier} "
-                                       f"got {bad} row(s) whose '{k}' is not {v!r}")
+                raise InvalidDataError(
+                    f"overwrite of partition {self.static_partition} of {self.store.identifier} "
+                    f"got {bad} row(s) whose '{k}' is not {v!r}"
+                )
 
     # -- output ---------------------------------------------------------------------------------
     def _base_snapshot(self) -> Snapshot | None:
@@ -364,8 +404,9 @@ class TableWrite:
     def _restore_sequences(self) -> dict[tuple[bytes, int], int]:
         """Sequence numbers continue per bucket from the live files (Java 'scan' init mode)."""
         if self._next_seq is None:
-            self._next_seq = {k: max(f.max_sequence_number for f in files) + 1
-                              for k, files in self._live_files().items()}
+            self._next_seq = {
+                k: max(f.max_sequence_number for f in files) + 1 for k, files in self._live_files().items()
+            }
         return self._next_seq
 
     def _flush_bucket(self, buf: _BucketBuffer) -> CommitMessage:
@@ -374,8 +415,9 @@ class TableWrite:
         seqs = self._restore_sequences()
         start = seqs.get((partition, buf.bucket), 0)
         seqs[(partition, buf.bucket)] = start + rows.num_rows
-        rows = rows.append_column(pa.field(SEQ, pa.int64(), nullable=False),
-                                  pa.array(np.arange(start, start + rows.num_rows, dtype=np.int64)))
+        rows = rows.append_column(
+            pa.field(SEQ, pa.int64(), nullable=False), pa.array(np.arange(start, start + rows.num_rows, dtype=np.int64))
+        )
         ppath = partition_dir(self.partition_names, buf.partition, self.store.options.partition_default_name)
         writer = DataFileWriter(self.store, ppath, buf.bucket, self.namer)
         changelog = []
@@ -394,18 +436,32 @@ class TableWrite:
             # batch readers skip it).
             compact_written_bucket = self.hooks.compact_written_bucket  # compaction sits above write
             # An overwrite replaces the bucket's live files: only its own new files are levels.
-            live = [] if self.static_partition is not None else \
-                self._current_live_files().get((partition, buf.bucket), [])
-            msg = compact_written_bucket(partition, buf.bucket, self._total_buckets(buf.partition), live, files,
-                                         self.namer)
+            live = (
+                [] if self.static_partition is not None else self._current_live_files().get((partition, buf.bucket), [])
+            )
+            msg = compact_written_bucket(
+                partition, buf.bucket, self._total_buckets(buf.partition), live, files, self.namer
+            )
             if msg is not None:
-                return CommitMessage(partition, buf.bucket, self._total_buckets(buf.partition), new_files=tuple(files),
-                                     changelog_files=tuple(changelog), compact_before=msg.compact_before,
-                                     compact_after=msg.compact_after, compact_changelog=msg.compact_changelog,
-                                     new_index_files=msg.new_index_files,
-                                     deleted_index_files=msg.deleted_index_files)
-        return CommitMessage(partition, buf.bucket, self._total_buckets(buf.partition), new_files=tuple(files),
-                             changelog_files=tuple(changelog))
+                return CommitMessage(
+                    partition,
+                    buf.bucket,
+                    self._total_buckets(buf.partition),
+                    new_files=tuple(files),
+                    changelog_files=tuple(changelog),
+                    compact_before=msg.compact_before,
+                    compact_after=msg.compact_after,
+                    compact_changelog=msg.compact_changelog,
+                    new_index_files=msg.new_index_files,
+                    deleted_index_files=msg.deleted_index_files,
+                )
+        return CommitMessage(
+            partition,
+            buf.bucket,
+            self._total_buckets(buf.partition),
+            new_files=tuple(files),
+            changelog_files=tuple(changelog),
+        )
 
     def _total_buckets(self, values: tuple = ()) -> int:
         return self._bucket_count(values) if self.num_buckets >= 1 else -1
@@ -430,9 +486,13 @@ class TableWrite:
             messages = self._attach_index_changes(messages, index_changes.result())
         if self.is_pk:  # sequence numbers (and dynamic buckets) were assigned from the base snapshot
             messages = self._mark_base(messages)
-        log.info("prepared %d commit message(s) for %s: %d file(s), %d row(s)", len(messages),
-                 self.store.identifier, sum(len(m.new_files) for m in messages),
-                 sum(f.row_count for m in messages for f in m.new_files))
+        log.info(
+            "prepared %d commit message(s) for %s: %d file(s), %d row(s)",
+            len(messages),
+            self.store.identifier,
+            sum(len(m.new_files) for m in messages),
+            sum(f.row_count for m in messages for f in m.new_files),
+        )
         return messages
 
     def _attach_index_changes(self, messages: list[CommitMessage], changes: dict) -> list[CommitMessage]:
@@ -445,8 +505,9 @@ class TableWrite:
             deleted = tuple(e for e in entries if e.kind != 0)
             i = by_key.get((part, bucket))
             if i is None:  # every row of the bucket was dropped (ignore-delete), its keys still count
-                messages.append(CommitMessage(part, bucket, self._total_buckets(), new_index_files=new,
-                                              deleted_index_files=deleted))
+                messages.append(
+                    CommitMessage(part, bucket, self._total_buckets(), new_index_files=new, deleted_index_files=deleted)
+                )
             else:
                 messages[i] = replace(messages[i], new_index_files=new, deleted_index_files=deleted)
         return messages

@@ -1,10 +1,11 @@
 """Record-expiry scenarios shared by the compaction tests and the Java interop tests: each builds a
 table with real files and returns it with a plain dict model of the rows a reader should see
 ({key: row without the key}); the tests run the expiry and compare."""
+
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import pyarrow as pa
 
@@ -41,8 +42,13 @@ def altered_table(catalog: Catalog, alter: str):
     then ``alter``. Returns (table, model, time field name)."""
     options, changes = ALTERS[alter]
     schema = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("ts", pa.int32()), ("v", pa.string())])
-    t = catalog.create_table("db.t", schema=schema, primary_keys=["dt", "id"], partition_keys=["dt"],
-                             options={"bucket": "1", "write-only": "true", **options})
+    t = catalog.create_table(
+        "db.t",
+        schema=schema,
+        primary_keys=["dt", "id"],
+        partition_keys=["dt"],
+        options={"bucket": "1", "write-only": "true", **options},
+    )
     ages = {1: 0, 2: 2 * DAY, 3: 0, 4: 3 * DAY, 5: 3600, 6: 0}
     model = {i: {"dt": "a" if i <= 3 else "b", "ts": NOW - age, "v": f"v{i}"} for i, age in ages.items()}
     t.write_arrow(pa.Table.from_pylist([{"id": i, **r} for i, r in model.items()], schema=schema))
@@ -63,8 +69,11 @@ ENGINES = {
     "deduplicate": {},
     "partial-update": {"merge-engine": "partial-update"},
     "aggregation": {"merge-engine": "aggregation", "fields.v.aggregate-function": "sum"},  # ts: last non-NULL
-    "aggregation_ts_max": {"merge-engine": "aggregation", "fields.v.aggregate-function": "sum",
-                           "fields.ts.aggregate-function": "max"},
+    "aggregation_ts_max": {
+        "merge-engine": "aggregation",
+        "fields.v.aggregate-function": "sum",
+        "fields.ts.aggregate-function": "max",
+    },
     "first-row": {"merge-engine": "first-row"},
 }
 # ts INT: the Java 1.0 build of the interop tests writes (and expires) only INT time fields by default
@@ -97,11 +106,18 @@ def late_update_table(catalog: Catalog, engine: str, *, extra_options: dict | No
     Key 4's first row (20 h old) expires at the second compaction, half a day later, although a fresh
     row of key 4 arrived meanwhile. Returns (table, merged model before expiry, the second batch):
     the caller runs the second full compaction with ``now_ms=(NOW + DAY // 2) * 1000``."""
-    t = catalog.create_table("db.t", schema=MERGE_SCHEMA, primary_keys=["id"],
-                             options={"bucket": "1", "write-only": "true", **TTL, **ENGINES[engine],
-                                      **(extra_options or {})})
-    first = [{"id": 1, "ts": NOW, "v": 1}, {"id": 2, "ts": NOW, "v": 1}, {"id": 3, "ts": NOW - 3 * DAY, "v": 1},
-             {"id": 4, "ts": NOW - 20 * 3600, "v": 4}]
+    t = catalog.create_table(
+        "db.t",
+        schema=MERGE_SCHEMA,
+        primary_keys=["id"],
+        options={"bucket": "1", "write-only": "true", **TTL, **ENGINES[engine], **(extra_options or {})},
+    )
+    first = [
+        {"id": 1, "ts": NOW, "v": 1},
+        {"id": 2, "ts": NOW, "v": 1},
+        {"id": 3, "ts": NOW - 3 * DAY, "v": 1},
+        {"id": 4, "ts": NOW - 20 * 3600, "v": 4},
+    ]
     t.write_arrow(pa.Table.from_pylist(first, schema=MERGE_SCHEMA))
     t.maintenance.compact(full=True)
     model = unexpired(apply_writes(engine, {}, first))  # key 3 expired at once
@@ -114,8 +130,7 @@ def layered_table(catalog: Catalog, *, deletion_vectors: bool):
     """5,000 fresh keys at the top level, then two small level-0 runs: key 1 = an expired update,
     key 2 = a fresh one. A universal compaction merges the two runs into level 4 only (trigger 2).
     Returns (table, merged model before expiry)."""
-    options = {"bucket": "1", "write-only": "true", **TTL, "num-sorted-run.compaction-trigger": "2",
-               "num-levels": "6"}
+    options = {"bucket": "1", "write-only": "true", **TTL, "num-sorted-run.compaction-trigger": "2", "num-levels": "6"}
     if deletion_vectors:
         options["deletion-vectors.enabled"] = "true"
     t = catalog.create_table("db.t", schema=MERGE_SCHEMA, primary_keys=["id"], options=options)

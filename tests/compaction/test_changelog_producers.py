@@ -3,6 +3,7 @@ compactions, folded row by row, reproduces the table (and a plain dict model of 
 merge engine; ``changelog-producer.row-deduplicate`` drops unchanged -U/+U pairs; first-row emits
 only +I. The changelog is read as users read it: the incremental read in ``changelog`` and ``auto``
 modes between any two snapshots where the changelog is complete, and the stream scan."""
+
 from __future__ import annotations
 
 import pyarrow as pa
@@ -20,8 +21,11 @@ VALUES = ("a", "b")
 ENGINES = {
     "deduplicate": {},
     "partial-update": {"partial-update.remove-record-on-delete": "true"},
-    "aggregation": {"fields.a.aggregate-function": "sum", "fields.b.aggregate-function": "last_non_null_value",
-                    "aggregation.remove-record-on-delete": "true"},
+    "aggregation": {
+        "fields.a.aggregate-function": "sum",
+        "fields.b.aggregate-function": "last_non_null_value",
+        "aggregation.remove-record-on-delete": "true",
+    },
     "first-row": {},
 }
 CASES = [(e, p) for e in ENGINES for p in ("lookup", "full-compaction") if not (e == "first-row" and p != "lookup")]
@@ -57,7 +61,7 @@ def apply_model(engine: str, state: dict, rows: list[tuple]) -> None:
         else:
             last_delete = max((i for i, r in enumerate(group) if r[2] == rowkind.DELETE), default=-1)
             folded = (None, None)
-            for a, b, _kind in group[last_delete + 1:]:
+            for a, b, _kind in group[last_delete + 1 :]:
                 folded = _fold_values(engine, folded, a, b)
             state[k] = _fold_values(engine, state[k], *folded) if k in state else folded
 
@@ -99,8 +103,12 @@ def write(table, rows: list[tuple]) -> None:
         while end < len(rows) and rows[end][3] == rows[start][3]:
             end += 1
         chunk = rows[start:end]
-        w.write_rows_with_kind(pa.table({"k": [r[0] for r in chunk], "a": [r[1] for r in chunk],
-                                         "b": [r[2] for r in chunk]}, schema=SCHEMA), chunk[0][3])
+        w.write_rows_with_kind(
+            pa.table(
+                {"k": [r[0] for r in chunk], "a": [r[1] for r in chunk], "b": [r[2] for r in chunk]}, schema=SCHEMA
+            ),
+            chunk[0][3],
+        )
         start = end
     wb.new_commit().commit(w.prepare_commit())
 
@@ -108,7 +116,13 @@ def write(table, rows: list[tuple]) -> None:
 def make_table(warehouse, name: str, engine: str, producer: str, **extra) -> object:
     cat = Catalog(warehouse)
     cat.create_database("db", ignore_if_exists=True)
-    options = {"bucket": extra.pop("bucket", "2"), "merge-engine": engine, "changelog-producer": producer, **ENGINES[engine], **extra}
+    options = {
+        "bucket": extra.pop("bucket", "2"),
+        "merge-engine": engine,
+        "changelog-producer": producer,
+        **ENGINES[engine],
+        **extra,
+    }
     return cat.create_table(f"db.{name}", schema=SCHEMA, primary_keys=["k"], options=options)
 
 
@@ -140,8 +154,7 @@ def ops_strategy(engine: str):
 _counter = iter(range(10**9))
 
 
-def run_history(warehouse, engine: str, producer: str, ops, *, row_deduplicate: bool = False,
-                **options) -> None:
+def run_history(warehouse, engine: str, producer: str, ops, *, row_deduplicate: bool = False, **options) -> None:
     """Applies ``ops`` to a new table and to the dict model. At every point where the changelog
     is complete (lookup: after each commit and compaction, which compacts level 0 up at once;
     full-compaction: right after a full compaction), the table equals the model, the stream scan's
@@ -162,8 +175,12 @@ def run_history(warehouse, engine: str, producer: str, ops, *, row_deduplicate: 
         assert as_state(table.to_arrow()) == model
         read = table.new_read_builder().new_read()
         while stream.checkpoint() is None or stream.checkpoint() <= latest:
-            fold(read.to_arrow(stream.plan().splits(), row_kind=True), streamed,
-                 row_deduplicate=row_deduplicate, engine=engine)
+            fold(
+                read.to_arrow(stream.plan().splits(), row_kind=True),
+                streamed,
+                row_deduplicate=row_deduplicate,
+                engine=engine,
+            )
         assert streamed == model
         points[latest] = dict(model)
 
@@ -192,7 +209,7 @@ def run_history(warehouse, engine: str, producer: str, ops, *, row_deduplicate: 
     at_point()
     ids = sorted(points)
     for i, s in enumerate(ids):
-        for e in ids[i + 1:]:
+        for e in ids[i + 1 :]:
             changes = table.to_arrow(incremental_between=(s, e), scan_mode="changelog")
             assert table.to_arrow(incremental_between=(s, e), scan_mode="auto").equals(changes)
             state = dict(points[s])
@@ -208,8 +225,15 @@ def test_folded_changelog_is_the_table(tmp_path, engine, producer, data):
     run_history(str(tmp_path), engine, producer, ops)
 
 
-@pytest.mark.parametrize("engine,producer", [("deduplicate", "lookup"), ("partial-update", "lookup"),
-                                             ("deduplicate", "full-compaction"), ("aggregation", "full-compaction")])
+@pytest.mark.parametrize(
+    "engine,producer",
+    [
+        ("deduplicate", "lookup"),
+        ("partial-update", "lookup"),
+        ("deduplicate", "full-compaction"),
+        ("aggregation", "full-compaction"),
+    ],
+)
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_row_deduplicate(tmp_path, engine, producer, data):
@@ -220,8 +244,9 @@ def test_row_deduplicate(tmp_path, engine, producer, data):
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_lookup_with_deletion_vectors(tmp_path, engine, data):
-    run_history(str(tmp_path), engine, "lookup", data.draw(ops_strategy(engine)),
-                **{"deletion-vectors.enabled": "true"})
+    run_history(
+        str(tmp_path), engine, "lookup", data.draw(ops_strategy(engine)), **{"deletion-vectors.enabled": "true"}
+    )
 
 
 # -- examples ---------------------------------------------------------------------------------------------
@@ -237,7 +262,8 @@ def test_lookup_changelog_lands_on_the_compact_snapshot(warehouse):
     assert [s.commit_kind for s in snaps] == [CommitKind.APPEND, CommitKind.COMPACT] * 2
     assert snaps[2].changelog_manifest_list is None  # the APPEND snapshot carries no changelog
     assert sorted(_kinds(snapshot_changelog(t, 4))) == sorted(
-        [(1, 10, "-U"), (1, 11, "+U"), (2, 20, "-D"), (3, 30, "+I")])  # nothing for the missing key 9
+        [(1, 10, "-U"), (1, 11, "+U"), (2, 20, "-D"), (3, 30, "+I")]
+    )  # nothing for the missing key 9
     cl = snapshot_changelog(t, 4)
     ones = [r[2] for r in _kinds(cl) if r[0] == 1]
     assert ones == ["-U", "+U"]
@@ -258,8 +284,11 @@ def test_full_compaction_changelog_only_on_full_compaction(warehouse):
     # fewer sorted runs than num-sorted-run.compaction-trigger: no compaction, no changelog
     assert all(s.changelog_manifest_list is None for s in t.snapshots())
     t.maintenance.compact(full=True)
-    assert sorted(_kinds(snapshot_changelog(t, t.latest_snapshot().id))) == [(1, 11, "+I"), (2, 20, "+I"),
-                                                                           (3, 30, "+I")]
+    assert sorted(_kinds(snapshot_changelog(t, t.latest_snapshot().id))) == [
+        (1, 11, "+I"),
+        (2, 20, "+I"),
+        (3, 30, "+I"),
+    ]
     write(t, [(1, 12, "x", 0), (2, 20, "x", 3)])
     t.maintenance.compact(full=True)
     assert _kinds(snapshot_changelog(t, t.latest_snapshot().id)) == [(1, 11, "-U"), (1, 12, "+U"), (2, 20, "-D")]
@@ -276,8 +305,9 @@ def test_first_row_lookup_emits_inserts_of_new_keys_only(warehouse):
     t = make_table(warehouse, "t", "first-row", "lookup")
     write(t, [(1, 10, "x", 0), (2, 20, "x", 0)])
     write(t, [(1, 99, "x", 0), (3, 30, "x", 0)])
-    assert _kinds(snapshot_changelog(t, 2)) == [(1, 10, "+I"), (2, 20, "+I")] or \
-        sorted(_kinds(snapshot_changelog(t, 2))) == [(1, 10, "+I"), (2, 20, "+I")]
+    assert _kinds(snapshot_changelog(t, 2)) == [(1, 10, "+I"), (2, 20, "+I")] or sorted(
+        _kinds(snapshot_changelog(t, 2))
+    ) == [(1, 10, "+I"), (2, 20, "+I")]
     assert _kinds(snapshot_changelog(t, 4)) == [(3, 30, "+I")]
 
 
@@ -319,17 +349,26 @@ def test_full_compaction_producer_ignores_compactions_below_the_top(warehouse):
 
 
 def test_partitioned_lookup_changelog(warehouse):
-    schema = pa.schema([pa.field("p", pa.string(), nullable=False), pa.field("k", pa.int32(), nullable=False),
-                        ("a", pa.int64())])
+    schema = pa.schema(
+        [pa.field("p", pa.string(), nullable=False), pa.field("k", pa.int32(), nullable=False), ("a", pa.int64())]
+    )
     cat = Catalog(warehouse)
     cat.create_database("db", ignore_if_exists=True)
-    t = cat.create_table("db.parts", schema=schema, primary_keys=["p", "k"], partition_keys=["p"],
-                         options={"bucket": "2", "changelog-producer": "lookup"})
+    t = cat.create_table(
+        "db.parts",
+        schema=schema,
+        primary_keys=["p", "k"],
+        partition_keys=["p"],
+        options={"bucket": "2", "changelog-producer": "lookup"},
+    )
     t.write_arrow(pa.table({"p": ["x", "y", "x"], "k": [1, 1, 2], "a": [1, 2, 3]}, schema=schema))
     t.write_arrow(pa.table({"p": ["y", "x"], "k": [1, 3], "a": [20, 4]}, schema=schema))
     cl = snapshot_changelog(t, t.latest_snapshot().id)
     assert sorted(zip(cl["p"].to_pylist(), cl["k"].to_pylist(), cl["a"].to_pylist(), cl[ROW_KIND].to_pylist())) == [
-        ("x", 3, 4, "+I"), ("y", 1, 2, "-U"), ("y", 1, 20, "+U")]
+        ("x", 3, 4, "+I"),
+        ("y", 1, 2, "-U"),
+        ("y", 1, 20, "+U"),
+    ]
 
 
 @pytest.mark.parametrize("producer", ["lookup", "full-compaction"])

@@ -1,6 +1,7 @@
 """A writer and a dedicated compaction in separate processes, many rounds, on local disk and on
 the S3 test server: every written row survives, snapshots stay contiguous, and a compaction that
 lost a race leaves nothing behind (no data file outside every snapshot)."""
+
 from __future__ import annotations
 
 import multiprocessing as mp
@@ -44,8 +45,10 @@ def _compactor(warehouse, storage_options, started, done, out):
 def _run(warehouse, storage_options, rounds):
     ctx = mp.get_context("spawn")
     started, done, out = ctx.Event(), ctx.Event(), ctx.Queue()
-    procs = [ctx.Process(target=_writer, args=(warehouse, storage_options, rounds, started, done)),
-             ctx.Process(target=_compactor, args=(warehouse, storage_options, started, done, out))]
+    procs = [
+        ctx.Process(target=_writer, args=(warehouse, storage_options, rounds, started, done)),
+        ctx.Process(target=_compactor, args=(warehouse, storage_options, started, done, out)),
+    ]
     for p in procs:
         p.start()
     landed, _failed = out.get(timeout=600)
@@ -92,6 +95,9 @@ def test_writer_and_compaction_processes_s3(s3_warehouse):
     landed = _run(s3_warehouse.uri, s3_warehouse.storage_options, rounds)
     assert landed >= 1
     fs = s3_warehouse.filesystem()
-    names = [p.rsplit("/", 1)[-1] for p in fs.find(s3_warehouse.uri.replace("s3://", ""))
-             if p.rsplit("/", 1)[-1].startswith("data-")]
+    names = [
+        p.rsplit("/", 1)[-1]
+        for p in fs.find(s3_warehouse.uri.replace("s3://", ""))
+        if p.rsplit("/", 1)[-1].startswith("data-")
+    ]
     _check(t, rounds, names)

@@ -1,6 +1,7 @@
 """The three halves of a distributed compaction on ``table.maintenance`` (plan, one unit, commit
 once), dynamic planning options, and ``verify_compaction``, on real local tables. The Spark job
 built on them is tested in tests/jobs/test_compact_job.py."""
+
 from __future__ import annotations
 
 import pickle
@@ -12,8 +13,9 @@ import pytest
 from lake_core import Catalog
 from lake_core.errors import InvalidOptionError, LakeError
 
-SCHEMA = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("v", pa.int64()), ("ts", pa.int64()),
-                    ("op", pa.string())])
+SCHEMA = pa.schema(
+    [("dt", pa.string()), ("id", pa.int64()), ("v", pa.int64()), ("ts", pa.int64()), ("op", pa.string())]
+)
 NOW = int(time.time())
 
 
@@ -21,17 +23,31 @@ def _table(warehouse, name="db.t"):
     cat = Catalog(warehouse)
     if "db" not in cat.list_databases():
         cat.create_database("db")
-    return cat.create_table(name, schema=SCHEMA, primary_keys=["dt", "id"], partition_keys=["dt"],
-                            options={"bucket": "2", "rowkind.field": "op", "write-only": "true"})
+    return cat.create_table(
+        name,
+        schema=SCHEMA,
+        primary_keys=["dt", "id"],
+        partition_keys=["dt"],
+        options={"bucket": "2", "rowkind.field": "op", "write-only": "true"},
+    )
 
 
 def _fill(t, commits=4, old_ids=()):
     for c in range(commits):
         ids = list(range(c * 4, c * 4 + 12))
         n = len(ids)
-        t.write_arrow(pa.table({"dt": ["a"] * n, "id": ids, "v": [c] * n,
-                                "ts": [NOW - 30 * 86400 if i in old_ids and c == 0 else NOW for i in ids],
-                                "op": ["-D" if c and i % 5 == c else "+I" for i in ids]}, schema=SCHEMA))
+        t.write_arrow(
+            pa.table(
+                {
+                    "dt": ["a"] * n,
+                    "id": ids,
+                    "v": [c] * n,
+                    "ts": [NOW - 30 * 86400 if i in old_ids and c == 0 else NOW for i in ids],
+                    "op": ["-D" if c and i % 5 == c else "+I" for i in ids],
+                },
+                schema=SCHEMA,
+            )
+        )
 
 
 def _rows(t):
@@ -50,12 +66,22 @@ def test_the_halves_give_what_compact_gives_and_travel_as_pickles(warehouse):
     plan = pickle.loads(pickle.dumps(b.maintenance.plan_compaction(full=True)))  # as shipped to a driver
     assert len(plan.units) == 2 and plan.snapshot_id == 4 and plan.full
     # each unit as a worker would run it: its own table object, the outcome pickled back
-    outcomes = [pickle.loads(pickle.dumps(Catalog(warehouse).get_table("db.b").maintenance.compact_unit(unit=u)))
-                for u in plan.units]
+    outcomes = [
+        pickle.loads(pickle.dumps(Catalog(warehouse).get_table("db.b").maintenance.compact_unit(unit=u)))
+        for u in plan.units
+    ]
     result = b.maintenance.commit_compaction(plan=plan, outcomes=outcomes)
     assert _rows(b) == _rows(a)
-    same = ("units_run", "files_read", "files_written", "rows_in", "rows_out", "rows_dropped_deletes",
-            "levels_before", "levels_after")
+    same = (
+        "units_run",
+        "files_read",
+        "files_written",
+        "rows_in",
+        "rows_out",
+        "rows_dropped_deletes",
+        "levels_before",
+        "levels_after",
+    )
     assert {k: getattr(result, k) for k in same} == {k: getattr(expected, k) for k in same}
     assert result.snapshot_id == 5 and result.duration_s > 0
 

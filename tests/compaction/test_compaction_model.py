@@ -1,29 +1,35 @@
 """Model test: random writes, deletes, inline and dedicated compactions (full or not) for every
 merge engine; after each step the table equals the dictionary model of tests/merge/model.py and
 levels >= 1 of every bucket never overlap."""
+
 from __future__ import annotations
 
 import pyarrow as pa
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from merge.model import Model, Spec, strip
 
 from lake_core import Catalog
 from lake_core.lsm.levels import Levels, key_decoder
-
-from merge.model import Model, Spec, strip
 
 I, L = pa.int32(), pa.int64()
 ENGINES = {
     "deduplicate": (pa.schema([("p", I), ("k", I), ("v", L)]), {}, [0, 1, 2, 3]),
     "first-row": (pa.schema([("p", I), ("k", I), ("v", L)]), {"merge-engine": "first-row"}, [0]),
-    "partial-update": (pa.schema([("p", I), ("k", I), ("v", L), ("w", L)]), {"merge-engine": "partial-update"},
-                       [0, 2]),
+    "partial-update": (pa.schema([("p", I), ("k", I), ("v", L), ("w", L)]), {"merge-engine": "partial-update"}, [0, 2]),
     # Aggregation: -U is left out on purpose. A retraction that meets no earlier value survives a
     # partial merge as a lone -U row, and Paimon's top-level compaction drops it (dropDelete), so the
     # table's answer then depends on when compaction ran; a one-shot model cannot follow that.
     # -D with remove-record-on-delete resets the key, which compaction preserves.
-    "aggregation": (pa.schema([("p", I), ("k", I), ("v", L)]),
-                    {"merge-engine": "aggregation", "fields.v.aggregate-function": "sum",
-                     "aggregation.remove-record-on-delete": "true"}, [0, 2, 3]),
+    "aggregation": (
+        pa.schema([("p", I), ("k", I), ("v", L)]),
+        {
+            "merge-engine": "aggregation",
+            "fields.v.aggregate-function": "sum",
+            "aggregation.remove-record-on-delete": "true",
+        },
+        [0, 2, 3],
+    ),
 }
 KIND_TEXT = ["+I", "-U", "+U", "-D"]
 
@@ -63,10 +69,20 @@ def run_model(tmp_path_factory, engine: str, steps, inline: bool) -> None:
     wh = tmp_path_factory.mktemp("wh")
     cat = Catalog(f"file://{wh}")
     cat.create_database("db")
-    options = {"bucket": "2", "rowkind.field": "op", "num-sorted-run.compaction-trigger": "2",
-               "write-only": str(not inline).lower(), **opts}
-    t = cat.create_table("db.t", schema=schema.append(pa.field("op", pa.string())), primary_keys=["p", "k"],
-                         partition_keys=["p"], options=options)
+    options = {
+        "bucket": "2",
+        "rowkind.field": "op",
+        "num-sorted-run.compaction-trigger": "2",
+        "write-only": str(not inline).lower(),
+        **opts,
+    }
+    t = cat.create_table(
+        "db.t",
+        schema=schema.append(pa.field("op", pa.string())),
+        primary_keys=["p", "k"],
+        partition_keys=["p"],
+        options=options,
+    )
     spec = Spec(schema, ("p", "k"), opts)
     commits: list[list[dict]] = []
     # first-row hides level 0 from batch reads: a write-only writer's data shows after a compaction
@@ -87,8 +103,9 @@ def run_model(tmp_path_factory, engine: str, steps, inline: bool) -> None:
         _check_levels(t)
 
 
-SETTINGS = dict(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                       HealthCheck.too_slow])
+SETTINGS = dict(
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 
 
 @settings(**SETTINGS)

@@ -1,5 +1,6 @@
 """Dedicated compaction (``table.maintenance.compact``) and inline compaction in writers, on real
 tables: same rows before and after, the levels Paimon's rules give, honest counters."""
+
 from __future__ import annotations
 
 import pyarrow as pa
@@ -23,8 +24,17 @@ def _table(warehouse, name="db.t", **options):
 
 
 def _write(t, dt, ids, v, deletes=()):
-    t.write_arrow(pa.table({"dt": [dt] * len(ids), "id": ids, "v": [v] * len(ids),
-                            "op": ["-D" if i in deletes else "+I" for i in ids]}, schema=SCHEMA))
+    t.write_arrow(
+        pa.table(
+            {
+                "dt": [dt] * len(ids),
+                "id": ids,
+                "v": [v] * len(ids),
+                "op": ["-D" if i in deletes else "+I" for i in ids],
+            },
+            schema=SCHEMA,
+        )
+    )
 
 
 def _live(t):
@@ -110,9 +120,13 @@ def test_errors_name_the_problem(warehouse):
     t = _table(warehouse, name="db.pk")
     with pytest.raises(InvalidOptionError, match="record-level.expire-time"):
         t.maintenance.compact(expire_records=True)
-    for key, value in [("num-sorted-run.compaction-trigger", "0"), ("compaction.size-ratio", "-1"),
-                       ("compaction.small-file-ratio", "-0.5"), ("num-levels", "1"),
-                       ("compaction.optimization-interval", "soon")]:
+    for key, value in [
+        ("num-sorted-run.compaction-trigger", "0"),
+        ("compaction.size-ratio", "-1"),
+        ("compaction.small-file-ratio", "-0.5"),
+        ("num-levels", "1"),
+        ("compaction.optimization-interval", "soon"),
+    ]:
         with pytest.raises(InvalidOptionError, match=key):
             cat.create_table(f"db.bad{abs(hash(key))}", schema=SCHEMA, primary_keys=["dt", "id"], options={key: value})
 
@@ -166,7 +180,11 @@ def test_first_row_is_visible_after_each_commit(warehouse):
     t = _table(warehouse, name="db.fr", bucket="1", **{"write-only": "false", "merge-engine": "first-row"})
     _write(t, "a", [1, 2], 1)
     _write(t, "a", [2, 3], 2)
-    assert sorted(t.to_arrow().select(["id", "v"]).to_pylist(), key=lambda r: r["id"]) == [{"id": 1, "v": 1}, {"id": 2, "v": 1}, {"id": 3, "v": 2}]
+    assert sorted(t.to_arrow().select(["id", "v"]).to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 1, "v": 1},
+        {"id": 2, "v": 1},
+        {"id": 3, "v": 2},
+    ]
     assert all(e.file.level > 0 for e in _live(t))
 
 

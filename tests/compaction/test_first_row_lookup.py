@@ -2,6 +2,7 @@
 keys of those levels are read alongside the merge, one chunk per level at a time, so a commit to a
 bucket many times the read batch holds (levels x batch) keys, not the bucket; the table still
 equals the dict model and the changelog holds exactly the new first rows."""
+
 from __future__ import annotations
 
 import os
@@ -9,7 +10,8 @@ import os
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lake_core import ROW_KIND, Catalog
 from lake_core.format.float_order import java_order_key
@@ -17,8 +19,9 @@ from lake_core.lsm import key_probe
 from lake_core.lsm.key_probe import KeyBlock, SortedKeyProbe
 from lake_core.lsm.merge_stream import key_at
 
-SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("n", pa.string(), nullable=False),
-                    ("v", pa.int64())])
+SCHEMA = pa.schema(
+    [pa.field("k", pa.int64(), nullable=False), pa.field("n", pa.string(), nullable=False), ("v", pa.int64())]
+)
 BATCH = 16
 
 
@@ -34,6 +37,7 @@ def _chunked(t: pa.Table, size: int):
 def _blocks(t: pa.Table, names, block: int, chunk: int, reads: list) -> list[KeyBlock]:
     """``t`` as blocks of ``block`` rows (every other one splittable into halves); ``reads`` gets
     the key range of every block read."""
+
     def make(part: pa.Table, splittable: bool) -> KeyBlock:
         lo, hi = key_at(part, names, 0), key_at(part, names, part.num_rows - 1)
 
@@ -54,8 +58,13 @@ key_st = st.tuples(st.sampled_from(["a", "b", "é", "zz"]), st.integers(-4, 4))
 
 
 @settings(max_examples=80, deadline=None)
-@given(stored=st.lists(st.lists(key_st, max_size=20), max_size=4), probed=st.lists(key_st, max_size=40),
-       cuts=st.lists(st.integers(1, 8), min_size=1, max_size=8), chunk=st.integers(1, 5), block=st.integers(1, 9))
+@given(
+    stored=st.lists(st.lists(key_st, max_size=20), max_size=4),
+    probed=st.lists(key_st, max_size=40),
+    cuts=st.lists(st.integers(1, 8), min_size=1, max_size=8),
+    chunk=st.integers(1, 5),
+    block=st.integers(1, 9),
+)
 def test_probe_answers_membership_for_ascending_chunks(stored, probed, cuts, chunk, block):
     reads = []
     runs = [_blocks(_sorted_table(r), ["s", "i"], block, chunk, reads) for r in stored]
@@ -77,9 +86,12 @@ def test_probe_answers_membership_for_ascending_chunks(stored, probed, cuts, chu
 
 
 @settings(max_examples=60, deadline=None)
-@given(stored=st.lists(st.lists(st.sampled_from([float("-inf"), -1.5, -0.0, 0.0, 2.0, float("nan")]), max_size=6),
-                       max_size=3),
-       probed=st.lists(st.sampled_from([-1.5, -0.0, 0.0, 2.0, float("nan"), 7.0]), max_size=6))
+@given(
+    stored=st.lists(
+        st.lists(st.sampled_from([float("-inf"), -1.5, -0.0, 0.0, 2.0, float("nan")]), max_size=6), max_size=3
+    ),
+    probed=st.lists(st.sampled_from([-1.5, -0.0, 0.0, 2.0, float("nan"), 7.0]), max_size=6),
+)
 def test_probe_compares_float_keys_as_java(stored, probed):
     # Double.compare: -0.0 and 0.0 are two keys, every NaN is one key
     runs = [_blocks(_sorted_table([(v,) for v in r], ("f",)), ["f"], 3, 2, []) for r in stored]
@@ -91,8 +103,10 @@ def test_probe_compares_float_keys_as_java(stored, probed):
 
 def _commit(rng: np.random.Generator, i: int, n: int, key_space: int) -> pa.Table:
     k = rng.integers(0, key_space, n)
-    return pa.table({"k": pa.array(k, pa.int64()), "n": [f"n{x % 3}" for x in k],
-                     "v": pa.array(np.full(n, i), pa.int64())}, schema=SCHEMA)
+    return pa.table(
+        {"k": pa.array(k, pa.int64()), "n": [f"n{x % 3}" for x in k], "v": pa.array(np.full(n, i), pa.int64())},
+        schema=SCHEMA,
+    )
 
 
 def test_first_row_commits_probe_the_bucket_a_batch_at_a_time(warehouse, monkeypatch):
@@ -108,9 +122,18 @@ def test_first_row_commits_probe_the_bucket_a_batch_at_a_time(warehouse, monkeyp
     monkeypatch.setattr(key_probe.SortedKeyProbe, "_member", spy)
     cat = Catalog(warehouse)
     cat.create_database("db")
-    t = cat.create_table("db.t", schema=SCHEMA, primary_keys=["k", "n"],
-                         options={"bucket": "1", "merge-engine": "first-row", "changelog-producer": "lookup",
-                                  "read.batch-size": str(BATCH), "parquet.block.size": "2048"})
+    t = cat.create_table(
+        "db.t",
+        schema=SCHEMA,
+        primary_keys=["k", "n"],
+        options={
+            "bucket": "1",
+            "merge-engine": "first-row",
+            "changelog-producer": "lookup",
+            "read.batch-size": str(BATCH),
+            "parquet.block.size": "2048",
+        },
+    )
     rng = np.random.default_rng(5)
     model: dict[tuple, int] = {}
     for i, n in enumerate((3000, 200, 200, 40, 40, 400)):
@@ -136,8 +159,14 @@ def test_first_row_commits_probe_the_bucket_a_batch_at_a_time(warehouse, monkeyp
     # a commit of a few keys reads the stored keys of the row groups those keys fall in, not the
     # bucket: the cost of a commit grows with its size
     largest["read"] = 0
-    rows = pa.table({"k": pa.array([5, 1700, 1701, 4444, 9999], pa.int64()), "n": ["n2", "n1", "n2", "n0", "n0"],
-                     "v": pa.array([9] * 5, pa.int64())}, schema=SCHEMA)
+    rows = pa.table(
+        {
+            "k": pa.array([5, 1700, 1701, 4444, 9999], pa.int64()),
+            "n": ["n2", "n1", "n2", "n0", "n0"],
+            "v": pa.array([9] * 5, pa.int64()),
+        },
+        schema=SCHEMA,
+    )
     for r in rows.to_pylist():
         model.setdefault((r["k"], r["n"]), r["v"])
     t.write_arrow(rows)

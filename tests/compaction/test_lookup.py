@@ -1,5 +1,6 @@
 """compaction.lookup: batched point lookups in a bucket's files, against a dict model of the newest
 stored occurrence of each key (file, position in the file, level, row)."""
+
 from __future__ import annotations
 
 import pyarrow as pa
@@ -13,9 +14,12 @@ from lake_core.deletion_vectors import DeletionVector
 def _table(tmp_path, **opts):
     cat = Catalog(f"file://{tmp_path}")
     cat.create_database("db")
-    return cat.create_table("db.t", schema=pa.schema([("k", pa.int64()), ("v", pa.string()),
-                                                      ("tags", pa.list_(pa.string()))]),
-                            primary_keys=["k"], options={"bucket": "1", "write-only": "true", **opts})
+    return cat.create_table(
+        "db.t",
+        schema=pa.schema([("k", pa.int64()), ("v", pa.string()), ("tags", pa.list_(pa.string()))]),
+        primary_keys=["k"],
+        options={"bucket": "1", "write-only": "true", **opts},
+    )
 
 
 def _files(t):
@@ -24,12 +28,17 @@ def _files(t):
 
 def test_latest_occurrence_file_position_and_row(tmp_path):
     t = _table(tmp_path)
-    t.write_arrow(pa.table({"k": [1, 2, 3, 4], "v": ["a1", "b1", "c1", "d1"], "tags": [["x"], [], None, ["y"]]},
-                           schema=t.schema.arrow_schema()))
+    t.write_arrow(
+        pa.table(
+            {"k": [1, 2, 3, 4], "v": ["a1", "b1", "c1", "d1"], "tags": [["x"], [], None, ["y"]]},
+            schema=t.schema.arrow_schema(),
+        )
+    )
     t.maintenance.compact(full=True)  # keys 1-4 at the top level
     t.write_arrow(pa.table({"k": [3, 2], "v": ["c2", "b2"], "tags": [["z"], None]}, schema=t.schema.arrow_schema()))
     files = _files(t)
     from lake_core.read.scan import TableScan
+
     bucket_dir = TableScan(t.store, t.latest_snapshot()).splits()[0].bucket_path
     got = lookup_latest(t.store, bucket_dir=bucket_dir, files=files, keys=pa.table({"k": [2, 3, 4, 9, 2]}))
     by_key = {r["k"]: r for r in got.to_pylist()}
@@ -52,13 +61,20 @@ def test_deleted_positions_are_invisible_and_the_next_file_answers(tmp_path):
     t.write_arrow(pa.table({"k": [1, 2], "v": ["new1", "new2"], "tags": [None, None]}, schema=t.schema.arrow_schema()))
     files = _files(t)
     from lake_core.read.scan import TableScan
+
     bucket_dir = TableScan(t.store, t.latest_snapshot()).splits()[0].bucket_path
     newest = max(files, key=lambda f: f.max_sequence_number)
     got = lookup_latest(t.store, bucket_dir=bucket_dir, files=files, keys=pa.table({"k": [1, 2]}))
     assert {r["k"]: r["v"] for r in got.to_pylist()} == {1: "new1", 2: "new2"}
     # position 0 (key 1) of the newest file deleted: key 1 falls back to the older file
-    got = lookup_latest(t.store, bucket_dir=bucket_dir, files=files, keys=pa.table({"k": [1, 2]}),
-                        deletion_vectors={newest.file_name: DeletionVector.of([0])}, chunk_rows=1)
+    got = lookup_latest(
+        t.store,
+        bucket_dir=bucket_dir,
+        files=files,
+        keys=pa.table({"k": [1, 2]}),
+        deletion_vectors={newest.file_name: DeletionVector.of([0])},
+        chunk_rows=1,
+    )
     assert {r["k"]: r["v"] for r in got.to_pylist()} == {1: "old1", 2: "new2"}
 
 
@@ -72,6 +88,7 @@ def test_keys_only_lookup_reads_no_value_columns(tmp_path):
     t = _table(tmp_path)
     t.write_arrow(pa.table({"k": [1, 2], "v": ["a", "b"], "tags": [None, ["t"]]}, schema=t.schema.arrow_schema()))
     from lake_core.read.scan import TableScan
+
     bucket_dir = TableScan(t.store, t.latest_snapshot()).splits()[0].bucket_path
     full = lookup_latest(t.store, bucket_dir=bucket_dir, files=_files(t), keys=pa.table({"k": [2]}))
     thin = lookup_latest(t.store, bucket_dir=bucket_dir, files=_files(t), keys=pa.table({"k": [2]}), with_rows=False)

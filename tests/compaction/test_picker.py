@@ -2,6 +2,7 @@
 over file metadata (no I/O). Expected values are worked out by hand from Paimon's rules
 (``UniversalCompaction``, ``EarlyFullCompaction``, ``CompactStrategy.pickFullCompaction``,
 ``MergeTreeCompactTask``), mirroring Java's ``UniversalCompactionTest`` cases."""
+
 from __future__ import annotations
 
 import itertools
@@ -9,11 +10,20 @@ import itertools
 import pyarrow as pa
 import pytest
 
-from lake_core.format.binary_row.writer import serialize_row
-from lake_core.lsm.levels import LevelSortedRun, Levels, SortedRun, key_decoder
-from lake_core.compaction.picker import (CompactUnit, UniversalConfig, create_unit, drop_delete, early_full,
-                                         force_pick_level0, pick_full, pick_universal, worth_running)
+from lake_core.compaction.picker import (
+    CompactUnit,
+    UniversalConfig,
+    create_unit,
+    drop_delete,
+    early_full,
+    force_pick_level0,
+    pick_full,
+    pick_universal,
+    worth_running,
+)
 from lake_core.compaction.task import Upgrade, unit_actions
+from lake_core.format.binary_row.writer import serialize_row
+from lake_core.lsm.levels import Levels, LevelSortedRun, SortedRun, key_decoder
 from lake_core.manifest.metadata import EMPTY_STATS, DataFileMeta
 from lake_core.options import CoreOptions
 
@@ -21,12 +31,23 @@ KEY_OF = key_decoder([pa.int64()])
 _names = itertools.count()
 
 
-def meta(size: int = 1, level: int = 0, lo: int = 0, hi: int = 100, seq: tuple[int, int] = (0, 0),
-         deletes: int | None = 0) -> DataFileMeta:
-    return DataFileMeta(file_name=f"data-{next(_names)}.parquet", file_size=size, row_count=1,
-                        min_key=serialize_row([lo], [pa.int64()]), max_key=serialize_row([hi], [pa.int64()]),
-                        key_stats=EMPTY_STATS, value_stats=EMPTY_STATS, min_sequence_number=seq[0],
-                        max_sequence_number=seq[1], schema_id=0, level=level, delete_row_count=deletes)
+def meta(
+    size: int = 1, level: int = 0, lo: int = 0, hi: int = 100, seq: tuple[int, int] = (0, 0), deletes: int | None = 0
+) -> DataFileMeta:
+    return DataFileMeta(
+        file_name=f"data-{next(_names)}.parquet",
+        file_size=size,
+        row_count=1,
+        min_key=serialize_row([lo], [pa.int64()]),
+        max_key=serialize_row([hi], [pa.int64()]),
+        key_stats=EMPTY_STATS,
+        value_stats=EMPTY_STATS,
+        min_sequence_number=seq[0],
+        max_sequence_number=seq[1],
+        schema_id=0,
+        level=level,
+        delete_row_count=deletes,
+    )
 
 
 def runs(*spec: tuple[int, int]) -> list[LevelSortedRun]:
@@ -57,21 +78,50 @@ def test_output_level_absorbs_runs_until_a_level_above_zero():
 # -- pick: size amplification, size ratio, file count -----------------------------------------------
 CASES = [
     # (config, runs newest first, expected picked sizes or None, expected output level)
-    (UniversalConfig(max_size_amp=25, size_ratio=1, trigger=3), l0(1, 2, 3, 3), [1, 2, 3, 3], 5),  # amp: 600 > 75, to the top
+    (
+        UniversalConfig(max_size_amp=25, size_ratio=1, trigger=3),
+        l0(1, 2, 3, 3),
+        [1, 2, 3, 3],
+        5,
+    ),  # amp: 600 > 75, to the top
     (UniversalConfig(max_size_amp=25, size_ratio=1, trigger=3), l0(1, 2), None, None),  # fewer runs than trigger
-    (UniversalConfig(max_size_amp=200, size_ratio=1, trigger=3),
-     runs((0, 1), (0, 1), (0, 1), (5, 50)), [1, 1, 1], 4),  # size ratio stops at the big top-level run
-    (UniversalConfig(max_size_amp=200, size_ratio=1, trigger=3),
-     runs((0, 1), (0, 1), (0, 10), (5, 100)), [1, 1, 10], 4),  # triggered: a big L0 run is still absorbed
-    (UniversalConfig(max_size_amp=200, size_ratio=1, trigger=3),
-     runs((0, 1), (0, 10), (0, 10), (5, 100)), [1, 10, 10], 4),  # ratio fails at once; file count forces 2, then absorbs
-    (UniversalConfig(max_size_amp=200, size_ratio=1, trigger=3),
-     runs((0, 1), (0, 10), (5, 100)), None, None),  # 3 runs: no ratio pick, not more than trigger
-    (UniversalConfig(max_size_amp=200, size_ratio=1, trigger=3),
-     runs((0, 1), (0, 10), (3, 30), (5, 100)), [1, 10], 2),  # file count: output one below the next run
+    (
+        UniversalConfig(max_size_amp=200, size_ratio=1, trigger=3),
+        runs((0, 1), (0, 1), (0, 1), (5, 50)),
+        [1, 1, 1],
+        4,
+    ),  # size ratio stops at the big top-level run
+    (
+        UniversalConfig(max_size_amp=200, size_ratio=1, trigger=3),
+        runs((0, 1), (0, 1), (0, 10), (5, 100)),
+        [1, 1, 10],
+        4,
+    ),  # triggered: a big L0 run is still absorbed
+    (
+        UniversalConfig(max_size_amp=200, size_ratio=1, trigger=3),
+        runs((0, 1), (0, 10), (0, 10), (5, 100)),
+        [1, 10, 10],
+        4,
+    ),  # ratio fails at once; file count forces 2, then absorbs
+    (
+        UniversalConfig(max_size_amp=200, size_ratio=1, trigger=3),
+        runs((0, 1), (0, 10), (5, 100)),
+        None,
+        None,
+    ),  # 3 runs: no ratio pick, not more than trigger
+    (
+        UniversalConfig(max_size_amp=200, size_ratio=1, trigger=3),
+        runs((0, 1), (0, 10), (3, 30), (5, 100)),
+        [1, 10],
+        2,
+    ),  # file count: output one below the next run
     (UniversalConfig(max_size_amp=200, size_ratio=0, trigger=5), l0(1, 1, 1, 1, 1), [1, 1, 1, 1, 1], 5),  # all
-    (UniversalConfig(max_size_amp=200, size_ratio=1, trigger=5),
-     runs((0, 1), (0, 1), (1, 4), (4, 100)), None, None),  # 4 runs < trigger 5
+    (
+        UniversalConfig(max_size_amp=200, size_ratio=1, trigger=5),
+        runs((0, 1), (0, 1), (1, 4), (4, 100)),
+        None,
+        None,
+    ),  # 4 runs < trigger 5
 ]
 
 
@@ -176,10 +226,13 @@ def test_num_levels_defaults_to_trigger_plus_one():
 
 # -- unit actions: upgrade vs rewrite ----------------------------------------------------------------------
 def actions(files, level, min_size=10, max_level=5, **kw):
-    out = unit_actions(CompactUnit(level, tuple(files)), key_of=KEY_OF, max_level=max_level, min_file_size=min_size,
-                       **kw)
-    return [("up", a.file.file_name) if isinstance(a, Upgrade) else
-            ("rw", [[f.file_name for f in s] for s in a.sections]) for a in out]
+    out = unit_actions(
+        CompactUnit(level, tuple(files)), key_of=KEY_OF, max_level=max_level, min_file_size=min_size, **kw
+    )
+    return [
+        ("up", a.file.file_name) if isinstance(a, Upgrade) else ("rw", [[f.file_name for f in s] for s in a.sections])
+        for a in out
+    ]
 
 
 def test_large_non_overlapping_file_is_upgraded_small_ones_rewritten():

@@ -4,6 +4,7 @@ rewrites exactly the files whose statistics show expired records, also files wri
 older schema (statistics mapped by field id). A key expires by its merged row, only where the
 compaction holds the key's whole history: a late expired update never revives the value it
 replaced, and an expired key never falls back to an older level."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -11,12 +12,24 @@ import datetime as dt
 import pyarrow as pa
 import pytest
 
+from compaction.expiry_scenarios import (
+    ALTERS,
+    DAY,
+    ENGINES,
+    LATE_CUTOFF_S,
+    NOW,
+    TTL,
+    altered_table,
+    apply_writes,
+    late_update_table,
+    layered_table,
+    levels,
+    read_rows,
+    unexpired,
+)
 from lake_core import Catalog, SchemaChange
 from lake_core.compaction.job import compact
 from lake_core.errors import InvalidOptionError
-
-from compaction.expiry_scenarios import ALTERS, DAY, ENGINES, LATE_CUTOFF_S, NOW, TTL, altered_table, apply_writes, \
-    late_update_table, layered_table, levels, read_rows, unexpired
 
 
 @pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.s3)])
@@ -39,7 +52,7 @@ def _times(kind: str, secs: list[int | None]):
     if kind == "bigint_ms":
         return pa.int64(), [None if s is None else s * 1000 + 123 for s in secs]
     tz = "UTC" if kind == "timestamp_ltz" else None
-    vals = [None if s is None else dt.datetime.fromtimestamp(s, dt.timezone.utc).replace(tzinfo=None) for s in secs]
+    vals = [None if s is None else dt.datetime.fromtimestamp(s, dt.UTC).replace(tzinfo=None) for s in secs]
     return pa.timestamp("ms", tz=tz), vals
 
 
@@ -49,9 +62,17 @@ def test_expired_rows_dropped_null_kept(warehouse, kind):
     schema = pa.schema([("id", pa.int64()), ("ts", ttype)])
     cat = Catalog(warehouse)
     cat.create_database("db")
-    t = cat.create_table("db.t", schema=schema, primary_keys=["id"],
-                         options={"bucket": "1", "write-only": "true", "record-level.expire-time": "1 d",
-                                  "record-level.time-field": "ts"})
+    t = cat.create_table(
+        "db.t",
+        schema=schema,
+        primary_keys=["id"],
+        options={
+            "bucket": "1",
+            "write-only": "true",
+            "record-level.expire-time": "1 d",
+            "record-level.time-field": "ts",
+        },
+    )
     _, a = _times(kind, [NOW - 2 * DAY, NOW])
     t.write_arrow(pa.table({"id": [1, 2], "ts": a}, schema=schema))
     _, b = _times(kind, [None, NOW - 3 * DAY])
@@ -67,12 +88,24 @@ def test_expire_records_rewrites_exactly_the_expired_files(warehouse):
     schema = pa.schema([("id", pa.int64()), ("ts", pa.int64()), ("pad", pa.string())])
     cat = Catalog(warehouse)
     cat.create_database("db")
-    t = cat.create_table("db.t", schema=schema, primary_keys=["id"],
-                         options={"bucket": "1", "write-only": "true", "record-level.expire-time": "1 d",
-                                  "record-level.time-field": "ts", "target-file-size": "2 kb"})
+    t = cat.create_table(
+        "db.t",
+        schema=schema,
+        primary_keys=["id"],
+        options={
+            "bucket": "1",
+            "write-only": "true",
+            "record-level.expire-time": "1 d",
+            "record-level.time-field": "ts",
+            "target-file-size": "2 kb",
+        },
+    )
     ids = list(range(300))
-    t.write_arrow(pa.table({"id": ids, "ts": [NOW - 12 * 3600 if i < 10 else NOW for i in ids],
-                            "pad": ["x" * 20] * 300}, schema=schema))
+    t.write_arrow(
+        pa.table(
+            {"id": ids, "ts": [NOW - 12 * 3600 if i < 10 else NOW for i in ids], "pad": ["x" * 20] * 300}, schema=schema
+        )
+    )
     t.maintenance.compact(full=True)  # nothing expired yet: several top-level files
     top = {e.file.file_name: e.file for e in t.manifest_store.live_entries(t.latest_snapshot())}
     assert len(top) >= 3 and {f.level for f in top.values()} == {5}
@@ -90,16 +123,17 @@ def test_expiry_options_are_validated(warehouse):
     cat = Catalog(warehouse)
     cat.create_database("db")
     schema = pa.schema([("id", pa.int64()), ("ts", pa.int64()), ("s", pa.string())])
-    bad = [({"record-level.expire-time": "1 d"}, "record-level.time-field"),
-           ({"record-level.time-field": "ts"}, "record-level.expire-time"),
-           ({"record-level.expire-time": "1 d", "record-level.time-field": "nope"}, "'nope'"),
-           ({"record-level.expire-time": "1 d", "record-level.time-field": "s"}, "'s'"),
-           ({"record-level.expire-time": "whenever", "record-level.time-field": "ts"}, "record-level.expire-time")]
+    bad = [
+        ({"record-level.expire-time": "1 d"}, "record-level.time-field"),
+        ({"record-level.time-field": "ts"}, "record-level.expire-time"),
+        ({"record-level.expire-time": "1 d", "record-level.time-field": "nope"}, "'nope'"),
+        ({"record-level.expire-time": "1 d", "record-level.time-field": "s"}, "'s'"),
+        ({"record-level.expire-time": "whenever", "record-level.time-field": "ts"}, "record-level.expire-time"),
+    ]
     for i, (opts, match) in enumerate(bad):
         with pytest.raises(InvalidOptionError, match=match):
             cat.create_table(f"db.t{i}", schema=schema, primary_keys=["id"], options=opts)
         assert not cat.table_exists(f"db.t{i}")
-
 
 
 # -- statistics of files written under an older schema -----------------------------------------
@@ -120,34 +154,48 @@ def test_rows_of_files_older_than_the_time_field_never_expire(catalog):
     schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
     t = catalog.create_table("db.t", schema=schema, primary_keys=["id"], options={"bucket": "1", "write-only": "true"})
     t.write_arrow(pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"]}, schema=schema))
-    t = catalog.alter_table("db.t", [SchemaChange.add_column("ts", pa.int64())]
-                            + [SchemaChange.set_option(k, v) for k, v in TTL.items()])
+    t = catalog.alter_table(
+        "db.t", [SchemaChange.add_column("ts", pa.int64())] + [SchemaChange.set_option(k, v) for k, v in TTL.items()]
+    )
     t.write_arrow(pa.table({"id": [4, 5], "v": ["d", "e"], "ts": [NOW - 2 * DAY, NOW]}))
     t = catalog.alter_table("db.t", [SchemaChange.set_option("snapshot.num-retained.min", "5")])  # schema 2
-    model = {1: {"v": "a", "ts": None}, 2: {"v": "b", "ts": None}, 3: {"v": "c", "ts": None},
-             4: {"v": "d", "ts": NOW - 2 * DAY}, 5: {"v": "e", "ts": NOW}}
+    model = {
+        1: {"v": "a", "ts": None},
+        2: {"v": "b", "ts": None},
+        3: {"v": "c", "ts": None},
+        4: {"v": "d", "ts": NOW - 2 * DAY},
+        5: {"v": "e", "ts": NOW},
+    }
     r = t.maintenance.compact(expire_records=True)
     assert r.rows_expired == 1 and r.rows_null_time == 3
     assert read_rows(t) == unexpired(model)
     assert t.maintenance.compact(expire_records=True).units_planned == 0
 
 
-
-@pytest.mark.parametrize("field, expire, needles", [
-    ("v", "1 d", ["db.t", "'record-level.time-field'", "'v'", "string"]),
-    ("nope", "1 d", ["db.t", "'record-level.time-field'", "'nope'"]),
-    ("ts", "soon", ["db.t", "'record-level.expire-time'", "'soon'"]),
-])
+@pytest.mark.parametrize(
+    "field, expire, needles",
+    [
+        ("v", "1 d", ["db.t", "'record-level.time-field'", "'v'", "string"]),
+        ("nope", "1 d", ["db.t", "'record-level.time-field'", "'nope'"]),
+        ("ts", "soon", ["db.t", "'record-level.expire-time'", "'soon'"]),
+    ],
+)
 def test_turning_ttl_on_with_bad_options_is_refused_and_changes_nothing(catalog, field, expire, needles):
     t, model, _ = altered_table(catalog, "column_added")
     schema_id = t.schema.id
     with pytest.raises(InvalidOptionError) as info:
-        catalog.alter_table("db.t", [SchemaChange.set_option("record-level.time-field", field),
-                                     SchemaChange.set_option("record-level.expire-time", expire)])
+        catalog.alter_table(
+            "db.t",
+            [
+                SchemaChange.set_option("record-level.time-field", field),
+                SchemaChange.set_option("record-level.expire-time", expire),
+            ],
+        )
     assert all(n in str(info.value) for n in needles), str(info.value)
     t = catalog.get_table("db.t")
     assert t.schema.id == schema_id and t.options.get("record-level.time-field") == "ts"
     assert read_rows(t) == model
+
 
 # -- expiry of merged rows -----------------------------------------------------------------------
 @pytest.mark.parametrize("engine", sorted(ENGINES))

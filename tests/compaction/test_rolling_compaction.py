@@ -2,6 +2,7 @@
 to the same rows as a dict model, streamed into several files rolled at ``target-file-size``, and
 every file's metadata (row count, size, key range, key and value statistics, sequence range) is
 what its own contents say."""
+
 from __future__ import annotations
 
 import os
@@ -19,8 +20,15 @@ from lake_core.format.data_file import read_data_file
 from lake_core.format.stats import table_stats
 from lake_core.kv.system_fields import KIND, SEQ
 
-SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.int64()), ("s", pa.string()),
-                    ("f", pa.float64()), ("op", pa.string())])
+SCHEMA = pa.schema(
+    [
+        pa.field("k", pa.int64(), nullable=False),
+        ("v", pa.int64()),
+        ("s", pa.string()),
+        ("f", pa.float64()),
+        ("op", pa.string()),
+    ]
+)
 CHUNK = 32  # rows per input file per merge round
 TARGET = 16 * 1024  # target-file-size
 ROWS = 4000  # keys in the bucket: ~60 chunks, and ~10x the target in encoded bytes
@@ -34,13 +42,18 @@ def _commits() -> list[pa.Table]:
         keys = rng.permutation(ROWS)[:n].astype(np.int64) if i else np.arange(ROWS, dtype=np.int64)
         ops = np.where(rng.random(n) < 0.15, "-D", "+I") if i == 3 else np.full(n, "+I")
         v = rng.integers(0, 10**6, n)
-        out.append(pa.table({
-            "k": keys,
-            "v": pa.array(np.where(v % 13 == 0, None, v), pa.int64(), from_pandas=True),
-            "s": [None if x % 17 == 0 else f"value-{x:07d}-{'x' * int(x % 23)}" for x in v],
-            "f": pa.array(rng.normal(size=n)),
-            "op": pa.array(ops, pa.string()),
-        }, schema=SCHEMA))
+        out.append(
+            pa.table(
+                {
+                    "k": keys,
+                    "v": pa.array(np.where(v % 13 == 0, None, v), pa.int64(), from_pandas=True),
+                    "s": [None if x % 17 == 0 else f"value-{x:07d}-{'x' * int(x % 23)}" for x in v],
+                    "f": pa.array(rng.normal(size=n)),
+                    "op": pa.array(ops, pa.string()),
+                },
+                schema=SCHEMA,
+            )
+        )
     return out
 
 
@@ -58,9 +71,17 @@ def _model(commits: list[pa.Table]) -> dict[int, dict]:
 def make_table(warehouse: str, storage_options=None):
     cat = Catalog(warehouse, storage_options)
     cat.create_database("db", ignore_if_exists=True)
-    t = cat.create_table("db.t", schema=SCHEMA, primary_keys=["k"],
-                         options={"bucket": "1", "write-only": "true", "rowkind.field": "op",
-                                  "target-file-size": f"{TARGET // 1024} kb"})
+    t = cat.create_table(
+        "db.t",
+        schema=SCHEMA,
+        primary_keys=["k"],
+        options={
+            "bucket": "1",
+            "write-only": "true",
+            "rowkind.field": "op",
+            "target-file-size": f"{TARGET // 1024} kb",
+        },
+    )
     commits = _commits()
     for c in commits:
         t.write_arrow(c)
@@ -145,8 +166,10 @@ def test_bucket_ten_times_the_memory_bound_compacts_into_rolled_files(warehouse,
     assert seen["merge_rows"] <= seen["runs"] * CHUNK
     assert seen["encode_bytes"] <= TARGET
 
-    files = sorted((e.file for e in t.manifest_store.live_entries(t.latest_snapshot())),
-                   key=lambda f: deserialize_row(f.min_key, [pa.int64()]))
+    files = sorted(
+        (e.file for e in t.manifest_store.live_entries(t.latest_snapshot())),
+        key=lambda f: deserialize_row(f.min_key, [pa.int64()]),
+    )
     assert len(files) >= 5 and {f.level for f in files} == {t.options.num_levels - 1}
     # rolled by encoded size: every file but the last reached the target, none ran far past it
     assert all(TARGET <= f.file_size < 2 * TARGET for f in files[:-1])
@@ -180,9 +203,11 @@ def test_java_reads_rolled_compaction_output(java_paimon, warehouse, monkeypatch
     cols = ["k", "v", "s", "f"]
     assert_same_rows(java_paimon.read(t, projection=cols), _model_table(model))
     pb = t.predicate_builder()
-    for pred, keep in ((pb.between("k", 1000, 1400), lambda r: 1000 <= r["k"] <= 1400),
-                       (pb.greater_than("v", 900_000), lambda r: r["v"] is not None and r["v"] > 900_000),
-                       (pb.less_than("s", "value-01"), lambda r: r["s"] is not None and r["s"] < "value-01")):
+    for pred, keep in (
+        (pb.between("k", 1000, 1400), lambda r: 1000 <= r["k"] <= 1400),
+        (pb.greater_than("v", 900_000), lambda r: r["v"] is not None and r["v"] > 900_000),
+        (pb.less_than("s", "value-01"), lambda r: r["s"] is not None and r["s"] < "value-01"),
+    ):
         want = {k: r for k, r in model.items() if keep(r)}
         assert want and len(want) < len(model)
         assert_same_rows(java_paimon.read(t, filter=pred, projection=cols), _model_table(want))
@@ -191,5 +216,10 @@ def test_java_reads_rolled_compaction_output(java_paimon, warehouse, monkeypatch
     assert len(theirs) == len(ours) >= 5
     for jf in theirs:
         f = ours[jf.file_name]
-        assert (jf.level, jf.row_count, jf.file_size, jf.min_sequence_number, jf.max_sequence_number) == \
-            (t.options.num_levels - 1, f.row_count, f.file_size, f.min_sequence_number, f.max_sequence_number)
+        assert (jf.level, jf.row_count, jf.file_size, jf.min_sequence_number, jf.max_sequence_number) == (
+            t.options.num_levels - 1,
+            f.row_count,
+            f.file_size,
+            f.min_sequence_number,
+            f.max_sequence_number,
+        )

@@ -1,11 +1,13 @@
 """A large sorted run merged with a few small ones touches only the keys the small runs hold: the
 rows equal a full merge (the newest row of each key, retractions dropped, in key order), for any
 retractions, new keys, keys repeated across the small runs, and float keys in Java's order."""
+
 from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lake_core import Catalog
 from lake_core.format.float_order import java_order_key
@@ -16,9 +18,14 @@ from lake_core.lsm.sparse_merge import sparse_merge
 
 def _run(keys, seqs, kinds, key_type) -> pa.Table:
     order = sorted(range(len(keys)), key=lambda i: java_order_key((keys[i],)))
-    return pa.table({"k": pa.array([keys[i] for i in order], key_type), "v": pa.array([seqs[i] * 10 for i in order], pa.int64()),
-                     SEQ: pa.array([seqs[i] for i in order], pa.int64()),
-                     KIND: pa.array([kinds[i] for i in order], pa.int8())})
+    return pa.table(
+        {
+            "k": pa.array([keys[i] for i in order], key_type),
+            "v": pa.array([seqs[i] * 10 for i in order], pa.int64()),
+            SEQ: pa.array([seqs[i] for i in order], pa.int64()),
+            KIND: pa.array([kinds[i] for i in order], pa.int8()),
+        }
+    )
 
 
 def newest_per_key(rows: pa.Table) -> pa.Table:
@@ -34,19 +41,29 @@ def newest_per_key(rows: pa.Table) -> pa.Table:
 
 def _parts(data, values, key_type):
     n_big = data.draw(st.integers(48, 80))  # the small runs hold at most 12 rows: a quarter of it
-    big_keys = data.draw(st.lists(values, min_size=n_big, max_size=n_big,
-                                  unique_by=lambda v: java_order_key((v,))))
+    big_keys = data.draw(st.lists(values, min_size=n_big, max_size=n_big, unique_by=lambda v: java_order_key((v,))))
     seq = iter(range(10_000))
     kinds = st.sampled_from([0, 0, 0, 2, 1, 3])
 
     def run(keys):
-        return _run(keys, [next(seq) for _ in keys],
-                    data.draw(st.lists(kinds, min_size=len(keys), max_size=len(keys))), key_type)
+        return _run(
+            keys,
+            [next(seq) for _ in keys],
+            data.draw(st.lists(kinds, min_size=len(keys), max_size=len(keys))),
+            key_type,
+        )
 
     big = run(big_keys)
-    smalls = [run(data.draw(st.lists(st.one_of(st.sampled_from(big_keys), values), max_size=4,
-                                     unique_by=lambda v: java_order_key((v,)))))
-              for _ in range(data.draw(st.integers(1, 3)))]
+    smalls = [
+        run(
+            data.draw(
+                st.lists(
+                    st.one_of(st.sampled_from(big_keys), values), max_size=4, unique_by=lambda v: java_order_key((v,))
+                )
+            )
+        )
+        for _ in range(data.draw(st.integers(1, 3)))
+    ]
     at = data.draw(st.integers(0, len(smalls)))  # the large run is usually the oldest, not always
     return smalls[:at] + [big] + smalls[at:]
 
@@ -64,8 +81,9 @@ def test_sparse_merge_equals_the_full_merge_for_integer_keys(data):
 @given(data=st.data())
 def test_sparse_merge_orders_float_keys_as_java(data):
     # -0.0 and 0.0 are two keys, every NaN one key that sorts last
-    values = st.one_of(st.sampled_from([-0.0, 0.0, float("nan"), float("inf"), float("-inf")]),
-                       st.floats(-100, 100, allow_nan=False))
+    values = st.one_of(
+        st.sampled_from([-0.0, 0.0, float("nan"), float("inf"), float("-inf")]), st.floats(-100, 100, allow_nan=False)
+    )
     parts = _parts(data, values, pa.float64())
     got = sparse_merge(parts, "k", newest_per_key)
     assert got is not None
@@ -81,8 +99,9 @@ def test_shapes_it_does_not_apply_to_are_left_to_the_full_merge():
     assert sparse_merge([big, half], "k", newest_per_key) is None  # the small runs are not small
     twice = _run([1, 1] + list(range(2, 40)), list(range(40)), [0] * 40, pa.int64())
     assert sparse_merge([twice, half.slice(0, 2)], "k", newest_per_key) is None  # a key stored twice
-    strings = pa.table({"k": [str(i) for i in range(40)], SEQ: pa.array(range(40), pa.int64()),
-                        KIND: pa.array([0] * 40, pa.int8())})
+    strings = pa.table(
+        {"k": [str(i) for i in range(40)], SEQ: pa.array(range(40), pa.int64()), KIND: pa.array([0] * 40, pa.int8())}
+    )
     assert sparse_merge([strings, strings.slice(0, 2)], "k", newest_per_key) is None  # not NumPy-ordered
 
 
@@ -97,13 +116,18 @@ def test_a_table_between_compactions_reads_as_the_model_through_the_sparse_merge
 
     monkeypatch.setattr("lake_core.read.split_read.sparse_merge", spy)
     schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.int64()), ("op", pa.string())])
-    t = Catalog(warehouse).create_table("db.t", schema=schema, primary_keys=["k"],
-                                        options={"bucket": "2", "rowkind.field": "op"}) \
-        if Catalog(warehouse).create_database("db") is None else None
+    t = (
+        Catalog(warehouse).create_table(
+            "db.t", schema=schema, primary_keys=["k"], options={"bucket": "2", "rowkind.field": "op"}
+        )
+        if Catalog(warehouse).create_database("db") is None
+        else None
+    )
     rng = np.random.default_rng(3)
     model: dict[int, int] = {}
-    t.write_arrow(pa.table({"k": np.arange(20_000), "v": np.zeros(20_000, np.int64), "op": ["+I"] * 20_000},
-                           schema=schema))
+    t.write_arrow(
+        pa.table({"k": np.arange(20_000), "v": np.zeros(20_000, np.int64), "op": ["+I"] * 20_000}, schema=schema)
+    )
     model.update({k: 0 for k in range(20_000)})
     for i in range(1, 8):
         keys = np.unique(rng.integers(0, 25_000, 300))

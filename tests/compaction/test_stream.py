@@ -1,26 +1,36 @@
 """The chunked k-way merge gives exactly the one-shot merge, for any chunk size and key shape,
 and a compaction reading files in tiny chunks leaves the table as a whole-bucket merge would."""
+
 from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lake_core import Catalog
-from lake_core.lsm.merge_stream import merge_sorted_runs
 from lake_core.format.float_order import java_order_key
 from lake_core.kv.system_fields import KIND, SEQ
+from lake_core.lsm.merge_stream import merge_sorted_runs
 
-runs_strategy = st.lists(st.lists(st.tuples(st.sampled_from(["a", "b", "é", "zz"]), st.integers(-5, 5)),
-                                  max_size=25, unique=True), min_size=1, max_size=5)
+runs_strategy = st.lists(
+    st.lists(st.tuples(st.sampled_from(["a", "b", "é", "zz"]), st.integers(-5, 5)), max_size=25, unique=True),
+    min_size=1,
+    max_size=5,
+)
 
 
 def _run_table(keys, seq_start):
     keys = sorted(keys)
-    return pa.table({"s": pa.array([k[0] for k in keys], pa.string()), "i": pa.array([k[1] for k in keys], pa.int64()),
-                     SEQ: pa.array(np.arange(seq_start, seq_start + len(keys)), pa.int64()),
-                     KIND: pa.array(np.zeros(len(keys), np.int8))})
+    return pa.table(
+        {
+            "s": pa.array([k[0] for k in keys], pa.string()),
+            "i": pa.array([k[1] for k in keys], pa.int64()),
+            SEQ: pa.array(np.arange(seq_start, seq_start + len(keys)), pa.int64()),
+            KIND: pa.array(np.zeros(len(keys), np.int8)),
+        }
+    )
 
 
 def _last_per_key(rows: pa.Table) -> pa.Table:
@@ -56,9 +66,12 @@ def test_chunked_merge_equals_one_shot(runs, chunk):
 
 
 @settings(max_examples=60, deadline=None)
-@given(runs=st.lists(st.lists(st.tuples(st.sampled_from(["a", "b", "zz"]), st.integers(0, 3)), max_size=20),
-                     min_size=1, max_size=4),
-       chunk=st.integers(1, 5))
+@given(
+    runs=st.lists(
+        st.lists(st.tuples(st.sampled_from(["a", "b", "zz"]), st.integers(0, 3)), max_size=20), min_size=1, max_size=4
+    ),
+    chunk=st.integers(1, 5),
+)
 def test_a_key_repeated_within_a_run_is_merged_whole(runs, chunk):
     # Paimon stores a key once per file, but a reader must not depend on it: a key repeated across
     # a chunk boundary of one run still reaches the merge function in one piece.
@@ -76,7 +89,7 @@ def test_a_key_repeated_within_a_run_is_merged_whole(runs, chunk):
     out = list(merge_sorted_runs([chunks(t) for t in tables], ["s", "i"], merge))
     got = pa.concat_tables(out) if out else tables[0].slice(0, 0)
     assert got.to_pylist() == _last_per_key(pa.concat_tables(tables)).to_pylist()
-    assert all(not (a & b) for i, a in enumerate(seen) for b in seen[i + 1:])
+    assert all(not (a & b) for i, a in enumerate(seen) for b in seen[i + 1 :])
 
 
 @pytest.mark.parametrize("engine", ["deduplicate", "aggregation"])
@@ -92,8 +105,16 @@ def test_compaction_in_tiny_chunks(warehouse, engine):
     rng = np.random.default_rng(7)
     for i in range(6):
         n = rng.integers(0, 300, 200)
-        t.write_arrow(pa.table({"k": [f"key{x % 7}" for x in n], "n": pa.array(n, pa.int64()),
-                                "v": pa.array(np.full(200, i), pa.int64())}, schema=schema))
+        t.write_arrow(
+            pa.table(
+                {
+                    "k": [f"key{x % 7}" for x in n],
+                    "n": pa.array(n, pa.int64()),
+                    "v": pa.array(np.full(200, i), pa.int64()),
+                },
+                schema=schema,
+            )
+        )
     before = t.to_arrow().sort_by([("k", "ascending"), ("n", "ascending")])
     stored = sum(e.file.row_count for e in t.manifest_store.live_entries(t.latest_snapshot()))
     r = t.maintenance.compact(full=True)
@@ -102,17 +123,32 @@ def test_compaction_in_tiny_chunks(warehouse, engine):
 
 
 @settings(max_examples=60, deadline=None)
-@given(runs=st.lists(st.lists(st.sampled_from([float("-inf"), -1.5, -0.0, 0.0, 2.0, float("nan")]), max_size=6,
-                              unique_by=lambda v: java_order_key((v,))), min_size=2, max_size=4),
-       chunk=st.integers(1, 3))
+@given(
+    runs=st.lists(
+        st.lists(
+            st.sampled_from([float("-inf"), -1.5, -0.0, 0.0, 2.0, float("nan")]),
+            max_size=6,
+            unique_by=lambda v: java_order_key((v,)),
+        ),
+        min_size=2,
+        max_size=4,
+    ),
+    chunk=st.integers(1, 3),
+)
 def test_float_keys_merge_in_java_order(runs, chunk):
     # Java's Double.compare: -0.0 < 0.0 are two keys, NaN is one key and the largest.
     tables = []
     for n, keys in enumerate(runs):
         keys = sorted(keys, key=lambda v: java_order_key((v,)))
-        tables.append(pa.table({"f": pa.array(keys, pa.float64()),
-                                SEQ: pa.array(np.arange(len(keys)) + 100 * n, pa.int64()),
-                                KIND: pa.array(np.zeros(len(keys), np.int8))}))
+        tables.append(
+            pa.table(
+                {
+                    "f": pa.array(keys, pa.float64()),
+                    SEQ: pa.array(np.arange(len(keys)) + 100 * n, pa.int64()),
+                    KIND: pa.array(np.zeros(len(keys), np.int8)),
+                }
+            )
+        )
     chunks = lambda t: (t.slice(i, chunk) for i in range(0, t.num_rows, chunk))  # noqa: E731
 
     def merge(rows):  # newest per key, in Java order

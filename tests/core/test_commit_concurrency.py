@@ -1,4 +1,5 @@
 """Concurrent committers in several processes lose nothing (local disk and S3)."""
+
 from __future__ import annotations
 
 import multiprocessing as mp
@@ -59,6 +60,7 @@ def test_concurrent_committers_s3(s3_warehouse):
 def test_compaction_conflict_on_deleted_file_aborts_cleanly(warehouse):
     """A commit that deletes a file someone else already removed must fail and leave no trace."""
     from lake_core.commit.messages import CommitMessage
+
     cat = Catalog(warehouse)
     cat.create_database("db")
     t = cat.create_table("db.t", schema=SCHEMA, primary_keys=["id"], options={"bucket": "1"})

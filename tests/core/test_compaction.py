@@ -1,4 +1,5 @@
 """Full compaction of buckets: same data, fewer files, level max, COMPACT snapshot, readable by pypaimon."""
+
 from __future__ import annotations
 
 import pyarrow as pa
@@ -14,12 +15,21 @@ SCHEMA = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("v", pa.int64()), 
 def _table(warehouse):
     cat = Catalog(warehouse)
     cat.create_database("db")
-    t = cat.create_table("db.t", schema=SCHEMA, primary_keys=["dt", "id"], partition_keys=["dt"],
-                         options={"bucket": "2", "rowkind.field": "op"})
+    t = cat.create_table(
+        "db.t",
+        schema=SCHEMA,
+        primary_keys=["dt", "id"],
+        partition_keys=["dt"],
+        options={"bucket": "2", "rowkind.field": "op"},
+    )
     for i in range(4):
         ids = list(range(i * 10, i * 10 + 30))
-        t.write_arrow(pa.table({"dt": ["a"] * 30, "id": ids, "v": [i] * 30,
-                                "op": ["-D" if (k % 7 == 0 and i) else "+I" for k in ids]}, schema=SCHEMA))
+        t.write_arrow(
+            pa.table(
+                {"dt": ["a"] * 30, "id": ids, "v": [i] * 30, "op": ["-D" if (k % 7 == 0 and i) else "+I" for k in ids]},
+                schema=SCHEMA,
+            )
+        )
     return t
 
 
@@ -64,8 +74,12 @@ def test_input_changelog_files(warehouse, pypaimon):
     cat = Catalog(warehouse)
     cat.create_database("db")
     schema = pa.schema([("id", pa.int64()), ("v", pa.string()), ("op", pa.string())])
-    t = cat.create_table("db.c", schema=schema, primary_keys=["id"],
-                         options={"bucket": "1", "changelog-producer": "input", "rowkind.field": "op"})
+    t = cat.create_table(
+        "db.c",
+        schema=schema,
+        primary_keys=["id"],
+        options={"bucket": "1", "changelog-producer": "input", "rowkind.field": "op"},
+    )
     t.write_arrow(pa.table({"id": [1, 1, 2], "v": ["a", "b", "c"], "op": ["+I", "+U", "+I"]}, schema=schema))
     snap = t.latest_snapshot()
     assert snap.changelog_manifest_list and snap.changelog_record_count == 3

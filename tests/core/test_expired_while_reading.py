@@ -2,6 +2,7 @@
 ``SnapshotExpiredError`` (a ``CorruptFileError``) saying so, whichever file it lost first: a data
 file, a deletion-vector index file or a manifest. A file deleted by hand from a live snapshot is
 still reported as damage, not as expiry."""
+
 from __future__ import annotations
 
 import os
@@ -13,7 +14,6 @@ from lake_core import Catalog
 from lake_core.errors import CorruptFileError, SnapshotExpiredError
 
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.string())])
-
 
 
 def _rows(keys, v):

@@ -4,6 +4,7 @@ Oracle: a plain dict model. The changes of snapshots (s, e], folded onto the sta
 merge engine's model (tests/merge/model.py), give the state at e; a stream scan's plans folded one
 after the other give the latest state; ``$ro`` reads what the last full compaction wrote.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -12,22 +13,36 @@ import zlib
 
 import pyarrow as pa
 import pytest
-
-from lake_core import ROW_KIND, Catalog
-from lake_core.errors import (InvalidOptionError, PredicateError, ReadOnlyTableError, SnapshotNotFoundError,
-                              TableNotFoundError, TagNotFoundError, UnsupportedOptionError)
-from lake_core.snapshot.changelog_manager import ChangelogNotFoundError
 from merge.model import KIND_NAMES, Model, Spec
 
-SCHEMA = pa.schema([pa.field("k", pa.int32(), nullable=False), ("a", pa.int64()), ("b", pa.string()),
-                    ("op", pa.string())])
+from lake_core import ROW_KIND, Catalog
+from lake_core.errors import (
+    InvalidOptionError,
+    PredicateError,
+    ReadOnlyTableError,
+    SnapshotNotFoundError,
+    TableNotFoundError,
+    TagNotFoundError,
+    UnsupportedOptionError,
+)
+from lake_core.snapshot.changelog_manager import ChangelogNotFoundError
+
+SCHEMA = pa.schema(
+    [pa.field("k", pa.int32(), nullable=False), ("a", pa.int64()), ("b", pa.string()), ("op", pa.string())]
+)
 
 # engine options, and the row kinds its input may carry
 ENGINES = {
     "deduplicate": ({}, ("+I", "+U", "-U", "-D")),
     "partial-update": ({"merge-engine": "partial-update"}, ("+I",)),
-    "aggregation": ({"merge-engine": "aggregation", "fields.a.aggregate-function": "sum",
-                     "fields.b.aggregate-function": "last_non_null_value"}, ("+I",)),
+    "aggregation": (
+        {
+            "merge-engine": "aggregation",
+            "fields.a.aggregate-function": "sum",
+            "fields.b.aggregate-function": "last_non_null_value",
+        },
+        ("+I",),
+    ),
     "first-row": ({"merge-engine": "first-row"}, ("+I",)),
 }
 
@@ -45,9 +60,15 @@ def _table(warehouse, name="db.t", *, schema=SCHEMA, pk=("k",), **options):
 
 def _batch(rng: random.Random, kinds, n: int) -> pa.Table:
     keys = [rng.randrange(12) for _ in range(n)]
-    return pa.table({"k": keys, "a": [rng.choice([None, rng.randrange(100)]) for _ in keys],
-                     "b": [rng.choice([None, "x", "y", "z"]) for _ in keys],
-                     "op": [rng.choice(kinds) for _ in keys]}, schema=SCHEMA)
+    return pa.table(
+        {
+            "k": keys,
+            "a": [rng.choice([None, rng.randrange(100)]) for _ in keys],
+            "b": [rng.choice([None, "x", "y", "z"]) for _ in keys],
+            "op": [rng.choice(kinds) for _ in keys],
+        },
+        schema=SCHEMA,
+    )
 
 
 def _rows(t: pa.Table, kind: str | None = None) -> list[dict]:
@@ -85,8 +106,9 @@ def _history(table, seed: int, kinds, commits: int = 8) -> list[pa.Table]:
 
 
 # first-row takes changelog-producer none or lookup only (as Java)
-@pytest.mark.parametrize("engine, producer", [(e, p) for e in sorted(ENGINES) for p in ("none", "input")
-                                              if (e, p) != ("first-row", "input")])
+@pytest.mark.parametrize(
+    "engine, producer", [(e, p) for e in sorted(ENGINES) for p in ("none", "input") if (e, p) != ("first-row", "input")]
+)
 def test_changes_folded_onto_the_start_give_the_end(warehouse, engine, producer):
     options, kinds = ENGINES[engine]
     t = _table(warehouse, **options, **{"changelog-producer": producer})
@@ -112,8 +134,9 @@ def test_changes_folded_onto_the_start_give_the_end(warehouse, engine, producer)
 def test_delta_and_changelog_modes_read_what_each_snapshot_added(warehouse):
     t = _table(warehouse, **{"changelog-producer": "input", "bucket": "1"})
     t.write_arrow(pa.table({"k": [1, 2], "a": [1, 2], "b": ["a", "x"], "op": ["+I", "+I"]}, schema=SCHEMA))
-    t.write_arrow(pa.table({"k": [1, 1, 2], "a": [1, 3, 2], "b": ["a", "b", "x"], "op": ["-U", "+U", "-D"]},
-                           schema=SCHEMA))
+    t.write_arrow(
+        pa.table({"k": [1, 1, 2], "a": [1, 3, 2], "b": ["a", "b", "x"], "op": ["-U", "+U", "-D"]}, schema=SCHEMA)
+    )
     t.maintenance.compact(full=True)  # snapshot 3: COMPACT, no changes of its own
     t.write_arrow(pa.table({"k": [1, 2], "a": [3, 4], "b": ["b", "y"], "op": ["-D", "+I"]}, schema=SCHEMA))
 
@@ -246,8 +269,9 @@ def test_diff_mode_folded_onto_the_start_gives_the_end_even_after_expiry(warehou
             # and minimal: exactly the keys whose whole row (op too) differs, once each
             before = {r["k"]: r for r in states[s].to_pylist()}
             after = {r["k"]: r for r in states[e].to_pylist()}
-            assert sorted(diff["k"].to_pylist()) == sorted(k for k in before.keys() | after.keys()
-                                                           if before.get(k) != after.get(k))
+            assert sorted(diff["k"].to_pylist()) == sorted(
+                k for k in before.keys() | after.keys() if before.get(k) != after.get(k)
+            )
     t.create_tag("first", ids[1])
     t.create_tag("last", ids[-1])
     expected = t.to_arrow(incremental_between=(ids[1], ids[-1]), scan_mode="diff")
@@ -261,15 +285,20 @@ def test_diff_mode_folded_onto_the_start_gives_the_end_even_after_expiry(warehou
 def test_diff_mode_projection_filter_and_append_tables(warehouse):
     t = _table(warehouse)
     t.write_arrow(pa.table({"k": [1, 2, 3], "a": [1, 2, 3], "b": ["x", "y", "z"], "op": ["+I"] * 3}, schema=SCHEMA))
-    t.write_arrow(pa.table({"k": [1, 2, 4], "a": [1, 5, 4], "b": ["x", "y", "w"], "op": ["+I", "+I", "+I"]},
-                           schema=SCHEMA))
+    t.write_arrow(
+        pa.table({"k": [1, 2, 4], "a": [1, 5, 4], "b": ["x", "y", "w"], "op": ["+I", "+I", "+I"]}, schema=SCHEMA)
+    )
     t.write_arrow(pa.table({"k": [3], "a": [3], "b": ["z"], "op": ["-D"]}, schema=SCHEMA))
     got = t.to_arrow(incremental_between=(1, 3), scan_mode="diff", columns=["k", "b"])
     assert sorted(got.to_pylist(), key=lambda r: r["k"]) == [
-        {"k": 2, "b": "y", ROW_KIND: "+I"}, {"k": 3, "b": "z", ROW_KIND: "-D"}, {"k": 4, "b": "w", ROW_KIND: "+I"}]
+        {"k": 2, "b": "y", ROW_KIND: "+I"},
+        {"k": 3, "b": "z", ROW_KIND: "-D"},
+        {"k": 4, "b": "w", ROW_KIND: "+I"},
+    ]
     pb = t.predicate_builder()
-    assert t.to_arrow(incremental_between=(1, 3), scan_mode="diff", filter=pb.greater_than("a", 3))["k"] \
-        .to_pylist() in ([2, 4], [4, 2])
+    assert t.to_arrow(incremental_between=(1, 3), scan_mode="diff", filter=pb.greater_than("a", 3))[
+        "k"
+    ].to_pylist() in ([2, 4], [4, 2])
     schema = pa.schema([("id", pa.int64())])
     logs = _table(warehouse, "db.logs", schema=schema, pk=())
     logs.write_arrow(pa.table({"id": [1]}, schema=schema))
@@ -356,7 +385,8 @@ def test_read_optimized_reads_what_full_compaction_wrote(warehouse):
     assert splits and all(f.level == top for s in splits for f in s.files)
     pb = ro.predicate_builder()
     assert _canon(ro.to_arrow(filter=pb.less_than("k", 6))) == [
-        r for r in _canon(t.to_arrow(snapshot_id=compacted)) if r[0][1] < 6]
+        r for r in _canon(t.to_arrow(snapshot_id=compacted)) if r[0][1] < 6
+    ]
 
 
 def test_read_optimized_append_table_and_refusals(warehouse):
@@ -366,11 +396,15 @@ def test_read_optimized_append_table_and_refusals(warehouse):
     cat = _catalog(warehouse)
     ro = cat.get_table("db.logs$ro")
     assert sorted(ro.to_arrow()["id"].to_pylist()) == [1, 2]  # an append table has no levels to skip
-    for attempt in (lambda: ro.write_arrow(pa.table({"id": [3]}, schema=schema)),
-                    lambda: ro.new_batch_write_builder(), lambda: ro.maintenance.compact(full=True),
-                    lambda: ro.delete_where(ro.predicate_builder().equal("id", 1)),
-                    lambda: ro.create_tag("x"), lambda: ro.new_read_builder().new_stream_scan(),
-                    lambda: ro.to_arrow(incremental_between=(0, 1))):
+    for attempt in (
+        lambda: ro.write_arrow(pa.table({"id": [3]}, schema=schema)),
+        lambda: ro.new_batch_write_builder(),
+        lambda: ro.maintenance.compact(full=True),
+        lambda: ro.delete_where(ro.predicate_builder().equal("id", 1)),
+        lambda: ro.create_tag("x"),
+        lambda: ro.new_read_builder().new_stream_scan(),
+        lambda: ro.to_arrow(incremental_between=(0, 1)),
+    ):
         with pytest.raises(ReadOnlyTableError, match=r"db\.logs\$ro"):
             attempt()
     assert [s.id for s in t.snapshots()] == [1] and t.list_tags() == []
@@ -396,18 +430,28 @@ def test_partitions_and_schema_evolution(warehouse):
     """Changes of a partitioned table, pruned by a partition filter, across a schema change (files
     of the old schema are read in the new one: renamed column, added column NULL)."""
     from lake_core import SchemaChange
-    schema = pa.schema([pa.field("p", pa.string(), nullable=False), pa.field("k", pa.int32(), nullable=False),
-                        ("v", pa.string())])
+
+    schema = pa.schema(
+        [pa.field("p", pa.string(), nullable=False), pa.field("k", pa.int32(), nullable=False), ("v", pa.string())]
+    )
     cat = _catalog(warehouse)
-    t = cat.create_table("db.p", schema, primary_keys=["p", "k"], partition_keys=["p"],
-                         options={"bucket": "1", "changelog-producer": "input"})
+    t = cat.create_table(
+        "db.p",
+        schema,
+        primary_keys=["p", "k"],
+        partition_keys=["p"],
+        options={"bucket": "1", "changelog-producer": "input"},
+    )
     t.write_arrow(pa.table({"p": ["x", "y"], "k": [1, 1], "v": ["a", "b"]}, schema=schema))
     t = cat.alter_table("db.p", [SchemaChange.rename_column("v", "v2"), SchemaChange.add_column("w", pa.int64())])
     t.write_arrow(pa.table({"p": ["x", "y"], "k": [1, 2], "v2": ["a2", "c"], "w": [5, 6]}, schema=t.arrow_schema()))
     pb = t.predicate_builder()
     got = t.to_arrow(incremental_between=(0, 2), filter=pb.equal("p", "x"))
-    assert got.to_pylist() == [{"p": "x", "k": 1, "v2": "a", "w": None, ROW_KIND: "+I"},
-                               {"p": "x", "k": 1, "v2": "a2", "w": 5, ROW_KIND: "+I"}]
-    splits = t.new_read_builder().with_filter(pb.equal("p", "x")).with_incremental_between((0, 2)).new_scan() \
-        .plan().splits()
+    assert got.to_pylist() == [
+        {"p": "x", "k": 1, "v2": "a", "w": None, ROW_KIND: "+I"},
+        {"p": "x", "k": 1, "v2": "a2", "w": 5, ROW_KIND: "+I"},
+    ]
+    splits = (
+        t.new_read_builder().with_filter(pb.equal("p", "x")).with_incremental_between((0, 2)).new_scan().plan().splits()
+    )
     assert [(s.snapshot_id, s.partition_values) for s in splits] == [(1, ("x",)), (2, ("x",))]

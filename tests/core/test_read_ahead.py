@@ -1,5 +1,6 @@
 """read_ahead: sources' items in source order, at most ``threads`` sources in flight on as many
 long-lived threads, errors raised in the consumer, threads gone once the consumer closes."""
+
 from __future__ import annotations
 
 import threading
@@ -16,6 +17,7 @@ def _stream(seen: dict):
         for i in range(5):
             time.sleep(0.001 * (source % 3))  # sources finish out of order
             yield source * 10 + i
+
     return stream
 
 

@@ -1,6 +1,7 @@
 """``Snapshot.changes_data``: which snapshots can change a table's rows (Paimon's streaming-read
 rules), over a real history of every kind of commit, checked against what a read of each snapshot
 and its parent shows."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -23,8 +24,9 @@ def _content(table, snapshot_id):
 def test_changes_data_follows_the_commit_and_the_rows(warehouse):
     catalog = Catalog(warehouse)
     catalog.create_database("db")
-    t = catalog.create_table("db.t", schema=SCHEMA, primary_keys=["dt", "k"], partition_keys=["dt"],
-                             options={"bucket": "2"})
+    t = catalog.create_table(
+        "db.t", schema=SCHEMA, primary_keys=["dt", "k"], partition_keys=["dt"], options={"bucket": "2"}
+    )
     made = {}
 
     def step(name, op):
@@ -42,8 +44,14 @@ def test_changes_data_follows_the_commit_and_the_rows(warehouse):
     t = catalog.get_table("db.t")
     snaps = {s.id: s for s in t.snapshots()}
     assert {name: snaps[sid].changes_data for name, sid in made.items()} == {
-        "append": True, "upsert": True, "compaction": False, "rescale": False, "delete_where": True,
-        "user overwrite": True, "partition expiry": True}
+        "append": True,
+        "upsert": True,
+        "compaction": False,
+        "rescale": False,
+        "delete_where": True,
+        "user overwrite": True,
+        "partition expiry": True,
+    }
     assert snaps[made["rescale"]].commit_kind.value == "OVERWRITE"
     for s in list(snaps.values())[1:]:  # inline compactions' COMPACT snapshots included
         same_rows = _content(t, s.id) == _content(t, s.id - 1)

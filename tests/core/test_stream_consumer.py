@@ -5,6 +5,7 @@ leave the keys deleted meanwhile in a downstream applying the changes.
 Oracle: the downstream is a dict that applies every row by its ``_ROW_KIND``; after consuming up to
 the latest snapshot it must equal the table.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -90,8 +91,14 @@ def test_a_consumer_whose_file_and_snapshots_expired_gets_an_error_not_a_silent_
     with pytest.raises(ConsumerExpiredError) as err:
         t.new_read_builder().new_stream_scan(consumer_id="job")
     msg = str(err.value)
-    for part in ("'job'", t.identifier, f"snapshot {reached}", "consumer.expiration-time = 1 h", "ignore_progress=True",
-                 "consumers.delete('job')"):
+    for part in (
+        "'job'",
+        t.identifier,
+        f"snapshot {reached}",
+        "consumer.expiration-time = 1 h",
+        "ignore_progress=True",
+        "consumers.delete('job')",
+    ):
         assert part in msg, (part, msg)
     assert isinstance(err.value, SnapshotNotFoundError)
     assert (err.value.consumer_id, err.value.next_snapshot) == ("job", reached)
@@ -122,8 +129,7 @@ def test_a_consumer_whose_file_expired_resumes_where_it_was_while_its_snapshots_
 
 def test_consumer_expiry_after_a_commit_leaves_the_record_too(warehouse):
     # the path production takes: consumer expiry, then snapshot expiry, after every commit
-    t = _table(warehouse, **{"write-only": "false", "snapshot.num-retained.min": "1",
-                             "snapshot.time-retained": "1 ms"})
+    t = _table(warehouse, **{"write-only": "false", "snapshot.num-retained.min": "1", "snapshot.time-retained": "1 ms"})
     downstream, reached = _downstream_then_pause(t)
     _idle(t, "job", 2 * 3600)
     _write(t, {30: "d30"})
@@ -167,10 +173,13 @@ def test_an_expired_lease_leaves_no_record(warehouse):
     assert [n for n in t.fileio.list_names(t.paths.consumer_dir) if n.startswith(".expired-")] == []
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"consumer_id": "job", "ignore_progress": "yes"}, "must be True or False"),
-    ({"ignore_progress": True}, "needs a consumer_id"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"consumer_id": "job", "ignore_progress": "yes"}, "must be True or False"),
+        ({"ignore_progress": True}, "needs a consumer_id"),
+    ],
+)
 def test_ignore_progress_is_validated(warehouse, kwargs, match):
     t = _table(warehouse)
     _write(t, {1: "a"})
@@ -182,9 +191,12 @@ def test_ignore_progress_is_validated(warehouse, kwargs, match):
 def test_an_expired_consumer_gets_an_error_on_s3(s3_warehouse):
     cat = Catalog(s3_warehouse.uri, storage_options=s3_warehouse.storage_options)
     cat.create_database("db")
-    t = cat.create_table("db.t", SCHEMA, primary_keys=["k"],
-                         options={"bucket": "1", "rowkind.field": "op", "write-only": "true",
-                                  "consumer.expiration-time": "1 s"})
+    t = cat.create_table(
+        "db.t",
+        SCHEMA,
+        primary_keys=["k"],
+        options={"bucket": "1", "rowkind.field": "op", "write-only": "true", "consumer.expiration-time": "1 s"},
+    )
     downstream, reached = _downstream_then_pause(t)
     time.sleep(2.5)  # idle longer than consumer.expiration-time (S3 keeps the object's write time)
     assert t.maintenance.consumers.expire() == ["job"]

@@ -2,20 +2,21 @@
 at a time, so a reader yields its first rows before it opens the bucket's later files and holds
 memory bounded by the batch size, not the bucket; the rows are those of the dictionary model for
 every merge engine whatever the batch size (chunk boundaries fall everywhere)."""
+
 from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from compaction.test_compaction_model import ENGINES, _arrow, _canon, step_strategy
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from merge.model import Model, Spec
+from reliability.faultio import FaultyFileIO
 
 from lake_core import Catalog
 from lake_core.errors import InvalidOptionError
 from lake_core.io.fileio import FileIO
-
-from compaction.test_compaction_model import ENGINES, _arrow, _canon, step_strategy
-from merge.model import Model, Spec
-from reliability.faultio import FaultyFileIO
 
 CASES = {
     **ENGINES,
@@ -43,10 +44,21 @@ def _run(tmp_path_factory, case: str, steps, inline: bool, chunk: int) -> None:
     schema, opts, _kinds = CASES[case]
     cat = Catalog(f"file://{tmp_path_factory.mktemp('wh')}")
     cat.create_database("db")
-    options = {"bucket": "2", "rowkind.field": "op", "num-sorted-run.compaction-trigger": "3",
-               "write-only": str(not inline).lower(), "read.batch-size": str(chunk), **opts}
-    t = cat.create_table("db.t", schema=schema.append(pa.field("op", pa.string())), primary_keys=["p", "k"],
-                         partition_keys=["p"], options=options)
+    options = {
+        "bucket": "2",
+        "rowkind.field": "op",
+        "num-sorted-run.compaction-trigger": "3",
+        "write-only": str(not inline).lower(),
+        "read.batch-size": str(chunk),
+        **opts,
+    }
+    t = cat.create_table(
+        "db.t",
+        schema=schema.append(pa.field("op", pa.string())),
+        primary_keys=["p", "k"],
+        partition_keys=["p"],
+        options=options,
+    )
     spec = Spec(schema, ("p", "k"), {k: v for k, v in opts.items() if k != "deletion-vectors.enabled"})
     commits: list[list[dict]] = []
     visible = 0
@@ -71,13 +83,15 @@ def _run(tmp_path_factory, case: str, steps, inline: bool, chunk: int) -> None:
         pb = t.predicate_builder()
         part = t.to_arrow(columns=["k", "v"], filter=pb.greater_than("k", 5))
         assert sorted(part.to_pylist(), key=str) == sorted(
-            ({"k": k, "v": v} for (_p, k, v, *_rest) in want if k > 5), key=str)
+            ({"k": k, "v": v} for (_p, k, v, *_rest) in want if k > 5), key=str
+        )
         streamed = t.to_arrow_batch_reader(columns=["k", "v"], filter=pb.greater_than("k", 5)).read_all()
         assert streamed.schema == part.schema and streamed.to_pylist() == part.to_pylist()
 
 
-SETTINGS = dict(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                      HealthCheck.too_slow])
+SETTINGS = dict(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -93,8 +107,9 @@ def test_streamed_read_equals_the_model_for_any_batch_size(tmp_path_factory, cas
 def _two_sections(cat: Catalog, options: dict | None = None):
     """One bucket of two sections: files 1-2 hold keys 0..199, files 3-4 keys 1000..1199."""
     schema = pa.schema([("k", pa.int64()), ("v", pa.int64())])
-    t = cat.create_table("db.t", schema=schema, primary_keys=["k"],
-                         options={"bucket": "1", "write-only": "true", **(options or {})})
+    t = cat.create_table(
+        "db.t", schema=schema, primary_keys=["k"], options={"bucket": "1", "write-only": "true", **(options or {})}
+    )
     for lo in (0, 1000):
         keys = np.arange(lo, lo + 200)
         t.write_arrow(pa.table({"k": keys, "v": np.zeros(200, np.int64)}, schema=schema))
@@ -143,13 +158,17 @@ def _peak_while_reading(cat: Catalog, name: str, n: int, fmt: str, **options: st
     rows and ``n / 2`` updates) in batches of 1000 rows, each batch dropped once counted; and the
     rows."""
     schema = pa.schema([("k", pa.int64()), ("v", pa.int64()), ("s", pa.string())])
-    t = cat.create_table(name, schema=schema, primary_keys=["k"],
-                         options={"bucket": "1", "write-only": "true", "read.batch-size": "1000", "file.format": fmt,
-                                  **options})
+    t = cat.create_table(
+        name,
+        schema=schema,
+        primary_keys=["k"],
+        options={"bucket": "1", "write-only": "true", "read.batch-size": "1000", "file.format": fmt, **options},
+    )
     keys = np.arange(n)
     t.write_arrow(pa.table({"k": keys, "v": keys, "s": pa.array([f"row-{i:09d}" for i in keys])}, schema=schema))
-    t.write_arrow(pa.table({"k": keys[::2], "v": -keys[::2], "s": pa.array([f"new-{i:09d}" for i in keys[::2]])},
-                           schema=schema))
+    t.write_arrow(
+        pa.table({"k": keys[::2], "v": -keys[::2], "s": pa.array([f"new-{i:09d}" for i in keys[::2]])}, schema=schema)
+    )
     reader = t.to_arrow_batch_reader()
     base = pa.total_allocated_bytes()
     peak, rows, v_sum = 0, 0, 0
@@ -187,8 +206,12 @@ def test_reader_dropped_half_way_stops_its_threads(warehouse):
     cat = Catalog(warehouse)
     cat.create_database("db")
     schema = pa.schema([("k", pa.int64()), ("v", pa.int64())])
-    t = cat.create_table("db.t", schema=schema, primary_keys=["k"],
-                         options={"bucket": "4", "write-only": "true", "read.batch-size": "10"})
+    t = cat.create_table(
+        "db.t",
+        schema=schema,
+        primary_keys=["k"],
+        options={"bucket": "4", "write-only": "true", "read.batch-size": "10"},
+    )
     for v in range(3):
         t.write_arrow(pa.table({"k": np.arange(2000), "v": np.full(2000, v)}, schema=schema))
     reader = t.to_arrow_batch_reader()
@@ -208,8 +231,12 @@ def test_read_batch_size_is_validated(warehouse, value):
     cat = Catalog(warehouse)
     cat.create_database("db")
     with pytest.raises(InvalidOptionError, match="read.batch-size"):
-        cat.create_table("db.t", schema=pa.schema([("k", pa.int64())]), primary_keys=["k"],
-                         options={"bucket": "1", "read.batch-size": value})
+        cat.create_table(
+            "db.t",
+            schema=pa.schema([("k", pa.int64())]),
+            primary_keys=["k"],
+            options={"bucket": "1", "read.batch-size": value},
+        )
     assert not cat.table_exists("db.t")
 
 
@@ -221,8 +248,12 @@ def test_orc_and_avro_buckets_stream_and_compact_as_the_model(warehouse, fmt):
     schema = pa.schema([("k", pa.int64()), ("v", pa.int64()), ("s", pa.string())])
     cat = Catalog(warehouse)
     cat.create_database("db")
-    t = cat.create_table("db.t", schema=schema, primary_keys=["k"],
-                         options={"bucket": "1", "write-only": "true", "read.batch-size": "1000", "file.format": fmt})
+    t = cat.create_table(
+        "db.t",
+        schema=schema,
+        primary_keys=["k"],
+        options={"bucket": "1", "write-only": "true", "read.batch-size": "1000", "file.format": fmt},
+    )
     rng = np.random.default_rng(11)
     model: dict[int, tuple[int, str]] = {}
     for commit, keys in enumerate([np.arange(20_000), *(rng.choice(30_000, 10_000, replace=False) for _ in range(3))]):

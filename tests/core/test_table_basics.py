@@ -1,4 +1,5 @@
 """Catalog, upserts, deletes, time travel and predicates on real local tables."""
+
 from __future__ import annotations
 
 import time
@@ -7,16 +8,30 @@ import pyarrow as pa
 import pytest
 
 from lake_core import Catalog
-from lake_core.errors import (DatabaseNotFoundError, InvalidDataError, InvalidOptionError, LakeError,
-                              SchemaMismatchError, SnapshotNotFoundError, TableAlreadyExistsError,
-                              TableNotFoundError, TagNotFoundError, UnsupportedOptionError)
+from lake_core.errors import (
+    DatabaseNotFoundError,
+    InvalidDataError,
+    InvalidOptionError,
+    LakeError,
+    SchemaMismatchError,
+    SnapshotNotFoundError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+    TagNotFoundError,
+    UnsupportedOptionError,
+)
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("amount", pa.float64())])
 
 
 def rows(ids, names, amounts):
-    return pa.table({"id": pa.array(ids, pa.int64()), "name": pa.array(names, pa.string()),
-                     "amount": pa.array(amounts, pa.float64())})
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "name": pa.array(names, pa.string()),
+            "amount": pa.array(amounts, pa.float64()),
+        }
+    )
 
 
 def as_dict(t: pa.Table, key="id"):
@@ -65,8 +80,7 @@ def test_create_if_not_exists_loses_a_race_gracefully(warehouse):
 
     Catalog(warehouse).create_database("db")
     raced = Catalog(warehouse, fileio=RacedFileIO(warehouse))
-    t = raced.create_table("db.t", schema=SCHEMA, primary_keys=["id"], options={"bucket": "2"},
-                           ignore_if_exists=True)
+    t = raced.create_table("db.t", schema=SCHEMA, primary_keys=["id"], options={"bucket": "2"}, ignore_if_exists=True)
     assert t.options.bucket == 3 and t.schema.id == 0
     t.write_arrow(rows([1], ["a"], [1.0]))
     assert Catalog(warehouse).get_table("db.t").to_arrow().num_rows == 1
@@ -76,12 +90,18 @@ def test_create_if_not_exists_loses_a_race_gracefully(warehouse):
 
 
 def test_upserts_and_deletes_across_commits(catalog):
-    t = catalog.create_table("db.t", schema=pa.schema(list(SCHEMA) + [pa.field("op", pa.string())]),
-                             primary_keys=["id"], options={"bucket": "2", "rowkind.field": "op"})
-    s1 = t.write_arrow(pa.table({"id": [1, 2, 3], "name": ["a", "b", "c"], "amount": [1.0, 2.0, 3.0],
-                                 "op": ["+I"] * 3}))
-    s2 = t.write_arrow(pa.table({"id": [2, 3, 4], "name": ["B", None, "d"], "amount": [20.0, None, 4.0],
-                                 "op": ["+U", "-D", "+I"]}))
+    t = catalog.create_table(
+        "db.t",
+        schema=pa.schema(list(SCHEMA) + [pa.field("op", pa.string())]),
+        primary_keys=["id"],
+        options={"bucket": "2", "rowkind.field": "op"},
+    )
+    s1 = t.write_arrow(
+        pa.table({"id": [1, 2, 3], "name": ["a", "b", "c"], "amount": [1.0, 2.0, 3.0], "op": ["+I"] * 3})
+    )
+    s2 = t.write_arrow(
+        pa.table({"id": [2, 3, 4], "name": ["B", None, "d"], "amount": [20.0, None, 4.0], "op": ["+U", "-D", "+I"]})
+    )
     assert (s1.id, s2.id) == (1, 2)
     got = as_dict(t.to_arrow())
     assert sorted(got) == [1, 2, 4]
@@ -110,11 +130,11 @@ def test_duplicate_keys_in_one_batch_and_several_writes_before_commit(catalog):
 
 def test_sequence_field_decides_order(catalog):
     schema = pa.schema([("id", pa.int64()), ("v", pa.string()), ("ts", pa.int64()), ("ts2", pa.int32())])
-    t = catalog.create_table("db.t", schema=schema, primary_keys=["id"],
-                             options={"bucket": "1", "sequence.field": "ts,ts2"})
+    t = catalog.create_table(
+        "db.t", schema=schema, primary_keys=["id"], options={"bucket": "1", "sequence.field": "ts,ts2"}
+    )
     t.write_arrow(pa.table({"id": [1, 2], "v": ["new", "a"], "ts": [10, 5], "ts2": [0, 1]}, schema=schema))
-    t.write_arrow(pa.table({"id": [1, 2, 2], "v": ["old", "b", "c"], "ts": [9, 5, 5], "ts2": [0, 2, 2]},
-                           schema=schema))
+    t.write_arrow(pa.table({"id": [1, 2, 2], "v": ["old", "b", "c"], "ts": [9, 5, 5], "ts2": [0, 2, 2]}, schema=schema))
     got = as_dict(t.to_arrow())
     assert got[1]["v"] == "new"  # lower sequence value loses although written later
     assert got[2]["v"] == "c"  # equal (ts, ts2): input order breaks the tie
@@ -122,8 +142,12 @@ def test_sequence_field_decides_order(catalog):
 
 def test_ignore_delete(catalog):
     schema = pa.schema(list(SCHEMA) + [pa.field("op", pa.string())])
-    t = catalog.create_table("db.t", schema=schema, primary_keys=["id"],
-                             options={"bucket": "1", "rowkind.field": "op", "ignore-delete": "true"})
+    t = catalog.create_table(
+        "db.t",
+        schema=schema,
+        primary_keys=["id"],
+        options={"bucket": "1", "rowkind.field": "op", "ignore-delete": "true"},
+    )
     t.write_arrow(pa.table({"id": [1], "name": ["a"], "amount": [1.0], "op": ["+I"]}))
     t.write_arrow(pa.table({"id": [1], "name": ["a"], "amount": [1.0], "op": ["-D"]}))
     assert t.to_arrow().num_rows == 1
@@ -131,8 +155,9 @@ def test_ignore_delete(catalog):
 
 def test_partitioned_overwrite_and_delete_where(catalog):
     schema = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("v", pa.int32())])
-    t = catalog.create_table("db.p", schema=schema, primary_keys=["dt", "id"], partition_keys=["dt"],
-                             options={"bucket": "2"})
+    t = catalog.create_table(
+        "db.p", schema=schema, primary_keys=["dt", "id"], partition_keys=["dt"], options={"bucket": "2"}
+    )
     t.write_arrow(pa.table({"dt": ["d1", "d1", "d2", "d3"], "id": [1, 2, 1, 1], "v": [1, 2, 3, 4]}, schema=schema))
     t.write_arrow(pa.table({"dt": ["d2"], "id": [7], "v": [70]}, schema=schema), overwrite={"dt": "d2"})
     got = sorted((r["dt"], r["id"], r["v"]) for r in t.to_arrow().to_pylist())
@@ -147,8 +172,9 @@ def test_partitioned_overwrite_and_delete_where(catalog):
 
 def test_filter_projection_and_pruning(catalog):
     schema = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("v", pa.int64())])
-    t = catalog.create_table("db.p", schema=schema, primary_keys=["dt", "id"], partition_keys=["dt"],
-                             options={"bucket": "2"})
+    t = catalog.create_table(
+        "db.p", schema=schema, primary_keys=["dt", "id"], partition_keys=["dt"], options={"bucket": "2"}
+    )
     for d in ("a", "b", "c"):
         t.write_arrow(pa.table({"dt": [d] * 100, "id": list(range(100)), "v": list(range(100))}, schema=schema))
     rb = t.new_read_builder()
@@ -193,13 +219,19 @@ def test_append_tables(catalog):
         catalog.create_table("db.c", schema=SCHEMA, options={"bucket": "3"})
 
 
-@pytest.mark.parametrize("data, error, match", [
-    (pa.table({"id": [1], "name": ["a"]}), SchemaMismatchError, "missing column.*amount"),
-    (pa.table({"id": [1], "name": ["a"], "amount": [1.0], "x": [1]}), SchemaMismatchError, "unknown column.*'x'"),
-    (pa.table({"id": ["1"], "name": ["a"], "amount": [1.0]}), SchemaMismatchError, "'id'"),
-    (pa.table({"id": pa.array([None], pa.int64()), "name": ["a"], "amount": [1.0]}), InvalidDataError,
-     "primary-key column 'id'"),
-])
+@pytest.mark.parametrize(
+    "data, error, match",
+    [
+        (pa.table({"id": [1], "name": ["a"]}), SchemaMismatchError, "missing column.*amount"),
+        (pa.table({"id": [1], "name": ["a"], "amount": [1.0], "x": [1]}), SchemaMismatchError, "unknown column.*'x'"),
+        (pa.table({"id": ["1"], "name": ["a"], "amount": [1.0]}), SchemaMismatchError, "'id'"),
+        (
+            pa.table({"id": pa.array([None], pa.int64()), "name": ["a"], "amount": [1.0]}),
+            InvalidDataError,
+            "primary-key column 'id'",
+        ),
+    ],
+)
 def test_bad_writes_leave_table_unchanged(catalog, data, error, match):
     t = catalog.create_table("db.t", schema=SCHEMA, primary_keys=["id"], options={"bucket": "1"})
     t.write_arrow(rows([1], ["a"], [1]))
@@ -217,19 +249,31 @@ def test_invalid_row_kind(catalog):
     assert t.latest_snapshot() is None
 
 
-@pytest.mark.parametrize("kwargs, error, match", [
-    (dict(primary_keys=["nope"], options={"bucket": "1"}), LakeError, "nope"),
-    (dict(primary_keys=["id"], partition_keys=["zz"], options={"bucket": "1"}), LakeError, "zz"),
-    (dict(primary_keys=["id"], options={"bucket": "0"}), InvalidOptionError, "'bucket'"),
-    (dict(primary_keys=["id"], options={"bucket": "x"}), InvalidOptionError, "'bucket'"),
-    (dict(primary_keys=["id"], options={"bucket": "1", "buckett": "2"}), UnsupportedOptionError, "buckett"),
-    (dict(primary_keys=["id"], options={"bucket": "1", "deletion-vectors.enabled": "true",
-                                               "merge-engine": "first-row"}),
-     UnsupportedOptionError, "deletion-vectors"),
-    (dict(primary_keys=["id"], options={"bucket": "1", "merge-engine": "nope"}), InvalidOptionError, "merge-engine"),
-    (dict(primary_keys=["id"], options={"bucket": "1", "sequence.field": "zz"}), InvalidOptionError, "zz"),
-    (dict(primary_keys=["id"], options={"bucket": "1", "rowkind.field": "amount"}), InvalidOptionError, "amount"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (dict(primary_keys=["nope"], options={"bucket": "1"}), LakeError, "nope"),
+        (dict(primary_keys=["id"], partition_keys=["zz"], options={"bucket": "1"}), LakeError, "zz"),
+        (dict(primary_keys=["id"], options={"bucket": "0"}), InvalidOptionError, "'bucket'"),
+        (dict(primary_keys=["id"], options={"bucket": "x"}), InvalidOptionError, "'bucket'"),
+        (dict(primary_keys=["id"], options={"bucket": "1", "buckett": "2"}), UnsupportedOptionError, "buckett"),
+        (
+            dict(
+                primary_keys=["id"],
+                options={"bucket": "1", "deletion-vectors.enabled": "true", "merge-engine": "first-row"},
+            ),
+            UnsupportedOptionError,
+            "deletion-vectors",
+        ),
+        (
+            dict(primary_keys=["id"], options={"bucket": "1", "merge-engine": "nope"}),
+            InvalidOptionError,
+            "merge-engine",
+        ),
+        (dict(primary_keys=["id"], options={"bucket": "1", "sequence.field": "zz"}), InvalidOptionError, "zz"),
+        (dict(primary_keys=["id"], options={"bucket": "1", "rowkind.field": "amount"}), InvalidOptionError, "amount"),
+    ],
+)
 def test_bad_table_definitions(catalog, kwargs, error, match):
     with pytest.raises(error, match=match):
         catalog.create_table("db.t", schema=SCHEMA, **kwargs)
@@ -246,6 +290,7 @@ def test_primary_key_table_without_bucket_uses_dynamic_bucket_mode(catalog):
 
 def test_commit_messages_and_splits_pickle(catalog):
     import pickle
+
     t = catalog.create_table("db.t", schema=SCHEMA, primary_keys=["id"], options={"bucket": "2"})
     wb = t.new_batch_write_builder()
     w = wb.new_write()

@@ -1,5 +1,6 @@
 """A table whose stored options lake_core does not implement is refused when opened, not only when
 created: another engine may have written it (or altered it) with such an option."""
+
 from __future__ import annotations
 
 import json
@@ -26,12 +27,15 @@ def _table_with_stored_options(warehouse_path: Path, options: dict) -> Catalog:
     return catalog
 
 
-@pytest.mark.parametrize("options, named", [
-    ({"deletion-vectors.enabled": "true", "merge-engine": "first-row"}, "deletion-vectors.enabled"),
-    ({"bucket": "-2"}, "bucket"),
-    ({"lookup.cache-max-memory-size": "1 gb"}, "lookup.cache-max-memory-size"),
-    ({"an-option-from-the-future": "x"}, "an-option-from-the-future"),
-])
+@pytest.mark.parametrize(
+    "options, named",
+    [
+        ({"deletion-vectors.enabled": "true", "merge-engine": "first-row"}, "deletion-vectors.enabled"),
+        ({"bucket": "-2"}, "bucket"),
+        ({"lookup.cache-max-memory-size": "1 gb"}, "lookup.cache-max-memory-size"),
+        ({"an-option-from-the-future": "x"}, "an-option-from-the-future"),
+    ],
+)
 def test_open_refuses_unsupported_stored_options(warehouse_path, options, named):
     catalog = _table_with_stored_options(warehouse_path, options)
     with pytest.raises(UnsupportedOptionError, match=rf"table db\.t: .*'{named}'.*refuses to read or write it"):
@@ -39,6 +43,7 @@ def test_open_refuses_unsupported_stored_options(warehouse_path, options, named)
 
 
 def test_open_accepts_supported_stored_options(warehouse_path):
-    catalog = _table_with_stored_options(warehouse_path, {"deletion-vectors.enabled": "false",
-                                                          "snapshot.num-retained.min": "3"})
+    catalog = _table_with_stored_options(
+        warehouse_path, {"deletion-vectors.enabled": "false", "snapshot.num-retained.min": "3"}
+    )
     assert catalog.get_table("db.t").to_arrow().num_rows == 2

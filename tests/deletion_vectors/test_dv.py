@@ -1,5 +1,6 @@
 """Deletion vectors: Paimon's exact bytes, what compaction marks, reads, and the index files kept
 consistent by compaction, expiry, orphan removal and overwrite; switching a merge-on-read table on."""
+
 from __future__ import annotations
 
 import datetime
@@ -25,10 +26,9 @@ SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.string())])
 def test_index_file_bytes_are_paimons_worked_example():
     # rows 1, 3, 5, 7 of one data file deleted: the 37-byte file Java's DeletionVectorsIndexFile writes
     data, metas = encode_index_file({"data-x-0.parquet": DeletionVector.of([7, 1, 5, 3])})
-    assert data.hex() == ("01" "0000001c" "5e43f2d0" "3a30000001000000" "000003001000000001000300" "05000700"
-                          "a9151f29")
+    assert data.hex() == ("010000001c5e43f2d03a3000000100000000000300100000000100030005000700a9151f29")
     assert (metas[0].offset, metas[0].length, metas[0].cardinality) == (1, 28, 4)
-    assert zlib.crc32(data[5:33]) == 0xa9151f29
+    assert zlib.crc32(data[5:33]) == 0xA9151F29
 
 
 @pytest.mark.parametrize("bitmap64", [False, True])
@@ -46,8 +46,12 @@ def test_round_trip_array_and_bitmap_containers(bitmap64, n):
 
 def test_reads_run_containers_java_writes_after_run_optimize():
     # cookie 12347 with 1 container (run flag set): key 0, card-1 = 9, runs [10..14] and [100..104]
-    buf = (np.array([12347], "<u4").tobytes() + bytes([1]) + np.array([0, 9], "<u2").tobytes()
-           + np.array([2, 10, 4, 100, 4], "<u2").tobytes())
+    buf = (
+        np.array([12347], "<u4").tobytes()
+        + bytes([1])
+        + np.array([0, 9], "<u2").tobytes()
+        + np.array([2, 10, 4, 100, 4], "<u2").tobytes()
+    )
     values, end = deserialize32(buf)
     assert values.tolist() == [10, 11, 12, 13, 14, 100, 101, 102, 103, 104] and end == len(buf)
 
@@ -63,8 +67,9 @@ def test_corrupt_vector_is_refused():
 def _table(tmp_path, name="db.t", schema=SCHEMA, **opts):
     cat = Catalog(f"file://{tmp_path}")
     cat.create_database("db")
-    return cat, cat.create_table(name, schema=schema, primary_keys=["k"],
-                                 options={"bucket": "1", "deletion-vectors.enabled": "true", **opts})
+    return cat, cat.create_table(
+        name, schema=schema, primary_keys=["k"], options={"bucket": "1", "deletion-vectors.enabled": "true", **opts}
+    )
 
 
 def _dv_entries(t):
@@ -84,7 +89,7 @@ def test_update_marks_the_old_row_and_reads_need_no_merge(tmp_path):
     assert len(entries) == 1 and entries[0].row_count == 1  # one vector, for the first file
     live = {e.file.file_name: e.file for e in t.manifest_store.live_entries(t.latest_snapshot())}
     assert all(f.level > 0 for f in live.values())  # writes were compacted up at once
-    (name, dv), = load_vectors(t, entries).items()
+    ((name, dv),) = load_vectors(t, entries).items()
     assert live[name].row_count == 10 and dv.positions.tolist() == [2, 5, 7]  # keys 2, 5, 7 sit at 2, 5, 7
     got = {r["k"]: r["v"] for r in t.to_arrow().to_pylist()}
     assert got == {k: ("b" if k in (2, 5, 7) else "a") + str(k) for k in range(10)}
@@ -119,8 +124,9 @@ def test_delete_and_write_only_level0_is_invisible_until_compacted(tmp_path):
 
 
 def test_full_compaction_drops_vectors_and_expiry_orphans_keep_index_files_consistent(tmp_path):
-    cat, t = _table(tmp_path, **{"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1",
-                                 "write-only": "true"})
+    cat, t = _table(
+        tmp_path, **{"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1", "write-only": "true"}
+    )
     t.write_arrow(_rows(list(range(20)), "a"))
     t.maintenance.compact()
     for i in range(3):
@@ -154,8 +160,9 @@ def test_overwrite_drops_the_partitions_vectors(tmp_path):
 def test_turning_on_for_a_merge_on_read_table(tmp_path):
     cat = Catalog(f"file://{tmp_path}")
     cat.create_database("db")
-    t = cat.create_table("db.t", schema=SCHEMA, primary_keys=["k"],
-                         options={"bucket": "1", "num-sorted-run.compaction-trigger": "2"})
+    t = cat.create_table(
+        "db.t", schema=SCHEMA, primary_keys=["k"], options={"bucket": "1", "num-sorted-run.compaction-trigger": "2"}
+    )
     for i in range(5):  # several levels holding versions of the same keys
         t.write_arrow(_rows(list(range(i, i + 6)), f"w{i}"))
     want = {r["k"]: r["v"] for r in cat.get_table("db.t").to_arrow().to_pylist()}

@@ -3,19 +3,20 @@ table) after any sequence of upserts, deletes, inline and dedicated compactions,
 partial-update and aggregation. Every step also checks the DV invariants a raw reader relies on:
 each key is live once at levels >= 1, and every vector names a live file and a position inside it.
 The all-levels read (level 0 merged over the masked levels above) equals the model of every commit."""
+
 from __future__ import annotations
 
 import pyarrow as pa
-from hypothesis import HealthCheck, given, settings, strategies as st
+from compaction.test_compaction_model import ENGINES, _arrow, _canon, step_strategy
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from merge.model import Model, Spec
 
 from lake_core import Catalog
 from lake_core.deletion_vectors.index_file import DV_INDEX
 from lake_core.deletion_vectors.maintainer import load_vectors
 from lake_core.read.scan import TableScan
 from lake_core.read.split_read import SplitRead
-
-from compaction.test_compaction_model import ENGINES, _arrow, _canon, step_strategy
-from merge.model import Model, Spec
 
 DV_ENGINES = ("deduplicate", "partial-update", "aggregation")
 
@@ -44,16 +45,30 @@ def run_dv_model(tmp_path_factory, engine: str, steps, inline: bool) -> None:
     cat.create_database("db")
     tables = {}
     for name, extra in (("dv", {"deletion-vectors.enabled": "true"}), ("mor", {})):
-        options = {"bucket": "2", "rowkind.field": "op", "num-sorted-run.compaction-trigger": "2",
-                   "write-only": str(not inline).lower(), **opts, **extra}
-        tables[name] = cat.create_table(f"db.{name}", schema=schema.append(pa.field("op", pa.string())),
-                                        primary_keys=["p", "k"], partition_keys=["p"], options=options)
+        options = {
+            "bucket": "2",
+            "rowkind.field": "op",
+            "num-sorted-run.compaction-trigger": "2",
+            "write-only": str(not inline).lower(),
+            **opts,
+            **extra,
+        }
+        tables[name] = cat.create_table(
+            f"db.{name}",
+            schema=schema.append(pa.field("op", pa.string())),
+            primary_keys=["p", "k"],
+            partition_keys=["p"],
+            options=options,
+        )
     spec = Spec(schema, ("p", "k"), opts)
     # A large base at the top level first: later small level-0 runs are then forced up to a level
     # above it (size ratio), so compactions find keys below them and mark vectors, instead of
     # merging every tiny run into one full compaction.
-    base = [{"p": p, "k": k, "_kind": 0, **{n: k % 5 for n in schema.names if n not in ("p", "k")}}
-            for p in (0, 1) for k in range(400)]
+    base = [
+        {"p": p, "k": k, "_kind": 0, **{n: k % 5 for n in schema.names if n not in ("p", "k")}}
+        for p in (0, 1)
+        for k in range(400)
+    ]
     for t in tables.values():
         t.write_arrow(_arrow(schema, base))
         t.maintenance.compact(full=True)
@@ -78,12 +93,14 @@ def run_dv_model(tmp_path_factory, engine: str, steps, inline: bool) -> None:
         _check_vectors(dv)
         # what maintenance reads (rescale, delete_where): every committed row, level 0 included
         all_levels = SplitRead(dv.store).to_arrow(TableScan(dv.store, dv.latest_snapshot(), all_levels=True).splits())
-        assert _canon(all_levels.drop_columns(["op"]).to_pylist(), schema.names) == \
-            _canon(Model(spec).run(commits), schema.names), (action, commits)
+        assert _canon(all_levels.drop_columns(["op"]).to_pylist(), schema.names) == _canon(
+            Model(spec).run(commits), schema.names
+        ), (action, commits)
 
 
-SETTINGS = dict(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                       HealthCheck.too_slow])
+SETTINGS = dict(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 
 
 @settings(**SETTINGS)

@@ -1,5 +1,6 @@
 """Inspection helpers for dynamic-bucket tables: where every live key is, and whether the HASH
 index agrees with the data."""
+
 from __future__ import annotations
 
 from collections import Counter, defaultdict

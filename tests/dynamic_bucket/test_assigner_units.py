@@ -1,4 +1,5 @@
 """HASH index files and the vectorized bucket assignment, against Java's sequential rules."""
+
 from __future__ import annotations
 
 import random
@@ -9,8 +10,8 @@ import pytest
 
 from lake_core.bucket.assign import hash_rows
 from lake_core.bucket.dynamic import MAX_DYNAMIC_BUCKETS, BucketFiller, DynamicBucketOptions, assigner_of
-from lake_core.errors import FormatError, LakeError
 from lake_core.bucket.hash_index import decode_hashes, encode_hashes
+from lake_core.errors import FormatError, LakeError
 
 
 def test_hash_index_bytes_match_format_md_example():
@@ -69,14 +70,14 @@ def test_vectorized_filler_matches_sequential_java_rules(seed):
     existing = {b: rnd.randint(0, target + 1) for b in rnd.sample(range(6), rnd.randint(0, 4))}
     if max_buckets != -1:
         existing = {b: c for b, c in existing.items() if b < max_buckets}
-    hashes = np.array(rnd.sample(range(-2**31, 2**31 - 1), rnd.randint(0, 60)), np.int32)
+    hashes = np.array(rnd.sample(range(-(2**31), 2**31 - 1), rnd.randint(0, 60)), np.int32)
     opts = DynamicBucketOptions(target, max_buckets, n_assigners)
     filler = BucketFiller(dict(existing), opts)
     groups = assigner_of(12345, hashes, n_assigners)
     got = filler.assign(hashes, groups).tolist()
     assert got == java_assign(existing, hashes.tolist(), target, max_buckets, n_assigners, 12345)
     # a second batch continues from the updated counts
-    more = np.array(rnd.sample(range(-2**31, 2**31 - 1), 7), np.int32)
+    more = np.array(rnd.sample(range(-(2**31), 2**31 - 1), 7), np.int32)
     before = {b: int(c) for b, c in enumerate(filler.counts) if filler.exists[b]}
     got2 = filler.assign(more, assigner_of(12345, more, n_assigners)).tolist()
     assert got2 == java_assign(before, more.tolist(), target, max_buckets, n_assigners, 12345)

@@ -1,5 +1,6 @@
 """One writer job per dynamic-bucket table, as in Paimon: a concurrent second writer fails its
 commit cleanly instead of storing a key twice."""
+
 from __future__ import annotations
 
 import multiprocessing as mp
@@ -7,10 +8,9 @@ import multiprocessing as mp
 import pyarrow as pa
 import pytest
 
+from fixtures.commits import prepared_write
 from lake_core import Catalog
 from lake_core.errors import CommitConflictError
-
-from fixtures.commits import prepared_write
 
 from .helpers import assert_each_key_once, assert_hash_index_consistent
 
@@ -25,8 +25,13 @@ def make(warehouse, cross=False, **options):
     cat = Catalog(warehouse)
     cat.create_database("db", ignore_if_exists=True)
     pk = ["id"] if cross else ["dt", "id"]
-    return cat.create_table("db.t", schema=SCHEMA, primary_keys=pk, partition_keys=["dt"],
-                            options={"dynamic-bucket.target-row-num": "3", **options})
+    return cat.create_table(
+        "db.t",
+        schema=SCHEMA,
+        primary_keys=pk,
+        partition_keys=["dt"],
+        options={"dynamic-bucket.target-row-num": "3", **options},
+    )
 
 
 def test_second_writer_adding_keys_to_the_same_partition_fails(warehouse):
@@ -120,6 +125,7 @@ def test_racing_processes_never_duplicate_keys(warehouse, cross):
     for p in procs:
         p.start()
     import time
+
     time.sleep(2.0)  # both workers imported lake_core and wait at the gate
     go.set()
     for p in procs:
@@ -145,5 +151,7 @@ def test_update_racing_an_overwrite_of_its_partition_fails(warehouse):
     wb.new_commit().commit(mb)  # another partition: fine
     assert_each_key_once(t)
     assert_hash_index_consistent(t, 3)
-    assert sorted((r["dt"], r["id"], r["v"]) for r in t.to_arrow().to_pylist() if r["dt"] == "a") == \
-        [("a", 4, 9), ("a", 5, 9)]
+    assert sorted((r["dt"], r["id"], r["v"]) for r in t.to_arrow().to_pylist() if r["dt"] == "a") == [
+        ("a", 4, 9),
+        ("a", 5, 9),
+    ]

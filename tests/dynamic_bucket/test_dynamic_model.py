@@ -1,39 +1,63 @@
 """Dynamic bucket mode against a plain dictionary model, over many random commits."""
+
 from __future__ import annotations
 
 import pyarrow as pa
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from fixtures.commits import commit_batches
 from lake_core import Catalog
 
 from .helpers import assert_each_key_once, assert_hash_index_consistent
 
-SCHEMA = pa.schema([("dt", pa.string()), ("k", pa.int32()), ("name", pa.string()), ("v", pa.int64()),
-                    ("op", pa.string())])
+SCHEMA = pa.schema(
+    [("dt", pa.string()), ("k", pa.int32()), ("name", pa.string()), ("v", pa.int64()), ("op", pa.string())]
+)
 
-row = st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(0, 40), st.sampled_from(["x", "yy", "a long name!"]),
-                st.one_of(st.none(), st.integers(-5, 5)), st.sampled_from(["+I", "+I", "+U", "-D"]))
+row = st.tuples(
+    st.sampled_from(["a", "b", "c"]),
+    st.integers(0, 40),
+    st.sampled_from(["x", "yy", "a long name!"]),
+    st.one_of(st.none(), st.integers(-5, 5)),
+    st.sampled_from(["+I", "+I", "+U", "-D"]),
+)
 commit = st.lists(st.lists(row, min_size=0, max_size=30), min_size=1, max_size=3)
 
 
 def _table(rows):
-    return pa.table({"dt": [r[0] for r in rows], "k": [r[1] for r in rows], "name": [r[2] for r in rows],
-                     "v": [r[3] for r in rows], "op": [r[4] for r in rows]}, schema=SCHEMA)
+    return pa.table(
+        {
+            "dt": [r[0] for r in rows],
+            "k": [r[1] for r in rows],
+            "name": [r[2] for r in rows],
+            "v": [r[3] for r in rows],
+            "op": [r[4] for r in rows],
+        },
+        schema=SCHEMA,
+    )
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(commits=st.lists(commit, min_size=1, max_size=6), composite=st.booleans(),
-       options=st.sampled_from([{"dynamic-bucket.target-row-num": "3"},
-                                {"dynamic-bucket.target-row-num": "5", "dynamic-bucket.initial-buckets": "2"},
-                                {"dynamic-bucket.target-row-num": "2", "dynamic-bucket.max-buckets": "3"},
-                                {}]))
+@given(
+    commits=st.lists(commit, min_size=1, max_size=6),
+    composite=st.booleans(),
+    options=st.sampled_from(
+        [
+            {"dynamic-bucket.target-row-num": "3"},
+            {"dynamic-bucket.target-row-num": "5", "dynamic-bucket.initial-buckets": "2"},
+            {"dynamic-bucket.target-row-num": "2", "dynamic-bucket.max-buckets": "3"},
+            {},
+        ]
+    ),
+)
 def test_dynamic_bucket_table_matches_dictionary_model(tmp_path_factory, commits, composite, options):
     cat = Catalog(f"file://{tmp_path_factory.mktemp('wh')}")
     cat.create_database("db")
     pk = ["dt", "k", "name"] if composite else ["dt", "k"]
-    t = cat.create_table("db.t", schema=SCHEMA, primary_keys=pk, partition_keys=["dt"],
-                         options={"rowkind.field": "op", **options})
+    t = cat.create_table(
+        "db.t", schema=SCHEMA, primary_keys=pk, partition_keys=["dt"], options={"rowkind.field": "op", **options}
+    )
     assert t.bucket_mode == "dynamic"
     model: dict[tuple, dict] = {}
     for writes in commits:
@@ -48,8 +72,11 @@ def test_dynamic_bucket_table_matches_dictionary_model(tmp_path_factory, commits
         assert got == model
         locations = assert_each_key_once(t)
         assert set(locations) == set(model)
-        target = int(options["dynamic-bucket.target-row-num"]) if "dynamic-bucket.target-row-num" in options \
-            and "dynamic-bucket.max-buckets" not in options else None
+        target = (
+            int(options["dynamic-bucket.target-row-num"])
+            if "dynamic-bucket.target-row-num" in options and "dynamic-bucket.max-buckets" not in options
+            else None
+        )
         assert_hash_index_consistent(t, target)
         if "dynamic-bucket.max-buckets" in options:
             assert all(b < 3 for _, b in locations.values())
@@ -59,8 +86,13 @@ def test_existing_keys_keep_their_bucket_and_new_keys_fill_by_target(warehouse):
     cat = Catalog(warehouse)
     cat.create_database("db")
     schema = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("v", pa.int64())])
-    t = cat.create_table("db.t", schema=schema, primary_keys=["dt", "id"], partition_keys=["dt"],
-                         options={"dynamic-bucket.target-row-num": "4"})
+    t = cat.create_table(
+        "db.t",
+        schema=schema,
+        primary_keys=["dt", "id"],
+        partition_keys=["dt"],
+        options={"dynamic-bucket.target-row-num": "4"},
+    )
     t.write_arrow(pa.table({"dt": ["a"] * 10, "id": list(range(10)), "v": [0] * 10}, schema=schema))
     before = assert_each_key_once(t)
     assert sorted(b for _, b in before.values()) == [0] * 4 + [1] * 4 + [2] * 2
@@ -68,7 +100,7 @@ def test_existing_keys_keep_their_bucket_and_new_keys_fill_by_target(warehouse):
     t.write_arrow(pa.table({"dt": ["a"] * 13, "id": list(range(13)), "v": [1] * 13}, schema=schema))
     after = assert_each_key_once(t)
     assert all(after[k] == before[k] for k in before)
-    assert sorted(after[('a', i)][1] for i in (10, 11, 12)) == [2, 2, 3]
+    assert sorted(after[("a", i)][1] for i in (10, 11, 12)) == [2, 2, 3]
     assert_hash_index_consistent(t, 4)
     assert {r["v"] for r in t.to_arrow().to_pylist()} == {1}
     # one writer, several write_arrow calls before one commit: the second call knows the first's keys
@@ -103,8 +135,10 @@ def test_total_buckets_is_minus_one_and_only_changed_buckets_get_new_index_files
 
 def test_hash_collisions_share_a_bucket_as_in_java(warehouse):
     """Paimon's index stores hashes: a new key whose hash is already indexed goes to that bucket."""
-    from lake_core.bucket.dynamic import DynamicBucketAssigner
     import numpy as np
+
+    from lake_core.bucket.dynamic import DynamicBucketAssigner
+
     cat = Catalog(warehouse)
     cat.create_database("db")
     schema = pa.schema([("id", pa.int64()), ("v", pa.int64())])
@@ -120,10 +154,16 @@ def test_overwrite_of_a_partition_rebuilds_its_index(warehouse):
     cat = Catalog(warehouse)
     cat.create_database("db")
     schema = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("v", pa.int64())])
-    t = cat.create_table("db.t", schema=schema, primary_keys=["dt", "id"], partition_keys=["dt"],
-                         options={"dynamic-bucket.target-row-num": "2"})
-    t.write_arrow(pa.table({"dt": ["a"] * 5 + ["b"] * 3, "id": list(range(5)) + [0, 1, 2], "v": [0] * 8},
-                           schema=schema))
+    t = cat.create_table(
+        "db.t",
+        schema=schema,
+        primary_keys=["dt", "id"],
+        partition_keys=["dt"],
+        options={"dynamic-bucket.target-row-num": "2"},
+    )
+    t.write_arrow(
+        pa.table({"dt": ["a"] * 5 + ["b"] * 3, "id": list(range(5)) + [0, 1, 2], "v": [0] * 8}, schema=schema)
+    )
     t.write_arrow(pa.table({"dt": ["a"] * 2, "id": [7, 8], "v": [9, 9]}, schema=schema), overwrite={"dt": "a"})
     got = sorted((r["dt"], r["id"], r["v"]) for r in t.to_arrow().to_pylist())
     assert got == [("a", 7, 9), ("a", 8, 9), ("b", 0, 0), ("b", 1, 0), ("b", 2, 0)]
@@ -145,15 +185,22 @@ def test_every_merge_engine_works_in_dynamic_bucket_mode(tmp_path):
     engines = {
         "deduplicate": ({}, {1: (5, None), 2: (2, "y"), 3: (3, "z")}),
         "partial-update": ({"merge-engine": "partial-update"}, {1: (5, "x"), 2: (2, "y"), 3: (3, "z")}),
-        "aggregation": ({"merge-engine": "aggregation", "fields.a.aggregate-function": "sum"},
-                        {1: (6, "x"), 2: (2, "y"), 3: (3, "z")}),
+        "aggregation": (
+            {"merge-engine": "aggregation", "fields.a.aggregate-function": "sum"},
+            {1: (6, "x"), 2: (2, "y"), 3: (3, "z")},
+        ),
         "first-row": ({"merge-engine": "first-row"}, {1: (1, "x"), 2: (2, "y"), 3: (3, "z")}),
     }
     for engine, (options, want) in engines.items():
         cat = Catalog(f"file://{tmp_path}/{engine}")
         cat.create_database("db")
-        t = cat.create_table("db.t", schema=schema, primary_keys=["dt", "id"], partition_keys=["dt"],
-                             options={"dynamic-bucket.target-row-num": "1", **options})
+        t = cat.create_table(
+            "db.t",
+            schema=schema,
+            primary_keys=["dt", "id"],
+            partition_keys=["dt"],
+            options={"dynamic-bucket.target-row-num": "1", **options},
+        )
         t.write_arrow(pa.table({"dt": ["d"] * 2, "id": [1, 2], "a": [1, 2], "b": ["x", "y"]}, schema=schema))
         t.write_arrow(pa.table({"dt": ["d"] * 2, "id": [1, 3], "a": [5, 3], "b": [None, "z"]}, schema=schema))
         got = {r["id"]: (r["a"], r["b"]) for r in t.to_arrow().to_pylist()}

@@ -1,5 +1,6 @@
 """Dynamic-bucket tables shared with pypaimon 2.1.0 in both directions: each writer continues
 the other's HASH index, and both readers show every key once with its newest value."""
+
 from __future__ import annotations
 
 import random
@@ -13,8 +14,9 @@ from .helpers import assert_each_key_once, assert_hash_index_consistent
 
 pytestmark = pytest.mark.interop
 
-SCHEMA = pa.schema([("dt", pa.string()), ("k", pa.int32()), ("name", pa.string()), ("v", pa.int64()),
-                    ("note", pa.string())])
+SCHEMA = pa.schema(
+    [("dt", pa.string()), ("k", pa.int32()), ("name", pa.string()), ("v", pa.int64()), ("note", pa.string())]
+)
 PK = ["dt", "k", "name"]
 OPTIONS = {"dynamic-bucket.target-row-num": "4"}
 
@@ -32,12 +34,16 @@ class Model:
             out.append({"dt": dt, "k": k, "name": name, "v": rnd.randint(0, 10**6), "note": f"upd by {writer}"})
         for _ in range(new_keys):
             while True:
-                key = (rnd.choice(["2024-01-01", "2024-01-02", "x"]), rnd.randint(-50, 5000),
-                       rnd.choice(["", "a", "abcdefg", "abcdefgh", "a much longer name", "é"]))
+                key = (
+                    rnd.choice(["2024-01-01", "2024-01-02", "x"]),
+                    rnd.randint(-50, 5000),
+                    rnd.choice(["", "a", "abcdefg", "abcdefgh", "a much longer name", "é"]),
+                )
                 if key not in self.rows and all((r["dt"], r["k"], r["name"]) != key for r in out):
                     break
-            out.append({"dt": key[0], "k": key[1], "name": key[2], "v": rnd.randint(0, 10**6),
-                        "note": f"new by {writer}"})
+            out.append(
+                {"dt": key[0], "k": key[1], "name": key[2], "v": rnd.randint(0, 10**6), "note": f"new by {writer}"}
+            )
         for r in out:
             self.rows[(r["dt"], r["k"], r["name"])] = r
         return pa.Table.from_pylist(out, schema=SCHEMA)
@@ -89,13 +95,19 @@ def test_pypaimon_reads_our_cross_partition_table(warehouse, pypaimon):
     cat = Catalog(warehouse)
     cat.create_database("db")
     schema = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("v", pa.string())])
-    t = cat.create_table("db.x", schema=schema, primary_keys=["id"], partition_keys=["dt"],
-                         options={"dynamic-bucket.target-row-num": "3"})
+    t = cat.create_table(
+        "db.x",
+        schema=schema,
+        primary_keys=["id"],
+        partition_keys=["dt"],
+        options={"dynamic-bucket.target-row-num": "3"},
+    )
     model = {}
     rnd = random.Random(3)
     for _ in range(4):
-        batch = [{"dt": rnd.choice(["a", "b", "c"]), "id": rnd.randint(0, 30), "v": str(rnd.random())}
-                 for _ in range(25)]
+        batch = [
+            {"dt": rnd.choice(["a", "b", "c"]), "id": rnd.randint(0, 30), "v": str(rnd.random())} for _ in range(25)
+        ]
         t.write_arrow(pa.Table.from_pylist(batch, schema=schema))
         for r in batch:
             model[r["id"]] = r

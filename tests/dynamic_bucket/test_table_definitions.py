@@ -1,4 +1,5 @@
 """What the catalog accepts and refuses for dynamic-bucket and cross-partition tables."""
+
 from __future__ import annotations
 
 import pyarrow as pa
@@ -19,10 +20,16 @@ def catalog(warehouse):
 
 def test_modes(catalog):
     assert catalog.create_table("db.a", SCHEMA, primary_keys=["id"]).bucket_mode == "dynamic"
-    assert catalog.create_table("db.b", SCHEMA, primary_keys=["dt", "id"], partition_keys=["dt"],
-                                options={"bucket": "-1"}).bucket_mode == "dynamic"
-    assert catalog.create_table("db.c", SCHEMA, primary_keys=["id"],
-                                partition_keys=["dt"]).bucket_mode == "cross-partition"
+    assert (
+        catalog.create_table(
+            "db.b", SCHEMA, primary_keys=["dt", "id"], partition_keys=["dt"], options={"bucket": "-1"}
+        ).bucket_mode
+        == "dynamic"
+    )
+    assert (
+        catalog.create_table("db.c", SCHEMA, primary_keys=["id"], partition_keys=["dt"]).bucket_mode
+        == "cross-partition"
+    )
     assert catalog.create_table("db.d", SCHEMA, primary_keys=["id"], options={"bucket": "2"}).bucket_mode == "fixed"
     assert catalog.create_table("db.e", SCHEMA).bucket_mode == "unaware"
 
@@ -36,19 +43,28 @@ def test_fixed_bucket_with_key_omitting_partition_explains_both_choices(catalog)
     assert catalog.list_tables("db") == []
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(primary_keys=["id"], partition_keys=["dt"], options={"bucket-key": "id"}), "bucket-key"),
-    (dict(primary_keys=["id"], options={"bucket-key": "id"}), "bucket-key"),
-    (dict(primary_keys=["id"], partition_keys=["dt"], options={"sequence.field": "v"}), "sequence.field"),
-    (dict(primary_keys=["id"], options={"dynamic-bucket.target-row-num": "0"}), "target-row-num"),
-    (dict(primary_keys=["id"], options={"dynamic-bucket.max-buckets": "0"}), "max-buckets"),
-    (dict(primary_keys=["id"], options={"dynamic-bucket.max-buckets": "40000"}), "max-buckets"),
-    (dict(primary_keys=["id"], options={"dynamic-bucket.initial-buckets": "x"}), "initial-buckets"),
-    (dict(primary_keys=["id"], options={"dynamic-bucket.initial-buckets": "4",
-                                        "dynamic-bucket.max-buckets": "2"}), "initial-buckets"),
-    (dict(primary_keys=["id"], partition_keys=["dt"], options={"cross-partition-upsert.index-ttl": "soon"}),
-     "index-ttl"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(primary_keys=["id"], partition_keys=["dt"], options={"bucket-key": "id"}), "bucket-key"),
+        (dict(primary_keys=["id"], options={"bucket-key": "id"}), "bucket-key"),
+        (dict(primary_keys=["id"], partition_keys=["dt"], options={"sequence.field": "v"}), "sequence.field"),
+        (dict(primary_keys=["id"], options={"dynamic-bucket.target-row-num": "0"}), "target-row-num"),
+        (dict(primary_keys=["id"], options={"dynamic-bucket.max-buckets": "0"}), "max-buckets"),
+        (dict(primary_keys=["id"], options={"dynamic-bucket.max-buckets": "40000"}), "max-buckets"),
+        (dict(primary_keys=["id"], options={"dynamic-bucket.initial-buckets": "x"}), "initial-buckets"),
+        (
+            dict(
+                primary_keys=["id"], options={"dynamic-bucket.initial-buckets": "4", "dynamic-bucket.max-buckets": "2"}
+            ),
+            "initial-buckets",
+        ),
+        (
+            dict(primary_keys=["id"], partition_keys=["dt"], options={"cross-partition-upsert.index-ttl": "soon"}),
+            "index-ttl",
+        ),
+    ],
+)
 def test_refused_definitions(catalog, kwargs, match):
     with pytest.raises(InvalidOptionError, match=match):
         catalog.create_table("db.t", SCHEMA, **kwargs)
@@ -68,12 +84,14 @@ def test_incomplete_hash_index_is_refused(catalog):
     t = catalog.create_table("db.t", SCHEMA, primary_keys=["id"])
     t.write_arrow(pa.table({"dt": ["a"], "id": [1], "v": ["x"]}, schema=SCHEMA))
     # drop the index from the table's metadata: commit an index DELETE only
-    from lake_core.commit.file_store_commit import FileStoreCommit
     from lake_core.bucket.hash_index import as_delete
+    from lake_core.commit.file_store_commit import FileStoreCommit
     from lake_core.commit.messages import CommitMessage
+
     (e,) = t.manifest_store.index_entries(t.latest_snapshot())
     FileStoreCommit(t.store, hooks=t).commit(
-        [CommitMessage(e.partition, e.bucket, -1, deleted_index_files=(as_delete(e),))])
+        [CommitMessage(e.partition, e.bucket, -1, deleted_index_files=(as_delete(e),))]
+    )
     assert t.manifest_store.index_entries(t.latest_snapshot()) == []
     with pytest.raises(LakeError, match="no HASH index"):
         t.write_arrow(pa.table({"dt": ["a"], "id": [2], "v": ["y"]}, schema=SCHEMA))

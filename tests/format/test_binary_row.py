@@ -1,5 +1,6 @@
 """BinaryRow encoding: worked examples of Java's bytes, Java null layout, edge values,
 and the vectorized encoder against the scalar one."""
+
 from __future__ import annotations
 
 import copy
@@ -15,14 +16,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from lake_core.errors import FormatError, LakeError, SchemaError, SchemaMismatchError
 from lake_core.format.binary_row.column_encoder import encode_rows
 from lake_core.format.binary_row.layout import null_bits_size
 from lake_core.format.binary_row.nano_datetime import NanoDatetime
 from lake_core.format.binary_row.reader import deserialize_row
 from lake_core.format.binary_row.writer import EMPTY_ROW, row_bytes, serialize_row
-from lake_core.errors import FormatError, LakeError, SchemaError, SchemaMismatchError
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def h(s: str) -> bytes:
@@ -60,6 +61,7 @@ def assert_both_paths(rows, types):
 # Worked examples (bytes from Java's BinaryRowWriter)
 # --------------------------------------------------------------------------------------------
 
+
 def test_format_6_2_partition_row():
     expected = h("""00000001 0000000000000000 0a00000010000000
                     323032342d30312d 3031000000000000""")
@@ -73,12 +75,39 @@ def test_format_6_2_min_key():
     assert deserialize_row(expected, [pa.int64()]) == [7]
 
 
-STATS_TYPES = [pa.string(), pa.int64(), pa.int32(), pa.int64(), pa.float64(), pa.string(),
-               pa.bool_(), pa.timestamp("us"), pa.decimal128(10, 2)]
-STATS_ROW_1 = ["2024-01-01", 7, -5, 1234567890123, 2.5, "hello world!!", True,
-               dt.datetime(2024, 1, 1, 12, 0, 0, 123456), Decimal("12.34")]
-STATS_ROW_2 = ["2024-01-01", 8, None, 1234567890123, 2.5, "abc", True,
-               dt.datetime(2024, 1, 1, 12, 0, 0, 123456), Decimal("-0.01")]
+STATS_TYPES = [
+    pa.string(),
+    pa.int64(),
+    pa.int32(),
+    pa.int64(),
+    pa.float64(),
+    pa.string(),
+    pa.bool_(),
+    pa.timestamp("us"),
+    pa.decimal128(10, 2),
+]
+STATS_ROW_1 = [
+    "2024-01-01",
+    7,
+    -5,
+    1234567890123,
+    2.5,
+    "hello world!!",
+    True,
+    dt.datetime(2024, 1, 1, 12, 0, 0, 123456),
+    Decimal("12.34"),
+]
+STATS_ROW_2 = [
+    "2024-01-01",
+    8,
+    None,
+    1234567890123,
+    2.5,
+    "abc",
+    True,
+    dt.datetime(2024, 1, 1, 12, 0, 0, 123456),
+    Decimal("-0.01"),
+]
 STATS_BYTES_1 = h("""
     00000009
     0000000000000000
@@ -127,12 +156,28 @@ def test_empty_row():
 # Nulls, including Java's non-compact DECIMAL/TIMESTAMP layout
 # --------------------------------------------------------------------------------------------
 
-COMPACT_NULL_TYPES = [pa.bool_(), pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.float32(),
-                      pa.float64(), pa.string(), pa.large_string(), pa.binary(),
-                      pa.large_binary(), pa.date32(), pa.time32("ms"), pa.timestamp("ms"),
-                      pa.timestamp("s"), pa.timestamp("ms", tz="UTC"), pa.decimal128(18, 4),
-                      pa.list_(pa.int32()), pa.map_(pa.string(), pa.int32()),
-                      pa.struct([("a", pa.int32())])]
+COMPACT_NULL_TYPES = [
+    pa.bool_(),
+    pa.int8(),
+    pa.int16(),
+    pa.int32(),
+    pa.int64(),
+    pa.float32(),
+    pa.float64(),
+    pa.string(),
+    pa.large_string(),
+    pa.binary(),
+    pa.large_binary(),
+    pa.date32(),
+    pa.time32("ms"),
+    pa.timestamp("ms"),
+    pa.timestamp("s"),
+    pa.timestamp("ms", tz="UTC"),
+    pa.decimal128(18, 4),
+    pa.list_(pa.int32()),
+    pa.map_(pa.string(), pa.int32()),
+    pa.struct([("a", pa.int32())]),
+]
 
 
 @pytest.mark.parametrize("t", COMPACT_NULL_TYPES, ids=str)
@@ -143,10 +188,18 @@ def test_null_compact_types_zero_slot(t):
     assert vector_rows([pa.array([None], type=t)], [t]) == [row]
 
 
-@pytest.mark.parametrize("t, reserved", [
-    (pa.decimal128(19, 2), 16), (pa.decimal128(38, 10), 16), (pa.timestamp("us"), 8),
-    (pa.timestamp("ns"), 8), (pa.timestamp("us", tz="UTC"), 8), (pa.timestamp("ns", tz="UTC"), 8),
-], ids=str)
+@pytest.mark.parametrize(
+    "t, reserved",
+    [
+        (pa.decimal128(19, 2), 16),
+        (pa.decimal128(38, 10), 16),
+        (pa.timestamp("us"), 8),
+        (pa.timestamp("ns"), 8),
+        (pa.timestamp("us", tz="UTC"), 8),
+        (pa.timestamp("ns", tz="UTC"), 8),
+    ],
+    ids=str,
+)
 def test_null_non_compact_types_java_layout(t, reserved):
     # Java writeDecimal/writeTimestamp(null): null bit, zeroed var bytes, slot = offset << 32.
     row = row_bytes([None], [t])
@@ -161,8 +214,8 @@ def test_null_non_compact_offsets_follow_earlier_var_parts():
     row = row_bytes(values, types)
     fixed = 8 + 8 * 4
     assert slot(row, 0, 4) == (fixed << 32) | 9
-    assert slot(row, 1, 4) == (fixed + 16) << 32             # after the 16-byte string
-    assert slot(row, 2, 4) == (fixed + 32) << 32             # after the 16 reserved bytes
+    assert slot(row, 1, 4) == (fixed + 16) << 32  # after the 16-byte string
+    assert slot(row, 2, 4) == (fixed + 32) << 32  # after the 16 reserved bytes
     assert slot(row, 3, 4) == ((fixed + 40) << 32) | 8
     assert len(row) == fixed + 16 + 16 + 8 + 8
     assert [is_null(row, i) for i in range(4)] == [False, True, True, False]
@@ -192,8 +245,10 @@ def test_null_bits_beyond_56_fields():
 # Edge values
 # --------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text", ["", "a", "abcdefg", "abcdefgh", "x" * 100, "héllo", "日本語テキスト",
-                                  "🙂🙂", "é" * 50])
+
+@pytest.mark.parametrize(
+    "text", ["", "a", "abcdefg", "abcdefgh", "x" * 100, "héllo", "日本語テキスト", "🙂🙂", "é" * 50]
+)
 def test_string_layout(text):
     data = text.encode("utf-8")
     row = row_bytes([text], [pa.string()])
@@ -211,11 +266,22 @@ def test_string_layout(text):
     assert_both_paths([[data]], [pa.binary()])
 
 
-@pytest.mark.parametrize("value, hex_bytes", [
-    (0, "00"), (1, "01"), (-1, "ff"), (127, "7f"), (128, "0080"), (-128, "80"), (-129, "ff7f"),
-    (255, "00ff"), (-32768, "8000"), (10 ** 38 - 1, "4b3b4ca85a86c47a098a223fffffffff"),
-    (-(10 ** 38 - 1), "b4c4b357a5793b85f675ddc000000001"),
-])
+@pytest.mark.parametrize(
+    "value, hex_bytes",
+    [
+        (0, "00"),
+        (1, "01"),
+        (-1, "ff"),
+        (127, "7f"),
+        (128, "0080"),
+        (-128, "80"),
+        (-129, "ff7f"),
+        (255, "00ff"),
+        (-32768, "8000"),
+        (10**38 - 1, "4b3b4ca85a86c47a098a223fffffffff"),
+        (-(10**38 - 1), "b4c4b357a5793b85f675ddc000000001"),
+    ],
+)
 def test_big_decimal_minimal_twos_complement(value, hex_bytes):
     # Java BigInteger.toByteArray(): e.g. -128 is the single byte 0x80 (pypaimon 2.1.0 writes
     # two bytes for -2^(8k-1), which Java would not).
@@ -228,9 +294,18 @@ def test_big_decimal_minimal_twos_complement(value, hex_bytes):
     assert_both_paths([[Decimal(value)]], [t])
 
 
-@pytest.mark.parametrize("value", ["0.0000000001", "-0.0000000001", "-1.5", "1234567890.0123456789",
-                                   "9999999999999999999999999999.9999999999",
-                                   "-9999999999999999999999999999.9999999999", "0"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "0.0000000001",
+        "-0.0000000001",
+        "-1.5",
+        "1234567890.0123456789",
+        "9999999999999999999999999999.9999999999",
+        "-9999999999999999999999999999.9999999999",
+        "0",
+    ],
+)
 def test_decimal_38_10_round_trip(value):
     t = pa.decimal128(38, 10)
     d = Decimal(value)
@@ -278,8 +353,7 @@ def test_timestamp_before_epoch_nano_of_milli_is_positive():
     assert slot(row, 0, 1) == (16 << 32) | 999_999
     assert row[16:] == struct.pack("<q", -1)
     value = dt.datetime(1969, 12, 31, 23, 59, 59, 999999)
-    assert deserialize_row(serialize_row([value], [pa.timestamp("us")]), [pa.timestamp("us")]) \
-        == [value]
+    assert deserialize_row(serialize_row([value], [pa.timestamp("us")]), [pa.timestamp("us")]) == [value]
     assert slot(row_bytes([value], [pa.timestamp("ms")]), 0, 1) == (1 << 64) - 1
 
 
@@ -294,14 +368,16 @@ def test_timestamp_precisions_and_ltz():
     t_ltz = pa.timestamp("us", tz="UTC")
     assert row_bytes([plus2], [t_ltz]) == row_bytes([naive], [pa.timestamp("us")])
     assert deserialize_row(serialize_row([plus2], [t_ltz]), [t_ltz]) == [aware]
-    assert deserialize_row(serialize_row([naive], [pa.timestamp("ms")]), [pa.timestamp("ms")]) \
-        == [naive.replace(microsecond=123000)]
+    assert deserialize_row(serialize_row([naive], [pa.timestamp("ms")]), [pa.timestamp("ms")]) == [
+        naive.replace(microsecond=123000)
+    ]
     assert_both_paths([[aware], [None]], [t_ltz])
     assert_both_paths([[naive], [None]], [pa.timestamp("ms")])
 
 
-@pytest.mark.parametrize("day", [dt.date(1969, 12, 31), dt.date(1900, 1, 1), dt.date(1, 1, 1),
-                                 dt.date(1970, 1, 1), dt.date(9999, 12, 31)])
+@pytest.mark.parametrize(
+    "day", [dt.date(1969, 12, 31), dt.date(1900, 1, 1), dt.date(1, 1, 1), dt.date(1970, 1, 1), dt.date(9999, 12, 31)]
+)
 def test_dates(day):
     days = (day - dt.date(1970, 1, 1)).days
     row = row_bytes([day], [pa.date32()])
@@ -311,12 +387,10 @@ def test_dates(day):
 
 
 def test_fixed_width_slots():
-    types = [pa.bool_(), pa.int8(), pa.int16(), pa.int32(), pa.float32(), pa.time32("ms"),
-             pa.time64("us")]
+    types = [pa.bool_(), pa.int8(), pa.int16(), pa.int32(), pa.float32(), pa.time32("ms"), pa.time64("us")]
     values = [True, -1, -2, -3, 1.5, dt.time(12, 34, 56, 789000), dt.time(0, 0, 1, 500)]
     row = row_bytes(values, types)
-    assert [slot(row, i, 7) for i in range(7)] == [
-        1, 0xFF, 0xFFFE, 0xFFFFFFFD, 0x3FC00000, 45_296_789, 1000]
+    assert [slot(row, i, 7) for i in range(7)] == [1, 0xFF, 0xFFFE, 0xFFFFFFFD, 0x3FC00000, 45_296_789, 1000]
     back = deserialize_row(serialize_row(values, types), types)
     assert back == values[:6] + [dt.time(0, 0, 1)]  # TIME keeps millis only
     assert_both_paths([values, [None] * 7], types)
@@ -342,8 +416,7 @@ def test_int_range_and_type_checked():
     assert row_bytes([np.int64(5)], [pa.int64()]) == row_bytes([5], [pa.int64()])
 
 
-@pytest.mark.parametrize("t", [pa.uint32(), pa.uint64(), pa.date64(), pa.duration("s"),
-                               pa.decimal256(40, 2)], ids=str)
+@pytest.mark.parametrize("t", [pa.uint32(), pa.uint64(), pa.date64(), pa.duration("s"), pa.decimal256(40, 2)], ids=str)
 def test_unsupported_types(t):
     with pytest.raises(SchemaError):
         row_bytes([None], [t])
@@ -352,6 +425,7 @@ def test_unsupported_types(t):
 # --------------------------------------------------------------------------------------------
 # Decoding errors
 # --------------------------------------------------------------------------------------------
+
 
 def test_deserialize_errors_are_format_errors():
     good = serialize_row(["hello world!!"], [pa.string()])
@@ -377,6 +451,7 @@ def test_deserialize_errors_are_format_errors():
 # NanoDatetime
 # --------------------------------------------------------------------------------------------
 
+
 def test_nano_datetime_compares_and_copies():
     base = dt.datetime(2024, 1, 1, 0, 0, 0, 1)
     a = NanoDatetime(2024, 1, 1, 0, 0, 0, 1, nanosecond=5)
@@ -397,6 +472,7 @@ def test_nano_datetime_compares_and_copies():
 # encode_rows specifics
 # --------------------------------------------------------------------------------------------
 
+
 def test_encode_rows_accepts_chunked_sliced_dictionary_and_casts():
     values = ["a", None, "abcdefgh", "x" * 30, "", "日本語テキスト"]
     types = [pa.string()]
@@ -409,11 +485,11 @@ def test_encode_rows_accepts_chunked_sliced_dictionary_and_casts():
     assert vector_rows([pa.array(values, pa.large_string())], types) == expected
     assert vector_rows([pa.array(values, pa.string_view())], types) == expected
     ints = pa.array([1, None, -3], pa.int32())
-    assert vector_rows([ints], [pa.int64()]) == [row_bytes([v], [pa.int64()]) for v in
-                                                 [1, None, -3]]
+    assert vector_rows([ints], [pa.int64()]) == [row_bytes([v], [pa.int64()]) for v in [1, None, -3]]
     sliced_dec = pa.array([Decimal(1), Decimal(-128), None], pa.decimal128(20, 0)).slice(1)
     assert vector_rows([sliced_dec], [pa.decimal128(20, 0)]) == [
-        row_bytes([v], [pa.decimal128(20, 0)]) for v in [Decimal(-128), None]]
+        row_bytes([v], [pa.decimal128(20, 0)]) for v in [Decimal(-128), None]
+    ]
 
 
 def test_encode_rows_shapes():
@@ -433,6 +509,7 @@ def test_encode_rows_shapes():
 # Property tests
 # --------------------------------------------------------------------------------------------
 
+
 def _ints(bits):
     return st.integers(-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
 
@@ -442,27 +519,32 @@ _WIDE = decimal.Context(prec=100)
 
 def _decimals(p, s):
     # scaleb with a wide context: the default 28-digit one would round 38-digit values.
-    return st.integers(-(10 ** p) + 1, 10 ** p - 1).map(lambda u: Decimal(u).scaleb(-s, _WIDE))
+    return st.integers(-(10**p) + 1, 10**p - 1).map(lambda u: Decimal(u).scaleb(-s, _WIDE))
 
 
-_TS_NANOS = st.integers(-(2 ** 62), 2 ** 62)
+_TS_NANOS = st.integers(-(2**62), 2**62)
 # (type, strategy of Python values acceptable to both pa.array and row_bytes)
 _TYPE_STRATEGIES = [
     (pa.bool_(), st.booleans()),
-    (pa.int8(), _ints(8)), (pa.int16(), _ints(16)), (pa.int32(), _ints(32)),
+    (pa.int8(), _ints(8)),
+    (pa.int16(), _ints(16)),
+    (pa.int32(), _ints(32)),
     (pa.int64(), _ints(64)),
     (pa.float32(), st.floats(width=32, allow_nan=False)),
     (pa.float64(), st.floats(allow_nan=False)),
-    (pa.string(), st.text(max_size=20)), (pa.large_string(), st.text(max_size=40)),
+    (pa.string(), st.text(max_size=20)),
+    (pa.large_string(), st.text(max_size=40)),
     (pa.binary(), st.binary(max_size=20)),
     (pa.date32(), st.dates()),
     (pa.time32("ms"), st.times().map(lambda t: t.replace(microsecond=t.microsecond // 1000 * 1000))),
-    (pa.timestamp("ms"), _TS_NANOS.map(lambda n: n // 10 ** 6)),
+    (pa.timestamp("ms"), _TS_NANOS.map(lambda n: n // 10**6)),
     (pa.timestamp("us"), st.datetimes()),
     (pa.timestamp("ns"), _TS_NANOS),
     (pa.timestamp("us", tz="UTC"), st.datetimes(timezones=st.just(UTC))),
-    (pa.decimal128(10, 2), _decimals(10, 2)), (pa.decimal128(18, 0), _decimals(18, 0)),
-    (pa.decimal128(38, 10), _decimals(38, 10)), (pa.decimal128(20, 0), _decimals(20, 0)),
+    (pa.decimal128(10, 2), _decimals(10, 2)),
+    (pa.decimal128(18, 0), _decimals(18, 0)),
+    (pa.decimal128(38, 10), _decimals(38, 10)),
+    (pa.decimal128(20, 0), _decimals(20, 0)),
 ]
 
 

@@ -1,4 +1,5 @@
 """Data file encode / decode (Parquet, ORC, Avro)."""
+
 from __future__ import annotations
 
 import datetime
@@ -13,46 +14,76 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lake_core.errors import FormatError, InvalidOptionError, SchemaMismatchError
 from lake_core.format import avro
 from lake_core.format.avro_file import _decimal_bytes
 from lake_core.format.avro_file_schema import avro_schema_for
 from lake_core.format.data_file import iter_data_file, read_data_file, read_file_schema, write_data_file
 from lake_core.format.file_format import file_extension
-from lake_core.errors import FormatError, InvalidOptionError, SchemaMismatchError
 from lake_core.schema.table_schema import TableSchema
 
 FORMATS = ["parquet", "orc", "avro"]
 
-ALL_TYPES = pa.schema([
-    ("dt", pa.string()), ("id", pa.int64()), ("t8", pa.int8()), ("t16", pa.int16()), ("i", pa.int32()),
-    ("f", pa.float32()), ("d", pa.float64()), ("s", pa.string()), ("b", pa.binary()), ("flag", pa.bool_()),
-    ("day", pa.date32()), ("tm", pa.time32("ms")),
-    ("ts0", pa.timestamp("s")), ("ts3", pa.timestamp("ms")), ("ts6", pa.timestamp("us")), ("ts9", pa.timestamp("ns")),
-    ("ltz3", pa.timestamp("ms", tz="UTC")), ("ltz6", pa.timestamp("us", tz="UTC")), ("ltz9", pa.timestamp("ns", tz="UTC")),
-    ("d9", pa.decimal128(9, 2)), ("d18", pa.decimal128(18, 4)), ("d38", pa.decimal128(38, 10)),
-    ("arr", pa.list_(pa.int32())), ("m", pa.map_(pa.string(), pa.int64())),
-    ("mi", pa.map_(pa.int32(), pa.decimal128(38, 10))),
-    ("st", pa.struct([("a", pa.int32()), ("ts", pa.timestamp("ns"))])),
-    ("ats", pa.list_(pa.timestamp("ns"))),
-])
+ALL_TYPES = pa.schema(
+    [
+        ("dt", pa.string()),
+        ("id", pa.int64()),
+        ("t8", pa.int8()),
+        ("t16", pa.int16()),
+        ("i", pa.int32()),
+        ("f", pa.float32()),
+        ("d", pa.float64()),
+        ("s", pa.string()),
+        ("b", pa.binary()),
+        ("flag", pa.bool_()),
+        ("day", pa.date32()),
+        ("tm", pa.time32("ms")),
+        ("ts0", pa.timestamp("s")),
+        ("ts3", pa.timestamp("ms")),
+        ("ts6", pa.timestamp("us")),
+        ("ts9", pa.timestamp("ns")),
+        ("ltz3", pa.timestamp("ms", tz="UTC")),
+        ("ltz6", pa.timestamp("us", tz="UTC")),
+        ("ltz9", pa.timestamp("ns", tz="UTC")),
+        ("d9", pa.decimal128(9, 2)),
+        ("d18", pa.decimal128(18, 4)),
+        ("d38", pa.decimal128(38, 10)),
+        ("arr", pa.list_(pa.int32())),
+        ("m", pa.map_(pa.string(), pa.int64())),
+        ("mi", pa.map_(pa.int32(), pa.decimal128(38, 10))),
+        ("st", pa.struct([("a", pa.int32()), ("ts", pa.timestamp("ns"))])),
+        ("ats", pa.list_(pa.timestamp("ns"))),
+    ]
+)
 
 ROWS = {
-    "dt": ["a", "a", "b"], "id": [1, 2, 3], "t8": [-128, None, 127], "t16": [1, None, -32768],
-    "i": [2**31 - 1, None, -2**31], "f": [1.5, None, float("nan")], "d": [2.5, None, -0.0],
-    "s": ["x" * 40, None, "é\U0010ffff"], "b": [b"\x00\xff", None, b""], "flag": [True, None, False],
+    "dt": ["a", "a", "b"],
+    "id": [1, 2, 3],
+    "t8": [-128, None, 127],
+    "t16": [1, None, -32768],
+    "i": [2**31 - 1, None, -(2**31)],
+    "f": [1.5, None, float("nan")],
+    "d": [2.5, None, -0.0],
+    "s": ["x" * 40, None, "é\U0010ffff"],
+    "b": [b"\x00\xff", None, b""],
+    "flag": [True, None, False],
     "day": [datetime.date(2024, 1, 1), None, datetime.date(1, 1, 1)],
     "tm": [datetime.time(12, 0, 0, 123000), None, datetime.time(0)],
     "ts0": [datetime.datetime(2024, 1, 1, 12), None, datetime.datetime(1900, 1, 1)],
     "ts3": [datetime.datetime(2024, 1, 1, 12, 0, 0, 123000), None, datetime.datetime(1969, 12, 31, 23, 59, 59, 999000)],
     "ts6": [datetime.datetime(2024, 1, 1, 12, 0, 0, 123456), None, datetime.datetime(1901, 1, 1)],
     "ts9": [1704110400123456789, None, -1],
-    "ltz3": [1704110400123, None, 0], "ltz6": [1704110400123456, None, -5], "ltz9": [1704110400123456789, None, 7],
+    "ltz3": [1704110400123, None, 0],
+    "ltz6": [1704110400123456, None, -5],
+    "ltz9": [1704110400123456789, None, 7],
     "d9": [Decimal("1234567.89"), None, Decimal("-0.01")],
     "d18": [Decimal("12345678901234.5678"), None, Decimal("-1")],
     "d38": [Decimal("1234567890123456789012345678.0123456789"), None, Decimal("-0.0000000001")],
-    "arr": [[1, None, 3], None, []], "m": [[("k", 1), ("z", None)], None, []],
+    "arr": [[1, None, 3], None, []],
+    "m": [[("k", 1), ("z", None)], None, []],
     "mi": [[(1, Decimal("1.5"))], None, [(2, None)]],
-    "st": [{"a": 1, "ts": 5}, None, {"a": None, "ts": None}], "ats": [[1, None], None, []],
+    "st": [{"a": 1, "ts": 5}, None, {"a": None, "ts": None}],
+    "ats": [[1, None], None, []],
 }
 
 
@@ -64,9 +95,11 @@ def schema() -> TableSchema:
 @pytest.fixture(scope="module")
 def kv_table(schema) -> pa.Table:
     data = pa.table(ROWS, schema=schema.arrow_schema())
-    return (data.append_column("_KEY_id", data.column("id"))
-                .append_column("_SEQUENCE_NUMBER", pa.array([0, 1, 2], pa.int64()))
-                .append_column("_VALUE_KIND", pa.array([0, 0, 3], pa.int8())))
+    return (
+        data.append_column("_KEY_id", data.column("id"))
+        .append_column("_SEQUENCE_NUMBER", pa.array([0, 1, 2], pa.int64()))
+        .append_column("_VALUE_KIND", pa.array([0, 0, 3], pa.int8()))
+    )
 
 
 def _assert_tables_equal(got: pa.Table, exp: pa.Table):
@@ -76,8 +109,9 @@ def _assert_tables_equal(got: pa.Table, exp: pa.Table):
         assert g.type == e.type, name
         gl, el = g.to_pylist(), e.to_pylist()
         if pa.types.is_floating(e.type):
-            assert [None if v is None else (str(v) if math.isnan(v) else v) for v in gl] == \
-                   [None if v is None else (str(v) if math.isnan(v) else v) for v in el], name
+            assert [None if v is None else (str(v) if math.isnan(v) else v) for v in gl] == [
+                None if v is None else (str(v) if math.isnan(v) else v) for v in el
+            ], name
         else:
             assert gl == el, name
 
@@ -158,8 +192,13 @@ def test_parquet_physical_types(schema, kv_table):
 
 def test_parquet_dictionary_only_for_low_cardinality():
     n = 20_000
-    t = pa.table({"uid": pa.array(range(n), pa.int64()), "cat": pa.array(["a", "b", "c", "d"] * (n // 4)),
-                  "name": pa.array([f"name-{i}" for i in range(n)])})
+    t = pa.table(
+        {
+            "uid": pa.array(range(n), pa.int64()),
+            "cat": pa.array(["a", "b", "c", "d"] * (n // 4)),
+            "name": pa.array([f"name-{i}" for i in range(n)]),
+        }
+    )
     raw = _write(t, list(t.schema), "parquet")
     rg = pq.ParquetFile(io.BytesIO(raw)).metadata.row_group(0)
     has_dict = {rg.column(i).path_in_schema: rg.column(i).has_dictionary_page for i in range(rg.num_columns)}
@@ -219,30 +258,52 @@ def test_avro_layout(schema, kv_table):
 def test_avro_decimal_bytes_are_minimal_twos_complement():
     vals = [Decimal(v) for v in ("0", "1", "-1", "127", "128", "-128", "-129", "255", "32767", "-32768")]
     t = pa.table({"d": pa.array(vals, pa.decimal128(10, 0))})
-    assert _decimal_bytes(t.column("d").chunk(0)) == [b"\x00", b"\x01", b"\xff", b"\x7f", b"\x00\x80", b"\x80", b"\xff\x7f", b"\x00\xff",
-                   b"\x7f\xff", b"\x80\x00"]
+    assert _decimal_bytes(t.column("d").chunk(0)) == [
+        b"\x00",
+        b"\x01",
+        b"\xff",
+        b"\x7f",
+        b"\x00\x80",
+        b"\x80",
+        b"\xff\x7f",
+        b"\x00\xff",
+        b"\x7f\xff",
+        b"\x80\x00",
+    ]
     # sliced arrays with nulls
     arr = pa.array([None, Decimal("-2"), None, Decimal("300")], pa.decimal128(38, 0)).slice(1)
     assert _decimal_bytes(arr) == [b"\xfe", None, b"\x01\x2c"]
     raw = _write(t, [pa.field("d", pa.decimal128(10, 0), False)], "avro", compression="none")
     assert read_data_file(io.BytesIO(raw), "avro").column("d").to_pylist() == vals
-    assert avro_schema_for([pa.field("d", pa.decimal128(10, 0), False)])["fields"][0]["type"]["logicalType"] == "decimal"
+    assert (
+        avro_schema_for([pa.field("d", pa.decimal128(10, 0), False)])["fields"][0]["type"]["logicalType"] == "decimal"
+    )
 
 
 def test_reads_foreign_parquet_and_casts(tmp_path):
     # what pypaimon / pyarrow defaults produce: FLBA decimals, large_string, list<element>, INT96 ts
-    t = pa.table({
-        "dec": pa.array([Decimal("1.25"), None], pa.decimal128(10, 2)),
-        "s": pa.array(["x", None], pa.large_string()),
-        "arr": pa.array([[1], None], pa.list_(pa.field("element", pa.int32()))),
-        "ts": pa.array([1704110400123456789, None], pa.timestamp("ns")),
-        "ltz": pa.array([5, None], pa.timestamp("us", tz="UTC")),
-    })
+    t = pa.table(
+        {
+            "dec": pa.array([Decimal("1.25"), None], pa.decimal128(10, 2)),
+            "s": pa.array(["x", None], pa.large_string()),
+            "arr": pa.array([[1], None], pa.list_(pa.field("element", pa.int32()))),
+            "ts": pa.array([1704110400123456789, None], pa.timestamp("ns")),
+            "ltz": pa.array([5, None], pa.timestamp("us", tz="UTC")),
+        }
+    )
     path = str(tmp_path / "foreign.parquet")
     pq.write_table(t, path, store_schema=False, use_deprecated_int96_timestamps=True)
     assert pq.ParquetFile(path).schema.column(0).physical_type == "FIXED_LEN_BYTE_ARRAY"
-    target = pa.schema([("dec", pa.decimal128(10, 2)), ("s", pa.string()), ("arr", pa.list_(pa.int32())),
-                        ("ts", pa.timestamp("ns")), ("ltz", pa.timestamp("us", tz="UTC")), ("new", pa.int64())])
+    target = pa.schema(
+        [
+            ("dec", pa.decimal128(10, 2)),
+            ("s", pa.string()),
+            ("arr", pa.list_(pa.int32())),
+            ("ts", pa.timestamp("ns")),
+            ("ltz", pa.timestamp("us", tz="UTC")),
+            ("new", pa.int64()),
+        ]
+    )
     got = read_data_file(path, "parquet", arrow_schema=target)
     assert got.schema == target
     assert got.to_pylist()[0]["dec"] == Decimal("1.25")
@@ -303,7 +364,9 @@ def test_corrupt_files_raise_format_error():
 
 def test_chunked_input_many_rows():
     n = 10_000
-    t = pa.Table.from_batches([pa.record_batch({"k": pa.array(range(i, i + 1000), pa.int64())}) for i in range(0, n, 1000)])
+    t = pa.Table.from_batches(
+        [pa.record_batch({"k": pa.array(range(i, i + 1000), pa.int64())}) for i in range(0, n, 1000)]
+    )
     for fmt in FORMATS:
         got = read_data_file(io.BytesIO(_write(t, [pa.field("k", pa.int64(), False)], fmt)), fmt)
         assert got.column("k").to_pylist() == list(range(n))
@@ -316,26 +379,33 @@ def test_avro_zstandard_blocks_without_content_size_and_several_frames():
 
     t = pa.table({"k": pa.array(range(100), pa.int64())})
     meta, sync, ((count, payload),) = avro.parse_container(
-        _write(t, [pa.field("k", pa.int64(), False)], "avro", compression="none"))
+        _write(t, [pa.field("k", pa.int64(), False)], "avro", compression="none")
+    )
     half = len(payload) // 2
-    frames = zstandard.ZstdCompressor(write_content_size=False).compress(payload[:half]) + \
-        zstandard.ZstdCompressor().compress(payload[half:])
+    frames = zstandard.ZstdCompressor(write_content_size=False).compress(
+        payload[:half]
+    ) + zstandard.ZstdCompressor().compress(payload[half:])
     raw = avro.build_container(meta["avro.schema"], b"zstandard", sync, [(count, frames)])
     assert read_data_file(io.BytesIO(raw), "avro").column("k").to_pylist() == list(range(100))
 
 
-_values = st.lists(st.tuples(st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1)),
-                             st.one_of(st.none(), st.text(max_size=12)),
-                             st.one_of(st.none(), st.decimals(min_value=-10**8, max_value=10**8, places=2, allow_nan=False))),
-                   max_size=25)
+_values = st.lists(
+    st.tuples(
+        st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1)),
+        st.one_of(st.none(), st.text(max_size=12)),
+        st.one_of(st.none(), st.decimals(min_value=-(10**8), max_value=10**8, places=2, allow_nan=False)),
+    ),
+    max_size=25,
+)
 
 
 @settings(max_examples=25, deadline=None)
 @given(_values)
 def test_round_trip_property(rows):
     fields = [pa.field("i", pa.int64()), pa.field("s", pa.string()), pa.field("d", pa.decimal128(12, 2))]
-    t = pa.table({"i": [r[0] for r in rows], "s": [r[1] for r in rows], "d": [r[2] for r in rows]},
-                 schema=pa.schema(fields))
+    t = pa.table(
+        {"i": [r[0] for r in rows], "s": [r[1] for r in rows], "d": [r[2] for r in rows]}, schema=pa.schema(fields)
+    )
     for fmt in FORMATS:
         got = read_data_file(io.BytesIO(_write(t, fields, fmt)), fmt, arrow_schema=pa.schema(fields))
         assert got.to_pylist() == t.to_pylist(), fmt
@@ -384,8 +454,15 @@ def test_streamed_chunks_are_the_whole_read(fmt, batch_rows, schema, kv_table, t
     write_data_file(data, schema.kv_fields(), fmt, path)
     kv = schema.kv_arrow_schema()
     # the table's schema and an evolved one: a projection, reordered, with a column the file lacks
-    evolved = pa.schema([kv.field("d38"), pa.field("added", pa.map_(pa.string(), pa.int64())), kv.field("st"),
-                         kv.field("id"), kv.field("ts9")])
+    evolved = pa.schema(
+        [
+            kv.field("d38"),
+            pa.field("added", pa.map_(pa.string(), pa.int64())),
+            kv.field("st"),
+            kv.field("id"),
+            kv.field("ts9"),
+        ]
+    )
     for columns, target in ((kv.names, kv), (evolved.names, evolved), (["s", "nope"], None)):
         whole = read_data_file(path, fmt, columns, target)
         chunks = list(iter_data_file(path, fmt, columns, target, batch_rows))
@@ -400,8 +477,13 @@ def _random_rows(n: int) -> pa.Table:
     import numpy as np
 
     rng = np.random.default_rng(7)  # random values: the file is about as large as the data
-    return pa.table({"k": pa.array(np.arange(n)), "v": pa.array(rng.integers(0, 2**62, n)),
-                     "s": pa.array([f"value-{x}" for x in rng.integers(0, 2**62, n)])})
+    return pa.table(
+        {
+            "k": pa.array(np.arange(n)),
+            "v": pa.array(rng.integers(0, 2**62, n)),
+            "s": pa.array([f"value-{x}" for x in rng.integers(0, 2**62, n)]),
+        }
+    )
 
 
 @pytest.mark.parametrize("fmt", ["orc", "avro"])

@@ -1,4 +1,5 @@
 """Column statistics (Java SimpleColStatsCollector semantics)."""
+
 from __future__ import annotations
 
 import datetime
@@ -29,9 +30,15 @@ MAXCP = "\U0010ffff"
 
 @pytest.mark.parametrize(
     "text,mode",
-    [("none", NONE), ("NONE", NONE), ("counts", COUNTS), ("Full", FULL),
-     ("truncate(16)", StatsMode("truncate", 16)), ("TRUNCATE(3)", StatsMode("truncate", 3)),
-     (" full ", FULL)],
+    [
+        ("none", NONE),
+        ("NONE", NONE),
+        ("counts", COUNTS),
+        ("Full", FULL),
+        ("truncate(16)", StatsMode("truncate", 16)),
+        ("TRUNCATE(3)", StatsMode("truncate", 3)),
+        (" full ", FULL),
+    ],
 )
 def test_parse_stats_mode(text, mode):
     assert parse_stats_mode(text) == mode
@@ -148,12 +155,13 @@ def test_other_types():
     d = pa.array([datetime.date(2024, 1, 2), datetime.date(1999, 1, 1)])
     assert column_stats(d, FULL) == ColumnStats(datetime.date(1999, 1, 1), datetime.date(2024, 1, 2), 0)
     ts = pa.array([datetime.datetime(2024, 1, 1, 12, 0, 0, 123456), None], pa.timestamp("us"))
-    assert column_stats(ts, FULL) == ColumnStats(datetime.datetime(2024, 1, 1, 12, 0, 0, 123456),
-                                                 datetime.datetime(2024, 1, 1, 12, 0, 0, 123456), 1)
+    assert column_stats(ts, FULL) == ColumnStats(
+        datetime.datetime(2024, 1, 1, 12, 0, 0, 123456), datetime.datetime(2024, 1, 1, 12, 0, 0, 123456), 1
+    )
     ns = column_stats(pa.array([1704110400123456789, 5], pa.timestamp("ns")), FULL)
     assert isinstance(ns.max, datetime.datetime) and ns.max.nanosecond == 789
     ltz = column_stats(pa.array([0, 1000], pa.timestamp("ms", tz="UTC")), FULL)
-    assert ltz.max == datetime.datetime(1970, 1, 1, 0, 0, 1, tzinfo=datetime.timezone.utc)
+    assert ltz.max == datetime.datetime(1970, 1, 1, 0, 0, 1, tzinfo=datetime.UTC)
     tm = column_stats(pa.array([1000, 5], pa.time32("ms")), FULL)
     assert tm == ColumnStats(datetime.time(0, 0, 0, 5000), datetime.time(0, 0, 1), 0)
     small = column_stats(pa.array([-128, 127, None], pa.int8()), DEFAULT_STATS_MODE)
@@ -239,6 +247,10 @@ def test_bytes_match_oracle(values):
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.one_of(st.none(), st.decimals(min_value=-10**6, max_value=10**6, places=3, allow_nan=False)), max_size=30))
+@given(
+    st.lists(
+        st.one_of(st.none(), st.decimals(min_value=-(10**6), max_value=10**6, places=3, allow_nan=False)), max_size=30
+    )
+)
 def test_decimals_match_oracle(values):
     assert column_stats(pa.array(values, pa.decimal128(12, 3)), DEFAULT_STATS_MODE) == _oracle(values)

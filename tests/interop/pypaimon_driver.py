@@ -21,6 +21,7 @@ requests: the tests' own writer changes the table between calls.
 
 This file must stay importable with pypaimon's dependencies only (no lake_core, no pytest).
 """
+
 from __future__ import annotations
 
 import json
@@ -157,9 +158,7 @@ def op_latest_snapshot_id(args):
     return None if latest is None else latest.id
 
 
-OPS = {
-    name[len("op_"):]: fn for name, fn in globals().items() if name.startswith("op_") and callable(fn)
-}
+OPS = {name[len("op_") :]: fn for name, fn in globals().items() if name.startswith("op_") and callable(fn)}
 
 
 def handle(request):

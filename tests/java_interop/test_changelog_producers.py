@@ -4,6 +4,7 @@ kind for kind, snapshot by snapshot; Java's streaming read of our changelog equa
 read of its own; we read Java's changelog files the same as ours. Java's ``incremental-between``
 read (changelog and auto modes) and its streaming read of our lookup / full-compaction table equal
 our incremental read and our stream scan."""
+
 from __future__ import annotations
 
 from itertools import pairwise
@@ -21,8 +22,11 @@ SCHEMA = pa.schema([pa.field("k", pa.int32(), nullable=False), ("a", pa.int64())
 ENGINES = {
     "deduplicate": {},
     "partial-update": {"merge-engine": "partial-update"},
-    "aggregation": {"merge-engine": "aggregation", "fields.a.aggregate-function": "sum",
-                    "fields.b.aggregate-function": "last_non_null_value"},
+    "aggregation": {
+        "merge-engine": "aggregation",
+        "fields.a.aggregate-function": "sum",
+        "fields.b.aggregate-function": "last_non_null_value",
+    },
     "first-row": {"merge-engine": "first-row"},
 }
 
@@ -51,6 +55,7 @@ def _data(rows) -> pa.Table:
 
 def _lake_write(table, rows) -> None:
     from lake_core.kv.rowkind import SHORT_STRINGS
+
     wb = table.new_batch_write_builder()
     w = wb.new_write()
     start = 0
@@ -83,8 +88,13 @@ def _stream(java_paimon, table) -> list[tuple]:
     return _by_key([(r["k"], r["a"], r["b"], r["_row_kind"]) for r in t.to_pylist()])
 
 
-CASES = [(e, p, d) for e in ENGINES for p in ("lookup", "full-compaction") for d in (False, True)
-         if not (e == "first-row" and (p != "lookup" or d))]
+CASES = [
+    (e, p, d)
+    for e in ENGINES
+    for p in ("lookup", "full-compaction")
+    for d in (False, True)
+    if not (e == "first-row" and (p != "lookup" or d))
+]
 
 
 def _run(java_paimon, warehouse, engine: str, producer: str, row_dedup: bool, *, full_every: int | None):
@@ -107,8 +117,9 @@ def _run(java_paimon, warehouse, engine: str, producer: str, row_dedup: bool, *,
 @pytest.mark.parametrize("engine,producer,row_dedup", CASES)
 def test_same_changelog_as_java(java_paimon, warehouse, engine, producer, row_dedup):
     # full-compaction: a dedicated full compaction after every commit, on both sides
-    java_path, ours = _run(java_paimon, warehouse, engine, producer, row_dedup,
-                           full_every=1 if producer == "full-compaction" else None)
+    java_path, ours = _run(
+        java_paimon, warehouse, engine, producer, row_dedup, full_every=1 if producer == "full-compaction" else None
+    )
     ours = lake_open(warehouse, "db.ours")
     theirs = lake_open(warehouse, "db.java")
     # snapshot by snapshot, row for row (our reader over both tables' changelog files)
@@ -119,9 +130,12 @@ def test_same_changelog_as_java(java_paimon, warehouse, engine, producer, row_de
     assert sorted(canonical_rows(ours.to_arrow())) == sorted(canonical_rows(java_paimon.read(java_path)))
 
 
-@pytest.mark.xfail(strict=True, reason="Java 1.0's batch writer ignores 'full-compaction.delta-commits' (only its "
-                   "Flink sink triggers those full compactions), so Java's table gets no changelog; lake_core's "
-                   "batch writer fully compacts (and produces the changelog) at every commit")
+@pytest.mark.xfail(
+    strict=True,
+    reason="Java 1.0's batch writer ignores 'full-compaction.delta-commits' (only its "
+    "Flink sink triggers those full compactions), so Java's table gets no changelog; lake_core's "
+    "batch writer fully compacts (and produces the changelog) at every commit",
+)
 def test_delta_commits_full_compaction_in_the_batch_writer(java_paimon, warehouse):
     java_path, _ = _run(java_paimon, warehouse, "deduplicate", "full-compaction", False, full_every=None)
     ours = lake_open(warehouse, "db.ours")
@@ -148,25 +162,40 @@ REMOVE_ON_DELETE = {"partial-update": {"partial-update.remove-record-on-delete":
 
 def _random_commits(seed: int, kinds: list[str], n: int = 9) -> list[list[tuple]]:
     import random
+
     rnd = random.Random(seed)
     out = []
     for _ in range(n):
         rows = []
         for _ in range(rnd.randint(1, 12)):
-            rows.append((rnd.randint(0, 14), rnd.choice([None, rnd.randint(-5, 50)]), rnd.choice([None, "x", "y"]),
-                         rnd.choice(kinds)))
+            rows.append(
+                (
+                    rnd.randint(0, 14),
+                    rnd.choice([None, rnd.randint(-5, 50)]),
+                    rnd.choice([None, "x", "y"]),
+                    rnd.choice(kinds),
+                )
+            )
         out.append(rows)
     return out
 
 
 @pytest.mark.parametrize("seed", [1, 2])
-@pytest.mark.parametrize("engine,producer,extra", [
-    ("deduplicate", "lookup", {}), ("deduplicate", "lookup", {"deletion-vectors.enabled": "true"}),
-    ("partial-update", "lookup", {}), ("aggregation", "lookup", {}), ("first-row", "lookup", {}),
-    ("deduplicate", "lookup", {"bucket": "2", "changelog-producer.row-deduplicate": "true"}),
-    ("deduplicate", "full-compaction", {}), ("partial-update", "full-compaction", {}),
-    ("aggregation", "full-compaction", {"changelog-producer.row-deduplicate": "true"}),
-], ids=lambda v: "-".join(f"{k}={x}" for k, x in v.items()) if isinstance(v, dict) else str(v))
+@pytest.mark.parametrize(
+    "engine,producer,extra",
+    [
+        ("deduplicate", "lookup", {}),
+        ("deduplicate", "lookup", {"deletion-vectors.enabled": "true"}),
+        ("partial-update", "lookup", {}),
+        ("aggregation", "lookup", {}),
+        ("first-row", "lookup", {}),
+        ("deduplicate", "lookup", {"bucket": "2", "changelog-producer.row-deduplicate": "true"}),
+        ("deduplicate", "full-compaction", {}),
+        ("partial-update", "full-compaction", {}),
+        ("aggregation", "full-compaction", {"changelog-producer.row-deduplicate": "true"}),
+    ],
+    ids=lambda v: "-".join(f"{k}={x}" for k, x in v.items()) if isinstance(v, dict) else str(v),
+)
 def test_random_histories_as_java(java_paimon, warehouse, engine, producer, extra, seed):
     """Random commits with retractions, deletes of missing keys and several rows per key; the
     full-compaction producer gets a dedicated full compaction every third commit."""
@@ -174,15 +203,17 @@ def test_random_histories_as_java(java_paimon, warehouse, engine, producer, extr
     _random_history(java_paimon, warehouse, engine, producer, extra, seed, engine_options, kinds)
 
 
-@pytest.mark.xfail(strict=True, raises=JavaPaimonError,
-                   reason="Java 1.0 throws NullPointerException for a key removed by "
-                          "'partial-update.remove-record-on-delete' in its lookup and full-compaction changelog "
-                          "rewriters (LookupChangelogMergeFunctionWrapper.setChangelog gets a null result; "
-                          "PartialUpdateMergeFunction's row is null)")
+@pytest.mark.xfail(
+    strict=True,
+    raises=JavaPaimonError,
+    reason="Java 1.0 throws NullPointerException for a key removed by "
+    "'partial-update.remove-record-on-delete' in its lookup and full-compaction changelog "
+    "rewriters (LookupChangelogMergeFunctionWrapper.setChangelog gets a null result; "
+    "PartialUpdateMergeFunction's row is null)",
+)
 @pytest.mark.parametrize("engine,producer", [("partial-update", "lookup"), ("partial-update", "full-compaction")])
 def test_remove_record_on_delete_as_java(java_paimon, warehouse, engine, producer):
-    _random_history(java_paimon, warehouse, engine, producer, {}, 1, REMOVE_ON_DELETE[engine],
-                    ["+I", "+I", "+I", "-D"])
+    _random_history(java_paimon, warehouse, engine, producer, {}, 1, REMOVE_ON_DELETE[engine], ["+I", "+I", "+I", "-D"])
 
 
 def _random_history(java_paimon, warehouse, engine, producer, extra, seed, engine_options, kinds):
@@ -209,6 +240,7 @@ def test_dedicated_lookup_compaction_as_java(java_paimon, warehouse, engine, tmp
 
     from lake_core import Catalog
     from lake_core.schema.change import SchemaChange
+
     options = {"bucket": "1", "changelog-producer": "lookup", "write-only": "true", **ENGINES[engine]}
     t = lake_table(warehouse, "db.t", SCHEMA, primary_keys=["k"], options=options)
     kinds = RETRACTING[engine][1]
@@ -227,8 +259,9 @@ def test_dedicated_lookup_compaction_as_java(java_paimon, warehouse, engine, tmp
     ours = lake_open(warehouse, "db.t")
     latest = ours.latest_snapshot().id
     java_changelog = java_paimon.stream_read(java_dir, from_snapshot=latest)
-    assert _by_key([(r["k"], r["a"], r["b"], r["_row_kind"]) for r in java_changelog.to_pylist()]) == \
-        _changelogs(ours)[-1]
+    assert (
+        _by_key([(r["k"], r["a"], r["b"], r["_row_kind"]) for r in java_changelog.to_pylist()]) == _changelogs(ours)[-1]
+    )
     assert _changelogs(ours)[-1]
 
 
@@ -255,8 +288,14 @@ def _our_history(warehouse, engine: str, producer: str, seed: int) -> tuple[obje
     return ours, (list(range(ours.latest_snapshot().id + 1)) if producer == "lookup" else points)
 
 
-JAVA_READ_CASES = [("deduplicate", "lookup"), ("partial-update", "lookup"), ("aggregation", "lookup"),
-                   ("first-row", "lookup"), ("deduplicate", "full-compaction"), ("aggregation", "full-compaction")]
+JAVA_READ_CASES = [
+    ("deduplicate", "lookup"),
+    ("partial-update", "lookup"),
+    ("aggregation", "lookup"),
+    ("first-row", "lookup"),
+    ("deduplicate", "full-compaction"),
+    ("aggregation", "full-compaction"),
+]
 
 
 @pytest.mark.parametrize("engine,producer", JAVA_READ_CASES)
@@ -288,21 +327,31 @@ def test_java_streaming_read_of_our_changelog_equals_our_stream_scan(java_paimon
         assert mine and _keyed(java_paimon.stream_read(ours, from_snapshot=start), "_row_kind") == mine, start
 
 
-@pytest.mark.xfail(strict=True, reason="Java 1.0 IncrementalStartingScanner plans batch splits: the changelog "
-                   "files of several COMPACT snapshots are merged per key, so a key changed by two compactions "
-                   "of the range loses changes; lake_core reads them unmerged, as Java 1.1")
+@pytest.mark.xfail(
+    strict=True,
+    reason="Java 1.0 IncrementalStartingScanner plans batch splits: the changelog "
+    "files of several COMPACT snapshots are merged per key, so a key changed by two compactions "
+    "of the range loses changes; lake_core reads them unmerged, as Java 1.1",
+)
 @pytest.mark.parametrize("producer", ["lookup", "full-compaction"])
 def test_java_changelog_of_a_range_of_several_compactions(java_paimon, warehouse, producer):
-    ours = lake_table(warehouse, "db.ours", SCHEMA, primary_keys=["k"],
-                      options={"bucket": "1", "changelog-producer": producer})
+    ours = lake_table(
+        warehouse, "db.ours", SCHEMA, primary_keys=["k"], options={"bucket": "1", "changelog-producer": producer}
+    )
     for rows in ([(1, 10, "x", "+I"), (2, 20, "y", "+I")], [(1, 11, "x", "+I")], [(1, 12, "x", "+I")]):
         _lake_write(lake_open(warehouse, "db.ours"), rows)
         lake_open(warehouse, "db.ours").maintenance.compact(full=True)
     ours = lake_open(warehouse, "db.ours")
     latest = ours.latest_snapshot().id
     mine = _keyed(ours.to_arrow(incremental_between=(0, latest), scan_mode="changelog"), ROW_KIND)
-    assert mine == [(1, 10, "x", "+I"), (1, 10, "x", "-U"), (1, 11, "x", "+U"), (1, 11, "x", "-U"),
-                    (1, 12, "x", "+U"), (2, 20, "y", "+I")]
+    assert mine == [
+        (1, 10, "x", "+I"),
+        (1, 10, "x", "-U"),
+        (1, 11, "x", "+U"),
+        (1, 11, "x", "-U"),
+        (1, 12, "x", "+U"),
+        (2, 20, "y", "+I"),
+    ]
     assert _keyed(java_paimon.changes_between(ours, 0, latest, mode="changelog"), "_row_kind") == mine
 
 
@@ -313,8 +362,13 @@ def _in_order(t: pa.Table, kind_column: str) -> list[tuple]:
 def _rolled_changelog(warehouse, producer: str) -> tuple[object, list[tuple]]:
     """One bucket; the last compaction's changelog rolled into several files, a key's -U and +U in
     two of them. Returns the table and that snapshot's changelog as we read it."""
-    lake_table(warehouse, "db.ours", SCHEMA, primary_keys=["k"],
-               options={"bucket": "1", "changelog-producer": producer, "target-file-size": "1 b"})
+    lake_table(
+        warehouse,
+        "db.ours",
+        SCHEMA,
+        primary_keys=["k"],
+        options={"bucket": "1", "changelog-producer": producer, "target-file-size": "1 b"},
+    )
     keys = list(range(6))[::-1]  # sequence numbers fall as keys rise
     _lake_write(lake_open(warehouse, "db.ours"), [(k, k, "x", "+I") for k in keys])
     lake_open(warehouse, "db.ours").maintenance.compact(full=True)
@@ -335,12 +389,15 @@ def test_java_streams_our_rolled_changelog_files_in_the_same_order(java_paimon, 
     ours, mine = _rolled_changelog(warehouse, producer)
     streamed = _in_order(stream_since(ours, 1), ROW_KIND)
     assert streamed == _in_order(java_paimon.stream_read(ours, from_snapshot=1), "_row_kind")
-    assert streamed[-len(mine):] == mine
+    assert streamed[-len(mine) :] == mine
 
 
-@pytest.mark.xfail(strict=True, reason="Java 1.0 IncrementalStartingScanner plans batch splits, so even one "
-                   "snapshot's changelog files are merged per key: a -U and its +U in two rolled files come back "
-                   "as the +U alone; its streaming read (and Java 1.1) keep both, as lake_core")
+@pytest.mark.xfail(
+    strict=True,
+    reason="Java 1.0 IncrementalStartingScanner plans batch splits, so even one "
+    "snapshot's changelog files are merged per key: a -U and its +U in two rolled files come back "
+    "as the +U alone; its streaming read (and Java 1.1) keep both, as lake_core",
+)
 @pytest.mark.parametrize("producer", ["lookup", "full-compaction"])
 def test_java_incremental_read_of_rolled_changelog_files(java_paimon, warehouse, producer):
     ours, mine = _rolled_changelog(warehouse, producer)

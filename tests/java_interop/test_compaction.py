@@ -2,6 +2,7 @@
 and dedicated compactions (all engines, partitioned, two buckets), lake_core reads what Java
 compacted, the two alternate on one table, and on the same commits both pickers choose the same
 levels."""
+
 from __future__ import annotations
 
 import pyarrow as pa
@@ -11,8 +12,9 @@ from fixtures.java_paimon import assert_same_rows
 
 from .data import lake_open, lake_table
 
-SCHEMA = pa.schema([pa.field("p", pa.int32(), nullable=False), pa.field("k", pa.int32(), nullable=False),
-                    ("v", pa.int64())])
+SCHEMA = pa.schema(
+    [pa.field("p", pa.int32(), nullable=False), pa.field("k", pa.int32(), nullable=False), ("v", pa.int64())]
+)
 ENGINES = {
     "deduplicate": {},
     "first-row": {"merge-engine": "first-row"},
@@ -23,8 +25,9 @@ ENGINES = {
 
 def _rows(i: int) -> pa.Table:
     keys = [(p, (i * 7 + j) % 23) for p in (0, 1) for j in range(9)]
-    return pa.table({"p": [p for p, _ in keys], "k": [k for _, k in keys], "v": [i * 10 + k for _, k in keys]},
-                    schema=SCHEMA)
+    return pa.table(
+        {"p": [p for p, _ in keys], "k": [k for _, k in keys], "v": [i * 10 + k for _, k in keys]}, schema=SCHEMA
+    )
 
 
 @pytest.mark.parametrize("engine", sorted(ENGINES))
@@ -73,8 +76,9 @@ def test_first_row_probe_over_small_row_groups_matches_java(java_paimon, warehou
             java_paimon.write(t, rows)
         else:
             t.write_arrow(rows)
-        want = pa.table({"p": [p for p, _ in first], "k": [k for _, k in first], "v": list(first.values())},
-                        schema=SCHEMA)
+        want = pa.table(
+            {"p": [p for p, _ in first], "k": [k for _, k in first], "v": list(first.values())}, schema=SCHEMA
+        )
         assert_same_rows(lake_open(warehouse, "db.fr").to_arrow(), want)
         assert_same_rows(java_paimon.read(t), want)
 

@@ -1,6 +1,7 @@
 """Deletion vectors with Java Paimon 1.0 as the referee: Java reads our DV tables (its raw reads
 apply our vectors, level 0 hidden), we read the DV tables Java writes and compacts, and the two
 alternate on one table. Every answer is also checked against a dict model."""
+
 from __future__ import annotations
 
 import pyarrow as pa
@@ -41,8 +42,12 @@ def _dv_files(t) -> int:
 
 @pytest.mark.parametrize("engine", sorted(ENGINES))
 def test_java_reads_our_dv_tables_and_we_read_after_java(java_paimon, warehouse, engine):
-    options = {"bucket": "2", "deletion-vectors.enabled": "true", "num-sorted-run.compaction-trigger": "3",
-               **ENGINES[engine]}
+    options = {
+        "bucket": "2",
+        "deletion-vectors.enabled": "true",
+        "num-sorted-run.compaction-trigger": "3",
+        **ENGINES[engine],
+    }
     lake_table(warehouse, "db.t", SCHEMA, primary_keys=["p", "k"], partition_keys=["p"], options=options)
     batches, vectors_seen = [], 0
     for i in range(7):
@@ -61,8 +66,14 @@ def test_java_reads_our_dv_tables_and_we_read_after_java(java_paimon, warehouse,
 
 
 def test_we_read_java_written_dv_table_with_deletes(java_paimon, warehouse):
-    path = java_paimon.create_table(warehouse, "db.t", SCHEMA, primary_keys=["p", "k"], partition_keys=["p"],
-                                    options={"bucket": "2", "deletion-vectors.enabled": "true"})
+    path = java_paimon.create_table(
+        warehouse,
+        "db.t",
+        SCHEMA,
+        primary_keys=["p", "k"],
+        partition_keys=["p"],
+        options={"bucket": "2", "deletion-vectors.enabled": "true"},
+    )
     big = pa.table({"p": [i % 2 for i in range(400)], "k": list(range(400)), "v": list(range(400))}, schema=SCHEMA)
     java_paimon.write(path, big)
     java_paimon.write(path, big.slice(0, 50).set_column(2, "v", pa.array([-1] * 50, pa.int64())))
@@ -81,11 +92,20 @@ def test_we_read_java_written_dv_table_with_deletes(java_paimon, warehouse):
     assert_same_rows(java_paimon.read(path), t.to_arrow(), ["p", "k"])
 
 
-@pytest.mark.xfail(strict=True, reason="Java Paimon 1.0 has no Bitmap64DeletionVector (added in 1.1): it "
-                                       "rejects the 64-bit magic number of 'deletion-vectors.bitmap64' vectors")
+@pytest.mark.xfail(
+    strict=True,
+    reason="Java Paimon 1.0 has no Bitmap64DeletionVector (added in 1.1): it "
+    "rejects the 64-bit magic number of 'deletion-vectors.bitmap64' vectors",
+)
 def test_java_1_0_reads_bitmap64_vectors(java_paimon, warehouse):
-    lake_table(warehouse, "db.t", SCHEMA, primary_keys=["p", "k"], partition_keys=["p"],
-               options={"bucket": "1", "deletion-vectors.enabled": "true", "deletion-vectors.bitmap64": "true"})
+    lake_table(
+        warehouse,
+        "db.t",
+        SCHEMA,
+        primary_keys=["p", "k"],
+        partition_keys=["p"],
+        options={"bucket": "1", "deletion-vectors.enabled": "true", "deletion-vectors.bitmap64": "true"},
+    )
     for i in range(3):
         lake_open(warehouse, "db.t").write_arrow(_rows(i))
     t = lake_open(warehouse, "db.t")

@@ -8,6 +8,7 @@ that no longer folds to the end state); Java 1.1's ``IncrementalDeltaStartingSca
 unmerged (streaming splits), as we do. A single snapshot, or keys changed once in the range, read
 the same in both; the merged case is a strict xfail below.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -61,8 +62,13 @@ def _history(table, seed: int, commits: int = 6, keys: int = 10) -> None:
 
 @pytest.mark.parametrize("producer", ["none", "input"])
 def test_java_reads_our_changes_of_each_snapshot(java_paimon, warehouse, producer):
-    t = lake_table(warehouse, "db.t", SCHEMA, primary_keys=["k"],
-                   options={"bucket": "2", "changelog-producer": producer, "rowkind.field": "op"})
+    t = lake_table(
+        warehouse,
+        "db.t",
+        SCHEMA,
+        primary_keys=["k"],
+        options={"bucket": "2", "changelog-producer": producer, "rowkind.field": "op"},
+    )
     _history(t, seed=3)
     latest = t.latest_snapshot().id
     for s in range(0, latest):
@@ -75,8 +81,13 @@ def test_java_reads_our_changes_of_each_snapshot(java_paimon, warehouse, produce
 
 @pytest.mark.parametrize("producer", ["none", "input"])
 def test_java_reads_our_changes_of_a_range_with_each_key_changed_once(java_paimon, warehouse, producer):
-    t = lake_table(warehouse, "db.t", SCHEMA, primary_keys=["k"],
-                   options={"bucket": "2", "changelog-producer": producer, "rowkind.field": "op"})
+    t = lake_table(
+        warehouse,
+        "db.t",
+        SCHEMA,
+        primary_keys=["k"],
+        options={"bucket": "2", "changelog-producer": producer, "rowkind.field": "op"},
+    )
     for c in range(4):  # disjoint keys per commit
         keys = list(range(c * 5, c * 5 + 5))
         t.write_arrow(pa.table({"k": keys, "v": [f"v{c}"] * 5, "op": ["+I"] * 5}, schema=SCHEMA))
@@ -87,8 +98,13 @@ def test_java_reads_our_changes_of_a_range_with_each_key_changed_once(java_paimo
 
 def test_java_merges_a_range_per_key_which_is_our_last_change_per_key_in_delta_mode(java_paimon, warehouse):
     """Java 1.0's merged delta of a range is, for deduplicate, the last change of each key of ours."""
-    t = lake_table(warehouse, "db.t", SCHEMA, primary_keys=["k"],
-                   options={"bucket": "2", "changelog-producer": "none", "rowkind.field": "op"})
+    t = lake_table(
+        warehouse,
+        "db.t",
+        SCHEMA,
+        primary_keys=["k"],
+        options={"bucket": "2", "changelog-producer": "none", "rowkind.field": "op"},
+    )
     _history(t, seed=8)
     latest = t.latest_snapshot().id
     ours = _ours(t, 1, latest, "delta")
@@ -99,24 +115,38 @@ def test_java_merges_a_range_per_key_which_is_our_last_change_per_key_in_delta_m
     assert _java(java_paimon, t, 1, latest, "delta") == sorted(last.values())
 
 
-@pytest.mark.xfail(strict=True, reason="Java 1.0 IncrementalStartingScanner plans batch splits: the changelog "
-                   "files of several snapshots are merged per key (by position within each file), so a key "
-                   "changed in two snapshots loses changes; Java 1.1 reads them unmerged, as lake_core does")
+@pytest.mark.xfail(
+    strict=True,
+    reason="Java 1.0 IncrementalStartingScanner plans batch splits: the changelog "
+    "files of several snapshots are merged per key (by position within each file), so a key "
+    "changed in two snapshots loses changes; Java 1.1 reads them unmerged, as lake_core does",
+)
 def test_java_changelog_of_a_range_with_keys_changed_twice(java_paimon, warehouse):
-    t = lake_table(warehouse, "db.t", SCHEMA, primary_keys=["k"],
-                   options={"bucket": "1", "changelog-producer": "input", "rowkind.field": "op"})
+    t = lake_table(
+        warehouse,
+        "db.t",
+        SCHEMA,
+        primary_keys=["k"],
+        options={"bucket": "1", "changelog-producer": "input", "rowkind.field": "op"},
+    )
     t.write_arrow(pa.table({"k": [1, 2], "v": ["a", "x"], "op": ["+I", "+I"]}, schema=SCHEMA))
     t.write_arrow(pa.table({"k": [1, 1, 2], "v": ["a", "b", "x"], "op": ["-U", "+U", "-D"]}, schema=SCHEMA))
     t.write_arrow(pa.table({"k": [1, 2], "v": ["b", "y"], "op": ["-D", "+I"]}, schema=SCHEMA))
-    assert _ours(t, 1, 3, "changelog") == [(1, "a", "-U"), (1, "b", "+U"), (1, "b", "-D"),
-                                           (2, "x", "-D"), (2, "y", "+I")]
+    assert _ours(t, 1, 3, "changelog") == [
+        (1, "a", "-U"),
+        (1, "b", "+U"),
+        (1, "b", "-D"),
+        (2, "x", "-D"),
+        (2, "y", "+I"),
+    ]
     assert _java(java_paimon, t, 1, 3, "changelog") == _ours(t, 1, 3, "changelog")
 
 
 @pytest.mark.parametrize("producer", ["none", "input"])
 def test_we_read_java_changes(java_paimon, warehouse, producer):
-    path = java_paimon.create_table(warehouse, "db.j", DATA, primary_keys=["k"],
-                                    options={"bucket": "2", "changelog-producer": producer})
+    path = java_paimon.create_table(
+        warehouse, "db.j", DATA, primary_keys=["k"], options={"bucket": "2", "changelog-producer": producer}
+    )
     java_paimon.write(path, pa.table({"k": [1, 2, 3], "v": ["a", "b", "c"]}, schema=DATA))
     java_paimon.write(path, pa.table({"k": [1, 1, 2], "v": ["a", "a2", "b"]}, schema=DATA), kinds=["-U", "+U", "-D"])
     java_paimon.compact(path, full=True)
@@ -129,8 +159,9 @@ def test_we_read_java_changes(java_paimon, warehouse, producer):
             assert _ours(t, s, s + 1, mode) == _java(java_paimon, path, s, s + 1, mode), (s, mode)
     # the changes of 2..4, folded onto the state at 1, are the state at 4 (Java's read)
     state = {r["k"]: r["v"] for r in java_paimon.read(path, snapshot_id=1).to_pylist()}
-    for k, v, kind in [r for r in zip(*(t.to_arrow(incremental_between=(1, 4))[c].to_pylist()
-                                        for c in ("k", "v", ROW_KIND)))]:
+    for k, v, kind in [
+        r for r in zip(*(t.to_arrow(incremental_between=(1, 4))[c].to_pylist() for c in ("k", "v", ROW_KIND)))
+    ]:
         if kind in ("+I", "+U"):
             state[k] = v
         else:
@@ -140,8 +171,13 @@ def test_we_read_java_changes(java_paimon, warehouse, producer):
 
 @pytest.mark.parametrize("producer", ["none", "input"])
 def test_our_stream_scan_equals_java_streaming_read(java_paimon, warehouse, producer):
-    t = lake_table(warehouse, "db.t", SCHEMA, primary_keys=["k"],
-                   options={"bucket": "2", "changelog-producer": producer, "rowkind.field": "op"})
+    t = lake_table(
+        warehouse,
+        "db.t",
+        SCHEMA,
+        primary_keys=["k"],
+        options={"bucket": "2", "changelog-producer": producer, "rowkind.field": "op"},
+    )
     _history(t, seed=12, commits=7)
     t.maintenance.compact(full=True)
     t.write_arrow(pa.table({"k": [42], "v": ["z"], "op": ["+I"]}, schema=SCHEMA))
@@ -185,8 +221,7 @@ def test_diff_between_tags_equals_java(java_paimon, warehouse):
     """Java 1.0 reads ``incremental-between`` of two tags as the diff of their snapshots
     (``IncrementalTagStartingScanner``): our ``diff`` mode returns the same rows and kinds, on our
     table and on Java's, also after the snapshots between the tags expired."""
-    t = lake_table(warehouse, "db.t", SCHEMA, primary_keys=["k"],
-                   options={"bucket": "2", "rowkind.field": "op"})
+    t = lake_table(warehouse, "db.t", SCHEMA, primary_keys=["k"], options={"bucket": "2", "rowkind.field": "op"})
     _history(t, seed=31, commits=3)
     t.create_tag("a")
     _history(t, seed=32, commits=4)
@@ -206,5 +241,8 @@ def test_diff_between_tags_equals_java(java_paimon, warehouse):
     java_paimon.compact(path, full=True)
     java_paimon.create_tag(path, "y", 3)
     j = lake_open(warehouse, "db.j")
-    assert _changes(j.to_arrow(incremental_between=("x", "y"), scan_mode="diff"), ROW_KIND) == \
-        _java(java_paimon, path, "x", "y", "auto") == [(1, "a2", "+U"), (2, "b", "-D"), (4, "d", "+I")]
+    assert (
+        _changes(j.to_arrow(incremental_between=("x", "y"), scan_mode="diff"), ROW_KIND)
+        == _java(java_paimon, path, "x", "y", "auto")
+        == [(1, "a2", "+U"), (2, "b", "-D"), (4, "d", "+I")]
+    )

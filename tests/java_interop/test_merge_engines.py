@@ -1,9 +1,10 @@
 """Every merge engine, with Java Paimon 1.0 as the referee: histories written by both sides (and
 compacted by Java) read the same in both."""
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import pyarrow as pa
 import pytest
@@ -24,8 +25,17 @@ class Step:
     delete_keys: Sequence[int] = ()
 
 
-def run_history(java, warehouse, schema: pa.Schema, steps: Sequence[Step], *, options: dict,
-                primary_keys=("k",), partition_keys=(), created_by: str = "lake") -> pa.Table:
+def run_history(
+    java,
+    warehouse,
+    schema: pa.Schema,
+    steps: Sequence[Step],
+    *,
+    options: dict,
+    primary_keys=("k",),
+    partition_keys=(),
+    created_by: str = "lake",
+) -> pa.Table:
     """Play ``steps`` on a new table, checking after each that lake_core reads what Java reads;
     then Java compacts fully and both read again. Returns the final rows."""
     kwargs = dict(primary_keys=list(primary_keys), partition_keys=list(partition_keys), options=options)
@@ -53,8 +63,7 @@ def run_history(java, warehouse, schema: pa.Schema, steps: Sequence[Step], *, op
     return before
 
 
-KV = pa.schema([pa.field("k", pa.int32(), nullable=False), ("a", pa.int64()), ("b", pa.string()),
-                ("c", pa.float64())])
+KV = pa.schema([pa.field("k", pa.int32(), nullable=False), ("a", pa.int64()), ("b", pa.string()), ("c", pa.float64())])
 
 
 def _kv(keys, a=None, b=None, c=None):
@@ -83,17 +92,29 @@ def test_partial_update(java_paimon, warehouse):
         Step("lake", _kv(range(0, 15, 3), c=lambda k: k / 4)),
         Step("java", _kv(range(12, 18), a=lambda k: -k, c=lambda k: 1.5)),
     ]
-    final = run_history(java_paimon, warehouse, KV, steps, options={"bucket": "3", "merge-engine": "partial-update"},
-                        created_by="java")
+    final = run_history(
+        java_paimon, warehouse, KV, steps, options={"bucket": "3", "merge-engine": "partial-update"}, created_by="java"
+    )
     row = {r["k"]: r for r in final.to_pylist()}[6]
     assert (row["a"], row["b"], row["c"]) == (6, "j6", 1.5)
 
 
 def test_partial_update_sequence_groups(java_paimon, warehouse):
-    schema = pa.schema([pa.field("k", pa.int32(), nullable=False), ("a", pa.int64()), ("g1", pa.int64()),
-                        ("b", pa.string()), ("g2", pa.int64())])
-    options = {"bucket": "1", "merge-engine": "partial-update", "fields.g1.sequence-group": "a",
-               "fields.g2.sequence-group": "b"}
+    schema = pa.schema(
+        [
+            pa.field("k", pa.int32(), nullable=False),
+            ("a", pa.int64()),
+            ("g1", pa.int64()),
+            ("b", pa.string()),
+            ("g2", pa.int64()),
+        ]
+    )
+    options = {
+        "bucket": "1",
+        "merge-engine": "partial-update",
+        "fields.g1.sequence-group": "a",
+        "fields.g2.sequence-group": "b",
+    }
     steps = [
         Step("lake", [{"k": k, "a": 1, "g1": 5, "b": "x", "g2": 5} for k in range(6)]),
         Step("java", [{"k": k, "a": 2, "g1": 4 + k % 3, "b": None, "g2": None} for k in range(6)]),
@@ -102,40 +123,76 @@ def test_partial_update_sequence_groups(java_paimon, warehouse):
     run_history(java_paimon, warehouse, schema, steps, options=options)
 
 
-AGG = pa.schema([pa.field("k", pa.int32(), nullable=False), ("total", pa.int64()), ("hi", pa.float64()),
-                 ("lo", pa.int32()), ("last", pa.string()), ("first", pa.string()), ("all", pa.bool_()),
-                 ("names", pa.string())])
-AGG_OPTIONS = {"bucket": "2", "merge-engine": "aggregation", "fields.total.aggregate-function": "sum",
-               "fields.hi.aggregate-function": "max", "fields.lo.aggregate-function": "min",
-               "fields.last.aggregate-function": "last_non_null_value",
-               "fields.first.aggregate-function": "first_non_null_value",
-               "fields.all.aggregate-function": "bool_and", "fields.names.aggregate-function": "listagg"}
+AGG = pa.schema(
+    [
+        pa.field("k", pa.int32(), nullable=False),
+        ("total", pa.int64()),
+        ("hi", pa.float64()),
+        ("lo", pa.int32()),
+        ("last", pa.string()),
+        ("first", pa.string()),
+        ("all", pa.bool_()),
+        ("names", pa.string()),
+    ]
+)
+AGG_OPTIONS = {
+    "bucket": "2",
+    "merge-engine": "aggregation",
+    "fields.total.aggregate-function": "sum",
+    "fields.hi.aggregate-function": "max",
+    "fields.lo.aggregate-function": "min",
+    "fields.last.aggregate-function": "last_non_null_value",
+    "fields.first.aggregate-function": "first_non_null_value",
+    "fields.all.aggregate-function": "bool_and",
+    "fields.names.aggregate-function": "listagg",
+}
 
 
 def _agg(keys, n, names=lambda k, n: f"n{n}"):
-    return [{"k": k, "total": k * n, "hi": (k * n) % 7 / 2, "lo": (k + n) % 5 - 2,
-             "last": None if n % 2 else f"v{n}", "first": None if n == 0 else f"f{n}", "all": (k + n) % 4 != 0,
-             "names": names(k, n)} for k in keys]
+    return [
+        {
+            "k": k,
+            "total": k * n,
+            "hi": (k * n) % 7 / 2,
+            "lo": (k + n) % 5 - 2,
+            "last": None if n % 2 else f"v{n}",
+            "first": None if n == 0 else f"f{n}",
+            "all": (k + n) % 4 != 0,
+            "names": names(k, n),
+        }
+        for k in keys
+    ]
 
 
 def test_aggregation(java_paimon, warehouse):
     steps = [Step("lake" if n % 2 == 0 else "java", _agg(range(n, n + 12), n)) for n in range(5)]
     steps.append(Step("java", _agg([3, 4], 9), kinds=["-U", "-U"]))  # sum retracts
-    options = {**AGG_OPTIONS, "fields.hi.ignore-retract": "true", "fields.lo.ignore-retract": "true",
-               "fields.last.ignore-retract": "true", "fields.first.ignore-retract": "true",
-               "fields.all.ignore-retract": "true", "fields.names.ignore-retract": "true"}
+    options = {
+        **AGG_OPTIONS,
+        "fields.hi.ignore-retract": "true",
+        "fields.lo.ignore-retract": "true",
+        "fields.last.ignore-retract": "true",
+        "fields.first.ignore-retract": "true",
+        "fields.all.ignore-retract": "true",
+        "fields.names.ignore-retract": "true",
+    }
     final = run_history(java_paimon, warehouse, AGG, steps, options=options)
     assert {r["k"]: r["total"] for r in final.to_pylist()}[4] == 4 * (0 + 1 + 2 + 3 + 4) - 4 * 9
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="Java 1.0 keeps blank strings in listagg; current Paimon (and lake_core) "
-                                       "skips them")
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="Java 1.0 keeps blank strings in listagg; current Paimon (and lake_core) skips them",
+)
 def test_aggregation_listagg_blank_strings(java_paimon, warehouse):
     steps = [Step("lake", _agg([1, 2], n, names=lambda k, n: " " if (k + n) % 2 else f"n{n}")) for n in range(3)]
     run_history(java_paimon, warehouse, AGG, steps, options=AGG_OPTIONS)
 
 
-@pytest.mark.xfail(strict=True, raises=JavaPaimonError, reason="Java 1.0 has no 'count' aggregate function (added in later Paimon)")
+@pytest.mark.xfail(
+    strict=True, raises=JavaPaimonError, reason="Java 1.0 has no 'count' aggregate function (added in later Paimon)"
+)
 def test_aggregation_count(java_paimon, warehouse):
     schema = pa.schema([pa.field("k", pa.int32(), nullable=False), ("n", pa.int64())])
     options = {"bucket": "1", "merge-engine": "aggregation", "fields.n.aggregate-function": "count"}
@@ -150,6 +207,7 @@ def test_first_row(java_paimon, warehouse):
         Step("java", _kv(range(12, 20), a=lambda k: 3)),
         Step("lake", _kv(range(0, 20, 2), a=lambda k: 4)),
     ]
-    final = run_history(java_paimon, warehouse, KV, steps, options={"bucket": "2", "merge-engine": "first-row"},
-                        created_by="java")
+    final = run_history(
+        java_paimon, warehouse, KV, steps, options={"bucket": "2", "merge-engine": "first-row"}, created_by="java"
+    )
     assert {r["k"]: r["a"] for r in final.to_pylist()} == {k: 1 if k < 10 else 2 if k < 15 else 3 for k in range(20)}

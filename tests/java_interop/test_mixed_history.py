@@ -1,5 +1,6 @@
 """Histories written by both sides: we write, Java compacts, we write more; Java writes, we update,
 Java reads; Java's snapshot expiry on our tables."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,14 +11,22 @@ from fixtures.java_paimon import assert_same_rows, table_dir
 
 from .data import lake_open, lake_table
 
-SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("p", pa.int32(), nullable=False),
-                    ("v", pa.string()), ("n", pa.float64())])
+SCHEMA = pa.schema(
+    [
+        pa.field("k", pa.int64(), nullable=False),
+        pa.field("p", pa.int32(), nullable=False),
+        ("v", pa.string()),
+        ("n", pa.float64()),
+    ]
+)
 
 
 def rows(keys, tag: str, parts: int = 2) -> pa.Table:
     keys = list(keys)
-    return pa.table({"k": keys, "p": [k % parts for k in keys], "v": [f"{tag}{k}" for k in keys],
-                     "n": [k * 0.5 for k in keys]}, schema=SCHEMA)
+    return pa.table(
+        {"k": keys, "p": [k % parts for k in keys], "v": [f"{tag}{k}" for k in keys], "n": [k * 0.5 for k in keys]},
+        schema=SCHEMA,
+    )
 
 
 class Model:
@@ -39,8 +48,9 @@ class Model:
 
 
 def test_we_write_java_compacts_we_write_more(java_paimon, warehouse):
-    table = lake_table(warehouse, "db.t", SCHEMA, primary_keys=["k", "p"], partition_keys=["p"],
-                       options={"bucket": "2"})
+    table = lake_table(
+        warehouse, "db.t", SCHEMA, primary_keys=["k", "p"], partition_keys=["p"], options={"bucket": "2"}
+    )
     model = Model()
     for i in range(4):
         batch = rows(range(i * 10, i * 10 + 30), f"w{i}-")
@@ -68,8 +78,9 @@ def test_we_write_java_compacts_we_write_more(java_paimon, warehouse):
 
 
 def test_java_writes_we_update_java_reads(java_paimon, warehouse):
-    path = java_paimon.create_table(warehouse, "db.t", SCHEMA, primary_keys=["k", "p"], partition_keys=["p"],
-                                    options={"bucket": "3"})
+    path = java_paimon.create_table(
+        warehouse, "db.t", SCHEMA, primary_keys=["k", "p"], partition_keys=["p"], options={"bucket": "3"}
+    )
     model = Model()
     first = rows(range(50), "java-")
     java_paimon.write(path, first)
@@ -93,8 +104,9 @@ def test_java_writes_we_update_java_reads(java_paimon, warehouse):
 
 
 def test_java_expires_our_snapshots_then_both_read(java_paimon, warehouse):
-    table = lake_table(warehouse, "db.t", SCHEMA, primary_keys=["k", "p"], partition_keys=["p"],
-                       options={"bucket": "2"})
+    table = lake_table(
+        warehouse, "db.t", SCHEMA, primary_keys=["k", "p"], partition_keys=["p"], options={"bucket": "2"}
+    )
     model = Model()
     for i in range(6):
         batch = rows(range(i * 5, i * 5 + 10), f"w{i}-")

@@ -2,17 +2,27 @@
 older schemas, of merged rows (every merge engine) and below the top level with deletion vectors,
 Java reads the same rows as we do, and both equal the dict model. (Java 1.0's own expiry filters
 rows before merging, so its expiry result is not a reference here; its reading of ours is.)"""
+
 from __future__ import annotations
 
 import pyarrow as pa
 import pytest
+from compaction.expiry_scenarios import (
+    ALTERS,
+    DAY,
+    ENGINES,
+    LATE_CUTOFF_S,
+    NOW,
+    altered_table,
+    late_update_table,
+    layered_table,
+    read_rows,
+    unexpired,
+)
 
+from fixtures.java_paimon import assert_same_rows
 from lake_core import Catalog
 from lake_core.compaction.job import compact
-
-from compaction.expiry_scenarios import ALTERS, DAY, ENGINES, LATE_CUTOFF_S, NOW, altered_table, late_update_table, \
-    layered_table, read_rows, unexpired
-from fixtures.java_paimon import assert_same_rows
 
 
 def _catalog(warehouse: str) -> Catalog:

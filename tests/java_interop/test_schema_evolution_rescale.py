@@ -1,17 +1,24 @@
 """Schema evolution and bucket rescale against Java Paimon 1.0: Java reads tables we altered and
 rescaled (partially and fully); we read tables Java altered and rescaled (ALTER TABLE ... SET
 ('bucket') followed by an overwrite of the partition, Java's way)."""
+
 from __future__ import annotations
 
 import pyarrow as pa
 import pytest
 
 from fixtures.java_paimon import assert_same_rows
-
 from lake_core import Catalog, SchemaChange
 
-SCHEMA = pa.schema([pa.field("dt", pa.string(), nullable=False), pa.field("id", pa.int64(), nullable=False),
-                    ("a", pa.int32()), ("b", pa.string()), ("f", pa.float32())])
+SCHEMA = pa.schema(
+    [
+        pa.field("dt", pa.string(), nullable=False),
+        pa.field("id", pa.int64(), nullable=False),
+        ("a", pa.int32()),
+        ("b", pa.string()),
+        ("f", pa.float32()),
+    ]
+)
 PK = ["dt", "id"]
 
 
@@ -41,8 +48,9 @@ OURS = {
 def lake(warehouse, bucket=2):
     catalog = Catalog(warehouse)
     catalog.create_database("db", ignore_if_exists=True)
-    return catalog, catalog.create_table("db.t", SCHEMA, primary_keys=PK, partition_keys=["dt"],
-                                         options={"bucket": str(bucket)})
+    return catalog, catalog.create_table(
+        "db.t", SCHEMA, primary_keys=PK, partition_keys=["dt"], options={"bucket": str(bucket)}
+    )
 
 
 @pytest.mark.parametrize("kind", list(OURS))
@@ -81,15 +89,18 @@ JAVA = {
     "add": [{"op": "add_column", "name": "c", "type": pa.string()}],
     "rename": [{"op": "rename_column", "name": "b", "new_name": "bee"}],
     "drop": [{"op": "drop_column", "name": "f"}],
-    "widen": [{"op": "update_column_type", "name": "a", "type": pa.int64()},
-              {"op": "update_column_type", "name": "f", "type": pa.float64()}],
+    "widen": [
+        {"op": "update_column_type", "name": "a", "type": pa.int64()},
+        {"op": "update_column_type", "name": "f", "type": pa.float64()},
+    ],
 }
 
 
 @pytest.mark.parametrize("kind", list(JAVA))
 def test_we_read_tables_java_altered(java_paimon, warehouse, kind):
-    path = java_paimon.create_table(warehouse, "db.t", SCHEMA, primary_keys=PK, partition_keys=["dt"],
-                                    options={"bucket": "2"})
+    path = java_paimon.create_table(
+        warehouse, "db.t", SCHEMA, primary_keys=PK, partition_keys=["dt"], options={"bucket": "2"}
+    )
     java_paimon.write(path, batch(range(20)))
     java_paimon.alter_table(warehouse, "db.t", JAVA[kind])
     schema = java_paimon.schema(path)
@@ -105,8 +116,9 @@ def test_we_read_tables_java_altered(java_paimon, warehouse, kind):
 
 
 def test_we_read_and_write_a_table_java_rescaled(java_paimon, warehouse):
-    path = java_paimon.create_table(warehouse, "db.t", SCHEMA, primary_keys=PK, partition_keys=["dt"],
-                                    options={"bucket": "2"})
+    path = java_paimon.create_table(
+        warehouse, "db.t", SCHEMA, primary_keys=PK, partition_keys=["dt"], options={"bucket": "2"}
+    )
     for dt in ("2024-01-01", "2024-01-02"):
         java_paimon.write(path, batch(range(200), dt=dt))
     # Java's rescale of one partition: change 'bucket', then overwrite the partition with its rows.

@@ -11,15 +11,15 @@ Java 1.0 travels with the snapshot's columns but today's options (``schema(snaps
 differ when an option changed since (strict xfails below): Java hides what the snapshot held once
 deletion vectors are switched on, and refuses the snapshot once its sequence field was renamed.
 """
+
 from __future__ import annotations
 
 import pyarrow as pa
 import pytest
+from schema_evolution.time_travel_history import NEW, OLD, SCHEMA, build, model, rows_of
 
 from fixtures.java_paimon import JavaPaimonError, assert_same_rows
-
 from lake_core import ROW_KIND, Catalog, SchemaChange
-from schema_evolution.time_travel_history import NEW, OLD, SCHEMA, build, model, rows_of
 
 
 def test_java_reads_our_old_snapshots_with_the_columns_we_return(java_paimon, warehouse):
@@ -84,9 +84,15 @@ def test_we_read_old_snapshots_of_a_table_java_altered(java_paimon, warehouse):
     path = java_paimon.create_table(warehouse, "db.t", SCHEMA, primary_keys=["k"], options={"bucket": "2"})
     ks = list(range(1, 7))
     java_paimon.write(path, pa.table({"k": ks, "a": [k * 10 for k in ks], "c": [f"c{k}" for k in ks]}, schema=SCHEMA))
-    java_paimon.alter_table(warehouse, "db.t", [{"op": "rename_column", "name": "a", "new_name": "b"},
-                                                {"op": "add_column", "name": "a", "type": pa.string()},
-                                                {"op": "drop_column", "name": "c"}])
+    java_paimon.alter_table(
+        warehouse,
+        "db.t",
+        [
+            {"op": "rename_column", "name": "a", "new_name": "b"},
+            {"op": "add_column", "name": "a", "type": pa.string()},
+            {"op": "drop_column", "name": "c"},
+        ],
+    )
     ks = list(range(4, 9))
     java_paimon.write(path, pa.table({"k": ks, "b": [k * 100 for k in ks], "a": [f"new{k}" for k in ks]}))
     t = Catalog(warehouse).get_table("db.t")
@@ -113,18 +119,24 @@ def _two_commits_then(warehouse, changes) -> tuple:
     return t, ours
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="Java 1.0 time-travels with today's options: deletion-vectors.enabled switched on "
-                          "after the snapshot makes its batch scan skip the snapshot's level-0 files (no rows)")
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="Java 1.0 time-travels with today's options: deletion-vectors.enabled switched on "
+    "after the snapshot makes its batch scan skip the snapshot's level-0 files (no rows)",
+)
 def test_java_reads_a_snapshot_from_before_deletion_vectors_were_enabled(java_paimon, warehouse):
     t, ours = _two_commits_then(warehouse, [SchemaChange.set_option("deletion-vectors.enabled", "true")])
     assert_same_rows(java_paimon.read(t, snapshot_id=2), ours)
 
 
-@pytest.mark.xfail(strict=True, raises=JavaPaimonError,
-                   reason="Java 1.0 time-travels with today's options: after the sequence field seq was renamed "
-                          "to version, 'sequence.field' = version names no column of the snapshot's schema and "
-                          "Java refuses the read (\"Sequence field: 'version' can not be found\")")
+@pytest.mark.xfail(
+    strict=True,
+    raises=JavaPaimonError,
+    reason="Java 1.0 time-travels with today's options: after the sequence field seq was renamed "
+    "to version, 'sequence.field' = version names no column of the snapshot's schema and "
+    "Java refuses the read (\"Sequence field: 'version' can not be found\")",
+)
 def test_java_reads_a_snapshot_from_before_its_sequence_field_was_renamed(java_paimon, warehouse):
     t, ours = _two_commits_then(warehouse, [SchemaChange.rename_column("seq", "version")])
     assert_same_rows(java_paimon.read(t, snapshot_id=2), ours)

@@ -1,5 +1,6 @@
 """Java Paimon 1.0 reads what lake_core writes, and lake_core reads what Java writes: every type,
 partitions, several buckets, every file format."""
+
 from __future__ import annotations
 
 import pyarrow as pa
@@ -14,8 +15,14 @@ FORMATS = ["parquet", "orc", "avro"]
 
 @pytest.mark.parametrize("file_format", FORMATS)
 def test_java_reads_all_types_we_write(java_paimon, warehouse, file_format):
-    table = lake_table(warehouse, "db.t", all_types_for(file_format), primary_keys=["id", "part"],
-                       partition_keys=["part"], options={"bucket": "3", "file.format": file_format})
+    table = lake_table(
+        warehouse,
+        "db.t",
+        all_types_for(file_format),
+        primary_keys=["id", "part"],
+        partition_keys=["part"],
+        options={"bucket": "3", "file.format": file_format},
+    )
     first = all_types_for(file_format, all_types_rows(range(40)))
     table.write_arrow(first)
     second = all_types_for(file_format, all_types_rows(range(20, 60), salt=5))  # updates 20..39, inserts 40..59
@@ -34,8 +41,14 @@ def test_java_reads_all_types_we_write(java_paimon, warehouse, file_format):
 
 @pytest.mark.parametrize("file_format", FORMATS)
 def test_we_read_all_types_java_writes(java_paimon, warehouse, file_format):
-    path = java_paimon.create_table(warehouse, "db.t", all_types_for(file_format), primary_keys=["id", "part"],
-                                    partition_keys=["part"], options={"bucket": "3", "file.format": file_format})
+    path = java_paimon.create_table(
+        warehouse,
+        "db.t",
+        all_types_for(file_format),
+        primary_keys=["id", "part"],
+        partition_keys=["part"],
+        options={"bucket": "3", "file.format": file_format},
+    )
     first = all_types_for(file_format, all_types_rows(range(40)))
     java_paimon.write(path, first)
     second = all_types_for(file_format, all_types_rows(range(20, 60), salt=5))
@@ -53,9 +66,14 @@ def test_we_stream_and_compact_java_files_in_small_chunks(java_paimon, warehouse
     """Java's ORC and Avro files merged ``read.batch-size`` = 2 rows per file at a time (a stripe or
     a few container blocks decoded, then cut): every type reads as Java reads it, and a full
     compaction that streams them leaves rows Java reads back the same."""
-    path = java_paimon.create_table(warehouse, "db.t", all_types_for(file_format), primary_keys=["id", "part"],
-                                    partition_keys=["part"],
-                                    options={"bucket": "3", "file.format": file_format, "read.batch-size": "2"})
+    path = java_paimon.create_table(
+        warehouse,
+        "db.t",
+        all_types_for(file_format),
+        primary_keys=["id", "part"],
+        partition_keys=["part"],
+        options={"bucket": "3", "file.format": file_format, "read.batch-size": "2"},
+    )
     first = all_types_for(file_format, all_types_rows(range(40)))
     java_paimon.write(path, first)
     second = all_types_for(file_format, all_types_rows(range(20, 60), salt=5))
@@ -72,13 +90,13 @@ def test_we_stream_and_compact_java_files_in_small_chunks(java_paimon, warehouse
 
 
 def test_java_reads_our_filtered_and_projected_reads(java_paimon, warehouse):
-    table = lake_table(warehouse, "db.t", ALL_TYPES, primary_keys=["id", "part"], partition_keys=["part"],
-                       options={"bucket": "2"})
+    table = lake_table(
+        warehouse, "db.t", ALL_TYPES, primary_keys=["id", "part"], partition_keys=["part"], options={"bucket": "2"}
+    )
     rows = all_types_rows(range(100))
     table.write_arrow(rows)
     pb = table.predicate_builder()
-    pred = pb.and_predicates([pb.greater_or_equal("id", 30), pb.is_in("part", ["a", "c"]),
-                              pb.is_not_null("dec")])
+    pred = pb.and_predicates([pb.greater_or_equal("id", 30), pb.is_in("part", ["a", "c"]), pb.is_not_null("dec")])
     ours = table.to_arrow(filter=pred, columns=["id", "part", "dec", "ts6"])
     theirs = java_paimon.read(table, filter=pred, projection=["id", "part", "dec", "ts6"])
     assert theirs.column_names == ["id", "part", "dec", "ts6"]
@@ -90,22 +108,38 @@ def test_java_deletes_and_updates_we_read(java_paimon, warehouse):
     schema = pa.schema([pa.field("k", pa.int32(), nullable=False), ("v", pa.string())])
     path = java_paimon.create_table(warehouse, "db.t", schema, primary_keys=["k"], options={"bucket": "2"})
     java_paimon.write(path, pa.table({"k": list(range(10)), "v": [f"v{i}" for i in range(10)]}, schema=schema))
-    java_paimon.write(path, pa.table({"k": [1, 2, 2, 3], "v": ["old", "old", "new", None]}, schema=schema),
-                      kinds=["-D", "-U", "+U", "-D"])
-    expected = pa.table({"k": [0, 2] + list(range(4, 10)), "v": ["v0", "new"] + [f"v{i}" for i in range(4, 10)]},
-                        schema=schema)
+    java_paimon.write(
+        path,
+        pa.table({"k": [1, 2, 2, 3], "v": ["old", "old", "new", None]}, schema=schema),
+        kinds=["-D", "-U", "+U", "-D"],
+    )
+    expected = pa.table(
+        {"k": [0, 2] + list(range(4, 10)), "v": ["v0", "new"] + [f"v{i}" for i in range(4, 10)]}, schema=schema
+    )
     assert_same_rows(lake_open(warehouse, "db.t").to_arrow(), expected)
 
 
-NANOS = pa.schema([pa.field("k", pa.int32(), nullable=False), ("ts9", pa.timestamp("ns")),
-                   ("ts7", pa.timestamp("ns")), ("ltz9", pa.timestamp("ns", tz="UTC"))])
+NANOS = pa.schema(
+    [
+        pa.field("k", pa.int32(), nullable=False),
+        ("ts9", pa.timestamp("ns")),
+        ("ts7", pa.timestamp("ns")),
+        ("ltz9", pa.timestamp("ns", tz="UTC")),
+    ]
+)
 
 
 def _nanos_rows(values) -> pa.Table:
     values = list(values)
-    return pa.table({"k": list(range(len(values))), "ts9": pa.array(values, pa.timestamp("ns")),
-                     "ts7": pa.array([v - v % 100 for v in values], pa.timestamp("ns")),
-                     "ltz9": pa.array(values, pa.timestamp("ns", tz="UTC"))}, schema=NANOS)
+    return pa.table(
+        {
+            "k": list(range(len(values))),
+            "ts9": pa.array(values, pa.timestamp("ns")),
+            "ts7": pa.array([v - v % 100 for v in values], pa.timestamp("ns")),
+            "ltz9": pa.array(values, pa.timestamp("ns", tz="UTC")),
+        },
+        schema=NANOS,
+    )
 
 
 def test_java_reads_our_nanosecond_timestamps_in_parquet(java_paimon, warehouse):
@@ -121,9 +155,13 @@ def test_java_reads_our_nanosecond_timestamps_in_parquet(java_paimon, warehouse)
     assert_same_rows(table.to_arrow(), rows)
 
 
-@pytest.mark.xfail(strict=True, raises=JavaPaimonError, reason="Java 1.0 bug: its INT96 reader rejects pre-1970 TIMESTAMP(7..9) values with "
-                                       "sub-millisecond digits (Timestamp.fromEpochMillis with a negative "
-                                       "nano-of-millisecond), even in files Java wrote itself")
+@pytest.mark.xfail(
+    strict=True,
+    raises=JavaPaimonError,
+    reason="Java 1.0 bug: its INT96 reader rejects pre-1970 TIMESTAMP(7..9) values with "
+    "sub-millisecond digits (Timestamp.fromEpochMillis with a negative "
+    "nano-of-millisecond), even in files Java wrote itself",
+)
 def test_java_reads_pre_1970_nanosecond_timestamps(java_paimon, warehouse):
     path = java_paimon.create_table(warehouse, "db.t", NANOS, primary_keys=["k"], options={"bucket": "1"})
     rows = _nanos_rows([-1, -86_400_000_000_001])
@@ -132,8 +170,12 @@ def test_java_reads_pre_1970_nanosecond_timestamps(java_paimon, warehouse):
     assert_same_rows(java_paimon.read(path), rows)
 
 
-@pytest.mark.xfail(strict=True, raises=JavaPaimonError, reason="Java 1.0 has no Avro encoding for TIMESTAMP(7..9): its AvroSchemaConverter "
-                                       "accepts precision <= 6, so it cannot create or read such an Avro table")
+@pytest.mark.xfail(
+    strict=True,
+    raises=JavaPaimonError,
+    reason="Java 1.0 has no Avro encoding for TIMESTAMP(7..9): its AvroSchemaConverter "
+    "accepts precision <= 6, so it cannot create or read such an Avro table",
+)
 def test_avro_nanosecond_timestamps(java_paimon, warehouse):
     table = lake_table(warehouse, "db.t", NANOS, primary_keys=["k"], options={"bucket": "1", "file.format": "avro"})
     rows = _nanos_rows([1, 1_700_000_000_123_456_789])
@@ -142,8 +184,12 @@ def test_avro_nanosecond_timestamps(java_paimon, warehouse):
     assert_same_rows(java_paimon.read(table), rows)
 
 
-@pytest.mark.xfail(strict=True, raises=JavaPaimonError, reason="Java 1.0's ORC reader rejects pre-1970 timestamps with a fractional second "
-                                       "written by the C++ ORC writer (pyarrow); Java's own ORC files read fine")
+@pytest.mark.xfail(
+    strict=True,
+    raises=JavaPaimonError,
+    reason="Java 1.0's ORC reader rejects pre-1970 timestamps with a fractional second "
+    "written by the C++ ORC writer (pyarrow); Java's own ORC files read fine",
+)
 def test_orc_pre_1970_fractional_timestamps(java_paimon, warehouse):
     schema = pa.schema([pa.field("k", pa.int32(), nullable=False), ("ts", pa.timestamp("us"))])
     table = lake_table(warehouse, "db.t", schema, primary_keys=["k"], options={"bucket": "1", "file.format": "orc"})

@@ -1,5 +1,6 @@
 """Tables Java writes with features lake_core does not implement are refused when opened, for
 reading and writing alike: never rows that may be wrong."""
+
 from __future__ import annotations
 
 import hashlib
@@ -23,13 +24,15 @@ def _tree_digest(root: str) -> str:
     return h.hexdigest()
 
 
-@pytest.mark.parametrize("options, named", [
-    ({"file-index.bloom-filter.columns": "v"}, "file-index.bloom-filter.columns"),
-    ({"some-future.option": "x"}, "some-future.option"),
-])
+@pytest.mark.parametrize(
+    "options, named",
+    [
+        ({"file-index.bloom-filter.columns": "v"}, "file-index.bloom-filter.columns"),
+        ({"some-future.option": "x"}, "some-future.option"),
+    ],
+)
 def test_java_table_with_unsupported_option_is_refused(java_paimon, warehouse, options, named):
-    path = java_paimon.create_table(warehouse, "db.t", SCHEMA, primary_keys=["k"],
-                                    options={"bucket": "2", **options})
+    path = java_paimon.create_table(warehouse, "db.t", SCHEMA, primary_keys=["k"], options={"bucket": "2", **options})
     java_paimon.write(path, pa.table({"k": list(range(251)), "v": [f"v{i}" for i in range(251)]}, schema=SCHEMA))
     # Deletes: with deletion vectors Java marks rows deleted in a side file instead of merging.
     java_paimon.write(path, pa.table({"k": list(range(13)), "v": [None] * 13}, schema=SCHEMA), kinds=["-D"] * 13)

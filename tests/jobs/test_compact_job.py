@@ -2,6 +2,7 @@
 
 Oracles: a plain dict model of the rows, and the same table compacted in-process by
 ``table.maintenance.compact`` (same rows, same sorted runs per bucket, same counters)."""
+
 from __future__ import annotations
 
 import os
@@ -27,8 +28,13 @@ def _create(catalog: Catalog, name: str):
     if "db" not in catalog.list_databases():
         catalog.create_database("db")
     # write-only: writers never compact, so every commit leaves one more level-0 file per bucket
-    return catalog.create_table(name, schema=SCHEMA, primary_keys=["dt", "id"], partition_keys=["dt"],
-                                options={"bucket": "2", "rowkind.field": "op", "write-only": "true"})
+    return catalog.create_table(
+        name,
+        schema=SCHEMA,
+        primary_keys=["dt", "id"],
+        partition_keys=["dt"],
+        options={"bucket": "2", "rowkind.field": "op", "write-only": "true"},
+    )
 
 
 def _fill(table, model: dict | None = None, commits: int = 7) -> dict:
@@ -61,8 +67,19 @@ def _sorted_runs(table) -> dict:
     return {k: Counter(levels)[0] + len({lv for lv in levels if lv > 0}) for k, levels in sorted(files.items())}
 
 
-_COUNTERS = ("units_planned", "units_run", "units_skipped", "files_read", "files_written", "files_upgraded",
-             "rows_in", "rows_out", "rows_dropped_deletes", "levels_before", "levels_after")
+_COUNTERS = (
+    "units_planned",
+    "units_run",
+    "units_skipped",
+    "files_read",
+    "files_written",
+    "files_upgraded",
+    "rows_in",
+    "rows_out",
+    "rows_dropped_deletes",
+    "levels_before",
+    "levels_after",
+)
 
 
 def _same_work(a, b) -> None:
@@ -96,14 +113,23 @@ def test_spark_compaction_on_s3(spark, s3_warehouse):
     catalog = Catalog(s3_warehouse.uri, storage_options=s3_warehouse.storage_options)
     table = _create(catalog, "db.t")
     model = _fill(table, commits=5)
-    result = compact_on_spark(spark, s3_warehouse.uri, "db.t", full=True, partitions={"dt": "2024-01-02"},
-                              storage_options=s3_warehouse.storage_options)
+    result = compact_on_spark(
+        spark,
+        s3_warehouse.uri,
+        "db.t",
+        full=True,
+        partitions={"dt": "2024-01-02"},
+        storage_options=s3_warehouse.storage_options,
+    )
     table = catalog.get_table("db.t")
     assert _rows(table) == model
-    runs = {pv: n for (p, _b), n in _sorted_runs(table).items()
-            for pv in [table.manifest_store.partition_values(p)[0]]}
+    runs = {pv: n for (p, _b), n in _sorted_runs(table).items() for pv in [table.manifest_store.partition_values(p)[0]]}
     assert runs == {"2024-01-01": 5, "2024-01-02": 1}  # only the selected partition was compacted
-    assert (result.units_run, result.units_skipped, result.rows_in) == (2, 0, 5 * 30)  # 5 commits of 30 rows in that partition
+    assert (result.units_run, result.units_skipped, result.rows_in) == (
+        2,
+        0,
+        5 * 30,
+    )  # 5 commits of 30 rows in that partition
 
 
 def test_dry_run_and_nothing_to_do_commit_nothing(spark, warehouse):
@@ -137,11 +163,21 @@ def test_a_unit_compacted_concurrently_is_skipped_not_committed(spark, warehouse
     assert len(day1) == 2 and stale_files <= _data_files(warehouse_path)
 
     # Another process compacts 2024-01-01 before the driver commits.
-    subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
         from lake_core import Catalog
         r = Catalog({warehouse!r}).get_table("db.t").maintenance.compact(full=True, partitions={{"dt": "2024-01-01"}})
         assert r.units_run == 2, r
-    """)], check=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300)
+    """),
+        ],
+        check=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=300,
+    )
 
     result = table.maintenance.commit_compaction(plan=plan, outcomes=outcomes)
     assert (result.units_run, result.units_skipped) == (2, 2)

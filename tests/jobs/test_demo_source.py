@@ -1,5 +1,6 @@
 """The demo change source: deterministic, realistic row kinds, and a merged state that a real
 lake_core primary-key table reproduces."""
+
 from __future__ import annotations
 
 import collections
@@ -60,7 +61,10 @@ def test_a_lake_table_merges_the_changes_to_the_expected_state(warehouse):
     catalog = Catalog(warehouse)
     catalog.create_database("demo", ignore_if_exists=True)
     table = catalog.create_table(
-        "demo.orders", schema=ORDERS_SCHEMA, primary_keys=["dt", "order_id"], partition_keys=["dt"],
+        "demo.orders",
+        schema=ORDERS_SCHEMA,
+        primary_keys=["dt", "order_id"],
+        partition_keys=["dt"],
         options={"bucket": "2", "rowkind.field": "op"},
     )
     source = orders()

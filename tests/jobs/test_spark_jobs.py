@@ -1,5 +1,6 @@
 """The Spark jobs against real lake_core tables: the distributed write, the `paimon` data source,
 the ingest job's commit identity and the downstream aggregate. One Spark session (``spark``)."""
+
 from __future__ import annotations
 
 import decimal
@@ -55,8 +56,11 @@ def test_data_source_reads_exactly_the_requested_snapshot(spark, warehouse):
     for b in range(3):
         table.write_arrow(source.batch(b))
     df = (
-        spark.read.format("paimon").option("warehouse", warehouse).option("table", "demo.orders")
-        .option("snapshot-id", "2").load()
+        spark.read.format("paimon")
+        .option("warehouse", warehouse)
+        .option("table", "demo.orders")
+        .option("snapshot-id", "2")
+        .load()
     )
     assert _by_id(df.toArrow()).equals(_by_id(source.expected(2)))
     # Spark-side operations work on the DataFrame as usual.
@@ -73,8 +77,13 @@ def test_data_source_on_an_empty_table_and_bad_options(spark, warehouse):
 def test_change_order_survives_the_shuffle(spark, warehouse):
     """Many changes of the same keys in one DataFrame spread over several input partitions:
     the last change of each key must win, although Spark shuffles rows between tasks."""
-    spec = TableSpec("demo.kv", pa.schema([pa.field("k", pa.int64(), False), pa.field("v", pa.int64()),
-                                           pa.field("op", pa.string())]), ("k",), (), {"bucket": "3", "rowkind.field": "op"})
+    spec = TableSpec(
+        "demo.kv",
+        pa.schema([pa.field("k", pa.int64(), False), pa.field("v", pa.int64()), pa.field("op", pa.string())]),
+        ("k",),
+        (),
+        {"bucket": "3", "rowkind.field": "op"},
+    )
     table = _create(warehouse, spec=spec)
     keys, rounds = 50, 20
     k = [i % keys for i in range(keys * rounds)]
@@ -111,8 +120,9 @@ def test_a_retried_write_does_not_commit_twice(spark, warehouse, monkeypatch):
     on_disk = {p.name for p in __import__("pathlib").Path(root).rglob("data-*")}
     assert on_disk == live
     # A new identity is a new commit.
-    nxt = distributed_write(spark.createDataFrame(orders().batch(1)), warehouse, "demo.orders",
-                            commit_user="job-7", identifier=1)
+    nxt = distributed_write(
+        spark.createDataFrame(orders().batch(1)), warehouse, "demo.orders", commit_user="job-7", identifier=1
+    )
     assert nxt.snapshot_id == first.snapshot_id + 1
 
 
@@ -132,8 +142,9 @@ def test_ingest_resumes_from_the_table_and_a_rerun_is_recognised(spark, warehous
 
 def test_empty_dataframe_commits_nothing(spark, warehouse):
     table = _create(warehouse)
-    result = distributed_write(spark.createDataFrame(ORDERS_SCHEMA.empty_table()), warehouse, "demo.orders",
-                               commit_user="t", identifier=1)
+    result = distributed_write(
+        spark.createDataFrame(ORDERS_SCHEMA.empty_table()), warehouse, "demo.orders", commit_user="t", identifier=1
+    )
     assert result.snapshot_id is None and result.rows == 0
     assert table.latest_snapshot() is None
 
@@ -157,16 +168,30 @@ def test_downstream_aggregates_exactly_the_given_snapshot(spark, warehouse):
     source = orders(orders_per_batch=60)
     for b in range(4):
         table.write_arrow(source.batch(b))
-    result = run_downstream(spark, warehouse, source_table="demo.orders", snapshot_id=2,
-                            target_table="demo.orders_by_day", transform="orders_by_day")
+    result = run_downstream(
+        spark,
+        warehouse,
+        source_table="demo.orders",
+        snapshot_id=2,
+        target_table="demo.orders_by_day",
+        transform="orders_by_day",
+    )
     assert result.identifier == 2 and result.snapshot_id == 1
-    got = {r["dt"]: (r["orders"], r["cancelled"], r["customers"], r["items"], r["revenue"])
-           for r in Catalog(warehouse).get_table("demo.orders_by_day").to_arrow().to_pylist()}
+    got = {
+        r["dt"]: (r["orders"], r["cancelled"], r["customers"], r["items"], r["revenue"])
+        for r in Catalog(warehouse).get_table("demo.orders_by_day").to_arrow().to_pylist()
+    }
     assert got == _orders_by_day_reference(source.expected(2))
     assert got != _orders_by_day_reference(source.expected(4))  # not the latest snapshot
     # Re-running for the same snapshot is recognised; a newer snapshot updates the table.
-    again = run_downstream(spark, warehouse, source_table="demo.orders", snapshot_id=2,
-                           target_table="demo.orders_by_day", transform="orders_by_day")
+    again = run_downstream(
+        spark,
+        warehouse,
+        source_table="demo.orders",
+        snapshot_id=2,
+        target_table="demo.orders_by_day",
+        transform="orders_by_day",
+    )
     assert again.already_committed and again.snapshot_id == 1
 
 
@@ -177,11 +202,23 @@ def test_write_and_read_on_s3(spark, s3_warehouse):
     _create(s3_warehouse.uri, opts)
     source = orders(orders_per_batch=40)
     for b in range(2):
-        r = distributed_write(spark.createDataFrame(source.batch(b)), s3_warehouse.uri, "demo.orders",
-                              commit_user="s3-test", identifier=b, storage_options=opts)
+        r = distributed_write(
+            spark.createDataFrame(source.batch(b)),
+            s3_warehouse.uri,
+            "demo.orders",
+            commit_user="s3-test",
+            identifier=b,
+            storage_options=opts,
+        )
         assert r.snapshot_id == b + 1
-    again = distributed_write(spark.createDataFrame(source.batch(1)), s3_warehouse.uri, "demo.orders",
-                              commit_user="s3-test", identifier=1, storage_options=opts)
+    again = distributed_write(
+        spark.createDataFrame(source.batch(1)),
+        s3_warehouse.uri,
+        "demo.orders",
+        commit_user="s3-test",
+        identifier=1,
+        storage_options=opts,
+    )
     assert again.already_committed
     df = read_table(spark, s3_warehouse.uri, "demo.orders", storage_options=opts)
     assert _by_id(df.toArrow()).equals(_by_id(source.expected(2)))

@@ -6,6 +6,7 @@ import-linter and the import graph (grimp).
 ``lake_core.errors``), never its internal modules. The contracts live in ``pyproject.toml``
 (``[tool.importlinter]``).
 """
+
 from __future__ import annotations
 
 import os
@@ -31,8 +32,9 @@ def _lint_imports(cwd: Path, config: Path) -> subprocess.CompletedProcess:
     env = dict(os.environ)
     # Analyse the packages in ``cwd``, never an installed copy.
     env["PYTHONPATH"] = str(cwd)
-    return subprocess.run([exe, "--config", str(config), "--no-cache"], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [exe, "--config", str(config), "--no-cache"], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 def _config_without_layers(dest: Path) -> Path:
@@ -57,8 +59,10 @@ def _contracts() -> list[dict]:
 def test_contracts_state_the_architecture():
     forbidden = {
         (src, dst)
-        for c in _contracts() if c["type"] == "forbidden"
-        for src in c["source_modules"] for dst in c["forbidden_modules"]
+        for c in _contracts()
+        if c["type"] == "forbidden"
+        for src in c["source_modules"]
+        for dst in c["forbidden_modules"]
     }
     assert {("lake_core", "orchestration"), ("lake_core", "jobs"), ("jobs", "orchestration")} <= forbidden
     [protected] = [c for c in _contracts() if c["type"] == "protected"]
@@ -77,13 +81,16 @@ def test_the_code_keeps_the_import_contracts():
     assert "broken" in result.stdout and " 0 broken" in result.stdout
 
 
-@pytest.mark.parametrize("offender, line", [
-    ("lake_core/table.py", "import orchestration.assets"),
-    ("lake_core/table.py", "from jobs import compact"),
-    ("jobs/compact.py", "from orchestration.assets import x"),
-    ("jobs/compact.py", "from lake_core.hashing import assign_buckets"),
-    ("orchestration/assets.py", "import lake_core.catalog"),
-])
+@pytest.mark.parametrize(
+    "offender, line",
+    [
+        ("lake_core/table.py", "import orchestration.assets"),
+        ("lake_core/table.py", "from jobs import compact"),
+        ("jobs/compact.py", "from orchestration.assets import x"),
+        ("jobs/compact.py", "from lake_core.hashing import assign_buckets"),
+        ("orchestration/assets.py", "import lake_core.catalog"),
+    ],
+)
 def test_the_contracts_catch_a_violation(tmp_path, offender, line):
     """Same contracts, a throw-away tree with one forbidden import: lint-imports must fail."""
     for pkg in ("lake_core", "orchestration", "jobs"):
@@ -94,10 +101,12 @@ def test_the_contracts_catch_a_violation(tmp_path, offender, line):
     (tmp_path / "lake_core" / "__init__.py").write_text("from .hashing import x\nfrom .catalog import x\n")
     (tmp_path / "orchestration" / "assets.py").write_text("x = 1\n")
     (tmp_path / "jobs" / "compact.py").write_text("import lake_core\n")
-    (tmp_path / offender).write_text(textwrap.dedent(f"""\
+    (tmp_path / offender).write_text(
+        textwrap.dedent(f"""\
         import lake_core
         {line}
-    """))
+    """)
+    )
     _config_without_layers(tmp_path / "pyproject.toml")
 
     result = _lint_imports(tmp_path, tmp_path / "pyproject.toml")
@@ -122,23 +131,37 @@ def test_the_public_api_passes(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("module, line, refusal", [
-    # lazily, inside a function
-    ("commit/messages.py", "def _late():\n    from lake_core.compaction import job",
-     "lake_core.commit is not allowed to import lake_core.compaction"),
-    # an annotation: the stages below the table take the FileStore and never name the table
-    ("compaction/plan.py", "if TYPE_CHECKING:\n    from lake_core.table import FileStoreTable",
-     "lake_core.compaction is not allowed to import lake_core.table"),
-    ("write/table_write.py", "if TYPE_CHECKING:\n    from lake_core.table import FileStoreTable",
-     "lake_core.write is not allowed to import lake_core.table"),
-    # a reader never imports the commit package
-    ("read/scan.py", "from lake_core.commit.messages import CommitMessage",
-     "lake_core.read is not allowed to import lake_core.commit"),
-])
+@pytest.mark.parametrize(
+    "module, line, refusal",
+    [
+        # lazily, inside a function
+        (
+            "commit/messages.py",
+            "def _late():\n    from lake_core.compaction import job",
+            "lake_core.commit is not allowed to import lake_core.compaction",
+        ),
+        # an annotation: the stages below the table take the FileStore and never name the table
+        (
+            "compaction/plan.py",
+            "if TYPE_CHECKING:\n    from lake_core.table import FileStoreTable",
+            "lake_core.compaction is not allowed to import lake_core.table",
+        ),
+        (
+            "write/table_write.py",
+            "if TYPE_CHECKING:\n    from lake_core.table import FileStoreTable",
+            "lake_core.write is not allowed to import lake_core.table",
+        ),
+        # a reader never imports the commit package
+        (
+            "read/scan.py",
+            "from lake_core.commit.messages import CommitMessage",
+            "lake_core.read is not allowed to import lake_core.commit",
+        ),
+    ],
+)
 def test_the_layers_contract_catches_an_upward_import(tmp_path, module, line, refusal):
     """A copy of lake_core with one forbidden import added: refused."""
-    shutil.copytree(REPO_ROOT / "lake_core", tmp_path / "lake_core",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO_ROOT / "lake_core", tmp_path / "lake_core", ignore=shutil.ignore_patterns("__pycache__"))
     for pkg in ("orchestration", "jobs"):
         (tmp_path / pkg).mkdir()
         (tmp_path / pkg / "__init__.py").write_text("")
@@ -154,15 +177,20 @@ def test_maintenance_names_the_table_in_annotations_only():
     """The layers contract lets maintenance import the table (its facade annotates it); at run
     time that import would put maintenance under the table it serves."""
     import grimp
+
     graph = grimp.build_graph("lake_core", include_external_packages=False, exclude_type_checking_imports=True)
-    assert not [m for m in graph.modules if m.startswith("lake_core.maintenance")
-                and graph.direct_import_exists(importer=m, imported="lake_core.table")]
+    assert not [
+        m
+        for m in graph.modules
+        if m.startswith("lake_core.maintenance") and graph.direct_import_exists(importer=m, imported="lake_core.table")
+    ]
 
 
 def _runtime_import_cycles() -> list[list[str]]:
     """Strongly connected components of lake_core's module graph (lazy imports included,
     ``if TYPE_CHECKING:`` annotations excluded)."""
     import grimp
+
     graph = grimp.build_graph("lake_core", include_external_packages=False, exclude_type_checking_imports=True)
     edges = {m: graph.find_modules_directly_imported_by(m) for m in graph.modules}
     index: dict[str, int] = {}
@@ -207,7 +235,10 @@ def test_merge_engines_are_asked_not_named():
     """Outside lake_core/merge, code asks the engine for a capability (hides_level0,
     merged_row_is_stored, ...) instead of comparing merge-engine names."""
     import re
-    names = re.compile(r"""(==|!=|\bin\b|\bnot in\b)\s*\(?\s*["'](deduplicate|first-row|partial-update|aggregation)["']""")
+
+    names = re.compile(
+        r"""(==|!=|\bin\b|\bnot in\b)\s*\(?\s*["'](deduplicate|first-row|partial-update|aggregation)["']"""
+    )
     offenders = []
     for path in sorted((REPO_ROOT / "lake_core").rglob("*.py")):
         rel = path.relative_to(REPO_ROOT).as_posix()
@@ -227,9 +258,12 @@ ABOVE_THE_STAGES = ("lake_core/__init__.py", "lake_core/catalog.py", "lake_core/
 
 def test_lower_stages_take_the_file_store_not_the_table():
     """Not even by name: a string annotation needs no import, so the contracts cannot see it."""
-    offenders = [rel for p in sorted((REPO_ROOT / "lake_core").rglob("*.py"))
-                 if not (rel := p.relative_to(REPO_ROOT).as_posix()).startswith(ABOVE_THE_STAGES)
-                 and "FileStoreTable" in p.read_text()]
+    offenders = [
+        rel
+        for p in sorted((REPO_ROOT / "lake_core").rglob("*.py"))
+        if not (rel := p.relative_to(REPO_ROOT).as_posix()).startswith(ABOVE_THE_STAGES)
+        and "FileStoreTable" in p.read_text()
+    ]
     assert offenders == []
 
 
@@ -240,10 +274,15 @@ def test_file_store_is_a_frozen_picklable_value(tmp_path):
     import pyarrow as pa
 
     from lake_core import Catalog
+
     cat = Catalog(f"file://{tmp_path}")
     cat.create_database("db")
-    t = cat.create_table("db.t", schema=pa.schema([("id", pa.int64()), ("v", pa.int64())]),
-                         primary_keys=["id"], options={"bucket": "2", "merge-engine": "first-row"})
+    t = cat.create_table(
+        "db.t",
+        schema=pa.schema([("id", pa.int64()), ("v", pa.int64())]),
+        primary_keys=["id"],
+        options={"bucket": "2", "merge-engine": "first-row"},
+    )
     with pytest.raises(dataclasses.FrozenInstanceError):
         t.store.schema = None
     back = pickle.loads(pickle.dumps(t.store))
@@ -257,9 +296,12 @@ def test_storage_details_stay_in_fileio_and_paths():
     snapshot/bucket/branch paths by hand)."""
     import ast
     import re
+
     fileio_internals = {"_p", "fs", "is_local"}
-    hand_joined = re.compile(r"""(["'/]\.?(snapshot|bucket|branch|manifest|schema|tag|changelog)-?["{/]"""
-                             r"""|\.expire-lock|\}/\{)""")
+    hand_joined = re.compile(
+        r"""(["'/]\.?(snapshot|bucket|branch|manifest|schema|tag|changelog)-?["{/]"""
+        r"""|\.expire-lock|\}/\{)"""
+    )
     offenders = []
     for root in ("lake_core", "jobs", "orchestration"):
         for path in sorted((REPO_ROOT / root).rglob("*.py")):

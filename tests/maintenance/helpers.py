@@ -1,15 +1,16 @@
 """Tables with a known history for the maintenance tests: every snapshot's content is in a dict model."""
+
 from __future__ import annotations
 
 import os
 import random
 
 import pyarrow as pa
+from reliability.faultio import FaultyFileIO, InjectedIOError
 
 from lake_core import Catalog
 from lake_core.compaction.bucket_compact import compact_bucket
 from lake_core.io.fileio import FileIO
-from reliability.faultio import FaultyFileIO, InjectedIOError
 
 SCHEMA = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("v", pa.int64()), ("op", pa.string())])
 BASE_OPTIONS = {"bucket": "2", "rowkind.field": "op", "write-only": "true"}
@@ -78,12 +79,18 @@ class Workload:
         dels = [k for k in list(self.model) if self.rng.random() < 0.05]
         data = {"dt": [], "id": [], "v": [], "op": []}
         for (dt, i), v in rows.items():
-            data["dt"].append(dt); data["id"].append(i); data["v"].append(v); data["op"].append("+I")
+            data["dt"].append(dt)
+            data["id"].append(i)
+            data["v"].append(v)
+            data["op"].append("+I")
             self.model[(dt, i)] = v
         for k in dels:
             if k in rows:
                 continue
-            data["dt"].append(k[0]); data["id"].append(k[1]); data["v"].append(0); data["op"].append("-D")
+            data["dt"].append(k[0])
+            data["id"].append(k[1])
+            data["v"].append(0)
+            data["op"].append("-D")
             self.model.pop(k, None)
         s = self.t.write_arrow(pa.table(data, schema=SCHEMA))
         self._record([s] if s else [])
@@ -116,7 +123,11 @@ def listing(table) -> dict[str, int]:
     out = {}
     root = table.paths.root
     for full, size, _ in table.fileio.list_files_recursive(root):
-        rel = full[len(root):].lstrip("/") if full.startswith(root) else full.split(root.split("://")[-1], 1)[-1].lstrip("/")
+        rel = (
+            full[len(root) :].lstrip("/")
+            if full.startswith(root)
+            else full.split(root.split("://")[-1], 1)[-1].lstrip("/")
+        )
         if os.path.basename(rel).endswith(".tmp"):
             continue
         out[rel] = size
@@ -127,11 +138,12 @@ def referenced_files(table) -> set[str]:
     """Relative paths of every file a retained snapshot or tag references (the model of a fully
     expired table: after expiry nothing else may remain, and all of these must exist)."""
     from lake_core.maintenance.references import data_file_paths, index_path
+
     store = table.manifest_store
     root = table.paths.root
     snaps = table.snapshots() + [table.tag(n) for n in table.list_tags()]
     out = set()
-    rel = lambda p: p[len(root):].lstrip("/")
+    rel = lambda p: p[len(root) :].lstrip("/")
     for s in snaps:
         for lst in (s.base_manifest_list, s.delta_manifest_list, s.changelog_manifest_list):
             if lst:

@@ -1,4 +1,5 @@
 """Process bodies of the maintenance race test. Each runs until a deadline and reports in a JSON file."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -35,6 +36,7 @@ def _report(path, obj):
 def writer(wh, so, wid, go, out):
     """Inserts unique keys; every few commits a full compaction. Acknowledged keys are reported."""
     from tests.maintenance.helpers import compact_all
+
     t = _table(wh, so)
     deadline = _start(t, go)
     rng = random.Random(wid)
@@ -44,8 +46,17 @@ def writer(wh, so, wid, go, out):
         seq += len(keys)
         attempted += keys
         try:
-            t.write_arrow(pa.table({"dt": [k[0] for k in keys], "id": [k[1] for k in keys],
-                                    "v": [1] * len(keys), "op": ["+I"] * len(keys)}, schema=SCHEMA))
+            t.write_arrow(
+                pa.table(
+                    {
+                        "dt": [k[0] for k in keys],
+                        "id": [k[1] for k in keys],
+                        "v": [1] * len(keys),
+                        "op": ["+I"] * len(keys),
+                    },
+                    schema=SCHEMA,
+                )
+            )
             acked += keys
             if rng.random() < 0.2:
                 compact_all(t)
@@ -131,9 +142,11 @@ def lease_reader(wh, so, rid, go, out):
 def read_changelog(t, snap) -> int:
     """Rows of every changelog file of ``snap`` (its changelogManifestList), read completely."""
     import pyarrow.parquet as pq
-    from lake_core.snapshot.changelog_manager import changelog_manifest_list
-    from lake_core.manifest.metadata import FileKind
+
     from lake_core.maintenance.references import data_file_paths
+    from lake_core.manifest.metadata import FileKind
+    from lake_core.snapshot.changelog_manager import changelog_manifest_list
+
     rows = 0
     lst = changelog_manifest_list(snap, t.options.changelog_producer)
     for e in t.manifest_store.read_entries(t.manifest_store.read_manifest_list(lst)) if lst else ():
@@ -149,6 +162,7 @@ def changelog_reader(wh, so, go, out):
     (snapshot-N or changelog/changelog-N), reads its changelog files completely, moves on to N+1;
     when expiry overtook it, it restarts at the earliest readable changelog."""
     from lake_core.snapshot.changelog_manager import ChangelogNotFoundError
+
     t = _table(wh, so)
     deadline = _start(t, go)
     cm, consumers = t.changelog_manager, t.maintenance.consumers

@@ -1,4 +1,5 @@
 """Shared pieces of the rescale tests: a partitioned primary-key table and its dict model."""
+
 from __future__ import annotations
 
 import random
@@ -7,8 +8,9 @@ import pyarrow as pa
 
 from lake_core import Catalog
 
-SCHEMA = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("name", pa.string()), ("v", pa.int64()),
-                    ("op", pa.string())])
+SCHEMA = pa.schema(
+    [("dt", pa.string()), ("id", pa.int64()), ("name", pa.string()), ("v", pa.int64()), ("op", pa.string())]
+)
 PK = ["dt", "id", "name"]
 PARTS = ["2024-01-01", "2024-01-02", "2024-01-03"]
 
@@ -25,7 +27,7 @@ class Model:
                 continue
             seen.add(key)
             op = "-D" if deletes and key in self.rows and rnd.random() < 0.2 else "+I"
-            row = {"dt": key[0], "id": key[1], "name": key[2], "v": rnd.randint(-10**9, 10**9), "op": op}
+            row = {"dt": key[0], "id": key[1], "name": key[2], "v": rnd.randint(-(10**9), 10**9), "op": op}
             out.append(row)
             self.apply(row)
         return pa.Table.from_pylist(out, schema=SCHEMA)
@@ -64,6 +66,7 @@ def bucket_counts(table) -> dict[str, set]:
 def assert_rows_in_their_buckets(table) -> None:
     """Every live row sits in the bucket Paimon's hash gives it for its partition's count."""
     from lake_core.bucket.assign import assign_buckets
+
     keys = list(table.schema.bucket_keys())
     types = [table.schema.field(k).type for k in keys]
     reader = table.new_read_builder().new_read()

@@ -1,6 +1,7 @@
 """The decoupled changelog lifecycle: snapshot expiry leaves changelog/changelog-N, expire_changelogs
 removes them; retention counts and times against a plain model; the reference set, orphans and
 rollback honour long-lived changelogs; bad arguments change nothing."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -8,10 +9,9 @@ import os
 
 import pytest
 
-from lake_core.snapshot.changelog_manager import ChangelogNotFoundError, changelog_manifest_list
-from lake_core.errors import InvalidOptionError, LakeError
-from lake_core.errors import MaintenanceArgumentError
+from lake_core.errors import InvalidOptionError, LakeError, MaintenanceArgumentError
 from lake_core.maintenance.references import data_file_paths
+from lake_core.snapshot.changelog_manager import ChangelogNotFoundError, changelog_manifest_list
 
 from .helpers import Workload, listing, make_table, state
 
@@ -34,7 +34,7 @@ def _readable_files(t, c) -> set[str]:
     for m in store.read_manifest_list(lst):
         out.add(f"manifest/{m.file_name}")
         for e in store.read_manifest(m.file_name):
-            out.update(p[len(root):].lstrip("/") for p, _ in data_file_paths(t, e))
+            out.update(p[len(root) :].lstrip("/") for p, _ in data_file_paths(t, e))
     return out
 
 
@@ -98,9 +98,17 @@ def test_changelog_time_retained_ends_the_range(warehouse):
 
 
 def test_changelog_options_and_post_commit(warehouse):
-    t = make_table(warehouse, **{"write-only": "false", "snapshot.num-retained.min": "2",
-                                 "snapshot.num-retained.max": "2", "changelog.num-retained.min": "5",
-                                 "changelog.num-retained.max": "5", "snapshot.time-retained": "1 ms"})
+    t = make_table(
+        warehouse,
+        **{
+            "write-only": "false",
+            "snapshot.num-retained.min": "2",
+            "snapshot.num-retained.max": "2",
+            "changelog.num-retained.min": "5",
+            "changelog.num-retained.max": "5",
+            "snapshot.time-retained": "1 ms",
+        },
+    )
     w = Workload(t, 8)
     for _ in range(12):
         w.upsert()
@@ -130,13 +138,16 @@ def test_dry_run_returns_the_plan_and_changes_nothing(warehouse):
     assert real.as_metadata()["expired_changelogs.count"] == len(real.expired_changelogs)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"retain_min": 0}, "retain_min = 0"),
-    ({"retain_min": 5, "retain_max": 2}, r"retain_min \(5\) must not exceed retain_max \(2\)"),
-    ({"max_deletes": -1}, "max_deletes = -1"),
-    ({"older_than": dt.datetime.now() + dt.timedelta(days=1)}, "is in the future"),
-    ({"dry_run": 1}, "dry_run"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"retain_min": 0}, "retain_min = 0"),
+        ({"retain_min": 5, "retain_max": 2}, r"retain_min \(5\) must not exceed retain_max \(2\)"),
+        ({"max_deletes": -1}, "max_deletes = -1"),
+        ({"older_than": dt.datetime.now() + dt.timedelta(days=1)}, "is in the future"),
+        ({"dry_run": 1}, "dry_run"),
+    ],
+)
 def test_bad_arguments_raise_and_change_nothing(warehouse, kwargs, match):
     t, _ = _history(warehouse, n=12, **{"changelog.num-retained.min": "6"})
     t.maintenance.expire_snapshots(retain_min=2, older_than=NOW)
@@ -147,12 +158,18 @@ def test_bad_arguments_raise_and_change_nothing(warehouse, kwargs, match):
     assert listing(t) == before
 
 
-@pytest.mark.parametrize("options, match", [
-    ({"changelog.num-retained.min": "0"}, "changelog.num-retained.min"),
-    ({"changelog.num-retained.min": "9", "changelog.num-retained.max": "3"}, "larger than 'changelog.num-retained.max'"),
-    ({"changelog.time-retained": "soon"}, "changelog.time-retained"),
-    ({"tag.default-time-retained": "x"}, "tag.default-time-retained"),
-])
+@pytest.mark.parametrize(
+    "options, match",
+    [
+        ({"changelog.num-retained.min": "0"}, "changelog.num-retained.min"),
+        (
+            {"changelog.num-retained.min": "9", "changelog.num-retained.max": "3"},
+            "larger than 'changelog.num-retained.max'",
+        ),
+        ({"changelog.time-retained": "soon"}, "changelog.time-retained"),
+        ({"tag.default-time-retained": "x"}, "tag.default-time-retained"),
+    ],
+)
 def test_bad_options_are_refused(warehouse, options, match):
     with pytest.raises(InvalidOptionError, match=match):
         make_table(warehouse, **options)
@@ -189,6 +206,7 @@ def test_a_restored_expiry_removes_the_changelogs_it_wrote(warehouse, monkeypatc
     """A lease taken while snapshot files were going restores the snapshots: their changelog-N
     copies must go too, or changelog expiry would later delete files the snapshots use."""
     from lake_core.maintenance import expire_snapshots as mod
+
     t, w = _history(warehouse, n=14, **{"changelog.num-retained.min": "20"})
     real = mod.ConsumerManager
 
@@ -210,6 +228,7 @@ def test_a_restored_expiry_removes_the_changelogs_it_wrote(warehouse, monkeypatc
 def test_one_expiry_at_a_time_and_a_crashed_holder_is_taken_over(warehouse):
     import json
     import time as _time
+
     t, _ = _history(warehouse, n=12, **{"changelog.num-retained.min": "6"})
     lock = f"{t.paths.snapshot_dir}/.expire-lock"
     live = json.dumps({"owner": "other", "expires": _time.time() + 600}).encode()
@@ -233,11 +252,16 @@ def test_a_lock_of_a_dead_process_on_this_host_is_taken_over_at_once(warehouse):
     import subprocess
     import sys
     import time as _time
+
     t, _ = _history(warehouse, n=6)
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     lock = f"{t.paths.snapshot_dir}/.expire-lock"
-    t.fileio.try_create(lock, json.dumps({"owner": "killed", "expires": _time.time() + 600,
-                                          "host": socket.gethostname(), "pid": int(dead.stdout)}).encode())
+    t.fileio.try_create(
+        lock,
+        json.dumps(
+            {"owner": "killed", "expires": _time.time() + 600, "host": socket.gethostname(), "pid": int(dead.stdout)}
+        ).encode(),
+    )
     assert t.maintenance.expire_snapshots(retain_min=2, older_than=NOW).expired_snapshots
     assert not t.fileio.exists(lock) and not t.fileio.exists(f"{lock}.takeover-killed")
 
@@ -246,7 +270,9 @@ def test_of_many_processes_finding_one_dead_lock_exactly_one_takes_it_over(wareh
     import json
     import threading
     import time as _time
+
     from lake_core.maintenance.expiry_lock import expiry_lock
+
     t, _ = _history(warehouse, n=2)
     lock = f"{t.paths.snapshot_dir}/.expire-lock"
     t.fileio.try_create(lock, json.dumps({"owner": "dead", "expires": _time.time() - 1}).encode())
@@ -283,7 +309,9 @@ def test_a_lock_this_process_left_behind_is_taken_over_but_one_it_holds_is_not(w
     import socket
     import threading
     import time as _time
+
     from lake_core.maintenance.expiry_lock import expiry_lock
+
     t, _ = _history(warehouse, n=6)
     lock = f"{t.paths.snapshot_dir}/.expire-lock"
     held, release = threading.Event(), threading.Event()
@@ -302,7 +330,11 @@ def test_a_lock_this_process_left_behind_is_taken_over_but_one_it_holds_is_not(w
     finally:
         release.set()
         th.join()
-    t.fileio.try_create(lock, json.dumps({"owner": "release-failed", "expires": _time.time() + 600,
-                                          "host": socket.gethostname(), "pid": os.getpid()}).encode())
+    t.fileio.try_create(
+        lock,
+        json.dumps(
+            {"owner": "release-failed", "expires": _time.time() + 600, "host": socket.gethostname(), "pid": os.getpid()}
+        ).encode(),
+    )
     assert t.maintenance.expire_snapshots(retain_min=2, older_than=NOW).expired_snapshots
     assert not t.fileio.exists(lock) and not t.fileio.exists(f"{lock}.takeover-release-failed")

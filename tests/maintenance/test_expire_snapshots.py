@@ -1,18 +1,24 @@
 """Snapshot expiry: Paimon's range and file rules, two phases, leases, crash recovery, bad arguments."""
+
 from __future__ import annotations
 
 import datetime as dt
 import shutil
 
-import pyarrow as pa
 import pytest
 
 from lake_core import Catalog
-from lake_core.errors import InvalidOptionError, LakeError, SnapshotNotFoundError, UnsupportedOptionError
+from lake_core.errors import (
+    InvalidOptionError,
+    LakeError,
+    LeaseError,
+    MaintenanceArgumentError,
+    SnapshotNotFoundError,
+    UnsupportedOptionError,
+)
 from lake_core.maintenance import expire_snapshots as expire_mod
-from lake_core.errors import LeaseError, MaintenanceArgumentError
 
-from .helpers import SCHEMA, Workload, killed_while_deleting, listing, make_table, referenced_files, state
+from .helpers import Workload, killed_while_deleting, listing, make_table, referenced_files, state
 
 FUTURE = dt.datetime.now() + dt.timedelta(days=1)
 
@@ -29,18 +35,21 @@ def _check_retained(t, w):
         assert state(t, tag=name) == w.models[t.tag(name).id], f"tag {name}"
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"retain_min": 0}, "retain_min = 0"),
-    ({"retain_min": -3}, "retain_min = -3"),
-    ({"retain_max": 0}, "retain_max = 0"),
-    ({"retain_min": 5, "retain_max": 2}, r"retain_min \(5\) must not exceed retain_max \(2\)"),
-    ({"max_deletes": 0}, "max_deletes = 0"),
-    ({"retain_min": 1.5}, "must be an integer"),
-    ({"older_than": FUTURE}, "is in the future"),
-    ({"older_than": dt.timedelta(hours=-1)}, "must not be negative"),
-    ({"older_than": "yesterday"}, "datetime or a timedelta"),
-    ({"dry_run": "yes"}, "dry_run"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"retain_min": 0}, "retain_min = 0"),
+        ({"retain_min": -3}, "retain_min = -3"),
+        ({"retain_max": 0}, "retain_max = 0"),
+        ({"retain_min": 5, "retain_max": 2}, r"retain_min \(5\) must not exceed retain_max \(2\)"),
+        ({"max_deletes": 0}, "max_deletes = 0"),
+        ({"retain_min": 1.5}, "must be an integer"),
+        ({"older_than": FUTURE}, "is in the future"),
+        ({"older_than": dt.timedelta(hours=-1)}, "must not be negative"),
+        ({"older_than": "yesterday"}, "datetime or a timedelta"),
+        ({"dry_run": "yes"}, "dry_run"),
+    ],
+)
 def test_bad_arguments_raise_and_change_nothing(warehouse, kwargs, match):
     t, _ = _history(warehouse, n=8)
     before = listing(t)
@@ -64,9 +73,12 @@ def test_dry_run_changes_nothing_and_equals_the_real_run(warehouse):
     after = listing(t)
     gone = {p for p in before if p not in after and not p.startswith("snapshot/")}
     root = t.paths.root + "/"
-    assert gone == {p[len(root):] for p in dry.files} == {p[len(root):] for p in real.files}
-    assert (real.deleted_data_files, real.deleted_metadata_files, real.bytes_reclaimed) == \
-        (dry.deleted_data_files, dry.deleted_metadata_files, dry.bytes_reclaimed)
+    assert gone == {p[len(root) :] for p in dry.files} == {p[len(root) :] for p in real.files}
+    assert (real.deleted_data_files, real.deleted_metadata_files, real.bytes_reclaimed) == (
+        dry.deleted_data_files,
+        dry.deleted_metadata_files,
+        dry.bytes_reclaimed,
+    )
     assert real.expired_snapshots == dry.expired_snapshots
     meta = real.as_metadata()
     assert meta["operation"] == "expire_snapshots" and meta["deleted_data_files"] == real.deleted_data_files
@@ -122,7 +134,9 @@ def test_consumers_pin_snapshots(warehouse):
 
 
 def test_consumer_expiration_time(warehouse):
-    import os, time
+    import os
+    import time
+
     t, _ = _history(warehouse, n=6, **{"consumer.expiration-time": "1 h"})
     t.maintenance.consumers.reset("old", 2)
     t.maintenance.consumers.reset("fresh", 3)
@@ -173,8 +187,7 @@ def test_lease_taken_during_expiry_restores_the_snapshots(warehouse, monkeypatch
     before = listing(t)
     res = t.maintenance.expire_snapshots(retain_min=1, older_than=dt.timedelta(0))
     assert res.expired_snapshots == () and "restored" in res.skipped
-    assert listing(t) == {**before, "consumer/consumer-lease-racer-9999999999999-00000000": 24,
-                          "snapshot/EARLIEST": 1}
+    assert listing(t) == {**before, "consumer/consumer-lease-racer-9999999999999-00000000": 24, "snapshot/EARLIEST": 1}
     _check_retained(t, w)
     assert [s.id for s in t.snapshots()] == sorted(w.models)
 
@@ -210,8 +223,15 @@ def test_crash_during_deletion_is_finished_by_a_rerun(warehouse, tmp_path):
 
 def test_expiry_after_commits_unless_write_only(warehouse):
     # a high compaction trigger keeps the writers' inline compactions (extra COMPACT snapshots) out of the count
-    t = make_table(warehouse, **{"write-only": "false", "snapshot.num-retained.max": "3",
-                                 "snapshot.num-retained.min": "1", "num-sorted-run.compaction-trigger": "100"})
+    t = make_table(
+        warehouse,
+        **{
+            "write-only": "false",
+            "snapshot.num-retained.max": "3",
+            "snapshot.num-retained.min": "1",
+            "num-sorted-run.compaction-trigger": "100",
+        },
+    )
     w = Workload(t, 5).run(10)
     latest = t.latest_snapshot().id
     assert [s.id for s in t.snapshots()] == [latest - 2, latest - 1, latest]
@@ -223,13 +243,16 @@ def test_expiry_after_commits_unless_write_only(warehouse):
     assert len(t2.snapshots()) == len(w2.models)
 
 
-@pytest.mark.parametrize("options, error, match", [
-    ({"snapshot.expire.execution-mode": "async"}, UnsupportedOptionError, "async"),
-    ({"snapshot.expire.execution-mode": "later"}, InvalidOptionError, "execution-mode"),
-    ({"snapshot.num-retained.min": "0"}, InvalidOptionError, "snapshot.num-retained.min"),
-    ({"snapshot.num-retained.min": "5", "snapshot.num-retained.max": "2"}, InvalidOptionError, "larger than"),
-    ({"consumer.expiration-time": "soon"}, InvalidOptionError, "consumer.expiration-time"),
-])
+@pytest.mark.parametrize(
+    "options, error, match",
+    [
+        ({"snapshot.expire.execution-mode": "async"}, UnsupportedOptionError, "async"),
+        ({"snapshot.expire.execution-mode": "later"}, InvalidOptionError, "execution-mode"),
+        ({"snapshot.num-retained.min": "0"}, InvalidOptionError, "snapshot.num-retained.min"),
+        ({"snapshot.num-retained.min": "5", "snapshot.num-retained.max": "2"}, InvalidOptionError, "larger than"),
+        ({"consumer.expiration-time": "soon"}, InvalidOptionError, "consumer.expiration-time"),
+    ],
+)
 def test_bad_expiry_options_are_refused(warehouse, options, error, match):
     with pytest.raises(error, match=match):
         make_table(warehouse, **options)

@@ -1,4 +1,5 @@
 """table.maintenance.health(): figures from metadata, checked against the files on disk."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -18,8 +19,9 @@ from .helpers import SCHEMA, compact_all, make_table
 
 def _rows(dt_value: str, ids, v: int = 1) -> pa.Table:
     ids = list(ids)
-    return pa.table({"dt": [dt_value] * len(ids), "id": ids, "v": [v] * len(ids), "op": ["+I"] * len(ids)},
-                    schema=SCHEMA)
+    return pa.table(
+        {"dt": [dt_value] * len(ids), "id": ids, "v": [v] * len(ids), "op": ["+I"] * len(ids)}, schema=SCHEMA
+    )
 
 
 def disk_buckets(table) -> dict[tuple[str, int], dict]:
@@ -97,10 +99,16 @@ def test_bucket_skew_when_one_bucket_holds_everything(warehouse):
 def test_ttl_lag_from_the_time_field_statistics(warehouse):
     cat_schema = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("ts", pa.int64())])
     from lake_core import Catalog
+
     cat = Catalog(warehouse)
     cat.create_database("db", ignore_if_exists=True)
-    t = cat.create_table("db.ttl", schema=cat_schema, primary_keys=["dt", "id"], partition_keys=["dt"],
-                         options={"bucket": "1", "record-level.expire-time": "1 h", "record-level.time-field": "ts"})
+    t = cat.create_table(
+        "db.ttl",
+        schema=cat_schema,
+        primary_keys=["dt", "id"],
+        partition_keys=["dt"],
+        options={"bucket": "1", "record-level.expire-time": "1 h", "record-level.time-field": "ts"},
+    )
     now_s = 1_800_000_000
     t.write_arrow(pa.table({"dt": ["a", "a"], "id": [1, 2], "ts": [now_s - 3 * 3600, now_s]}, schema=cat_schema))
     h = t.maintenance.health(now_ms=now_s * 1000)
@@ -108,8 +116,10 @@ def test_ttl_lag_from_the_time_field_statistics(warehouse):
     assert h.ttl_lag_s == 2 * 3600  # the oldest record is 3 h old, 1 h is allowed
     # a rule passed in wins over the table's options
     assert t.maintenance.health(ttl_field="ts", ttl="4 h", now_ms=now_s * 1000).ttl_lag_s == 0
-    assert t.maintenance.health(ttl_field="ts", ttl=dt.timedelta(minutes=30), now_ms=now_s * 1000).ttl_lag_s \
+    assert (
+        t.maintenance.health(ttl_field="ts", ttl=dt.timedelta(minutes=30), now_ms=now_s * 1000).ttl_lag_s
         == 3 * 3600 - 1800
+    )
 
 
 def test_empty_table_and_bad_arguments(warehouse):

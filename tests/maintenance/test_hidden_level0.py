@@ -6,6 +6,7 @@ a rescale that read through the hidden level and then replaced every file of the
 the newest rows for good, and ``delete_where`` missed them. Checked against a dict model, on local
 disk and S3, and with Java Paimon reading the result.
 """
+
 from __future__ import annotations
 
 import pyarrow as pa
@@ -26,13 +27,13 @@ TABLES = {
 }
 
 
-
 def _table(storage, kind: str):
     uri, opts = storage
     catalog = Catalog(uri, storage_options=opts)
     catalog.create_database("db", ignore_if_exists=True)
-    table = catalog.create_table("db.t", schema=SCHEMA, primary_keys=["k"],
-                                 options={"bucket": "2", "write-only": "true", **TABLES[kind]})
+    table = catalog.create_table(
+        "db.t", schema=SCHEMA, primary_keys=["k"], options={"bucket": "2", "write-only": "true", **TABLES[kind]}
+    )
     return catalog, table
 
 
@@ -71,6 +72,7 @@ def test_rescale_verification_counts_what_the_commit_removes(warehouse, kind):
     """The guard that would have refused the old rescale: the files the OVERWRITE removes must all
     have been read. A scan that hides level 0 does not cover them."""
     from lake_core.maintenance.rescale import _check_reads_what_it_replaces
+
     _catalog, table, _model = _with_hidden_level0((warehouse, {}), kind)
     snap = table.latest_snapshot()
     entries = list(table.manifest_store.live_entries(snap))
@@ -79,8 +81,7 @@ def test_rescale_verification_counts_what_the_commit_removes(warehouse, kind):
     with pytest.raises(RescaleVerificationError) as err:
         _check_reads_what_it_replaces(table, "", snap.id, TableScan(table.store, snap).splits(), entries)
     assert "not read" in str(err.value) and level0[0] in str(err.value) and "db.t" in str(err.value)
-    _check_reads_what_it_replaces(table, "", snap.id, TableScan(table.store, snap, all_levels=True).splits(),
-                                  entries)
+    _check_reads_what_it_replaces(table, "", snap.id, TableScan(table.store, snap, all_levels=True).splits(), entries)
 
 
 def test_delete_where_deletes_rows_committed_at_hidden_level0(storage):
@@ -112,6 +113,7 @@ def test_compaction_check_does_not_call_revealed_rows_resurrected(warehouse, kin
 @pytest.mark.parametrize("kind", sorted(TABLES))
 def test_java_reads_the_rescaled_table(java_paimon, warehouse, kind):
     from fixtures.java_paimon import assert_same_rows
+
     catalog, table, model = _with_hidden_level0((warehouse, {}), kind)
     table.maintenance.rescale(bucket=3)
     table = catalog.get_table("db.t")

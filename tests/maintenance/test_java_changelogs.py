@@ -1,6 +1,7 @@
 """Java Paimon as the oracle for the decoupled changelog lifecycle and for consumer files: the same
 files go under Java's ExpireSnapshotsImpl/ExpireChangelogImpl and ours, Java streams through our
 changelog/changelog-N files, and consumer files written by either side are honoured by the other."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -33,7 +34,9 @@ def _tag_changelog_files(table) -> set[str]:
         if snap.changelog_manifest_list:
             names.add(snap.changelog_manifest_list)
             names.update(m.file_name for m in try_manifest_list(table, snap.changelog_manifest_list))
-            names.update(f.path.rsplit("/", 1)[-1] for f in added_files(table, snap.changelog_manifest_list, "changelog"))
+            names.update(
+                f.path.rsplit("/", 1)[-1] for f in added_files(table, snap.changelog_manifest_list, "changelog")
+            )
     return names
 
 
@@ -56,8 +59,9 @@ def _rows(table) -> list[tuple]:
 
 
 @pytest.mark.parametrize("producer, seed", [("none", 21), ("input", 22)])
-def test_decoupled_expiry_deletes_exactly_what_java_deletes(warehouse, warehouse_path, tmp_path, java_paimon,
-                                                            producer, seed):
+def test_decoupled_expiry_deletes_exactly_what_java_deletes(
+    warehouse, warehouse_path, tmp_path, java_paimon, producer, seed
+):
     t = make_table(warehouse, **{"changelog-producer": producer, "changelog.num-retained.min": "12"})
     w = Workload(t, seed).run(26)
     t.create_tag("kept", 7)
@@ -68,16 +72,18 @@ def test_decoupled_expiry_deletes_exactly_what_java_deletes(warehouse, warehouse
     assert java_before.num_rows > 0
 
     ours = t.maintenance.expire_snapshots(retain_min=3, older_than=NOW, max_deletes=1000)
-    java_n = java_paimon.expire_decoupled("expire_snapshots", twin, retain_min=3, changelog_retain_min=12,
-                                          max_deletes=1000)
+    java_n = java_paimon.expire_decoupled(
+        "expire_snapshots", twin, retain_min=3, changelog_retain_min=12, max_deletes=1000
+    )
     assert len(ours.expired_snapshots) == java_n == latest - 3
     _assert_same_files(t, twin)
     assert t.changelog_manager.long_lived.list_ids() == list(range(1, latest - 2))
 
     held_by_tag = _tag_changelog_files(t)
     ours = t.maintenance.expire_changelogs(older_than=NOW)
-    java_n = java_paimon.expire_decoupled("expire_changelogs", twin, retain_min=3, changelog_retain_min=12,
-                                          max_deletes=1000)
+    java_n = java_paimon.expire_decoupled(
+        "expire_changelogs", twin, retain_min=3, changelog_retain_min=12, max_deletes=1000
+    )
     assert len(ours.expired_changelogs) == java_n > 0
     _assert_same_files(t, twin, kept_for_tags=held_by_tag)
     # orphan removal can read every list the tag names (it refuses when it cannot), and finds nothing
@@ -90,9 +96,12 @@ def test_decoupled_expiry_deletes_exactly_what_java_deletes(warehouse, warehouse
     assert {(r["dt"], r["id"]): r["v"] for r in got.to_pylist()} == w.model
 
 
-@pytest.mark.xfail(strict=True, raises=JavaPaimonError,
-                   reason="Java 1.0's IncrementalStartingScanner ('incremental-between') reads snapshot-N only, "
-                          "never changelog/changelog-N; its streaming read does (tested above)")
+@pytest.mark.xfail(
+    strict=True,
+    raises=JavaPaimonError,
+    reason="Java 1.0's IncrementalStartingScanner ('incremental-between') reads snapshot-N only, "
+    "never changelog/changelog-N; its streaming read does (tested above)",
+)
 def test_java_incremental_between_reads_long_lived_changelogs(warehouse, java_paimon):
     t = make_table(warehouse, **{"changelog-producer": "input", "changelog.num-retained.min": "12"})
     Workload(t, 25).run(16)
@@ -149,6 +158,7 @@ def test_tag_time_retained_round_trips_with_java(warehouse, java_paimon):
     # 91 s later Java's tag has expired, ours has not; a tag without time retained never does
     later = javas.create_time + dt.timedelta(seconds=91)
     from lake_core.maintenance.tag_time import expire_tags
+
     r = expire_tags(t, now=later)
     assert r.expired_tags == ("javas",)
     assert t.list_tags() == ["ours", "plain"]
@@ -161,6 +171,7 @@ def test_java_ignores_the_record_our_consumer_expiry_leaves(warehouse, java_paim
     import time
 
     from lake_core.errors import ConsumerExpiredError
+
     t = make_table(warehouse, **{"consumer.expiration-time": "1 h"})
     w = Workload(t, 27).run(12)
     t.maintenance.consumers.reset("gone", 3)

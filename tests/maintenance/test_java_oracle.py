@@ -1,5 +1,6 @@
 """Java Paimon as the oracle: the same files expire, Java reads what our maintenance leaves, and
 Java's expiry honours our tags and consumer files."""
+
 from __future__ import annotations
 
 import datetime as dt

@@ -1,4 +1,5 @@
 """Full manifest compaction: compact_manifest() and the size trigger inside commits."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -44,8 +45,7 @@ def test_compact_manifest_folds_everything_and_keeps_every_snapshot_readable(war
 
 
 def test_full_compaction_inside_commits(warehouse):
-    t = make_table(warehouse, **{"manifest.full-compaction-threshold-size": "4 kb",
-                                 "manifest.merge-min-count": "1000"})
+    t = make_table(warehouse, **{"manifest.full-compaction-threshold-size": "4 kb", "manifest.merge-min-count": "1000"})
     w = Workload(t, 8)
     sizes = []
     for _ in range(40):
@@ -91,4 +91,3 @@ def test_minor_mode_merges_runs_of_small_manifests_only(warehouse):
         assert state(t, snapshot_id=sid) == model
     with pytest.raises(MaintenanceArgumentError, match="mode = 'major'.*db.t"):
         t.maintenance.compact_manifest(mode="major")
-

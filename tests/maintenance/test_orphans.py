@@ -1,4 +1,5 @@
 """remove_orphan_files: litter goes, referenced and young files stay, partial views refuse."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -22,8 +23,12 @@ def _age(path, seconds):
 
 def _litter(t):
     root = t.fileio._p(t.paths.root)
-    files = {"dt=a/bucket-0/data-orphan-0.parquet": b"x" * 100, "manifest/manifest-orphan-0": b"y" * 50,
-             "dt=b/bucket-1/.data-1.parquet.123.tmp": b"z" * 10, "index/index-orphan-0": b"w" * 7}
+    files = {
+        "dt=a/bucket-0/data-orphan-0.parquet": b"x" * 100,
+        "manifest/manifest-orphan-0": b"y" * 50,
+        "dt=b/bucket-1/.data-1.parquet.123.tmp": b"z" * 10,
+        "index/index-orphan-0": b"w" * 7,
+    }
     for rel, data in files.items():
         p = os.path.join(root, rel)
         os.makedirs(os.path.dirname(p), exist_ok=True)
@@ -38,12 +43,15 @@ def _age_all(root, seconds):
             _age(os.path.join(d, n), seconds)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"older_than": dt.timedelta(minutes=30)}, "below one hour"),
-    ({"older_than": dt.timedelta(hours=-2), "force": True}, "must not be negative"),
-    ({"older_than": 3600}, "must be a timedelta"),
-    ({"dry_run": 1}, "dry_run"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"older_than": dt.timedelta(minutes=30)}, "below one hour"),
+        ({"older_than": dt.timedelta(hours=-2), "force": True}, "must not be negative"),
+        ({"older_than": 3600}, "must be a timedelta"),
+        ({"dry_run": 1}, "dry_run"),
+    ],
+)
 def test_bad_arguments(warehouse, kwargs, match):
     t = make_table(warehouse)
     Workload(t).run(5)
@@ -68,11 +76,11 @@ def test_removes_old_litter_only(warehouse):
     before = listing(t)
     dry = t.maintenance.remove_orphan_files(dry_run=True)
     assert listing(t) == before
-    rel = lambda paths: {p[len(t.paths.root) + 1:] for p in paths}
+    rel = lambda paths: {p[len(t.paths.root) + 1 :] for p in paths}
     assert rel(dry.files) == set(litter) and dry.bytes_reclaimed == sum(map(len, litter.values()))
     real = t.maintenance.remove_orphan_files()
     assert rel(real.files) == set(litter) and real.deleted_files == 4
-    assert set(before) - set(listing(t)) == {r for r in litter if not r.endswith('.tmp')}
+    assert set(before) - set(listing(t)) == {r for r in litter if not r.endswith(".tmp")}
     assert not any(os.path.exists(os.path.join(root, r)) for r in litter)
     assert os.path.exists(young)
     for s in t.snapshots():

@@ -5,6 +5,7 @@ The interleaving is real: a FileIO wrapper pauses the expiry at the storage oper
 writes ``snapshot-1`` back, orphan removal runs in another thread meanwhile, and the expiry goes on
 once orphan removal has finished or is waiting for ``snapshot/.expire-lock``.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -13,12 +14,11 @@ import threading
 import time
 
 import pytest
+from reliability.faultio import FaultyFileIO
 
 from lake_core import Catalog
 from lake_core.io.fileio import FileIO
 from lake_core.maintenance import orphans as orphans_mod
-
-from reliability.faultio import FaultyFileIO
 
 from .helpers import Workload, make_table, state
 
@@ -62,6 +62,7 @@ class _Interleaving:
                 self.out[name] = fn()
             except BaseException as e:  # noqa: BLE001 - reported by the test
                 self.out[name] = e
+
         th = threading.Thread(target=target, name=name)
         th.start()
         return th
@@ -87,10 +88,15 @@ class _Interleaving:
 
 def _snapshot_race(uri: str, so, orphan_kwargs: dict) -> _Interleaving:
     """Expiry of snapshots 1..3; a lease on snapshot 1 taken just before it goes."""
-    return _Interleaving(uri, so, orphan_kwargs,
-                         expire=lambda m: m.expire_snapshots(retain_min=1, older_than=dt.timedelta(0), max_deletes=3),
-                         pin=lambda t: t.maintenance.acquire_lease(snapshot_id=1, holder="report"),
-                         deleted="snapshot-1", restored="snapshot-1")
+    return _Interleaving(
+        uri,
+        so,
+        orphan_kwargs,
+        expire=lambda m: m.expire_snapshots(retain_min=1, older_than=dt.timedelta(0), max_deletes=3),
+        pin=lambda t: t.maintenance.acquire_lease(snapshot_id=1, holder="report"),
+        deleted="snapshot-1",
+        restored="snapshot-1",
+    )
 
 
 def _history(t) -> Workload:
@@ -139,8 +145,9 @@ def test_orphan_removal_keeps_restored_snapshots_on_s3(s3_warehouse):
     w = _history(t)
     litter = _litter(t)
     time.sleep(1.1)  # object times cannot be set on S3: a one-second floor makes every file old
-    out = _snapshot_race(s3_warehouse.uri, s3_warehouse.storage_options,
-                         {"older_than": dt.timedelta(seconds=1), "force": True}).run()
+    out = _snapshot_race(
+        s3_warehouse.uri, s3_warehouse.storage_options, {"older_than": dt.timedelta(seconds=1), "force": True}
+    ).run()
     _check(Catalog(s3_warehouse.uri, s3_warehouse.storage_options).get_table("db.t"), w, out, litter)
 
 
@@ -150,18 +157,26 @@ def test_orphan_removal_keeps_the_files_of_changelogs_expiry_restores_for_a_cons
     from lake_core.maintenance.consumers import ConsumerManager
 
     from .race_workers import read_changelog
-    t = make_table(warehouse, **{"changelog-producer": "input", "changelog.num-retained.min": "30",
-                                 "changelog.num-retained.max": "40"})
+
+    t = make_table(
+        warehouse,
+        **{"changelog-producer": "input", "changelog.num-retained.min": "30", "changelog.num-retained.max": "40"},
+    )
     Workload(t, 12).run(8)
     t.maintenance.expire_snapshots(retain_min=1, older_than=dt.timedelta(0))
     cm = t.changelog_manager
     assert cm.long_lived.list_ids()[:3] == [1, 2, 3]
     litter = _litter(t)
     _age_everything(t, 3 * 86400)
-    out = _Interleaving(warehouse, None, {},
-                        expire=lambda m: m.expire_changelogs(retain_min=1, older_than=dt.timedelta(0), max_deletes=3),
-                        pin=lambda t: ConsumerManager(t).reset("stream", 1),
-                        deleted="changelog-1", restored="changelog-1").run()
+    out = _Interleaving(
+        warehouse,
+        None,
+        {},
+        expire=lambda m: m.expire_changelogs(retain_min=1, older_than=dt.timedelta(0), max_deletes=3),
+        pin=lambda t: ConsumerManager(t).reset("stream", 1),
+        deleted="changelog-1",
+        restored="changelog-1",
+    ).run()
     t = Catalog(warehouse).get_table("db.t")
     cm = t.changelog_manager
     assert cm.earliest_id() == 1
@@ -174,8 +189,10 @@ def test_orphan_removal_keeps_the_files_of_changelogs_expiry_restores_for_a_cons
 # -- the lock never blocks orphan removal for good -------------------------------------------------
 def _leave_lock(t, *, host: str, pid: int, expires_in_s: float) -> bytes:
     import json
-    body = json.dumps({"owner": "crashed", "expires": time.time() + expires_in_s, "host": host,
-                       "pid": pid}).encode("utf-8")
+
+    body = json.dumps({"owner": "crashed", "expires": time.time() + expires_in_s, "host": host, "pid": pid}).encode(
+        "utf-8"
+    )
     t.fileio.write_bytes(t.paths.expire_lock, body)
     return body
 
@@ -183,6 +200,7 @@ def _leave_lock(t, *, host: str, pid: int, expires_in_s: float) -> bytes:
 def _dead_pid() -> int:
     import subprocess
     import sys
+
     p = subprocess.Popen([sys.executable, "-c", "pass"])
     p.wait()
     return p.pid
@@ -199,6 +217,7 @@ def _aged_table_with_litter(warehouse):
 @pytest.mark.parametrize("how", ["process gone on this host", "TTL passed on another host"])
 def test_orphan_removal_takes_over_a_crashed_expirers_lock(warehouse, how):
     import socket
+
     t, w, litter = _aged_table_with_litter(warehouse)
     if how == "process gone on this host":
         _leave_lock(t, host=socket.gethostname(), pid=_dead_pid(), expires_in_s=600)

@@ -1,6 +1,7 @@
 """Partition selectors of maintenance calls: a selector that matches nothing is an error that
 changes nothing (a typo is never a silent no-op), text and typed values select alike, and a rescale
 that would change nothing writes nothing."""
+
 from __future__ import annotations
 
 import os
@@ -28,22 +29,28 @@ def _tree(root) -> dict:
 def table(warehouse):
     catalog = Catalog(warehouse)
     catalog.create_database("db")
-    t = catalog.create_table("db.t", schema=SCHEMA, primary_keys=["dt", "hr", "k"], partition_keys=["dt", "hr"],
-                             options={"bucket": "2"})
+    t = catalog.create_table(
+        "db.t", schema=SCHEMA, primary_keys=["dt", "hr", "k"], partition_keys=["dt", "hr"], options={"bucket": "2"}
+    )
     for hr in (1, 2):
-        t.write_arrow(pa.table({"dt": ["2024-01-01"] * 4, "hr": [hr] * 4, "k": [1, 2, 3, 4], "v": list("abcd")},
-                               schema=SCHEMA))
+        t.write_arrow(
+            pa.table({"dt": ["2024-01-01"] * 4, "hr": [hr] * 4, "k": [1, 2, 3, 4], "v": list("abcd")}, schema=SCHEMA)
+        )
     return catalog, t
 
 
-@pytest.mark.parametrize("call", [
-    lambda t: t.maintenance.rescale(bucket=64, partitions=[{"dt": "2099-01-01"}]),
-    lambda t: t.maintenance.rescale(bucket=64, partitions=[{"dt": "2024-01-01", "hr": 1}, {"hr": 7}]),
-    lambda t: t.maintenance.plan_rescale(bucket=64, partitions="dt=2099-01-01"),
-    lambda t: t.maintenance.compact(full=True, partitions={"dt": "2099-01-01"}),
-    lambda t: t.maintenance.compact(full=True, partitions=["dt=2024-01-01/hr=9"]),
-    lambda t: t.maintenance.plan_compaction(full=True, partitions={"hr": 3}),
-], ids=["rescale typo", "rescale one of two", "plan_rescale text", "compact typo", "compact text", "plan_compaction"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda t: t.maintenance.rescale(bucket=64, partitions=[{"dt": "2099-01-01"}]),
+        lambda t: t.maintenance.rescale(bucket=64, partitions=[{"dt": "2024-01-01", "hr": 1}, {"hr": 7}]),
+        lambda t: t.maintenance.plan_rescale(bucket=64, partitions="dt=2099-01-01"),
+        lambda t: t.maintenance.compact(full=True, partitions={"dt": "2099-01-01"}),
+        lambda t: t.maintenance.compact(full=True, partitions=["dt=2024-01-01/hr=9"]),
+        lambda t: t.maintenance.plan_compaction(full=True, partitions={"hr": 3}),
+    ],
+    ids=["rescale typo", "rescale one of two", "plan_rescale text", "compact typo", "compact text", "plan_compaction"],
+)
 def test_a_selector_matching_nothing_is_refused_and_changes_nothing(table, warehouse_path, call):
     catalog, t = table
     before = _tree(warehouse_path)
@@ -91,18 +98,21 @@ def test_a_rescale_that_changes_nothing_writes_nothing(table, warehouse_path):
 def test_a_selector_matching_nothing_changes_nothing_on_s3(s3_warehouse):
     catalog = Catalog(s3_warehouse.uri, storage_options=s3_warehouse.storage_options)
     catalog.create_database("db")
-    t = catalog.create_table("db.t", schema=SCHEMA, primary_keys=["dt", "hr", "k"], partition_keys=["dt", "hr"],
-                             options={"bucket": "2"})
+    t = catalog.create_table(
+        "db.t", schema=SCHEMA, primary_keys=["dt", "hr", "k"], partition_keys=["dt", "hr"], options={"bucket": "2"}
+    )
     t.write_arrow(pa.table({"dt": ["2024-01-01"] * 2, "hr": [1, 1], "k": [1, 2], "v": ["a", "b"]}, schema=SCHEMA))
     fs = s3_warehouse.filesystem()
-    root = s3_warehouse.uri[len("s3://"):]
+    root = s3_warehouse.uri[len("s3://") :]
 
     def objects():
         return {p: fs.cat_file(p) for p in fs.find(root)}
 
     before = objects()
-    for call in (lambda: t.maintenance.rescale(bucket=64, partitions=[{"dt": "2099-01-01"}]),
-                 lambda: t.maintenance.compact(full=True, partitions="dt=2099-01-01/hr=1")):
+    for call in (
+        lambda: t.maintenance.rescale(bucket=64, partitions=[{"dt": "2099-01-01"}]),
+        lambda: t.maintenance.compact(full=True, partitions="dt=2099-01-01/hr=1"),
+    ):
         with pytest.raises(PartitionNotFoundError, match="matches no partition with data files"):
             call()
     fs.invalidate_cache()

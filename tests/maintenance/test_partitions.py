@@ -1,4 +1,5 @@
 """expire_partitions and the partition.expiration-* options."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -7,8 +8,7 @@ import pyarrow as pa
 import pytest
 
 from lake_core import Catalog
-from lake_core.errors import LakeError
-from lake_core.errors import MaintenanceArgumentError
+from lake_core.errors import LakeError, MaintenanceArgumentError
 
 from .helpers import listing
 
@@ -19,8 +19,13 @@ TODAY = dt.date.today()
 def _table(warehouse, fmt="%Y-%m-%d", name="db.p", **options):
     cat = Catalog(warehouse)
     cat.create_database("db", ignore_if_exists=True)
-    t = cat.create_table(name, schema=SCHEMA, primary_keys=["day", "hour", "id"], partition_keys=["day", "hour"],
-                         options={"bucket": "1", "write-only": "true", **options})
+    t = cat.create_table(
+        name,
+        schema=SCHEMA,
+        primary_keys=["day", "hour", "id"],
+        partition_keys=["day", "hour"],
+        options={"bucket": "1", "write-only": "true", **options},
+    )
     model = {}
     for age in (400, 40, 3, 0):
         day = (TODAY - dt.timedelta(days=age)).strftime(fmt)
@@ -41,7 +46,9 @@ def test_drops_old_partitions_in_one_commit_and_files_go_with_expiry(warehouse):
     dry = t.maintenance.expire_partitions(expiration_time=dt.timedelta(days=30), dry_run=True)
     assert listing(t) == before
     old = {(TODAY - dt.timedelta(days=a)).isoformat() for a in (400, 40)}
-    assert set(dry.expired_partitions) == {f"day={d}/hour=07" for d in old}  # the one partition text (as paths and selectors)
+    assert set(dry.expired_partitions) == {
+        f"day={d}/hour=07" for d in old
+    }  # the one partition text (as paths and selectors)
     res = t.maintenance.expire_partitions(expiration_time=dt.timedelta(days=30))
     assert res.snapshot_id == before_snap + 1 and t.latest_snapshot().commit_kind.value == "OVERWRITE"
     assert res.expired_partitions == dry.expired_partitions and res.dropped_files == dry.dropped_files == 2
@@ -55,8 +62,9 @@ def test_drops_old_partitions_in_one_commit_and_files_go_with_expiry(warehouse):
 
 def test_formatter_and_pattern(warehouse):
     t, model = _table(warehouse, fmt="%Y%m%d")
-    res = t.maintenance.expire_partitions(expiration_time="30 d", timestamp_formatter="yyyyMMdd HH:mm:ss",
-                                          timestamp_pattern="$day $hour:00:00")
+    res = t.maintenance.expire_partitions(
+        expiration_time="30 d", timestamp_formatter="yyyyMMdd HH:mm:ss", timestamp_pattern="$day $hour:00:00"
+    )
     assert len(res.expired_partitions) == 2 and res.unparseable_partitions == ()
     # the default parser does not read yyyyMMdd: reported, nothing dropped
     t2, _ = _table(warehouse, fmt="%Y%m%d", name="db.q")
@@ -65,20 +73,26 @@ def test_formatter_and_pattern(warehouse):
 
 
 def test_partition_expiration_option_runs_after_commits(warehouse):
-    t, model = _table(warehouse, name="db.auto", **{"write-only": "false", "partition.expiration-time": "30 d",
-                                                     "partition.expiration-check-interval": "0 s"})
+    t, model = _table(
+        warehouse,
+        name="db.auto",
+        **{"write-only": "false", "partition.expiration-time": "30 d", "partition.expiration-check-interval": "0 s"},
+    )
     old = {(TODAY - dt.timedelta(days=a)).isoformat() for a in (400, 40)}
     assert _state(t) == {k: v for k, v in model.items() if k[0] not in old}
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"expiration_time": dt.timedelta(days=-1)}, "must be positive"),
-    ({"expiration_time": 5}, "timedelta or a duration"),
-    ({"expiration_time": "soon"}, "not a duration"),
-    ({"expiration_time": "1 d", "timestamp_formatter": "yyyy-MM-dd EEE"}, "pattern letters"),
-    ({"expiration_time": "1 d", "timestamp_pattern": "$month"}, "unknown: month"),
-    ({"expiration_time": "1 d", "dry_run": None}, "dry_run"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"expiration_time": dt.timedelta(days=-1)}, "must be positive"),
+        ({"expiration_time": 5}, "timedelta or a duration"),
+        ({"expiration_time": "soon"}, "not a duration"),
+        ({"expiration_time": "1 d", "timestamp_formatter": "yyyy-MM-dd EEE"}, "pattern letters"),
+        ({"expiration_time": "1 d", "timestamp_pattern": "$month"}, "unknown: month"),
+        ({"expiration_time": "1 d", "dry_run": None}, "dry_run"),
+    ],
+)
 def test_bad_arguments(warehouse, kwargs, match):
     t, _ = _table(warehouse)
     before = listing(t)

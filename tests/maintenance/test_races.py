@@ -3,11 +3,11 @@
 Afterwards every retained snapshot and tag reads completely, the table holds exactly the
 acknowledged writes, and no leased reader ever failed.
 """
+
 from __future__ import annotations
 
 import json
 import multiprocessing as mp
-import time
 
 import pytest
 
@@ -20,11 +20,17 @@ from .helpers import SCHEMA
 def _race(tmp_path, wh, so, seconds, floor_s, auto_expire, changelogs=False):
     cat = Catalog(wh, so) if so else Catalog(wh)
     cat.create_database("db", ignore_if_exists=True)
-    opts = {"bucket": "2", "write-only": "false" if auto_expire else "true",
-            "snapshot.num-retained.min": "3", "snapshot.time-retained": "1 ms", "commit.max-retries": "50"}
+    opts = {
+        "bucket": "2",
+        "write-only": "false" if auto_expire else "true",
+        "snapshot.num-retained.min": "3",
+        "snapshot.time-retained": "1 ms",
+        "commit.max-retries": "50",
+    }
     if changelogs:  # the decoupled lifecycle: changelog/changelog-N outlive their snapshots
-        opts.update({"changelog-producer": "input", "changelog.num-retained.min": "8",
-                     "changelog.time-retained": "1 ms"})
+        opts.update(
+            {"changelog-producer": "input", "changelog.num-retained.min": "8", "changelog.time-retained": "1 ms"}
+        )
     cat.create_table("db.t", schema=SCHEMA, primary_keys=["dt", "id"], partition_keys=["dt"], options=opts)
     ctx = mp.get_context("spawn")
     jobs = {f"w{i}": (rw.writer, (wh, so, i, "GO")) for i in range(2)}
@@ -35,8 +41,10 @@ def _race(tmp_path, wh, so, seconds, floor_s, auto_expire, changelogs=False):
     jobs["tagger"] = (rw.tagger, (wh, so, "GO"))
     jobs.update({f"r{i}": (rw.lease_reader, (wh, so, i, "GO")) for i in range(2)})
     go = (ctx.Barrier(len(jobs)), seconds)
-    jobs = {name: (fn, tuple(go if isinstance(a, str) and a == "GO" else a for a in args))
-            for name, (fn, args) in jobs.items()}
+    jobs = {
+        name: (fn, tuple(go if isinstance(a, str) and a == "GO" else a for a in args))
+        for name, (fn, args) in jobs.items()
+    }
     procs = {}
     for name, (fn, args) in jobs.items():
         out_arg = (str(tmp_path / f"{name}.json"),)

@@ -1,6 +1,7 @@
 """Bucket rescale: partial and full rescales keep every row (model), move each row to the
 bucket Paimon's hash gives it, let writers continue on partitions at either bucket count,
 verify before committing, and refuse what cannot be rescaled."""
+
 from __future__ import annotations
 
 import random
@@ -9,11 +10,15 @@ import pyarrow as pa
 import pytest
 
 from lake_core import Catalog, CommitConflictError, InvalidOptionError, UnsupportedOptionError
-from lake_core.maintenance.rescale import (PreparedRescale, RescaleResult, RescaleVerificationError,
-                                           commit_rescale_partition, prepare_rescale_partition)
+from lake_core.maintenance.rescale import (
+    PreparedRescale,
+    RescaleResult,
+    RescaleVerificationError,
+    commit_rescale_partition,
+    prepare_rescale_partition,
+)
 
-from .rescale_helpers import (PARTS, Model, assert_rows_in_their_buckets, bucket_counts, make_table,
-                              rows)
+from .rescale_helpers import PARTS, Model, assert_rows_in_their_buckets, bucket_counts, make_table, rows
 
 
 def fill(table, model, rnd, commits=4, n=120):
@@ -82,13 +87,21 @@ def test_rescale_keeps_the_merged_rows_of_every_engine(warehouse, engine):
     opts = {"bucket": "3", "merge-engine": engine}
     if engine == "aggregation":
         opts["fields.v.aggregate-function"] = "sum"
-    table = catalog.create_table("db.t", pa.schema([("k", pa.int64()), ("v", pa.int64()), ("s", pa.string())]),
-                                 primary_keys=["k"], options=opts)
+    table = catalog.create_table(
+        "db.t", pa.schema([("k", pa.int64()), ("v", pa.int64()), ("s", pa.string())]), primary_keys=["k"], options=opts
+    )
     rnd = random.Random(3)
     for _ in range(4):
         ks = rnd.sample(range(200), 80)
-        table.write_arrow(pa.table({"k": ks, "v": [rnd.choice([None, rnd.randint(0, 99)]) for _ in ks],
-                                    "s": [rnd.choice([None, "x", "y"]) for _ in ks]}))
+        table.write_arrow(
+            pa.table(
+                {
+                    "k": ks,
+                    "v": [rnd.choice([None, rnd.randint(0, 99)]) for _ in ks],
+                    "s": [rnd.choice([None, "x", "y"]) for _ in ks],
+                }
+            )
+        )
     before = table.to_arrow().sort_by("k")
     table.maintenance.rescale(bucket=7)
     table = catalog.get_table("db.t")
@@ -102,8 +115,9 @@ def test_rescale_keeps_the_merged_rows_of_every_engine(warehouse, engine):
 def test_unpartitioned_and_append_tables(warehouse):
     catalog = Catalog(warehouse)
     catalog.create_database("db")
-    pk = catalog.create_table("db.pk", pa.schema([("k", pa.int32()), ("v", pa.string())]), primary_keys=["k"],
-                              options={"bucket": "4"})
+    pk = catalog.create_table(
+        "db.pk", pa.schema([("k", pa.int32()), ("v", pa.string())]), primary_keys=["k"], options={"bucket": "4"}
+    )
     pk.write_arrow(pa.table({"k": pa.array(range(1000), pa.int32()), "v": [str(i) for i in range(1000)]}))
     res = pk.maintenance.rescale(bucket=2)
     assert res.partitions[0].partition == "" and res.rows == 1000
@@ -111,15 +125,17 @@ def test_unpartitioned_and_append_tables(warehouse):
     assert pk.to_arrow().sort_by("k").column("v").to_pylist() == [str(i) for i in range(1000)]
     assert_rows_in_their_buckets(pk)
 
-    ap = catalog.create_table("db.ap", pa.schema([("k", pa.int32()), ("v", pa.string())]),
-                              options={"bucket": "2", "bucket-key": "k"})
+    ap = catalog.create_table(
+        "db.ap", pa.schema([("k", pa.int32()), ("v", pa.string())]), options={"bucket": "2", "bucket-key": "k"}
+    )
     for _ in range(2):
         ap.write_arrow(pa.table({"k": pa.array([1, 2, 3, 3], pa.int32()), "v": ["a", "b", "c", "c"]}))
     ap.maintenance.rescale(bucket=3)
     ap = catalog.get_table("db.ap")
     assert sorted(ap.to_arrow().to_pylist(), key=lambda r: (r["k"], r["v"])) == sorted(
         [{"k": 1, "v": "a"}, {"k": 2, "v": "b"}, {"k": 3, "v": "c"}, {"k": 3, "v": "c"}] * 2,
-        key=lambda r: (r["k"], r["v"]))
+        key=lambda r: (r["k"], r["v"]),
+    )
     assert_rows_in_their_buckets(ap)
 
 
@@ -155,6 +171,7 @@ def test_a_failed_verification_commits_nothing(warehouse, monkeypatch):
     """Fault injection: the rewrite loses one row; the checksum catches it before the commit."""
     rnd, catalog, table, model = filled(warehouse, 5, commits=2)
     from lake_core.maintenance import rescale as mod
+
     real = mod._write_buckets
 
     def lossy(table, values, rows, buckets):
@@ -168,6 +185,7 @@ def test_a_failed_verification_commits_nothing(warehouse, monkeypatch):
     assert rows(table.to_arrow()) == model.expected()
     # The rejected files were removed again.
     import pathlib
+
     root = pathlib.Path(table.paths.root.replace("file://", ""))
     live = {e.file.file_name for e in table.manifest_store.live_entries(table.latest_snapshot())}
     assert {p.name for p in root.rglob("data-*")} == live
@@ -191,6 +209,7 @@ def test_writer_that_committed_after_the_rescale_read_makes_the_rescale_fail(war
 def test_writer_still_using_the_old_count_gets_total_buckets_conflict(warehouse):
     from lake_core.errors import StaleTableError
     from lake_core.maintenance.rescale import set_bucket_option
+
     rnd, catalog, table, model = filled(warehouse, 7, commits=2)
     old_handle_writer = table.new_batch_write_builder()
     table = set_bucket_option(table, 3)  # the rescale starts: the option changes first
@@ -220,6 +239,7 @@ def test_writer_still_using_the_old_count_gets_total_buckets_conflict(warehouse)
 
 def test_rescale_after_schema_changes(warehouse):
     from lake_core import SchemaChange
+
     rnd, catalog, table, model = filled(warehouse, 8, commits=2)
     catalog.alter_table("db.t", [SchemaChange.add_column("extra", pa.int32()), SchemaChange.rename_column("v", "val")])
     table = catalog.get_table("db.t")

@@ -5,12 +5,11 @@
   wins (the writer's stale bucket count, or the rescale's stale read, is detected), nothing is
   lost and the loser's error says what happened; a re-run of the loser succeeds.
 """
+
 from __future__ import annotations
 
 import multiprocessing as mp
 import random
-
-import pytest
 
 from lake_core import Catalog, LakeError
 
@@ -19,6 +18,7 @@ from .rescale_helpers import PARTS, SCHEMA, Model, assert_rows_in_their_buckets,
 
 def _writer(warehouse, storage_options, batches, barrier, queue):
     import pyarrow as pa
+
     table = Catalog(warehouse, storage_options).get_table("db.t")
     wb = table.new_batch_write_builder()
     w = wb.new_write()
@@ -37,6 +37,7 @@ def _writer(warehouse, storage_options, batches, barrier, queue):
 
 def _rescaler(warehouse, storage_options, partition, bucket, barrier, queue):
     from lake_core.maintenance.rescale import commit_rescale_partition, prepare_rescale_partition
+
     table = Catalog(warehouse, storage_options).get_table("db.t")
     # Read and rewrite before the barrier, so the writer's commit and this one truly overlap.
     prepared = prepare_rescale_partition(table, partition={"dt": partition}, bucket=bucket)
@@ -52,11 +53,14 @@ def _race(warehouse, storage_options, batches, partition, bucket) -> dict:
     """The rescale has set the ``bucket`` option (its first step) before both processes open
     the table; then each prepares its commit, and both commit at once."""
     from lake_core.maintenance.rescale import set_bucket_option
+
     set_bucket_option(Catalog(warehouse, storage_options).get_table("db.t"), bucket)
     ctx = mp.get_context("spawn")
     barrier, queue = ctx.Barrier(2), ctx.Queue()
-    procs = [ctx.Process(target=_writer, args=(warehouse, storage_options, batches, barrier, queue)),
-             ctx.Process(target=_rescaler, args=(warehouse, storage_options, partition, bucket, barrier, queue))]
+    procs = [
+        ctx.Process(target=_writer, args=(warehouse, storage_options, batches, barrier, queue)),
+        ctx.Process(target=_rescaler, args=(warehouse, storage_options, partition, bucket, barrier, queue)),
+    ]
     for p in procs:
         p.start()
     out = {}

@@ -1,12 +1,12 @@
 """rollback_to a snapshot or a tag: Java RollbackHelper semantics, files cleaned, model equality."""
+
 from __future__ import annotations
 
 import datetime as dt
 
 import pytest
 
-from lake_core.errors import LakeError, SnapshotNotFoundError, TagNotFoundError
-from lake_core.errors import MaintenanceArgumentError
+from lake_core.errors import LakeError, MaintenanceArgumentError, SnapshotNotFoundError, TagNotFoundError
 
 from .helpers import Workload, listing, make_table, referenced_files, state
 
@@ -45,14 +45,17 @@ def test_rollback_to_tag_whose_snapshot_expired(warehouse):
     assert t.fileio.read_text(t.paths.earliest_hint) == "4"
 
 
-@pytest.mark.parametrize("kwargs, error, match", [
-    ({}, MaintenanceArgumentError, "exactly one"),
-    ({"snapshot_id": 3, "tag": "x"}, MaintenanceArgumentError, "exactly one"),
-    ({"snapshot_id": 0}, MaintenanceArgumentError, "snapshot_id = 0"),
-    ({"snapshot_id": 99}, SnapshotNotFoundError, "snapshot 99"),
-    ({"tag": "nope"}, TagNotFoundError, "nope"),
-    ({"tag": "../x"}, LakeError, "tag"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({}, MaintenanceArgumentError, "exactly one"),
+        ({"snapshot_id": 3, "tag": "x"}, MaintenanceArgumentError, "exactly one"),
+        ({"snapshot_id": 0}, MaintenanceArgumentError, "snapshot_id = 0"),
+        ({"snapshot_id": 99}, SnapshotNotFoundError, "snapshot 99"),
+        ({"tag": "nope"}, TagNotFoundError, "nope"),
+        ({"tag": "../x"}, LakeError, "tag"),
+    ],
+)
 def test_bad_arguments(warehouse, kwargs, error, match):
     t = make_table(warehouse)
     Workload(t, 23).run(5)
@@ -67,6 +70,7 @@ def test_rollback_waits_for_no_expiry_and_changes_nothing_while_one_runs(warehou
     the latest state: the rollback is refused, the table unchanged, and runs once the lock is free."""
     from lake_core.errors import MaintenanceAbortedError
     from lake_core.maintenance.expiry_lock import expiry_lock
+
     t = make_table(warehouse)
     w = Workload(t, 24).run(8)
     t.create_tag("v", 3)

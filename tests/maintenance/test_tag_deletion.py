@@ -1,5 +1,6 @@
 """Deleting a tag deletes the files only it held (Java TagDeletion); every other snapshot, tag and
 changelog keeps reading, and what stays on disk is exactly what the retained ones reference."""
+
 from __future__ import annotations
 
 import datetime as dt

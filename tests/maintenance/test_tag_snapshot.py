@@ -1,4 +1,5 @@
 """Scheduled tags: tag_snapshot names the latest snapshot by the run time and keeps the newest N."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -10,7 +11,7 @@ from lake_core.errors import MaintenanceArgumentError
 from .helpers import Workload, make_table, state
 
 FMT = "daily-%Y-%m-%d"
-DAY = dt.datetime(2026, 11, 1, 12, tzinfo=dt.timezone.utc)
+DAY = dt.datetime(2026, 11, 1, 12, tzinfo=dt.UTC)
 
 
 def test_one_tag_per_period_newest_kept_other_tags_untouched(warehouse):
@@ -18,12 +19,20 @@ def test_one_tag_per_period_newest_kept_other_tags_untouched(warehouse):
     w = Workload(t, 5).run(2)
     t.create_tag("release")  # a user's tag: never counted or removed
     first = t.maintenance.tag_snapshot(name_format=FMT, num_retained=2, now=DAY)
-    assert (first.tag, first.created, first.snapshot_id, first.skipped) == ("daily-2026-11-01", True, t.latest_snapshot().id, None)
+    assert (first.tag, first.created, first.snapshot_id, first.skipped) == (
+        "daily-2026-11-01",
+        True,
+        t.latest_snapshot().id,
+        None,
+    )
     model_at_first = dict(w.model)
     assert state(t, tag="daily-2026-11-01") == model_at_first  # a restore point
     w.run(2)
     again = t.maintenance.tag_snapshot(name_format=FMT, num_retained=2, now=DAY + dt.timedelta(hours=3))
-    assert again.created is False and again.skipped == f"tag 'daily-2026-11-01' already exists (snapshot {first.snapshot_id})"
+    assert (
+        again.created is False
+        and again.skipped == f"tag 'daily-2026-11-01' already exists (snapshot {first.snapshot_id})"
+    )
     for days in (1, 2):
         t.maintenance.tag_snapshot(name_format=FMT, num_retained=2, now=DAY + dt.timedelta(days=days))
     assert t.list_tags() == ["daily-2026-11-02", "daily-2026-11-03", "release"]

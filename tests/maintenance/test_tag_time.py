@@ -1,5 +1,6 @@
 """Tag time retention (Java TagTimeExpire): per-tag time retained, tag.default-time-retained, expiry
 through the API and after commits."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -7,8 +8,7 @@ import time
 
 import pytest
 
-from lake_core.errors import InvalidOptionError
-from lake_core.errors import MaintenanceArgumentError
+from lake_core.errors import InvalidOptionError, MaintenanceArgumentError
 from lake_core.maintenance.tag_time import expire_tags, tag_times
 
 from .helpers import Workload, listing, make_table, state
@@ -23,8 +23,7 @@ def test_tags_expire_when_their_time_retained_has_passed(warehouse):
     created = tag_times(t, "short").create_time
     assert tag_times(t, "forever").create_time is None
     # the model: a tag expires once now > created + retained
-    cases = {dt.timedelta(minutes=9): (), dt.timedelta(minutes=11): ("short",),
-             dt.timedelta(days=4): ("long", "short")}
+    cases = {dt.timedelta(minutes=9): (), dt.timedelta(minutes=11): ("short",), dt.timedelta(days=4): ("long", "short")}
     for age, expected in cases.items():
         r = expire_tags(t, now=created + age, dry_run=True)
         assert r.expired_tags == expected and r.dry_run
@@ -39,8 +38,9 @@ def test_tags_expire_when_their_time_retained_has_passed(warehouse):
 
 
 def test_default_time_retained_and_expiry_after_commits(warehouse):
-    t = make_table(warehouse, **{"write-only": "false", "tag.default-time-retained": "300 ms",
-                                 "snapshot.num-retained.min": "50"})
+    t = make_table(
+        warehouse, **{"write-only": "false", "tag.default-time-retained": "300 ms", "snapshot.num-retained.min": "50"}
+    )
     w = Workload(t, 32)
     w.upsert()
     t.create_tag("auto-ttl")

@@ -1,4 +1,5 @@
 """Automatic tags (tag.automatic-creation = process-time), their retention, and expiry honouring them."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -12,8 +13,9 @@ from .helpers import Workload, make_table, state
 
 
 def test_daily_tag_for_the_last_complete_day(warehouse):
-    t = make_table(warehouse, **{"write-only": "false", "tag.automatic-creation": "process-time",
-                                 "tag.num-retained-max": "2"})
+    t = make_table(
+        warehouse, **{"write-only": "false", "tag.automatic-creation": "process-time", "tag.num-retained-max": "2"}
+    )
     w = Workload(t, 31).run(3)
     yesterday = (dt.date.today() - dt.timedelta(days=1)).isoformat()
     assert t.list_tags() == [yesterday]
@@ -39,12 +41,15 @@ def test_hourly_names(warehouse):
     assert auto_create_tag(t, now=dt.datetime(2026, 5, 4, 10, 30)) == "2026-05-04 09"
 
 
-@pytest.mark.parametrize("options, error, match", [
-    ({"tag.automatic-creation": "watermark"}, UnsupportedOptionError, "process-time"),
-    ({"tag.automatic-creation": "sometimes"}, InvalidOptionError, "tag.automatic-creation"),
-    ({"tag.creation-period": "weekly"}, InvalidOptionError, "tag.creation-period"),
-    ({"tag.num-retained-max": "0"}, InvalidOptionError, "tag.num-retained-max"),
-])
+@pytest.mark.parametrize(
+    "options, error, match",
+    [
+        ({"tag.automatic-creation": "watermark"}, UnsupportedOptionError, "process-time"),
+        ({"tag.automatic-creation": "sometimes"}, InvalidOptionError, "tag.automatic-creation"),
+        ({"tag.creation-period": "weekly"}, InvalidOptionError, "tag.creation-period"),
+        ({"tag.num-retained-max": "0"}, InvalidOptionError, "tag.num-retained-max"),
+    ],
+)
 def test_bad_tag_options(warehouse, options, error, match):
     with pytest.raises(error, match=match):
         make_table(warehouse, **options)

@@ -1,5 +1,6 @@
 """Avro codecs of manifest lists, manifests and index manifests (lake_core.manifest.manifest_io) and the
 metadata dataclasses (lake_core.manifest.metadata)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -13,9 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lake_core.errors import FormatError, LakeError
 from lake_core.format import avro
 from lake_core.manifest import manifest_io as mio
-from lake_core.errors import FormatError, LakeError
 from lake_core.manifest.metadata import (
     EMPTY_ROW_BYTES,
     EMPTY_STATS,
@@ -33,9 +34,7 @@ from lake_core.manifest.metadata import (
 DATA = Path(__file__).resolve().parents[1] / "data" / "manifest_io"
 
 # Partition row dt='2024-01-01' (a worked example of Java's bytes).
-DT_2024_01_01 = bytes.fromhex(
-    "00000001" "0000000000000000" "0a00000010000000" "323032342d30312d" "3031000000000000"
-)
+DT_2024_01_01 = bytes.fromhex("0000000100000000000000000a00000010000000323032342d30312d3031000000000000")
 DT_2024_01_02 = DT_2024_01_01.replace(b"2024-01-01", b"2024-01-02")
 
 
@@ -91,9 +90,7 @@ def full_file(name: str = "data-1.parquet", level: int = 3) -> DataFileMeta:
 
 
 def minimal_file(name: str = "data-2.parquet") -> DataFileMeta:
-    return DataFileMeta(
-        name, 10, 1, EMPTY_ROW_BYTES, EMPTY_ROW_BYTES, EMPTY_STATS, EMPTY_STATS, 0, 0, 0, 0
-    )
+    return DataFileMeta(name, 10, 1, EMPTY_ROW_BYTES, EMPTY_ROW_BYTES, EMPTY_STATS, EMPTY_STATS, 0, 0, 0, 0)
 
 
 def full_entry() -> ManifestEntry:
@@ -106,8 +103,18 @@ def minimal_entry() -> ManifestEntry:
 
 def full_meta() -> ManifestFileMeta:
     return ManifestFileMeta(
-        "manifest-abc-0", 4321, 5, 2, SimpleStats(DT_2024_01_01, DT_2024_01_02, (0,)), 3,
-        min_bucket=0, max_bucket=7, min_level=0, max_level=5, min_row_id=0, max_row_id=2**40,
+        "manifest-abc-0",
+        4321,
+        5,
+        2,
+        SimpleStats(DT_2024_01_01, DT_2024_01_02, (0,)),
+        3,
+        min_bucket=0,
+        max_bucket=7,
+        min_level=0,
+        max_level=5,
+        min_row_id=0,
+        max_row_id=2**40,
     )
 
 
@@ -117,15 +124,25 @@ def minimal_meta() -> ManifestFileMeta:
 
 def full_index_entry() -> IndexManifestEntry:
     return IndexManifestEntry(
-        FileKind.ADD, DT_2024_01_01, 3, "DELETION_VECTORS", "index-u-0", 77, 2,
+        FileKind.ADD,
+        DT_2024_01_01,
+        3,
+        "DELETION_VECTORS",
+        "index-u-0",
+        77,
+        2,
         dv_ranges=(
             DeletionVectorMeta("data-a.parquet", 1, 24, 2),
             DeletionVectorMeta("data-b.parquet", 25, 30, None),
         ),
         external_path="s3://b/index-u-0",
         global_index={
-            "row_range_start": 10, "row_range_end": 20, "index_field_id": 3,
-            "extra_field_ids": (4, 5), "index_meta": b"\x09", "source_meta": b"\x01\x02",
+            "row_range_start": 10,
+            "row_range_end": 20,
+            "index_field_id": 3,
+            "extra_field_ids": (4, 5),
+            "index_meta": b"\x09",
+            "source_meta": b"\x01\x02",
         },
     )
 
@@ -144,7 +161,9 @@ def test_decode_pypaimon_manifest():
     assert len(entries) == 3
     assert [e.kind for e in entries] == [FileKind.ADD] * 3
     assert [(e.partition, e.bucket, e.total_buckets) for e in entries] == [
-        (DT_2024_01_01, 0, 2), (DT_2024_01_01, 1, 2), (DT_2024_01_02, 0, 2)
+        (DT_2024_01_01, 0, 2),
+        (DT_2024_01_01, 1, 2),
+        (DT_2024_01_02, 0, 2),
     ]
     f = entries[0].file
     assert f.file_name.startswith("data-") and f.file_name.endswith(".parquet")
@@ -186,7 +205,8 @@ def test_decode_pypaimon_row_tracking_files():
 def test_decode_pypaimon_index_manifests():
     hashes = mio.decode_index_manifest(_read("pypaimon_hash_index_manifest"))
     assert [(e.kind, e.partition, e.bucket, e.index_type) for e in hashes] == [
-        (FileKind.ADD, DT_2024_01_01, 0, "HASH"), (FileKind.ADD, DT_2024_01_02, 0, "HASH")
+        (FileKind.ADD, DT_2024_01_01, 0, "HASH"),
+        (FileKind.ADD, DT_2024_01_02, 0, "HASH"),
     ]
     assert [e.row_count for e in hashes] == [3, 2]
     assert all(e.dv_ranges is None and e.global_index is None for e in hashes)
@@ -418,7 +438,7 @@ def test_zstd_blocks_decompress_with_plain_zstandard():
     raw = mio.encode_manifest_entries([full_entry()] * 50)
     _, _, blocks = avro.parse_container(raw)
     assert blocks
-    for count, payload in blocks:
+    for _count, payload in blocks:
         assert payload[:4] == b"\x28\xb5\x2f\xfd"  # zstd frame magic
         zstandard.ZstdDecompressor().decompressobj().decompress(payload)
 
@@ -469,7 +489,7 @@ def test_snappy_framing_with_stand_in_compressor(monkeypatch):
     entries = [full_entry(), minimal_entry()]
     data = mio.encode_manifest_entries(entries, codec="snappy")
     _, _, blocks = avro.parse_container(data)
-    (count, payload), = blocks
+    ((count, payload),) = blocks
     raw = zlib.decompress(payload[:-4])
     assert payload[-4:] == zlib.crc32(raw).to_bytes(4, "big")
     assert mio.decode_manifest_entries(data) == entries
@@ -537,7 +557,10 @@ def test_manifest_entries_round_trip_all_and_no_optionals():
 
 def test_empty_vs_null_lists_preserved():
     f = dataclasses.replace(
-        minimal_file(), value_stats_cols=(), write_cols=(), write_cols_sequences=(),
+        minimal_file(),
+        value_stats_cols=(),
+        write_cols=(),
+        write_cols_sequences=(),
         key_stats=SimpleStats(EMPTY_ROW_BYTES, EMPTY_ROW_BYTES, None),
     )
     e = ManifestEntry(FileKind.ADD, EMPTY_ROW_BYTES, 0, 1, f)
@@ -560,8 +583,14 @@ def test_index_manifest_round_trip_all_and_no_optionals():
 
 
 def test_global_index_with_nulls_round_trip():
-    g = {"row_range_start": 0, "row_range_end": 5, "index_field_id": 1,
-         "extra_field_ids": None, "index_meta": None, "source_meta": None}
+    g = {
+        "row_range_start": 0,
+        "row_range_end": 5,
+        "index_field_id": 1,
+        "extra_field_ids": None,
+        "index_meta": None,
+        "source_meta": None,
+    }
     e = dataclasses.replace(minimal_index_entry(), index_type="BTREE", global_index=g)
     (out,) = mio.decode_index_manifest(mio.encode_index_manifest([e]))
     assert out.global_index == g
@@ -578,43 +607,74 @@ _i32 = st.integers(-(2**31), 2**31 - 1)
 _name = st.text(min_size=1, max_size=20)
 _opt_i64 = st.none() | _i64
 _stats_st = st.builds(
-    SimpleStats, st.binary(max_size=40), st.binary(max_size=40),
+    SimpleStats,
+    st.binary(max_size=40),
+    st.binary(max_size=40),
     st.none() | st.lists(st.none() | _i64, max_size=5).map(tuple),
 )
 _file_st = st.builds(
     DataFileMeta,
-    file_name=_name, file_size=_i64, row_count=_i64, min_key=st.binary(max_size=30),
-    max_key=st.binary(max_size=30), key_stats=_stats_st, value_stats=_stats_st,
-    min_sequence_number=_i64, max_sequence_number=_i64, schema_id=_i64, level=_i32,
+    file_name=_name,
+    file_size=_i64,
+    row_count=_i64,
+    min_key=st.binary(max_size=30),
+    max_key=st.binary(max_size=30),
+    key_stats=_stats_st,
+    value_stats=_stats_st,
+    min_sequence_number=_i64,
+    max_sequence_number=_i64,
+    schema_id=_i64,
+    level=_i32,
     extra_files=st.lists(_name, max_size=3).map(tuple),
-    creation_time=_opt_i64, delete_row_count=_opt_i64,
+    creation_time=_opt_i64,
+    delete_row_count=_opt_i64,
     embedded_file_index=st.none() | st.binary(max_size=20),
     file_source=st.none() | st.sampled_from([0, 1]),
     value_stats_cols=st.none() | st.lists(_name, max_size=4).map(tuple),
-    external_path=st.none() | _name, first_row_id=_opt_i64,
+    external_path=st.none() | _name,
+    first_row_id=_opt_i64,
     write_cols=st.none() | st.lists(_name, max_size=4).map(tuple),
     write_cols_sequences=st.none() | st.lists(_i64, max_size=4).map(tuple),
 )
-_entry_st = st.builds(
-    ManifestEntry, st.sampled_from(list(FileKind)), st.binary(max_size=30), _i32, _i32, _file_st
-)
+_entry_st = st.builds(ManifestEntry, st.sampled_from(list(FileKind)), st.binary(max_size=30), _i32, _i32, _file_st)
 _meta_st = st.builds(
-    ManifestFileMeta, _name, _i64, _i64, _i64, _stats_st, _i64,
-    st.none() | _i32, st.none() | _i32, st.none() | _i32, st.none() | _i32, _opt_i64, _opt_i64,
+    ManifestFileMeta,
+    _name,
+    _i64,
+    _i64,
+    _i64,
+    _stats_st,
+    _i64,
+    st.none() | _i32,
+    st.none() | _i32,
+    st.none() | _i32,
+    st.none() | _i32,
+    _opt_i64,
+    _opt_i64,
 )
 _dv_st = st.builds(DeletionVectorMeta, _name, _i32, _i32, _opt_i64)
 _gi_st = st.none() | st.fixed_dictionaries(
     {
-        "row_range_start": _i64, "row_range_end": _i64, "index_field_id": _i32,
+        "row_range_start": _i64,
+        "row_range_end": _i64,
+        "index_field_id": _i32,
         "extra_field_ids": st.none() | st.lists(_i32, max_size=3).map(tuple),
         "index_meta": st.none() | st.binary(max_size=10),
         "source_meta": st.none() | st.binary(max_size=10),
     }
 )
 _index_st = st.builds(
-    IndexManifestEntry, st.sampled_from(list(FileKind)), st.binary(max_size=30), _i32, _name,
-    _name, _i64, _i64, st.none() | st.lists(_dv_st, max_size=3).map(tuple),
-    st.none() | _name, _gi_st,
+    IndexManifestEntry,
+    st.sampled_from(list(FileKind)),
+    st.binary(max_size=30),
+    _i32,
+    _name,
+    _name,
+    _i64,
+    _i64,
+    st.none() | st.lists(_dv_st, max_size=3).map(tuple),
+    st.none() | _name,
+    _gi_st,
 )
 
 
@@ -672,7 +732,11 @@ def test_decode_manifest_from_old_foreign_writer():
             {"name": "_VALUE_STATS", "type": "elsewhere.SomeStats"},
             *_fields_of(
                 JAVA_DATA_FILE_RECORD,
-                "_MIN_SEQUENCE_NUMBER", "_MAX_SEQUENCE_NUMBER", "_SCHEMA_ID", "_LEVEL", "_EXTRA_FILES",
+                "_MIN_SEQUENCE_NUMBER",
+                "_MAX_SEQUENCE_NUMBER",
+                "_SCHEMA_ID",
+                "_LEVEL",
+                "_EXTRA_FILES",
             ),
             {"name": "_CREATION_TIME", "type": ["null", "long"], "default": None},
         ],
@@ -684,9 +748,7 @@ def test_decode_manifest_from_old_foreign_writer():
             "name": "Whatever",
             "namespace": "x.y",
             "fields": [
-                *_fields_of(
-                    JAVA_MANIFEST_ENTRY_SCHEMA, "_VERSION", "_KIND", "_PARTITION", "_BUCKET", "_TOTAL_BUCKETS"
-                ),
+                *_fields_of(JAVA_MANIFEST_ENTRY_SCHEMA, "_VERSION", "_KIND", "_PARTITION", "_BUCKET", "_TOTAL_BUCKETS"),
                 {"name": "_FILE", "type": file_rec},
                 {"name": "_EXTRA_TOP", "type": ["null", "long"], "default": None},
             ],
@@ -694,21 +756,49 @@ def test_decode_manifest_from_old_foreign_writer():
     ]
     stats = {"_MIN_VALUES": _row(1), "_MAX_VALUES": _row(9), "_NULL_COUNTS": [0]}
     rec = {
-        "_VERSION": 2, "_KIND": 1, "_PARTITION": DT_2024_01_01, "_BUCKET": 4, "_TOTAL_BUCKETS": 8,
+        "_VERSION": 2,
+        "_KIND": 1,
+        "_PARTITION": DT_2024_01_01,
+        "_BUCKET": 4,
+        "_TOTAL_BUCKETS": 8,
         "_EXTRA_TOP": 5,
         "_FILE": {
-            "_SOMETHING_NEW": "zzz", "_FILE_SIZE": 55, "_FILE_NAME": "data-old.orc",
-            "_ROW_COUNT": 9, "_MIN_KEY": _row(1), "_MAX_KEY": _row(9), "_KEY_STATS": stats,
-            "_VALUE_STATS": stats, "_MIN_SEQUENCE_NUMBER": 3, "_MAX_SEQUENCE_NUMBER": 11,
-            "_SCHEMA_ID": 1, "_LEVEL": 2, "_EXTRA_FILES": ["idx"], "_CREATION_TIME": 1_700_000_000_123,
+            "_SOMETHING_NEW": "zzz",
+            "_FILE_SIZE": 55,
+            "_FILE_NAME": "data-old.orc",
+            "_ROW_COUNT": 9,
+            "_MIN_KEY": _row(1),
+            "_MAX_KEY": _row(9),
+            "_KEY_STATS": stats,
+            "_VALUE_STATS": stats,
+            "_MIN_SEQUENCE_NUMBER": 3,
+            "_MAX_SEQUENCE_NUMBER": 11,
+            "_SCHEMA_ID": 1,
+            "_LEVEL": 2,
+            "_EXTRA_FILES": ["idx"],
+            "_CREATION_TIME": 1_700_000_000_123,
         },
     }
     (e,) = mio.decode_manifest_entries(_write_foreign(schema, [rec]))
     assert e == ManifestEntry(
-        FileKind.DELETE, DT_2024_01_01, 4, 8,
+        FileKind.DELETE,
+        DT_2024_01_01,
+        4,
+        8,
         DataFileMeta(
-            "data-old.orc", 55, 9, _row(1), _row(9), SimpleStats(_row(1), _row(9), (0,)),
-            SimpleStats(_row(1), _row(9), (0,)), 3, 11, 1, 2, ("idx",), 1_700_000_000_123,
+            "data-old.orc",
+            55,
+            9,
+            _row(1),
+            _row(9),
+            SimpleStats(_row(1), _row(9), (0,)),
+            SimpleStats(_row(1), _row(9), (0,)),
+            3,
+            11,
+            1,
+            2,
+            ("idx",),
+            1_700_000_000_123,
         ),
     )
 
@@ -719,27 +809,26 @@ def test_decode_manifest_with_logical_timestamp_from_fastavro_datetime():
 
     e = full_entry()
     rec = mio._read_records(mio.encode_manifest_entries([e]), "x")[0]
-    rec["_FILE"]["_CREATION_TIME"] = dt.datetime(2026, 11, 22, 2, 6, 33, 801000, tzinfo=dt.timezone.utc)
+    rec["_FILE"]["_CREATION_TIME"] = dt.datetime(2026, 11, 22, 2, 6, 33, 801000, tzinfo=dt.UTC)
     data = _write_foreign(JAVA_MANIFEST_ENTRY_SCHEMA, [rec], codec="null")
     (out,) = mio.decode_manifest_entries(data)
-    assert out.file.creation_time == int(
-        dt.datetime(2026, 11, 22, 2, 6, 33, 801000, tzinfo=dt.timezone.utc).timestamp() * 1000
-    )
+    assert out.file.creation_time == int(dt.datetime(2026, 11, 22, 2, 6, 33, 801000, tzinfo=dt.UTC).timestamp() * 1000)
 
 
 def test_decode_manifest_list_missing_optional_fields():
     """A pre-1.1 Java manifest list: no bucket/level/row-id range fields."""
     schema = _java_record(_required_fields(JAVA_MANIFEST_FILE_META_SCHEMA))
     rec = {
-        "_VERSION": 2, "_FILE_NAME": "manifest-x-0", "_FILE_SIZE": 10, "_NUM_ADDED_FILES": 2,
-        "_NUM_DELETED_FILES": 1, "_SCHEMA_ID": 4,
-        "_PARTITION_STATS": {"_MIN_VALUES": EMPTY_ROW_BYTES, "_MAX_VALUES": EMPTY_ROW_BYTES,
-                             "_NULL_COUNTS": None},
+        "_VERSION": 2,
+        "_FILE_NAME": "manifest-x-0",
+        "_FILE_SIZE": 10,
+        "_NUM_ADDED_FILES": 2,
+        "_NUM_DELETED_FILES": 1,
+        "_SCHEMA_ID": 4,
+        "_PARTITION_STATS": {"_MIN_VALUES": EMPTY_ROW_BYTES, "_MAX_VALUES": EMPTY_ROW_BYTES, "_NULL_COUNTS": None},
     }
     (m,) = mio.decode_manifest_list(_write_foreign(schema, [rec]))
-    assert m == ManifestFileMeta(
-        "manifest-x-0", 10, 2, 1, SimpleStats(EMPTY_ROW_BYTES, EMPTY_ROW_BYTES, None), 4
-    )
+    assert m == ManifestFileMeta("manifest-x-0", 10, 2, 1, SimpleStats(EMPTY_ROW_BYTES, EMPTY_ROW_BYTES, None), 4)
 
 
 def test_decode_index_manifest_older_and_newer_writers():
@@ -751,38 +840,65 @@ def test_decode_index_manifest_older_and_newer_writers():
             *_required_fields(JAVA_INDEX_MANIFEST_ENTRY_SCHEMA),  # _VERSION .. _ROW_COUNT
             {
                 "name": "_DELETIONS_VECTORS_RANGES",
-                "type": ["null", {"type": "array", "items": {
-                    "type": "record", "name": "DeletionVectorMeta",
-                    "fields": [{"name": "f0", "type": "string"}, {"name": "f1", "type": "int"},
-                               {"name": "f2", "type": "int"}],  # no _CARDINALITY (Paimon 0.9)
-                }}],
+                "type": [
+                    "null",
+                    {
+                        "type": "array",
+                        "items": {
+                            "type": "record",
+                            "name": "DeletionVectorMeta",
+                            "fields": [
+                                {"name": "f0", "type": "string"},
+                                {"name": "f1", "type": "int"},
+                                {"name": "f2", "type": "int"},
+                            ],  # no _CARDINALITY (Paimon 0.9)
+                        },
+                    },
+                ],
                 "default": None,
             },
             {
                 "name": "_GLOBAL_INDEX",
-                "type": ["null", {"type": "record", "name": "G", "fields": [
-                    {"name": "_ROW_RANGE_START", "type": "long"},
-                    {"name": "_ROW_RANGE_END", "type": "long"},
-                    {"name": "_INDEX_FIELD_ID", "type": "int"},
-                    {"name": "_BUILD_SCHEMA_ID", "type": ["null", "long"], "default": None},
-                ]}],
+                "type": [
+                    "null",
+                    {
+                        "type": "record",
+                        "name": "G",
+                        "fields": [
+                            {"name": "_ROW_RANGE_START", "type": "long"},
+                            {"name": "_ROW_RANGE_END", "type": "long"},
+                            {"name": "_INDEX_FIELD_ID", "type": "int"},
+                            {"name": "_BUILD_SCHEMA_ID", "type": ["null", "long"], "default": None},
+                        ],
+                    },
+                ],
                 "default": None,
             },
         ],
     }
     rec = {
-        "_VERSION": 1, "_KIND": 0, "_PARTITION": EMPTY_ROW_BYTES, "_BUCKET": 2,
-        "_INDEX_TYPE": "DELETION_VECTORS", "_FILE_NAME": "index-1", "_FILE_SIZE": 9, "_ROW_COUNT": 1,
+        "_VERSION": 1,
+        "_KIND": 0,
+        "_PARTITION": EMPTY_ROW_BYTES,
+        "_BUCKET": 2,
+        "_INDEX_TYPE": "DELETION_VECTORS",
+        "_FILE_NAME": "index-1",
+        "_FILE_SIZE": 9,
+        "_ROW_COUNT": 1,
         "_DELETIONS_VECTORS_RANGES": [{"f0": "data-1.parquet", "f1": 1, "f2": 8}],
-        "_GLOBAL_INDEX": {"_ROW_RANGE_START": 1, "_ROW_RANGE_END": 2, "_INDEX_FIELD_ID": 3,
-                          "_BUILD_SCHEMA_ID": 7},
+        "_GLOBAL_INDEX": {"_ROW_RANGE_START": 1, "_ROW_RANGE_END": 2, "_INDEX_FIELD_ID": 3, "_BUILD_SCHEMA_ID": 7},
     }
     (e,) = mio.decode_index_manifest(_write_foreign(schema, [rec]))
     assert e.dv_ranges == (DeletionVectorMeta("data-1.parquet", 1, 8, None),)
     assert e.external_path is None
     assert e.global_index == {
-        "row_range_start": 1, "row_range_end": 2, "index_field_id": 3, "extra_field_ids": None,
-        "index_meta": None, "source_meta": None, "build_schema_id": 7,
+        "row_range_start": 1,
+        "row_range_end": 2,
+        "index_field_id": 3,
+        "extra_field_ids": None,
+        "index_meta": None,
+        "source_meta": None,
+        "build_schema_id": 7,
     }
 
 
@@ -848,17 +964,19 @@ def test_upgrade_and_identifier():
     assert f.identifier() == (2, f.file_name, f.extra_files, f.embedded_file_index, f.external_path)
     e = ManifestEntry(FileKind.ADD, DT_2024_01_01, 3, 4, f)
     ident = e.identifier()
-    assert ident == FileIdentifier(DT_2024_01_01, 3, 2, f.file_name, f.extra_files,
-                                   f.embedded_file_index, f.external_path)
+    assert ident == FileIdentifier(
+        DT_2024_01_01, 3, 2, f.file_name, f.extra_files, f.embedded_file_index, f.external_path
+    )
     # kind, total_buckets and stats do not matter; level, extra files and external path do
     assert dataclasses.replace(e, kind=FileKind.DELETE, total_buckets=9).identifier() == ident
     assert ManifestEntry(FileKind.ADD, DT_2024_01_01, 3, 4, g).identifier() != ident
-    assert ManifestEntry(
-        FileKind.ADD, DT_2024_01_01, 3, 4, dataclasses.replace(f, extra_files=())
-    ).identifier() != ident
-    assert ManifestEntry(
-        FileKind.ADD, DT_2024_01_01, 3, 4, dataclasses.replace(f, external_path=None)
-    ).identifier() != ident
+    assert (
+        ManifestEntry(FileKind.ADD, DT_2024_01_01, 3, 4, dataclasses.replace(f, extra_files=())).identifier() != ident
+    )
+    assert (
+        ManifestEntry(FileKind.ADD, DT_2024_01_01, 3, 4, dataclasses.replace(f, external_path=None)).identifier()
+        != ident
+    )
     assert full_file().add_row_count() == 993 and minimal_file().add_row_count() is None
 
 
@@ -881,8 +999,12 @@ def test_merge_unmatched_delete_kept_in_order():
 
 
 def test_merge_distinguishes_bucket_level_partition():
-    entries = [_add("a", bucket=0), _delete("a", bucket=1), _delete("a", level=1),
-               _delete("a", partition=DT_2024_01_01)]
+    entries = [
+        _add("a", bucket=0),
+        _delete("a", bucket=1),
+        _delete("a", level=1),
+        _delete("a", partition=DT_2024_01_01),
+    ]
     assert merge_entries(entries) == entries
 
 
@@ -907,7 +1029,5 @@ def test_merge_accepts_iterables():
 
 def test_decode_10k_entries_round_trips():
     # Decode speed is measured by benchmarks, never asserted here (a shared CI machine is noisy).
-    entries = [
-        dataclasses.replace(full_entry(), file=full_file(f"data-{i}.parquet")) for i in range(10_000)
-    ]
+    entries = [dataclasses.replace(full_entry(), file=full_file(f"data-{i}.parquet")) for i in range(10_000)]
     assert mio.decode_manifest_entries(mio.encode_manifest_entries(entries)) == entries

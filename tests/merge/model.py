@@ -10,6 +10,7 @@ resets the aggregate state too, ``count`` counts contributions (``prepare``), th
 
 Rows are dicts of column values plus ``_kind`` (0 +I, 1 -U, 2 +U, 3 -D) and ``_seq``.
 """
+
 from __future__ import annotations
 
 import decimal
@@ -197,8 +198,16 @@ class MAgg:
         raise ModelError(f"{n} does not support retraction")
 
     def supports_retract(self) -> bool:
-        return self.ignore_retract or self.name in ("sum", "count", "product", "last_value", "last_non_null_value",
-                                                    "collect", "merge_map", "nested_update")
+        return self.ignore_retract or self.name in (
+            "sum",
+            "count",
+            "product",
+            "last_value",
+            "last_non_null_value",
+            "collect",
+            "merge_map",
+            "nested_update",
+        )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -228,8 +237,15 @@ class Spec:
 
     @property
     def ignore_delete(self) -> bool:
-        return any(self.flag(k) for k in ("ignore-delete", "first-row.ignore-delete", "partial-update.ignore-delete",
-                                           "deduplicate.ignore-delete"))
+        return any(
+            self.flag(k)
+            for k in (
+                "ignore-delete",
+                "first-row.ignore-delete",
+                "partial-update.ignore-delete",
+                "deduplicate.ignore-delete",
+            )
+        )
 
     @property
     def seq_fields(self) -> list[str]:
@@ -240,7 +256,7 @@ class Spec:
         out = []
         for k in sorted(self.options):
             if k.startswith("fields.") and k.endswith(".sequence-group"):
-                seq = tuple(k[len("fields."):-len(".sequence-group")].split(","))
+                seq = tuple(k[len("fields.") : -len(".sequence-group")].split(","))
                 out.append((seq, tuple(self.options[k].split(","))))
         return out
 
@@ -271,8 +287,12 @@ class Model:
         eng = sp.engine
         if eng == "first-row" and any(is_retract(r["_kind"]) for r in rows):
             raise ModelError("first-row rejects -U/-D")
-        if eng == "partial-update" and not sp.groups() and not sp.flag("partial-update.remove-record-on-delete") \
-                and any(is_retract(r["_kind"]) for r in rows):
+        if (
+            eng == "partial-update"
+            and not sp.groups()
+            and not sp.flag("partial-update.remove-record-on-delete")
+            and any(is_retract(r["_kind"]) for r in rows)
+        ):
             raise ModelError("partial-update rejects -U/-D")
         aggs = self.aggs()
         if eng == "partial-update":
@@ -280,8 +300,10 @@ class Model:
                 bad = [f for f in fields if f in aggs and not aggs[f].supports_retract()]
                 if bad and any(is_retract(r["_kind"]) and any(r[s] is not None for s in seq) for r in rows):
                     raise ModelError(f"{bad[0]} cannot retract")
-        if eng == "aggregation" and any(r["_kind"] == UPDATE_BEFORE or (r["_kind"] == DELETE and not sp.flag(
-                "aggregation.remove-record-on-delete")) for r in rows):
+        if eng == "aggregation" and any(
+            r["_kind"] == UPDATE_BEFORE or (r["_kind"] == DELETE and not sp.flag("aggregation.remove-record-on-delete"))
+            for r in rows
+        ):
             for a in aggs.values():
                 if not a.supports_retract():
                     raise ModelError(f"{a.name} cannot retract")
@@ -302,9 +324,15 @@ class Model:
             for c in sp.names:
                 if c in keyl:
                     continue
-                name = "last_value" if c in sp.seq_fields else (
-                    sp.opt(f"fields.{c}.aggregate-function") or sp.opt("fields.default-aggregate-function")
-                    or "last_non_null_value")
+                name = (
+                    "last_value"
+                    if c in sp.seq_fields
+                    else (
+                        sp.opt(f"fields.{c}.aggregate-function")
+                        or sp.opt("fields.default-aggregate-function")
+                        or "last_non_null_value"
+                    )
+                )
                 out[c] = MAgg(name, self.types[c], sp.options, c)
         elif sp.engine == "partial-update":
             seqcols = {s for g, _ in sp.groups() for s in g}
@@ -513,8 +541,10 @@ class Driver:
     def to_table(self, rows: list[dict]) -> pa.Table:
         t = pa.Table.from_pylist([{c: r.get(c) for c in self.schema.names} for r in rows], schema=self.schema)
         kinds = [r.get("_kind", 0) for r in rows]
-        t = t.append_column(pa.field(SEQ, pa.int64(), nullable=False),
-                            pa.array(np.arange(self.seq, self.seq + len(rows), dtype=np.int64)))
+        t = t.append_column(
+            pa.field(SEQ, pa.int64(), nullable=False),
+            pa.array(np.arange(self.seq, self.seq + len(rows), dtype=np.int64)),
+        )
         t = t.append_column(pa.field(KIND, pa.int8(), nullable=False), pa.array(kinds, pa.int8()))
         self.seq += len(rows)
         return t

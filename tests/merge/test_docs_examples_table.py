@@ -1,5 +1,6 @@
 """The Paimon docs' merge-engine examples at table level: every INSERT of an example is its own commit
 (Catalog -> create_table -> write_arrow per statement -> to_arrow), outputs as the docs state."""
+
 from __future__ import annotations
 
 import pyarrow as pa
@@ -32,6 +33,7 @@ def select(t, key):
 
 # -- partial-update ------------------------------------------------------------------------------
 
+
 def test_partial_update_latest_non_null(catalog):
     s = pa.schema([("k", I), ("a", D), ("b", L), ("c", S)])
     t = table(catalog, "pu", s, ["k"], {"merge-engine": "partial-update"})
@@ -41,8 +43,13 @@ def test_partial_update_latest_non_null(catalog):
 
 def test_partial_update_sequence_group(catalog):
     s = pa.schema([(n, I) for n in ("k", "a", "b", "g_1", "c", "d", "g_2")])
-    t = table(catalog, "t", s, ["k"], {"merge-engine": "partial-update", "fields.g_1.sequence-group": "a,b",
-                                       "fields.g_2.sequence-group": "c,d"})
+    t = table(
+        catalog,
+        "t",
+        s,
+        ["k"],
+        {"merge-engine": "partial-update", "fields.g_1.sequence-group": "a,b", "fields.g_2.sequence-group": "c,d"},
+    )
     insert(t, s, (1, 1, 1, 1, 1, 1, 1))
     insert(t, s, (1, 2, 2, 2, 2, 2, None))
     assert select(t, "k") == [(1, 2, 2, 2, 1, 1, 1)]
@@ -52,8 +59,13 @@ def test_partial_update_sequence_group(catalog):
 
 def test_partial_update_multi_field_sequence_group(catalog):
     s = pa.schema([(n, I) for n in ("k", "a", "b", "g_1", "c", "d", "g_2", "g_3")])
-    t = table(catalog, "sg", s, ["k"], {"merge-engine": "partial-update", "fields.g_1.sequence-group": "a,b",
-                                        "fields.g_2,g_3.sequence-group": "c,d"})
+    t = table(
+        catalog,
+        "sg",
+        s,
+        ["k"],
+        {"merge-engine": "partial-update", "fields.g_1.sequence-group": "a,b", "fields.g_2,g_3.sequence-group": "c,d"},
+    )
     insert(t, s, (1, 1, 1, 1, 1, 1, 1, 1))
     insert(t, s, (1, 2, 2, 2, 2, 2, 1, None))
     assert select(t, "k") == [(1, 2, 2, 2, 1, 1, 1, 1)]
@@ -63,17 +75,37 @@ def test_partial_update_multi_field_sequence_group(catalog):
 
 def test_partial_update_aggregation(catalog):
     s = pa.schema([(n, I) for n in ("k", "a", "b", "c", "d")])
-    t = table(catalog, "t", s, ["k"], {"merge-engine": "partial-update", "fields.a.sequence-group": "b",
-                                       "fields.b.aggregate-function": "first_value", "fields.c.sequence-group": "d",
-                                       "fields.d.aggregate-function": "sum"})
+    t = table(
+        catalog,
+        "t",
+        s,
+        ["k"],
+        {
+            "merge-engine": "partial-update",
+            "fields.a.sequence-group": "b",
+            "fields.b.aggregate-function": "first_value",
+            "fields.c.sequence-group": "d",
+            "fields.d.aggregate-function": "sum",
+        },
+    )
     insert(t, s, (1, 1, 1, None, None), (1, None, None, 1, 1), (1, 2, 2, None, None), (1, None, None, 2, 2))
     assert select(t, "k") == [(1, 2, 1, 2, 3)]
 
 
 def test_partial_update_aggregation_multi_field_group(catalog):
     s = pa.schema([("k", I), ("a", I), ("b", I), ("g_1", I), ("c", S), ("g_2", I), ("g_3", I)])
-    t = table(catalog, "agg", s, ["k"], {"merge-engine": "partial-update", "fields.a.aggregate-function": "sum",
-                                         "fields.g_1,g_3.sequence-group": "a", "fields.g_2.sequence-group": "c"})
+    t = table(
+        catalog,
+        "agg",
+        s,
+        ["k"],
+        {
+            "merge-engine": "partial-update",
+            "fields.a.aggregate-function": "sum",
+            "fields.g_1,g_3.sequence-group": "a",
+            "fields.g_2.sequence-group": "c",
+        },
+    )
     insert(t, s, (1, 1, 1, 1, "1", 1, 1))
     insert(t, s, (1, 2, 2, 2, "2", None, 2))
     assert select(t, "k") == [(1, 3, 2, 2, "1", 1, 2)]
@@ -83,10 +115,19 @@ def test_partial_update_aggregation_multi_field_group(catalog):
 
 def test_partial_update_default_aggregate_function(catalog):
     s = pa.schema([(n, I) for n in ("k", "a", "b", "c", "d")])
-    t = table(catalog, "t", s, ["k"], {"merge-engine": "partial-update", "fields.a.sequence-group": "b",
-                                       "fields.c.sequence-group": "d",
-                                       "fields.default-aggregate-function": "last_non_null_value",
-                                       "fields.d.aggregate-function": "sum"})
+    t = table(
+        catalog,
+        "t",
+        s,
+        ["k"],
+        {
+            "merge-engine": "partial-update",
+            "fields.a.sequence-group": "b",
+            "fields.c.sequence-group": "d",
+            "fields.default-aggregate-function": "last_non_null_value",
+            "fields.d.aggregate-function": "sum",
+        },
+    )
     insert(t, s, (1, 1, 1, None, None), (1, None, None, 1, 1), (1, 2, 2, None, None), (1, None, None, 2, 2))
     assert select(t, "k") == [(1, 2, 2, 2, 3)]
 
@@ -100,12 +141,25 @@ def test_docs_example_partial_update_two_writes(catalog):
 
 def test_docs_example_partial_update_sequence_groups(catalog):
     s = pa.schema([("id", I), ("name", S), ("sg_1", I), ("salary", L), ("sg_2", I)])
-    t = table(catalog, "part2", s, ["id"], {"merge-engine": "partial-update", "changelog-producer": "input",
-                                            "fields.sg_1.sequence-group": "name", "fields.sg_2.sequence-group": "salary"})
-    for row, (name, salary) in [((1, "flink", 1, 1, 1), ("flink", 1)), ((1, "flink1", 0, 1, None), ("flink", 1)),
-                                ((1, "flink2", 1, 2000, 1), ("flink2", 2000)),
-                                ((1, "flink3", 0, 3000, 0), ("flink2", 2000)),
-                                ((1, "flink3", 2, 3000, 2), ("flink3", 3000))]:
+    t = table(
+        catalog,
+        "part2",
+        s,
+        ["id"],
+        {
+            "merge-engine": "partial-update",
+            "changelog-producer": "input",
+            "fields.sg_1.sequence-group": "name",
+            "fields.sg_2.sequence-group": "salary",
+        },
+    )
+    for row, (name, salary) in [
+        ((1, "flink", 1, 1, 1), ("flink", 1)),
+        ((1, "flink1", 0, 1, None), ("flink", 1)),
+        ((1, "flink2", 1, 2000, 1), ("flink2", 2000)),
+        ((1, "flink3", 0, 3000, 0), ("flink2", 2000)),
+        ((1, "flink3", 2, 3000, 2), ("flink3", 3000)),
+    ]:
         insert(t, s, row)
         (got,) = t.to_arrow().to_pylist()
         assert (got["name"], got["salary"]) == (name, salary)
@@ -113,29 +167,49 @@ def test_docs_example_partial_update_sequence_groups(catalog):
 
 # -- aggregation ---------------------------------------------------------------------------------
 
+
 def test_aggregation_max_sum(catalog):
     s = pa.schema([("product_id", L), ("price", D), ("sales", L)])
-    t = table(catalog, "my_table", s, ["product_id"], {"merge-engine": "aggregation",
-                                                       "fields.price.aggregate-function": "max",
-                                                       "fields.sales.aggregate-function": "sum"})
+    t = table(
+        catalog,
+        "my_table",
+        s,
+        ["product_id"],
+        {
+            "merge-engine": "aggregation",
+            "fields.price.aggregate-function": "max",
+            "fields.sales.aggregate-function": "sum",
+        },
+    )
     insert(t, s, (1, 23.0, 15), (1, 30.2, 20))
     assert select(t, "product_id") == [(1, 30.2, 35)]
 
 
 def test_docs_example_aggregation(catalog):
     s = pa.schema([("id", I), ("name", S), ("salary", I), ("sum_cnt", I)])
-    t = table(catalog, "aggregation_test1", s, ["id"], {"merge-engine": "aggregation",
-                                                        "fields.salary.aggregate-function": "max",
-                                                        "fields.sum_cnt.aggregate-function": "sum",
-                                                        "changelog-producer": "lookup"})
+    t = table(
+        catalog,
+        "aggregation_test1",
+        s,
+        ["id"],
+        {
+            "merge-engine": "aggregation",
+            "fields.salary.aggregate-function": "max",
+            "fields.sum_cnt.aggregate-function": "sum",
+            "changelog-producer": "lookup",
+        },
+    )
     insert(t, s, (2, "flink", 1000, 1000), (2, "flink", 2000, 500), (3, "flink", 500, 500))
     assert select(t, "id") == [(2, "flink", 2000, 1500), (3, "flink", 500, 500)]
 
 
 def test_theta_sketch_uv(catalog):
     from datasketches import compact_theta_sketch, update_theta_sketch
+
     s = pa.schema([("id", I), ("uv", pa.binary())])
-    t = table(catalog, "uv_agg", s, ["id"], {"merge-engine": "aggregation", "fields.uv.aggregate-function": "theta_sketch"})
+    t = table(
+        catalog, "uv_agg", s, ["id"], {"merge-engine": "aggregation", "fields.uv.aggregate-function": "theta_sketch"}
+    )
     for user in ("u1", "u2", "u1", "u3"):
         sk = update_theta_sketch()
         sk.update(user)
@@ -145,6 +219,7 @@ def test_theta_sketch_uv(catalog):
 
 
 # -- first-row / deduplicate ----------------------------------------------------------------------
+
 
 def test_first_row(catalog):
     s = pa.schema([("k", I), ("v1", D), ("v2", S)])
@@ -173,6 +248,7 @@ def test_deduplicate_docs_examples(catalog):
 
 def test_partial_update_delete_rejected_at_table_level(catalog):
     from lake_core.errors import InvalidDataError
+
     s = pa.schema([("k", I), ("a", I), ("op", S)])
     t = table(catalog, "pud", s, ["k"], {"merge-engine": "partial-update", "rowkind.field": "op"})
     insert(t, s, (1, 1, "+I"))
@@ -183,8 +259,14 @@ def test_partial_update_delete_rejected_at_table_level(catalog):
 
 def test_aggregation_many_buckets_many_commits(catalog):
     s = pa.schema([("k", I), ("v", L), ("c", L)])
-    t = table(catalog, "ab", s, ["k"], {"merge-engine": "aggregation", "fields.v.aggregate-function": "sum",
-                                        "fields.c.aggregate-function": "count"}, bucket="3")
+    t = table(
+        catalog,
+        "ab",
+        s,
+        ["k"],
+        {"merge-engine": "aggregation", "fields.v.aggregate-function": "sum", "fields.c.aggregate-function": "count"},
+        bucket="3",
+    )
     expect = {}
     for commit in range(4):
         rows = [(k, commit + k, None if k % 3 == 0 else 1) for k in range(10)]
@@ -197,26 +279,43 @@ def test_aggregation_many_buckets_many_commits(catalog):
 
 # -- pypaimon reads our merge-engine tables the same way ------------------------------------------
 
+
 def _rows(t: pa.Table, key):
     return sorted((tuple(r.values()) for r in t.to_pylist()), key=lambda r: tuple(r[i] for i in key))
 
 
 INTEROP_CASES = {
-    "pu": (pa.schema([("k", I), ("a", D), ("b", L), ("c", S)]), {"merge-engine": "partial-update"},
-           [[(1, 23.0, 10, None), (2, 1.0, 1, "x")], [(1, None, None, "This is a book")], [(1, 25.2, None, None)]]),
-    "agg": (pa.schema([("k", I), ("price", D), ("sales", L), ("name", S), ("cnt", I), ("tags", S)]),
-            {"merge-engine": "aggregation", "fields.price.aggregate-function": "max",
-             "fields.sales.aggregate-function": "sum", "fields.cnt.aggregate-function": "min",
-             "fields.tags.aggregate-function": "listagg"},
-            [[(1, 23.0, 15, "a", 5, "x"), (2, 1.0, 1, None, 1, None)], [(1, 30.2, 20, None, 3, "y"), (3, 2.0, 2, "c", 2, "z")],
-             [(2, 0.5, 7, "b", 9, "w"), (1, None, None, "d", None, None)]]),
-    "first_row": (pa.schema([("k", I), ("v1", D), ("v2", S)]), {"merge-engine": "first-row"},
-                  [[(1, 2.0, "apple")], [(1, 4.0, "banana"), (2, 1.0, "x")], [(1, 8.0, "cherry")]]),
+    "pu": (
+        pa.schema([("k", I), ("a", D), ("b", L), ("c", S)]),
+        {"merge-engine": "partial-update"},
+        [[(1, 23.0, 10, None), (2, 1.0, 1, "x")], [(1, None, None, "This is a book")], [(1, 25.2, None, None)]],
+    ),
+    "agg": (
+        pa.schema([("k", I), ("price", D), ("sales", L), ("name", S), ("cnt", I), ("tags", S)]),
+        {
+            "merge-engine": "aggregation",
+            "fields.price.aggregate-function": "max",
+            "fields.sales.aggregate-function": "sum",
+            "fields.cnt.aggregate-function": "min",
+            "fields.tags.aggregate-function": "listagg",
+        },
+        [
+            [(1, 23.0, 15, "a", 5, "x"), (2, 1.0, 1, None, 1, None)],
+            [(1, 30.2, 20, None, 3, "y"), (3, 2.0, 2, "c", 2, "z")],
+            [(2, 0.5, 7, "b", 9, "w"), (1, None, None, "d", None, None)],
+        ],
+    ),
+    "first_row": (
+        pa.schema([("k", I), ("v1", D), ("v2", S)]),
+        {"merge-engine": "first-row"},
+        [[(1, 2.0, "apple")], [(1, 4.0, "banana"), (2, 1.0, "x")], [(1, 8.0, "cherry")]],
+    ),
 }
 
 
 def _blobs():
     from pyroaring import BitMap
+
     out = []
     for lo in (0, 5, 9):
         out.append(BitMap(range(lo, lo + 6)).serialize())
@@ -225,23 +324,46 @@ def _blobs():
 
 def _agg_all_case():
     row = pa.struct([("id", I), ("v", S)])
-    schema = pa.schema([("k", I), ("p", L), ("fv", I), ("fnn", I), ("band", pa.bool_()), ("bor", pa.bool_()),
-                        ("co", pa.list_(I)), ("nu", pa.list_(row)), ("rb", pa.binary())])
-    fns = {"p": "product", "fv": "first_value", "fnn": "first_non_null_value", "band": "bool_and", "bor": "bool_or",
-           "co": "collect", "nu": "nested_update", "rb": "rbm32"}
+    schema = pa.schema(
+        [
+            ("k", I),
+            ("p", L),
+            ("fv", I),
+            ("fnn", I),
+            ("band", pa.bool_()),
+            ("bor", pa.bool_()),
+            ("co", pa.list_(I)),
+            ("nu", pa.list_(row)),
+            ("rb", pa.binary()),
+        ]
+    )
+    fns = {
+        "p": "product",
+        "fv": "first_value",
+        "fnn": "first_non_null_value",
+        "band": "bool_and",
+        "bor": "bool_or",
+        "co": "collect",
+        "nu": "nested_update",
+        "rb": "rbm32",
+    }
     # merge_map: pypaimon 2.1.0 cannot build its own Arrow output for MAP columns (it hands dicts
     # to pyarrow < 20); the merge itself is covered by test_aggregation
     # hll_sketch / theta_sketch: pypaimon's environment has no datasketches; its code for them
     # is the same union as ours (lake_core.merge.aggregate.sketches)
-    opts = {"merge-engine": "aggregation", "fields.nu.nested-key": "id",
-            **{f"fields.{c}.aggregate-function": f for c, f in fns.items()}}
+    opts = {
+        "merge-engine": "aggregation",
+        "fields.nu.nested-key": "id",
+        **{f"fields.{c}.aggregate-function": f for c, f in fns.items()},
+    }
     b = _blobs()
     commits = [
-        [(1, 2, None, None, True, False, [1], [{"id": 1, "v": "a"}], b[0]),
-         (2, 5, 7, 7, None, None, None, None, None)],
+        [(1, 2, None, None, True, False, [1], [{"id": 1, "v": "a"}], b[0]), (2, 5, 7, 7, None, None, None, None, None)],
         [(1, 3, 4, 4, True, None, [2, 1], [{"id": 2, "v": "b"}], b[1])],
-        [(1, None, 5, 5, False, True, None, [{"id": 1, "v": "A"}], b[2]),
-         (2, 3, 1, None, True, True, [9], [{"id": 9, "v": "z"}], b[0])],
+        [
+            (1, None, 5, 5, False, True, None, [{"id": 1, "v": "A"}], b[2]),
+            (2, 3, 1, None, True, True, [9], [{"id": 9, "v": "z"}], b[0]),
+        ],
     ]
     return schema, opts, commits
 
@@ -269,6 +391,7 @@ def test_pypaimon_reads_our_merge_engine_tables(tmp_path, pypaimon, case):
 
 def _compare_agg_all(ours: pa.Table, theirs: pa.Table):
     from pyroaring import BitMap
+
     o, t = ours.sort_by("k").to_pylist(), theirs.sort_by("k").to_pylist()
     assert [r["k"] for r in o] == [r["k"] for r in t]
     for a, b in zip(o, t):
@@ -278,4 +401,3 @@ def _compare_agg_all(ours: pa.Table, theirs: pa.Table):
         assert sorted(a["nu"] or [], key=key) == sorted(b["nu"] or [], key=key)
         assert BitMap.deserialize(a["rb"]) == BitMap.deserialize(b["rb"])
         assert a["rb"] == b["rb"], "rbm32 bytes"
-

@@ -1,4 +1,5 @@
 """first-row engine: Paimon docs examples, delete handling, option checks."""
+
 from __future__ import annotations
 
 import pyarrow as pa

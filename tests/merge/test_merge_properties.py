@@ -1,20 +1,26 @@
 """Property tests: the engines against the dictionary model (tests/merge/model.py) over random
 batches, row kinds, NULLs, sequence values and batch boundaries, and fold invariance (the same
 answer whether rows arrive in one batch or many) where Paimon's semantics allow it."""
+
 from __future__ import annotations
 
 import math
 
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, event, given, settings, strategies as st
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
 from lake_core.errors import LakeError
 
 from .model import Driver, Model, ModelError, Spec, strip
 
 I, L, D = pa.int32(), pa.int64(), pa.float64()
-SETTINGS = dict(max_examples=int(__import__("os").environ.get("MERGE_EXAMPLES", "60")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = dict(
+    max_examples=int(__import__("os").environ.get("MERGE_EXAMPLES", "60")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 small = st.one_of(st.none(), st.integers(-3, 3))
 seqv = st.one_of(st.none(), st.integers(0, 4))
@@ -76,8 +82,12 @@ def flatten(batches):
 # -- partial-update --------------------------------------------------------------------------------
 
 PU_PLAIN = pa.schema([("k", I), ("a", I), ("b", pa.string()), ("c", D)])
-pu_plain_rows = lambda kinds: rows(kinds, a=small, b=st.one_of(st.none(), st.sampled_from(["x", "y", ""])),
-                                   c=st.one_of(st.none(), st.floats(-5, 5, allow_nan=False)))
+pu_plain_rows = lambda kinds: rows(
+    kinds,
+    a=small,
+    b=st.one_of(st.none(), st.sampled_from(["x", "y", ""])),
+    c=st.one_of(st.none(), st.floats(-5, 5, allow_nan=False)),
+)
 
 
 @settings(**SETTINGS)
@@ -89,8 +99,10 @@ def test_pu_plain_matches_model_and_is_fold_invariant(batches):
 
 
 @settings(**SETTINGS)
-@given(batches_of(pu_plain_rows(ALL_KINDS)), st.sampled_from(["ignore-delete", "partial-update.ignore-delete",
-                                                              "partial-update.remove-record-on-delete", None]))
+@given(
+    batches_of(pu_plain_rows(ALL_KINDS)),
+    st.sampled_from(["ignore-delete", "partial-update.ignore-delete", "partial-update.remove-record-on-delete", None]),
+)
 def test_pu_plain_deletes(batches, opt):
     opts = {"merge-engine": "partial-update"}
     if opt:
@@ -101,22 +113,44 @@ def test_pu_plain_deletes(batches, opt):
         assert canon(got) == canon(run_both(spec, flatten(batches)))
 
 
-PU_GROUPS = pa.schema([("k", I), ("a", I), ("b", I), ("g1", I), ("c", I), ("d", I), ("g2", I), ("g3", I),
-                       ("p", I)])
+PU_GROUPS = pa.schema([("k", I), ("a", I), ("b", I), ("g1", I), ("c", I), ("d", I), ("g2", I), ("g3", I), ("p", I)])
 pu_group_rows = lambda kinds: rows(kinds, a=small, b=small, g1=seqv, c=small, d=small, g2=seqv, g3=seqv, p=small)
-AGGS_ANY = ["sum", "max", "min", "last_value", "last_non_null_value", "first_value", "first_non_null_value",
-            "product", "count", "bool_or"]
+AGGS_ANY = [
+    "sum",
+    "max",
+    "min",
+    "last_value",
+    "last_non_null_value",
+    "first_value",
+    "first_non_null_value",
+    "product",
+    "count",
+    "bool_or",
+]
 
 
 @settings(**SETTINGS)
-@given(batches_of(pu_group_rows(ALL_KINDS)), st.sampled_from([None, "sum", "max", "last_value",
-                                                               "last_non_null_value", "first_value",
-                                                               "first_non_null_value", "count", "product"]),
-       st.sampled_from([None, "sum", "last_non_null_value", "min"]), st.booleans(),
-       st.sampled_from([None, "g1", "g2", "g1,g3"]))
+@given(
+    batches_of(pu_group_rows(ALL_KINDS)),
+    st.sampled_from(
+        [
+            None,
+            "sum",
+            "max",
+            "last_value",
+            "last_non_null_value",
+            "first_value",
+            "first_non_null_value",
+            "count",
+            "product",
+        ]
+    ),
+    st.sampled_from([None, "sum", "last_non_null_value", "min"]),
+    st.booleans(),
+    st.sampled_from([None, "g1", "g2", "g1,g3"]),
+)
 def test_pu_sequence_groups_match_model(batches, agg_b, agg_d, ignore_retract, rosg):
-    opts = {"merge-engine": "partial-update", "fields.g1.sequence-group": "a,b",
-            "fields.g2,g3.sequence-group": "c,d"}
+    opts = {"merge-engine": "partial-update", "fields.g1.sequence-group": "a,b", "fields.g2,g3.sequence-group": "c,d"}
     if agg_b:
         opts["fields.b.aggregate-function"] = agg_b
     if agg_d:
@@ -135,8 +169,7 @@ def test_pu_sequence_groups_fold_invariant_for_order_free_aggregates(batches, ag
     """Without retractions and with order-free aggregates, folding per batch changes nothing."""
     if agg == "bool_or":
         return
-    opts = {"merge-engine": "partial-update", "fields.g1.sequence-group": "a,b",
-            "fields.g2,g3.sequence-group": "c,d"}
+    opts = {"merge-engine": "partial-update", "fields.g1.sequence-group": "a,b", "fields.g2,g3.sequence-group": "c,d"}
     if agg:
         opts["fields.b.aggregate-function"] = agg
         opts["fields.d.aggregate-function"] = agg
@@ -158,19 +191,58 @@ def test_pu_sequence_field_with_nulls(batches, pad):
 
 # -- aggregation ------------------------------------------------------------------------------------
 
-AGG_SCHEMA = pa.schema([("k", I), ("s", L), ("m", I), ("f", D), ("l", pa.string()), ("lv", I), ("c", I),
-                        ("fv", I), ("co", pa.list_(I)), ("mm", pa.map_(I, I))])
+AGG_SCHEMA = pa.schema(
+    [
+        ("k", I),
+        ("s", L),
+        ("m", I),
+        ("f", D),
+        ("l", pa.string()),
+        ("lv", I),
+        ("c", I),
+        ("fv", I),
+        ("co", pa.list_(I)),
+        ("mm", pa.map_(I, I)),
+    ]
+)
 nonzero = st.one_of(st.none(), st.sampled_from([-2, -1, 1, 2, 3]))
-agg_rows = lambda kinds: rows(kinds, s=small, m=nonzero, f=st.one_of(st.none(), st.floats(-1e3, 1e3, allow_nan=False)),
-                              l=st.one_of(st.none(), st.sampled_from(["x", "y", " ", "x,y"])), lv=small, c=small,
-                              fv=small, co=st.one_of(st.none(), st.lists(st.integers(0, 3), max_size=3)),
-                              mm=st.one_of(st.none(), st.lists(st.tuples(st.integers(0, 2), st.integers(0, 2)),
-                                                               max_size=2, unique_by=lambda t: t[0])))
+agg_rows = lambda kinds: rows(
+    kinds,
+    s=small,
+    m=nonzero,
+    f=st.one_of(st.none(), st.floats(-1e3, 1e3, allow_nan=False)),
+    l=st.one_of(st.none(), st.sampled_from(["x", "y", " ", "x,y"])),
+    lv=small,
+    c=small,
+    fv=small,
+    co=st.one_of(st.none(), st.lists(st.integers(0, 3), max_size=3)),
+    mm=st.one_of(
+        st.none(), st.lists(st.tuples(st.integers(0, 2), st.integers(0, 2)), max_size=2, unique_by=lambda t: t[0])
+    ),
+)
 
-RETRACTABLE = {"s": "sum", "m": "product", "f": "sum", "lv": "last_value", "c": "count", "fv": "last_non_null_value",
-               "co": "collect", "mm": "merge_map", "l": "listagg"}
-ADD_ONLY = {"s": "sum", "m": "max", "f": "min", "l": "listagg", "lv": "last_value", "c": "count",
-            "fv": "first_value", "co": "collect", "mm": "merge_map"}
+RETRACTABLE = {
+    "s": "sum",
+    "m": "product",
+    "f": "sum",
+    "lv": "last_value",
+    "c": "count",
+    "fv": "last_non_null_value",
+    "co": "collect",
+    "mm": "merge_map",
+    "l": "listagg",
+}
+ADD_ONLY = {
+    "s": "sum",
+    "m": "max",
+    "f": "min",
+    "l": "listagg",
+    "lv": "last_value",
+    "c": "count",
+    "fv": "first_value",
+    "co": "collect",
+    "mm": "merge_map",
+}
 
 
 @settings(**SETTINGS)
@@ -190,8 +262,11 @@ def test_aggregation_adds_match_model_and_fold_invariant(batches, distinct):
 @settings(**SETTINGS)
 @given(batches_of(agg_rows(ALL_KINDS)), st.booleans(), st.booleans())
 def test_aggregation_retractions_match_model(batches, rod, first_non_null):
-    opts = {"merge-engine": "aggregation", **{f"fields.{c}.aggregate-function": f for c, f in RETRACTABLE.items()},
-            "fields.l.ignore-retract": "true"}
+    opts = {
+        "merge-engine": "aggregation",
+        **{f"fields.{c}.aggregate-function": f for c, f in RETRACTABLE.items()},
+        "fields.l.ignore-retract": "true",
+    }
     if first_non_null:
         opts["fields.fv.aggregate-function"] = "first_non_null_value"  # no retraction: must fail on -U
     if rod:
@@ -203,8 +278,16 @@ def test_aggregation_retractions_match_model(batches, rod, first_non_null):
 @given(batches_of(rows(ALL_KINDS, s=small, c=small, lv=small)))
 def test_aggregation_sum_count_last_value_fold_invariant_with_retractions(batches):
     schema = pa.schema([("k", I), ("s", L), ("c", L), ("lv", I)])
-    spec = Spec(schema, ("k",), {"merge-engine": "aggregation", "fields.s.aggregate-function": "sum",
-                                 "fields.c.aggregate-function": "count", "fields.lv.aggregate-function": "last_value"})
+    spec = Spec(
+        schema,
+        ("k",),
+        {
+            "merge-engine": "aggregation",
+            "fields.s.aggregate-function": "sum",
+            "fields.c.aggregate-function": "count",
+            "fields.lv.aggregate-function": "last_value",
+        },
+    )
     got = run_both(spec, batches)
     one = run_both(spec, flatten(batches))
     # a key whose only rows are a single retraction is dropped on read (passed through as -U/-D),
@@ -218,8 +301,12 @@ def test_aggregation_sum_count_last_value_fold_invariant_with_retractions(batche
 @given(batches_of(rows(ALL_KINDS, s=small, m=small, ts=seqv, ts2=seqv)), st.booleans(), st.booleans())
 def test_aggregation_sequence_fields_and_row_kind_padding(batches, pad, two_fields):
     schema = pa.schema([("k", I), ("s", L), ("m", I), ("ts", I), ("ts2", I)])
-    opts = {"merge-engine": "aggregation", "fields.s.aggregate-function": "sum", "sequence.field": "ts",
-            "fields.m.aggregate-function": "last_value"}
+    opts = {
+        "merge-engine": "aggregation",
+        "fields.s.aggregate-function": "sum",
+        "sequence.field": "ts",
+        "fields.m.aggregate-function": "last_value",
+    }
     if two_fields:
         opts["sequence.field"] = "ts,ts2"
     if pad:
@@ -228,6 +315,7 @@ def test_aggregation_sequence_fields_and_row_kind_padding(batches, pad, two_fiel
 
 
 # -- first-row --------------------------------------------------------------------------------------
+
 
 @settings(**SETTINGS)
 @given(batches_of(rows(ALL_KINDS, a=small, b=small)), st.booleans())
@@ -243,6 +331,7 @@ def test_first_row(batches, ignore):
 
 # -- deduplicate (the ordering shared by every engine: sequence fields, NULLs, row-kind-flag) ------
 
+
 @settings(**SETTINGS)
 @given(batches_of(rows(ALL_KINDS, a=small, ts=seqv, ts2=seqv)), st.booleans(), st.booleans())
 def test_deduplicate_ordering(batches, pad, two_fields):
@@ -255,10 +344,28 @@ def test_deduplicate_ordering(batches, pad, two_fields):
 
 # -- composite keys and partitions ------------------------------------------------------------------
 
+
 @settings(**SETTINGS)
-@given(st.lists(st.lists(st.fixed_dictionaries({
-    "dt": st.just("2024"), "k": st.integers(0, 2), "k2": st.sampled_from(["a", "b"]), "_kind": st.sampled_from(ADDS),
-    "a": small, "b": small}), max_size=10), min_size=1, max_size=3), st.sampled_from(["partial-update", "aggregation"]))
+@given(
+    st.lists(
+        st.lists(
+            st.fixed_dictionaries(
+                {
+                    "dt": st.just("2024"),
+                    "k": st.integers(0, 2),
+                    "k2": st.sampled_from(["a", "b"]),
+                    "_kind": st.sampled_from(ADDS),
+                    "a": small,
+                    "b": small,
+                }
+            ),
+            max_size=10,
+        ),
+        min_size=1,
+        max_size=3,
+    ),
+    st.sampled_from(["partial-update", "aggregation"]),
+)
 def test_composite_keys(batches, engine):
     schema = pa.schema([("dt", pa.string()), ("k", I), ("k2", pa.string()), ("a", I), ("b", I)])
     opts = {"merge-engine": engine}

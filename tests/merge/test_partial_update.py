@@ -1,5 +1,6 @@
 """partial-update engine: the Paimon docs' examples (one test each, outputs as the docs state) and
 the semantics the docs leave to Java (deletes, sequence-group retraction, row kinds)."""
+
 from __future__ import annotations
 
 import pyarrow as pa
@@ -22,6 +23,7 @@ def run_each(d: Driver, names, *tuples, kinds=None):
 
 
 # -- Paimon docs (merge engines): latest non-null value per field ---------------------------------------------
+
 
 def test_docs_example_partial_update_latest_non_null():
     s = pa.schema([("k", I), ("a", pa.float64()), ("b", pa.int64()), ("c", pa.string())])
@@ -46,10 +48,14 @@ def test_docs_example_two_streams_fill_one_row():
 
 # -- Paimon docs (merge engines): sequence groups --------------------------------------------------------------------
 
+
 def test_docs_example_sequence_group():
     s = ints("k", "a", "b", "g_1", "c", "d", "g_2")
-    d = Driver(s, ["k"], {"merge-engine": "partial-update", "fields.g_1.sequence-group": "a,b",
-                          "fields.g_2.sequence-group": "c,d"})
+    d = Driver(
+        s,
+        ["k"],
+        {"merge-engine": "partial-update", "fields.g_1.sequence-group": "a,b", "fields.g_2.sequence-group": "c,d"},
+    )
     d.write(rows_of(s.names, (1, 1, 1, 1, 1, 1, 1)))
     d.write(rows_of(s.names, (1, 2, 2, 2, 2, 2, None)))  # g_2 is null, c, d should not be updated
     assert d.read_tuples() == [(1, 2, 2, 2, 1, 1, 1)]
@@ -59,8 +65,11 @@ def test_docs_example_sequence_group():
 
 def test_docs_example_sequence_group_multiple_sequence_fields():
     s = ints("k", "a", "b", "g_1", "c", "d", "g_2", "g_3")
-    d = Driver(s, ["k"], {"merge-engine": "partial-update", "fields.g_1.sequence-group": "a,b",
-                          "fields.g_2,g_3.sequence-group": "c,d"})
+    d = Driver(
+        s,
+        ["k"],
+        {"merge-engine": "partial-update", "fields.g_1.sequence-group": "a,b", "fields.g_2,g_3.sequence-group": "c,d"},
+    )
     d.write(rows_of(s.names, (1, 1, 1, 1, 1, 1, 1, 1)))
     d.write(rows_of(s.names, (1, 2, 2, 2, 2, 2, 1, None)))  # g_2, g_3 should not be updated
     assert d.read_tuples() == [(1, 2, 2, 2, 1, 1, 1, 1)]
@@ -70,13 +79,23 @@ def test_docs_example_sequence_group_multiple_sequence_fields():
 
 def test_docs_example_sequence_group_stream_outputs():
     s = pa.schema([("id", I), ("name", pa.string()), ("sg_1", I), ("salary", pa.int64()), ("sg_2", I)])
-    d = Driver(s, ["id"], {"merge-engine": "partial-update", "changelog-producer": "input",
-                           "fields.sg_1.sequence-group": "name", "fields.sg_2.sequence-group": "salary"})
-    steps = [((1, "flink", 1, 1, 1), (1, "flink", 1, 1, 1)),
-             ((1, "flink1", 0, 1, None), (1, "flink", 1, 1, 1)),
-             ((1, "flink2", 1, 2000, 1), (1, "flink2", 1, 2000, 1)),
-             ((1, "flink3", 0, 3000, 0), (1, "flink2", 1, 2000, 1)),
-             ((1, "flink3", 2, 3000, 2), (1, "flink3", 2, 3000, 2))]
+    d = Driver(
+        s,
+        ["id"],
+        {
+            "merge-engine": "partial-update",
+            "changelog-producer": "input",
+            "fields.sg_1.sequence-group": "name",
+            "fields.sg_2.sequence-group": "salary",
+        },
+    )
+    steps = [
+        ((1, "flink", 1, 1, 1), (1, "flink", 1, 1, 1)),
+        ((1, "flink1", 0, 1, None), (1, "flink", 1, 1, 1)),
+        ((1, "flink2", 1, 2000, 1), (1, "flink2", 1, 2000, 1)),
+        ((1, "flink3", 0, 3000, 0), (1, "flink2", 1, 2000, 1)),
+        ((1, "flink3", 2, 3000, 2), (1, "flink3", 2, 3000, 2)),
+    ]
     for row, want in steps:
         d.write(rows_of(s.names, row))
         assert d.read_tuples() == [want]
@@ -87,10 +106,22 @@ def test_docs_example_last_stated_output_is_a_typo():
     sequence columns are updated with the group (Java sets sg_1 = 2, sg_2 = 2); the example's text
     kept the old sequence values. The group columns (name, salary) agree with the example."""
     s = pa.schema([("id", I), ("name", pa.string()), ("sg_1", I), ("salary", pa.int64()), ("sg_2", I)])
-    d = Driver(s, ["id"], {"merge-engine": "partial-update", "fields.sg_1.sequence-group": "name",
-                           "fields.sg_2.sequence-group": "salary"})
-    for r in [(1, "flink", 1, 1, 1), (1, "flink1", 0, 1, None), (1, "flink2", 1, 2000, 1),
-              (1, "flink3", 0, 3000, 0), (1, "flink3", 2, 3000, 2)]:
+    d = Driver(
+        s,
+        ["id"],
+        {
+            "merge-engine": "partial-update",
+            "fields.sg_1.sequence-group": "name",
+            "fields.sg_2.sequence-group": "salary",
+        },
+    )
+    for r in [
+        (1, "flink", 1, 1, 1),
+        (1, "flink1", 0, 1, None),
+        (1, "flink2", 1, 2000, 1),
+        (1, "flink3", 0, 3000, 0),
+        (1, "flink3", 2, 3000, 2),
+    ]:
         d.write(rows_of(s.names, r))
     (row,) = d.read()
     assert (row["name"], row["salary"]) == ("flink3", 3000)
@@ -98,19 +129,36 @@ def test_docs_example_last_stated_output_is_a_typo():
 
 # -- Paimon docs (merge engines): aggregation inside partial update -------------------------------------------------
 
+
 def test_docs_example_partial_update_aggregate_in_sequence_group():
     s = ints("k", "a", "b", "c", "d")
-    d = Driver(s, ["k"], {"merge-engine": "partial-update", "fields.a.sequence-group": "b",
-                          "fields.b.aggregate-function": "first_value", "fields.c.sequence-group": "d",
-                          "fields.d.aggregate-function": "sum"})
+    d = Driver(
+        s,
+        ["k"],
+        {
+            "merge-engine": "partial-update",
+            "fields.a.sequence-group": "b",
+            "fields.b.aggregate-function": "first_value",
+            "fields.c.sequence-group": "d",
+            "fields.d.aggregate-function": "sum",
+        },
+    )
     run_each(d, s.names, (1, 1, 1, None, None), (1, None, None, 1, 1), (1, 2, 2, None, None), (1, None, None, 2, 2))
     assert d.read_tuples() == [(1, 2, 1, 2, 3)]
 
 
 def test_docs_example_partial_update_aggregate_multiple_sequence_fields():
     s = pa.schema([("k", I), ("a", I), ("b", I), ("g_1", I), ("c", pa.string()), ("g_2", I), ("g_3", I)])
-    d = Driver(s, ["k"], {"merge-engine": "partial-update", "fields.a.aggregate-function": "sum",
-                          "fields.g_1,g_3.sequence-group": "a", "fields.g_2.sequence-group": "c"})
+    d = Driver(
+        s,
+        ["k"],
+        {
+            "merge-engine": "partial-update",
+            "fields.a.aggregate-function": "sum",
+            "fields.g_1,g_3.sequence-group": "a",
+            "fields.g_2.sequence-group": "c",
+        },
+    )
     d.write(rows_of(s.names, (1, 1, 1, 1, "1", 1, 1)))
     d.write(rows_of(s.names, (1, 2, 2, 2, "2", None, 2)))  # g_2 should not be updated
     assert d.read_tuples() == [(1, 3, 2, 2, "1", 1, 2)]
@@ -120,24 +168,41 @@ def test_docs_example_partial_update_aggregate_multiple_sequence_fields():
 
 def test_docs_example_partial_update_default_aggregate_function():
     s = ints("k", "a", "b", "c", "d")
-    d = Driver(s, ["k"], {"merge-engine": "partial-update", "fields.a.sequence-group": "b",
-                          "fields.c.sequence-group": "d", "fields.default-aggregate-function": "last_non_null_value",
-                          "fields.d.aggregate-function": "sum"})
+    d = Driver(
+        s,
+        ["k"],
+        {
+            "merge-engine": "partial-update",
+            "fields.a.sequence-group": "b",
+            "fields.c.sequence-group": "d",
+            "fields.default-aggregate-function": "last_non_null_value",
+            "fields.d.aggregate-function": "sum",
+        },
+    )
     run_each(d, s.names, (1, 1, 1, None, None), (1, None, None, 1, 1), (1, 2, 2, None, None), (1, None, None, 2, 2))
     assert d.read_tuples() == [(1, 2, 2, 2, 3)]
 
 
 def test_docs_example_max_and_sum_in_groups():
     s = pa.schema([("k", I), ("a", pa.string()), ("b", I), ("g_1", I), ("c", pa.string()), ("d", I), ("g_2", I)])
-    d = Driver(s, ["k"], {"merge-engine": "partial-update", "fields.g_1.sequence-group": "a,b",
-                          "fields.b.aggregate-function": "max", "fields.g_2.sequence-group": "c,d",
-                          "fields.d.aggregate-function": "sum"})
+    d = Driver(
+        s,
+        ["k"],
+        {
+            "merge-engine": "partial-update",
+            "fields.g_1.sequence-group": "a,b",
+            "fields.b.aggregate-function": "max",
+            "fields.g_2.sequence-group": "c,d",
+            "fields.d.aggregate-function": "sum",
+        },
+    )
     run_each(d, s.names, (1, "x", 5, 1, "p", 10, 1), (1, "y", 3, 2, None, 7, 2), (1, "z", 9, 1, "q", 1, 1))
     # a follows g_1's newest (y at 2); b is max over every row touching g_1; d sums every row
     assert d.read_tuples() == [(1, "y", 9, 2, None, 18, 2)]
 
 
 # -- deletes ---------------------------------------------------------------------------------------
+
 
 def test_deletes_rejected_by_default_with_the_options_to_set():
     s = ints("k", "a")
@@ -146,8 +211,12 @@ def test_deletes_rejected_by_default_with_the_options_to_set():
     with pytest.raises(InvalidDataError) as e:
         d.write(rows_of(s.names, (1, 1), kinds=["-D"]))
     msg = str(e.value)
-    for opt in ("ignore-delete", "partial-update.remove-record-on-delete", "sequence-group",
-                "partial-update.remove-record-on-sequence-group"):
+    for opt in (
+        "ignore-delete",
+        "partial-update.remove-record-on-delete",
+        "sequence-group",
+        "partial-update.remove-record-on-sequence-group",
+    ):
         assert opt in msg
     with pytest.raises(InvalidDataError):
         d.write(rows_of(s.names, (1, 1), kinds=["-U"]))
@@ -186,16 +255,28 @@ def test_remove_record_on_delete():
 def test_remove_record_on_delete_within_one_batch():
     s = ints("k", "a", "b")
     d = Driver(s, ["k"], {"merge-engine": "partial-update", "partial-update.remove-record-on-delete": "true"})
-    folded = d.write(rows_of(s.names, (1, 1, 1), (1, None, None), (2, 2, None), (2, None, None), (2, None, 3),
-                             kinds=["+I", "-D", "+I", "-D", "+I"]))
+    folded = d.write(
+        rows_of(
+            s.names,
+            (1, 1, 1),
+            (1, None, None),
+            (2, 2, None),
+            (2, None, None),
+            (2, None, 3),
+            kinds=["+I", "-D", "+I", "-D", "+I"],
+        )
+    )
     assert folded["_VALUE_KIND"].to_pylist() == [3, 0]  # key 1 ends deleted: the delete marker is kept
     assert d.read_tuples() == [(2, None, 3)]
 
 
 def test_retraction_through_sequence_group():
     s = ints("k", "a", "b", "g_1", "c", "g_2")
-    d = Driver(s, ["k"], {"merge-engine": "partial-update", "fields.g_1.sequence-group": "a,b",
-                          "fields.g_2.sequence-group": "c"})
+    d = Driver(
+        s,
+        ["k"],
+        {"merge-engine": "partial-update", "fields.g_1.sequence-group": "a,b", "fields.g_2.sequence-group": "c"},
+    )
     d.write(rows_of(s.names, (1, 1, 1, 1, 1, 1)))
     d.write(rows_of(s.names, (1, 9, 9, 2, None, None), kinds=["-U"]))  # retracts a, b at sequence 2
     assert d.read_tuples() == [(1, None, None, 2, 1, 1)]
@@ -207,8 +288,11 @@ def test_retraction_through_sequence_group():
 
 def test_retraction_of_aggregate_in_sequence_group():
     s = ints("k", "a", "g")
-    d = Driver(s, ["k"], {"merge-engine": "partial-update", "fields.g.sequence-group": "a",
-                          "fields.a.aggregate-function": "sum"})
+    d = Driver(
+        s,
+        ["k"],
+        {"merge-engine": "partial-update", "fields.g.sequence-group": "a", "fields.a.aggregate-function": "sum"},
+    )
     d.write(rows_of(s.names, (1, 10, 1), (1, 5, 2)))
     d.write(rows_of(s.names, (1, 10, 3), kinds=["-U"]))
     assert d.read_tuples() == [(1, 5, 3)]
@@ -216,8 +300,16 @@ def test_retraction_of_aggregate_in_sequence_group():
 
 def test_remove_record_on_sequence_group():
     s = ints("k", "a", "g_1", "b", "g_2")
-    d = Driver(s, ["k"], {"merge-engine": "partial-update", "fields.g_1.sequence-group": "a",
-                          "fields.g_2.sequence-group": "b", "partial-update.remove-record-on-sequence-group": "g_1"})
+    d = Driver(
+        s,
+        ["k"],
+        {
+            "merge-engine": "partial-update",
+            "fields.g_1.sequence-group": "a",
+            "fields.g_2.sequence-group": "b",
+            "partial-update.remove-record-on-sequence-group": "g_1",
+        },
+    )
     d.write(rows_of(s.names, (1, 1, 1, 1, 1), (2, 2, 2, 2, 2)))
     d.write(rows_of(s.names, (1, None, None, 5, 3), kinds=["-D"]))  # a -D of g_2 only retracts b
     assert d.read_tuples() == [(1, 1, 1, None, 3), (2, 2, 2, 2, 2)]
@@ -231,16 +323,25 @@ def test_remove_record_on_sequence_group():
 
 def test_remove_record_on_sequence_group_in_one_batch_after_an_older_delete():
     s = ints("k", "a", "g_1")
-    d = Driver(s, ["k"], {"merge-engine": "partial-update", "fields.g_1.sequence-group": "a",
-                          "partial-update.remove-record-on-sequence-group": "g_1"})
-    rows = rows_of(s.names, (1, 1, 5), (1, None, 3), (1, 2, 4), (1, None, 4), (1, 8, 1),
-                   kinds=["+I", "-D", "+I", "-D", "+I"])
+    d = Driver(
+        s,
+        ["k"],
+        {
+            "merge-engine": "partial-update",
+            "fields.g_1.sequence-group": "a",
+            "partial-update.remove-record-on-sequence-group": "g_1",
+        },
+    )
+    rows = rows_of(
+        s.names, (1, 1, 5), (1, None, 3), (1, 2, 4), (1, None, 4), (1, 8, 1), kinds=["+I", "-D", "+I", "-D", "+I"]
+    )
     # -D@3 is older than 5: no effect; +I@4 older: ignored; -D@4 older: no effect; +I@1 ignored
     d.write(rows)
     assert d.read_tuples() == [(1, 1, 5)]
     d2 = Driver(s, ["k"], dict(d.table_schema.options))
-    rows = rows_of(s.names, (1, 1, 5), (1, None, 6), (1, 2, 4), (1, None, 5), (1, 8, 1),
-                   kinds=["+I", "-D", "+I", "-D", "+I"])
+    rows = rows_of(
+        s.names, (1, 1, 5), (1, None, 6), (1, 2, 4), (1, None, 5), (1, 8, 1), kinds=["+I", "-D", "+I", "-D", "+I"]
+    )
     # -D@6 removes the row; +I@4 starts again; -D@5 is newer than 4: removes it again; +I@1 adds
     d2.write(rows)
     assert d2.read_tuples() == [(1, 8, 1)]
@@ -249,22 +350,35 @@ def test_remove_record_on_sequence_group_in_one_batch_after_an_older_delete():
 
 # -- validation ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("opts,exc,needle", [
-    ({"fields.a.aggregate-function": "sum"}, InvalidOptionError, "sequence group"),
-    ({"fields.g.sequence-group": "zz"}, InvalidOptionError, "zz"),
-    ({"fields.zz.sequence-group": "a"}, InvalidOptionError, "zz"),
-    ({"fields.g.sequence-group": "a", "fields.h.sequence-group": "a"}, InvalidOptionError, "repeatedly"),
-    ({"fields.g.sequence-group": "a", "fields.g.aggregate-function": "sum"}, InvalidOptionError, "g"),
-    ({"fields.s.sequence-group": "a"}, SchemaError, "s"),
-    ({"ignore-delete": "true", "partial-update.remove-record-on-delete": "true"}, InvalidOptionError, "conflict"),
-    ({"fields.g.sequence-group": "a", "partial-update.remove-record-on-delete": "true"}, InvalidOptionError,
-     "sequence group"),
-    ({"fields.g.sequence-group": "a", "partial-update.remove-record-on-sequence-group": "a"}, InvalidOptionError,
-     "remove-record-on-sequence-group"),
-    ({"fields.g.sequence-group": "a", "fields.a.aggregate-function": "sum", "fields.s.sequence-group": "h"},
-     SchemaError, "s"),
-    ({"fields.g.sequence-group": "s", "fields.s.aggregate-function": "sum"}, SchemaError, "'s'"),
-])
+
+@pytest.mark.parametrize(
+    "opts,exc,needle",
+    [
+        ({"fields.a.aggregate-function": "sum"}, InvalidOptionError, "sequence group"),
+        ({"fields.g.sequence-group": "zz"}, InvalidOptionError, "zz"),
+        ({"fields.zz.sequence-group": "a"}, InvalidOptionError, "zz"),
+        ({"fields.g.sequence-group": "a", "fields.h.sequence-group": "a"}, InvalidOptionError, "repeatedly"),
+        ({"fields.g.sequence-group": "a", "fields.g.aggregate-function": "sum"}, InvalidOptionError, "g"),
+        ({"fields.s.sequence-group": "a"}, SchemaError, "s"),
+        ({"ignore-delete": "true", "partial-update.remove-record-on-delete": "true"}, InvalidOptionError, "conflict"),
+        (
+            {"fields.g.sequence-group": "a", "partial-update.remove-record-on-delete": "true"},
+            InvalidOptionError,
+            "sequence group",
+        ),
+        (
+            {"fields.g.sequence-group": "a", "partial-update.remove-record-on-sequence-group": "a"},
+            InvalidOptionError,
+            "remove-record-on-sequence-group",
+        ),
+        (
+            {"fields.g.sequence-group": "a", "fields.a.aggregate-function": "sum", "fields.s.sequence-group": "h"},
+            SchemaError,
+            "s",
+        ),
+        ({"fields.g.sequence-group": "s", "fields.s.aggregate-function": "sum"}, SchemaError, "'s'"),
+    ],
+)
 def test_validation(opts, exc, needle):
     s = pa.schema([("k", I), ("a", I), ("g", I), ("h", I), ("s", pa.string())])
     with pytest.raises(exc) as e:
@@ -280,6 +394,7 @@ def test_last_non_null_default_needs_no_group():
 
 
 # -- ordering, row kinds, sequence numbers -------------------------------------------------------
+
 
 def test_sequence_field_orders_rows_and_null_is_smallest():
     s = ints("k", "a", "b", "ts")
@@ -323,11 +438,15 @@ def test_composite_key_and_partition_columns():
 
 def test_a_rejected_delete_is_a_lake_error_and_leaves_the_table_unchanged(tmp_path):
     from lake_core import Catalog
+
     cat = Catalog(f"file://{tmp_path}")
     cat.create_database("db")
-    t = cat.create_table("db.t", schema=pa.schema([("k", I), ("a", I), ("op", pa.string())]),
-                         primary_keys=["k"],
-                         options={"merge-engine": "partial-update", "bucket": "1", "rowkind.field": "op"})
+    t = cat.create_table(
+        "db.t",
+        schema=pa.schema([("k", I), ("a", I), ("op", pa.string())]),
+        primary_keys=["k"],
+        options={"merge-engine": "partial-update", "bucket": "1", "rowkind.field": "op"},
+    )
     t.write_arrow(pa.table({"k": [1], "a": [1], "op": ["+I"]}, schema=t.schema.arrow_schema()))
     before = t.latest_snapshot().id
     # Callers catch the project's one base class; the message names the option to set.
@@ -338,13 +457,16 @@ def test_a_rejected_delete_is_a_lake_error_and_leaves_the_table_unchanged(tmp_pa
     assert t.to_arrow().select(["k", "a"]).to_pylist() == [{"k": 1, "a": 1}]
 
 
-@pytest.mark.parametrize("fn,t,vals", [
-    ("listagg", pa.string(), ["a", "b", "c", "d", "e"]),
-    ("collect", pa.list_(I), [[1], [2], [3], [4], [5]]),
-    ("merge_map", pa.map_(I, I), [[(1, 1)], [(1, 2)], [(2, 2)], [(1, 3)], [(2, 4)]]),
-    ("first_non_null_value", I, [None, 2, None, 4, 5]),
-    ("last_non_null_value", I, [1, None, 3, None, 5]),
-])
+@pytest.mark.parametrize(
+    "fn,t,vals",
+    [
+        ("listagg", pa.string(), ["a", "b", "c", "d", "e"]),
+        ("collect", pa.list_(I), [[1], [2], [3], [4], [5]]),
+        ("merge_map", pa.map_(I, I), [[(1, 1)], [(1, 2)], [(2, 2)], [(1, 3)], [(2, 4)]]),
+        ("first_non_null_value", I, [None, 2, None, 4, 5]),
+        ("last_non_null_value", I, [1, None, 3, None, 5]),
+    ],
+)
 def test_order_sensitive_aggregates_with_out_of_order_sequences(fn, t, vals):
     """Rows older than the group's stored sequence fold with Java's aggReversed (agg(input, acc))."""
     s = pa.schema([("k", I), ("v", t), ("g", I)])

@@ -1,5 +1,6 @@
 """Table options are declared once (lake_core/options/table_options.py): the names accepted, the
 typed attributes of CoreOptions, the checks and the reference page all come from the declarations."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,8 +19,9 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_reference_page_is_up_to_date():
     page = REPO_ROOT / PAGE
-    assert page.read_text(encoding="utf-8") == render(), \
+    assert page.read_text(encoding="utf-8") == render(), (
         f"{PAGE} differs from the declarations: run `python -m lake_core.options` and commit it"
+    )
     assert main(["--check", "--root", str(REPO_ROOT)]) == 0
 
 
@@ -57,9 +59,16 @@ def test_every_typed_attribute_reads_its_default_and_caches_it():
 
 
 def test_typed_attributes_parse_as_the_option_is_declared():
-    opts = CoreOptions({"bucket": "+3", "file.format": "ORC", "target-file-size": "64 kib",
-                        "first-row.ignore-delete": "TRUE", "consumer.expiration-time": "",
-                        "dynamic-bucket.target-row-num": str(1 << 40)})
+    opts = CoreOptions(
+        {
+            "bucket": "+3",
+            "file.format": "ORC",
+            "target-file-size": "64 kib",
+            "first-row.ignore-delete": "TRUE",
+            "consumer.expiration-time": "",
+            "dynamic-bucket.target-row-num": str(1 << 40),
+        }
+    )
     assert (opts.bucket, opts.file_format, opts.target_file_size) == (3, "orc", 64 * 1024)
     assert opts.ignore_delete and opts.consumer_expiration_time_ms is None  # '' of an option without default
     assert opts.dynamic_bucket_target_row_num == 1 << 40  # a long, as Paimon declares it

@@ -1,8 +1,10 @@
 """Fixtures for the Dagster tests: temp tables configs (the Spark session is tests/conftest.py's)."""
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 import yaml

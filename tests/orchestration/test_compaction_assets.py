@@ -2,6 +2,7 @@
 local warehouse and on the S3 test server, their blocking checks, and the policy → options mapping.
 
 Oracle: a plain dict model {(dt, id): (v, ts)} of what a reader must see."""
+
 from __future__ import annotations
 
 import time
@@ -11,17 +12,18 @@ import pyarrow as pa
 import pytest
 import yaml
 
+from jobs.compact import PartitionSpecError, parse_partitions
 from lake_core import Catalog
 from orchestration.config import load_tables_config
 from orchestration.definitions import build_definitions
 from orchestration.defs.ledger import read_ledger
-from jobs.compact import PartitionSpecError, parse_partitions
 from orchestration.defs.maintenance.compaction import COMPACTION, RECORD_EXPIRY, verification_check
 
 pytestmark = pytest.mark.dagster
 
-SCHEMA = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("v", pa.int64()), ("ts", pa.int64()),
-                    ("op", pa.string())])
+SCHEMA = pa.schema(
+    [("dt", pa.string()), ("id", pa.int64()), ("v", pa.int64()), ("ts", pa.int64()), ("op", pa.string())]
+)
 COMPACT_KEY = dg.AssetKey(["db", "t", "compaction"])
 EXPIRY_KEY = dg.AssetKey(["db", "t", "record_expiry"])
 NOW = int(time.time())
@@ -32,7 +34,8 @@ def _definitions(tmp_path, warehouse: str, maintenance: dict, **warehouse_extra)
     table = {
         "name": "db.t",
         "schema": {"dt": "STRING", "id": "BIGINT", "v": "BIGINT", "ts": "BIGINT", "op": "STRING"},
-        "primary_keys": ["dt", "id"], "partition_keys": ["dt"],
+        "primary_keys": ["dt", "id"],
+        "partition_keys": ["dt"],
         "options": {"bucket": 2, "rowkind.field": "op", "write-only": True},
         "maintenance": maintenance,
     }
@@ -46,8 +49,13 @@ def _filled(warehouse: str, storage_options=None, commits: int = 5, old_every: i
     first commit is ten days old (and not updated since). Returns (table, model)."""
     catalog = Catalog(warehouse, storage_options=storage_options)
     catalog.create_database("db")
-    table = catalog.create_table("db.t", schema=SCHEMA, primary_keys=["dt", "id"], partition_keys=["dt"],
-                                 options={"bucket": "2", "rowkind.field": "op", "write-only": "true"})
+    table = catalog.create_table(
+        "db.t",
+        schema=SCHEMA,
+        primary_keys=["dt", "id"],
+        partition_keys=["dt"],
+        options={"bucket": "2", "rowkind.field": "op", "write-only": "true"},
+    )
     model: dict = {}
     for c in range(commits):
         rows = []
@@ -69,8 +77,9 @@ def _rows(warehouse: str, storage_options=None) -> dict:
     return {(r["dt"], r["id"]): (r["v"], r["ts"]) for r in t.to_arrow().to_pylist()}
 
 
-def _materialize(defs: dg.Definitions, key: dg.AssetKey, config: dict | None = None,
-                 tags: dict | None = None) -> dg.ExecuteInProcessResult:
+def _materialize(
+    defs: dg.Definitions, key: dg.AssetKey, config: dict | None = None, tags: dict | None = None
+) -> dg.ExecuteInProcessResult:
     run_config = {"ops": {key.to_python_identifier(): {"config": config}}} if config is not None else None
     with dg.DagsterInstance.ephemeral() as instance:
         return dg.materialize([defs.resolve_assets_def(key)], instance=instance, run_config=run_config, tags=tags)
@@ -106,8 +115,13 @@ def test_assets_are_in_the_table_group_with_blocking_checks(tmp_path, warehouse)
 def test_partitions_config_is_parsed_with_the_column_types(warehouse):
     catalog = Catalog(warehouse)
     catalog.create_database("db")
-    table = catalog.create_table("db.h", schema=pa.schema([("dt", pa.string()), ("hr", pa.int32()), ("id", pa.int64())]),
-                                 primary_keys=["dt", "hr", "id"], partition_keys=["dt", "hr"], options={"bucket": "1"})
+    table = catalog.create_table(
+        "db.h",
+        schema=pa.schema([("dt", pa.string()), ("hr", pa.int32()), ("id", pa.int64())]),
+        primary_keys=["dt", "hr", "id"],
+        partition_keys=["dt", "hr"],
+        options={"bucket": "1"},
+    )
     assert parse_partitions(table, ["dt=2024-01-01/hr=3", "dt=x"]) == [{"dt": "2024-01-01", "hr": 3}, {"dt": "x"}]
     assert parse_partitions(table, None) is None
     with pytest.raises(PartitionSpecError, match=r"db\.h.*'day=1' names 'day', which is not a partition column"):
@@ -122,8 +136,12 @@ def test_compaction_asset_runs_on_spark_and_its_check_passes(spark, tmp_path, wa
     table, model = _filled(warehouse)
     # max_sorted_runs 3 < 5 level-0 files per bucket: the policy is this job's compaction trigger
     defs = _definitions(tmp_path, warehouse, {"compaction": {"max_sorted_runs": 3}})
-    result = _materialize(defs, COMPACT_KEY, {"full": False},
-                          tags={"lake/reason": "compaction: dt=2024-01-01/bucket-0 has 5 sorted runs > 3"})
+    result = _materialize(
+        defs,
+        COMPACT_KEY,
+        {"full": False},
+        tags={"lake/reason": "compaction: dt=2024-01-01/bucket-0 has 5 sorted runs > 3"},
+    )
     meta = _metadata(result, COMPACT_KEY)
     after = Catalog(warehouse).get_table("db.t")
     assert _rows(warehouse) == model
@@ -132,8 +150,7 @@ def test_compaction_asset_runs_on_spark_and_its_check_passes(spark, tmp_path, wa
     assert isinstance(meta["bytes_written"], dg.IntMetadataValue) and meta["bytes_written"].value > 0
     assert meta["snapshot_id"].value == after.latest_snapshot().id == 6
     assert meta["snapshot"].value.endswith("/snapshot/snapshot-6")
-    assert meta["options.num-sorted-run.compaction-trigger"].value == \
-        "3 (from maintenance.compaction.max_sorted_runs)"
+    assert meta["options.num-sorted-run.compaction-trigger"].value == "3 (from maintenance.compaction.max_sorted_runs)"
     assert "num-sorted-run.compaction-trigger" not in after.schema.options  # the table is not altered
     check = _check(result)
     assert check.passed and check.severity == dg.AssetCheckSeverity.ERROR
@@ -168,24 +185,52 @@ def test_check_fails_when_the_content_changed(spark, tmp_path, warehouse):
 
     # a key deleted after the compaction: lost between the snapshot before it and the one after
     table.write_arrow(pa.table({"dt": ["2024-01-02"], "id": [45], "v": [0], "ts": [NOW], "op": ["-D"]}, schema=SCHEMA))
-    check, _ = verification_check(table, COMPACTION, before_snapshot_id=snap - 1, after_snapshot_id=snap + 1,
-                                  expiry_field="ts", expiry_cutoff_s=cutoff)
+    check, _ = verification_check(
+        table,
+        COMPACTION,
+        before_snapshot_id=snap - 1,
+        after_snapshot_id=snap + 1,
+        expiry_field="ts",
+        expiry_cutoff_s=cutoff,
+    )
     assert not check.passed and "1 key(s) whose record had not expired are gone" in check.description
     # a changed value and a key that was deleted before coming back
-    table.write_arrow(pa.table({"dt": ["2024-01-01", "2024-01-01"], "id": [11, 10], "v": [-1, -1], "ts": [NOW, NOW],
-                                "op": ["+I", "+I"]}, schema=SCHEMA))
+    table.write_arrow(
+        pa.table(
+            {"dt": ["2024-01-01", "2024-01-01"], "id": [11, 10], "v": [-1, -1], "ts": [NOW, NOW], "op": ["+I", "+I"]},
+            schema=SCHEMA,
+        )
+    )
     assert ("2024-01-01", 10) not in model  # deleted in commit 1
-    check, v = verification_check(table, COMPACTION, before_snapshot_id=snap - 1, after_snapshot_id=snap + 2,
-                                  expiry_field="ts", expiry_cutoff_s=cutoff)
+    check, v = verification_check(
+        table,
+        COMPACTION,
+        before_snapshot_id=snap - 1,
+        after_snapshot_id=snap + 2,
+        expiry_field="ts",
+        expiry_cutoff_s=cutoff,
+    )
     assert not check.passed and (v.resurrected_keys, v.changed_rows, v.lost_keys) == (1, 1, 1)
     # record expiry: an expired record written after the compaction survives
     table.write_arrow(pa.table({"dt": ["2024-01-02"], "id": [999], "v": [0], "ts": [OLD], "op": ["+I"]}, schema=SCHEMA))
-    check, v = verification_check(table, RECORD_EXPIRY, before_snapshot_id=snap, after_snapshot_id=snap + 3,
-                                  expiry_field="ts", expiry_cutoff_s=cutoff)
+    check, v = verification_check(
+        table,
+        RECORD_EXPIRY,
+        before_snapshot_id=snap,
+        after_snapshot_id=snap + 3,
+        expiry_field="ts",
+        expiry_cutoff_s=cutoff,
+    )
     assert not check.passed and v.expired_surviving == 1 and "expired record(s) (ts before" in check.description
     # the same snapshots with nothing changed in between pass
-    check, _ = verification_check(table, RECORD_EXPIRY, before_snapshot_id=snap + 3, after_snapshot_id=snap + 3,
-                                  expiry_field=None, expiry_cutoff_s=None)
+    check, _ = verification_check(
+        table,
+        RECORD_EXPIRY,
+        before_snapshot_id=snap + 3,
+        after_snapshot_id=snap + 3,
+        expiry_field=None,
+        expiry_cutoff_s=None,
+    )
     assert check.passed
 
 
@@ -228,8 +273,13 @@ def test_record_expiry_without_a_ttl_is_skipped_with_the_reason(spark, tmp_path,
 def test_compaction_and_record_expiry_assets_on_s3(spark, tmp_path, s3_warehouse, monkeypatch):
     opts = s3_warehouse.storage_options
     _table, model = _filled(s3_warehouse.uri, opts, commits=3, old_every=3)
-    s3 = {"endpoint_url_env": "TEST_LAKE_S3_ENDPOINT", "access_key_env": "TEST_LAKE_S3_KEY",
-          "secret_key_env": "TEST_LAKE_S3_SECRET", "region": "us-east-1", "path_style": True}
+    s3 = {
+        "endpoint_url_env": "TEST_LAKE_S3_ENDPOINT",
+        "access_key_env": "TEST_LAKE_S3_KEY",
+        "secret_key_env": "TEST_LAKE_S3_SECRET",
+        "region": "us-east-1",
+        "path_style": True,
+    }
     monkeypatch.setenv("TEST_LAKE_S3_ENDPOINT", opts["endpoint_url"])
     monkeypatch.setenv("TEST_LAKE_S3_KEY", opts["key"])
     monkeypatch.setenv("TEST_LAKE_S3_SECRET", opts["secret"])
@@ -247,9 +297,17 @@ def test_a_bad_partition_fails_the_run_before_spark_and_is_in_the_ledger(tmp_pat
     _filled(warehouse, commits=1)
     defs = _definitions(tmp_path, warehouse, {})
     with dg.DagsterInstance.ephemeral() as instance:
-        result = dg.materialize([defs.resolve_assets_def(COMPACT_KEY)], instance=instance, raise_on_error=False,
-                                run_config={"ops": {"db__t__compaction": {"config": {"partitions": ["day=1"]}}}})
+        result = dg.materialize(
+            [defs.resolve_assets_def(COMPACT_KEY)],
+            instance=instance,
+            raise_on_error=False,
+            run_config={"ops": {"db__t__compaction": {"config": {"partitions": ["day=1"]}}}},
+        )
     assert not result.success
     [row] = _ledger(warehouse)
-    assert row["status"] == "failed" and "PartitionSpecError" in row["error"] and "'day', which is not a partition column" in row["error"]
+    assert (
+        row["status"] == "failed"
+        and "PartitionSpecError" in row["error"]
+        and "'day', which is not a partition column" in row["error"]
+    )
     assert len(Catalog(warehouse).get_table("db.t").snapshots()) == 1

@@ -1,4 +1,5 @@
 """The code location's definitions and its assets, materialized for real (Spark + lake_core)."""
+
 from __future__ import annotations
 
 import uuid
@@ -9,16 +10,26 @@ import yaml
 
 from lake_core import Catalog
 from orchestration.config import load_tables_config
+from orchestration.definitions import build_definitions
+from orchestration.definitions import defs as lazy_defs
 from orchestration.defs.storage import StorageAccessError
-from orchestration.definitions import build_definitions, defs as lazy_defs
 from orchestration.demo.source import orders
 
 ORDERS = dg.AssetKey(["demo", "orders"])
 BY_DAY = dg.AssetKey(["demo", "orders_by_day"])
 # every maintenance operation of the demo table's policy (tables.yaml), one asset each
-MAINTENANCE = {dg.AssetKey(["demo", "orders", op]) for op in (
-    "compaction", "record_expiry", "manifest_compaction", "snapshot_expiry", "partition_expiry", "orphan_cleanup",
-    "rescale")}
+MAINTENANCE = {
+    dg.AssetKey(["demo", "orders", op])
+    for op in (
+        "compaction",
+        "record_expiry",
+        "manifest_compaction",
+        "snapshot_expiry",
+        "partition_expiry",
+        "orphan_cleanup",
+        "rescale",
+    )
+}
 
 
 def _metadata(result: dg.ExecuteInProcessResult, key: dg.AssetKey) -> dict:
@@ -46,9 +57,13 @@ def test_the_code_location_loads():
     dg.Definitions.validate_loadable(definitions)
     assert set(definitions.resolve_all_asset_keys()) == {ORDERS, BY_DAY, *MAINTENANCE}
     assert {s.name for s in definitions.sensors} == {
-        "demo__orders__snapshot_sensor", "demo__orders__partitions_sensor", "demo__orders__health_sensor",
-        "downstream__lease_release_on_success", "downstream__lease_release_on_failure",
-        "downstream__lease_release_on_canceled"}
+        "demo__orders__snapshot_sensor",
+        "demo__orders__partitions_sensor",
+        "demo__orders__health_sensor",
+        "downstream__lease_release_on_success",
+        "downstream__lease_release_on_failure",
+        "downstream__lease_release_on_canceled",
+    }
     assert set(definitions.resources) == {"lake", "spark"}
     graph = definitions.resolve_asset_graph()
     assert graph.get(BY_DAY).parent_keys == {ORDERS}
@@ -56,7 +71,14 @@ def test_the_code_location_loads():
     # One asset group per table: the table's asset, later its maintenance assets, and its checks.
     assert (graph.get(ORDERS).group_name, graph.get(BY_DAY).group_name) == ("demo__orders", "demo__orders_by_day")
     assert {k.name for k in graph.asset_check_keys if k.asset_key == ORDERS} == {
-        "config_drift", "sorted_runs", "small_files", "snapshot_count", "manifest_count", "ttl_lag", "bucket_skew"}
+        "config_drift",
+        "sorted_runs",
+        "small_files",
+        "snapshot_count",
+        "manifest_count",
+        "ttl_lag",
+        "bucket_skew",
+    }
 
 
 @pytest.mark.spark
@@ -134,8 +156,13 @@ def test_write_and_downstream_assets_on_s3(spark, s3_warehouse, write_tables_con
     """Credentials come from environment variables named in tables.yaml, read at run time."""
     path = write_tables_config(
         s3_warehouse.uri,
-        s3={"endpoint_url_env": "TEST_LAKE_S3_ENDPOINT", "access_key_env": "TEST_LAKE_S3_KEY",
-            "secret_key_env": "TEST_LAKE_S3_SECRET", "region": "us-east-1", "path_style": True},
+        s3={
+            "endpoint_url_env": "TEST_LAKE_S3_ENDPOINT",
+            "access_key_env": "TEST_LAKE_S3_KEY",
+            "secret_key_env": "TEST_LAKE_S3_SECRET",
+            "region": "us-east-1",
+            "path_style": True,
+        },
     )
     definitions = build_definitions(load_tables_config(path))  # no credentials needed to assemble
     opts = s3_warehouse.storage_options
@@ -145,7 +172,8 @@ def test_write_and_downstream_assets_on_s3(spark, s3_warehouse, write_tables_con
     with dg.DagsterInstance.ephemeral() as instance:
         result = dg.materialize([definitions.resolve_assets_def(ORDERS)], instance=instance)
         down = dg.materialize(
-            [definitions.resolve_assets_def(BY_DAY)], instance=instance,
+            [definitions.resolve_assets_def(BY_DAY)],
+            instance=instance,
             run_config={"ops": {"demo__orders_by_day": {"config": {"snapshot_id": 1}}}},
         )
     assert _metadata(result, ORDERS)["snapshot_id"] == 1
@@ -160,8 +188,7 @@ def _causes(error: BaseException | None):
 
 
 def _drift_check(definitions: dg.Definitions):
-    [check] = [c for c in definitions.asset_checks
-               if dg.AssetCheckKey(ORDERS, "config_drift") in set(c.check_keys)]
+    [check] = [c for c in definitions.asset_checks if dg.AssetCheckKey(ORDERS, "config_drift") in set(c.check_keys)]
     return check
 
 
@@ -175,8 +202,10 @@ def test_config_drift_is_reported_naming_option_config_and_table_values(warehous
     spec = config.table("demo.orders")
     lake = build_definitions(config).resources["lake"]
     assert _drift_check(build_definitions(config))(lake=lake).passed  # no table yet: nothing to compare
-    ensure_table(Catalog(warehouse), TableSpec(spec.name, spec.arrow_schema(), spec.primary_keys,
-                                               spec.partition_keys, spec.options))
+    ensure_table(
+        Catalog(warehouse),
+        TableSpec(spec.name, spec.arrow_schema(), spec.primary_keys, spec.partition_keys, spec.options),
+    )
     assert _drift_check(build_definitions(config))(lake=lake).passed
 
     changed = demo_orders_table(options={"bucket": 4, "rowkind.field": "op", "file.compression": "snappy"})
@@ -187,7 +216,9 @@ def test_config_drift_is_reported_naming_option_config_and_table_values(warehous
     result = _drift_check(build_definitions(load_tables_config(path)))(lake=lake)
     assert not result.passed and result.severity == dg.AssetCheckSeverity.WARN
     lines = result.description.splitlines()
-    assert lines[0].startswith("demo.orders: bucket is '4' in tables.yaml but '2' on the table") and "rescale" in lines[0]
+    assert (
+        lines[0].startswith("demo.orders: bucket is '4' in tables.yaml but '2' on the table") and "rescale" in lines[0]
+    )
     assert "file.compression is 'snappy' in tables.yaml but None on the table" in lines[1]
     assert result.metadata["needs_rescale"].value is True
     # The table itself is untouched by the config change.
@@ -197,8 +228,11 @@ def test_config_drift_is_reported_naming_option_config_and_table_values(warehous
 @pytest.mark.dagster
 @pytest.mark.s3
 def test_storage_errors_name_bucket_endpoint_and_variables_before_spark(s3_server, write_tables_config, monkeypatch):
-    s3 = {"endpoint_url_env": "TEST_LAKE_S3_ENDPOINT", "access_key_env": "TEST_LAKE_S3_KEY",
-          "secret_key_env": "TEST_LAKE_S3_SECRET"}
+    s3 = {
+        "endpoint_url_env": "TEST_LAKE_S3_ENDPOINT",
+        "access_key_env": "TEST_LAKE_S3_KEY",
+        "secret_key_env": "TEST_LAKE_S3_SECRET",
+    }
     opts = s3_server.storage_options()
     monkeypatch.setenv("TEST_LAKE_S3_KEY", opts["key"])
     monkeypatch.setenv("TEST_LAKE_S3_SECRET", opts["secret"])
@@ -237,8 +271,12 @@ def test_a_maintenance_operation_plugs_into_its_tables_group(warehouse, write_ta
     from orchestration.defs.naming import maintenance_asset_key, maintenance_pool, table_group
 
     def build(table):
-        @dg.asset(key=maintenance_asset_key(table.name, "compaction"), deps=[dg.AssetKey(table.name.split("."))],
-                  group_name=table_group(table.name), pool=maintenance_pool(table.name))
+        @dg.asset(
+            key=maintenance_asset_key(table.name, "compaction"),
+            deps=[dg.AssetKey(table.name.split("."))],
+            group_name=table_group(table.name),
+            pool=maintenance_pool(table.name),
+        )
         def compaction() -> None:
             return None
 

@@ -1,5 +1,6 @@
 """A real browser against a real ``dagster dev`` (:mod:`fixtures.dagster_dev`): the asset graph
 shows the configured tables."""
+
 from __future__ import annotations
 
 import subprocess
@@ -23,9 +24,20 @@ def _render(chromium: str, tmp_path: Path, url: str, name: str, *, height: int =
     """The page's DOM after scripts ran, and its screenshot; both kept in tmp_path for a post-mortem."""
     shot = tmp_path / f"{name}.png"
     browser = subprocess.Popen(
-        [chromium, *CHROMIUM_FLAGS, f"--window-size=1400,{height}", "--virtual-time-budget=20000", f"--user-data-dir={tmp_path / f'chromium-{name}'}", f"--screenshot={shot}",
-         "--dump-dom", url],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, start_new_session=True,
+        [
+            chromium,
+            *CHROMIUM_FLAGS,
+            f"--window-size=1400,{height}",
+            "--virtual-time-budget=20000",
+            f"--user-data-dir={tmp_path / f'chromium-{name}'}",
+            f"--screenshot={shot}",
+            "--dump-dom",
+            url,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
     )
     try:
         dom, _ = browser.communicate(timeout=120)
@@ -39,9 +51,20 @@ def _render(chromium: str, tmp_path: Path, url: str, name: str, *, height: int =
 def test_asset_graph_renders_the_table_assets(dagster_dev, tmp_path):
     chromium = chromium_executable()
     url, keys, workdir = dagster_dev
-    maintenance = ["compaction", "manifest_compaction", "orphan_cleanup", "partition_expiry", "record_expiry", "rescale",
-                   "snapshot_expiry"]
-    assert sorted(keys) == [["demo", "orders"], *(["demo", "orders", op] for op in maintenance), ["demo", "orders_by_day"]]
+    maintenance = [
+        "compaction",
+        "manifest_compaction",
+        "orphan_cleanup",
+        "partition_expiry",
+        "record_expiry",
+        "rescale",
+        "snapshot_expiry",
+    ]
+    assert sorted(keys) == [
+        ["demo", "orders"],
+        *(["demo", "orders", op] for op in maintenance),
+        ["demo", "orders_by_day"],
+    ]
     # The global lineage shows one asset group per table (group nodes carry their name as a tooltip).
     html, shot = _render(chromium, tmp_path, f"{url}/asset-groups", "lineage")
     assert "Global asset lineage" in html

@@ -1,5 +1,6 @@
 """Policies that explain themselves: the health sensor, the policy schedule, the health checks and the
 snapshot leases, on a real Dagster instance against real lake tables (local disk, one S3 case)."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -13,15 +14,15 @@ import dagster as dg
 import pyarrow.compute as pc
 import pytest
 
+from fixtures.tables_config import demo_orders_by_day, demo_orders_table
 from lake_core import Catalog
 from orchestration.config import parse_tables_config
+from orchestration.definitions import build_definitions
 from orchestration.defs import maintenance as maintenance_mod
 from orchestration.defs.leases import LEASE_TAG, lease_holder, sweep_leases
 from orchestration.defs.naming import maintenance_asset_key, table_asset_key, table_group
 from orchestration.defs.resources import LakeCatalogResource
-from orchestration.definitions import build_definitions
 from orchestration.demo.source import ORDERS_SCHEMA, orders
-from fixtures.tables_config import demo_orders_by_day, demo_orders_table
 
 pytestmark = pytest.mark.dagster
 
@@ -34,12 +35,17 @@ OPTIONS = {"bucket": "2", "rowkind.field": "op", "write-only": "true"}  # write-
 # -- maintenance assets standing in for the ones other branches build: real operations ------------
 def _op_asset(operation: str, run):
     def build(table):
-        @dg.asset(key=maintenance_asset_key(table.name, operation), deps=[table_asset_key(table.name)],
-                  group_name=table_group(table.name))
+        @dg.asset(
+            key=maintenance_asset_key(table.name, operation),
+            deps=[table_asset_key(table.name)],
+            group_name=table_group(table.name),
+        )
         def _asset(lake: LakeCatalogResource) -> dg.MaterializeResult:
             result = run(lake.catalog().get_table(table.name))
             return dg.MaterializeResult(metadata={k: v for k, v in result.as_metadata().items() if v is not None})
+
         return _asset
+
     return build
 
 
@@ -54,25 +60,33 @@ def with_maintenance_assets(monkeypatch):
         monkeypatch.setitem(maintenance_mod.MAINTENANCE_ASSETS, op, _op_asset(op, run))
 
 
-def _definitions(warehouse: str, maintenance: dict | None = None, downstream: bool = False, sensor=None,
-                 **warehouse_extra):
-    raw = {"warehouse": {"uri": warehouse, **warehouse_extra},
-           "tables": [demo_orders_table(options=dict(OPTIONS), maintenance=maintenance or {},
-                                        **({"sensor": sensor} if sensor else {}))],
-           "downstream": [demo_orders_by_day()] if downstream else []}
+def _definitions(
+    warehouse: str, maintenance: dict | None = None, downstream: bool = False, sensor=None, **warehouse_extra
+):
+    raw = {
+        "warehouse": {"uri": warehouse, **warehouse_extra},
+        "tables": [
+            demo_orders_table(
+                options=dict(OPTIONS), maintenance=maintenance or {}, **({"sensor": sensor} if sensor else {})
+            )
+        ],
+        "downstream": [demo_orders_by_day()] if downstream else [],
+    }
     return build_definitions(parse_tables_config(raw))
 
 
 def _table(warehouse: str, storage_options=None):
     catalog = Catalog(warehouse, storage_options) if storage_options else Catalog(warehouse)
     catalog.create_database("demo", ignore_if_exists=True)
-    return catalog.create_table(NAME, schema=ORDERS_SCHEMA, primary_keys=["dt", "order_id"], partition_keys=["dt"],
-                                options=OPTIONS)
+    return catalog.create_table(
+        NAME, schema=ORDERS_SCHEMA, primary_keys=["dt", "order_id"], partition_keys=["dt"], options=OPTIONS
+    )
 
 
 def _tick(defs, instance, name=HEALTH, cursor=None):
-    ctx = dg.build_sensor_context(instance=instance, cursor=cursor, resources={"lake": defs.resources["lake"]},
-                                  definitions=defs)
+    ctx = dg.build_sensor_context(
+        instance=instance, cursor=cursor, resources={"lake": defs.resources["lake"]}, definitions=defs
+    )
     return defs.resolve_sensor_def(name)(ctx)
 
 
@@ -106,8 +120,9 @@ def test_health_sensor_requests_compaction_with_its_reason_then_skips(warehouse,
         files = _files_per_bucket(table)
         worst = min(files, key=lambda loc: (-files[loc], loc))
         over = sum(1 for n in files.values() if n > 5)
-        expected = f"compaction: {worst} has {files[worst]} sorted runs > 5" + \
-            (f" (and {over - 1} more bucket{'s' if over > 2 else ''})" if over > 1 else "")
+        expected = f"compaction: {worst} has {files[worst]} sorted runs > 5" + (
+            f" (and {over - 1} more bucket{'s' if over > 2 else ''})" if over > 1 else ""
+        )
         result = _tick(defs, instance)
         (request,) = result.run_requests
         assert request.tags["lake/reason"] == expected and files[worst] == 7
@@ -117,8 +132,12 @@ def test_health_sensor_requests_compaction_with_its_reason_then_skips(warehouse,
         assert _tick(defs, instance).run_requests[0].run_key == request.run_key  # same state, same key
 
         # A compaction run already in progress: not requested again, and the tick says why.
-        busy = dg.DagsterRun(job_name="__ASSET_JOB", run_id=uuid.uuid4().hex, status=dg.DagsterRunStatus.STARTED,
-                             tags={"lake/table": NAME, "lake/operation": "compaction"})
+        busy = dg.DagsterRun(
+            job_name="__ASSET_JOB",
+            run_id=uuid.uuid4().hex,
+            status=dg.DagsterRunStatus.STARTED,
+            tags={"lake/table": NAME, "lake/operation": "compaction"},
+        )
         instance.add_run(busy)
         text = _skip_text(_tick(defs, instance))
         assert f"{expected} — due, but run {busy.run_id[:8]} is already STARTED" in text
@@ -126,8 +145,9 @@ def test_health_sensor_requests_compaction_with_its_reason_then_skips(warehouse,
 
         # The requested run, executed: the table is compacted and the next tick skips with the figures.
         before = table.to_arrow()
-        dg.materialize([defs.resolve_assets_def(maintenance_asset_key(NAME, "compaction"))], instance=instance,
-                       tags=request.tags)
+        dg.materialize(
+            [defs.resolve_assets_def(maintenance_asset_key(NAME, "compaction"))], instance=instance, tags=request.tags
+        )
         text = _skip_text(_tick(defs, instance))
         assert "compaction: max 1 sorted runs <= 5" in text, text
         assert table.to_arrow().sort_by("order_id").equals(before.sort_by("order_id"))
@@ -135,8 +155,12 @@ def test_health_sensor_requests_compaction_with_its_reason_then_skips(warehouse,
 
 def _failed(instance, request, status=dg.DagsterRunStatus.FAILURE) -> dg.DagsterRun:
     """A run of ``request`` that ended in ``status`` (as the run launcher records it)."""
-    run = dg.DagsterRun(job_name="__ASSET_JOB", run_id=uuid.uuid4().hex, status=status,
-                        tags={**request.tags, "dagster/run_key": request.run_key})
+    run = dg.DagsterRun(
+        job_name="__ASSET_JOB",
+        run_id=uuid.uuid4().hex,
+        status=status,
+        tags={**request.tags, "dagster/run_key": request.run_key},
+    )
     instance.add_run(run)
     return run
 
@@ -156,7 +180,9 @@ def test_a_failed_maintenance_run_is_retried_with_backoff_then_given_up(warehous
         time.sleep(2.2)
         (retry,) = _tick(defs, instance).run_requests
         assert retry.run_key == f"{first.run_key}#retry-1"
-        assert retry.tags["lake/health_state"] == first.run_key and retry.tags["lake/reason"] == first.tags["lake/reason"]
+        assert (
+            retry.tags["lake/health_state"] == first.run_key and retry.tags["lake/reason"] == first.tags["lake/reason"]
+        )
         # The retry was canceled too: retries are spent, the sensor waits for the table to change.
         _failed(instance, retry, dg.DagsterRunStatus.CANCELED)
         time.sleep(2.2)
@@ -177,7 +203,10 @@ def test_health_sensor_explains_a_due_operation_without_an_asset(warehouse, monk
         table.write_arrow(orders(orders_per_batch=10).batch(0))
     with dg.DagsterInstance.ephemeral() as instance:
         text = _skip_text(_tick(defs, instance))
-    assert "has 2 sorted runs > 1 (and 1 more bucket) — due, but this code location has no 'compaction' asset for demo.orders" in text
+    assert (
+        "has 2 sorted runs > 1 (and 1 more bucket) — due, but this code location has no 'compaction' asset for demo.orders"
+        in text
+    )
 
 
 def test_manifest_compaction_requested_over_the_policy_limit(warehouse, with_maintenance_assets):
@@ -193,18 +222,24 @@ def test_manifest_compaction_requested_over_the_policy_limit(warehouse, with_mai
 
 
 def test_schedule_requests_time_based_operations_with_reasons(warehouse, with_maintenance_assets):
-    policy = {"cron": "0 3 * * *", "snapshot_expiry": {"retain_min": 2, "retain_max": 5},
-              "orphan_cleanup": {"enabled": False}}
+    policy = {
+        "cron": "0 3 * * *",
+        "snapshot_expiry": {"retain_min": 2, "retain_max": 5},
+        "orphan_cleanup": {"enabled": False},
+    }
     defs = _definitions(warehouse, policy)
     schedule = defs.resolve_schedule_def("demo__orders__maintenance_schedule")
     assert schedule.cron_schedule == "0 3 * * *"
     table = _table(warehouse)
-    when = dt.datetime(2026, 11, 24, 3, 0, tzinfo=dt.timezone.utc)
+    when = dt.datetime(2026, 11, 24, 3, 0, tzinfo=dt.UTC)
     with dg.DagsterInstance.ephemeral() as instance:
+
         def run_schedule():
-            ctx = dg.build_schedule_context(instance=instance, scheduled_execution_time=when,
-                                            resources={"lake": defs.resources["lake"]})
+            ctx = dg.build_schedule_context(
+                instance=instance, scheduled_execution_time=when, resources={"lake": defs.resources["lake"]}
+            )
             return schedule.evaluate_tick(ctx)
+
         for b in range(3):
             table.write_arrow(orders(orders_per_batch=5).batch(b))
         data = run_schedule()
@@ -231,23 +266,38 @@ def test_health_checks_warn_on_shaped_tables_and_pass_after_maintenance(warehous
     root = Path(table.paths.root.removeprefix("file://"))
     one_bucket = next(root.glob("dt=*/bucket-0"))
     import pyarrow.parquet as pq
+
     ids = pc.unique(pq.read_table(next(one_bucket.glob("data-*")), columns=["order_id"]).column("order_id"))
     skewed = batch.filter(pc.is_in(batch["order_id"], ids)).set_column(
-        0, "dt", pc.cast(pc.binary_join_element_wise(batch.filter(pc.is_in(batch["order_id"], ids))["dt"], "x", ""),
-                         ORDERS_SCHEMA.field("dt").type))
+        0,
+        "dt",
+        pc.cast(
+            pc.binary_join_element_wise(batch.filter(pc.is_in(batch["order_id"], ids))["dt"], "x", ""),
+            ORDERS_SCHEMA.field("dt").type,
+        ),
+    )
     table.write_arrow(skewed.cast(ORDERS_SCHEMA))
     checks = next(c for c in defs.asset_checks if c.node_def.name.endswith("health_checks"))
 
     def evaluate():
         with dg.DagsterInstance.ephemeral() as instance:
-            res = dg.materialize([checks], instance=instance, resources={"lake": defs.resources["lake"]},
-                                 selection=dg.AssetSelection.all_asset_checks())
+            res = dg.materialize(
+                [checks],
+                instance=instance,
+                resources={"lake": defs.resources["lake"]},
+                selection=dg.AssetSelection.all_asset_checks(),
+            )
         return {e.check_name: e for e in res.get_asset_check_evaluations()}
 
     got = evaluate()
     assert {n: e.passed for n, e in got.items()} == {
-        "sorted_runs": False, "small_files": True, "snapshot_count": False, "manifest_count": True,
-        "ttl_lag": True, "bucket_skew": False}
+        "sorted_runs": False,
+        "small_files": True,
+        "snapshot_count": False,
+        "manifest_count": True,
+        "ttl_lag": True,
+        "bucket_skew": False,
+    }
     assert all(e.severity == dg.AssetCheckSeverity.WARN for e in got.values())
     meta = {n: {k: v.value for k, v in e.metadata.items()} for n, e in got.items()}
     assert meta["sorted_runs"]["value"] == 7 and meta["sorted_runs"]["threshold"] == 5
@@ -264,6 +314,7 @@ def test_health_checks_warn_on_shaped_tables_and_pass_after_maintenance(warehous
 # -- leases ----------------------------------------------------------------------------------------
 def _read_snapshot_job(warehouse: str, fail: bool = False):
     """A downstream run as the derived job does it: read the requested snapshot of the source."""
+
     @dg.op(config_schema={"snapshot_id": int})
     def read_snapshot(context):
         rows = Catalog(warehouse).get_table(NAME).to_arrow(snapshot_id=context.op_config["snapshot_id"]).num_rows
@@ -274,21 +325,29 @@ def _read_snapshot_job(warehouse: str, fail: bool = False):
     @dg.job(name="demo__orders__downstream")
     def downstream():
         read_snapshot()
+
     return downstream
 
 
 def _run_and_release(defs, instance, warehouse, request, *, fail: bool):
     sid = int(request.tags["lake/snapshot"])
     result = _read_snapshot_job(warehouse, fail).execute_in_process(
-        instance=instance, tags=request.tags, raise_on_error=False,
-        run_config={"ops": {"read_snapshot": {"config": {"snapshot_id": sid}}}})
+        instance=instance,
+        tags=request.tags,
+        raise_on_error=False,
+        run_config={"ops": {"read_snapshot": {"config": {"snapshot_id": sid}}}},
+    )
     assert result.success is not fail
     kind = dg.DagsterEventType.RUN_FAILURE if fail else dg.DagsterEventType.RUN_SUCCESS
     event = instance.all_logs(result.run_id, of_type=kind)[0].dagster_event
     name = f"downstream__lease_release_on_{'failure' if fail else 'success'}"
-    ctx = dg.build_run_status_sensor_context(sensor_name=name, dagster_event=event, dagster_instance=instance,
-                                             dagster_run=instance.get_run_by_id(result.run_id),
-                                             resources={"lake": defs.resources["lake"]})
+    ctx = dg.build_run_status_sensor_context(
+        sensor_name=name,
+        dagster_event=event,
+        dagster_instance=instance,
+        dagster_run=instance.get_run_by_id(result.run_id),
+        resources={"lake": defs.resources["lake"]},
+    )
     return defs.resolve_sensor_def(name)(ctx)
 
 
@@ -326,8 +385,12 @@ def test_leases_of_canceled_or_vanished_runs_are_swept(warehouse):
         (vanished,) = result.run_requests  # requested, but its run never appears
         table.write_arrow(source.batch(1))
         (canceled,) = _tick(defs, instance, SNAPSHOTS, result.cursor).run_requests
-        run = dg.DagsterRun(job_name="demo__orders__downstream", run_id=uuid.uuid4().hex,
-                            status=dg.DagsterRunStatus.CANCELED, tags=canceled.tags)
+        run = dg.DagsterRun(
+            job_name="demo__orders__downstream",
+            run_id=uuid.uuid4().hex,
+            status=dg.DagsterRunStatus.CANCELED,
+            tags=canceled.tags,
+        )
         instance.add_run(run)
         ids = {vanished.tags[LEASE_TAG], canceled.tags[LEASE_TAG]}
         assert {c.consumer_id for c in table.maintenance.consumers.consumers()} == ids
@@ -357,8 +420,13 @@ def test_another_dagster_instance_does_not_sweep_our_leases(warehouse):
 
 @pytest.mark.s3
 def test_health_sensor_and_lease_on_s3(s3_warehouse, monkeypatch, with_maintenance_assets):
-    s3 = {"endpoint_url_env": "TEST_LAKE_S3_ENDPOINT", "access_key_env": "TEST_LAKE_S3_KEY",
-          "secret_key_env": "TEST_LAKE_S3_SECRET", "region": "us-east-1", "path_style": True}
+    s3 = {
+        "endpoint_url_env": "TEST_LAKE_S3_ENDPOINT",
+        "access_key_env": "TEST_LAKE_S3_KEY",
+        "secret_key_env": "TEST_LAKE_S3_SECRET",
+        "region": "us-east-1",
+        "path_style": True,
+    }
     opts = s3_warehouse.storage_options
     monkeypatch.setenv("TEST_LAKE_S3_ENDPOINT", opts["endpoint_url"])
     monkeypatch.setenv("TEST_LAKE_S3_KEY", opts["key"])
@@ -370,7 +438,9 @@ def test_health_sensor_and_lease_on_s3(s3_warehouse, monkeypatch, with_maintenan
         table.write_arrow(batch)
     with dg.DagsterInstance.ephemeral() as instance:
         (request,) = _tick(defs, instance).run_requests
-        assert re.fullmatch(r"compaction: dt=[0-9-]+/bucket-\d has 3 sorted runs > 2( \(and 1 more bucket\))?",
-                            request.tags["lake/reason"])
+        assert re.fullmatch(
+            r"compaction: dt=[0-9-]+/bucket-\d has 3 sorted runs > 2( \(and 1 more bucket\))?",
+            request.tags["lake/reason"],
+        )
         (downstream,) = _tick(defs, instance, SNAPSHOTS).run_requests
         assert table.maintenance.consumers.get(downstream.tags[LEASE_TAG]) == 3

@@ -1,15 +1,17 @@
 """The step-process maintenance assets (manifest compaction, snapshot/changelog expiry, partition
 expiry, orphan cleanup, tags) and the maintenance ledger, materialized for real against a local
 warehouse and the moto S3 server. Tables are written with lake_core directly, as any writer would."""
+
 from __future__ import annotations
 
 import datetime as dt
 import os
 import uuid
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import urlparse
 
 import dagster as dg
@@ -21,17 +23,20 @@ from fixtures.tables_config import demo_orders_table
 from lake_core import Catalog
 from lake_core.errors import SnapshotNotFoundError
 from orchestration.config import TablesConfigError, load_tables_config
+from orchestration.definitions import build_definitions
 from orchestration.defs.ledger import LEDGER_TABLE, read_ledger
 from orchestration.defs.maintenance.run_config import MaintenanceConfigError
 from orchestration.defs.naming import REASON_TAG, maintenance_asset_key
-from orchestration.definitions import build_definitions
 from orchestration.demo.source import orders
 
 TABLE = "demo.orders"
 ORDERS = dg.AssetKey(["demo", "orders"])
 OPERATIONS = ("manifest_compaction", "snapshot_expiry", "partition_expiry", "orphan_cleanup", "tags")
-S3_ENV = {"endpoint_url_env": "TEST_LAKE_S3_ENDPOINT", "access_key_env": "TEST_LAKE_S3_KEY",
-          "secret_key_env": "TEST_LAKE_S3_SECRET"}
+S3_ENV = {
+    "endpoint_url_env": "TEST_LAKE_S3_ENDPOINT",
+    "access_key_env": "TEST_LAKE_S3_KEY",
+    "secret_key_env": "TEST_LAKE_S3_SECRET",
+}
 
 
 @dataclass
@@ -71,8 +76,11 @@ def lake(request, tmp_path, monkeypatch) -> Lake:
         return Lake(root.as_uri(), {}, tmp_path, age_local, {})
     s3 = request.getfixturevalue("s3_warehouse")
     opts = s3.storage_options
-    for env, value in (("TEST_LAKE_S3_ENDPOINT", opts["endpoint_url"]), ("TEST_LAKE_S3_KEY", opts["key"]),
-                       ("TEST_LAKE_S3_SECRET", opts["secret"])):
+    for env, value in (
+        ("TEST_LAKE_S3_ENDPOINT", opts["endpoint_url"]),
+        ("TEST_LAKE_S3_KEY", opts["key"]),
+        ("TEST_LAKE_S3_SECRET", opts["secret"]),
+    ):
         monkeypatch.setenv(env, value)
 
     def age_s3(path: str, seconds: float) -> None:
@@ -87,8 +95,10 @@ def seed(lake: Lake, batches: int, **options: str):
     from jobs.tables import TableSpec, ensure_table
 
     cfg = load_tables_config(lake.write_config()).table(TABLE)
-    table = ensure_table(lake.catalog(), TableSpec(cfg.name, cfg.arrow_schema(), cfg.primary_keys, cfg.partition_keys,
-                                                   {**cfg.options, **options}))
+    table = ensure_table(
+        lake.catalog(),
+        TableSpec(cfg.name, cfg.arrow_schema(), cfg.primary_keys, cfg.partition_keys, {**cfg.options, **options}),
+    )
     for b in range(batches):
         table.write_arrow(orders().batch(b))
     return lake.catalog().get_table(TABLE)
@@ -102,16 +112,29 @@ def content(table) -> pa.Table:
     return table.to_arrow().select(expected(1).column_names).sort_by("order_id")
 
 
-def materialize(definitions: dg.Definitions, operation: str, config: dict | None = None, *,
-                tags: dict | None = None, run_id: str | None = None, raise_on_error: bool = True,
-                instance: dg.DagsterInstance | None = None):
+def materialize(
+    definitions: dg.Definitions,
+    operation: str,
+    config: dict | None = None,
+    *,
+    tags: dict | None = None,
+    run_id: str | None = None,
+    raise_on_error: bool = True,
+    instance: dg.DagsterInstance | None = None,
+):
     """Run one maintenance asset as the UI's "Materialize" does (its own run)."""
     key = maintenance_asset_key(TABLE, operation)
     job = definitions.resolve_implicit_global_asset_job_def()
     run_config = {"ops": {key.to_python_identifier(): {"config": config}}} if config else None
     with dg.DagsterInstance.ephemeral() if instance is None else _keep(instance) as inst:
-        return job.execute_in_process(asset_selection=[key], run_config=run_config, tags=tags, run_id=run_id,
-                                      instance=inst, raise_on_error=raise_on_error)
+        return job.execute_in_process(
+            asset_selection=[key],
+            run_config=run_config,
+            tags=tags,
+            run_id=run_id,
+            instance=inst,
+            raise_on_error=raise_on_error,
+        )
 
 
 @contextmanager
@@ -261,7 +284,7 @@ def test_tags_asset_makes_one_tag_per_period_and_keeps_the_newest(lake):
     table.create_tag("release")
     definitions = lake.definitions({"tags": {"name_format": "daily-%Y-%m-%d", "num_retained": 2}})
     meta = metadata(materialize(definitions, "tags"), "tags")
-    today = dt.datetime.now(dt.timezone.utc).strftime("daily-%Y-%m-%d")
+    today = dt.datetime.now(dt.UTC).strftime("daily-%Y-%m-%d")
     table = lake.catalog().get_table(TABLE)
     assert meta["tag"] == today and meta["created"] is True
     assert meta["deleted_tags"] == "daily-2024-01-01, daily-2024-01-02"
@@ -277,11 +300,13 @@ def test_tags_asset_makes_one_tag_per_period_and_keeps_the_newest(lake):
 def test_policy_disabled_assets_skip_with_their_reason(lake):
     table = seed(lake, 4)
     snapshots = [s.id for s in table.snapshots()]
-    definitions = lake.definitions({
-        "manifest_compaction": {"enabled": False}, "snapshot_expiry": {"enabled": False, "retain_min": 1,
-                                                                       "retain_max": 1},
-        "orphan_cleanup": {"enabled": False},
-    })
+    definitions = lake.definitions(
+        {
+            "manifest_compaction": {"enabled": False},
+            "snapshot_expiry": {"enabled": False, "retain_min": 1, "retain_max": 1},
+            "orphan_cleanup": {"enabled": False},
+        }
+    )
     expect = {
         "manifest_compaction": "policy maintenance.manifest_compaction.enabled is false for table demo.orders",
         "snapshot_expiry": "policy maintenance.snapshot_expiry.enabled is false for table demo.orders",
@@ -307,13 +332,16 @@ def test_a_table_not_written_yet_is_a_skip_not_a_failure(tmp_path):
 
 
 @pytest.mark.dagster
-@pytest.mark.parametrize("maintenance, words", [
-    ({"tags": {"name_format": "nightly"}}, "field 'maintenance.tags.name_format'"),
-    ({"tags": {"name_format": "d-%Y", "num_retained": 0}}, "field 'maintenance.tags.num_retained'"),
-    ({"tags": {"name_format": "d-%Y", "time_retained": "a while"}}, "field 'maintenance.tags.time_retained'"),
-    ({"orphan_cleanup": {"older_than": "10 min"}}, "field 'maintenance.orphan_cleanup.older_than'"),
-    ({"orphan_cleanup": {"dry_run": "maybe"}}, "field 'maintenance.orphan_cleanup.dry_run'"),
-])
+@pytest.mark.parametrize(
+    "maintenance, words",
+    [
+        ({"tags": {"name_format": "nightly"}}, "field 'maintenance.tags.name_format'"),
+        ({"tags": {"name_format": "d-%Y", "num_retained": 0}}, "field 'maintenance.tags.num_retained'"),
+        ({"tags": {"name_format": "d-%Y", "time_retained": "a while"}}, "field 'maintenance.tags.time_retained'"),
+        ({"orphan_cleanup": {"older_than": "10 min"}}, "field 'maintenance.orphan_cleanup.older_than'"),
+        ({"orphan_cleanup": {"dry_run": "maybe"}}, "field 'maintenance.orphan_cleanup.dry_run'"),
+    ],
+)
 def test_policy_errors_name_the_table_and_field(tmp_path, maintenance, words):
     lake = Lake(tmp_path.as_uri(), {}, tmp_path, lambda p, s: None, {})
     with pytest.raises(TablesConfigError) as info:
@@ -355,7 +383,10 @@ def test_the_ledger_holds_one_row_per_run_and_a_retry_does_not_duplicate(lake):
         materialize(definitions, "manifest_compaction", run_id=run_id)
     rows = read_ledger(lake.catalog()).to_pylist()  # a fresh catalog: what survives a Dagster restart
     assert [(r["run_id"], r["operation"]) for r in rows] == [
-        (first.run_id, "snapshot_expiry"), (second.run_id, "snapshot_expiry"), (run_id, "manifest_compaction")]
+        (first.run_id, "snapshot_expiry"),
+        (second.run_id, "snapshot_expiry"),
+        (run_id, "manifest_compaction"),
+    ]
     assert rows[0]["reason"] == "snapshots: 7 > retain_max 4" and rows[1]["reason"] == "launched by hand"
     assert rows[0]["table_name"] == TABLE and rows[0]["bytes_reclaimed"] > 0 and rows[0]["duration_s"] >= 0
     assert rows[1]["status"] == "skipped" and rows[1]["skipped"]

@@ -2,6 +2,7 @@
 operation, a run that skips says why in its metadata, log, check and ledger row, and a run whose
 operation raises leaves one ledger row saying so. Real Dagster runs of every maintenance asset a
 table gets, against a real lake table."""
+
 from __future__ import annotations
 
 import dagster as dg
@@ -22,17 +23,32 @@ TABLE = "db.t"
 SCHEMA = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("ts", pa.int64()), ("op", pa.string())])
 PARTITION = "dt=2024-01-01"
 # every maintenance asset the config can give a table: partitioned, fixed-bucket, primary-keyed
-OPERATIONS = {"compaction", "record_expiry", "manifest_compaction", "snapshot_expiry", "partition_expiry",
-              "orphan_cleanup", "tags", "rescale"}
+OPERATIONS = {
+    "compaction",
+    "record_expiry",
+    "manifest_compaction",
+    "snapshot_expiry",
+    "partition_expiry",
+    "orphan_cleanup",
+    "tags",
+    "rescale",
+}
 
 
 def _definitions(tmp_path, warehouse: str) -> dg.Definitions:
     table = {
-        "name": TABLE, "schema": {"dt": "STRING", "id": "BIGINT", "ts": "BIGINT", "op": "STRING"},
-        "primary_keys": ["dt", "id"], "partition_keys": ["dt"], "options": {"bucket": 2, "rowkind.field": "op"},
-        "maintenance": {"tags": {"name_format": "daily-%Y-%m-%d"}, "partition_expiry": {"expiration_time": "30 d"},
-                        "record_expiry": {"field": "ts", "retention": "1 d"}, "rescale": {"target_buckets": 3},
-                        "snapshot_expiry": {"retain_min": 1, "retain_max": 1}},  # 2 snapshots: one to expire
+        "name": TABLE,
+        "schema": {"dt": "STRING", "id": "BIGINT", "ts": "BIGINT", "op": "STRING"},
+        "primary_keys": ["dt", "id"],
+        "partition_keys": ["dt"],
+        "options": {"bucket": 2, "rowkind.field": "op"},
+        "maintenance": {
+            "tags": {"name_format": "daily-%Y-%m-%d"},
+            "partition_expiry": {"expiration_time": "30 d"},
+            "record_expiry": {"field": "ts", "retention": "1 d"},
+            "rescale": {"target_buckets": 3},
+            "snapshot_expiry": {"retain_min": 1, "retain_max": 1},
+        },  # 2 snapshots: one to expire
     }
     path = tmp_path / "tables.yaml"
     path.write_text(yaml.safe_dump({"warehouse": {"uri": warehouse}, "tables": [table]}))
@@ -51,8 +67,9 @@ def _materialize(asset: dg.AssetsDefinition, instance: dg.DagsterInstance, reaso
     if asset.partitions_def is not None:  # rescale: one of the table's partitions, as a backfill would pick
         instance.add_dynamic_partitions(asset.partitions_def.name, [PARTITION])
         partition = PARTITION
-    return dg.materialize([asset], instance=instance, partition_key=partition, tags={REASON_TAG: reason},
-                          raise_on_error=False)
+    return dg.materialize(
+        [asset], instance=instance, partition_key=partition, tags={REASON_TAG: reason}, raise_on_error=False
+    )
 
 
 def _ledger_row(warehouse: str, operation: str) -> dict:
@@ -84,8 +101,13 @@ def test_every_maintenance_asset_says_why_it_skipped(tmp_path, warehouse):
 def test_every_maintenance_asset_records_its_failure_in_the_ledger(spark, tmp_path, warehouse):
     catalog = Catalog(warehouse)
     catalog.create_database("db")
-    table = catalog.create_table(TABLE, schema=SCHEMA, primary_keys=["dt", "id"], partition_keys=["dt"],
-                                 options={"bucket": "2", "rowkind.field": "op"})
+    table = catalog.create_table(
+        TABLE,
+        schema=SCHEMA,
+        primary_keys=["dt", "id"],
+        partition_keys=["dt"],
+        options={"bucket": "2", "rowkind.field": "op"},
+    )
     for i in range(2):
         table.write_arrow(pa.table({"dt": ["2024-01-01"], "id": [i], "ts": [0], "op": ["+I"]}, schema=SCHEMA))
     # Every operation reads the latest snapshot first: unreadable, it raises, whichever operation it is.
@@ -102,14 +124,25 @@ def test_every_maintenance_asset_records_its_failure_in_the_ledger(spark, tmp_pa
         assert row["reason"] == f"test: {operation} on a broken table" and row["duration_s"] >= 0
 
 
-@pytest.mark.parametrize("tags, scope, reason", [
-    ({REASON_TAG: "compaction: 7 sorted runs > 5", "dagster/sensor_name": "s"}, None, "compaction: 7 sorted runs > 5"),
-    ({"dagster/schedule_name": "nightly"}, None, "schedule nightly"),
-    ({"dagster/sensor_name": "health", "dagster/backfill": "b1"}, None, "sensor health"),
-    ({"dagster/backfill": "kvlhhtcl"}, "2 partition(s): dt=1, dt=2", "backfill kvlhhtcl for 2 partition(s): dt=1, dt=2"),
-    ({"dagster/from_ui": "true"}, "the whole table", "launched from the UI for the whole table"),
-    ({}, None, "launched by hand"),
-])
+@pytest.mark.parametrize(
+    "tags, scope, reason",
+    [
+        (
+            {REASON_TAG: "compaction: 7 sorted runs > 5", "dagster/sensor_name": "s"},
+            None,
+            "compaction: 7 sorted runs > 5",
+        ),
+        ({"dagster/schedule_name": "nightly"}, None, "schedule nightly"),
+        ({"dagster/sensor_name": "health", "dagster/backfill": "b1"}, None, "sensor health"),
+        (
+            {"dagster/backfill": "kvlhhtcl"},
+            "2 partition(s): dt=1, dt=2",
+            "backfill kvlhhtcl for 2 partition(s): dt=1, dt=2",
+        ),
+        ({"dagster/from_ui": "true"}, "the whole table", "launched from the UI for the whole table"),
+        ({}, None, "launched by hand"),
+    ],
+)
 def test_one_reason_for_every_run(tags, scope, reason):
     """The requester's reason wins; else who launched the run (a sensor's backfill: the sensor)."""
     assert run_reason(tags, scope=scope) == reason

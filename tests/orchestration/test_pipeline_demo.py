@@ -1,4 +1,5 @@
 """The demo pipeline (``python -m orchestration.demo``): ingest, sensor tick, downstream run."""
+
 from __future__ import annotations
 
 import dagster as dg
@@ -7,8 +8,8 @@ from dagster._core.storage.tags import RUN_KEY_TAG, SENSOR_NAME_TAG
 
 from lake_core import Catalog
 from orchestration.config import load_tables_config
-from orchestration.defs.sensors import run_key, table_identity
 from orchestration.definitions import DEFAULT_CONFIG, build_definitions
+from orchestration.defs.sensors import run_key, table_identity
 from orchestration.demo.pipeline import run_demo
 from orchestration.demo.source import orders
 
@@ -104,7 +105,11 @@ def test_demo_maintenance_cycle_on_the_checkouts_config(spark, warehouse, tmp_pa
     assert buckets["dt=2024-01-03"] <= {0, 1}
     # one ledger row per maintenance run, each with its outcome
     assert sorted((r["operation"], r["status"]) for r in cycle.ledger) == [
-        ("compaction", "succeeded"), ("manifest_compaction", "succeeded"), ("record_expiry", "skipped"),
-        ("rescale", "succeeded"), ("snapshot_expiry", "succeeded")]
+        ("compaction", "succeeded"),
+        ("manifest_compaction", "succeeded"),
+        ("record_expiry", "skipped"),
+        ("rescale", "succeeded"),
+        ("snapshot_expiry", "succeeded"),
+    ]
     text = "\n".join(lines)
     assert "policy   skip compaction: max 3 sorted runs <= 5" in text and "still readable: 596 rows" in text

@@ -1,5 +1,6 @@
 """The ``rescale`` asset: partitions kept in sync by a sensor, a backfill rescales exactly the
 selected partitions on Spark, and a blocking check verifies each one before/after."""
+
 from __future__ import annotations
 
 import random
@@ -7,15 +8,22 @@ import random
 import dagster as dg
 import pytest
 import yaml
+from maintenance.rescale_helpers import (
+    PARTS,
+    PK,
+    SCHEMA,
+    Model,
+    assert_rows_in_their_buckets,
+    bucket_counts,
+    filled_table,
+    rows,
+)
 
 from lake_core import Catalog
 from orchestration.config import load_tables_config
+from orchestration.definitions import build_definitions
 from orchestration.defs.ledger import read_ledger
 from orchestration.defs.maintenance.rescale import check_result_from
-from orchestration.definitions import build_definitions
-
-from maintenance.rescale_helpers import (PARTS, PK, SCHEMA, Model, assert_rows_in_their_buckets, bucket_counts,
-                                         filled_table, rows)
 
 pytestmark = pytest.mark.dagster
 
@@ -25,8 +33,15 @@ SENSOR = "db__t__partitions_sensor"
 KEYS = [f"dt={p}" for p in PARTS]
 
 
-def _config(tmp_path, warehouse: str, *, target: int | None = 5, backfill: str = "single_run",
-            partitioned: bool = True, **warehouse_extra) -> dg.Definitions:
+def _config(
+    tmp_path,
+    warehouse: str,
+    *,
+    target: int | None = 5,
+    backfill: str = "single_run",
+    partitioned: bool = True,
+    **warehouse_extra,
+) -> dg.Definitions:
     table = {
         "name": "db.t",
         "schema": {"dt": "STRING", "id": "BIGINT", "name": "STRING", "v": "BIGINT", "op": "STRING"},
@@ -69,7 +84,9 @@ def _range(first: str, last: str) -> dict:
 
 
 def _metadata(result: dg.ExecuteInProcessResult) -> list[dict]:
-    return [{k: v.value for k, v in m.metadata.items()} for m in result.asset_materializations_for_node("db__t__rescale")]
+    return [
+        {k: v.value for k, v in m.metadata.items()} for m in result.asset_materializations_for_node("db__t__rescale")
+    ]
 
 
 def _check(result: dg.ExecuteInProcessResult) -> dg.AssetCheckEvaluation:
@@ -87,9 +104,15 @@ def test_single_run_backfill_rescales_exactly_the_selected_partitions(spark, tmp
         monkeypatch.setenv("TEST_LAKE_S3_ENDPOINT", opts["endpoint_url"])
         monkeypatch.setenv("TEST_LAKE_S3_KEY", opts["key"])
         monkeypatch.setenv("TEST_LAKE_S3_SECRET", opts["secret"])
-        defs = _config(tmp_path, warehouse, s3={"endpoint_url_env": "TEST_LAKE_S3_ENDPOINT",
-                                                "access_key_env": "TEST_LAKE_S3_KEY",
-                                                "secret_key_env": "TEST_LAKE_S3_SECRET"})
+        defs = _config(
+            tmp_path,
+            warehouse,
+            s3={
+                "endpoint_url_env": "TEST_LAKE_S3_ENDPOINT",
+                "access_key_env": "TEST_LAKE_S3_KEY",
+                "secret_key_env": "TEST_LAKE_S3_SECRET",
+            },
+        )
     else:
         warehouse, opts = request.getfixturevalue("warehouse"), None
         defs = _config(tmp_path, warehouse)
@@ -170,7 +193,9 @@ def test_unpartitioned_table_rescales_as_a_whole(spark, tmp_path, warehouse):
     defs = _config(tmp_path, warehouse, target=4, partitioned=False)
     catalog = Catalog(warehouse)
     catalog.create_database("db")
-    table = catalog.create_table("db.t", SCHEMA, primary_keys=["id", "name"], options={"bucket": "2", "rowkind.field": "op"})
+    table = catalog.create_table(
+        "db.t", SCHEMA, primary_keys=["id", "name"], options={"bucket": "2", "rowkind.field": "op"}
+    )
     model = Model()
     rnd = random.Random(3)
     for _ in range(2):
@@ -201,11 +226,14 @@ def test_partitions_sensor_adds_and_removes_partitions(tmp_path, warehouse):
         table.write_arrow(model.batch(random.Random(2), 30, parts=["2024-02-01"], deletes=False))
         second = _sync(defs, instance)
         requests = {type(r).__name__: list(r.partition_keys) for r in second.dynamic_partitions_requests}
-        assert requests == {"AddDynamicPartitionsRequest": ["dt=2024-02-01"],
-                            "DeleteDynamicPartitionsRequest": [KEYS[0]]}
+        assert requests == {
+            "AddDynamicPartitionsRequest": ["dt=2024-02-01"],
+            "DeleteDynamicPartitionsRequest": [KEYS[0]],
+        }
         assert instance.get_dynamic_partitions(PARTITIONS) == KEYS[1:] + ["dt=2024-02-01"]
         assert set(instance.get_dynamic_partitions(PARTITIONS)) == {
-            f"dt={p}" for p in bucket_counts(catalog.get_table("db.t"))}
+            f"dt={p}" for p in bucket_counts(catalog.get_table("db.t"))
+        }
 
 
 def test_blocking_check_fails_when_the_content_changed(tmp_path, warehouse):
@@ -219,16 +247,25 @@ def test_blocking_check_fails_when_the_content_changed(tmp_path, warehouse):
     table.maintenance.set_bucket(bucket=5)
     done = catalog.get_table("db.t").maintenance.rescale_partition(partition={"dt": PARTS[0]}, bucket=5)
     table = catalog.get_table("db.t")
-    ok = check_result_from(table.maintenance.verify_rescale(
-        partitions={done.partition: done.snapshot_read}, snapshot_id=done.snapshot_committed, bucket=5))
+    ok = check_result_from(
+        table.maintenance.verify_rescale(
+            partitions={done.partition: done.snapshot_read}, snapshot_id=done.snapshot_committed, bucket=5
+        )
+    )
     assert ok.passed
-    changed = check_result_from(table.maintenance.verify_rescale(
-        partitions={done.partition: before}, snapshot_id=done.snapshot_committed, bucket=5))
+    changed = check_result_from(
+        table.maintenance.verify_rescale(
+            partitions={done.partition: before}, snapshot_id=done.snapshot_committed, bucket=5
+        )
+    )
     assert not changed.passed and changed.severity == dg.AssetCheckSeverity.ERROR
     assert f"dt={PARTS[0]}" in changed.description and f"at snapshot {before}" in changed.description
     # The bucket count is verified too: partition 1 was not rewritten.
-    unscaled = check_result_from(table.maintenance.verify_rescale(
-        partitions={f"dt={PARTS[1]}": before}, snapshot_id=done.snapshot_committed, bucket=5))
+    unscaled = check_result_from(
+        table.maintenance.verify_rescale(
+            partitions={f"dt={PARTS[1]}": before}, snapshot_id=done.snapshot_committed, bucket=5
+        )
+    )
     assert not unscaled.passed and "[2] total buckets, expected [5]" in unscaled.description
     # The asset declares this check blocking: a failed verification fails the run's step.
     [spec] = _config(tmp_path, warehouse).resolve_assets_def(RESCALE).check_specs

@@ -7,6 +7,7 @@ step are kept in ``test-artifacts/browser/<test>/`` at the repository root. Take
 on a quiet two-core machine (dagster dev start, one sensor tick, one Spark run, and the backfill
 daemon's 30 s iteration).
 """
+
 from __future__ import annotations
 
 import shutil
@@ -15,11 +16,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from maintenance.rescale_helpers import PARTS, PK, bucket_counts, filled_table, rows
 
 from fixtures.browser import Browser
 from fixtures.dagster_dev import REPO_ROOT, dagster_dev, graphql
 from orchestration.defs.ledger import read_ledger
-from maintenance.rescale_helpers import PARTS, PK, bucket_counts, filled_table, rows
 
 pytestmark = [pytest.mark.browser, pytest.mark.dagster, pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -30,7 +31,9 @@ def _config(path: Path, warehouse: str) -> Path:
     table = {
         "name": "db.t",
         "schema": {"dt": "STRING", "id": "BIGINT", "name": "STRING", "v": "BIGINT", "op": "STRING"},
-        "primary_keys": PK, "partition_keys": ["dt"], "options": {"bucket": 2, "rowkind.field": "op"},
+        "primary_keys": PK,
+        "partition_keys": ["dt"],
+        "options": {"bucket": 2, "rowkind.field": "op"},
         "sensor": {"minimum_interval_seconds": 5},
         "maintenance": {"rescale": {"target_buckets": 3}},
     }
@@ -42,8 +45,10 @@ def test_a_backfill_launched_in_the_ui_rescales_the_two_partitions(tmp_path, war
     catalog, table, model = filled_table(warehouse, seed=4)
     started = time.monotonic()
     artifacts = tmp_path / "screenshots"
-    with dagster_dev(tmp_path, _config(tmp_path / "tables.yaml", warehouse)) as (url, keys, _workdir), \
-            Browser(tmp_path, artifacts=artifacts) as browser:
+    with (
+        dagster_dev(tmp_path, _config(tmp_path / "tables.yaml", warehouse)) as (url, keys, _workdir),
+        Browser(tmp_path, artifacts=artifacts) as browser,
+    ):
         try:
             assert ["db", "t", "rescale"] in keys
             # The table's asset group; the partitions sensor (running by default) has found its partitions.
@@ -55,25 +60,39 @@ def test_a_backfill_launched_in_the_ui_rescales_the_two_partitions(tmp_path, war
             # Materialize → choose two partitions → Launch backfill.
             browser.click("document.querySelector('[data-tooltip=\"rescale\"]')", "the rescale asset node")
             browser.click("window.__lake.startsWith('Materialize selected')", "the Materialize selected button")
-            browser.wait_for("document.body.innerText.includes('materialize db / t / rescale')", "the rescale launch dialog")
+            browser.wait_for(
+                "document.body.innerText.includes('materialize db / t / rescale')", "the rescale launch dialog"
+            )
             browser.click_text("Select a partition or create one", "the partition picker")
             browser.click_text(f"dt={PARTS[1]}")
             browser.click_text(f"dt={PARTS[2]}")
             # Close the picker by clicking the dialog's title (Escape may close the whole dialog).
-            browser.click("[...document.querySelectorAll('div, span, h4')].filter(e => window.__lake.visible(e)"
-                          " && e.textContent.includes('Launch runs to materialize')).pop()", "the dialog's title")
-            browser.wait_for("document.body.innerText.includes('2 partitions')"
-                             " && !document.body.innerText.includes('Filter partitions')", "the two partitions selected")
-            browser.wait_for("document.body.innerText.includes('Backfills all partitions in a single run')",
-                             "the single-run backfill policy")
+            browser.click(
+                "[...document.querySelectorAll('div, span, h4')].filter(e => window.__lake.visible(e)"
+                " && e.textContent.includes('Launch runs to materialize')).pop()",
+                "the dialog's title",
+            )
+            browser.wait_for(
+                "document.body.innerText.includes('2 partitions')"
+                " && !document.body.innerText.includes('Filter partitions')",
+                "the two partitions selected",
+            )
+            browser.wait_for(
+                "document.body.innerText.includes('Backfills all partitions in a single run')",
+                "the single-run backfill policy",
+            )
             browser.screenshot("selected")
             browser.click_text("Launch backfill", "the Launch backfill button", selector="button")
             backfill = _wait_for_backfill(url)
             assert sorted(backfill["partitionNames"]) == [f"dt={PARTS[1]}", f"dt={PARTS[2]}"]
             # The backfill's page, as a person would watch it until it succeeds.
             browser.goto(f"{url}/runs/b/{backfill['id']}")
-            browser.wait_for("document.body.innerText.includes('100% completed')"
-                             " && /Status\\s+Succeeded/.test(document.body.innerText)", "the backfill to succeed", 480)
+            browser.wait_for(
+                "document.body.innerText.includes('100% completed')"
+                " && /Status\\s+Succeeded/.test(document.body.innerText)",
+                "the backfill to succeed",
+                480,
+            )
             browser.screenshot("succeeded")
         except BaseException:
             _keep(browser, artifacts, request.node.name)

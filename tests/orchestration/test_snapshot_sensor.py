@@ -1,4 +1,5 @@
 """The per-table snapshot sensor on a real Dagster instance against real lake tables."""
+
 from __future__ import annotations
 
 import dagster as dg
@@ -6,8 +7,8 @@ import pytest
 
 from lake_core import Catalog
 from orchestration.config import load_tables_config
-from orchestration.defs.sensors import SensorCursor
 from orchestration.definitions import build_definitions
+from orchestration.defs.sensors import SensorCursor
 from orchestration.demo.source import ORDERS_SCHEMA, orders
 
 pytestmark = pytest.mark.dagster
@@ -50,8 +51,13 @@ def _orders_table(warehouse, recreate: bool = False):
     catalog.create_database("demo", ignore_if_exists=True)
     if recreate:
         catalog.drop_table("demo.orders")
-    return catalog.create_table("demo.orders", schema=ORDERS_SCHEMA, primary_keys=["dt", "order_id"],
-                                partition_keys=["dt"], options={"bucket": "2", "rowkind.field": "op"})
+    return catalog.create_table(
+        "demo.orders",
+        schema=ORDERS_SCHEMA,
+        primary_keys=["dt", "order_id"],
+        partition_keys=["dt"],
+        options={"bucket": "2", "rowkind.field": "op"},
+    )
 
 
 def test_skip_request_and_no_duplicate(pipeline, warehouse):
@@ -157,6 +163,7 @@ def test_a_tick_reads_only_the_snapshots_after_its_cursor(pipeline, warehouse, m
         def read_and_count(self, path, *args, **kwargs):
             read.append(str(path))
             return real(self, path, *args, **kwargs)
+
         return read_and_count
 
     for method in ("read_bytes", "read_text"):

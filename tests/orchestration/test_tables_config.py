@@ -1,4 +1,5 @@
 """tables.yaml: the shipped file loads; invalid entries fail at load naming the table and field."""
+
 from __future__ import annotations
 
 import copy
@@ -15,8 +16,8 @@ import yaml
 from fixtures.tables_config import demo_orders_by_day, demo_orders_table
 from lake_core import Catalog, LakeError, from_paimon_type, parse_duration_ms
 from orchestration.config import TablesConfigError, duration_seconds, load_tables_config, parse_tables_config
-from orchestration.defs.resources import lake_resource
 from orchestration.definitions import DEFAULT_CONFIG, build_definitions
+from orchestration.defs.resources import lake_resource
 
 pytestmark = pytest.mark.dagster
 
@@ -65,12 +66,23 @@ def test_inline_schema_and_relative_warehouse(tmp_path):
     assert not schema.field("id").nullable and schema.field("name").nullable
 
 
-
 # Types the first parser of tables.yaml got wrong or refused; lake_core's own parser is the oracle,
 # and a table created from the config's schema must read back exactly these types.
-PAIMON_TYPES = ["TIMESTAMP(0)", "TIMESTAMP(3)", "TIMESTAMP_LTZ(6)", "TIMESTAMP(9) WITH LOCAL TIME ZONE",
-                "CHAR(3)", "VARCHAR(20)", "TIME", "ARRAY<INT>", "MAP<STRING, BIGINT>", "DECIMAL(38, 10)",
-                "BINARY(4)", "DOUBLE PRECISION", "INT NOT NULL"]
+PAIMON_TYPES = [
+    "TIMESTAMP(0)",
+    "TIMESTAMP(3)",
+    "TIMESTAMP_LTZ(6)",
+    "TIMESTAMP(9) WITH LOCAL TIME ZONE",
+    "CHAR(3)",
+    "VARCHAR(20)",
+    "TIME",
+    "ARRAY<INT>",
+    "MAP<STRING, BIGINT>",
+    "DECIMAL(38, 10)",
+    "BINARY(4)",
+    "DOUBLE PRECISION",
+    "INT NOT NULL",
+]
 
 
 def test_inline_schema_types_are_lake_cores(tmp_path):
@@ -88,12 +100,15 @@ def test_inline_schema_types_are_lake_cores(tmp_path):
     assert created.arrow_schema().types == schema.types
 
 
-@pytest.mark.parametrize("options, words", [
-    ({"bucket": 4, "merge-engine": "partial-updat"}, "option 'merge-engine' = 'partial-updat' is invalid"),
-    ({"bucket": 2, "bucket-keyy": "id"}, "unknown table option 'bucket-keyy'"),
-    ({"bucket": 2, "sequence.field": "nope"}, "option 'sequence.field' names column 'nope'"),
-    ({"bucket": 2, "target-file-size": "lots"}, "option 'target-file-size' = 'lots' is not a memory size"),
-])
+@pytest.mark.parametrize(
+    "options, words",
+    [
+        ({"bucket": 4, "merge-engine": "partial-updat"}, "option 'merge-engine' = 'partial-updat' is invalid"),
+        ({"bucket": 2, "bucket-keyy": "id"}, "unknown table option 'bucket-keyy'"),
+        ({"bucket": 2, "sequence.field": "nope"}, "option 'sequence.field' names column 'nope'"),
+        ({"bucket": 2, "target-file-size": "lots"}, "option 'target-file-size' = 'lots' is not a memory size"),
+    ],
+)
 def test_options_are_validated_at_load_as_create_table_would(tmp_path, options, words):
     message = _errors(lambda r: r["tables"][1].update(options=options))
     assert "table 'shop.users': field 'options'" in message and words in message, message
@@ -119,18 +134,38 @@ def test_paimon_durations_are_accepted_everywhere(text):
     assert duration_seconds(text) == parse_duration_ms("snapshot.time-retained", text) / 1000
 
 
-@pytest.mark.parametrize("mutate, field, words", [
-    (lambda r: r["tables"][1].update(maintenance={"cron": "every tuesday please"}), "maintenance.cron",
-     "'every tuesday please' is not a cron schedule"),
-    (lambda r: r["tables"][1].update(maintenance={"record_expiry": {"field": "no_such_column", "retention": "1 d"}}),
-     "maintenance.record_expiry.field", "'no_such_column' is not a column"),
-    (lambda r: r["tables"][1].update(maintenance={"record_expiry": {"field": "name", "retention": "1 d"}}),
-     "maintenance.record_expiry.field", "'name' is string; it must be a TIMESTAMP"),
-    (lambda r: r["tables"][1].update(maintenance={"snapshot_expiry": {"time_retained": "one hour"}}),
-     "maintenance.snapshot_expiry.time_retained", "'one hour' is not a duration"),
-    (lambda r: r["tables"][1].update(maintenance={"partition_expiry": {"expiration_time": "7 d"}}),
-     "maintenance.partition_expiry.expiration_time", "no partition_keys"),
-])
+@pytest.mark.parametrize(
+    "mutate, field, words",
+    [
+        (
+            lambda r: r["tables"][1].update(maintenance={"cron": "every tuesday please"}),
+            "maintenance.cron",
+            "'every tuesday please' is not a cron schedule",
+        ),
+        (
+            lambda r: r["tables"][1].update(
+                maintenance={"record_expiry": {"field": "no_such_column", "retention": "1 d"}}
+            ),
+            "maintenance.record_expiry.field",
+            "'no_such_column' is not a column",
+        ),
+        (
+            lambda r: r["tables"][1].update(maintenance={"record_expiry": {"field": "name", "retention": "1 d"}}),
+            "maintenance.record_expiry.field",
+            "'name' is string; it must be a TIMESTAMP",
+        ),
+        (
+            lambda r: r["tables"][1].update(maintenance={"snapshot_expiry": {"time_retained": "one hour"}}),
+            "maintenance.snapshot_expiry.time_retained",
+            "'one hour' is not a duration",
+        ),
+        (
+            lambda r: r["tables"][1].update(maintenance={"partition_expiry": {"expiration_time": "7 d"}}),
+            "maintenance.partition_expiry.expiration_time",
+            "no partition_keys",
+        ),
+    ],
+)
 def test_maintenance_fields_are_validated(mutate, field, words):
     message = _errors(mutate)
     assert "table 'shop.users'" in message and f"field '{field}'" in message and words in message, message
@@ -145,12 +180,21 @@ def test_a_valid_cron_is_kept():
 @pytest.mark.parametrize(
     "mutate, table, field",
     [
-        (lambda r: r["tables"][0].update(maintenance={"snapshot_expiry": {"retain_min": 0}}),
-         "demo.orders", "maintenance.snapshot_expiry.retain_min"),
-        (lambda r: r["tables"][1].update(maintenance={"compaction": {"max_sorted_run": 3}}),
-         "shop.users", "maintenance.compaction.max_sorted_run"),
-        (lambda r: r["tables"][1].update(maintenance={"orphan_cleanup": {"older_than": "5 min"}}),
-         "shop.users", "maintenance.orphan_cleanup.older_than"),
+        (
+            lambda r: r["tables"][0].update(maintenance={"snapshot_expiry": {"retain_min": 0}}),
+            "demo.orders",
+            "maintenance.snapshot_expiry.retain_min",
+        ),
+        (
+            lambda r: r["tables"][1].update(maintenance={"compaction": {"max_sorted_run": 3}}),
+            "shop.users",
+            "maintenance.compaction.max_sorted_run",
+        ),
+        (
+            lambda r: r["tables"][1].update(maintenance={"orphan_cleanup": {"older_than": "5 min"}}),
+            "shop.users",
+            "maintenance.orphan_cleanup.older_than",
+        ),
         (lambda r: r["tables"][1]["schema"].update(name="VARCHAR2"), "shop.users", "schema"),
         (lambda r: r["tables"][1].update(name="no_database"), "no_database", "name"),
         (lambda r: r["tables"][0].update(primary_keys="order_id"), "demo.orders", "primary_keys"),
@@ -180,7 +224,8 @@ def test_references_and_warehouse_errors():
     assert "source_table 'demo.nope'" in _errors(lambda r: r["downstream"][0].update(source_table="demo.nope"))
     assert "field 'downstream.0.transform'" not in _errors(lambda r: r["downstream"][0].update(transform="x"))
     assert "downstream table 'demo.orders_by_day': field 'transform'" in _errors(
-        lambda r: r["downstream"][0].update(transform="x"))
+        lambda r: r["downstream"][0].update(transform="x")
+    )
     assert "repeated: ['demo.orders']" in _errors(lambda r: r["tables"].append(copy.deepcopy(r["tables"][0])))
     assert "needs a bucket" in _errors(lambda r: r.update(warehouse={"uri": "s3://"}))
     assert "field 'warehouse'" in _errors(lambda r: r.pop("warehouse"))
@@ -188,8 +233,10 @@ def test_references_and_warehouse_errors():
 
 def test_s3_credentials_are_environment_variable_names(monkeypatch):
     raw = copy.deepcopy(BASE)
-    raw["warehouse"] = {"uri": "s3://bucket/wh", "s3": {"endpoint_url_env": "MY_S3_URL",
-                                                         "access_key_env": "MY_KEY", "secret_key_env": "MY_SECRET"}}
+    raw["warehouse"] = {
+        "uri": "s3://bucket/wh",
+        "s3": {"endpoint_url_env": "MY_S3_URL", "access_key_env": "MY_KEY", "secret_key_env": "MY_SECRET"},
+    }
     config = parse_tables_config(raw)
     resource = lake_resource(config.warehouse)
     # Kept as EnvVar references: resolved only when a run or sensor starts.
@@ -218,8 +265,9 @@ def test_importing_the_code_location_reads_no_file_and_no_environment(tmp_path):
         """
     )
     missing = tmp_path / "missing.yaml"
-    out = subprocess.run([sys.executable, "-c", script, str(missing)], cwd=REPO_ROOT, capture_output=True,
-                         text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(missing)], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     assert "TablesConfigError" in out.stdout and str(missing) in out.stdout
 
@@ -235,8 +283,11 @@ def test_a_table_without_source_is_an_external_asset_with_a_sensor(tmp_path):
     assert definitions.resolve_asset_graph().get(dg.AssetKey(["shop", "users", "rescale"])).partitions_def is None
     # No downstream table: no snapshot sensor. The partitioned table's rescale partitions have theirs;
     # each table has its health sensor.
-    assert {s.name for s in definitions.sensors} == {"demo__orders__partitions_sensor", "demo__orders__health_sensor",
-                                                     "shop__users__health_sensor"}
+    assert {s.name for s in definitions.sensors} == {
+        "demo__orders__partitions_sensor",
+        "demo__orders__health_sensor",
+        "shop__users__health_sensor",
+    }
 
 
 def test_the_demo_cli_reads_LAKE_TABLES_CONFIG_and_prints_a_config_error_alone(tmp_path):
@@ -245,8 +296,9 @@ def test_the_demo_cli_reads_LAKE_TABLES_CONFIG_and_prints_a_config_error_alone(t
     path = tmp_path / "tables.yaml"
     path.write_text(yaml.safe_dump(raw))
     env = {**os.environ, "LAKE_TABLES_CONFIG": str(path), "PYTHONPATH": str(REPO_ROOT)}
-    out = subprocess.run([sys.executable, "-m", "orchestration.demo"], cwd=tmp_path, env=env,
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "orchestration.demo"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 2, out.stdout + out.stderr
     assert "Traceback" not in out.stderr and not out.stdout
     assert out.stderr.splitlines() == [

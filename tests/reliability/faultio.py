@@ -16,6 +16,7 @@ Modes:
   Exception`` handler runs) without taking effect and every later operation raises too, so nothing
   more reaches storage; the test then drops the process state and reopens the table from storage.
 """
+
 from __future__ import annotations
 
 import os
@@ -53,9 +54,11 @@ class Fault:
 def failing_reads(path_suffix: str):
     """A ``before`` hook: every read of a path ending with ``path_suffix`` raises ``InjectedIOError``
     (an object that is throttled or unreachable while the rest of the store answers)."""
+
     def before(kind: str, path: str) -> None:
         if kind == "read" and path.endswith(path_suffix):
             raise InjectedIOError(f"injected read failure: {path}")
+
     return before
 
 
@@ -90,9 +93,11 @@ class Pause:
 
 def hooks(*before):
     """One ``before`` hook that runs each of ``before`` in turn."""
+
     def run(kind: str, path: str) -> None:
         for b in before:
             b(kind, path)
+
     return run
 
 

@@ -13,16 +13,17 @@ check, from storage, with a new process state:
 
 Adding an operation is one ``Operation`` entry in ``OPERATIONS``.
 """
+
 from __future__ import annotations
 
 import datetime as dt
-import os
 import shutil
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 
@@ -32,8 +33,9 @@ from lake_core.io.fileio import FileIO
 from .faultio import KINDS, MODES, Fault, FaultyFileIO, InjectedCrash
 
 IDENT = "db.t"
-SCHEMA = pa.schema([pa.field("dt", pa.string(), nullable=False), pa.field("k", pa.int64(), nullable=False),
-                    ("v", pa.string())])
+SCHEMA = pa.schema(
+    [pa.field("dt", pa.string(), nullable=False), pa.field("k", pa.int64(), nullable=False), ("v", pa.string())]
+)
 OLD, NEW = "2020-01-01", "2099-01-01"  # partition values: expire_partitions drops OLD only
 BASE_OPTIONS = {"bucket": "2", "snapshot.num-retained.min": "10"}
 
@@ -110,6 +112,7 @@ def committed(table) -> list[tuple]:
     """Every committed row, level 0 included where batch reads hide it (deletion vectors)."""
     from lake_core.read.scan import TableScan
     from lake_core.read.split_read import SplitRead
+
     t = SplitRead(table.store).to_arrow(TableScan(table.store, table.latest_snapshot(), all_levels=True).splits())
     return sorted(zip(t.column("dt").to_pylist(), t.column("k").to_pylist(), t.column("v").to_pylist()))
 
@@ -137,13 +140,19 @@ def _history_then_ttl_turned_on(table) -> None:
     record-level expiry turned on by another alter: every file is on an older schema."""
     from lake_core import SchemaChange
     from lake_core.definition import commit_schema_changes
+
     default_setup(table)
     table = table.with_schema(commit_schema_changes(table, [SchemaChange.add_column("ts", pa.int64())]))
     now = int(time.time())
     batch = rows(range(200, 220), "ttl")
     table.write_arrow(batch.append_column("ts", pa.array([now - 10 * 86400] * 10 + [now] * 10, pa.int64())))
-    commit_schema_changes(table, [SchemaChange.set_option("record-level.expire-time", "1 d"),
-                                  SchemaChange.set_option("record-level.time-field", "ts")])
+    commit_schema_changes(
+        table,
+        [
+            SchemaChange.set_option("record-level.expire-time", "1 d"),
+            SchemaChange.set_option("record-level.time-field", "ts"),
+        ],
+    )
 
 
 def _history_then_renamed(table) -> None:
@@ -151,6 +160,7 @@ def _history_then_renamed(table) -> None:
     tag t2) hold the old ``v``, which the latest schema calls ``v_old``."""
     from lake_core import SchemaChange
     from lake_core.definition import commit_schema_changes
+
     default_setup(table)
     table = table.with_schema(commit_schema_changes(table, [SchemaChange.rename_column("v", "v_old")]))
     table = table.with_schema(commit_schema_changes(table, [SchemaChange.add_column("v", pa.string())]))
@@ -165,39 +175,67 @@ def _time_travel_across_schemas(table):
 
 
 OPERATIONS: tuple[Operation, ...] = (
-    Operation("commit APPEND", lambda t: t.write_arrow(rows(range(60, 90), "n"), commit_user="job",
-                                                       commit_identifier=7)),
-    Operation("commit OVERWRITE", lambda t: t.write_arrow(rows(range(0, 5), "o"), overwrite={"dt": NEW},
-                                                          commit_user="job", commit_identifier=7)),
-    Operation("commit COMPACT (full compaction)", lambda t: t.maintenance.compact(full=True, parallelism=1),
-              keeps_rows=True),
-    Operation("dedicated compaction (picker)", lambda t: t.maintenance.compact(parallelism=1),
-              options={"num-sorted-run.compaction-trigger": "2", "write-only": "true"}, keeps_rows=True),
-    Operation("inline compaction", lambda t: t.write_arrow(rows(range(65, 75), "i"), commit_user="job",
-                                                           commit_identifier=7),
-              options={"num-sorted-run.compaction-trigger": "2"}),
+    Operation(
+        "commit APPEND", lambda t: t.write_arrow(rows(range(60, 90), "n"), commit_user="job", commit_identifier=7)
+    ),
+    Operation(
+        "commit OVERWRITE",
+        lambda t: t.write_arrow(rows(range(0, 5), "o"), overwrite={"dt": NEW}, commit_user="job", commit_identifier=7),
+    ),
+    Operation(
+        "commit COMPACT (full compaction)", lambda t: t.maintenance.compact(full=True, parallelism=1), keeps_rows=True
+    ),
+    Operation(
+        "dedicated compaction (picker)",
+        lambda t: t.maintenance.compact(parallelism=1),
+        options={"num-sorted-run.compaction-trigger": "2", "write-only": "true"},
+        keeps_rows=True,
+    ),
+    Operation(
+        "inline compaction",
+        lambda t: t.write_arrow(rows(range(65, 75), "i"), commit_user="job", commit_identifier=7),
+        options={"num-sorted-run.compaction-trigger": "2"},
+    ),
     Operation("manifest compaction", lambda t: t.maintenance.compact_manifest(), keeps_rows=True),
     Operation("snapshot expiry", lambda t: t.maintenance.expire_snapshots(retain_min=1, retain_max=1)),
-    Operation("changelog expiry", lambda t: t.maintenance.expire_changelogs(retain_min=1, retain_max=1),
-              options={"changelog-producer": "input", "changelog.num-retained.min": "10",
-                       "changelog.num-retained.max": "20"},
-              setup=_history_with_long_lived_changelogs),
-    Operation("tag expiry", lambda t: t.maintenance.expire_tags(older_than=dt.datetime.now() + dt.timedelta(1)),
-              options={"tag.default-time-retained": "1 d"}, state=state_rows_and_tags),
+    Operation(
+        "changelog expiry",
+        lambda t: t.maintenance.expire_changelogs(retain_min=1, retain_max=1),
+        options={"changelog-producer": "input", "changelog.num-retained.min": "10", "changelog.num-retained.max": "20"},
+        setup=_history_with_long_lived_changelogs,
+    ),
+    Operation(
+        "tag expiry",
+        lambda t: t.maintenance.expire_tags(older_than=dt.datetime.now() + dt.timedelta(1)),
+        options={"tag.default-time-retained": "1 d"},
+        state=state_rows_and_tags,
+    ),
     Operation("partition expiry", lambda t: t.maintenance.expire_partitions(expiration_time=dt.timedelta(days=1))),
-    Operation("orphan removal", lambda t: t.maintenance.remove_orphan_files(force=True,
-                                                                           older_than=dt.timedelta(0))),
+    Operation("orphan removal", lambda t: t.maintenance.remove_orphan_files(force=True, older_than=dt.timedelta(0))),
     Operation("rollback", lambda t: t.maintenance.rollback_to(snapshot_id=2), state=state_rows_and_latest),
     Operation("rescale", lambda t: t.maintenance.rescale(bucket=3), state=state_rows_and_bucket, keeps_rows=True),
     Operation("lease take/release", _lease_and_read),
-    Operation("rescale (deletion vectors, rows at level 0)", lambda t: t.maintenance.rescale(bucket=3),
-              options=DV_WRITE_ONLY, setup=_dv_history_with_level0, state=state_committed_and_bucket,
-              keeps_rows=True),
-    Operation("delete_where (deletion vectors, rows at level 0)",
-              lambda t: t.delete_where(t.predicate_builder().between("k", 35, 65)),
-              options=DV_WRITE_ONLY, setup=_dv_history_with_level0, state=state_visible_and_committed),
-    Operation("record expiry after an alter", lambda t: t.maintenance.compact(expire_records=True, parallelism=1),
-              setup=_history_then_ttl_turned_on, changes_rows=True),
+    Operation(
+        "rescale (deletion vectors, rows at level 0)",
+        lambda t: t.maintenance.rescale(bucket=3),
+        options=DV_WRITE_ONLY,
+        setup=_dv_history_with_level0,
+        state=state_committed_and_bucket,
+        keeps_rows=True,
+    ),
+    Operation(
+        "delete_where (deletion vectors, rows at level 0)",
+        lambda t: t.delete_where(t.predicate_builder().between("k", 35, 65)),
+        options=DV_WRITE_ONLY,
+        setup=_dv_history_with_level0,
+        state=state_visible_and_committed,
+    ),
+    Operation(
+        "record expiry after an alter",
+        lambda t: t.maintenance.compact(expire_records=True, parallelism=1),
+        setup=_history_then_ttl_turned_on,
+        changes_rows=True,
+    ),
     Operation("time travel across schemas", _time_travel_across_schemas, setup=_history_then_renamed),
 )
 
@@ -213,10 +251,10 @@ class LocalStore:
         return f"file://{self.base}/{uuid.uuid4().hex[:10]}"
 
     def copy(self, src: str, dst: str) -> None:
-        shutil.copytree(src[len("file://"):], dst[len("file://"):])
+        shutil.copytree(src[len("file://") :], dst[len("file://") :])
 
     def drop(self, uri: str) -> None:
-        shutil.rmtree(uri[len("file://"):], ignore_errors=True)
+        shutil.rmtree(uri[len("file://") :], ignore_errors=True)
 
     storage_options: dict = {}
 
@@ -241,8 +279,9 @@ class S3Store:
     def copy(self, src: str, dst: str) -> None:
         sp, dp = src.split("/", 3)[3], dst.split("/", 3)[3]
         for key in self._keys(src):
-            self.client.copy_object(Bucket=self.bucket, Key=dp + key[len(sp):],
-                                    CopySource={"Bucket": self.bucket, "Key": key})
+            self.client.copy_object(
+                Bucket=self.bucket, Key=dp + key[len(sp) :], CopySource={"Bucket": self.bucket, "Key": key}
+            )
 
     def drop(self, uri: str) -> None:
         for key in list(self._keys(uri)):
@@ -257,8 +296,9 @@ def build_template(store, op: Operation) -> str:
     uri = store.new_uri()
     cat = Catalog(uri, store.storage_options)
     cat.create_database("db")
-    table = cat.create_table(IDENT, schema=SCHEMA, primary_keys=["dt", "k"], partition_keys=["dt"],
-                             options={**BASE_OPTIONS, **op.options})
+    table = cat.create_table(
+        IDENT, schema=SCHEMA, primary_keys=["dt", "k"], partition_keys=["dt"], options={**BASE_OPTIONS, **op.options}
+    )
     op.setup(table)
     time.sleep(0.01)  # every file of the template is older than any orphan-removal floor taken later
     return uri
@@ -286,6 +326,7 @@ def unreferenced_files(table) -> list[str]:
     """Files under the table that no retained snapshot, tag or long-lived changelog mentions, and
     temp files anywhere."""
     from lake_core.maintenance.references import ReferencedNames, long_lived_changelogs, tagged_snapshots
+
     refs = ReferencedNames(table)
     for sid in table.snapshot_manager.list_ids():
         refs.add_snapshot(table.snapshot_manager.get(sid))
@@ -296,7 +337,7 @@ def unreferenced_files(table) -> list[str]:
     root_key = table.paths.root.split("://", 1)[-1].rstrip("/") + "/"
     out = []
     for full, _size, _mtime in table.fileio.list_files_recursive(table.paths.root):
-        rel = full.split("://", 1)[-1][len(root_key):]
+        rel = full.split("://", 1)[-1][len(root_key) :]
         name = rel.rsplit("/", 1)[-1]
         if name.startswith(".") and name.endswith(".tmp"):
             out.append(rel)
@@ -359,8 +400,7 @@ def check_after_fault(store, uri: str, op: Operation, before, after, report: OpR
         raise InvariantError(f"{op.name} {fault}: orphan removal left unreferenced files {left[:5]}")
 
 
-def explore(store, op: Operation, *, cap: int | None, modes=MODES, kinds=KINDS,
-            raise_first: bool = True) -> OpReport:
+def explore(store, op: Operation, *, cap: int | None, modes=MODES, kinds=KINDS, raise_first: bool = True) -> OpReport:
     report = OpReport(op.name, store.kind)
     template = build_template(store, op)
     try:
@@ -376,8 +416,10 @@ def explore(store, op: Operation, *, cap: int | None, modes=MODES, kinds=KINDS,
         if op.keeps_rows:
             kept, now = committed(open_table(store, template)), committed(open_table(store, probe))
             if kept != now:
-                raise InvariantError(f"{op.name}: changed the committed rows ({len(kept)} before, {len(now)} after, "
-                                     f"{len(set(kept) - set(now))} lost) although it must keep them")
+                raise InvariantError(
+                    f"{op.name}: changed the committed rows ({len(kept)} before, {len(now)} after, "
+                    f"{len(set(kept) - set(now))} lost) although it must keep them"
+                )
         store.drop(probe)
         report.counts = {k: counter.counts[k] for k in KINDS}
         for kind in kinds:

@@ -3,6 +3,7 @@ the expirer killed at a random moment (seeded, bounded), then the table checked 
 reads, equals the model of the writer's log (its in-flight commit either wholly in or wholly
 out), every snapshot and tag reads completely, the interrupted commit completes when re-run, and
 orphan removal then leaves no unreferenced file and breaks nothing."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -66,8 +67,9 @@ def run_kills(uri: str, workdir: str, *, seed: int, kills: int, storage: dict | 
         role = ROLES[round_ % len(ROLES)]
         wl = chaos.read_writer_log(writer_log)
         log_path = writer_log if role == "writer" else os.path.join(workdir, f"{role}-{round_}.log")
-        proc = chaos.spawn(role, uri, storage, log_path, seed + round_, time.time() + 600, 0, 1,
-                           start=max(wl.done, default=0) + 1)
+        proc = chaos.spawn(
+            role, uri, storage, log_path, seed + round_, time.time() + 600, 0, 1, start=max(wl.done, default=0) + 1
+        )
         _wait_ready(log_path, proc)
         time.sleep(rng.uniform(0.05, 3.0 if role == "writer" else 1.5))  # a writer commit takes ~1 s
         proc.send_signal(signal.SIGKILL)
@@ -75,5 +77,9 @@ def run_kills(uri: str, workdir: str, *, seed: int, kills: int, storage: dict | 
         r, c = _check(uri, storage, writer_log)
         rows += r
         completed += c
-    return {"kills": kills, "rows_verified": rows, "commits": len(chaos.read_writer_log(writer_log).done),
-            "interrupted_commits_completed": completed}
+    return {
+        "kills": kills,
+        "rows_verified": rows,
+        "commits": len(chaos.read_writer_log(writer_log).done),
+        "interrupted_commits_completed": completed,
+    }

@@ -1,5 +1,6 @@
 """A short chaos run (``benchmarks/chaos.py``): writers, compactor, expirer, orphan remover,
 leasing readers and a rescale at once; the table must equal the model of the writers' logs."""
+
 from __future__ import annotations
 
 import pytest
@@ -25,5 +26,15 @@ def test_short_chaos_run_local(tmp_path):
 @pytest.mark.s3
 def test_short_chaos_run_s3(tmp_path, s3_server):
     uri = f"s3://{s3_server.create_bucket()}/wh"
-    _check(run_chaos(uri=uri, storage=s3_server.storage_options(), seed=7, duration=15, workdir=str(tmp_path),
-                     writers=2, readers=1), min_commits=2)
+    _check(
+        run_chaos(
+            uri=uri,
+            storage=s3_server.storage_options(),
+            seed=7,
+            duration=15,
+            workdir=str(tmp_path),
+            writers=2,
+            readers=1,
+        ),
+        min_commits=2,
+    )

@@ -4,6 +4,7 @@ See ``harness.py`` for the invariants checked after each fault. The default run 
 steps of each kind (always the first and the last); ``-m reliability`` runs a denser sample;
 ``python -m benchmarks.reliability`` runs every step and prints the figures of the README.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -34,7 +35,10 @@ def test_faults_dense_sample(tmp_path, op):
 
 @pytest.mark.s3
 @pytest.mark.slow
-@pytest.mark.parametrize("op", [o for o in OPERATIONS if o.name in S3_SUBSET],
-                         ids=[i for o, i in zip(OPERATIONS, _IDS) if o.name in S3_SUBSET])
+@pytest.mark.parametrize(
+    "op",
+    [o for o in OPERATIONS if o.name in S3_SUBSET],
+    ids=[i for o, i in zip(OPERATIONS, _IDS) if o.name in S3_SUBSET],
+)
 def test_faults_on_s3(s3_server, op):
     _check(explore(S3Store(s3_server), op, cap=1, modes=("crash",), kinds=("write", "create", "delete")))

@@ -6,6 +6,7 @@ tests/safety covers names, option values, overwrite specs, NaN keys and reads of
 files; this table adds the maintenance operations, commit identities, leases, tags, time travel
 and writes, and corrupted files met by each maintenance operation.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -18,7 +19,7 @@ import pytest
 from lake_core import Catalog, errors
 from lake_core.errors import LeaseError, MaintenanceAbortedError, MaintenanceArgumentError
 
-from .harness import IDENT, NEW, OLD, SCHEMA, content, default_setup, rows
+from .harness import IDENT, NEW, SCHEMA, content, default_setup, rows
 
 D = dt.timedelta
 
@@ -46,83 +47,206 @@ def _lease(t, *args, **kw):
 
 # (case, call, error class, text the message must contain)
 ARGUMENTS = [
-    ("expire retain_min=0", lambda t: t.maintenance.expire_snapshots(retain_min=0), MaintenanceArgumentError,
-     "retain_min = 0"),
-    ("expire retain_min=str", lambda t: t.maintenance.expire_snapshots(retain_min="3"), MaintenanceArgumentError,
-     "retain_min = '3'"),
-    ("expire retain_min=bool", lambda t: t.maintenance.expire_snapshots(retain_min=True), MaintenanceArgumentError,
-     "retain_min = True"),
-    ("expire min>max", lambda t: t.maintenance.expire_snapshots(retain_min=5, retain_max=2),
-     MaintenanceArgumentError, "retain_min (5) must not exceed retain_max (2)"),
-    ("expire older_than=str", lambda t: t.maintenance.expire_snapshots(older_than="yesterday"),
-     MaintenanceArgumentError, "'yesterday'"),
-    ("expire max_deletes=-1", lambda t: t.maintenance.expire_snapshots(max_deletes=-1), MaintenanceArgumentError,
-     "max_deletes = -1"),
-    ("orphans negative floor", lambda t: t.maintenance.remove_orphan_files(older_than=D(-1)),
-     MaintenanceArgumentError, "must not be negative"),
-    ("orphans floor=int", lambda t: t.maintenance.remove_orphan_files(older_than=60), MaintenanceArgumentError,
-     "older_than = 60"),
-    ("orphans small floor unforced", lambda t: t.maintenance.remove_orphan_files(older_than=D(minutes=5)),
-     MaintenanceArgumentError, "below one hour"),
-    ("orphans force=str", lambda t: t.maintenance.remove_orphan_files(older_than=D(0), force="yes"),
-     MaintenanceArgumentError, "force = 'yes'"),
-    ("compact unknown partition column", lambda t: t.maintenance.compact(partitions={"zz": "1"}),
-     errors.InvalidOptionError, "'zz'"),
-    ("compact partitions=int", lambda t: t.maintenance.compact(partitions=7), errors.InvalidOptionError,
-     "'partitions' must be a dict"),
-    ("compact partitions text without '='", lambda t: t.maintenance.compact(partitions="dt"),
-     errors.InvalidOptionError, "'column=value' pairs"),
-    ("compact partition matching nothing", lambda t: t.maintenance.compact(partitions="dt=1"),
-     errors.PartitionNotFoundError, "partition {'dt': '1'} matches no partition with data files"),
-    ("compact one of two selectors matching nothing",
-     lambda t: t.maintenance.compact(full=True, partitions=[{"dt": "2020-01-01"}, {"dt": "2020-01-02"}]),
-     errors.PartitionNotFoundError, "{'dt': '2020-01-02'} matches no partition"),
-    ("compact parallelism=0", lambda t: t.maintenance.compact(parallelism=0), MaintenanceArgumentError,
-     "parallelism = 0"),
+    (
+        "expire retain_min=0",
+        lambda t: t.maintenance.expire_snapshots(retain_min=0),
+        MaintenanceArgumentError,
+        "retain_min = 0",
+    ),
+    (
+        "expire retain_min=str",
+        lambda t: t.maintenance.expire_snapshots(retain_min="3"),
+        MaintenanceArgumentError,
+        "retain_min = '3'",
+    ),
+    (
+        "expire retain_min=bool",
+        lambda t: t.maintenance.expire_snapshots(retain_min=True),
+        MaintenanceArgumentError,
+        "retain_min = True",
+    ),
+    (
+        "expire min>max",
+        lambda t: t.maintenance.expire_snapshots(retain_min=5, retain_max=2),
+        MaintenanceArgumentError,
+        "retain_min (5) must not exceed retain_max (2)",
+    ),
+    (
+        "expire older_than=str",
+        lambda t: t.maintenance.expire_snapshots(older_than="yesterday"),
+        MaintenanceArgumentError,
+        "'yesterday'",
+    ),
+    (
+        "expire max_deletes=-1",
+        lambda t: t.maintenance.expire_snapshots(max_deletes=-1),
+        MaintenanceArgumentError,
+        "max_deletes = -1",
+    ),
+    (
+        "orphans negative floor",
+        lambda t: t.maintenance.remove_orphan_files(older_than=D(-1)),
+        MaintenanceArgumentError,
+        "must not be negative",
+    ),
+    (
+        "orphans floor=int",
+        lambda t: t.maintenance.remove_orphan_files(older_than=60),
+        MaintenanceArgumentError,
+        "older_than = 60",
+    ),
+    (
+        "orphans small floor unforced",
+        lambda t: t.maintenance.remove_orphan_files(older_than=D(minutes=5)),
+        MaintenanceArgumentError,
+        "below one hour",
+    ),
+    (
+        "orphans force=str",
+        lambda t: t.maintenance.remove_orphan_files(older_than=D(0), force="yes"),
+        MaintenanceArgumentError,
+        "force = 'yes'",
+    ),
+    (
+        "compact unknown partition column",
+        lambda t: t.maintenance.compact(partitions={"zz": "1"}),
+        errors.InvalidOptionError,
+        "'zz'",
+    ),
+    (
+        "compact partitions=int",
+        lambda t: t.maintenance.compact(partitions=7),
+        errors.InvalidOptionError,
+        "'partitions' must be a dict",
+    ),
+    (
+        "compact partitions text without '='",
+        lambda t: t.maintenance.compact(partitions="dt"),
+        errors.InvalidOptionError,
+        "'column=value' pairs",
+    ),
+    (
+        "compact partition matching nothing",
+        lambda t: t.maintenance.compact(partitions="dt=1"),
+        errors.PartitionNotFoundError,
+        "partition {'dt': '1'} matches no partition with data files",
+    ),
+    (
+        "compact one of two selectors matching nothing",
+        lambda t: t.maintenance.compact(full=True, partitions=[{"dt": "2020-01-01"}, {"dt": "2020-01-02"}]),
+        errors.PartitionNotFoundError,
+        "{'dt': '2020-01-02'} matches no partition",
+    ),
+    (
+        "compact parallelism=0",
+        lambda t: t.maintenance.compact(parallelism=0),
+        MaintenanceArgumentError,
+        "parallelism = 0",
+    ),
     ("compact full=str", lambda t: t.maintenance.compact(full="yes"), MaintenanceArgumentError, "full = 'yes'"),
-    ("compact expire_records without options", lambda t: t.maintenance.compact(expire_records=True),
-     errors.InvalidOptionError, "record-level.expire-time"),
-    ("compact_manifest dry_run=str", lambda t: t.maintenance.compact_manifest(dry_run="no"),
-     MaintenanceArgumentError, "dry_run = 'no'"),
-    ("expire_partitions duration=str", lambda t: t.maintenance.expire_partitions(expiration_time="soon"),
-     errors.InvalidOptionError, "'soon'"),
-    ("expire_partitions duration=0", lambda t: t.maintenance.expire_partitions(expiration_time=D(0)),
-     MaintenanceArgumentError, "must be positive"),
-    ("expire_partitions formatter", lambda t: t.maintenance.expire_partitions(expiration_time=D(1),
-                                                                              timestamp_formatter="%Q"),
-     MaintenanceArgumentError, "'%Q'"),
-    ("expire_partitions pattern", lambda t: t.maintenance.expire_partitions(expiration_time=D(1),
-                                                                            timestamp_pattern="$nope"),
-     MaintenanceArgumentError, "unknown: nope"),
-    ("rollback missing snapshot", lambda t: t.maintenance.rollback_to(snapshot_id=99), errors.SnapshotNotFoundError,
-     "snapshot 99"),
-    ("rollback snapshot 0", lambda t: t.maintenance.rollback_to(snapshot_id=0), MaintenanceArgumentError,
-     "snapshot_id = 0"),
-    ("rollback snapshot=str", lambda t: t.maintenance.rollback_to(snapshot_id="2"), MaintenanceArgumentError,
-     "snapshot_id = '2'"),
+    (
+        "compact expire_records without options",
+        lambda t: t.maintenance.compact(expire_records=True),
+        errors.InvalidOptionError,
+        "record-level.expire-time",
+    ),
+    (
+        "compact_manifest dry_run=str",
+        lambda t: t.maintenance.compact_manifest(dry_run="no"),
+        MaintenanceArgumentError,
+        "dry_run = 'no'",
+    ),
+    (
+        "expire_partitions duration=str",
+        lambda t: t.maintenance.expire_partitions(expiration_time="soon"),
+        errors.InvalidOptionError,
+        "'soon'",
+    ),
+    (
+        "expire_partitions duration=0",
+        lambda t: t.maintenance.expire_partitions(expiration_time=D(0)),
+        MaintenanceArgumentError,
+        "must be positive",
+    ),
+    (
+        "expire_partitions formatter",
+        lambda t: t.maintenance.expire_partitions(expiration_time=D(1), timestamp_formatter="%Q"),
+        MaintenanceArgumentError,
+        "'%Q'",
+    ),
+    (
+        "expire_partitions pattern",
+        lambda t: t.maintenance.expire_partitions(expiration_time=D(1), timestamp_pattern="$nope"),
+        MaintenanceArgumentError,
+        "unknown: nope",
+    ),
+    (
+        "rollback missing snapshot",
+        lambda t: t.maintenance.rollback_to(snapshot_id=99),
+        errors.SnapshotNotFoundError,
+        "snapshot 99",
+    ),
+    (
+        "rollback snapshot 0",
+        lambda t: t.maintenance.rollback_to(snapshot_id=0),
+        MaintenanceArgumentError,
+        "snapshot_id = 0",
+    ),
+    (
+        "rollback snapshot=str",
+        lambda t: t.maintenance.rollback_to(snapshot_id="2"),
+        MaintenanceArgumentError,
+        "snapshot_id = '2'",
+    ),
     ("rollback missing tag", lambda t: t.maintenance.rollback_to(tag="nope"), errors.TagNotFoundError, "'nope'"),
     ("rollback tag ../x", lambda t: t.maintenance.rollback_to(tag="../x"), errors.InvalidNameError, "'../x'"),
-    ("rollback both", lambda t: t.maintenance.rollback_to(snapshot_id=2, tag="t2"), MaintenanceArgumentError,
-     "exactly one of snapshot_id or tag"),
+    (
+        "rollback both",
+        lambda t: t.maintenance.rollback_to(snapshot_id=2, tag="t2"),
+        MaintenanceArgumentError,
+        "exactly one of snapshot_id or tag",
+    ),
     ("rescale bucket=0", lambda t: t.maintenance.rescale(bucket=0), errors.InvalidOptionError, "got 0"),
     ("rescale bucket=str", lambda t: t.maintenance.rescale(bucket="4"), errors.InvalidOptionError, "got '4'"),
     ("rescale bucket=bool", lambda t: t.maintenance.rescale(bucket=True), errors.InvalidOptionError, "got True"),
-    ("rescale bucket too large", lambda t: t.maintenance.rescale(bucket=2**40), errors.InvalidOptionError,
-     "out of range"),
-    ("rescale unknown partition column", lambda t: t.maintenance.rescale(bucket=3, partitions=[{"zz": 1}]),
-     errors.InvalidOptionError, "'zz', which is not a partition column"),
-    ("rescale partitions=str without '='", lambda t: t.maintenance.rescale(bucket=3, partitions="dt"),
-     errors.InvalidOptionError, "'column=value' pairs"),
-    ("rescale partition matching nothing (no schema change either)",
-     lambda t: t.maintenance.rescale(bucket=64, partitions=[{"dt": "2099-01-02"}]), errors.PartitionNotFoundError,
-     "{'dt': '2099-01-02'} matches no partition with data files"),
-    ("rescale_partition of a column of the wrong type",
-     lambda t: t.maintenance.rescale_partition(partition={"dt": [1]}, bucket=3), errors.InvalidOptionError,
-     "not a value of that type"),
+    (
+        "rescale bucket too large",
+        lambda t: t.maintenance.rescale(bucket=2**40),
+        errors.InvalidOptionError,
+        "out of range",
+    ),
+    (
+        "rescale unknown partition column",
+        lambda t: t.maintenance.rescale(bucket=3, partitions=[{"zz": 1}]),
+        errors.InvalidOptionError,
+        "'zz', which is not a partition column",
+    ),
+    (
+        "rescale partitions=str without '='",
+        lambda t: t.maintenance.rescale(bucket=3, partitions="dt"),
+        errors.InvalidOptionError,
+        "'column=value' pairs",
+    ),
+    (
+        "rescale partition matching nothing (no schema change either)",
+        lambda t: t.maintenance.rescale(bucket=64, partitions=[{"dt": "2099-01-02"}]),
+        errors.PartitionNotFoundError,
+        "{'dt': '2099-01-02'} matches no partition with data files",
+    ),
+    (
+        "rescale_partition of a column of the wrong type",
+        lambda t: t.maintenance.rescale_partition(partition={"dt": [1]}, bucket=3),
+        errors.InvalidOptionError,
+        "not a value of that type",
+    ),
     ("lease ttl nan", lambda t: _lease(t, holder="r", ttl=float("nan")), MaintenanceArgumentError, "got nan"),
     ("lease ttl inf", lambda t: _lease(t, holder="r", ttl=float("inf")), MaintenanceArgumentError, "got inf"),
-    ("lease ttl of a century", lambda t: _lease(t, holder="r", ttl=D(days=36500)), MaintenanceArgumentError,
-     "at most 3650 days"),
+    (
+        "lease ttl of a century",
+        lambda t: _lease(t, holder="r", ttl=D(days=36500)),
+        MaintenanceArgumentError,
+        "at most 3650 days",
+    ),
     ("lease snapshot 0", lambda t: _lease(t, 0, holder="r"), MaintenanceArgumentError, "snapshot id 0"),
     ("lease missing snapshot", lambda t: _lease(t, 99, holder="r"), LeaseError, "snapshot 99"),
     ("lease holder ../x", lambda t: _lease(t, holder="../x"), errors.InvalidNameError, "'../x'"),
@@ -136,29 +260,67 @@ ARGUMENTS = [
     ("read missing snapshot", lambda t: t.to_arrow(snapshot_id=99), errors.SnapshotNotFoundError, "snapshot 99"),
     ("read snapshot -1", lambda t: t.to_arrow(snapshot_id=-1), errors.SnapshotNotFoundError, "snapshot -1"),
     ("read tag a/b", lambda t: t.to_arrow(tag="a/b"), errors.InvalidNameError, "'a/b'"),
-    ("write wrong types", lambda t: t.write_arrow(pa.table({"dt": [1], "k": ["a"], "v": [1]})),
-     errors.SchemaMismatchError, "column 'dt'"),
-    ("write missing column", lambda t: t.write_arrow(pa.table({"dt": ["x"], "k": [1]})), errors.SchemaMismatchError,
-     "['v']"),
-    ("write unknown column", lambda t: t.write_arrow(pa.table({"dt": ["x"], "k": [1], "v": ["a"], "zz": [1]})),
-     errors.SchemaMismatchError, "['zz']"),
-    ("write NULL key", lambda t: t.write_arrow(pa.table({"dt": ["x"], "k": pa.array([None], pa.int64()),
-                                                         "v": ["a"]})), errors.InvalidDataError, "column 'k'"),
-    ("write NULL partition of the key", lambda t: t.write_arrow(pa.table({"dt": pa.array([None], pa.string()),
-                                                                          "k": [1], "v": ["a"]})),
-     errors.InvalidDataError, "column 'dt'"),
-    ("write a list of dicts", lambda t: t.write_arrow([{"dt": "x", "k": 1, "v": "a"}]), errors.SchemaMismatchError,
-     "got list"),
+    (
+        "write wrong types",
+        lambda t: t.write_arrow(pa.table({"dt": [1], "k": ["a"], "v": [1]})),
+        errors.SchemaMismatchError,
+        "column 'dt'",
+    ),
+    (
+        "write missing column",
+        lambda t: t.write_arrow(pa.table({"dt": ["x"], "k": [1]})),
+        errors.SchemaMismatchError,
+        "['v']",
+    ),
+    (
+        "write unknown column",
+        lambda t: t.write_arrow(pa.table({"dt": ["x"], "k": [1], "v": ["a"], "zz": [1]})),
+        errors.SchemaMismatchError,
+        "['zz']",
+    ),
+    (
+        "write NULL key",
+        lambda t: t.write_arrow(pa.table({"dt": ["x"], "k": pa.array([None], pa.int64()), "v": ["a"]})),
+        errors.InvalidDataError,
+        "column 'k'",
+    ),
+    (
+        "write NULL partition of the key",
+        lambda t: t.write_arrow(pa.table({"dt": pa.array([None], pa.string()), "k": [1], "v": ["a"]})),
+        errors.InvalidDataError,
+        "column 'dt'",
+    ),
+    (
+        "write a list of dicts",
+        lambda t: t.write_arrow([{"dt": "x", "k": 1, "v": "a"}]),
+        errors.SchemaMismatchError,
+        "got list",
+    ),
     ("delete_where(None)", lambda t: t.delete_where(None), errors.PredicateError, "needs a Predicate"),
-    ("commit identifier=str", lambda t: t.write_arrow(rows([1], "x"), commit_user="u", commit_identifier="7"),
-     errors.InvalidOptionError, "commit identifier '7'"),
-    ("commit identifier beyond long", lambda t: t.write_arrow(rows([1], "x"), commit_user="u",
-                                                              commit_identifier=2**63),
-     errors.InvalidOptionError, "Java's long range"),
-    ("commit user empty", lambda t: t.write_arrow(rows([1], "x"), commit_user="", commit_identifier=7),
-     errors.InvalidOptionError, "commit user ''"),
-    ("commit user not a string", lambda t: t.write_arrow(rows([1], "x"), commit_user=5, commit_identifier=7),
-     errors.InvalidOptionError, "commit user 5"),
+    (
+        "commit identifier=str",
+        lambda t: t.write_arrow(rows([1], "x"), commit_user="u", commit_identifier="7"),
+        errors.InvalidOptionError,
+        "commit identifier '7'",
+    ),
+    (
+        "commit identifier beyond long",
+        lambda t: t.write_arrow(rows([1], "x"), commit_user="u", commit_identifier=2**63),
+        errors.InvalidOptionError,
+        "Java's long range",
+    ),
+    (
+        "commit user empty",
+        lambda t: t.write_arrow(rows([1], "x"), commit_user="", commit_identifier=7),
+        errors.InvalidOptionError,
+        "commit user ''",
+    ),
+    (
+        "commit user not a string",
+        lambda t: t.write_arrow(rows([1], "x"), commit_user=5, commit_identifier=7),
+        errors.InvalidOptionError,
+        "commit user 5",
+    ),
 ]
 
 
@@ -171,8 +333,7 @@ def shared(tmp_path_factory):
         f.write(b"not lake_core's")
     cat = Catalog(f"file://{base}/wh")
     cat.create_database("db")
-    t = cat.create_table(IDENT, schema=SCHEMA, primary_keys=["dt", "k"], partition_keys=["dt"],
-                         options={"bucket": "2"})
+    t = cat.create_table(IDENT, schema=SCHEMA, primary_keys=["dt", "k"], partition_keys=["dt"], options={"bucket": "2"})
     default_setup(t)
     return base, cat
 
@@ -203,6 +364,7 @@ def _target(t, kind: str) -> str:
     if kind == "index manifest":
         return t.paths.manifest(s.index_manifest)
     from lake_core.maintenance.references import data_file_paths
+
     live = [e for e in store.live_entries(s) if store.partition_values(e.partition)[0] == NEW]
     return data_file_paths(t, live[0])[0][0]
 
@@ -246,8 +408,7 @@ def template(tmp_path_factory):
     base = str(tmp_path_factory.mktemp("corrupt-template"))
     cat = Catalog(f"file://{base}/wh")
     cat.create_database("db")
-    t = cat.create_table(IDENT, schema=SCHEMA, primary_keys=["dt", "k"], partition_keys=["dt"],
-                         options={"bucket": "2"})
+    t = cat.create_table(IDENT, schema=SCHEMA, primary_keys=["dt", "k"], partition_keys=["dt"], options={"bucket": "2"})
     default_setup(t)
     return f"{base}/wh"
 
@@ -257,7 +418,7 @@ def test_damaged_file_stops_the_operation_naming_it(tmp_path, template, kind, ho
     shutil.copytree(template, tmp_path / "wh")
     uri = f"file://{tmp_path}/wh"
     path = _target(Catalog(uri).get_table(IDENT), kind)
-    _damage(path[len("file://"):], how)
+    _damage(path[len("file://") :], how)
     before = _tree(str(tmp_path))
     with pytest.raises((errors.FormatError, MaintenanceAbortedError)) as info:
         OPS[op](Catalog(uri).get_table(IDENT))
@@ -269,12 +430,25 @@ def test_hostile_partition_values_round_trip_through_every_partition_operation(t
     """Values that are path syntax elsewhere are data here: escaped on disk, inside the table,
     and compaction, rescale and overwrite select exactly that partition."""
     schema = pa.schema([pa.field("p", pa.string(), nullable=False), ("k", pa.int64()), ("v", pa.string())])
-    values = ["a=b", "50%", "%2F", "ü/ñ", "", " ", "a b", "__DEFAULT_PARTITION__", "日本", "a\nb", "a:b", "*?",
-              "..", "../../outside"]
+    values = [
+        "a=b",
+        "50%",
+        "%2F",
+        "ü/ñ",
+        "",
+        " ",
+        "a b",
+        "__DEFAULT_PARTITION__",
+        "日本",
+        "a\nb",
+        "a:b",
+        "*?",
+        "..",
+        "../../outside",
+    ]
     cat = Catalog(f"file://{tmp_path}/wh")
     cat.create_database("db")
-    t = cat.create_table("db.p", schema=schema, primary_keys=["p", "k"], partition_keys=["p"],
-                         options={"bucket": "1"})
+    t = cat.create_table("db.p", schema=schema, primary_keys=["p", "k"], partition_keys=["p"], options={"bucket": "1"})
     for i in range(2):
         t.write_arrow(pa.table({"p": values, "k": [i] * len(values), "v": ["a"] * len(values)}, schema=schema))
     model = {(v, i): "a" for v in values for i in range(2)}
@@ -288,5 +462,6 @@ def test_hostile_partition_values_round_trip_through_every_partition_operation(t
     t.maintenance.rescale(bucket=2, partitions=[{"p": v} for v in values[:3]])
     assert {(r["p"], r["k"]): r["v"] for r in cat.get_table("db.p").to_arrow().to_pylist()} == model
     table_dir = f"{tmp_path}/wh/db.db/p/"
-    assert all(p.startswith(table_dir) for p in _tree(str(tmp_path))
-               if p not in (f"{tmp_path}/wh/", f"{tmp_path}/wh/db.db/"))
+    assert all(
+        p.startswith(table_dir) for p in _tree(str(tmp_path)) if p not in (f"{tmp_path}/wh/", f"{tmp_path}/wh/db.db/")
+    )

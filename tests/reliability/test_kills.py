@@ -1,4 +1,5 @@
 """Real SIGKILLs of a writer, the dedicated compactor and the expirer (see ``kills.py``)."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """Bugs the reliability suite found, each pinned by the smallest reproduction."""
+
 from __future__ import annotations
 
 import pytest
@@ -14,8 +15,13 @@ from .harness import IDENT, SCHEMA, content, rows
 def _table(uri: str):
     cat = Catalog(uri)
     cat.create_database("db")
-    t = cat.create_table(IDENT, schema=SCHEMA, primary_keys=["dt", "k"], partition_keys=["dt"],
-                         options={"bucket": "1", "write-only": "true"})
+    t = cat.create_table(
+        IDENT,
+        schema=SCHEMA,
+        primary_keys=["dt", "k"],
+        partition_keys=["dt"],
+        options={"bucket": "1", "write-only": "true"},
+    )
     for i in range(3):
         t.write_arrow(rows(range(i * 5, i * 5 + 10), f"r{i}"))
     return t
@@ -52,7 +58,7 @@ def test_compaction_whose_inputs_another_job_compacted_and_expired_is_a_stale_pl
 
 
 def test_compaction_input_deleted_outside_lake_core_is_named_as_missing(warehouse):
-    t = _table(warehouse)
+    _table(warehouse)
 
     def delete_a_live_file(other):
         path = next(p for p in _data_files(other))
@@ -64,8 +70,11 @@ def test_compaction_input_deleted_outside_lake_core_is_named_as_missing(warehous
 
 def _data_files(table):
     root = table.paths.root
-    return [f for f, _s, _m in table.fileio.list_files_recursive(root) if "/bucket-" in f
-            and f.rsplit("/", 1)[-1].startswith("data-")]
+    return [
+        f
+        for f, _s, _m in table.fileio.list_files_recursive(root)
+        if "/bucket-" in f and f.rsplit("/", 1)[-1].startswith("data-")
+    ]
 
 
 def test_changelog_expiry_keeps_the_changelog_list_a_tag_names(warehouse):
@@ -74,11 +83,21 @@ def test_changelog_expiry_keeps_the_changelog_list_a_tag_names(warehouse):
     import datetime as dt
 
     from .harness import BASE_OPTIONS, _history_with_long_lived_changelogs
+
     cat = Catalog(warehouse)
     cat.create_database("db")
-    t = cat.create_table(IDENT, schema=SCHEMA, primary_keys=["dt", "k"], partition_keys=["dt"],
-                         options={**BASE_OPTIONS, "changelog-producer": "input", "changelog.num-retained.min": "10",
-                                  "changelog.num-retained.max": "20"})
+    t = cat.create_table(
+        IDENT,
+        schema=SCHEMA,
+        primary_keys=["dt", "k"],
+        partition_keys=["dt"],
+        options={
+            **BASE_OPTIONS,
+            "changelog-producer": "input",
+            "changelog.num-retained.min": "10",
+            "changelog.num-retained.max": "20",
+        },
+    )
     _history_with_long_lived_changelogs(t)  # tag t2 on snapshot 2; snapshots 1-3 expired, changelogs kept
     tagged_rows = content(t, tag="t2")
     r = t.maintenance.expire_changelogs(retain_min=1, retain_max=1)

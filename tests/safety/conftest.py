@@ -5,12 +5,13 @@
 warehouse and the space next to it), so a test can assert that nothing outside was created,
 changed or deleted.
 """
+
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -53,7 +54,7 @@ def _local_store(base: Path) -> Store:
         return out
 
     def put(uri, data):
-        p = Path(uri[len("file://"):] if uri.startswith("file://") else uri)
+        p = Path(uri[len("file://") :] if uri.startswith("file://") else uri)
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_bytes(data)
 
@@ -72,7 +73,7 @@ def _s3_store(s3_warehouse) -> Store:
         return out
 
     def put(uri, data):
-        b, _, key = uri[len("s3://"):].partition("/")
+        b, _, key = uri[len("s3://") :].partition("/")
         client.put_object(Bucket=b, Key=key, Body=data)
 
     return Store("s3", s3_warehouse.uri, s3_warehouse.storage_options, f"s3://{bucket}/outside", tree, put)

@@ -1,11 +1,11 @@
 """Shared pieces of the commit safety tests: a small keyed table and a dict oracle."""
+
 from __future__ import annotations
 
 import pyarrow as pa
 import pytest
 
 from fixtures.commits import prepared_write
-
 from lake_core import Catalog
 
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string())])

@@ -1,4 +1,5 @@
 """Bad input gets our own errors and leaves the table as it was (issue 8, items 12 and 14)."""
+
 from __future__ import annotations
 
 import pyarrow as pa
@@ -13,8 +14,7 @@ BASE = pa.table({"p": ["a", "a", "b"], "k": [1, 2, 3], "v": ["x", "y", "z"]}, sc
 def _table(store, **kw):
     cat = store.catalog()
     cat.create_database("db")
-    t = cat.create_table("db.t", SCHEMA, primary_keys=["p", "k"], partition_keys=["p"],
-                         options={"bucket": "1"}, **kw)
+    t = cat.create_table("db.t", SCHEMA, primary_keys=["p", "k"], partition_keys=["p"], options={"bucket": "1"}, **kw)
     t.write_arrow(BASE)
     return cat, t
 
@@ -25,15 +25,17 @@ def _state(t):
 
 def _assert_unchanged(store, cat, before_tree, before_state):
     assert _state(cat.get_table("db.t")) == before_state
-    assert {p for p in store.tree() if "/snapshot/" in p or "/manifest/" in p} == \
-        {p for p in before_tree if "/snapshot/" in p or "/manifest/" in p}
+    assert {p for p in store.tree() if "/snapshot/" in p or "/manifest/" in p} == {
+        p for p in before_tree if "/snapshot/" in p or "/manifest/" in p
+    }
 
 
 def test_duplicate_column_names_in_data(local_store):
     cat, t = _table(local_store)
     tree, state = local_store.tree(), _state(t)
-    data = pa.Table.from_arrays([pa.array(["a"]), pa.array([9]), pa.array(["q"]), pa.array(["r"])],
-                                names=["p", "k", "v", "v"])
+    data = pa.Table.from_arrays(
+        [pa.array(["a"]), pa.array([9]), pa.array(["q"]), pa.array(["r"])], names=["p", "k", "v", "v"]
+    )
     with pytest.raises(errors.SchemaMismatchError, match=r"duplicate column\(s\) \['v'\]"):
         t.write_arrow(data)
     _assert_unchanged(local_store, cat, tree, state)
@@ -52,10 +54,12 @@ def test_bad_overwrite_spec(local_store, spec, needle):
 def test_nul_bytes_in_names(local_store):
     cat, t = _table(local_store)
     tree, state = local_store.tree(), _state(t)
-    for call, kind in ((lambda: cat.create_database("a\x00b"), "database name"),
-                       (lambda: cat.create_table("db.a\x00b", SCHEMA), "table name"),
-                       (lambda: cat.get_table("db.a\x00b"), "table name"),
-                       (lambda: t.create_tag("a\x00b"), "tag name")):
+    for call, kind in (
+        (lambda: cat.create_database("a\x00b"), "database name"),
+        (lambda: cat.create_table("db.a\x00b", SCHEMA), "table name"),
+        (lambda: cat.get_table("db.a\x00b"), "table name"),
+        (lambda: t.create_tag("a\x00b"), "tag name"),
+    ):
         with pytest.raises(errors.InvalidNameError) as info:
             call()
         assert info.value.kind == kind and "U+0000" in str(info.value)
@@ -84,6 +88,7 @@ def test_partition_value_too_long_for_a_file_name(store):
 def test_empty_overwrite_truncates_the_table_and_says_so(local_store):
     cat, t = _table(local_store)
     from lake_core.table import FileStoreTable
+
     doc = FileStoreTable.write_arrow.__doc__
     assert "empty" in doc and "truncates" in doc
     snap = t.write_arrow(SCHEMA.empty_table(), overwrite=True)

@@ -1,5 +1,6 @@
 """Item 13 (and 7 under concurrency): concurrent ``write_arrow`` calls from real processes to one
 bucket. The last commit wins (deduplicate); the first commit's row stays (first-row)."""
+
 from __future__ import annotations
 
 import json
@@ -34,8 +35,10 @@ def _writer(uri, storage_options, writer_id, commits, out_dir, barrier):
 def _run(uri, storage_options, tmp_path, writers, commits):
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(writers)
-    procs = [ctx.Process(target=_writer, args=(uri, storage_options, w, commits, str(tmp_path), barrier))
-             for w in range(writers)]
+    procs = [
+        ctx.Process(target=_writer, args=(uri, storage_options, w, commits, str(tmp_path), barrier))
+        for w in range(writers)
+    ]
     for p in procs:
         p.start()
     for p in procs:

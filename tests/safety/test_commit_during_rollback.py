@@ -8,19 +8,24 @@ every read and write of the table failed with a raw ``FileNotFoundError``. Now i
 snapshot 7: a builder commit raises ``RollbackConflictError``, ``write_arrow`` writes again on top of
 the rolled-back table, a compaction finds its inputs gone.
 """
+
 from __future__ import annotations
 
 import datetime as dt
 import threading
 
 import pytest
+from reliability.faultio import FaultyFileIO, Pause, hooks
 
 from lake_core import Catalog
-from lake_core.errors import CommitConflictError, CommitOutcomeUnknownError, MaintenanceAbortedError, \
-    RollbackConflictError, StalePlanError
+from lake_core.errors import (
+    CommitConflictError,
+    CommitOutcomeUnknownError,
+    MaintenanceAbortedError,
+    RollbackConflictError,
+    StalePlanError,
+)
 from lake_core.io.fileio import FileIO
-
-from reliability.faultio import FaultyFileIO, Pause, hooks
 
 from .helpers import as_dict, kv, new_table
 
@@ -83,8 +88,11 @@ def test_builder_commit_held_across_a_rollback_withdraws_its_snapshot(warehouse,
     pause.wait_reached()  # the writer read snapshot 6 and is about to create snapshot 7
     t.maintenance.rollback_to(**target)
     pause.release()
-    with pytest.raises(RollbackConflictError, match=r"commit to db\.t: snapshot 6, on which this commit was built, "
-                                                    r"was removed .* snapshot 7 .*nothing was committed") as err:
+    with pytest.raises(
+        RollbackConflictError,
+        match=r"commit to db\.t: snapshot 6, on which this commit was built, "
+        r"was removed .* snapshot 7 .*nothing was committed",
+    ) as err:
         join()
     assert isinstance(err.value, StalePlanError)  # write_arrow writes again after it
     _assert_rolled_back(warehouse, want)

@@ -1,17 +1,15 @@
 """Item 7: a first-row commit that landed is reported as landed, and its rows become visible
 even when its compaction loses a race or never runs (a crash between the two snapshots)."""
+
 from __future__ import annotations
 
 from dataclasses import replace
-
-import pytest
 
 from lake_core import Catalog
 from lake_core.compaction.bucket_compact import compact_bucket
 from lake_core.snapshot.snapshot import CommitKind
 
 from .helpers import as_dict, kv, new_table, prepared, where  # noqa: F401 (fixture)
-
 
 
 def _stale_compaction(t):

@@ -1,5 +1,6 @@
 """Item 9: float keys follow Java's ``Double.compare``: NaN is one key (equal to itself, above
 +inf), -0.0 and 0.0 are two keys. Merging, deletes, filters and key ranges all agree."""
+
 from __future__ import annotations
 
 import math
@@ -48,9 +49,11 @@ def _got(t):
 @pytest.mark.parametrize("key_type", [pa.float64(), pa.float32()])
 def test_nan_is_one_key_and_signed_zeros_are_two(warehouse, key_type):
     t, schema = _table(warehouse, key_type)
-    commits = [([NAN, 0.0, 1.5], ["n1", "z1", "a"]),
-               ([NAN, -0.0, float("inf")], ["n2", "m2", "i"]),
-               ([0.0, NAN, -float("inf")], ["z3", "n3", "j"])]
+    commits = [
+        ([NAN, 0.0, 1.5], ["n1", "z1", "a"]),
+        ([NAN, -0.0, float("inf")], ["n2", "m2", "i"]),
+        ([0.0, NAN, -float("inf")], ["z3", "n3", "j"]),
+    ]
     for ks, vs in commits:
         t.write_arrow(_rows(schema, k=ks, v=vs))
     assert _got(t) == _model(commits)
@@ -100,8 +103,10 @@ def test_nan_bucket_matches_java_binary_row_bits():
     """Java's BinaryRowWriter stores a double's raw bits (no NaN canonicalisation), so the bucket
     of a key is the hash of those bits; a canonical NaN and -0.0 hash as their own bit patterns."""
     import struct
-    from lake_core.format.binary_row.writer import serialize_row
+
     from lake_core.bucket.assign import hash_row_bytes, hash_rows
+    from lake_core.format.binary_row.writer import serialize_row
+
     for v in (NAN, -0.0, 0.0):
         row = serialize_row([v], [pa.float64()])
         assert row[-8:] == struct.pack("<d", v)

@@ -1,5 +1,6 @@
 """Item 5: a commit is idempotent per (commit user, identifier) and only for the same commit;
 reusing a user never drops a batch silently, and finding earlier commits reads few snapshots."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,7 +8,6 @@ import pytest
 from lake_core.errors import CommitConflictError, CommitIdentityError
 
 from .helpers import as_dict, kv, new_table, prepared, where  # noqa: F401 (fixture)
-
 
 
 def test_reusing_a_commit_user_in_write_arrow_commits_every_batch(where):
@@ -71,6 +71,7 @@ def _count_snapshot_reads(table):
 
 def test_a_commit_reads_few_snapshot_files(warehouse):
     from lake_core import Catalog
+
     t = new_table(warehouse)
     for i in range(40):
         t.write_arrow(kv([i], [str(i)]))
@@ -98,6 +99,7 @@ def test_find_commit_is_the_committers_lookup(warehouse):
     """``table.find_commit`` (what a retried job asks) against a list of what was committed, and
     the committer's own retry check finds the same snapshot."""
     from lake_core import Catalog
+
     t = new_table(warehouse)
     plan = [("a", 1), ("b", 1), ("a", 2), ("b", 5), ("c", 3), ("a", 4), ("b", 6)]
     model: list[tuple[int, str, int]] = []

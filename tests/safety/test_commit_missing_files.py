@@ -7,6 +7,7 @@ in Paimon). The commit used to succeed, and every later read of the whole table 
 and bucket and the table, and commits nothing. Writers here are real separate processes; one
 committer commits what they prepared.
 """
+
 from __future__ import annotations
 
 import multiprocessing as mp
@@ -24,8 +25,9 @@ from lake_core.errors import CommitFailedError, CommitFilesMissingError
 
 from .helpers import as_dict, kv, new_table, prepared
 
-SCHEMA = pa.schema([pa.field("dt", pa.string(), nullable=False), pa.field("k", pa.int64(), nullable=False),
-                    ("v", pa.string())])
+SCHEMA = pa.schema(
+    [pa.field("dt", pa.string(), nullable=False), pa.field("k", pa.int64(), nullable=False), ("v", pa.string())]
+)
 
 
 def _rows(dt_value: str, keys, value: str) -> pa.Table:
@@ -47,8 +49,9 @@ def _writer(uri, storage_options, writer_id, out_path):
 
 def _run_writers(uri, storage_options, tmp_path, writer_ids) -> dict[int, list]:
     ctx = mp.get_context("spawn")
-    procs = {i: ctx.Process(target=_writer, args=(uri, storage_options, i, str(tmp_path / f"{i}.pkl")))
-             for i in writer_ids}
+    procs = {
+        i: ctx.Process(target=_writer, args=(uri, storage_options, i, str(tmp_path / f"{i}.pkl"))) for i in writer_ids
+    }
     for p in procs.values():
         p.start()
     for p in procs.values():
@@ -70,15 +73,18 @@ def aged(request):
     """(warehouse URI, storage options, backdate(path, seconds)): local disk or the S3 test server,
     and a way to make a file look older (``os.utime``; moto's LastModified)."""
     if request.param == "local":
+
         def backdate(path, seconds):
             then = time.time() - seconds
-            os.utime(path[len("file://"):], (then, then))
+            os.utime(path[len("file://") :], (then, then))
+
         return request.getfixturevalue("warehouse"), {}, backdate
     s3 = request.getfixturevalue("s3_warehouse")
 
     def backdate(path, seconds):
-        bucket, _, key = path[len("s3://"):].partition("/")
+        bucket, _, key = path[len("s3://") :].partition("/")
         s3.server.backdate(bucket, key, seconds)
+
     return s3.uri, s3.storage_options, backdate
 
 
@@ -87,8 +93,9 @@ def test_files_removed_as_orphans_before_a_late_commit_refuse_it(aged, tmp_path)
     uri, opts, backdate = aged
     cat = Catalog(uri, opts)
     cat.create_database("db")
-    t = cat.create_table("db.t", schema=SCHEMA, primary_keys=["dt", "k"], partition_keys=["dt"],
-                         options={"bucket": "2"})
+    t = cat.create_table(
+        "db.t", schema=SCHEMA, primary_keys=["dt", "k"], partition_keys=["dt"], options={"bucket": "2"}
+    )
     t.write_arrow(_rows("d0", [1, 2], "committed"))
     late = _run_writers(uri, opts, tmp_path, [0])[0]  # a writer that commits two days later
     for p in _paths(t, late):
@@ -98,9 +105,12 @@ def test_files_removed_as_orphans_before_a_late_commit_refuse_it(aged, tmp_path)
     fresh = _run_writers(uri, opts, tmp_path, [1, 2])
     before = _content(t)
     everything = late + fresh[1] + fresh[2]
-    with pytest.raises(CommitFilesMissingError, match=r"commit to db\.t refused: \d+ of the \d+ files it adds are "
-                                                      r"not on storage.*partition dt=d0, bucket \d: missing"
-                                                      r".*remove_orphan_files.*Nothing was committed") as err:
+    with pytest.raises(
+        CommitFilesMissingError,
+        match=r"commit to db\.t refused: \d+ of the \d+ files it adds are "
+        r"not on storage.*partition dt=d0, bucket \d: missing"
+        r".*remove_orphan_files.*Nothing was committed",
+    ) as err:
         t.new_batch_write_builder().new_commit().commit(everything)
     assert isinstance(err.value, CommitFailedError)
     assert sorted(err.value.files) == _paths(t, late)
@@ -126,8 +136,10 @@ def test_a_missing_data_file_and_a_truncated_changelog_file_are_both_named(wareh
         wb.new_commit().commit(messages)
     text = str(err.value)
     assert f"{data} (partition (unpartitioned), bucket 0: missing)" in text
-    assert f"{changelog} (partition (unpartitioned), bucket 0: {len(body) - 10} bytes on storage, {len(body)} in " \
-           "its commit message)" in text
+    assert (
+        f"{changelog} (partition (unpartitioned), bucket 0: {len(body) - 10} bytes on storage, {len(body)} in "
+        "its commit message)" in text
+    )
     assert t.latest_snapshot().id == 1 and as_dict(t) == {1: "a"}
 
 

@@ -5,6 +5,7 @@ started from the same snapshot number their rows alike, and a compaction that dr
 can no longer shadow an older-numbered row committed after it. The commit detects both; a
 builder-level commit fails clearly, ``write_arrow`` rewrites against the new snapshot.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -17,15 +18,16 @@ from lake_core.errors import CommitConflictError, SequenceConflictError
 from .helpers import as_dict, kv, new_table, prepared, where  # noqa: F401 (fixture)
 
 
-
 def _full_compaction(t):
     """Compact every bucket fully (drops deletes), planned at the latest snapshot."""
     live = {}
     latest = t.latest_snapshot()
     for e in t.manifest_store.live_entries(latest):
         live.setdefault((e.partition, e.bucket, e.total_buckets), []).append(e.file)
-    msgs = [replace(compact_bucket(t.store, p, b, n, files), base_snapshot_id=latest.id)
-            for (p, b, n), files in live.items()]
+    msgs = [
+        replace(compact_bucket(t.store, p, b, n, files), base_snapshot_id=latest.id)
+        for (p, b, n), files in live.items()
+    ]
     return t.new_batch_write_builder().new_commit(), msgs
 
 
@@ -88,6 +90,7 @@ def test_write_arrow_that_loses_the_race_writes_again_and_wins(warehouse, wareho
     refused attempt are removed."""
     from lake_core import Catalog
     from lake_core.table import BatchTableWrite
+
     t = new_table(warehouse)
     t.write_arrow(kv([1, 2], ["a", "b"]))
     other = Catalog(warehouse).get_table("db.t")

@@ -1,4 +1,5 @@
 """Item 8: a table handle notices at commit that its table was dropped or replaced."""
+
 from __future__ import annotations
 
 import pyarrow as pa
@@ -8,7 +9,6 @@ from lake_core import Catalog
 from lake_core.errors import LakeError, StaleTableError
 
 from .helpers import SCHEMA, as_dict, kv, new_table, where  # noqa: F401 (fixture)
-
 
 
 def test_a_stale_handle_cannot_write_into_a_dropped_table(where):
@@ -45,6 +45,7 @@ def test_a_stale_handle_cannot_write_into_a_recreated_table(where):
 def test_a_handle_from_before_a_schema_change_is_refused(warehouse):
     """A commit records the handle's schema id; if schema-N+1 appeared since, the handle is stale."""
     from dataclasses import replace
+
     t = new_table(warehouse)
     t.write_arrow(kv([1], ["a"]))
     # Another engine (Java ALTER TABLE) adds schema-1.

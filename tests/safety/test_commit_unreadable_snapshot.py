@@ -5,19 +5,19 @@ skipped (nothing is left to compare with); one that is throttled, unreachable or
 taken for expired too, and a commit those checks exist to refuse landed (a lost update, a key in two
 partitions). Faults come from ``tests/reliability/faultio.py`` wrapping the real storage.
 """
+
 from __future__ import annotations
 
 import datetime as dt
 
 import pyarrow as pa
 import pytest
+from reliability.faultio import Fault, FaultyFileIO, failing_reads
 
+from fixtures.commits import prepared_write
 from lake_core import Catalog
 from lake_core.errors import CommitConflictError, CommitFailedError, SequenceConflictError
 from lake_core.io.fileio import FileIO
-
-from fixtures.commits import prepared_write
-from reliability.faultio import Fault, FaultyFileIO, failing_reads
 
 from .helpers import as_dict, kv, new_table, prepared, where  # noqa: F401 (fixture)
 
@@ -47,8 +47,11 @@ def test_a_snapshot_the_sequence_check_cannot_read_refuses_the_commit(where, dam
     else:
         committer = _flaky(uri, opts, failing_reads("/snapshot/snapshot-2")).get_table("db.t")
     # Before the fix the commit landed: key 1 kept "first" although "second" was committed later.
-    with pytest.raises(CommitFailedError, match=r"commit to db\.t: could not read .*/snapshot/snapshot-2 to check "
-                                                r"this commit for conflicts.*nothing was committed"):
+    with pytest.raises(
+        CommitFailedError,
+        match=r"commit to db\.t: could not read .*/snapshot/snapshot-2 to check "
+        r"this commit for conflicts.*nothing was committed",
+    ):
         committer.new_batch_write_builder().new_commit().commit(second)
     t = Catalog(uri, opts).get_table("db.t")
     assert t.latest_snapshot().id == 3 and as_dict(t) == want
@@ -66,8 +69,13 @@ def test_a_snapshot_the_cross_partition_check_cannot_read_refuses_the_commit(war
 
     cat = Catalog(warehouse)
     cat.create_database("db")
-    t = cat.create_table("db.t", schema=schema, primary_keys=["id"], partition_keys=["dt"],
-                         options={"dynamic-bucket.target-row-num": "3"})  # cross-partition upsert
+    t = cat.create_table(
+        "db.t",
+        schema=schema,
+        primary_keys=["id"],
+        partition_keys=["dt"],
+        options={"dynamic-bucket.target-row-num": "3"},
+    )  # cross-partition upsert
     t.write_arrow(rows("a", range(4), 0))
     wa, moves_to_b = prepared_write(t, rows("b", [1], 1))
     wc, moves_to_c = prepared_write(t, rows("c", [1], 2))  # from the same base: its key index puts key 1 in a

@@ -5,6 +5,7 @@ A garbled or truncated snapshot, schema, tag, manifest list, manifest or index m
 size or row count differs from its manifest entry gives a ``DataFileMismatchError`` with the
 expected and actual figures, instead of its rows. Local disk and the S3 test server.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -88,8 +89,10 @@ def test_corrupt_metadata_file_is_named(store, kind):
 
 
 def _live_data_files(t):
-    return [(e, t.paths.data_file("", e.bucket, e.file.file_name))  # unpartitioned tables
-            for e in t.manifest_store.live_entries(t.latest_snapshot())]
+    return [
+        (e, t.paths.data_file("", e.bucket, e.file.file_name))  # unpartitioned tables
+        for e in t.manifest_store.live_entries(t.latest_snapshot())
+    ]
 
 
 def test_truncated_data_file_is_reported_with_expected_and_actual_size(store):
@@ -118,6 +121,7 @@ def test_data_file_replaced_by_another_valid_file_is_not_read_as_truth(store):
 
 def test_row_count_differing_from_the_manifest_entry_is_reported(store):
     from lake_core.format.integrity import read_checked_data_file
+
     _cat, t = _table(store)
     entry, path = _live_data_files(t)[0]
     cols = t.arrow_schema()
@@ -142,6 +146,7 @@ def test_missing_data_file_is_named(store):
 def test_compaction_checks_data_files_too(local_store):
     """Compaction reads its inputs through the same check: a damaged input stops it, by name."""
     from lake_core.compaction.bucket_compact import read_kv_files
+
     cat, t = _table(local_store)
     entry, path = _live_data_files(t)[0]
     local_store.put(path, t.fileio.read_bytes(path)[:-10])

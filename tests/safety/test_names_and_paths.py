@@ -4,6 +4,7 @@ Each hostile name is refused with an error naming the kind of name and the value
 tree around the warehouse (a sentinel file outside it included) is byte-for-byte unchanged. The
 ``bypass`` tests switch the name validation off and show that the path builder still refuses.
 """
+
 from __future__ import annotations
 
 import re
@@ -17,9 +18,23 @@ from lake_core import paths as lake_paths
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.string())])
 ROWS = pa.table({"k": [1, 2, 3], "v": ["a", "b", "c"]}, schema=SCHEMA)
 
-HOSTILE = ["/../../snapshot/snapshot-1", "/../../schema/schema-0", "/../../../../../outside/precious.txt",
-           "../../../../outside/evil", "../x", "..", ".", "", " ", "a/b", "a\\b", "a\x00b", "tab\there", " x",
-           "x" * 300]
+HOSTILE = [
+    "/../../snapshot/snapshot-1",
+    "/../../schema/schema-0",
+    "/../../../../../outside/precious.txt",
+    "../../../../outside/evil",
+    "../x",
+    "..",
+    ".",
+    "",
+    " ",
+    "a/b",
+    "a\\b",
+    "a\x00b",
+    "tab\there",
+    " x",
+    "x" * 300,
+]
 
 
 def _orders(store):
@@ -53,8 +68,12 @@ def test_hostile_tag_names_are_refused_and_touch_nothing(store):
     t.create_tag("kept")
     before = store.tree()
     for name in HOSTILE:
-        for call in (lambda: t.delete_tag(name), lambda: t.create_tag(name), lambda: t.tag(name),
-                     lambda: t.to_arrow(tag=name)):
+        for call in (
+            lambda: t.delete_tag(name),
+            lambda: t.create_tag(name),
+            lambda: t.tag(name),
+            lambda: t.to_arrow(tag=name),
+        ):
             err = _assert_refused(store, before, call)
             assert err.kind == "tag name" and err.value == name and repr(name) in str(err)
     again = cat.get_table("db.orders")
@@ -89,10 +108,15 @@ def test_hostile_database_names_are_refused_and_touch_nothing(store):
     store.put(f"{store.outside}/../x.db/precious.txt", b"a directory next to the warehouse")
     before = store.tree()
     for name in ["../x", "", ".", "..", " ", "a/b", "a.b", "x\x00y", "\n", " db", "d" * 253]:
-        for call in (lambda: cat.create_database(name), lambda: cat.drop_database(name, cascade=True),
-                     lambda: cat.drop_database(name, ignore_if_not_exists=True, cascade=True),
-                     lambda: cat.create_database(name, ignore_if_exists=True), lambda: cat.database_exists(name),
-                     lambda: cat.list_tables(name), lambda: cat.create_table(f"{name}.t", SCHEMA)):
+        for call in (
+            lambda: cat.create_database(name),
+            lambda: cat.drop_database(name, cascade=True),
+            lambda: cat.drop_database(name, ignore_if_not_exists=True, cascade=True),
+            lambda: cat.create_database(name, ignore_if_exists=True),
+            lambda: cat.database_exists(name),
+            lambda: cat.list_tables(name),
+            lambda: cat.create_table(f"{name}.t", SCHEMA),
+        ):
             err = _assert_refused(store, before, call)
             assert err.kind in ("database name", "table identifier") and repr(name)[1:-1] in str(err)
     for call in (lambda: cat.create_database("sys"), lambda: cat.drop_database("sys", cascade=True)):
@@ -117,11 +141,26 @@ def test_database_bypassing_name_validation_is_refused_by_the_path_builder(store
 def test_hostile_table_names_are_refused_and_touch_nothing(store):
     cat, _t = _orders(store)
     before = store.tree()
-    for identifier in ["db.orders/snapshot", "db.orders/../orders", "db..", "db.", ".orders", "db.orders.x",
-                       "db.orders$snapshots", "db.a\x00b", "db. ", "orders", "db." + "t" * 256]:
-        for call in (lambda: cat.create_table(identifier, SCHEMA), lambda: cat.drop_table(identifier),
-                     lambda: cat.drop_table(identifier, ignore_if_not_exists=True),
-                     lambda: cat.get_table(identifier), lambda: cat.table_exists(identifier)):
+    for identifier in [
+        "db.orders/snapshot",
+        "db.orders/../orders",
+        "db..",
+        "db.",
+        ".orders",
+        "db.orders.x",
+        "db.orders$snapshots",
+        "db.a\x00b",
+        "db. ",
+        "orders",
+        "db." + "t" * 256,
+    ]:
+        for call in (
+            lambda: cat.create_table(identifier, SCHEMA),
+            lambda: cat.drop_table(identifier),
+            lambda: cat.drop_table(identifier, ignore_if_not_exists=True),
+            lambda: cat.get_table(identifier),
+            lambda: cat.table_exists(identifier),
+        ):
             try:
                 err = _assert_refused(store, before, call)
             except errors.TableNotFoundError as e:  # '$name' reads as a system table: one we do not have
@@ -148,9 +187,17 @@ def test_file_prefixes_that_leave_the_table_are_refused(store):
     before = store.tree()
     for option in ("data-file.prefix", "changelog-file.prefix"):
         for prefix in ["../../../../outside/evil-", "../", "a/b-", ".hidden-", "x\x00-", "p" * 250]:
-            err = _assert_refused(store, before, lambda: cat.create_table(
-                "db.p", SCHEMA, primary_keys=["k"],
-                options={"bucket": "1", option: prefix, "changelog-producer": "input"}), errors.InvalidOptionError)
+            err = _assert_refused(
+                store,
+                before,
+                lambda: cat.create_table(
+                    "db.p",
+                    SCHEMA,
+                    primary_keys=["k"],
+                    options={"bucket": "1", option: prefix, "changelog-producer": "input"},
+                ),
+                errors.InvalidOptionError,
+            )
             assert f"'{option}'" in str(err) and repr(prefix) in str(err)
             assert not cat.table_exists("db.p")
 
@@ -159,8 +206,12 @@ def test_file_prefixes_that_leave_the_table_are_refused(store):
 def test_prefix_bypassing_option_validation_is_refused_by_the_path_builder(store, option, monkeypatch):
     cat, _t = _orders(store)
     monkeypatch.setattr("lake_core.options.option_types.FilePrefix.check", lambda self, key, text: None)
-    t = cat.create_table("db.p", SCHEMA, primary_keys=["k"],
-                         options={"bucket": "1", option: "../../../../outside/evil-", "changelog-producer": "input"})
+    t = cat.create_table(
+        "db.p",
+        SCHEMA,
+        primary_keys=["k"],
+        options={"bucket": "1", option: "../../../../outside/evil-", "changelog-producer": "input"},
+    )
     outside_table = lambda: {p: v for p, v in store.tree().items() if "db.db/p/" not in p}
     before = outside_table()
     with pytest.raises(errors.PathEscapeError):
@@ -171,9 +222,17 @@ def test_prefix_bypassing_option_validation_is_refused_by_the_path_builder(store
 
 def test_ordinary_prefixes_still_work(store):
     cat, _t = _orders(store)
-    t = cat.create_table("db.p", SCHEMA, primary_keys=["k"],
-                         options={"bucket": "1", "data-file.prefix": "part-", "changelog-file.prefix": "",
-                                  "changelog-producer": "input"})
+    t = cat.create_table(
+        "db.p",
+        SCHEMA,
+        primary_keys=["k"],
+        options={
+            "bucket": "1",
+            "data-file.prefix": "part-",
+            "changelog-file.prefix": "",
+            "changelog-producer": "input",
+        },
+    )
     t.write_arrow(ROWS)
     assert _rows(t) == ROWS.to_pylist()
     names = [f.file_name for e in t.manifest_store.live_entries(t.latest_snapshot()) for f in [e.file]]
@@ -190,8 +249,14 @@ def test_join_refuses_components_that_leave_the_root(component):
 @pytest.mark.parametrize("name", ["../x", "a/../../b", "/etc/passwd", "x\x00"])
 def test_table_paths_refuse_names_that_leave_the_table(name):
     paths = lake_paths.TablePaths("file:///wh/db.db/t")
-    for build in (paths.tag, paths.consumer, paths.manifest, paths.index_file,
-                  lambda n: paths.data_file("", 0, n), lambda n: paths.bucket_dir(n, 0)):
+    for build in (
+        paths.tag,
+        paths.consumer,
+        paths.manifest,
+        paths.index_file,
+        lambda n: paths.data_file("", 0, n),
+        lambda n: paths.bucket_dir(n, 0),
+    ):
         with pytest.raises(errors.PathEscapeError):
             build(name)
 
@@ -203,20 +268,29 @@ def test_partition_values_cannot_escape_the_table(local_store):
     t = cat.create_table("db.pt", schema, primary_keys=["p", "k"], partition_keys=["p"], options={"bucket": "1"})
     hostile = ["..", "../../../outside", "/etc", "a/../../b", "\\", "."]
     t.write_arrow(pa.table({"p": hostile, "k": list(range(len(hostile)))}, schema=schema))
-    wh_dir = local_store.warehouse[len("file://"):] + "/"
-    table_dir = t.paths.root[len("file://"):] + "/"
+    wh_dir = local_store.warehouse[len("file://") :] + "/"
+    table_dir = t.paths.root[len("file://") :] + "/"
     tree = local_store.tree()
     assert all(p.startswith(wh_dir) for p in tree), [p for p in tree if not p.startswith(wh_dir)]
     assert all(p.startswith(table_dir) for p in tree if p not in (wh_dir, wh_dir + "db.db/"))
-    assert sorted(t.to_arrow().to_pylist(), key=lambda r: r["k"]) == [
-        {"p": v, "k": i} for i, v in enumerate(hostile)]
+    assert sorted(t.to_arrow().to_pylist(), key=lambda r: r["k"]) == [{"p": v, "k": i} for i, v in enumerate(hostile)]
 
 
 # -- branches and consumers: no API yet, but their names follow the same rules ----------------------------------
-@pytest.mark.parametrize("name,reason", [("main", "default branch"), ("123", "all digits"), ("a$b", "'$'"),
-                                         ("../b", "'/'"), (" ", "blank"), ("b" * 250, "bytes")])
+@pytest.mark.parametrize(
+    "name,reason",
+    [
+        ("main", "default branch"),
+        ("123", "all digits"),
+        ("a$b", "'$'"),
+        ("../b", "'/'"),
+        (" ", "blank"),
+        ("b" * 250, "bytes"),
+    ],
+)
 def test_branch_names_follow_paimons_branch_manager_rules(name, reason):
     from lake_core.names import validate_branch_name
+
     with pytest.raises(errors.InvalidNameError, match=re.escape(reason)) as info:
         validate_branch_name(name)
     assert info.value.kind == "branch name"
@@ -226,6 +300,7 @@ def test_branch_names_follow_paimons_branch_manager_rules(name, reason):
 @pytest.mark.parametrize("consumer", ["../c", "c/../../x", "", "..", "c\x00"])
 def test_consumer_ids_cannot_leave_the_consumer_directory(consumer):
     from lake_core.names import validate_consumer_id
+
     with pytest.raises(errors.InvalidNameError):
         validate_consumer_id(consumer)
     assert validate_consumer_id("nightly-job") == "nightly-job"
@@ -238,18 +313,22 @@ def _rename_in_delta(table, snapshot_id: int, kind, new_name: str) -> None:
     import dataclasses
 
     from lake_core.manifest import manifest_io
+
     store = table.manifest_store
     for meta in store.read_manifest_list(table.snapshot(snapshot_id).delta_manifest_list):
         path = table.paths.manifest(meta.file_name)
         entries = manifest_io.decode_manifest_entries(table.fileio.read_bytes(path))
-        entries = [dataclasses.replace(e, file=dataclasses.replace(e.file, file_name=new_name))
-                   if e.kind == kind else e for e in entries]
+        entries = [
+            dataclasses.replace(e, file=dataclasses.replace(e.file, file_name=new_name)) if e.kind == kind else e
+            for e in entries
+        ]
         table.fileio.write_bytes(path, manifest_io.encode_manifest_entries(entries))
 
 
 @pytest.mark.parametrize("name", ["../../../outside/precious.txt", "../../../../outside/precious.txt"])
 def test_expiry_never_deletes_outside_the_table_for_a_file_name_read_from_a_manifest(store, name):
     from lake_core.manifest.metadata import FileKind
+
     cat, t = _orders(store)
     t.write_arrow(pa.table({"k": [9], "v": ["z"]}, schema=SCHEMA), overwrite=True)  # snapshot 3 DELETEs files
     _rename_in_delta(t, 3, FileKind.DELETE, name)

@@ -1,4 +1,5 @@
 """Paimon type strings <-> arrow, and TableSchema JSON / validation."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -8,8 +9,8 @@ import pyarrow as pa
 import pytest
 
 from lake_core.errors import SchemaError
-from lake_core.schema.table_schema import TableSchema, jackson_pretty
 from lake_core.field_metadata import FIELD_ID_KEY
+from lake_core.schema.table_schema import TableSchema, jackson_pretty
 from lake_core.type_parser import from_paimon_type
 from lake_core.types import DataField, arrow_field, normalize_arrow_type, to_paimon_type
 
@@ -123,7 +124,10 @@ def test_nested_json_round_trip():
     t, _ = from_paimon_type({"type": "MAP", "key": "STRING", "value": "INT"})
     assert t == pa.map_(pa.string(), pa.int32())
 
-    nested = {"type": "ARRAY", "element": {"type": "MAP", "key": "INT NOT NULL", "value": {"type": "ARRAY", "element": "DECIMAL(38, 10)"}}}
+    nested = {
+        "type": "ARRAY",
+        "element": {"type": "MAP", "key": "INT NOT NULL", "value": {"type": "ARRAY", "element": "DECIMAL(38, 10)"}},
+    }
     t, _ = from_paimon_type(nested)
     assert to_paimon_type(t, True) == nested
 
@@ -150,8 +154,7 @@ def test_struct_without_ids_is_refused():
 
 @pytest.mark.parametrize(
     "t",
-    [pa.uint32(), pa.float16(), pa.time64("us"), pa.null(), pa.decimal256(40, 2),
-     pa.list_(pa.uint8())],
+    [pa.uint32(), pa.float16(), pa.time64("us"), pa.null(), pa.decimal256(40, 2), pa.list_(pa.uint8())],
 )
 def test_unsupported_arrow_types_name_the_column(t):
     with pytest.raises(SchemaError) as ei:
@@ -159,8 +162,9 @@ def test_unsupported_arrow_types_name_the_column(t):
     assert "my_col" in str(ei.value)
 
 
-@pytest.mark.parametrize("s", ["FOO", "DECIMAL(50, 2)", "DECIMAL(5, 7)", "TIMESTAMP(12)", "VARIANT", "INT INT",
-                               "MULTISET<INT>"])
+@pytest.mark.parametrize(
+    "s", ["FOO", "DECIMAL(50, 2)", "DECIMAL(5, 7)", "TIMESTAMP(12)", "VARIANT", "INT INT", "MULTISET<INT>"]
+)
 def test_unparseable_types(s):
     with pytest.raises(SchemaError) as ei:
         from_paimon_type(s, column="c1")
@@ -196,10 +200,19 @@ def test_data_field_keeps_java_spelling_and_default_value():
 # schema JSON
 # --------------------------------------------------------------------------------------------
 
-FORMAT_42_SCHEMA = pa.schema([
-    ("dt", pa.string()), ("id", pa.int64()), ("i", pa.int32()), ("b", pa.int64()), ("d", pa.float64()),
-    ("s", pa.string()), ("flag", pa.bool_()), ("ts", pa.timestamp("us")), ("dec", pa.decimal128(10, 2)),
-])
+FORMAT_42_SCHEMA = pa.schema(
+    [
+        ("dt", pa.string()),
+        ("id", pa.int64()),
+        ("i", pa.int32()),
+        ("b", pa.int64()),
+        ("d", pa.float64()),
+        ("s", pa.string()),
+        ("flag", pa.bool_()),
+        ("ts", pa.timestamp("us")),
+        ("dec", pa.decimal128(10, 2)),
+    ]
+)
 
 FORMAT_42_JSON = """{
   "version" : 3,
@@ -260,8 +273,15 @@ def _format42() -> TableSchema:
 def test_format_md_example_exact_text():
     s = _format42()
     assert [f.to_json()["type"] for f in s.fields] == [
-        "STRING NOT NULL", "BIGINT NOT NULL", "INT", "BIGINT", "DOUBLE", "STRING", "BOOLEAN",
-        "TIMESTAMP(6)", "DECIMAL(10, 2)",
+        "STRING NOT NULL",
+        "BIGINT NOT NULL",
+        "INT",
+        "BIGINT",
+        "DOUBLE",
+        "STRING",
+        "BOOLEAN",
+        "TIMESTAMP(6)",
+        "DECIMAL(10, 2)",
     ]
     assert s.to_json() == FORMAT_42_JSON
     back = TableSchema.from_json(FORMAT_42_JSON)
@@ -272,7 +292,16 @@ def test_format_md_example_exact_text():
 def test_field_order_and_optional_comment():
     s = dataclasses.replace(_format42(), comment=None, options={})
     d = json.loads(s.to_json())
-    assert list(d) == ["version", "id", "fields", "highestFieldId", "partitionKeys", "primaryKeys", "options", "timeMillis"]
+    assert list(d) == [
+        "version",
+        "id",
+        "fields",
+        "highestFieldId",
+        "partitionKeys",
+        "primaryKeys",
+        "options",
+        "timeMillis",
+    ]
     assert '"options" : { }' in s.to_json()
 
 
@@ -290,16 +319,28 @@ def test_compact_json_from_format_md_parses():
 
 
 def test_pypaimon_style_schema_round_trips_its_type_spellings():
-    text = json.dumps({
-        "version": 3, "id": 0,
-        "fields": [
-            {"id": 0, "name": "k", "type": "BIGINT NOT NULL"},
-            {"id": 1, "name": "ltz", "type": "TIMESTAMP_LTZ(6)"},
-            {"id": 2, "name": "arr", "type": {"type": "ARRAY", "element": "INT", "nullable": True}},
-            {"id": 3, "name": "st", "type": {"type": "ROW", "fields": [{"id": 4, "name": "a", "type": "INT"}], "nullable": True}},
-        ],
-        "highestFieldId": 4, "partitionKeys": [], "primaryKeys": ["k"], "options": {}, "timeMillis": 1,
-    }, indent=2)
+    text = json.dumps(
+        {
+            "version": 3,
+            "id": 0,
+            "fields": [
+                {"id": 0, "name": "k", "type": "BIGINT NOT NULL"},
+                {"id": 1, "name": "ltz", "type": "TIMESTAMP_LTZ(6)"},
+                {"id": 2, "name": "arr", "type": {"type": "ARRAY", "element": "INT", "nullable": True}},
+                {
+                    "id": 3,
+                    "name": "st",
+                    "type": {"type": "ROW", "fields": [{"id": 4, "name": "a", "type": "INT"}], "nullable": True},
+                },
+            ],
+            "highestFieldId": 4,
+            "partitionKeys": [],
+            "primaryKeys": ["k"],
+            "options": {},
+            "timeMillis": 1,
+        },
+        indent=2,
+    )
     s = TableSchema.from_json(text)
     assert s.field("ltz").type == pa.timestamp("us", tz="UTC")
     again = json.loads(s.to_json())
@@ -307,13 +348,23 @@ def test_pypaimon_style_schema_round_trips_its_type_spellings():
 
 
 def test_nested_schema_ids_and_json():
-    sch = pa.schema([("id", pa.int64()), ("st", pa.struct([("a", pa.int32()), ("b", pa.string())])),
-                     ("arr", pa.list_(pa.int32())), ("m", pa.map_(pa.string(), pa.int64())), ("z", pa.int8())])
+    sch = pa.schema(
+        [
+            ("id", pa.int64()),
+            ("st", pa.struct([("a", pa.int32()), ("b", pa.string())])),
+            ("arr", pa.list_(pa.int32())),
+            ("m", pa.map_(pa.string(), pa.int64())),
+            ("z", pa.int8()),
+        ]
+    )
     s = TableSchema.create(sch, primary_keys=["id"])
     assert [f.id for f in s.fields] == [0, 1, 4, 5, 6]
     assert s.highest_field_id == 6
     st = s.to_dict()["fields"][1]["type"]
-    assert st == {"type": "ROW", "fields": [{"id": 2, "name": "a", "type": "INT"}, {"id": 3, "name": "b", "type": "STRING"}]}
+    assert st == {
+        "type": "ROW",
+        "fields": [{"id": 2, "name": "a", "type": "INT"}, {"id": 3, "name": "b", "type": "STRING"}],
+    }
     assert s.to_dict()["fields"][3]["type"] == {"type": "MAP", "key": "STRING NOT NULL", "value": "BIGINT"}
     assert TableSchema.from_json(s.to_json()).to_json() == s.to_json()
     assert '"fields" : [ {\n        "id" : 2,' in s.to_json()
@@ -346,7 +397,10 @@ def test_create_basics():
 
 
 def test_create_normalizes_types():
-    s = TableSchema.create(pa.schema([("k", pa.int64()), ("s", pa.large_string()), ("t", pa.timestamp("us", tz="Europe/Paris"))]), primary_keys=["k"])
+    s = TableSchema.create(
+        pa.schema([("k", pa.int64()), ("s", pa.large_string()), ("t", pa.timestamp("us", tz="Europe/Paris"))]),
+        primary_keys=["k"],
+    )
     assert s.field("s").type == pa.string()
     assert s.field("t").type == pa.timestamp("us", tz="UTC")
 
@@ -444,11 +498,21 @@ def test_from_json_errors():
 def test_options_follow_java_hashmap_order():
     # orders seen in Java-written schema files
     # (deletion-vectors.enabled and commit.force-compact share a bucket: insertion order)
-    opts = {"file.format": "orc", "deletion-vectors.enabled": "true", "commit.force-compact": "true",
-            "manifest.format": "orc", "bucket": "1"}
+    opts = {
+        "file.format": "orc",
+        "deletion-vectors.enabled": "true",
+        "commit.force-compact": "true",
+        "manifest.format": "orc",
+        "bucket": "1",
+    }
     s = dataclasses.replace(_format42(), options=opts)
     assert list(json.loads(s.to_json())["options"]) == [
-        "bucket", "manifest.format", "file.format", "deletion-vectors.enabled", "commit.force-compact"]
+        "bucket",
+        "manifest.format",
+        "file.format",
+        "deletion-vectors.enabled",
+        "commit.force-compact",
+    ]
     s = dataclasses.replace(_format42(), options={"changelog-producer": "input", "bucket": "1"})
     assert list(json.loads(s.to_json())["options"]) == ["bucket", "changelog-producer"]
     # a Java file re-serialises unchanged
@@ -457,8 +521,15 @@ def test_options_follow_java_hashmap_order():
 
 
 def test_legacy_schema_versions_get_old_defaults():
-    base = {"id": 0, "fields": [{"id": 0, "name": "k", "type": "INT NOT NULL"}], "highestFieldId": 0,
-            "partitionKeys": [], "primaryKeys": ["k"], "options": {}, "timeMillis": 5}
+    base = {
+        "id": 0,
+        "fields": [{"id": 0, "name": "k", "type": "INT NOT NULL"}],
+        "highestFieldId": 0,
+        "partitionKeys": [],
+        "primaryKeys": ["k"],
+        "options": {},
+        "timeMillis": 5,
+    }
     v1 = TableSchema.from_json(json.dumps(base))  # no version -> Paimon 0.7
     assert v1.version == 1 and v1.options == {"bucket": "1", "file.format": "orc"}
     v2 = TableSchema.from_json(json.dumps({**base, "version": 2, "options": {"bucket": "3"}}))

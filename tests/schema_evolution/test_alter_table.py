@@ -1,5 +1,6 @@
 """alter_table: each change's effect on the next schema-N, every refusal (naming the column or
 option and the reason, leaving the table as it was), and concurrent alters from real processes."""
+
 from __future__ import annotations
 
 import json
@@ -11,8 +12,16 @@ import pytest
 from lake_core import Catalog, LakeError, Move, SchemaChange
 from lake_core.errors import InvalidOptionError, SchemaError, UnsupportedOptionError
 
-SCHEMA = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("a", pa.int32()), ("b", pa.string()),
-                    ("seq", pa.int64()), ("s", pa.struct([("x", pa.int32()), ("y", pa.string())]))])
+SCHEMA = pa.schema(
+    [
+        ("dt", pa.string()),
+        ("id", pa.int64()),
+        ("a", pa.int32()),
+        ("b", pa.string()),
+        ("seq", pa.int64()),
+        ("s", pa.struct([("x", pa.int32()), ("y", pa.string())])),
+    ]
+)
 
 
 def make(warehouse, options=None, data=True):
@@ -22,32 +31,54 @@ def make(warehouse, options=None, data=True):
     opts.update(options or {})
     t = catalog.create_table("db.t", SCHEMA, primary_keys=["dt", "id"], partition_keys=["dt"], options=opts)
     if data:
-        t.write_arrow(pa.table({"dt": ["d"], "id": [1], "a": pa.array([1], pa.int32()), "b": ["x"], "seq": [1],
-                                "s": pa.array([{"x": 1, "y": "q"}], SCHEMA.field("s").type)}))
+        t.write_arrow(
+            pa.table(
+                {
+                    "dt": ["d"],
+                    "id": [1],
+                    "a": pa.array([1], pa.int32()),
+                    "b": ["x"],
+                    "seq": [1],
+                    "s": pa.array([{"x": 1, "y": "q"}], SCHEMA.field("s").type),
+                }
+            )
+        )
     return catalog
 
 
 def schema_json(warehouse, schema_id):
     from pathlib import Path
     from urllib.parse import urlparse
+
     return json.loads((Path(urlparse(warehouse).path) / "db.db" / "t" / "schema" / f"schema-{schema_id}").read_text())
 
 
 def test_each_change_writes_the_next_schema_file(warehouse):
     catalog = make(warehouse)
-    t = catalog.alter_table("db.t", [
-        SchemaChange.set_option("snapshot.num-retained.min", 5),
-        SchemaChange.add_column("n", pa.struct([("p", pa.int64())]), comment="nested", move=Move.before("a")),
-        SchemaChange.add_column("first", pa.float64(), move=Move.first()),
-        SchemaChange.rename_column("b", "bee"),
-        SchemaChange.update_column_type("a", pa.int64()),
-        SchemaChange.update_column_comment("a", "widened"),
-        SchemaChange.update_comment("table comment"),
-    ])
+    t = catalog.alter_table(
+        "db.t",
+        [
+            SchemaChange.set_option("snapshot.num-retained.min", 5),
+            SchemaChange.add_column("n", pa.struct([("p", pa.int64())]), comment="nested", move=Move.before("a")),
+            SchemaChange.add_column("first", pa.float64(), move=Move.first()),
+            SchemaChange.rename_column("b", "bee"),
+            SchemaChange.update_column_type("a", pa.int64()),
+            SchemaChange.update_column_comment("a", "widened"),
+            SchemaChange.update_comment("table comment"),
+        ],
+    )
     d = schema_json(warehouse, 1)
     assert d["id"] == 1 and d["version"] == 3
     assert [(f["id"], f["name"]) for f in d["fields"]] == [
-        (10, "first"), (0, "dt"), (1, "id"), (8, "n"), (2, "a"), (3, "bee"), (4, "seq"), (5, "s")]
+        (10, "first"),
+        (0, "dt"),
+        (1, "id"),
+        (8, "n"),
+        (2, "a"),
+        (3, "bee"),
+        (4, "seq"),
+        (5, "s"),
+    ]
     # s's children hold ids 6 and 7; the new column takes 8 and its nested field 9 (Java ReassignFieldId)
     assert d["highestFieldId"] == 10
     by = {f["name"]: f for f in d["fields"]}
@@ -56,9 +87,14 @@ def test_each_change_writes_the_next_schema_file(warehouse):
     assert by["n"]["type"]["fields"][0]["id"] == 9
     assert d["options"]["snapshot.num-retained.min"] == "5"
     assert d["comment"] == "table comment"
-    t = catalog.alter_table("db.t", [SchemaChange.remove_option("snapshot.num-retained.min"),
-                                     SchemaChange.update_column_nullability("a", True),
-                                     SchemaChange.drop_column("first")])
+    t = catalog.alter_table(
+        "db.t",
+        [
+            SchemaChange.remove_option("snapshot.num-retained.min"),
+            SchemaChange.update_column_nullability("a", True),
+            SchemaChange.drop_column("first"),
+        ],
+    )
     d2 = schema_json(warehouse, 2)
     assert "snapshot.num-retained.min" not in d2["options"]
     assert [f["name"] for f in d2["fields"]] == ["dt", "id", "n", "a", "bee", "seq", "s"]
@@ -67,8 +103,15 @@ def test_each_change_writes_the_next_schema_file(warehouse):
 
 
 def test_rename_follows_into_options(warehouse):
-    catalog = make(warehouse, {"merge-engine": "partial-update", "fields.a.sequence-group": "b",
-                               "fields.b.aggregate-function": "last_non_null_value"}, data=False)
+    catalog = make(
+        warehouse,
+        {
+            "merge-engine": "partial-update",
+            "fields.a.sequence-group": "b",
+            "fields.b.aggregate-function": "last_non_null_value",
+        },
+        data=False,
+    )
     catalog.alter_table("db.t", [SchemaChange.rename_column("seq", "version"), SchemaChange.rename_column("b", "bee")])
     opts = catalog.get_table("db.t").schema.options
     assert opts["sequence.field"] == "version"
@@ -113,7 +156,9 @@ REFUSALS = [
 ]
 
 
-@pytest.mark.parametrize("change,error,words", REFUSALS, ids=lambda v: repr(v)[:60] if isinstance(v, SchemaChange) else "")
+@pytest.mark.parametrize(
+    "change,error,words", REFUSALS, ids=lambda v: repr(v)[:60] if isinstance(v, SchemaChange) else ""
+)
 def test_refusals_name_the_column_and_reason_and_change_nothing(warehouse, change, error, words):
     catalog = make(warehouse)
     before = catalog.get_table("db.t").to_arrow()
@@ -130,8 +175,9 @@ def test_refusals_name_the_column_and_reason_and_change_nothing(warehouse, chang
 
 def test_immutable_options_may_change_before_the_first_snapshot(warehouse):
     catalog = make(warehouse, data=False)
-    t = catalog.alter_table("db.t", [SchemaChange.set_option("merge-engine", "first-row"),
-                                     SchemaChange.remove_option("sequence.field")])
+    t = catalog.alter_table(
+        "db.t", [SchemaChange.set_option("merge-engine", "first-row"), SchemaChange.remove_option("sequence.field")]
+    )
     assert t.options.merge_engine == "first-row"
 
 
@@ -179,7 +225,9 @@ def test_concurrent_alters_never_overwrite_each_other(warehouse):
 
 def test_conflicting_concurrent_alters_one_wins_the_other_fails_cleanly(warehouse):
     catalog = make(warehouse)
-    results = _run_concurrently(warehouse, [SchemaChange.rename_column("b", "b1"), SchemaChange.rename_column("b", "b2")])
+    results = _run_concurrently(
+        warehouse, [SchemaChange.rename_column("b", "b1"), SchemaChange.rename_column("b", "b2")]
+    )
     assert sorted(r[0] for r in results) == ["error", "ok"], results
     err = next(r[1] for r in results if r[0] == "error")
     assert "'b'" in err and "does not exist" in err

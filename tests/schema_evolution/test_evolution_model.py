@@ -1,6 +1,7 @@
 """Model tests: random writes interleaved with every kind of schema change; after each step the
 table (old files read through the new schema, merged across schema versions) must equal a plain
 dict model that stores each key's values by field id."""
+
 from __future__ import annotations
 
 import random
@@ -142,9 +143,13 @@ def test_writes_and_schema_changes_match_the_model(warehouse, engine, seed):
     catalog = Catalog(warehouse)
     catalog.create_database("db")
     model = Model(engine)
-    table = catalog.create_table("db.t", arrow_schema(model), primary_keys=["dt", "k"], partition_keys=["dt"],
-                                 options={"bucket": "2", "merge-engine": engine,
-                                          "metadata.stats-mode": "full"})
+    table = catalog.create_table(
+        "db.t",
+        arrow_schema(model),
+        primary_keys=["dt", "k"],
+        partition_keys=["dt"],
+        options={"bucket": "2", "merge-engine": engine, "metadata.stats-mode": "full"},
+    )
     for step in range(14):
         if step % 2 == 1:
             table = alter(rnd, catalog, model)
@@ -160,8 +165,9 @@ def test_reads_are_by_field_id_not_by_name(warehouse):
     """Drop a column and add another under the same name: the old values never come back."""
     catalog = Catalog(warehouse)
     catalog.create_database("db")
-    t = catalog.create_table("db.t", pa.schema([("k", pa.int64()), ("v", pa.string())]), primary_keys=["k"],
-                             options={"bucket": "1"})
+    t = catalog.create_table(
+        "db.t", pa.schema([("k", pa.int64()), ("v", pa.string())]), primary_keys=["k"], options={"bucket": "1"}
+    )
     t.write_arrow(pa.table({"k": [1, 2], "v": ["old1", "old2"]}))
     catalog.alter_table("db.t", SchemaChange.drop_column("v"))
     t = catalog.alter_table("db.t", SchemaChange.add_column("v", pa.string()))
@@ -177,24 +183,51 @@ def test_reads_are_by_field_id_not_by_name(warehouse):
 def test_widened_types_are_cast_in_merges_and_filters(warehouse):
     catalog = Catalog(warehouse)
     catalog.create_database("db")
-    schema = pa.schema([("k", pa.int32()), ("i", pa.int16()), ("d", pa.decimal128(6, 2)),
-                        ("ts", pa.timestamp("ms")), ("f", pa.float32())])
+    schema = pa.schema(
+        [
+            ("k", pa.int32()),
+            ("i", pa.int16()),
+            ("d", pa.decimal128(6, 2)),
+            ("ts", pa.timestamp("ms")),
+            ("f", pa.float32()),
+        ]
+    )
     t = catalog.create_table("db.t", schema, primary_keys=["k"], options={"bucket": "2", "metadata.stats-mode": "full"})
     import datetime as dt
     from decimal import Decimal
-    t.write_arrow(pa.table({"k": pa.array([1, 2, 3], pa.int32()), "i": pa.array([-32768, 7, 32767], pa.int16()),
-                            "d": pa.array([Decimal("9999.99"), Decimal("-1.5"), None], pa.decimal128(6, 2)),
-                            "ts": pa.array([dt.datetime(2024, 1, 1, 0, 0, 0, 123000)] * 3, pa.timestamp("ms")),
-                            "f": pa.array([0.5, 1.25, -3.0], pa.float32())}))
-    t = catalog.alter_table("db.t", [SchemaChange.update_column_type("i", pa.int64()),
-                                     SchemaChange.update_column_type("d", pa.decimal128(12, 4)),
-                                     SchemaChange.update_column_type("ts", pa.timestamp("us")),
-                                     SchemaChange.update_column_type("f", pa.float64())])
+
+    t.write_arrow(
+        pa.table(
+            {
+                "k": pa.array([1, 2, 3], pa.int32()),
+                "i": pa.array([-32768, 7, 32767], pa.int16()),
+                "d": pa.array([Decimal("9999.99"), Decimal("-1.5"), None], pa.decimal128(6, 2)),
+                "ts": pa.array([dt.datetime(2024, 1, 1, 0, 0, 0, 123000)] * 3, pa.timestamp("ms")),
+                "f": pa.array([0.5, 1.25, -3.0], pa.float32()),
+            }
+        )
+    )
+    t = catalog.alter_table(
+        "db.t",
+        [
+            SchemaChange.update_column_type("i", pa.int64()),
+            SchemaChange.update_column_type("d", pa.decimal128(12, 4)),
+            SchemaChange.update_column_type("ts", pa.timestamp("us")),
+            SchemaChange.update_column_type("f", pa.float64()),
+        ],
+    )
     assert t.arrow_schema().field("i").type == pa.int64()
-    t.write_arrow(pa.table({"k": pa.array([3], pa.int32()), "i": pa.array([2**40], pa.int64()),
-                            "d": pa.array([Decimal("12345678.1234")], pa.decimal128(12, 4)),
-                            "ts": pa.array([dt.datetime(2024, 1, 2, 0, 0, 0, 1)], pa.timestamp("us")),
-                            "f": pa.array([0.1], pa.float64())}))
+    t.write_arrow(
+        pa.table(
+            {
+                "k": pa.array([3], pa.int32()),
+                "i": pa.array([2**40], pa.int64()),
+                "d": pa.array([Decimal("12345678.1234")], pa.decimal128(12, 4)),
+                "ts": pa.array([dt.datetime(2024, 1, 2, 0, 0, 0, 1)], pa.timestamp("us")),
+                "f": pa.array([0.1], pa.float64()),
+            }
+        )
+    )
     got = t.to_arrow().sort_by("k")
     assert got.schema.field("d").type == pa.decimal128(12, 4)
     assert got.column("i").to_pylist() == [-32768, 7, 2**40]
@@ -210,21 +243,34 @@ def test_writer_opened_before_an_alter_fails_clearly_and_a_fresh_handle_succeeds
     """A handle opened before an alter refuses to commit files of the old schema under the new
     one (nothing lands); the same rows through a fresh handle are evolved like any old file."""
     from lake_core.errors import StaleTableError
+
     catalog = Catalog(warehouse)
     catalog.create_database("db")
-    t = catalog.create_table("db.t", pa.schema([("k", pa.int64()), ("a", pa.int32()), ("b", pa.string())]),
-                             primary_keys=["k"], options={"bucket": "2"})
+    t = catalog.create_table(
+        "db.t",
+        pa.schema([("k", pa.int64()), ("a", pa.int32()), ("b", pa.string())]),
+        primary_keys=["k"],
+        options={"bucket": "2"},
+    )
     t.write_arrow(pa.table({"k": [1], "a": pa.array([1], pa.int32()), "b": ["x"]}))
     wb = t.new_batch_write_builder()
     w = wb.new_write()
     w.write_arrow(pa.table({"k": [2], "a": pa.array([2], pa.int32()), "b": ["y"]}))
-    new = catalog.alter_table("db.t", [SchemaChange.rename_column("b", "bee"), SchemaChange.add_column("c", pa.int64()),
-                                       SchemaChange.update_column_type("a", pa.int64())])
+    new = catalog.alter_table(
+        "db.t",
+        [
+            SchemaChange.rename_column("b", "bee"),
+            SchemaChange.add_column("c", pa.int64()),
+            SchemaChange.update_column_type("a", pa.int64()),
+        ],
+    )
     with pytest.raises(StaleTableError, match="schema of table db.t changed"):
         wb.new_commit().commit(w.prepare_commit())
     assert new.latest_snapshot().id == 1
     assert new.to_arrow().to_pylist() == [{"k": 1, "a": 1, "bee": "x", "c": None}]
     new.write_arrow(pa.table({"k": [2], "a": [2], "bee": ["y"], "c": [None]}))
     assert new.latest_snapshot().schema_id == new.schema.id
-    assert new.to_arrow().sort_by("k").to_pylist() == [{"k": 1, "a": 1, "bee": "x", "c": None},
-                                                      {"k": 2, "a": 2, "bee": "y", "c": None}]
+    assert new.to_arrow().sort_by("k").to_pylist() == [
+        {"k": 1, "a": 1, "bee": "x", "c": None},
+        {"k": 2, "a": 2, "bee": "y", "c": None},
+    ]

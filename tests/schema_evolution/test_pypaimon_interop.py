@@ -1,4 +1,5 @@
 """pypaimon 2.1.0 reads tables we altered and rescaled, and we read tables pypaimon altered."""
+
 from __future__ import annotations
 
 import textwrap
@@ -10,8 +11,9 @@ from lake_core import Catalog, SchemaChange
 
 pytestmark = pytest.mark.interop
 
-SCHEMA = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("a", pa.int32()), ("b", pa.string()),
-                    ("f", pa.float32())])
+SCHEMA = pa.schema(
+    [("dt", pa.string()), ("id", pa.int64()), ("a", pa.int32()), ("b", pa.string()), ("f", pa.float32())]
+)
 
 
 def normalize(t: pa.Table, names=None) -> list[dict]:
@@ -77,11 +79,13 @@ def test_pypaimon_reads_after_partial_and_full_rescale(warehouse, pypaimon):
 
 
 def test_we_read_tables_pypaimon_altered(warehouse, pypaimon):
-    pypaimon.create_table(warehouse, "db.t", SCHEMA, primary_keys=["dt", "id"], partition_keys=["dt"],
-                          options={"bucket": "2"})
+    pypaimon.create_table(
+        warehouse, "db.t", SCHEMA, primary_keys=["dt", "id"], partition_keys=["dt"], options={"bucket": "2"}
+    )
     pypaimon.write(warehouse, "db.t", batch(list(range(10))))
     path = warehouse.replace("file://", "")
-    pypaimon.run(textwrap.dedent(f"""
+    pypaimon.run(
+        textwrap.dedent(f"""
         from pypaimon import CatalogFactory
         from pypaimon.schema.schema_change import SchemaChange
         from pypaimon.schema.data_types import AtomicType
@@ -89,7 +93,8 @@ def test_we_read_tables_pypaimon_altered(warehouse, pypaimon):
         cat.alter_table("db.t", [SchemaChange.add_column("c", AtomicType("STRING")),
                                  SchemaChange.rename_column("b", "bee"),
                                  SchemaChange.drop_column("f")])
-    """))
+    """)
+    )
     t = Catalog(warehouse).get_table("db.t")
     assert t.schema.id == 1 and t.schema.field_names == ["dt", "id", "a", "bee", "c"]
     t.write_arrow(batch(list(range(5, 15)), tag="y", schema=t.arrow_schema()))

@@ -12,6 +12,7 @@ current schema, columns matched by field id (a renamed column keeps its values u
 name; a column added later is NULL in older changes), as Java's ``incremental-between`` and a
 consumer's restored stream do.
 """
+
 from __future__ import annotations
 
 import pyarrow as pa
@@ -19,7 +20,6 @@ import pytest
 
 from lake_core import ROW_KIND, Catalog, SchemaChange
 from lake_core.errors import PredicateError, SchemaError, SchemaMismatchError
-
 from schema_evolution.time_travel_history import NEW, OLD, build, model, rows_of
 
 
@@ -62,7 +62,8 @@ def test_builder_api_scans_and_reads_in_the_snapshot_schema(warehouse):
     rb = t.new_read_builder().with_projection(["c", "a"])
     got = rb.new_read().to_arrow(rb.new_scan(snapshot_id=1).plan().splits())
     assert got.column_names == ["c", "a"] and rows_of(got.select(["a", "c"]))[1] == {
-        a: (c,) for a, c in m[1][1].values()}
+        a: (c,) for a, c in m[1][1].values()
+    }
     latest = t.new_read_builder()
     latest_splits = latest.new_scan().plan().splits()
     assert rows_of(latest.new_read().to_arrow(latest_splits)) == m[3]
@@ -83,8 +84,11 @@ def test_projection_and_filter_name_the_snapshot_columns(warehouse):
     # a predicate is a column name: at snapshot 1 'a' is the old BIGINT column, whoever built it
     assert t.to_arrow(snapshot_id=1, filter=t.predicate_builder().is_null("a")).num_rows == 0
     assert t.to_arrow(filter=t.predicate_builder().is_null("a")).num_rows == 3
-    for kwargs in ({"columns": ["b"]}, {"filter": t.predicate_builder().greater_than("b", 1)},
-                   {"columns": ["k"], "filter": t.predicate_builder().is_null("b")}):
+    for kwargs in (
+        {"columns": ["b"]},
+        {"filter": t.predicate_builder().greater_than("b", 1)},
+        {"columns": ["k"], "filter": t.predicate_builder().is_null("b")},
+    ):
         with pytest.raises(PredicateError, match=r"'b'.*db\.t.*snapshot 1.*schema 0.*\['k', 'a', 'c'\]"):
             t.to_arrow(snapshot_id=1, **kwargs)
         rb = t.new_read_builder().with_filter(kwargs.get("filter"))
@@ -123,7 +127,8 @@ def test_incremental_reads_and_stream_scans_use_the_current_schema(warehouse):
     first = t.to_arrow(incremental_between=(0, 1))
     assert first.column_names == NEW + [ROW_KIND]
     assert sorted(first.to_pylist(), key=lambda r: r["k"]) == [
-        {"k": k, "b": k * 10, "a": None, ROW_KIND: "+I"} for k in range(1, 7)]
+        {"k": k, "b": k * 10, "a": None, ROW_KIND: "+I"} for k in range(1, 7)
+    ]
     whole = t.to_arrow(incremental_between=(0, 3))
     assert whole.column_names == NEW + [ROW_KIND] and whole.num_rows == 6 + 5
     pb = t.predicate_builder()
@@ -161,8 +166,10 @@ def test_a_snapshot_is_read_with_its_own_options(warehouse):
     t.write_arrow(pa.table({"k": [1, 2], "v": [1, 2], "seq": [5, 5]}, schema=schema))
     t.write_arrow(pa.table({"k": [2, 3], "v": [20, 3], "seq": [1, 1]}, schema=schema))  # k=2 loses: lower seq
     then = {1: (1, 5), 2: (2, 5), 3: (3, 1)}
-    t = cat.alter_table("db.t", [SchemaChange.rename_column("seq", "version"),
-                                 SchemaChange.set_option("deletion-vectors.enabled", "true")])
+    t = cat.alter_table(
+        "db.t",
+        [SchemaChange.rename_column("seq", "version"), SchemaChange.set_option("deletion-vectors.enabled", "true")],
+    )
     assert t.schema.options["sequence.field"] == "version"
     for travel in ({"snapshot_id": 2}, {"timestamp_millis": t.snapshot(2).time_millis}):
         assert rows_of(t.to_arrow(**travel)) == (["k", "v", "seq"], then)

@@ -6,6 +6,7 @@ Snapshot 1 writes (k, a, c); snapshot 2 is a full compaction; then ``a`` is rena
 new ``a`` (STRING) is added and ``c`` dropped; snapshot 3 writes (k, b, a). Tag ``v1`` is
 snapshot 1.
 """
+
 from __future__ import annotations
 
 import pyarrow as pa
@@ -38,10 +39,17 @@ def build(catalog: Catalog):
     t.create_tag("v1")
     t.maintenance.compact(full=True)
     assert t.latest_snapshot().id == 2
-    t = catalog.alter_table("db.t", [SchemaChange.rename_column("a", "b"), SchemaChange.add_column("a", pa.string()),
-                                     SchemaChange.drop_column("c")])
+    t = catalog.alter_table(
+        "db.t",
+        [
+            SchemaChange.rename_column("a", "b"),
+            SchemaChange.add_column("a", pa.string()),
+            SchemaChange.drop_column("c"),
+        ],
+    )
     ks = list(range(4, 9))
-    t.write_arrow(pa.table({"k": ks, "b": [k * 100 for k in ks], "a": [f"new{k}" for k in ks]},
-                           schema=t.arrow_schema()))
+    t.write_arrow(
+        pa.table({"k": ks, "b": [k * 100 for k in ks], "a": [f"new{k}" for k in ks]}, schema=t.arrow_schema())
+    )
     assert [(s.id, s.schema_id) for s in t.snapshots()] == [(1, 0), (2, 0), (3, 1)]
     return t

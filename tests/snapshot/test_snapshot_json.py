@@ -1,4 +1,5 @@
 """Snapshot JSON (lake_core.snapshot.snapshot): Java's field order and Jackson pretty printing."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -55,24 +56,48 @@ FORMAT_EXAMPLE_JAVA = """{
 }"""
 
 JAVA_ORDER = [
-    "version", "id", "schemaId", "baseManifestList", "baseManifestListSize", "deltaManifestList",
-    "deltaManifestListSize", "changelogManifestList", "changelogManifestListSize", "indexManifest",
-    "commitUser", "commitIdentifier", "commitKind", "timeMillis", "totalRecordCount",
-    "deltaRecordCount", "changelogRecordCount", "watermark", "statistics", "properties",
-    "nextRowId", "operation", "uuid", "writerVersion",
+    "version",
+    "id",
+    "schemaId",
+    "baseManifestList",
+    "baseManifestListSize",
+    "deltaManifestList",
+    "deltaManifestListSize",
+    "changelogManifestList",
+    "changelogManifestListSize",
+    "indexManifest",
+    "commitUser",
+    "commitIdentifier",
+    "commitKind",
+    "timeMillis",
+    "totalRecordCount",
+    "deltaRecordCount",
+    "changelogRecordCount",
+    "watermark",
+    "statistics",
+    "properties",
+    "nextRowId",
+    "operation",
+    "uuid",
+    "writerVersion",
 ]
 
 
 def test_format_example_parses():
     s = Snapshot.from_json(FORMAT_EXAMPLE)
     assert s == Snapshot(
-        id=1, schema_id=0,
+        id=1,
+        schema_id=0,
         base_manifest_list="manifest-list-37c8f39d-e2a2-45d6-b6cb-20b691b405b8-0",
         delta_manifest_list="manifest-list-37c8f39d-e2a2-45d6-b6cb-20b691b405b8-1",
         commit_user="8833ce8f-156f-4660-a68f-283674b53219",
-        commit_identifier=BATCH_COMMIT_IDENTIFIER, commit_kind=CommitKind.APPEND,
-        time_millis=1795308974892, total_record_count=15, delta_record_count=15,
-        base_manifest_list_size=1234, delta_manifest_list_size=1362,
+        commit_identifier=BATCH_COMMIT_IDENTIFIER,
+        commit_kind=CommitKind.APPEND,
+        time_millis=1795308974892,
+        total_record_count=15,
+        delta_record_count=15,
+        base_manifest_list_size=1234,
+        delta_manifest_list_size=1362,
         uuid="42c01e0e-d8e9-4cd8-8236-9abd7871ba78",
         writer_version="python-2.1.0-3a5ffe7870697e2c2605e63413fb5ac5800aae7e",
     )
@@ -93,13 +118,29 @@ def test_format_example_re_emitted_in_java_layout():
 
 def test_all_fields_text():
     s = Snapshot(
-        id=7, schema_id=2, base_manifest_list="b", delta_manifest_list="d", commit_user="u",
-        commit_identifier=5, commit_kind="COMPACT", time_millis=123, total_record_count=10,
-        delta_record_count=-3, changelog_manifest_list="c", index_manifest="i",
-        changelog_record_count=4, watermark=-(2**63), statistics="stat-1",
-        properties={"a": "1", "b\n\"q\"": "\x01é"}, next_row_id=99, base_manifest_list_size=11,
-        delta_manifest_list_size=12, changelog_manifest_list_size=13, operation="MERGE",
-        uuid="x", writer_version="w",
+        id=7,
+        schema_id=2,
+        base_manifest_list="b",
+        delta_manifest_list="d",
+        commit_user="u",
+        commit_identifier=5,
+        commit_kind="COMPACT",
+        time_millis=123,
+        total_record_count=10,
+        delta_record_count=-3,
+        changelog_manifest_list="c",
+        index_manifest="i",
+        changelog_record_count=4,
+        watermark=-(2**63),
+        statistics="stat-1",
+        properties={"a": "1", 'b\n"q"': "\x01é"},
+        next_row_id=99,
+        base_manifest_list_size=11,
+        delta_manifest_list_size=12,
+        changelog_manifest_list_size=13,
+        operation="MERGE",
+        uuid="x",
+        writer_version="w",
     )
     assert s.commit_kind is CommitKind.COMPACT
     assert s.to_json() == (
@@ -179,8 +220,14 @@ def test_old_java_snapshot_with_nulls_and_unknown_fields():
 
 def test_missing_optional_and_record_counts():
     minimal = {
-        "id": 1, "schemaId": 0, "baseManifestList": "b", "deltaManifestList": "d",
-        "commitUser": "u", "commitIdentifier": 1, "commitKind": "OVERWRITE", "timeMillis": 5,
+        "id": 1,
+        "schemaId": 0,
+        "baseManifestList": "b",
+        "deltaManifestList": "d",
+        "commitUser": "u",
+        "commitIdentifier": 1,
+        "commitKind": "OVERWRITE",
+        "timeMillis": 5,
     }
     s = Snapshot.from_json(json.dumps(minimal))
     assert (s.total_record_count, s.delta_record_count) == (0, 0)
@@ -225,18 +272,30 @@ _i64 = st.integers(-(2**63), 2**63 - 1)
 _text = st.text(max_size=20)
 _snapshots = st.builds(
     Snapshot,
-    id=st.integers(1, 2**63 - 1), schema_id=st.integers(0, 2**63 - 1),
-    base_manifest_list=_text, delta_manifest_list=_text, commit_user=_text,
-    commit_identifier=_i64, commit_kind=st.sampled_from(list(CommitKind)), time_millis=_i64,
-    total_record_count=_i64, delta_record_count=_i64,
-    changelog_manifest_list=st.none() | _text, index_manifest=st.none() | _text,
-    changelog_record_count=st.none() | _i64, watermark=st.none() | _i64,
+    id=st.integers(1, 2**63 - 1),
+    schema_id=st.integers(0, 2**63 - 1),
+    base_manifest_list=_text,
+    delta_manifest_list=_text,
+    commit_user=_text,
+    commit_identifier=_i64,
+    commit_kind=st.sampled_from(list(CommitKind)),
+    time_millis=_i64,
+    total_record_count=_i64,
+    delta_record_count=_i64,
+    changelog_manifest_list=st.none() | _text,
+    index_manifest=st.none() | _text,
+    changelog_record_count=st.none() | _i64,
+    watermark=st.none() | _i64,
     statistics=st.none() | _text,
     properties=st.none() | st.dictionaries(_text, st.none() | _text, max_size=3),
-    next_row_id=st.none() | _i64, base_manifest_list_size=st.none() | _i64,
-    delta_manifest_list_size=st.none() | _i64, changelog_manifest_list_size=st.none() | _i64,
+    next_row_id=st.none() | _i64,
+    base_manifest_list_size=st.none() | _i64,
+    delta_manifest_list_size=st.none() | _i64,
+    changelog_manifest_list_size=st.none() | _i64,
     operation=st.none() | st.sampled_from(["WRITE", "OVERWRITE", "DELETE", "MERGE"]),
-    uuid=st.none() | _text, writer_version=st.none() | _text, version=st.integers(1, 3),
+    uuid=st.none() | _text,
+    writer_version=st.none() | _text,
+    version=st.integers(1, 3),
 )
 
 

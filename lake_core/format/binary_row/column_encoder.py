@@ -1,10 +1,12 @@
 """The vectorized ``BinaryRow`` encoder: whole Arrow columns to the bytes of every row with NumPy (no
 per-row Python code), for bucket hashing of millions of keys. Tests check it against the scalar
 ``writer`` and against Java's bytes."""
+
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -32,9 +34,9 @@ class _ColumnEncoding:
     """
 
     slot: np.ndarray
-    null: Optional[np.ndarray] = None
-    var_size: Optional[np.ndarray] = None
-    fill: Optional[Callable[[np.ndarray, np.ndarray], None]] = None
+    null: np.ndarray | None = None
+    var_size: np.ndarray | None = None
+    fill: Callable[[np.ndarray, np.ndarray], None] | None = None
 
 
 def _write_blocks(flat: np.ndarray, starts: np.ndarray, block: np.ndarray) -> None:
@@ -46,7 +48,7 @@ def _write_blocks(flat: np.ndarray, starts: np.ndarray, block: np.ndarray) -> No
 _BIT_LENGTH_U8 = np.array([i.bit_length() for i in range(256)], dtype=np.int64)
 
 
-def _encode_bytes_column(arr: pa.Array, null: Optional[np.ndarray]) -> _ColumnEncoding:
+def _encode_bytes_column(arr: pa.Array, null: np.ndarray | None) -> _ColumnEncoding:
     n = len(arr)
     starts, lens, data = bytes_layout(arr)
     valid = np.ones(n, bool) if null is None else ~null
@@ -55,8 +57,9 @@ def _encode_bytes_column(arr: pa.Array, null: Optional[np.ndarray]) -> _ColumnEn
     words = unaligned_words(data)
 
     # Inline: data bytes at 0..len-1 and 0x80|len in byte 7 (little-endian slot).
-    inline_slot = (words[starts] & LOW_BYTES[np.minimum(lens, 8)]) \
-        | ((INLINE_MARK | lens).astype(np.uint64) << np.uint64(56))
+    inline_slot = (words[starts] & LOW_BYTES[np.minimum(lens, 8)]) | (
+        (INLINE_MARK | lens).astype(np.uint64) << np.uint64(56)
+    )
     slot = np.where(inline, inline_slot, np.where(out_of_line, lens, 0).astype(np.uint64))
 
     var_size = np.where(out_of_line, round8(lens), 0)
@@ -74,11 +77,11 @@ def _encode_bytes_column(arr: pa.Array, null: Optional[np.ndarray]) -> _ColumnEn
     return _ColumnEncoding(slot, null, var_size if rows.size else None, fill)
 
 
-def _decimal_words(arr: pa.Array, null: Optional[np.ndarray]) -> np.ndarray:
+def _decimal_words(arr: pa.Array, null: np.ndarray | None) -> np.ndarray:
     """[n, 16] little-endian two's-complement int128 bytes of a decimal128 column."""
     n = len(arr)
     raw = np.frombuffer(arr.buffers()[1], np.uint8, count=(arr.offset + n) * 16)
-    raw = raw[arr.offset * 16:].reshape(n, 16)
+    raw = raw[arr.offset * 16 :].reshape(n, 16)
     return np.where(null[:, None], 0, raw).astype(np.uint8) if null is not None else raw
 
 
@@ -104,8 +107,9 @@ def encode_column(col: Any, t: pa.DataType) -> _ColumnEncoding:
     if k == "time":
         width = arr.type.bit_width // 8
         values = fixed_values(arr, f"<i{width}", null).astype(np.int64)
-        millis = values * f.unit_nanos // 1_000_000 if f.unit_nanos < 1_000_000 \
-            else values * (f.unit_nanos // 1_000_000)
+        millis = (
+            values * f.unit_nanos // 1_000_000 if f.unit_nanos < 1_000_000 else values * (f.unit_nanos // 1_000_000)
+        )
         return _ColumnEncoding(millis.astype(np.int32).view(np.uint32).astype(np.uint64), null)
     if k == "ts":
         values = fixed_values(arr, "<i8", null)
@@ -117,8 +121,9 @@ def encode_column(col: Any, t: pa.DataType) -> _ColumnEncoding:
         slot = (rest * f.unit_nanos).astype(np.uint64)
         block = np.ascontiguousarray(millis, dtype="<i8").view(np.uint8).reshape(n, 8)
         # Null rows: millis 0 and slot low part 0, but the 8 var bytes are still reserved (as Java writes a null non-compact TIMESTAMP).
-        return _ColumnEncoding(slot, null, np.full(n, 8, np.int64),
-                               lambda flat, starts: _write_blocks(flat, starts, block))
+        return _ColumnEncoding(
+            slot, null, np.full(n, 8, np.int64), lambda flat, starts: _write_blocks(flat, starts, block)
+        )
     if k == "dec":
         le = _decimal_words(arr, null)
         if f.compact:
@@ -139,15 +144,18 @@ def encode_column(col: Any, t: pa.DataType) -> _ColumnEncoding:
         inside = src < 16
         block = np.where(inside, be[np.arange(n)[:, None], np.minimum(src, 15)], 0)
         block = block.astype(np.uint8)
-        return _ColumnEncoding(length.astype(np.uint64), null, np.full(n, 16, np.int64),
-                               lambda flat, starts: _write_blocks(flat, starts, block))
+        return _ColumnEncoding(
+            length.astype(np.uint64),
+            null,
+            np.full(n, 16, np.int64),
+            lambda flat, starts: _write_blocks(flat, starts, block),
+        )
     if k == "bytes":
         return _encode_bytes_column(arr, null)
     raise AssertionError(k)
 
 
-def encode_rows(columns: Sequence[Any], types: Sequence[pa.DataType]
-                ) -> tuple[np.ndarray, np.ndarray]:
+def encode_rows(columns: Sequence[Any], types: Sequence[pa.DataType]) -> tuple[np.ndarray, np.ndarray]:
     """BinaryRow bytes (no arity prefix) of every row of ``columns``, vectorized.
 
     Returns ``(buf, lengths)``: ``buf`` is a C-contiguous uint8 array ``[n_rows, max_len]``
@@ -158,8 +166,7 @@ def encode_rows(columns: Sequence[Any], types: Sequence[pa.DataType]
     return buf, lengths
 
 
-def encode_rows_and_nulls(columns: Sequence[Any], types: Sequence[pa.DataType]
-                          ) -> tuple[np.ndarray, np.ndarray, bool]:
+def encode_rows_and_nulls(columns: Sequence[Any], types: Sequence[pa.DataType]) -> tuple[np.ndarray, np.ndarray, bool]:
     """``encode_rows`` plus whether any null bit is set (the bucket hash skips the all-zero
     header words when none is)."""
     if len(columns) != len(types):

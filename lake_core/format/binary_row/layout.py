@@ -3,6 +3,7 @@ field][variable part]`` (Java ``BinaryRow``/``BinarySection``), the null bit set
 constants of the encoding shared by the scalar and the vectorized paths.
 
 Types are pyarrow DataTypes (the project maps Paimon types 1:1 onto them, see ``field_layout``)."""
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -21,7 +22,7 @@ U64 = (1 << 64) - 1
 U32 = (1 << 32) - 1
 _NANOS_PER_UNIT = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
 EPOCH_DATE_ORDINAL = _dt.date(1970, 1, 1).toordinal()
-EPOCH_UTC = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+EPOCH_UTC = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 # Java Decimal.fromBigDecimal rounds HALF_UP; a wide context so 38-digit values are never rounded
 # by Python's default 28-digit precision.
 DECIMAL_CONTEXT = decimal.Context(prec=100, rounding=decimal.ROUND_HALF_UP)
@@ -39,12 +40,12 @@ class FieldLayout:
 
     kind: str
     width: int = 8
-    unit_nanos: int = 1          # ts/time: nanoseconds per stored Arrow unit
+    unit_nanos: int = 1  # ts/time: nanoseconds per stored Arrow unit
     compact: bool = True
     precision: int = 0
     scale: int = 0
-    is_text: bool = False        # STRING (decode as UTF-8) vs BYTES
-    tz_aware: bool = False       # TIMESTAMP_LTZ
+    is_text: bool = False  # STRING (decode as UTF-8) vs BYTES
+    tz_aware: bool = False  # TIMESTAMP_LTZ
 
     @property
     def null_var_size(self) -> int:
@@ -53,7 +54,7 @@ class FieldLayout:
         return 16 if self.kind == "dec" else 8
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def field_layout(t: pa.DataType) -> FieldLayout:
     if pa.types.is_boolean(t):
         return FieldLayout("bool", 1)
@@ -61,8 +62,7 @@ def field_layout(t: pa.DataType) -> FieldLayout:
         if t.bit_width == 64 and pa.types.is_unsigned_integer(t):
             raise SchemaError(f"unsigned 64-bit type {t} has no Paimon equivalent; use int64")
         if pa.types.is_unsigned_integer(t):
-            raise SchemaError(f"unsigned integer type {t} has no Paimon equivalent; "
-                              "cast to the next wider signed type")
+            raise SchemaError(f"unsigned integer type {t} has no Paimon equivalent; cast to the next wider signed type")
         return FieldLayout("int", t.bit_width // 8)
     if pa.types.is_float32(t):
         return FieldLayout("float", 4)
@@ -70,8 +70,12 @@ def field_layout(t: pa.DataType) -> FieldLayout:
         return FieldLayout("float", 8)
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return FieldLayout("bytes", is_text=True)
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t) \
-            or pa.types.is_fixed_size_binary(t):
+    if (
+        pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+        or pa.types.is_binary_view(t)
+        or pa.types.is_fixed_size_binary(t)
+    ):
         return FieldLayout("bytes")
     if pa.types.is_date32(t):
         return FieldLayout("date", 4)
@@ -80,8 +84,9 @@ def field_layout(t: pa.DataType) -> FieldLayout:
         return FieldLayout("time", 4, unit_nanos=_NANOS_PER_UNIT[t.unit])
     if pa.types.is_timestamp(t):
         # s/ms -> TIMESTAMP(0..3), compact epoch millis; us/ns -> TIMESTAMP(6/9), var slot.
-        return FieldLayout("ts", unit_nanos=_NANOS_PER_UNIT[t.unit], compact=t.unit in ("s", "ms"),
-                           tz_aware=t.tz is not None)
+        return FieldLayout(
+            "ts", unit_nanos=_NANOS_PER_UNIT[t.unit], compact=t.unit in ("s", "ms"), tz_aware=t.tz is not None
+        )
     if pa.types.is_decimal(t):
         if t.precision > 38:
             raise SchemaError(f"{t}: Paimon DECIMAL precision is at most 38")

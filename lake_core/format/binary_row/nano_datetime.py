@@ -1,8 +1,8 @@
 """``NanoDatetime``: the value of a TIMESTAMP(9) whose nanoseconds are not a whole microsecond."""
+
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Optional
 
 
 class NanoDatetime(_dt.datetime):
@@ -24,7 +24,7 @@ class NanoDatetime(_dt.datetime):
     def nanosecond(self) -> int:
         return self._nano
 
-    def _cmp(self, other) -> Optional[int]:
+    def _cmp(self, other) -> int | None:
         if not isinstance(other, _dt.datetime):
             return None
         if _dt.datetime.__eq__(self, other) is True:
@@ -64,10 +64,18 @@ class NanoDatetime(_dt.datetime):
 
     def __reduce_ex__(self, protocol):
         # datetime's own reduce would rebuild us through __new__ without the nanoseconds.
-        return (nano_datetime_from_parts,
-                (_dt.datetime.combine(self.date(), self.timetz()), self._nano))
+        return (nano_datetime_from_parts, (_dt.datetime.combine(self.date(), self.timetz()), self._nano))
 
 
 def nano_datetime_from_parts(base: _dt.datetime, nano: int) -> NanoDatetime:
-    return NanoDatetime(base.year, base.month, base.day, base.hour, base.minute, base.second,
-                        base.microsecond, base.tzinfo, nanosecond=nano)
+    return NanoDatetime(
+        base.year,
+        base.month,
+        base.day,
+        base.hour,
+        base.minute,
+        base.second,
+        base.microsecond,
+        base.tzinfo,
+        nanosecond=nano,
+    )

@@ -1,11 +1,13 @@
 """The ``BinaryRow`` reader: the manifest form (arity prefix + BinaryRow) back to Python values,
 refusing rows whose bytes do not fit the expected field types."""
+
 from __future__ import annotations
 
 import datetime as _dt
 import decimal
 import struct
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pyarrow as pa
 
@@ -43,9 +45,8 @@ def _decode_value(f: FieldLayout, slot: int, data: bytes, fixed_len: int, where:
 
     def var_bytes(offset: int, length: int) -> bytes:
         if offset < fixed_len or offset + length > len(data):
-            raise FormatError(f"{where}: var part [{offset}, {offset + length}) outside the "
-                              f"{len(data)}-byte row")
-        return data[offset: offset + length]
+            raise FormatError(f"{where}: var part [{offset}, {offset + length}) outside the {len(data)}-byte row")
+        return data[offset : offset + length]
 
     signed = slot - (1 << 64) if slot >> 63 else slot
     if k == "bytes":
@@ -102,14 +103,12 @@ def deserialize_row(data: bytes, types: Sequence[pa.DataType]) -> list[Any]:
         raise FormatError(f"BinaryRow of {len(data)} bytes has no arity prefix")
     arity = struct.unpack_from(">i", data)[0]
     if arity != len(fields):
-        raise FormatError(f"BinaryRow arity {arity} does not match the {len(fields)} expected "
-                          "field types")
+        raise FormatError(f"BinaryRow arity {arity} does not match the {len(fields)} expected field types")
     row = data[4:]
     nb = null_bits_size(arity)
     fixed_len = nb + 8 * arity
     if len(row) < fixed_len:
-        raise FormatError(f"BinaryRow of arity {arity} needs at least {fixed_len} bytes, "
-                          f"got {len(row)}")
+        raise FormatError(f"BinaryRow of arity {arity} needs at least {fixed_len} bytes, got {len(row)}")
     slots = struct.unpack_from(f"<{arity}Q", row, nb)
     out: list[Any] = []
     for i, (f, slot) in enumerate(zip(fields, slots)):

@@ -1,13 +1,15 @@
 """The scalar ``BinaryRow`` writer (Java ``BinaryRowWriter``): one row of Python values to bytes with
 ``struct``, the readable reference the vectorized ``column_encoder`` is tested against.
 ``serialize_row`` is the manifest form (Java ``SerializationUtils.serializeBinaryRow``)."""
+
 from __future__ import annotations
 
 import datetime as _dt
 import decimal
 import operator
 import struct
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pyarrow as pa
 
@@ -47,12 +49,12 @@ def _unscaled(f: FieldLayout, v: Any) -> int:
     q = DECIMAL_CONTEXT.quantize(d, decimal.Decimal(1).scaleb(-f.scale))
     sign, digits, _ = q.as_tuple()
     unscaled = int("".join(map(str, digits)) or "0") * (-1 if sign else 1)
-    if abs(unscaled) >= 10 ** f.precision:
+    if abs(unscaled) >= 10**f.precision:
         raise ValueError(f"{v!r} does not fit DECIMAL({f.precision}, {f.scale})")
     return unscaled
 
 
-def _encode_value(f: FieldLayout, v: Any) -> tuple[int, Optional[bytes], int]:
+def _encode_value(f: FieldLayout, v: Any) -> tuple[int, bytes | None, int]:
     """Encode one non-null value.
 
     Returns ``(slot, payload, reserved)``: with ``payload is None`` the slot is final; otherwise
@@ -138,8 +140,8 @@ def row_bytes(values: Sequence[Any], types: Sequence[pa.DataType]) -> bytes:
             slot, payload, reserved = _encode_value(f, v)
         except (TypeError, ValueError, OverflowError, struct.error, decimal.InvalidOperation) as e:
             raise SchemaMismatchError(
-                f"field {i}: cannot encode {v!r} ({type(v).__name__}) as {types[i]}"
-                + (f": {e}" if str(e) else "")) from None
+                f"field {i}: cannot encode {v!r} ({type(v).__name__}) as {types[i]}" + (f": {e}" if str(e) else "")
+            ) from None
         if payload is not None:
             slot |= (fixed_len + len(var)) << 32
             var += payload.ljust(reserved, b"\0")

@@ -2,16 +2,17 @@
 each row (``SKIP``, ``ADD``, ``ADD_REVERSED``, ``RETRACT``), the scalar face, the vectorized
 ``reduce`` with its per-group fallback, and the type predicates naming the types each function
 accepts."""
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
 
 from lake_core.errors import InvalidDataError
-from lake_core.options import CoreOptions
 from lake_core.merge.aggregate.segments import Segments, any_per_group, combine_groups
+from lake_core.options import CoreOptions
 
 # The op of each row in a fold: ignored, Java ``agg``, Java ``aggReversed``, Java ``retract``.
 SKIP, ADD, ADD_REVERSED, RETRACT = 0, 1, 2, 3
@@ -21,8 +22,14 @@ SKIP, ADD, ADD_REVERSED, RETRACT = 0, 1, 2, 3
 
 
 def accepts_numeric(t):  # DECIMAL, TINYINT, SMALLINT, INTEGER, BIGINT, FLOAT, DOUBLE
-    return pa.types.is_integer(t) and t.bit_width <= 64 and pa.types.is_signed_integer(t) \
-        or pa.types.is_floating(t) and t.bit_width >= 32 or pa.types.is_decimal(t)
+    return (
+        pa.types.is_integer(t)
+        and t.bit_width <= 64
+        and pa.types.is_signed_integer(t)
+        or pa.types.is_floating(t)
+        and t.bit_width >= 32
+        or pa.types.is_decimal(t)
+    )
 
 
 def accepts_count(t):  # INTEGER, BIGINT
@@ -30,8 +37,14 @@ def accepts_count(t):  # INTEGER, BIGINT
 
 
 def accepts_comparable(t):  # CHAR, VARCHAR, numeric, DATE, TIME, TIMESTAMP, TIMESTAMP_LTZ
-    return accepts_numeric(t) or pa.types.is_string(t) or pa.types.is_large_string(t) \
-        or pa.types.is_date(t) or pa.types.is_time(t) or pa.types.is_timestamp(t)
+    return (
+        accepts_numeric(t)
+        or pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_date(t)
+        or pa.types.is_time(t)
+        or pa.types.is_timestamp(t)
+    )
 
 
 def accepts_any(t):
@@ -146,7 +159,9 @@ class AggFunction:
 
 
 def retract_error(column: str, function: str) -> str:
-    return (f"column '{column}': aggregate function '{function}' does not support retraction "
-            f"(-U/-D rows); set 'fields.{column}.ignore-retract' = 'true' to ignore retractions "
-            f"for this column, or 'aggregation.remove-record-on-delete' = 'true' to delete the "
-            f"whole row on -D")
+    return (
+        f"column '{column}': aggregate function '{function}' does not support retraction "
+        f"(-U/-D rows); set 'fields.{column}.ignore-retract' = 'true' to ignore retractions "
+        f"for this column, or 'aggregation.remove-record-on-delete' = 'true' to delete the "
+        f"whole row on -D"
+    )

@@ -1,4 +1,5 @@
 """``bool_and`` and ``bool_or`` over BOOLEAN columns."""
+
 from __future__ import annotations
 
 import pyarrow as pa

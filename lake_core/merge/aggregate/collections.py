@@ -1,5 +1,6 @@
 """The functions over collection values: ``collect`` (ARRAY), ``merge_map`` (MAP) and
 ``nested_update`` (ARRAY<ROW>). They fold per key group in Python over Python lists and dicts."""
+
 from __future__ import annotations
 
 import pyarrow as pa
@@ -125,7 +126,8 @@ class NestedUpdateAgg(AggFunction):
             if missing:
                 raise InvalidOptionError(
                     f"option 'fields.{column}.nested-key' names {missing}, which are not fields of the "
-                    f"nested row of column '{column}' (fields: {names})")
+                    f"nested row of column '{column}' (fields: {names})"
+                )
 
     def _k(self, row):
         return tuple(_hashable(row.get(k)) for k in self.keys)
@@ -138,7 +140,7 @@ class NestedUpdateAgg(AggFunction):
             room = self.limit - len(rows) if acc is not None else self.limit
             if acc is not None and len(acc) >= self.limit:
                 return acc
-            rows += [r for r in v if r is not None][:max(room, 0)]
+            rows += [r for r in v if r is not None][: max(room, 0)]
             return rows
         m: dict = {}
         for r in acc or []:

@@ -1,6 +1,7 @@
 """``min`` and ``max`` over comparable columns (Java ``FieldMinAgg``/``FieldMaxAgg``): NumPy folds for
 numeric and temporal columns (NaN is the largest double, as ``Double.compare``), Arrow's hash
 aggregation for strings and wide decimals."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -14,8 +15,10 @@ from lake_core.merge.aggregate.values import from_numeric, numeric_view, validit
 
 class _ExtremeAgg(AggFunction):
     accepts = staticmethod(accepts_comparable)
-    accepted_types = ("CHAR, VARCHAR, DECIMAL, TINYINT, SMALLINT, INTEGER, BIGINT, FLOAT, DOUBLE, DATE, "
-                      "TIME, TIMESTAMP, TIMESTAMP_LTZ")
+    accepted_types = (
+        "CHAR, VARCHAR, DECIMAL, TINYINT, SMALLINT, INTEGER, BIGINT, FLOAT, DOUBLE, DATE, "
+        "TIME, TIMESTAMP, TIMESTAMP_LTZ"
+    )
     commutative = True
     is_max = True
 

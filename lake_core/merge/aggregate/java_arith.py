@@ -1,6 +1,7 @@
 """Scalar arithmetic with Java's semantics for one column type: integers wrap on overflow, integer
 division truncates toward zero, FLOAT rounds to 32 bits, DECIMAL rounds HALF_UP to its scale and
 becomes NULL when its precision is exceeded (Java ``Decimal.fromBigDecimal``)."""
+
 from __future__ import annotations
 
 import decimal
@@ -10,7 +11,6 @@ import numpy as np
 import pyarrow as pa
 
 from lake_core.errors import InvalidDataError
-
 
 _INT_BITS = {pa.int8(): 8, pa.int16(): 16, pa.int32(): 32, pa.int64(): 64}
 
@@ -33,8 +33,9 @@ def _decimal_fit(v: decimal.Decimal | None, t: pa.DataType) -> decimal.Decimal |
     exceeded."""
     if v is None:
         return None
-    q = v.quantize(decimal.Decimal(1).scaleb(-t.scale), rounding=decimal.ROUND_HALF_UP,
-                   context=decimal.Context(prec=200))
+    q = v.quantize(
+        decimal.Decimal(1).scaleb(-t.scale), rounding=decimal.ROUND_HALF_UP, context=decimal.Context(prec=200)
+    )
     digits = len(q.as_tuple().digits) if q != 0 else 1
     if digits > t.precision:
         return None

@@ -1,5 +1,6 @@
 """``listagg``: joins the non-blank strings of a group with ``fields.<f>.list-agg-delimiter``
 (``fields.<f>.distinct`` drops repeated tokens), with Java's notion of a blank string."""
+
 from __future__ import annotations
 
 import re
@@ -11,7 +12,6 @@ import pyarrow.compute as pc
 from lake_core.merge.aggregate.base import ADD, AggFunction, accepts_string
 from lake_core.merge.aggregate.segments import seg_reduce
 from lake_core.merge.aggregate.values import validity
-
 
 # Java Character.isWhitespace (StringUtils.isBlank): space separators except no-break ones,
 # plus \t \n \x0b \f \r and \x1c-\x1f.
@@ -69,7 +69,6 @@ class ListaggAgg(AggFunction):
         if pa.types.is_large_string(values.type):
             lists = pa.LargeListArray.from_arrays(pa.array(np.concatenate([[0], np.cumsum(counts)])), kept)
         else:
-            lists = pa.ListArray.from_arrays(
-                pa.array(np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)), kept)
+            lists = pa.ListArray.from_arrays(pa.array(np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)), kept)
         joined = pc.binary_join(lists, self.delimiter)
         return pc.if_else(pa.array(counts > 0), joined, pa.scalar(None, values.type))

@@ -1,5 +1,6 @@
 """``sum``, ``count`` and ``product``: Java arithmetic folds over numeric columns, vectorized as
 NumPy folds of each row's contribution."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -12,8 +13,9 @@ from lake_core.merge.aggregate.segments import Segments, any_per_group, seg_redu
 from lake_core.merge.aggregate.values import from_numeric, numeric_view
 
 
-def _fold_contributions(ufunc: np.ufunc, x: np.ndarray, contrib: np.ndarray, identity,
-                        seg: Segments, t: pa.DataType) -> pa.Array:
+def _fold_contributions(
+    ufunc: np.ufunc, x: np.ndarray, contrib: np.ndarray, identity, seg: Segments, t: pa.DataType
+) -> pa.Array:
     """Per group, ``ufunc`` over the rows where ``contrib`` holds (the others count as
     ``identity``); NULL for a group with no such row. Floats fold in row order because their
     rounding depends on it (Java's accumulator is a left fold)."""

@@ -1,6 +1,7 @@
 """The functions whose result is one row of the group: ``first_value``, ``first_non_null_value``,
 ``last_value`` and ``last_non_null_value``. They pick a row index per group, so the merge can take
 any column by index without folding it."""
+
 from __future__ import annotations
 
 import numpy as np

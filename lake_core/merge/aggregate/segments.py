@@ -1,6 +1,7 @@
 """Key groups over rows already in merge order (``Segments``) and the vectorized per-group folds
 every aggregate function builds on: a ``ufunc`` fold per group, the first/last row matching a
 mask, and gathering one row per group."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -8,7 +9,6 @@ from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
-
 
 SMALL_GROUP = 64
 
@@ -61,7 +61,7 @@ class Segments:
     def large(self) -> np.ndarray:
         return np.flatnonzero(self.sizes > SMALL_GROUP)
 
-    def subset(self, groups: np.ndarray) -> tuple["Segments", np.ndarray]:
+    def subset(self, groups: np.ndarray) -> tuple[Segments, np.ndarray]:
         """The segments of ``groups`` (sorted group numbers) re-based onto their gathered rows,
         and the row indices to gather."""
         sizes = self.sizes[groups]
@@ -83,7 +83,7 @@ def seg_reduce(ufunc: np.ufunc, x: np.ndarray, seg: Segments, ordered: bool = Fa
     if len(large):
         if ordered:
             for g in large.tolist():
-                out[g] = ufunc.accumulate(x[seg.starts[g]:seg.ends[g]])[-1]
+                out[g] = ufunc.accumulate(x[seg.starts[g] : seg.ends[g]])[-1]
         else:
             sub, rows = seg.subset(large)
             out[large] = ufunc.reduceat(x[rows], sub.starts, dtype=x.dtype)

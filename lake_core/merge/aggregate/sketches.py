@@ -1,6 +1,7 @@
 """Unions of serialized summaries in VARBINARY columns: RoaringBitmaps (``rbm32``, ``rbm64``,
 pyroaring) and DataSketches sketches (``hll_sketch``, ``theta_sketch``). A value that does not
 deserialize raises ``InvalidDataError`` naming the column."""
+
 from __future__ import annotations
 
 import pyroaring
@@ -26,7 +27,8 @@ class _BlobUnionAgg(AggFunction):
         except (ValueError, RuntimeError, TypeError, IndexError, KeyError, OverflowError) as e:
             raise InvalidDataError(
                 f"column '{self.column}': cannot aggregate with '{self.name}', a value is not a valid "
-                f"serialized {self.what}: {e}") from e
+                f"serialized {self.what}: {e}"
+            ) from e
 
     def agg_reversed(self, acc, v):
         return self.agg(v, acc)

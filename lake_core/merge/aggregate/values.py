@@ -1,5 +1,6 @@
 """Arrow columns as NumPy values and back: ints, floats, temporal types (as their integer view)
 and DECIMAL(p<=18) (as unscaled int64), with a validity mask for NULLs."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -58,7 +59,7 @@ def _decimal_to_int64(values: pa.Array) -> np.ndarray:
     """Unscaled int64 of a decimal128 array whose values fit in 64 bits (precision <= 18)."""
     buf = values.buffers()[1]
     words = np.frombuffer(buf, dtype=np.int64, count=2 * (len(values) + values.offset))
-    return words[2 * values.offset::2].copy()
+    return words[2 * values.offset :: 2].copy()
 
 
 def _int64_to_decimal(x: np.ndarray, mask: np.ndarray | None, t: pa.DataType) -> pa.Array:
