@@ -166,7 +166,7 @@ def _operation(
             f"{operation} of {table.name}: full={full}, expire_records={expire_records}, "
             f"partitions={partitions or 'all'}, options={options or 'the table own'}"
         )
-        with spark.session() as session:
+        with spark.session(warehouse=lake.warehouse) as session:
             result = compact_on_spark(
                 session,
                 lake.warehouse,
