@@ -79,6 +79,10 @@ def spark_session(
         # Python is theirs (spark.pyspark.python in `conf`).
         prepare_environment()
         builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+    elif (conf or {}).get("spark.pyspark.python"):
+        # The executors' interpreter: pyspark takes it from $PYSPARK_PYTHON when its context starts
+        # (Spark itself maps the setting to the variable only under spark-submit).
+        os.environ["PYSPARK_PYTHON"] = (conf or {})["spark.pyspark.python"]
     for key, value in {**_COMMON, "spark.sql.shuffle.partitions": str(shuffle_partitions), **(conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
