@@ -73,7 +73,7 @@ def spark_session(
             f"cannot start one with master {effective} (one SparkContext per process)"
         )
     builder = SparkSession.builder.master(effective).appName(app_name).config("spark.driver.memory", driver_memory)
-    if target.is_local:
+    if target.local_executors:
         # Executors are threads of this JVM (or its children): loopback and this interpreter are
         # right. On a cluster they would not be: the driver must be reachable and the executors'
         # Python is theirs (spark.pyspark.python in `conf`).

@@ -74,14 +74,14 @@ class SparkTarget:
     def mode(self) -> Literal["embedded", "cluster", "connect"]:
         if self.remote is not None:
             return "connect"
-        return "embedded" if self.is_local else "cluster"
+        return "embedded" if self.local_executors else "cluster"
 
     @property
     def effective_master(self) -> str | None:
         return None if self.remote is not None else (self.master or DEFAULT_MASTER)
 
     @property
-    def is_local(self) -> bool:
+    def local_executors(self) -> bool:
         """Executors on this machine (``local*``): they share its disks, loopback and Python."""
         return self.remote is None and bool(_LOCAL.match(self.master or DEFAULT_MASTER))
 
@@ -109,7 +109,7 @@ def is_local_warehouse(warehouse: str) -> bool:
 def check_warehouse_reachable(warehouse: str, target: SparkTarget, *, shared_filesystem: bool = False) -> None:
     """Refuse a local-disk warehouse with executors elsewhere: their data files would land on their
     own disks, and the driver's commit would reference files it cannot see."""
-    if target.is_local or shared_filesystem or not is_local_warehouse(warehouse):
+    if target.local_executors or shared_filesystem or not is_local_warehouse(warehouse):
         return
     raise SparkConfigError(
         f"warehouse {warehouse} is on a local filesystem but Spark runs elsewhere ({target.describe()}): "
