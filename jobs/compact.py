@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from jobs.spark_target import add_spark_arguments, check_warehouse_reachable, conf_from_args, target_from_args
+from jobs.storage import add_storage_arguments, storage_options_from_args
 from jobs.tasks import run_job, run_tasks
 from lake_core import Catalog, PartitionSelector
 from lake_core.errors import LakeError, PartitionSpecError  # noqa: F401 (PartitionSpecError: part of this API)
@@ -82,10 +85,16 @@ def compact_on_spark(
     job = table.maintenance.compaction_job(
         full=full, partitions=partitions, expire_records=expire_records, options=options, dry_run=dry_run
     )
+    return run_compaction(spark, job)
+
+
+def run_compaction(spark: SparkSession | None, job: Any):
+    """Run a planned ``CompactionJob`` (``table.maintenance.compaction_job``): one Spark task per
+    unit, one COMPACT commit. ``spark`` may be None when the job has no units (nothing starts)."""
     return run_job(spark, job, error=CompactionTaskError)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
     """``python -m jobs.compact --warehouse URI --table db.t [--full] [--partition dt=...] ...``"""
 
     from jobs.spark import spark_session  # noqa: PLC0415 - pyspark only when run as a command, not when the definitions import this
@@ -98,11 +107,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--expire-records", action="store_true", help="only buckets holding expired records")
     parser.add_argument("--option", action="append", default=[], help="dynamic planning option key=value")
     parser.add_argument("--dry-run", action="store_true")
-    parser.add_argument("--master", default="local[2]")
+    add_spark_arguments(parser)
+    add_storage_arguments(parser)
     args = parser.parse_args(argv)
+    env = os.environ if environ is None else environ
     options = dict(o.split("=", 1) for o in args.option)
     try:
-        spark = spark_session(master=args.master, app_name="lake-compact")
+        # Everything that can be wrong in the setup fails here, before a JVM starts or a task runs.
+        target = target_from_args(args, env)
+        check_warehouse_reachable(args.warehouse, target, shared_filesystem=args.shared_filesystem)
+        storage_options = storage_options_from_args(args, args.warehouse, env)
+        spark = spark_session(
+            remote=target.remote, master=target.master, app_name="lake-compact", conf=conf_from_args(args)
+        )
         result = compact_on_spark(
             spark,
             args.warehouse,
@@ -112,6 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             expire_records=args.expire_records,
             dry_run=args.dry_run,
             options=options,
+            storage_options=storage_options,
         )
     except LakeError as e:
         print(f"error: {e}")

@@ -23,6 +23,7 @@ import yaml
 from dagster._utils.schedules import is_valid_cron_string  # what ScheduleDefinition itself checks
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from jobs.spark_target import SparkConfigError, SparkTarget, check_warehouse_reachable
 from lake_core import LakeError, check_tag_name_format, from_paimon_type, parse_duration_ms, validate_options
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
@@ -353,10 +354,37 @@ class DownstreamConfig(_Strict):
 
 
 class SparkSettings(_Strict):
-    master: str = "local[2]"
+    """How Spark jobs run: embedded (default), a cluster ``master`` or a Spark Connect ``remote``.
+    ``$LAKE_SPARK_REMOTE`` / ``$LAKE_SPARK_MASTER`` override ``remote``/``master`` at run time."""
+
+    remote: str | None = Field(None, description="sc://host:port: attach to a Spark Connect server")
+    master: str | None = Field(None, description="spark.master (default local[2]): a driver per run")
     driver_memory: str = Field("2g", pattern=r"^\d+[kmgt]?$")
     shuffle_partitions: int = Field(2, ge=1)
     conf: dict[str, str] = {}
+    shared_filesystem: bool = Field(
+        False, description="a local warehouse path is the same shared filesystem on every executor"
+    )
+
+    @field_validator("conf", mode="before")
+    @classmethod
+    def _conf_as_strings(cls, v: Any) -> Any:
+        # Spark settings are strings; YAML makes `spark.authenticate: true` a bool.
+        if isinstance(v, dict):
+            return {str(k): str(val).lower() if isinstance(val, bool) else str(val) for k, val in v.items()}
+        return v
+
+    @model_validator(mode="after")
+    def _one_target(self) -> SparkSettings:
+        try:
+            self.target()
+        except SparkConfigError as e:
+            raise ValueError(str(e)) from None
+        return self
+
+    def target(self) -> SparkTarget:
+        """The configured target (before any environment override)."""
+        return SparkTarget(remote=self.remote, master=self.master)
 
 
 class TablesConfig(_Strict):
@@ -367,6 +395,12 @@ class TablesConfig(_Strict):
 
     @model_validator(mode="after")
     def _references(self) -> TablesConfig:
+        try:  # checked again at run time, when $LAKE_SPARK_* may have changed the target
+            check_warehouse_reachable(
+                self.warehouse.uri, self.spark.target(), shared_filesystem=self.spark.shared_filesystem
+            )
+        except SparkConfigError as e:
+            raise ValueError(f"spark: {e}") from None
         names = [t.name for t in self.tables] + [d.name for d in self.downstream]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:

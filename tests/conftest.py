@@ -26,8 +26,12 @@ Fixtures
     first use if ``setup.sh`` has not. Every test using it gets the ``java`` marker.
 ``spark`` (session)
     The one local Spark session every Spark test shares (start-up costs 6–15 s; one JVM).
+``spark_cluster`` (session)
+    :class:`fixtures.spark_standalone.StandaloneCluster`: a Spark standalone master and two
+    one-core workers on loopback, from the pyspark package's ``sbin`` (``.master_url``,
+    ``.status()``, ``.logs()``); about 20 s to start, so few tests use it.
 
-Markers: a test using ``spark`` must be marked ``spark``, ``s3_server``/``s3_warehouse`` ``s3``,
+Markers: a test using ``spark`` or ``spark_cluster`` must be marked ``spark``, ``s3_server``/``s3_warehouse`` ``s3``,
 ``pypaimon`` ``interop``, ``dagster_dev`` ``browser``, and a test module importing Dagster
 ``dagster``; collection fails naming any test that is not (so ``-m "not spark"`` and the like
 select exactly what they say). ``--strict-markers`` rejects unknown markers.
@@ -54,6 +58,7 @@ if sys.path[:1] != [_TESTS_DIR]:
 from fixtures.java_paimon import JavaPaimon  # noqa: E402
 from fixtures.pypaimon_env import PypaimonDriver, ensure_pypaimon_python  # noqa: E402
 from fixtures.s3 import S3Server, S3Warehouse, new_s3_warehouse, start_s3_server  # noqa: E402
+from fixtures.spark_standalone import spark_cluster  # noqa: E402, F401 - a session fixture, defined with its cluster
 
 settings.register_profile("dev", deadline=None)
 settings.register_profile(
@@ -64,6 +69,7 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 # fixture → the marker every test using it must carry
 _FIXTURE_MARKERS = {
     "spark": "spark",
+    "spark_cluster": "spark",
     "s3_server": "s3",
     "s3_warehouse": "s3",
     "pypaimon": "interop",

@@ -47,7 +47,7 @@ def build_downstream_asset(downstream: DownstreamConfig) -> dg.AssetsDefinition:
             if latest is None:
                 raise dg.Failure(f"{downstream.source_table} has no snapshot yet; materialize it first")
             snapshot_id = latest.id
-        with spark.session() as session:
+        with spark.session(warehouse=lake.warehouse) as session:
             result = run_downstream(
                 session,
                 lake.warehouse,

@@ -61,7 +61,7 @@ def build_write_asset(table: TableConfig) -> dg.AssetsDefinition:
                 context.log.warning(drift.message(table.name))
         # A re-execution keeps the root run id, so its commit identity (and batch) is reused.
         run_key = context.run.root_run_id or context.run.run_id
-        with spark.session() as session:
+        with spark.session(warehouse=lake.warehouse) as session:
             result = ingest(
                 session,
                 lake.warehouse,

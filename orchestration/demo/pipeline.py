@@ -28,11 +28,13 @@ from dagster._core.instance.ref import InstanceRef  # not exported at top level;
 from dagster._core.storage.dagster_run import IN_PROGRESS_RUN_STATUSES
 from dagster._core.storage.tags import RUN_KEY_TAG, SENSOR_NAME_TAG
 
+from jobs.spark_target import SparkConfigError
 from lake_core import LakeError
 from orchestration.config import TablesConfig, load_tables_config
 from orchestration.definitions import CONFIG_ENV, build_definitions, config_path
 from orchestration.defs.leases import LEASE_TAG, release_run_lease
 from orchestration.defs.naming import snapshot_sensor_name, table_asset_key
+from orchestration.defs.resources import spark_resource
 from orchestration.defs.sensors import SensorCursor, table_identity
 from orchestration.demo.maintenance_cycle import CycleSummary, run_maintenance_cycle
 
@@ -223,28 +225,24 @@ def main(argv: list[str] | None = None) -> int:
     Path(".dagster").mkdir(exist_ok=True)
     instance = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(REPO_ROOT / ".dagster"), config_dir=str(REPO_ROOT)))
 
-    from jobs.spark import spark_session  # noqa: PLC0415 - pyspark stays out of loading the definitions (Dagster's webserver and daemon)
-
     print(f"demo: tables from {config_file}, warehouse {config.warehouse.uri}")
+    spark = spark_resource(config)
     try:
         with dg.build_resources({"lake": build_definitions(config).resources["lake"]}) as res:
             res.lake.check_access()  # before Spark starts
+        target = spark.target()  # $LAKE_SPARK_REMOTE / $LAKE_SPARK_MASTER, else tables.yaml's spark: block
     except (LakeError, dg.DagsterInvalidConfigError) as e:  # e.g. an unset credentials variable
         print(f"demo: {e}", file=sys.stderr)
         return 2
-    print(f"demo: starting Spark ({config.spark.master})")
-    # One session for the whole demo: the assets' SparkResource reuses it instead of starting one per step.
-    spark = spark_session(
-        master=config.spark.master,
-        driver_memory=config.spark.driver_memory,
-        shuffle_partitions=config.spark.shuffle_partitions,
-        conf=config.spark.conf,
-    )
+    print(f"demo: {'attaching to' if target.remote else 'starting'} Spark ({target.describe()})")
+    # One session for the whole demo (the same resource the assets use): their steps reuse it
+    # instead of starting (or attaching) one each.
     try:
-        with instance:
+        with spark.session(warehouse=config.warehouse.uri), instance:
             run_demo(config, instance, batches=args.batches, maintenance=not args.no_maintenance)
-    finally:
-        spark.stop()
+    except SparkConfigError as e:
+        print(f"demo: {e}", file=sys.stderr)
+        return 2
     print("\nWatch it in the UI: .venv/bin/dagster dev   (from the checkout; then open http://127.0.0.1:3000)")
     return 0
 

@@ -220,3 +220,52 @@ def test_command_line(spark, warehouse, capsys):
     # a bad partition is one line naming the table and the column, and changes nothing
     assert main(["--warehouse", warehouse, "--table", "db.t", "--partition", "day=1"]) == 2
     assert "db.t" in capsys.readouterr().out and len(catalog.get_table("db.t").snapshots()) == 4
+
+
+@pytest.mark.s3
+def test_command_line_takes_credentials_from_named_variables_or_options(spark, s3_warehouse, capsys):
+    """Credentials are resolved in the driver from what the command line names, and travel with
+    the tasks: the executors' environment holds none (this process's AWS_* variables are unset)."""
+    import json
+
+    from jobs.compact import main
+
+    catalog = Catalog(s3_warehouse.uri, storage_options=s3_warehouse.storage_options)
+    model = _fill(_create(catalog, "db.t"), commits=3)
+    env = {"MY_S3": s3_warehouse.endpoint_url, "MY_KEY": "testing", "MY_SECRET": "testing"}
+    base = ["--warehouse", s3_warehouse.uri, "--table", "db.t"]
+
+    # missing: fails at once, before Spark, naming the bucket, the endpoint and the variables looked at
+    assert main([*base, "--s3-endpoint-env", "MY_S3", "--s3-key-env", "NO_KEY_HERE"], environ=env) == 2
+    out = capsys.readouterr().out
+    for words in (
+        f"bucket '{s3_warehouse.bucket}'",
+        s3_warehouse.endpoint_url,
+        "$NO_KEY_HERE",
+        "$AWS_SECRET_ACCESS_KEY",
+    ):
+        assert words in out, out
+    assert "no access key and no secret key" in out  # $AWS_SECRET_ACCESS_KEY (the default name) is not set either
+    # named variables
+    flags = ["--s3-endpoint-env", "MY_S3", "--s3-key-env", "MY_KEY", "--s3-secret-env", "MY_SECRET"]
+    assert main([*base, "--full", "--partition", "dt=2024-01-01", *flags], environ=env) == 0
+    assert json.loads(capsys.readouterr().out)["units_run"] == 2
+    # explicit options (dots nest), nothing from the environment
+    options = [
+        f"--storage-option=endpoint_url={s3_warehouse.endpoint_url}",
+        "--storage-option=key=testing",
+        "--storage-option=secret=testing",
+        "--storage-option=client_kwargs.region_name=us-east-1",
+    ]
+    assert main([*base, "--full", *options], environ={}) == 0
+    assert json.loads(capsys.readouterr().out)["units_run"] == 2  # the other partition
+    assert _rows(catalog.get_table("db.t")) == model
+
+
+def test_command_line_refuses_a_local_warehouse_with_a_cluster(warehouse, capsys):
+    from jobs.compact import main
+
+    for where in (["--master", "spark://127.0.0.1:9"], ["--remote", "sc://127.0.0.1:9"]):
+        assert main(["--warehouse", warehouse, "--table", "db.t", *where], environ={}) == 2
+        out = capsys.readouterr().out
+        assert "on a local filesystem but Spark runs elsewhere" in out and "shared_filesystem" in out, out

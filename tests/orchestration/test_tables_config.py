@@ -14,10 +14,12 @@ import pytest
 import yaml
 
 from fixtures.tables_config import demo_orders_by_day, demo_orders_table
+from jobs.spark_target import SparkConfigError
+from jobs.storage import StorageCredentialsError
 from lake_core import Catalog, LakeError, from_paimon_type, parse_duration_ms
 from orchestration.config import TablesConfigError, duration_seconds, load_tables_config, parse_tables_config
 from orchestration.definitions import DEFAULT_CONFIG, build_definitions
-from orchestration.defs.resources import lake_resource
+from orchestration.defs.resources import lake_resource, spark_resource
 
 pytestmark = pytest.mark.dagster
 
@@ -239,16 +241,99 @@ def test_s3_credentials_are_environment_variable_names(monkeypatch):
     }
     config = parse_tables_config(raw)
     resource = lake_resource(config.warehouse)
-    # Kept as EnvVar references: resolved only when a run or sensor starts.
-    assert resource.endpoint_url == dg.EnvVar("MY_S3_URL") and resource.secret_key == dg.EnvVar("MY_SECRET")
+    # Names only: read when a step needs storage; values never enter Dagster's config.
+    assert (resource.endpoint_url_env, resource.access_key_env, resource.secret_key_env) == (
+        "MY_S3_URL",
+        "MY_KEY",
+        "MY_SECRET",
+    )
+    assert resource.access_key is None and resource.secret_key is None
+    build_definitions(config)  # assembling needs no credentials
     monkeypatch.setenv("MY_S3_URL", "http://127.0.0.1:9")
-    monkeypatch.setenv("MY_KEY", "k")
+    monkeypatch.delenv("MY_KEY", raising=False)
     monkeypatch.setenv("MY_SECRET", "s")
     with dg.build_resources({"lake": resource}) as resources:
+        # a missing credential: our error, naming the bucket, the endpoint and the variables looked at
+        with pytest.raises(StorageCredentialsError) as info:
+            resources.lake.storage_options()
+        message = str(info.value)
+        assert all(w in message for w in ("'bucket'", "http://127.0.0.1:9", "$MY_KEY", "$MY_SECRET")), message
+        assert isinstance(info.value, LakeError)
+        monkeypatch.setenv("MY_KEY", "k")
         opts = resources.lake.storage_options()
     assert opts["endpoint_url"] == "http://127.0.0.1:9" and (opts["key"], opts["secret"]) == ("k", "s")
     assert opts["config_kwargs"] == {"s3": {"addressing_style": "path"}}
-    build_definitions(config)  # assembling needs no credentials
+
+
+def _spark_errors(spark: dict, uri: str = "s3://bucket/wh") -> str:
+    return _errors(lambda r: r.update(warehouse={"uri": uri}, spark=spark))
+
+
+def test_spark_block_selects_one_of_three_modes():
+    def target(spark: dict, uri: str = "s3://bucket/wh"):
+        raw = copy.deepcopy(BASE)
+        raw.update(warehouse={"uri": uri}, spark=spark)
+        return parse_tables_config(raw).spark.target()
+
+    assert (target({}).mode, target({}).effective_master) == ("embedded", "local[2]")
+    assert target({"master": "local[*]"}, uri="wh").mode == "embedded"  # a local warehouse is fine locally
+    assert target({"master": "spark://10.0.0.5:7077"}).mode == "cluster"
+    assert target({"remote": "sc://spark-connect:15002"}).mode == "connect"
+    # YAML booleans in conf are Spark's lowercase strings
+    raw = copy.deepcopy(BASE)
+    raw["spark"] = {"conf": {"spark.authenticate": True, "spark.executor.cores": 2}}
+    assert parse_tables_config(raw).spark.conf == {"spark.authenticate": "true", "spark.executor.cores": "2"}
+
+
+@pytest.mark.parametrize(
+    "settings, uri, words",
+    [
+        ({"remote": "sc://h:15002", "master": "spark://h:7077"}, "s3://b/wh", "both remote"),
+        ({"remote": "http://h:15002"}, "s3://b/wh", "not a Spark Connect URL"),
+        ({"remote": "sc://h"}, "s3://b/wh", "not a Spark Connect URL"),
+        ({"master": "spark:/h:7077"}, "s3://b/wh", "not a Spark master URL"),
+        ({"master": "locale[2]"}, "s3://b/wh", "not a Spark master URL"),
+        ({"master": "spark://h:7077"}, "wh", "on a local filesystem but Spark runs elsewhere"),
+        ({"remote": "sc://h:15002"}, "file:///data/wh", "shared_filesystem: true"),
+        ({"shared": True}, "s3://b/wh", "field 'spark.shared'"),
+    ],
+)
+def test_spark_block_errors_name_the_problem(settings, uri, words):
+    message = _spark_errors(settings, uri)
+    assert words in message and "spark" in message, message
+
+
+def test_shared_filesystem_allows_a_local_warehouse_on_a_cluster():
+    raw = copy.deepcopy(BASE)
+    raw["spark"] = {"master": "spark://nfs-cluster:7077", "shared_filesystem": True}
+    assert parse_tables_config(raw).spark.shared_filesystem
+
+
+def test_environment_overrides_the_spark_block(monkeypatch):
+    raw = copy.deepcopy(BASE)
+    raw.update(warehouse={"uri": "s3://bucket/wh"}, spark={"master": "spark://h:7077"})
+    resource = spark_resource(parse_tables_config(raw))
+    assert resource.target().master == "spark://h:7077"
+    monkeypatch.setenv("LAKE_SPARK_REMOTE", "sc://connect:15002")
+    assert (resource.target().remote, resource.target().master) == ("sc://connect:15002", None)
+    monkeypatch.setenv("LAKE_SPARK_MASTER", "local[1]")
+    with pytest.raises(SparkConfigError, match="both \\$LAKE_SPARK_REMOTE and \\$LAKE_SPARK_MASTER"):
+        resource.target()
+    monkeypatch.delenv("LAKE_SPARK_REMOTE")
+    assert resource.target().master == "local[1]"
+    monkeypatch.setenv("LAKE_SPARK_MASTER", "nonsense")
+    with pytest.raises(SparkConfigError, match="LAKE_SPARK_MASTER 'nonsense' is not a Spark master URL"):
+        resource.target()
+
+
+def test_a_local_warehouse_is_refused_at_run_time_when_the_environment_points_elsewhere(monkeypatch, tmp_path):
+    raw = copy.deepcopy(BASE)
+    raw["warehouse"] = {"uri": str(tmp_path)}
+    resource = spark_resource(parse_tables_config(raw))
+    monkeypatch.setenv("LAKE_SPARK_REMOTE", "sc://connect:15002")
+    with pytest.raises(SparkConfigError, match="executors would write data files to their own disks"):
+        with resource.session(warehouse=tmp_path.as_uri()):
+            pass  # never reached: refused before anything starts or attaches
 
 
 def test_importing_the_code_location_reads_no_file_and_no_environment(tmp_path):

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import dagster as dg
 from pydantic import Field
 
-from jobs.compact import compact_on_spark, parse_partitions
+from jobs.compact import parse_partitions, run_compaction
 from orchestration.config import TableConfig
 from orchestration.defs.maintenance.asset import BlockingCheck, MaintenanceAsset
 from orchestration.defs.maintenance.run import Operation, Outcome, Skip, result_outputs, run_maintenance
@@ -84,6 +84,21 @@ def expiry_skip_reason(table: TableConfig, lake_table: "FileStoreTable", options
         f"no record TTL for {table.name}: set maintenance.record_expiry.field and .retention in tables.yaml "
         "(or the table options 'record-level.time-field' and 'record-level.expire-time')"
     )
+
+
+def empty_plan_reason(plan: Any, operation: str) -> str:
+    """Why a plan has no unit, from the plan itself: what was looked at and what was not found."""
+    if plan.snapshot_id is None:
+        return "nothing to compact: the table has no snapshot yet; Spark was not started"
+    looked = f"{len(plan.buckets)} selected bucket(s) at snapshot {plan.snapshot_id}"
+    if operation == RECORD_EXPIRY or plan.expire_records:
+        why = "none holds records past the TTL"
+    elif plan.full:
+        why = "each is already one file at the top level"
+    else:
+        trigger = dict(plan.options).get("num-sorted-run.compaction-trigger")
+        why = "none needs compaction" + (f" (num-sorted-run.compaction-trigger {trigger})" if trigger else "")
+    return f"nothing to compact: {why} among the {looked}; Spark was not started"
 
 
 def result_metadata(result, source: dict[str, str]) -> dict[str, Any]:
@@ -166,22 +181,22 @@ def _operation(
             f"{operation} of {table.name}: full={full}, expire_records={expire_records}, "
             f"partitions={partitions or 'all'}, options={options or 'the table own'}"
         )
-        with spark.session() as session:
-            result = compact_on_spark(
-                session,
-                lake.warehouse,
-                table.name,
-                full=full,
-                partitions=specs,
-                expire_records=expire_records,
-                options=options,
-                storage_options=lake.storage_options(),
-            )
+        # Planned here, from metadata only: Spark starts (or is attached to) only for a plan with units.
+        job = lake_table.maintenance.compaction_job(
+            full=full, partitions=specs, expire_records=expire_records, options=options
+        )
+        if not job.units:
+            result = run_compaction(None, job)  # commits nothing; the result still reports the plan
+            empty = empty_plan_reason(job.plan, operation)
+        else:
+            with spark.session(warehouse=lake.warehouse) as session:
+                result = run_compaction(session, job)
+            empty = None
         for reason in result.skipped:
             context.log.warning(f"{operation} of {table.name}: {reason}")
         skipped = None
         if result.snapshot_id is None:
-            skipped = "nothing to compact" if not result.units_planned else "every unit was skipped"
+            skipped = empty or ("nothing to compact" if not result.units_planned else "every unit was skipped")
             check = dg.AssetCheckResult(
                 check_name=CHECKS[operation].name,
                 passed=True,

@@ -121,7 +121,7 @@ def _operation(
             storage_options=lake.storage_options(),
         )
         if lake_table.maintenance.plan_rescale(bucket=target, partitions=specs).units:
-            with spark.session() as session:
+            with spark.session(warehouse=lake.warehouse) as session:
                 result = rescale_partitions(session, lake.warehouse, table.name, **job)
         else:  # every selected partition is already at the target: metadata only, no Spark
             result = rescale_partitions(None, lake.warehouse, table.name, **job)
