@@ -14,6 +14,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from jobs.datasource import register
+from jobs.tasks import is_connect
 
 # The directory holding lake_core/ and jobs/: Python workers must import both.
 _PROJECT_ROOT = str(Path(__file__).resolve().parents[1])
@@ -65,7 +66,8 @@ def spark_session(
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel(log_level)
+    if not is_connect(spark):  # a Connect session has no SparkContext (its server keeps its own log level)
+        spark.sparkContext.setLogLevel(log_level)
 
     register(spark)
     return spark
