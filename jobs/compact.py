@@ -3,15 +3,18 @@
     driver   ─ plan (metadata only): ``table.maintenance.compaction_job`` → a picklable
                ``CompactionJob`` whose frozen units are one per (partition, bucket) the picker (or
                ``full`` / ``expire_records``) selects
-    workers  ─ ``jobs.tasks.run_job``: one Spark task per unit runs the job's ``run_unit`` in the
-               Python worker (reads the unit's files, writes the merged ones) and returns its
-               outcome (commit message and row counters), committing nothing
+    workers  ─ ``jobs.tasks.run_job``: the units, packed by bytes into at most the cluster's
+               parallelism tasks, go out as DataFrame rows through ``mapInArrow``; each runs the
+               job's ``run_unit`` in the Python worker (reads the unit's files, writes the merged
+               ones) and returns its outcome (commit message and row counters) as a row, committing
+               nothing
     driver   ─ the job's one COMPACT commit of every outcome: a unit whose input files another job
                compacted meanwhile is skipped and reported, its new files deleted; if any task
                failed, every new file is deleted (the job's ``abort``) and nothing is committed
 
 Spark's JVM never touches a table file: every read and write goes through lake_core's FileIO in the
-Python workers (so s3:// works without a Hadoop connector).
+Python workers (so s3:// works without a Hadoop connector). DataFrame API only: the same job runs
+over Spark Connect.
 """
 
 from __future__ import annotations
@@ -48,8 +51,11 @@ def parse_partitions(table: FileStoreTable, specs: Sequence[str] | None) -> list
     return [dict(spec) for spec in selector.specs]
 
 
-def run_units(spark: SparkSession, table: FileStoreTable, units: Sequence[Any]) -> list[Any]:
-    """One Spark task per unit, running lake_core's ``compact_unit`` in the Python worker; returns
+def run_units(
+    spark: SparkSession, table: FileStoreTable, units: Sequence[Any], *, max_tasks: int | None = None
+) -> list[Any]:
+    """The units in Spark tasks (packed by bytes into at most ``max_tasks``, default the cluster's
+    parallelism), running lake_core's ``compact_unit`` in the Python worker; returns
     the outcomes in ``units``' order (raises, after deleting every written file, if any task failed).
     The first half of ``run_job``, for a driver that commits them itself (``commit_compaction``)."""
     return run_tasks(
@@ -60,6 +66,7 @@ def run_units(spark: SparkSession, table: FileStoreTable, units: Sequence[Any]) 
         error=lambda unit, text: CompactionTaskError(
             f"compaction of {table.identifier}, {unit.describe()} failed in its Spark task: {text}"
         ),
+        max_tasks=max_tasks,
     )
 
 
@@ -74,8 +81,10 @@ def compact_on_spark(
     dry_run: bool = False,
     options: Mapping[str, str] | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    max_tasks: int | None = None,
 ):
-    """Compact ``table_name`` as ``table.maintenance.compact`` does, one Spark task per unit.
+    """Compact ``table_name`` as ``table.maintenance.compact`` does, in Spark tasks: the units packed
+    by bytes into at most ``max_tasks`` (default: the cluster's parallelism).
 
     ``options``: dynamic planning options for this job (e.g. ``num-sorted-run.compaction-trigger``,
     ``record-level.expire-time``/``record-level.time-field``). ``partitions``: ``{column: value}``
@@ -85,13 +94,13 @@ def compact_on_spark(
     job = table.maintenance.compaction_job(
         full=full, partitions=partitions, expire_records=expire_records, options=options, dry_run=dry_run
     )
-    return run_compaction(spark, job)
+    return run_compaction(spark, job, max_tasks=max_tasks)
 
 
-def run_compaction(spark: SparkSession | None, job: Any):
-    """Run a planned ``CompactionJob`` (``table.maintenance.compaction_job``): one Spark task per
-    unit, one COMPACT commit. ``spark`` may be None when the job has no units (nothing starts)."""
-    return run_job(spark, job, error=CompactionTaskError)
+def run_compaction(spark: SparkSession | None, job: Any, *, max_tasks: int | None = None):
+    """Run a planned ``CompactionJob`` (``table.maintenance.compaction_job``): units in Spark tasks
+    (packed into at most ``max_tasks``, default the cluster's parallelism), one COMPACT commit. ``spark`` may be None when the job has no units (nothing starts)."""
+    return run_job(spark, job, error=CompactionTaskError, max_tasks=max_tasks)
 
 
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:

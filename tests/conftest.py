@@ -30,8 +30,15 @@ Fixtures
     :class:`fixtures.spark_standalone.StandaloneCluster`: a Spark standalone master and two
     one-core workers on loopback, from the pyspark package's ``sbin`` (``.master_url``,
     ``.status()``, ``.logs()``); about 20 s to start, so few tests use it.
+``spark_connect_server`` (session)
+    :class:`fixtures.spark_connect.SparkConnectServer`: the pyspark wheel's Spark Connect server on
+    ``127.0.0.1`` and a free port (``--master local[2]``, workers on this interpreter with the
+    checkout importable); ``.url`` is ``sc://127.0.0.1:<port>``.
+``spark_connect`` (session)
+    A Spark Connect session to that server (no SparkContext, no RDDs: what the jobs must run on).
 
-Markers: a test using ``spark`` or ``spark_cluster`` must be marked ``spark``, ``s3_server``/``s3_warehouse`` ``s3``,
+Markers: a test using ``spark`` or ``spark_cluster`` must be marked ``spark``, ``spark_connect`` (or its server) both
+``spark`` and ``spark_connect``, ``s3_server``/``s3_warehouse`` ``s3``,
 ``pypaimon`` ``interop``, ``dagster_dev`` ``browser``, and a test module importing Dagster
 ``dagster``; collection fails naming any test that is not (so ``-m "not spark"`` and the like
 select exactly what they say). ``--strict-markers`` rejects unknown markers.
@@ -58,6 +65,7 @@ if sys.path[:1] != [_TESTS_DIR]:
 from fixtures.java_paimon import JavaPaimon  # noqa: E402
 from fixtures.pypaimon_env import PypaimonDriver, ensure_pypaimon_python  # noqa: E402
 from fixtures.s3 import S3Server, S3Warehouse, new_s3_warehouse, start_s3_server  # noqa: E402
+from fixtures.spark_connect import SparkConnectServer, start_spark_connect  # noqa: E402
 from fixtures.spark_standalone import spark_cluster  # noqa: E402, F401 - a session fixture, defined with its cluster
 
 settings.register_profile("dev", deadline=None)
@@ -66,14 +74,16 @@ settings.register_profile(
 )
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
-# fixture → the marker every test using it must carry
+# fixture → the markers every test using it must carry
 _FIXTURE_MARKERS = {
-    "spark": "spark",
-    "spark_cluster": "spark",
-    "s3_server": "s3",
-    "s3_warehouse": "s3",
-    "pypaimon": "interop",
-    "dagster_dev": "browser",
+    "spark": ("spark",),
+    "spark_cluster": ("spark",),
+    "spark_connect_server": ("spark", "spark_connect"),
+    "spark_connect": ("spark", "spark_connect"),
+    "s3_server": ("s3",),
+    "s3_warehouse": ("s3",),
+    "pypaimon": ("interop",),
+    "dagster_dev": ("browser",),
 }
 
 
@@ -90,7 +100,8 @@ def pytest_collection_modifyitems(config, items):
         if "java_paimon" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.java)
         marks = {m.name for m in item.iter_markers()}
-        need = {mark for fixture, mark in _FIXTURE_MARKERS.items() if fixture in getattr(item, "fixturenames", ())}
+        fixtures = getattr(item, "fixturenames", ())
+        need = {mark for fixture, needed in _FIXTURE_MARKERS.items() if fixture in fixtures for mark in needed}
         if _imports_dagster(getattr(item, "module", None)):
             need.add("dagster")
         if need - marks:
@@ -165,5 +176,29 @@ def spark():
     from jobs.spark import spark_session
 
     session = spark_session(master="local[2]", app_name="lake-tests", driver_memory="2g", shuffle_partitions=2)
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_connect_server(tmp_path_factory):
+    server: SparkConnectServer = start_spark_connect(tmp_path_factory.mktemp("spark-connect"))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_connect(spark_connect_server: SparkConnectServer):
+    """A Connect session. Built with the Connect builder itself: ``SparkSession.builder.remote``
+    would flag the whole process as Connect (``SPARK_CONNECT_MODE_ENABLED``), and the classic
+    ``spark`` session's ``pyspark.sql.functions`` would then build Connect columns."""
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    from jobs.datasource import register
+
+    session = ConnectSession.builder.remote(spark_connect_server.url).create()
+    register(session)
     yield session
     session.stop()
