@@ -5,6 +5,7 @@ import warnings
 from lake_core.bucket.assign import assign_buckets
 from lake_core.catalog import Catalog, validate_options
 from lake_core.commit.messages import CommitMessage
+from lake_core.compaction.figures import BucketFigures, CompactionCheck, UnitFigures, check_compaction
 
 # What table.maintenance returns: frozen results and plans (annotated on every method).
 from lake_core.compaction.job import CompactionJob
@@ -30,7 +31,7 @@ from lake_core.maintenance.rescale import (
     RescalePlan,
     RescaleResult,
 )
-from lake_core.maintenance.rescale_verify import RescaleVerification
+from lake_core.maintenance.rescale_verify import PartitionVerification, RescaleVerification, check_rescale
 from lake_core.maintenance.rollback import RollbackResult
 from lake_core.maintenance.tag_deletion import DeleteTagResult
 from lake_core.maintenance.tag_snapshot import TagSnapshotResult
@@ -80,6 +81,10 @@ __all__ = [
     "CompactionPlan",
     "CompactionResult",
     "CompactionVerification",
+    "CompactionCheck",
+    "UnitFigures",
+    "BucketFigures",
+    "check_compaction",
     "DeleteTagResult",
     "ExpireChangelogsPlan",
     "ExpireChangelogsResult",
@@ -95,6 +100,8 @@ __all__ = [
     "RescalePlan",
     "RescaleResult",
     "RescaleVerification",
+    "PartitionVerification",
+    "check_rescale",
     "RollbackResult",
     "TagSnapshotResult",
     "UnitOutcome",

@@ -1,6 +1,7 @@
 """LSM compaction as Paimon does it: levels, the universal picker, compaction units and the
 dedicated compaction job (``table.maintenance.compact``)."""
 
+from lake_core.compaction.figures import BucketFigures, CompactionCheck, UnitFigures, check_compaction
 from lake_core.compaction.job import CompactionJob, abort_compaction, commit_compaction, compaction_job
 from lake_core.compaction.picker import CompactUnit, UniversalConfig, pick_full, pick_universal
 from lake_core.compaction.plan import BucketCompactionUnit, CompactionPlan, plan_compaction, run_unit
@@ -27,4 +28,8 @@ __all__ = [
     "abort_compaction",
     "CompactionVerification",
     "verify_compaction",
+    "UnitFigures",
+    "BucketFigures",
+    "CompactionCheck",
+    "check_compaction",
 ]

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from lake_core.commit.file_store_commit import FileStoreCommit
 from lake_core.commit.messages import CommitMessage
 from lake_core.commit.uncommitted import remove_uncommitted
+from lake_core.compaction.figures import BucketFigures
 from lake_core.compaction.plan import (
     BucketCompactionUnit,
     CompactionPlan,
@@ -30,6 +31,7 @@ from lake_core.compaction.result import CompactionResult
 from lake_core.compaction.rewrite import UnitOutcome
 from lake_core.distributed import DistributedJob, run_locally
 from lake_core.errors import CommitConflictError, CommitOutcomeUnknownError, LakeError, MaintenanceArgumentError
+from lake_core.schema.partition_selector import partition_text
 
 if TYPE_CHECKING:
     from lake_core.commit.hooks import TableHooks
@@ -193,6 +195,16 @@ def commit_compaction(
         levels_after=level_counts(after_files),
         ttl_lag_after_s=ttl_lag_s(after_files, plan.expiry, store),
         duration_s=_elapsed(plan),
+        figures=tuple(
+            BucketFigures(
+                partition_text(list(store.schema.partition_keys), list(plan.units[i].partition_values)),
+                plan.units[i].bucket,
+                figures,
+                outcomes[i].counts.rows_expired,
+            )
+            for i in committed
+            if (figures := outcomes[i].figures) is not None
+        ),
     )
 
 

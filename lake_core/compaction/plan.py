@@ -97,7 +97,8 @@ class CompactionPlan:
 
 
 def run_unit(store: FileStore, unit: BucketCompactionUnit) -> UnitOutcome:
-    """Run one unit: writes its new files, commits nothing; its CommitMessage and row counters."""
+    """Run one unit: writes its new files, commits nothing; its CommitMessage, row counters and the
+    figures of the in-task check (:mod:`.figures`)."""
     cu = CompactUnit(unit.output_level, unit.files, unit.reason)
     vectors = (
         BucketDeletionVectors.load(store, unit.partition, unit.bucket, unit.dv_index)
@@ -115,6 +116,7 @@ def run_unit(store: FileStore, unit: BucketCompactionUnit) -> UnitOutcome:
         expiry=unit.expiry,
         lookup_files=unit.lookup_files,
         vectors=vectors,
+        figures=True,  # the in-task check's figures (lake_core.compaction.figures)
     )
     return with_vector_changes(store, out, vectors, FileNamer())
 

@@ -104,10 +104,14 @@ class RecordExpiry:
             raw = np.where(raw >= _MILLIS_FROM, raw // 1000, raw)
         return raw, nulls
 
+    def expired_mask(self, rows: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+        """(which rows had expired, which have a NULL time field) of merged ``rows``."""
+        secs, nulls = self.seconds(rows[self.field])
+        return (secs < self.cutoff_s) & ~nulls, nulls
+
     def split(self, rows: pa.Table) -> tuple[pa.Table, int, int]:
         """(rows not expired, rows expired, rows with a NULL time field); ``rows`` are merged rows."""
-        secs, nulls = self.seconds(rows[self.field])
-        expired = (secs < self.cutoff_s) & ~nulls
+        expired, nulls = self.expired_mask(rows)
         n = int(np.count_nonzero(expired))
         kept = rows.filter(pa.array(~expired)) if n else rows
         return kept, n, int(np.count_nonzero(nulls))

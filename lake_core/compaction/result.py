@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from lake_core.compaction.figures import BucketFigures, CompactionCheck, check_compaction
 from lake_core.result import OperationResult
 
 
@@ -35,3 +36,10 @@ class CompactionResult(OperationResult):
     options: dict = field(default_factory=dict)  # dynamic options of this job (policy overrides)
     expiry_field: str | None = None  # record-level.time-field in effect (None: no record expiry)
     expiry_cutoff_s: int | None = None  # records with an older time (epoch s) expire in this job
+    # per committed unit: rows and checksums computed in its task (lake_core.compaction.figures)
+    figures: tuple[BucketFigures, ...] = ()
+
+    def check(self, *, expired_must_be_gone: bool = False) -> CompactionCheck:
+        """The in-task figures compared (:func:`~lake_core.compaction.figures.check_compaction`);
+        reads no table file."""
+        return check_compaction(self, expired_must_be_gone=expired_must_be_gone)

@@ -15,10 +15,12 @@ import pyarrow as pa
 from lake_core.commit.messages import CommitMessage
 from lake_core.compaction.changelog_producers import ChangelogProducer, ChunkState, producer_for
 from lake_core.compaction.dv import DvCompaction, unit_vectors
+from lake_core.compaction.figures import UnitFigures
 from lake_core.compaction.kv_read import CHUNK_ROWS, iter_kv_file, key_ranges, kv_schema  # noqa: F401 - re-exported
 from lake_core.compaction.picker import CompactUnit
 from lake_core.compaction.record_expiry import RecordExpiry, expired_file_test
 from lake_core.compaction.task import Rewrite, unit_actions
+from lake_core.format.checksum import EMPTY, Checksum, table_checksum
 from lake_core.format.float_order import java_order_key
 from lake_core.kv import rowkind
 from lake_core.kv.system_fields import KIND
@@ -31,6 +33,7 @@ from lake_core.paths import FileNamer
 from lake_core.write.file_writer import DataFileWriter, RollingFileWriter
 
 if TYPE_CHECKING:
+    from lake_core.compaction.record_expiry import RecordExpiry
     from lake_core.deletion_vectors.maintainer import BucketDeletionVectors
     from lake_core.store import FileStore
 
@@ -49,6 +52,7 @@ class UnitCounts:
 class UnitOutcome:
     message: CommitMessage
     counts: UnitCounts
+    figures: UnitFigures | None = None  # rows and checksums for the in-task check (dedicated compaction)
 
 
 def run_compact_unit(
@@ -66,11 +70,14 @@ def run_compact_unit(
     force_rewrite: bool | None = None,
     lookup_files: Sequence[DataFileMeta] = (),
     vectors: BucketDeletionVectors | None = None,
+    figures: bool = False,
 ) -> UnitOutcome:
     """Execute ``unit`` of one bucket. ``extra_new_files`` are files written by the same commit
     (inline compaction): they are reported as new files of the message. ``vectors``: the bucket's
     deletion vectors (``deletion-vectors.enabled``), applied to the inputs and updated in place with
-    the rows this compaction replaces; the caller writes them (:meth:`BucketDeletionVectors.changes`)."""
+    the rows this compaction replaces; the caller writes them (:meth:`BucketDeletionVectors.changes`).
+    ``figures``: also compute the unit's :class:`UnitFigures` (its written files read back), for
+    the in-task check of a dedicated compaction; a writer's inline compaction does without."""
     opts = store.options
     engine = store.merge_engine()
     key_of = key_decoder(store.key_types)
@@ -123,6 +130,7 @@ def run_compact_unit(
     after: list[DataFileMeta] = []
     c = dict(rows_in=0, rows_out=0, rows_deleted=0, rows_expired=0, rows_null_time=0, files_upgraded=0)
     written: list[DataFileMeta] = []  # every file this unit wrote, also of a rewrite that failed halfway
+    sink = _FigureSink(list(schema.arrow_schema().names), expiry) if figures else None
     try:
         for action in actions:
             if not isinstance(action, Rewrite):
@@ -145,7 +153,18 @@ def run_compact_unit(
                 [chunks(f) for f in files],
                 key_names,
                 lambda rows: _merge_chunk(
-                    engine, rows, drop_delete, expiry, c, seen, key_names, dv, producer, lookup_merge, changelog_chunks
+                    engine,
+                    rows,
+                    drop_delete,
+                    expiry,
+                    c,
+                    seen,
+                    key_names,
+                    dv,
+                    producer,
+                    lookup_merge,
+                    changelog_chunks,
+                    sink,
                 ),
                 # a deletion vector drops rows: such a run's size is unknown
                 [None if f.file_name in dvs else f.row_count for f in files],
@@ -153,6 +172,8 @@ def run_compact_unit(
             start = len(written)
             _write_rolled(writer, merged_chunks, unit.output_level, written)
             after.extend(written[start:])
+            if sink is not None:
+                sink.read_back(store, bucket_dir, written[start:], opts.read_batch_rows)
             changelog_chunks.flush()
             unit_vectors(vectors, files)
     except Exception:
@@ -169,7 +190,7 @@ def run_compact_unit(
         compact_after=tuple(after),
         compact_changelog=tuple(changelog_files),
     )
-    return UnitOutcome(msg, UnitCounts(**c))
+    return UnitOutcome(msg, UnitCounts(**c), sink.figures() if sink is not None else None)
 
 
 def _stored_keys(
@@ -218,13 +239,15 @@ def _merge_chunk(
     producer: ChangelogProducer | None = None,
     lookup_merge: bool = False,
     changelog_out: _ChangelogSink | None = None,
+    sink: _FigureSink | None = None,
 ) -> pa.Table:
     """Merge one chunk of complete key groups; counts rows in/out, expired and dropped deletes.
     ``expiry``: applied to the merged rows, after the changelog (see :mod:`.record_expiry`).
     ``seen``: keys stored elsewhere in the bucket (first-row), whose rows are dropped before the
     changelog is produced (a key stored elsewhere has no first row here).
     ``producer``: appends the chunk's changelog to ``changelog_out``; ``lookup_merge``: Java's
-    ``LookupMergeFunction`` (only a key's newest row above level 0 is merged)."""
+    ``LookupMergeFunction`` (only a key's newest row above level 0 is merged). ``sink``: takes the
+    merged rows and every row dropped after the merge (the in-task figures)."""
     c["rows_in"] += rows.num_rows
     state = prepared = None
     if LEVEL in rows.column_names:
@@ -242,9 +265,13 @@ def _merge_chunk(
     if producer is not None and state is not None:
         rows = producer.absorb(rows, prepared, engine)
     merged = engine.merge(rows, drop_deletes=False) if rows.num_rows else rows
+    if sink is not None:
+        sink.merged(merged)
     if seen is not None and merged.num_rows:
         stored = seen.present(merged)
         if stored.any():
+            if sink is not None:
+                sink.dropped(merged.filter(pa.array(stored)))
             merged = merged.filter(pa.array(~stored))
     if producer is not None and state is not None:
         merged, changelog = producer.changelog(state, merged, engine, prepared)
@@ -254,14 +281,74 @@ def _merge_chunk(
         retract = rowkind.is_retract(merged[KIND].to_numpy())
         n = int(np.count_nonzero(retract))
         if n:
+            if sink is not None:
+                sink.dropped(merged.filter(pa.array(retract)))
             merged = merged.filter(pa.array(~retract))
             c["rows_deleted"] += n
     if expiry is not None and merged.num_rows:
-        merged, expired, nulls = expiry.split(merged)
-        c["rows_expired"] += expired
-        c["rows_null_time"] += nulls
+        expired, nulls = expiry.expired_mask(merged)
+        n = int(np.count_nonzero(expired))
+        if n:
+            if sink is not None:
+                sink.dropped(merged.filter(pa.array(expired)))
+            merged = merged.filter(pa.array(~expired))
+        c["rows_expired"] += n
+        c["rows_null_time"] += int(np.count_nonzero(nulls))
     c["rows_out"] += merged.num_rows
     return merged
+
+
+class _FigureSink:
+    """One unit's :class:`UnitFigures` as it runs: checksums of the merged rows and of the rows
+    dropped after the merge, per batch as they stream by (checksums add up), then of the files
+    written, read back. Visible rows and retractions are summed apart, over the table's columns."""
+
+    def __init__(self, columns: list[str], expiry: RecordExpiry | None):
+        self.columns, self.expiry = columns, expiry
+        self.sums: dict[str, Checksum] = {}
+        self.expired_written = 0
+
+    def _add(self, name: str, rows: pa.Table) -> None:
+        if not rows.num_rows:
+            return
+        retract = rowkind.is_retract(rows[KIND].to_numpy())
+        n = int(np.count_nonzero(retract))
+        parts = {
+            name: rows.filter(pa.array(~retract)) if n else rows,
+            name + "_r": rows.filter(pa.array(retract)) if n else None,
+        }
+        for key, part in parts.items():
+            if part is not None and part.num_rows:
+                self.sums[key] = self.sums.get(key, EMPTY) + table_checksum(part.select(self.columns))
+
+    def merged(self, rows: pa.Table) -> None:
+        self._add("read", rows)
+
+    def dropped(self, rows: pa.Table) -> None:
+        self._add("dropped", rows)
+
+    def read_back(self, store: FileStore, bucket_dir: str, files: Sequence[DataFileMeta], chunk_rows: int) -> None:
+        # Read back from storage, not summed from the batches given to the writer: those are the
+        # merged rows minus the dropped ones by construction (a comparison that cannot fail), while
+        # the files are what readers will see (writer, encoding and storage included).
+        for f in files:
+            for chunk in iter_kv_file(store, bucket_dir, f, chunk_rows):
+                self._add("written", chunk)
+                if self.expiry is not None and chunk.num_rows:
+                    self.expired_written += int(np.count_nonzero(self.expiry.expired_mask(chunk)[0]))
+
+    def figures(self) -> UnitFigures:
+        s = self.sums
+        return UnitFigures(
+            read=s.get("read", EMPTY),
+            dropped=s.get("dropped", EMPTY),
+            written=s.get("written", EMPTY),
+            retractions_read=s.get("read_r", EMPTY),
+            retractions_dropped=s.get("dropped_r", EMPTY),
+            retractions_written=s.get("written_r", EMPTY),
+            expired_written=self.expired_written,
+            expiry_applied=self.expiry is not None,
+        )
 
 
 class _ChangelogSink:

@@ -4,6 +4,10 @@ Each row is hashed over all its columns (polars ``hash_rows``), and the hashes a
 modulo 2**64: the result does not depend on row order or on how rows are split into
 files, yet changes when any value, or the number of copies of a row, changes. Both sides of a
 comparison must run in one process (polars' hash is stable within a version, not across).
+
+Being sums, checksums add up (``+``) and take away (``-``): the checksum of a table is the sum of
+its parts' (chunks, buckets, units), and that of the rows kept the checksum of all rows minus the
+dropped ones', so a task can checksum each batch as it streams by and hold nothing.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 _SEED = 0x9E3779B9
+_MOD = 2**64
 
 
 @dataclass(frozen=True)
@@ -23,6 +28,25 @@ class Checksum:
 
     def __str__(self) -> str:
         return f"{self.rows} rows / {self.digest}"
+
+    def _parts(self) -> tuple[int, int]:
+        return int(self.digest[:16], 16), int(self.digest[16:], 16)
+
+    def _combine(self, other: Checksum, sign: int) -> Checksum:
+        a, b = self._parts(), other._parts()
+        parts = ((a[0] + sign * b[0]) % _MOD, (a[1] + sign * b[1]) % _MOD)
+        return Checksum(self.rows + sign * other.rows, "".join(f"{p:016x}" for p in parts))
+
+    def __add__(self, other: Checksum) -> Checksum:
+        """The checksum of both tables' rows together."""
+        return self._combine(other, 1)
+
+    def __sub__(self, other: Checksum) -> Checksum:
+        """The checksum of this table's rows without ``other``'s (which must be among them)."""
+        return self._combine(other, -1)
+
+
+EMPTY = Checksum(0, "0" * 32)  # of no rows; the neutral element of ``+``
 
 
 def _plain(t: pa.DataType) -> bool:
@@ -34,7 +58,7 @@ def table_checksum(table: pa.Table) -> Checksum:
     import polars as pl  # noqa: PLC0415 - polars (about 0.3 s and 35 MB to import) only where a checksum or diff is computed, not in every process importing lake_core
 
     if table.num_rows == 0:
-        return Checksum(0, "0" * 32)
+        return EMPTY
     # polars has no MAP type: hash a map as its list of key/value structs (same values).
     cols = [
         c

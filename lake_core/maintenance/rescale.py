@@ -110,11 +110,15 @@ class PartitionRescaleResult:
     files_out: int
     bytes_in: int
     bytes_out: int
-    checksum: str
+    checksum: str  # of the rows read (``rows`` of them)
     snapshot_read: int | None
     snapshot_committed: int | None
     skipped: str | None = None
     duration_s: float = 0.0
+    # the new files read back in the task that wrote them (the in-task check compares them with
+    # rows/checksum, read in the same task: lake_core.maintenance.rescale_verify.check_rescale)
+    rows_after: int = 0
+    checksum_after: str = ""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -303,8 +307,9 @@ class PreparedRescale:
     snapshot_read: int
     replaced: tuple[ManifestEntry, ...]  # the partition's live files at ``snapshot_read``
     new_files: tuple[tuple[int, DataFileMeta], ...]  # (bucket, file)
-    checksum: Checksum
+    checksum: Checksum  # of the partition's rows as read at ``snapshot_read``
     started: float  # time.monotonic() when preparing began
+    checksum_after: Checksum | None = None  # of the new files, read back in the task
 
 
 def _find_partition(table: FileStoreTable, partition: Any):
@@ -413,6 +418,7 @@ def prepare_rescale_partition(
         tuple((b, f) for b, files in sorted(written.items()) for f in files),
         before,
         started,
+        after,
     )
 
 
@@ -493,6 +499,8 @@ def commit_rescale_partitions(
             snapshot_read=p.snapshot_read,
             snapshot_committed=committed.id,
             duration_s=time.monotonic() - p.started,
+            rows_after=p.checksum_after.rows if p.checksum_after is not None else 0,
+            checksum_after=p.checksum_after.digest if p.checksum_after is not None else "",
         )
         log.info(
             "rescale %s partition '%s': %d -> %d buckets, %d rows, %d -> %d files, checksum %s verified, "

@@ -1,4 +1,12 @@
-"""Independent before/after verification of a committed rescale, from the table alone.
+"""Verification of a committed rescale: in-task (:func:`check_rescale`, the blocking check) or
+deep (:func:`verify_rescale`).
+
+:func:`check_rescale` compares the figures each partition's task computed and returned with its
+outcome, reading no table file: rows and checksum of the partition as the task read it (every
+committed row, level 0 too) against the new files read back in the same task, and the bucket
+count the files were written with. The deep check below re-reads the table at both snapshots.
+
+The deep check: independent before/after verification of a committed rescale, from the table alone.
 
 For each rescaled partition it reads the partition at the snapshot the rescale read and at the
 snapshot it committed, and compares the row count, a checksum of the primary-key columns and a
@@ -16,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from lake_core.errors import SnapshotNotFoundError
 from lake_core.format.checksum import Checksum, table_checksum
-from lake_core.maintenance.rescale import _named, _partition_entries, _spec_text
+from lake_core.maintenance.rescale import RescaleResult, _named, _partition_entries, _spec_text
 from lake_core.read.scan import TableScan
 from lake_core.read.split_read import SplitRead
 
@@ -31,11 +39,11 @@ class PartitionVerification:
     snapshot_after: int
     rows_before: int
     rows_after: int
-    key_checksum_before: str
-    key_checksum_after: str
     row_checksum_before: str
     row_checksum_after: str
     buckets_after: tuple[int, ...]  # distinct _TOTAL_BUCKETS of the partition's live files after
+    key_checksum_before: str = ""  # the deep check only
+    key_checksum_after: str = ""
     problems: tuple[str, ...] = ()
 
     @property
@@ -49,6 +57,7 @@ class RescaleVerification:
     bucket: int
     snapshot_after: int
     partitions: tuple[PartitionVerification, ...]
+    compared: str = "deep: each partition re-read at the snapshot the rescale read and at the one it committed"
 
     @property
     def passed(self) -> bool:
@@ -126,3 +135,51 @@ def verify_rescale(
             )
         )
     return RescaleVerification(table=table.identifier, bucket=bucket, snapshot_after=snapshot_id, partitions=tuple(out))
+
+
+IN_TASK = (
+    "in-task: each partition's rows and checksum as its task read them against its new files read back in the same "
+    "task; no table file read by the check"
+)
+
+
+def check_rescale(result: RescaleResult, *, bucket: int) -> RescaleVerification:
+    """The in-task figures of every partition ``result`` rewrote, compared (a rescale's blocking
+    check): rows and checksum before (the partition as its task read it) and after (its new files
+    read back by that task), and the bucket count they were written with. Reads no table file."""
+    out = []
+    for p in result.partitions:
+        if p.skipped is not None:
+            continue
+        problems = []
+        if not p.checksum_after:
+            problems.append("the outcome carries no read-back figures: it cannot be verified in-task")
+        elif (p.rows_after, p.checksum_after) != (p.rows, p.checksum):
+            problems.append(
+                f"read {p.rows} rows / {p.checksum} at snapshot {p.snapshot_read} but the new files read back "
+                f"{p.rows_after} rows / {p.checksum_after}"
+            )
+        if p.new_buckets != bucket:
+            problems.append(f"rewritten into {p.new_buckets} buckets, expected {bucket}")
+        if p.snapshot_committed is None:
+            problems.append("not committed")
+        out.append(
+            PartitionVerification(
+                partition=p.partition,
+                snapshot_before=p.snapshot_read if p.snapshot_read is not None else -1,
+                snapshot_after=p.snapshot_committed if p.snapshot_committed is not None else -1,
+                rows_before=p.rows,
+                rows_after=p.rows_after,
+                row_checksum_before=p.checksum,
+                row_checksum_after=p.checksum_after,
+                buckets_after=(p.new_buckets,),
+                problems=tuple(problems),
+            )
+        )
+    return RescaleVerification(
+        table=result.table,
+        bucket=bucket,
+        snapshot_after=result.snapshot_id if result.snapshot_id is not None else -1,
+        partitions=tuple(out),
+        compared=IN_TASK,
+    )

@@ -14,10 +14,12 @@ import yaml
 
 from jobs.compact import PartitionSpecError, parse_partitions
 from lake_core import Catalog
+from lake_core.manifest.metadata import FileSource
+from lake_core.write import file_writer
 from orchestration.config import load_tables_config
 from orchestration.definitions import build_definitions
 from orchestration.defs.ledger import read_ledger
-from orchestration.defs.maintenance.compaction import COMPACTION, RECORD_EXPIRY, verification_check
+from orchestration.defs.maintenance.compaction import COMPACTION, RECORD_EXPIRY, in_task_check, verification_check
 
 pytestmark = pytest.mark.dagster
 
@@ -154,8 +156,11 @@ def test_compaction_asset_runs_on_spark_and_its_check_passes(spark, tmp_path, wa
     assert "num-sorted-run.compaction-trigger" not in after.schema.options  # the table is not altered
     check = _check(result)
     assert check.passed and check.severity == dg.AssetCheckSeverity.ERROR
-    assert check.metadata["rows_after"].value == len(model) and check.metadata["resurrected_keys"].value == 0
-    assert check.metadata["buckets_verified"].value == 4
+    # the in-task figures: rows read minus dropped = rows written (read back in the Spark tasks), checksums too
+    assert check.metadata["check"].value == "in-task" and check.metadata["rows_dropped"].value == 0
+    assert check.metadata["rows_after"].value == check.metadata["rows_expected"].value == len(model)
+    assert check.metadata["checksum_after"].value == check.metadata["checksum_expected"].value
+    assert check.metadata["buckets_verified"].value == 4 and "| 2024-01-01 | 0 |" in check.metadata["buckets"].value
 
     # a second run: nothing left to compact under the trigger, nothing committed, check passes
     again = _materialize(defs, COMPACT_KEY, {"full": False})
@@ -235,6 +240,29 @@ def test_check_fails_when_the_content_changed(spark, tmp_path, warehouse):
         expiry_cutoff_s=None,
     )
     assert check.passed
+
+
+def test_in_task_check_fails_naming_the_bucket_whose_files_lost_a_row(warehouse, monkeypatch):
+    """The blocking check the asset runs by default, on a real compaction whose writer lost a row
+    (injected here): it fails, naming the partition and bucket, without reading the table."""
+    table, _model = _filled(warehouse, commits=3)
+    ok, _ = in_task_check(table.maintenance.compact(full=True, partitions={"dt": "2024-01-02"}), COMPACTION)
+    assert ok.passed and ok.metadata["check"].value == "in-task" and ok.metadata["buckets_verified"].value == 2
+    assert "rows read - 0 dropped" in ok.description and "checksums equal" in ok.description
+    real = file_writer.RollingFileWriter.write
+
+    def lossy(self, rows):
+        if self.file_source == FileSource.COMPACT and rows.num_rows > 1:
+            rows = rows.slice(1)
+        return real(self, rows)
+
+    monkeypatch.setattr(file_writer.RollingFileWriter, "write", lossy)
+    result = table.maintenance.compact(full=True, partitions={"dt": "2024-01-01"}, parallelism=1)
+    check, v = in_task_check(result, COMPACTION)
+    assert not check.passed and check.severity == dg.AssetCheckSeverity.ERROR
+    assert "partition 'dt=2024-01-01' bucket 0:" in check.description
+    assert "partition 'dt=2024-01-01' bucket 1:" in check.description
+    assert v.rows_after == v.rows_expected - 2
 
 
 @pytest.mark.spark
