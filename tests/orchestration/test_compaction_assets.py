@@ -160,7 +160,7 @@ def test_compaction_asset_runs_on_spark_and_its_check_passes(spark, tmp_path, wa
     assert check.metadata["check"].value == "in-task" and check.metadata["rows_dropped"].value == 0
     assert check.metadata["rows_after"].value == check.metadata["rows_expected"].value == len(model)
     assert check.metadata["checksum_after"].value == check.metadata["checksum_expected"].value
-    assert check.metadata["buckets_verified"].value == 4 and "| 2024-01-01 | 0 |" in check.metadata["buckets"].value
+    assert check.metadata["buckets_verified"].value == 4 and "| dt=2024-01-01 | 0 |" in check.metadata["buckets"].value
 
     # a second run: nothing left to compact under the trigger, nothing committed, check passes
     again = _materialize(defs, COMPACT_KEY, {"full": False})
