@@ -2,6 +2,8 @@
 process, the timed step runs in a fresh one), so peak memory is the step's own.
 
   full-1m      full compaction of 1M rows + 200k updates (bucket 4)
+  full-1m-verify  full-1m with ``verify=True`` (the units compute the in-task check's figures,
+               their written files read back) and the check itself
   full-20-l0   full compaction of 20 level-0 runs (20 commits of rows/20 overlapping keys, bucket 4)
   full-4m      full-1m with 4x the rows (4M + 800k updates): peak memory must not grow with the bucket
   read-50      merged-read rows/s after 50 small commits: with inline compaction, without any
@@ -74,7 +76,7 @@ def build(scenario: str, path: str, rows: int, budget: int) -> None:
         )
         t.write_arrow(workload.initial(n))
         t.write_arrow(workload.updates(n, n // 2))
-    elif scenario in ("full-1m", "full-4m"):
+    elif scenario in ("full-1m", "full-1m-verify", "full-4m"):
         rows = rows * 4 if scenario == "full-4m" else rows
         t = _table(path, True)
         t.write_arrow(workload.initial(rows))
@@ -116,7 +118,10 @@ def timed(scenario: str, path: str) -> dict:
     t0 = time.perf_counter()
     out = {}
     if scenario.startswith("full"):
-        r = t.maintenance.compact(full=True)
+        verify = scenario.endswith("-verify")
+        r = t.maintenance.compact(full=True, verify=verify)
+        if verify and not r.check().passed:
+            raise SystemExit(f"the in-task check failed: {r.check().problems}")
         rows = r.rows_in
     elif scenario.startswith("stream-"):
         rows, peak = _stream(t)  # warm-up: the first read of a process pays one-time set-up
@@ -224,7 +229,10 @@ def main(argv=None):
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--budget", type=int, default=65_536, help="read.batch-size of the stream-<N>x scenarios")
-    ap.add_argument("--scenarios", default="full-1m,full-20-l0,full-4m,read-50-inline,read-50-none,read-50-compacted")
+    ap.add_argument(
+        "--scenarios",
+        default="full-1m,full-1m-verify,full-20-l0,full-4m,read-50-inline,read-50-none,read-50-compacted",
+    )
     ap.add_argument("--java", action="store_true", help="also time Java Paimon's full compaction of the same tables")
     add_step_options(ap)
     args = ap.parse_args(argv)
@@ -238,7 +246,7 @@ def main(argv=None):
     for s in args.scenarios.split(","):
         r = out[s] = run(s, args.rows, args.runs, args.budget)
         java = ""
-        if args.java and s.startswith("full"):
+        if args.java and s.startswith("full") and not s.endswith("-verify"):
             j = java_compaction(s, args.rows, args.runs)
             java = (
                 f"{j['rows_s']:>14,.0f}{j['cpu_s']:>12.2f}{r['rows_s'] / j['rows_s']:>10.2f}x"

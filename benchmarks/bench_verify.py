@@ -4,9 +4,9 @@ the figures the tasks computed: ``check_rescale``, ``result.check()``), in this 
 
 - rescale: one partition of N rows (an initial commit plus a 10% update, so the read merges),
   2 -> 8 buckets;
-- compaction: the same rows in 2 buckets as 5 overlapping level-0 commits, full compaction; plus
-  what the figures cost inside the compaction (its units run with and without them, nothing
-  committed).
+- compaction: the same rows in 2 buckets as 5 overlapping level-0 commits, full compaction with
+  ``verify=True`` (the in-task check needs its figures); plus what the figures cost inside the
+  compaction (its units run with and without ``verify``, nothing committed).
 
 Each run works on a fresh copy of the table; the two checks run in alternating order (deep first on
 even runs). Prints the medians and the check/operation ratios.
@@ -29,8 +29,6 @@ import pyarrow as pa
 from benchmarks.bench_rescale import build_table as build_rescale_table
 from lake_core import Catalog, check_rescale, run_locally
 from lake_core.compaction.job import abort_compaction
-from lake_core.compaction.picker import CompactUnit
-from lake_core.compaction.rewrite import run_compact_unit
 
 SCHEMA = pa.schema(
     [("dt", pa.string()), ("id", pa.int64()), ("name", pa.string()), ("v", pa.int64()), ("d", pa.float64())]
@@ -88,7 +86,7 @@ def rescale_run(warehouse: Path, i: int) -> dict:
 
 def compaction_run(warehouse: Path, i: int) -> dict:
     table = Catalog(str(warehouse)).get_table("db.t")
-    op_s, result = _timed(lambda: table.maintenance.compact(full=True))
+    op_s, result = _timed(lambda: table.maintenance.compact(full=True, verify=True))
 
     def deep():
         return table.maintenance.verify_compaction(
@@ -113,26 +111,14 @@ def _checks(op_s: float, deep, in_task, i: int) -> dict:
 
 
 def figures_overhead_run(warehouse: Path, i: int) -> dict:
-    """The compaction's units (no commit) with and without the in-task figures, alternating."""
+    """The compaction's units (no commit) with and without ``verify`` (the in-task figures), alternating."""
     table = Catalog(str(warehouse)).get_table("db.t")
-    job = table.maintenance.compaction_job(full=True)
     out = {}
-    for figures in (True, False) if i % 2 == 0 else (False, True):
+    for verify in (True, False) if i % 2 == 0 else (False, True):
+        units = table.maintenance.plan_compaction(full=True, verify=verify).units
         t0 = time.perf_counter()
-        outcomes = [
-            run_compact_unit(
-                table.store,
-                u.partition,
-                u.bucket,
-                u.total_buckets,
-                CompactUnit(u.output_level, u.files, u.reason),
-                drop_delete=u.drop_delete,
-                max_level=u.max_level,
-                figures=figures,
-            )
-            for u in job.units
-        ]
-        out["with" if figures else "without"] = time.perf_counter() - t0
+        outcomes = [table.maintenance.compact_unit(unit=u) for u in units]
+        out["with" if verify else "without"] = time.perf_counter() - t0
         abort_compaction(table.store, outcomes)
     return out
 
@@ -175,7 +161,7 @@ def main() -> None:
                 over = [figures_overhead_run(source, i) for i in range(args.runs)]
                 w, wo = _median(over, "with"), _median(over, "without")
                 print(
-                    f"  figures inside the compaction's units: {wo:.2f} s without, {w:.2f} s with "
+                    f"  the compaction's units: {wo:.2f} s without verify, {w:.2f} s with "
                     f"(+{(w - wo) / wo:.0%})  [runs: "
                     + "; ".join(f"{r['without']:.2f}/{r['with']:.2f}" for r in over)
                     + "]",

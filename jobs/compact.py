@@ -82,17 +82,24 @@ def compact_on_spark(
     options: Mapping[str, str] | None = None,
     storage_options: Mapping[str, Any] | None = None,
     max_tasks: int | None = None,
+    verify: bool = False,
 ):
     """Compact ``table_name`` as ``table.maintenance.compact`` does, in Spark tasks: the units packed
     by bytes into at most ``max_tasks`` (default: the cluster's parallelism).
 
     ``options``: dynamic planning options for this job (e.g. ``num-sorted-run.compaction-trigger``,
     ``record-level.expire-time``/``record-level.time-field``). ``partitions``: ``{column: value}``
-    dicts, or texts like ``'dt=2024-01-01'``. Returns lake_core's ``CompactionResult``
-    (``snapshot_id`` None when nothing was committed)."""
+    dicts, or texts like ``'dt=2024-01-01'``. ``verify``: the tasks compute the figures
+    ``result.check()`` compares (each unit's written files read back in its task). Returns
+    lake_core's ``CompactionResult`` (``snapshot_id`` None when nothing was committed)."""
     table = Catalog(warehouse, storage_options=dict(storage_options or {})).get_table(table_name)
     job = table.maintenance.compaction_job(
-        full=full, partitions=partitions, expire_records=expire_records, options=options, dry_run=dry_run
+        full=full,
+        partitions=partitions,
+        expire_records=expire_records,
+        options=options,
+        dry_run=dry_run,
+        verify=verify,
     )
     return run_compaction(spark, job, max_tasks=max_tasks)
 
@@ -116,6 +123,9 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     parser.add_argument("--expire-records", action="store_true", help="only buckets holding expired records")
     parser.add_argument("--option", action="append", default=[], help="dynamic planning option key=value")
     parser.add_argument("--dry-run", action="store_true")
+    parser.add_argument(
+        "--verify", action="store_true", help="the tasks compute the in-task check's figures; print the check"
+    )
     add_spark_arguments(parser)
     add_storage_arguments(parser)
     args = parser.parse_args(argv)
@@ -139,12 +149,19 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
             dry_run=args.dry_run,
             options=options,
             storage_options=storage_options,
+            verify=args.verify,
         )
     except LakeError as e:
         print(f"error: {e}")
         return 2
-    print(json.dumps(result.as_metadata(), indent=2, default=str))
-    return 0
+    out = result.as_metadata()
+    passed = True
+    if args.verify:
+        check = result.check()
+        out["check"] = check.as_metadata() | {"problems": list(check.problems)}
+        passed = check.passed
+    print(json.dumps(out, indent=2, default=str))
+    return 0 if passed else 1
 
 
 if __name__ == "__main__":

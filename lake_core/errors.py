@@ -187,6 +187,11 @@ class MaintenanceAbortedError(LakeError):
     referenced set could not be read completely, or the table changed under the plan)."""
 
 
+class VerificationUnavailableError(LakeError):
+    """A check was asked of an operation that did not compute what the check compares (a compaction
+    run without ``verify=True`` has no in-task figures); nothing is passed or failed."""
+
+
 class LeaseError(LakeError):
     """A lease could not be taken (the snapshot no longer exists, or the holder name is invalid)."""
 

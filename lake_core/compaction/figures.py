@@ -4,6 +4,10 @@ in the :class:`~lake_core.compaction.result.CompactionResult` and compared by
 :func:`check_compaction`, which reads no table file (the deep check, reading both snapshots, is
 :func:`lake_core.compaction.verify.verify_compaction`).
 
+Opt-in: units compute figures only when the compaction runs with ``verify=True`` (carried by the
+plan and each unit, so Spark tasks see it); reading the written files back costs each unit about a
+fifth of its time, which a compaction nobody checks should not pay.
+
 What one unit compares, over the table's columns (what ``to_arrow`` returns):
 
 - ``read``: the rows a reader sees (no ``-U``/``-D``) of the unit's input files merged by key, as
@@ -32,6 +36,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from lake_core.errors import VerificationUnavailableError
 from lake_core.format.checksum import EMPTY, Checksum
 
 if TYPE_CHECKING:
@@ -141,7 +146,16 @@ def check_compaction(result: CompactionResult, *, expired_must_be_gone: bool = F
     """Compare the figures the units of ``result`` computed in their tasks: for each committed unit,
     what it wrote (read back) against what its merge read minus what it dropped by design; a
     mismatch names the partition and bucket. A unit that applied record expiry must have written no
-    expired record; ``expired_must_be_gone`` (a TTL compaction): every unit must have applied it."""
+    expired record; ``expired_must_be_gone`` (a TTL compaction): every unit must have applied it.
+
+    Raises :class:`~lake_core.errors.VerificationUnavailableError` for a compaction run without
+    ``verify=True``: its units computed no figures, and a check with nothing to compare must not pass."""
+    if not result.verify:
+        raise VerificationUnavailableError(
+            f"{result.operation} of {result.table} ran without verify=True: its units computed no figures to "
+            "check; run it with verify=True (e.g. table.maintenance.compact(verify=True)), or compare the "
+            "snapshots with table.maintenance.verify_compaction"
+        )
     buckets = result.figures
     problems = [f"{b.describe()}: {p}" for b in buckets for p in b.figures.problems()]
     missing = result.units_run - len(buckets)

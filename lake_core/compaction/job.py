@@ -80,10 +80,18 @@ def compaction_job(
     dry_run: bool = False,
     now_ms: int | None = None,
     options: Mapping[str, str] | None = None,
+    verify: bool = False,
 ) -> CompactionJob:
     """Plan (metadata only) and return the job; arguments as :func:`compact`."""
+    _check_arguments(store, verify=verify)
     plan = plan_compaction(
-        store, full=full, partitions=partitions, expire_records=expire_records, now_ms=now_ms, options=options
+        store,
+        full=full,
+        partitions=partitions,
+        expire_records=expire_records,
+        now_ms=now_ms,
+        options=options,
+        verify=verify,
     )
     log.info(
         "compact %s: %d unit(s) planned over %d bucket(s)%s",
@@ -106,12 +114,17 @@ def compact(
     parallelism: int = 2,
     now_ms: int | None = None,
     options: Mapping[str, str] | None = None,
+    verify: bool = False,
 ) -> CompactionResult:
     """Plan, execute and commit; ``now_ms`` fixes the clock of record-level expiry (default: now);
-    ``hooks``: what the commit calls above itself (the table's expiry after it lands).
+    ``hooks``: what the commit calls above itself (the table's expiry after it lands);
+    ``verify``: the units compute the figures ``result.check()`` compares (their written files read
+    back: each unit about a fifth slower).
 
     The job a distributed executor runs (:class:`CompactionJob`), run here in threads."""
-    _check_arguments(store, full=full, dry_run=dry_run, expire_records=expire_records, parallelism=parallelism)
+    _check_arguments(
+        store, full=full, dry_run=dry_run, expire_records=expire_records, verify=verify, parallelism=parallelism
+    )
     job = compaction_job(
         store,
         hooks=hooks,
@@ -121,6 +134,7 @@ def compact(
         dry_run=dry_run,
         now_ms=now_ms,
         options=options,
+        verify=verify,
     )
     return run_locally(job, parallelism=parallelism)
 
@@ -144,6 +158,7 @@ def commit_compaction(
         options=dict(plan.options),
         expiry_field=plan.expiry.field if plan.expiry else None,
         expiry_cutoff_s=plan.expiry.cutoff_s if plan.expiry else None,
+        verify=plan.verify,
     )
     if dry_run or not plan.units:
         if outcomes:

@@ -56,6 +56,7 @@ class BucketCompactionUnit:
     expiry: RecordExpiry | None = None
     lookup_files: tuple[DataFileMeta, ...] = ()  # first-row, deletion vectors: the bucket's files outside the unit
     dv_index: tuple[IndexManifestEntry, ...] | None = None  # deletion vectors: the bucket's DV index files
+    verify: bool = False  # compute the in-task check's figures (on the unit: a Spark task sees only its units)
 
     @property
     def bytes(self) -> int:
@@ -94,11 +95,12 @@ class CompactionPlan:
     expire_records: bool = False
     options: tuple[tuple[str, str], ...] = ()  # dynamic options the plan was made with
     planned_at: float = 0.0  # wall clock (s) when planning started: the job's duration counts from it
+    verify: bool = False  # the units compute the in-task check's figures (see .figures)
 
 
 def run_unit(store: FileStore, unit: BucketCompactionUnit) -> UnitOutcome:
-    """Run one unit: writes its new files, commits nothing; its CommitMessage, row counters and the
-    figures of the in-task check (:mod:`.figures`)."""
+    """Run one unit: writes its new files, commits nothing; its CommitMessage, row counters and,
+    when the unit was planned with ``verify``, the figures of the in-task check (:mod:`.figures`)."""
     cu = CompactUnit(unit.output_level, unit.files, unit.reason)
     vectors = (
         BucketDeletionVectors.load(store, unit.partition, unit.bucket, unit.dv_index)
@@ -116,7 +118,7 @@ def run_unit(store: FileStore, unit: BucketCompactionUnit) -> UnitOutcome:
         expiry=unit.expiry,
         lookup_files=unit.lookup_files,
         vectors=vectors,
-        figures=True,  # the in-task check's figures (lake_core.compaction.figures)
+        figures=unit.verify,
     )
     return with_vector_changes(store, out, vectors, FileNamer())
 
@@ -169,8 +171,10 @@ def plan_compaction(
     expire_records: bool = False,
     now_ms: int | None = None,
     options: Mapping[str, str] | None = None,
+    verify: bool = False,
 ) -> CompactionPlan:
-    """``options``: dynamic planning options for this job only (see :mod:`.planning_options`)."""
+    """``options``: dynamic planning options for this job only (see :mod:`.planning_options`).
+    ``verify``: the units compute the figures of the in-task check (``result.check()``)."""
     planned_at = time.time()
     store = with_planning_options(store, options)
     if not store.schema.primary_keys:
@@ -225,6 +229,7 @@ def plan_compaction(
                 expiry,
                 outside_unit(levels, p.unit),
                 dv_index,
+                verify,
             )
         )
     return CompactionPlan(
@@ -236,6 +241,7 @@ def plan_compaction(
         expire_records=expire_records,
         options=tuple(sorted((str(k), str(v)) for k, v in (options or {}).items())),
         planned_at=planned_at,
+        verify=verify,
     )
 
 

@@ -36,10 +36,12 @@ class CompactionResult(OperationResult):
     options: dict = field(default_factory=dict)  # dynamic options of this job (policy overrides)
     expiry_field: str | None = None  # record-level.time-field in effect (None: no record expiry)
     expiry_cutoff_s: int | None = None  # records with an older time (epoch s) expire in this job
+    verify: bool = False  # the units computed the in-task figures (``compact(verify=True)``)
     # per committed unit: rows and checksums computed in its task (lake_core.compaction.figures)
     figures: tuple[BucketFigures, ...] = ()
 
     def check(self, *, expired_must_be_gone: bool = False) -> CompactionCheck:
         """The in-task figures compared (:func:`~lake_core.compaction.figures.check_compaction`);
-        reads no table file."""
+        reads no table file. Raises ``VerificationUnavailableError`` unless the compaction ran
+        with ``verify=True``."""
         return check_compaction(self, expired_must_be_gone=expired_must_be_gone)

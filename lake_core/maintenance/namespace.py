@@ -70,6 +70,7 @@ class TableMaintenance:
         expire_records: bool = False,
         parallelism: int = 2,
         options=None,
+        verify: bool = False,
     ) -> CompactionResult:
         """Paimon's ``compact`` procedure for a primary-key table.
 
@@ -80,6 +81,9 @@ class TableMaintenance:
         dynamic options for this job only, as the procedure's ``options`` argument (planning
         options such as ``num-sorted-run.compaction-trigger`` and ``record-level.*``). One COMPACT
         snapshot; units made stale by a concurrent compaction are skipped and reported.
+        ``verify=True``: each unit also computes the figures of the in-task check (what its merge
+        read and dropped, and its written files read back), which ``result.check()`` compares
+        without reading the table; off by default, as it makes each unit slower.
         Returns a :class:`lake_core.compaction.CompactionResult`."""
         return compact(
             self._table.store,
@@ -90,10 +94,18 @@ class TableMaintenance:
             expire_records=expire_records,
             parallelism=parallelism,
             options=options,
+            verify=verify,
         )
 
     def compaction_job(
-        self, *, full: bool = False, partitions=None, expire_records: bool = False, options=None, dry_run: bool = False
+        self,
+        *,
+        full: bool = False,
+        partitions=None,
+        expire_records: bool = False,
+        options=None,
+        dry_run: bool = False,
+        verify: bool = False,
     ) -> CompactionJob:
         """Plan (metadata only) and return the compaction as a ``CompactionJob``, a
         ``DistributedJob``: ``units`` (one per (partition, bucket)), ``run_unit`` (anywhere),
@@ -107,22 +119,29 @@ class TableMaintenance:
             expire_records=expire_records,
             options=options,
             dry_run=dry_run,
+            verify=verify,
         )
 
     # The parts of a distributed compaction one by one (``compaction_job`` holds them together):
     # the driver plans, each worker runs one unit, the driver commits every outcome once.
     def plan_compaction(
-        self, *, full: bool = False, partitions=None, expire_records: bool = False, options=None
+        self, *, full: bool = False, partitions=None, expire_records: bool = False, options=None, verify: bool = False
     ) -> CompactionPlan:
         """Metadata only: a frozen, picklable ``CompactionPlan`` whose ``units`` are the work
-        (one per (partition, bucket)); arguments as ``compact``."""
+        (one per (partition, bucket)); arguments as ``compact`` (``verify`` travels in each unit)."""
         return plan_compaction(
-            self._table.store, full=full, partitions=partitions, expire_records=expire_records, options=options
+            self._table.store,
+            full=full,
+            partitions=partitions,
+            expire_records=expire_records,
+            options=options,
+            verify=verify,
         )
 
     def compact_unit(self, *, unit) -> UnitOutcome:
         """Run one unit of a plan (in any process): writes its new files, commits nothing, and
-        returns a picklable ``UnitOutcome`` (its commit message and row counters)."""
+        returns a picklable ``UnitOutcome`` (its commit message, row counters and, for a unit
+        planned with ``verify``, its figures)."""
         return run_unit(self._table.store, unit)
 
     def commit_compaction(self, *, plan, outcomes, dry_run: bool = False) -> CompactionResult:

@@ -2,11 +2,13 @@
 while merging and writing match an oracle (the table read before and after, checksummed), a unit
 whose written files lost a row fails the check naming its partition and bucket, and the check reads
 no table file: it still passes once the snapshot before the compaction has been expired, which the
-deep check (``verify_compaction``) cannot."""
+deep check (``verify_compaction``) cannot. The figures are opt-in (``verify=True``, carried by the
+plan into each unit): without them no figure is computed and the check refuses to run."""
 
 from __future__ import annotations
 
 import dataclasses
+import pickle
 import time
 
 import pyarrow as pa
@@ -15,6 +17,7 @@ import pytest
 
 from lake_core import Catalog, CompactionCheck, assign_buckets, run_locally
 from lake_core.compaction.job import compact
+from lake_core.errors import LakeError, VerificationUnavailableError
 from lake_core.format.checksum import table_checksum
 from lake_core.manifest.metadata import FileSource
 from lake_core.write import file_writer
@@ -68,7 +71,7 @@ def _bucket_rows(t, rows: pa.Table, partition: str, bucket: int) -> pa.Table:
 def test_figures_match_the_table_read_before_and_after(warehouse):
     t = _filled(warehouse)
     before = t.to_arrow()
-    r = t.maintenance.compact(full=True)
+    r = t.maintenance.compact(full=True, verify=True)
     after = t.to_arrow()
     check = r.check()
     assert isinstance(check, CompactionCheck) and check.passed, check.problems
@@ -99,7 +102,7 @@ def test_expired_records_are_counted_and_none_is_written(warehouse):
     for i in range(3):
         _write(t, "a", list(range(i * 20, i * 20 + 40)), i, ts=NOW_S - 3 * 86400 if i == 1 else NOW_S)
     before = t.to_arrow()
-    r = compact(t.store, hooks=t, expire_records=True, now_ms=NOW_S * 1000)
+    r = compact(t.store, hooks=t, expire_records=True, now_ms=NOW_S * 1000, verify=True)
     after = t.to_arrow()
     check = r.check(expired_must_be_gone=True)
     assert check.passed, check.problems
@@ -125,7 +128,7 @@ def test_a_unit_whose_file_lost_a_row_fails_the_check(warehouse, monkeypatch):
         return real(self, rows)
 
     monkeypatch.setattr(file_writer.RollingFileWriter, "write", lossy)
-    r = t.maintenance.compact(full=True, parallelism=1)
+    r = t.maintenance.compact(full=True, parallelism=1, verify=True)
     assert hit
     check = r.check()
     assert not check.passed
@@ -141,7 +144,7 @@ def test_a_tampered_outcome_fails_the_check(warehouse):
     """An outcome that came back from a task with figures that disagree (as a worker whose files
     lost rows would report them) fails the check, naming its bucket."""
     t = _filled(warehouse)
-    job = t.maintenance.compaction_job(full=True)
+    job = t.maintenance.compaction_job(full=True, verify=True)
     outcomes = [job.run_unit(u) for u in job.units]
     f = outcomes[1].figures
     assert f is not None and f.written.rows > 1
@@ -159,7 +162,7 @@ def test_the_check_reads_no_table_file(warehouse):
     """The snapshot before the compaction expired and its files deleted: the deep check can no longer
     compare, the in-task check still does (and never opens a data file)."""
     t = _filled(warehouse)
-    r = run_locally(t.maintenance.compaction_job(full=True))
+    r = run_locally(t.maintenance.compaction_job(full=True, verify=True))
     _write(t, "a", [1000], 1)  # a later snapshot, so expiry keeps only it
     t.maintenance.expire_snapshots(retain_min=1, retain_max=1, older_than=None)
     assert t.store.snapshot_manager.earliest_id() > r.snapshot_id - 1
@@ -169,3 +172,38 @@ def test_the_check_reads_no_table_file(warehouse):
     check = r.check()
     assert check.passed and check.after_snapshot_id == r.snapshot_id
     assert time.perf_counter() - started < 0.5
+
+
+def test_without_verify_no_figure_is_computed_and_the_check_refuses(warehouse):
+    """The default compaction pays nothing for the check: its units compute no figures, and a check
+    of it raises (it must not pass with nothing compared) saying how to get one."""
+    t = _filled(warehouse)
+    job = t.maintenance.compaction_job(full=True)
+    assert not job.plan.verify and not any(u.verify for u in job.units)
+    outcomes = [job.run_unit(u) for u in job.units]
+    assert all(o.figures is None for o in outcomes)
+    r = job.commit(outcomes)
+    assert r.units_run == 4 and not r.verify and r.figures == ()
+    with pytest.raises(VerificationUnavailableError, match=r"db\.t ran without verify=True") as info:
+        r.check()
+    assert isinstance(info.value, LakeError)
+    with pytest.raises(VerificationUnavailableError):
+        t.maintenance.compact(full=True).check(expired_must_be_gone=True)
+
+
+def test_verify_travels_in_the_plan_to_each_unit(warehouse):
+    """A driver plans with verify=True and ships units (pickled, as to a Spark task): a worker's
+    ``compact_unit`` computes the figures from the unit alone."""
+    t = _filled(warehouse)
+    plan = t.maintenance.plan_compaction(full=True, verify=True)
+    assert plan.verify and all(u.verify for u in plan.units)
+    outcomes = [t.maintenance.compact_unit(unit=pickle.loads(pickle.dumps(u))) for u in plan.units]
+    assert all(o.figures is not None and o.figures.written.rows for o in outcomes)
+    r = t.maintenance.commit_compaction(plan=plan, outcomes=outcomes)
+    assert r.verify and r.check().passed and r.check().buckets_verified == 4
+
+
+def test_verify_must_be_a_bool(warehouse):
+    t = _filled(warehouse)
+    with pytest.raises(LakeError, match="verify = 'yes'"):
+        t.maintenance.compact(full=True, verify="yes")  # type: ignore[arg-type]

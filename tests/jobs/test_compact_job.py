@@ -95,7 +95,8 @@ def test_spark_compaction_gives_what_in_process_compaction_gives(spark, warehous
     assert set(_sorted_runs(remote).values()) == {7}  # 7 commits → 7 level-0 files in each of 4 buckets
 
     expected = local.maintenance.compact(full=full)
-    result = compact_on_spark(spark, warehouse, "db.spark", full=full)
+    # verify travels in the units to the Spark tasks, which compute the figures there
+    result = compact_on_spark(spark, warehouse, "db.spark", full=full, verify=True)
 
     remote = catalog.get_table("db.spark")
     assert _rows(remote) == model == _rows(catalog.get_table("db.local"))
@@ -103,6 +104,9 @@ def test_spark_compaction_gives_what_in_process_compaction_gives(spark, warehous
     _same_work(result, expected)
     assert result.units_run == 4 and result.snapshot_id == remote.latest_snapshot().id == 8
     assert remote.latest_snapshot().commit_kind.name == "COMPACT"
+    check = result.check()
+    assert check.passed and check.buckets_verified == 4 and check.rows_after == len(model)
+    assert not expected.verify and expected.figures == ()  # the default: no figures computed
     if full:
         assert set(_sorted_runs(remote).values()) == {1}
         assert result.rows_dropped_deletes > 0  # retractions reaching the top level are dropped
@@ -216,10 +220,17 @@ def test_command_line(spark, warehouse, capsys):
     assert main(["--warehouse", warehouse, "--table", "db.t", "--full", "--partition", "dt=2024-01-01"]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert (printed["units_run"], printed["snapshot_id"], printed["full"]) == (2, 4, True)
-    assert _rows(catalog.get_table("db.t")) == model
+    assert _rows(catalog.get_table("db.t")) == model and "check" not in printed
+    # --verify: the tasks compute the figures, the check is printed (and decides the exit code)
+    assert (
+        main(["--warehouse", warehouse, "--table", "db.t", "--full", "--partition", "dt=2024-01-02", "--verify"]) == 0
+    )
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["verify"] is True and printed["check"]["passed"] is True and printed["check"]["problems"] == []
+    assert printed["check"]["buckets_verified"] == 2
     # a bad partition is one line naming the table and the column, and changes nothing
     assert main(["--warehouse", warehouse, "--table", "db.t", "--partition", "day=1"]) == 2
-    assert "db.t" in capsys.readouterr().out and len(catalog.get_table("db.t").snapshots()) == 4
+    assert "db.t" in capsys.readouterr().out and len(catalog.get_table("db.t").snapshots()) == 5
 
 
 @pytest.mark.s3

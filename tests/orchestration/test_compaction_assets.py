@@ -246,7 +246,9 @@ def test_in_task_check_fails_naming_the_bucket_whose_files_lost_a_row(warehouse,
     """The blocking check the asset runs by default, on a real compaction whose writer lost a row
     (injected here): it fails, naming the partition and bucket, without reading the table."""
     table, _model = _filled(warehouse, commits=3)
-    ok, _ = in_task_check(table.maintenance.compact(full=True, partitions={"dt": "2024-01-02"}), COMPACTION)
+    ok, _ = in_task_check(
+        table.maintenance.compact(full=True, partitions={"dt": "2024-01-02"}, verify=True), COMPACTION
+    )
     assert ok.passed and ok.metadata["check"].value == "in-task" and ok.metadata["buckets_verified"].value == 2
     assert "rows read - 0 dropped" in ok.description and "checksums equal" in ok.description
     real = file_writer.RollingFileWriter.write
@@ -257,7 +259,7 @@ def test_in_task_check_fails_naming_the_bucket_whose_files_lost_a_row(warehouse,
         return real(self, rows)
 
     monkeypatch.setattr(file_writer.RollingFileWriter, "write", lossy)
-    result = table.maintenance.compact(full=True, partitions={"dt": "2024-01-01"}, parallelism=1)
+    result = table.maintenance.compact(full=True, partitions={"dt": "2024-01-01"}, parallelism=1, verify=True)
     check, v = in_task_check(result, COMPACTION)
     assert not check.passed and check.severity == dg.AssetCheckSeverity.ERROR
     assert "partition 'dt=2024-01-01' bucket 0:" in check.description

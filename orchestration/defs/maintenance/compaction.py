@@ -234,8 +234,9 @@ def _operation(
             f"partitions={partitions or 'all'}, options={options or 'the table own'}"
         )
         # Planned here, from metadata only: Spark starts (or is attached to) only for a plan with units.
+        # verify: the tasks compute the figures the blocking check compares (the deep check re-reads instead)
         job = lake_table.maintenance.compaction_job(
-            full=full, partitions=specs, expire_records=expire_records, options=options
+            full=full, partitions=specs, expire_records=expire_records, options=options, verify=not deep_check
         )
         if not job.units:
             result = run_compaction(None, job)  # commits nothing; the result still reports the plan
