@@ -20,7 +20,7 @@ from lake_core.compaction.kv_read import CHUNK_ROWS, iter_kv_file, key_ranges, k
 from lake_core.compaction.picker import CompactUnit
 from lake_core.compaction.record_expiry import RecordExpiry, expired_file_test
 from lake_core.compaction.task import Rewrite, unit_actions
-from lake_core.format.checksum import EMPTY, Checksum, table_checksum
+from lake_core.format.checksum import EMPTY, Checksum, hashes_checksum, row_hashes
 from lake_core.format.float_order import java_order_key
 from lake_core.kv import rowkind
 from lake_core.kv.system_fields import KIND
@@ -311,15 +311,13 @@ class _FigureSink:
     def _add(self, name: str, rows: pa.Table) -> None:
         if not rows.num_rows:
             return
+        # one hashing of the rows, its sums split by row kind (no filtered copies to hash apart)
+        h = row_hashes(rows.select(self.columns))
         retract = rowkind.is_retract(rows[KIND].to_numpy())
-        n = int(np.count_nonzero(retract))
-        parts = {
-            name: rows.filter(pa.array(~retract)) if n else rows,
-            name + "_r": rows.filter(pa.array(retract)) if n else None,
-        }
-        for key, part in parts.items():
-            if part is not None and part.num_rows:
-                self.sums[key] = self.sums.get(key, EMPTY) + table_checksum(part.select(self.columns))
+        parts = ((name, h[~retract]), (name + "_r", h[retract])) if retract.any() else ((name, h),)
+        for key, part in parts:
+            if len(part):
+                self.sums[key] = self.sums.get(key, EMPTY) + hashes_checksum(part)
 
     def merged(self, rows: pa.Table) -> None:
         self._add("read", rows)
@@ -332,7 +330,8 @@ class _FigureSink:
         # merged rows minus the dropped ones by construction (a comparison that cannot fail), while
         # the files are what readers will see (writer, encoding and storage included).
         for f in files:
-            for chunk in iter_kv_file(store, bucket_dir, f, chunk_rows):
+            # the table's columns and the row kind: what is compared (not the sequence numbers)
+            for chunk in iter_kv_file(store, bucket_dir, f, chunk_rows, columns=[*self.columns, KIND]):
                 self._add("written", chunk)
                 if self.expiry is not None and chunk.num_rows:
                     self.expired_written += int(np.count_nonzero(self.expiry.expired_mask(chunk)[0]))
