@@ -119,7 +119,7 @@ def compact(
     """Plan, execute and commit; ``now_ms`` fixes the clock of record-level expiry (default: now);
     ``hooks``: what the commit calls above itself (the table's expiry after it lands);
     ``verify``: the units compute the figures ``result.check()`` compares (their written files read
-    back: each unit about a fifth slower).
+    back: each unit takes about a third more CPU).
 
     The job a distributed executor runs (:class:`CompactionJob`), run here in threads."""
     _check_arguments(

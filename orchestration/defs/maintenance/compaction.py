@@ -15,10 +15,10 @@ blocking asset check.
   skipped or failed and why), in the table's maintenance pool (one maintainer per table; writers
   are not in it).
 - Checks (blocking, so nothing downstream runs on a bad compaction): by default they compare the
-  figures the Spark tasks computed where the data is (lake_core's ``result.check()``): per unit
-  (partition, bucket), rows and checksum of its input merged by key minus the rows dropped by design
-  (expired records) against its written files read back in the task; the check reads no table
-  file. For ``record_expiry`` also: every unit applied the TTL and wrote no expired record. Config
+  figures the Spark tasks computed where the data is (the job runs with ``verify=True``; lake_core's
+  ``result.check()``): per unit (partition, bucket), rows and checksum of its input merged by key
+  minus the rows dropped by design (expired records) against its written files read back in the
+  task; the check reads no table file. For ``record_expiry`` also: every unit applied the TTL and wrote no expired record. Config
   ``deep_check`` instead re-reads the table at the compaction's snapshot and the one before it and
   compares them by key (``verify_compaction``: 1.6-3x the compaction's own cost).
 """
