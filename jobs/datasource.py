@@ -6,8 +6,16 @@
         .option("snapshot-id", "5")                        # optional: time travel (in snapshot 5's schema)
         .option("incremental-between", "5,9")              # optional: the changes of snapshots 6..9
         .option("incremental-between-scan-mode", "auto")   # auto | delta | changelog
-        .option("storage-options", json.dumps({...}))      # optional: fsspec/s3fs options
+        .option("storage-options", json.dumps({...}))      # fsspec/s3fs options (an s3:// warehouse: key, secret)
         .load()
+
+The credentials are explicit: ``storage-options`` is a JSON object of fsspec/s3fs options, resolved
+where the reader is built and carried to the executors inside the reader, so no executor reads its
+own environment. :func:`read_table` builds it from the environment variables *named* by the caller
+(the ``lake`` resource's and the job flags' convention, :mod:`jobs.storage`), in the calling process.
+An ``s3://`` warehouse without a key and secret fails when the scan is planned, in the driver, with a
+:class:`jobs.storage.StorageCredentialsError` naming the bucket, the endpoint and the variables,
+instead of botocore failing in every task (and Spark retrying each one).
 
 The driver plans the scan once, pinned to one snapshot, and makes one Spark input partition per
 lake_core split (one (partition, bucket)); each Python worker merges its split with lake_core and
@@ -25,14 +33,23 @@ changes instead of a snapshot: one row per change with its kind in a ``_ROW_KIND
 from __future__ import annotations
 
 import json
+import os
 import pickle
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from jobs.storage import (
+    DEFAULT_KEY_ENV,
+    DEFAULT_REGION,
+    DEFAULT_SECRET_ENV,
+    StorageCredentialsError,
+    require_credentials,
+    s3_options_from_env,
+)
 from lake_core import ROW_KIND, Catalog
 
 if TYPE_CHECKING:
@@ -52,16 +69,40 @@ class _SplitPartition(InputPartition):
         super().__init__(payload)
 
 
-def _open_table(options: dict[str, str]) -> FileStoreTable:
+def _need(options: Mapping[str, str], key: str) -> str:
+    value = options.get(key)
+    if not value:
+        raise ValueError(f"the paimon data source needs .option({key!r}, ...)")
+    return value
 
-    def need(key: str) -> str:
-        value = options.get(key)
-        if not value:
-            raise ValueError(f"the paimon data source needs .option({key!r}, ...)")
-        return value
 
-    storage = json.loads(options.get("storage-options") or "{}")
-    return Catalog(need("warehouse"), storage_options=storage).get_table(need("table"))
+def storage_options_of(options: Mapping[str, str]) -> dict[str, Any]:
+    """The ``storage-options`` JSON as fsspec options; for an ``s3://`` warehouse, a key and a secret
+    are required (:func:`jobs.storage.require_credentials`), so a missing one fails here, on the
+    driver, and not in each task."""
+    warehouse = _need(options, "warehouse")
+    raw = options.get("storage-options") or "{}"
+    try:
+        storage = json.loads(raw)
+    except ValueError as e:
+        raise StorageCredentialsError(f"option 'storage-options' is not JSON ({e}): give a JSON object") from None
+    if not isinstance(storage, dict):
+        raise StorageCredentialsError(
+            f"option 'storage-options' must be a JSON object of fsspec options, got {type(storage).__name__}"
+        )
+    require_credentials(
+        warehouse,
+        storage,
+        looked_at={},
+        remedy="Give key and secret in .option('storage-options', json.dumps({...})), or read through "
+        "jobs.datasource.read_table, which takes them from the environment variables it is given "
+        "(access_key_env=, secret_key_env=, endpoint_url_env=) in the calling process",
+    )
+    return storage
+
+
+def _open_table(options: Mapping[str, str], storage: Mapping[str, Any]) -> FileStoreTable:
+    return Catalog(_need(options, "warehouse"), storage_options=dict(storage)).get_table(_need(options, "table"))
 
 
 def _snapshot_id(options: dict[str, str]) -> int | None:
@@ -87,10 +128,11 @@ class PaimonDataSource(DataSource):
         super().__init__(options)
         # Spark passes a case-insensitive map; keep plain lower-case keys.
         self.options = {str(k).lower(): str(v) for k, v in dict(options).items()}
+        # Checked and parsed here, on the driver; the reader carries them to the executors.
+        self.storage = storage_options_of(self.options)
 
     def schema(self) -> StructType:
-
-        table = _open_table(self.options)
+        table = _open_table(self.options, self.storage)
         snapshot_id = None if _incremental(self.options) else _snapshot_id(self.options)
         if snapshot_id is not None:  # time travel: the snapshot's own columns
             table = table.at_snapshot(table.snapshot(snapshot_id))
@@ -101,17 +143,18 @@ class PaimonDataSource(DataSource):
         return from_arrow_schema(schema, prefer_timestamp_ntz=True)
 
     def reader(self, schema: StructType) -> PaimonReader:
-        return PaimonReader(self.options, schema)
+        return PaimonReader(self.options, schema, storage=self.storage)
 
 
 class PaimonReader(DataSourceReader):
-    def __init__(self, options: dict[str, str], schema: StructType) -> None:
+    def __init__(self, options: dict[str, str], schema: StructType, *, storage: Mapping[str, Any]) -> None:
         self.options = options
+        self.storage = dict(storage)
         self.columns = [f.name for f in schema.fields]
 
     def partitions(self) -> list[InputPartition]:
         """Driver side: plan once at a pinned snapshot (or range); one input partition per split."""
-        table = _open_table(self.options)
+        table = _open_table(self.options, self.storage)
         # Paimon read options: the incremental ones are applied, others that would change the answer refused
         builder = table.new_read_builder().with_options(self.options)
         if _incremental(self.options):
@@ -129,7 +172,7 @@ class PaimonReader(DataSourceReader):
         """Worker side: merge one split with lake_core and stream it as Arrow batches."""
         if partition.value is None:  # Spark turns an empty partition list into one None partition
             return
-        table = _open_table(self.options)
+        table = _open_table(self.options, self.storage)
         split = pickle.loads(partition.value)
         # every column of the schema the split was planned in (a time-travel split: its snapshot's,
         # which the DataFrame has); the kind comes with a change split's rows
@@ -148,14 +191,34 @@ def read_table(
     table: str,
     *,
     snapshot_id: int | None = None,
-    storage_options: dict[str, Any] | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    endpoint_url_env: str | None = None,
+    access_key_env: str | None = DEFAULT_KEY_ENV,
+    secret_key_env: str | None = DEFAULT_SECRET_ENV,
+    region: str = DEFAULT_REGION,
+    path_style: bool = True,
     incremental_between: tuple[Any, Any] | None = None,
     scan_mode: str | None = None,
 ):
     """Convenience wrapper: the DataFrame of ``table`` at ``snapshot_id`` (default latest), or
     with ``incremental_between=(start, end)`` the changes of snapshots (start, end] with
-    ``_ROW_KIND`` (``scan_mode``: auto, delta, changelog)."""
+    ``_ROW_KIND`` (``scan_mode``: auto, delta, changelog).
+
+    For an ``s3://`` warehouse the credentials come from ``storage_options`` or, for what those
+    lack, from the environment variables named here (read in this process, as the ``lake`` resource
+    and the jobs' ``--s3-*-env`` flags do); a missing key or secret raises
+    :class:`jobs.storage.StorageCredentialsError` before Spark is asked anything."""
     register(spark)
+    storage_options = s3_options_from_env(
+        warehouse,
+        environ=os.environ,
+        endpoint_env=endpoint_url_env,
+        key_env=access_key_env,
+        secret_env=secret_key_env,
+        region=region,
+        path_style=path_style,
+        extra=storage_options,
+    )
     reader = spark.read.format(FORMAT_NAME).option("warehouse", warehouse).option("table", table)
     if snapshot_id is not None:
         reader = reader.option("snapshot-id", str(snapshot_id))

@@ -118,7 +118,14 @@ def _merged(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def require_credentials(warehouse: str, options: Mapping[str, Any], *, looked_at: Mapping[str, str | None]) -> None:
+def require_credentials(
+    warehouse: str,
+    options: Mapping[str, Any],
+    *,
+    looked_at: Mapping[str, str | None],
+    remedy: str = "Set those variables, name others (--s3-key-env/--s3-secret-env, or access_key_env/secret_key_env "
+    "in tables.yaml), or give key=... and secret=... as storage options",
+) -> None:
     """Fail in the driver, before any task, when an S3 warehouse has no key or secret: without this
     botocore looks for credentials in each executor's environment and fails there, minutes later."""
     if not is_s3(warehouse) or (options.get("anon") is True):
@@ -132,8 +139,7 @@ def require_credentials(warehouse: str, options: Mapping[str, Any], *, looked_at
     raise StorageCredentialsError(
         f"warehouse {warehouse}: no {' and no '.join(missing)} for bucket '{bucket}' at {endpoint}; looked at "
         + (", ".join(names) if names else "no environment variable")
-        + " and the explicit storage options. Set those variables, name others (--s3-key-env/--s3-secret-env, "
-        "or access_key_env/secret_key_env in tables.yaml), or give key=... and secret=... as storage options"
+        + f" and the explicit storage options. {remedy}"
     )
 
 

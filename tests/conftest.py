@@ -31,7 +31,7 @@ Fixtures
     one-core workers on loopback, from the pyspark package's ``sbin`` (``.master_url``,
     ``.status()``, ``.logs()``); about 20 s to start, so few tests use it.
 ``spark_connect_server`` (session)
-    :class:`fixtures.spark_connect.SparkConnectServer`: the pyspark wheel's Spark Connect server on
+    :class:`jobs.connect_server.LocalConnectServer`: the pyspark wheel's Spark Connect server on
     ``127.0.0.1`` and a free port (``--master local[2]``, workers on this interpreter with the
     checkout importable); ``.url`` is ``sc://127.0.0.1:<port>``.
 ``spark_connect`` (session)
@@ -65,8 +65,8 @@ if sys.path[:1] != [_TESTS_DIR]:
 from fixtures.java_paimon import JavaPaimon  # noqa: E402
 from fixtures.pypaimon_env import PypaimonDriver, ensure_pypaimon_python  # noqa: E402
 from fixtures.s3 import S3Server, S3Warehouse, new_s3_warehouse, start_s3_server  # noqa: E402
-from fixtures.spark_connect import SparkConnectServer, start_spark_connect  # noqa: E402
 from fixtures.spark_standalone import spark_cluster  # noqa: E402, F401 - a session fixture, defined with its cluster
+from jobs.connect_server import LocalConnectServer, start_local_connect_server  # noqa: E402
 
 settings.register_profile("dev", deadline=None)
 settings.register_profile(
@@ -182,7 +182,7 @@ def spark():
 
 @pytest.fixture(scope="session")
 def spark_connect_server(tmp_path_factory):
-    server: SparkConnectServer = start_spark_connect(tmp_path_factory.mktemp("spark-connect"))
+    server = start_local_connect_server(workdir=tmp_path_factory.mktemp("spark-connect"))
     try:
         yield server
     finally:
@@ -190,7 +190,7 @@ def spark_connect_server(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def spark_connect(spark_connect_server: SparkConnectServer):
+def spark_connect(spark_connect_server: LocalConnectServer):
     """A Connect session. Built with the Connect builder itself: ``SparkSession.builder.remote``
     would flag the whole process as Connect (``SPARK_CONNECT_MODE_ENABLED``), and the classic
     ``spark`` session's ``pyspark.sql.functions`` would then build Connect columns."""
