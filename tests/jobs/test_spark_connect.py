@@ -6,12 +6,17 @@ Connect."""
 
 from __future__ import annotations
 
-import random
 from types import SimpleNamespace
 
 import pyarrow as pa
 import pytest
-from maintenance.rescale_helpers import PARTS, Model, make_table, rows
+from maintenance.rescale_helpers import (
+    PARTS,
+    a_data_file_vanishes,
+    data_file_names,
+    filled_table,
+    rows,
+)
 
 import lake_core
 from jobs.compact import compact_on_spark
@@ -34,20 +39,12 @@ def session(request):
 
 def _filled(warehouse):
     """A write-only table (every commit adds level-0 files), 3 partitions x 2 buckets, and its model."""
-    catalog, table = make_table(warehouse, options={"write-only": "true"})
-    model, rnd = Model(), random.Random(7)
-    for _ in range(4):
-        table.write_arrow(model.batch(rnd, 120))
-    return catalog, table, model
+    return filled_table(warehouse, seed=7, commits=4, options={"write-only": "true"})
 
 
 def _sorted(table) -> pa.Table:
     data = table.to_arrow()
     return data.sort_by([(name, "ascending") for name in data.column_names])
-
-
-def _data_files(root) -> set[str]:
-    return {p.name for p in root.rglob("data-*")}
 
 
 def test_pack_puts_the_largest_first_into_the_least_loaded_batch():
@@ -104,21 +101,13 @@ def test_a_failing_unit_over_connect_commits_nothing_and_leaves_no_files(
     job = (
         table.maintenance.compaction_job(full=True) if kind == "compaction" else table.maintenance.rescale_job(bucket=3)
     )
-    victim = next(
-        e.file.file_name
-        for e in table.manifest_store.live_entries(table.latest_snapshot())
-        if table.manifest_store.partition_values(e.partition)[0] == PARTS[-1]
-    )
-    files_before = _data_files(warehouse_path)
-    path = next(warehouse_path.rglob(victim))
-    data = path.read_bytes()
-    path.unlink()
-    with pytest.raises(Exception, match=victim):
+    files_before = data_file_names(warehouse_path)
+    # A file of the last partition vanishes: its unit fails, the other units' new files are deleted.
+    with a_data_file_vanishes(table, warehouse_path) as victim, pytest.raises(Exception, match=victim):
         run_job(spark_connect, job, error=LakeError)
-    path.write_bytes(data)
     table = catalog.get_table("db.t")
     assert table.latest_snapshot().id == before  # nothing committed
-    assert _data_files(warehouse_path) == files_before  # no new file left behind
+    assert data_file_names(warehouse_path) == files_before  # no new file left behind
     assert rows(table.to_arrow()) == model.expected()
 
 
@@ -129,14 +118,14 @@ def test_a_task_importing_another_lake_core_stops_the_job_naming_both_versions(
     spark_connect, warehouse, warehouse_path
 ):
     catalog, table, model = _filled(warehouse)
-    before, files_before = table.latest_snapshot().id, _data_files(warehouse_path)
+    before, files_before = table.latest_snapshot().id, data_file_names(warehouse_path)
     job = table.maintenance.compaction_job(full=True)
     # the driver claims another version: every task sees its own lake_core differ and runs nothing
     with pytest.raises(ExecutorVersionError) as failure:
         run_job(spark_connect, job, error=LakeError, lake_core_version="0.0.0-driver")
     assert "0.0.0-driver" in str(failure.value) and lake_core.__version__ in str(failure.value)
     assert catalog.get_table("db.t").latest_snapshot().id == before
-    assert _data_files(warehouse_path) == files_before
+    assert data_file_names(warehouse_path) == files_before
 
 
 @pytest.mark.parametrize("session", SESSIONS, indirect=True)

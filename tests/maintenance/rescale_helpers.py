@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import pyarrow as pa
 
@@ -76,11 +79,33 @@ def assert_rows_in_their_buckets(table) -> None:
         assert (got == split.bucket).all(), (split.partition_values, split.bucket)
 
 
-def filled_table(warehouse, storage_options=None, *, seed: int, commits: int = 3, n: int = 120):
+def filled_table(warehouse, storage_options=None, *, seed: int, commits: int = 3, n: int = 120, options=None):
     """(catalog, table, model): the table after ``commits`` random batches (with deletes) of its model."""
     rnd = random.Random(seed)
-    catalog, table = make_table(warehouse, storage_options)
+    catalog, table = make_table(warehouse, storage_options, options=options)
     model = Model()
     for _ in range(commits):
         table.write_arrow(model.batch(rnd, n))
     return catalog, table, model
+
+
+def data_file_names(root: Path) -> set[str]:
+    return {p.name for p in root.rglob("data-*")}
+
+
+@contextmanager
+def a_data_file_vanishes(table, root: Path, partition: str = PARTS[-1]) -> Iterator[str]:
+    """A live data file of ``partition`` is gone while the block runs (the job's unit reading it must
+    fail); it is put back afterwards. Yields its file name."""
+    victim = next(
+        e.file.file_name
+        for e in table.manifest_store.live_entries(table.latest_snapshot())
+        if table.manifest_store.partition_values(e.partition)[0] == partition
+    )
+    path = next(root.rglob(victim))
+    data = path.read_bytes()
+    path.unlink()
+    try:
+        yield victim
+    finally:
+        path.write_bytes(data)

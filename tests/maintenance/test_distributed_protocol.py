@@ -5,14 +5,20 @@ give what the operations gave before, and leave nothing behind when a unit fails
 from __future__ import annotations
 
 import pickle
-import random
 
 import pytest
 
 import lake_core
 from jobs.tasks import run_job
 from lake_core import CompactionJob, DistributedJob, LakeError, RescaleJob, run_locally
-from maintenance.rescale_helpers import PARTS, Model, bucket_counts, make_table, rows
+from maintenance.rescale_helpers import (
+    PARTS,
+    a_data_file_vanishes,
+    bucket_counts,
+    data_file_names,
+    filled_table,
+    rows,
+)
 
 KINDS = ["compaction", "rescale"]
 SAME_COMPACTION = (
@@ -30,21 +36,13 @@ SAME_COMPACTION = (
 
 def _filled(warehouse):
     """A write-only table (every commit adds level-0 files), 3 partitions x 2 buckets, and its model."""
-    catalog, table = make_table(warehouse, options={"write-only": "true"})
-    model, rnd = Model(), random.Random(11)
-    for _ in range(4):
-        table.write_arrow(model.batch(rnd, 120))
-    return catalog, table, model
+    return filled_table(warehouse, seed=11, commits=4, options={"write-only": "true"})
 
 
 def _job(table, kind: str) -> DistributedJob:
     if kind == "compaction":
         return table.maintenance.compaction_job(full=True)
     return table.maintenance.rescale_job(bucket=3)
-
-
-def _data_files(root) -> set[str]:
-    return {p.name for p in root.rglob("data-*")}
 
 
 def _rescaled(result) -> list[tuple]:
@@ -88,22 +86,13 @@ def test_a_failing_unit_aborts_the_job(warehouse, warehouse_path, request, kind,
     catalog, table, model = _filled(warehouse)
     before = table.latest_snapshot().id
     job = _job(table, kind)
+    files_before = data_file_names(warehouse_path)
     # A file of the last partition vanishes: its unit fails, the other units' new files are deleted.
-    victim = next(
-        e.file.file_name
-        for e in table.manifest_store.live_entries(table.latest_snapshot())
-        if table.manifest_store.partition_values(e.partition)[0] == PARTS[-1]
-    )
-    files_before = _data_files(warehouse_path)
-    path = next(warehouse_path.rglob(victim))
-    data = path.read_bytes()
-    path.unlink()
-    with pytest.raises(Exception, match=victim):
+    with a_data_file_vanishes(table, warehouse_path) as victim, pytest.raises(Exception, match=victim):
         _run(runner, job, request)
-    path.write_bytes(data)
     table = catalog.get_table("db.t")
     assert table.latest_snapshot().id == before  # nothing committed
-    assert _data_files(warehouse_path) == files_before  # no new file left behind
+    assert data_file_names(warehouse_path) == files_before  # no new file left behind
     assert rows(table.to_arrow()) == model.expected()
 
 
