@@ -109,13 +109,6 @@ class RecordExpiry:
         secs, nulls = self.seconds(rows[self.field])
         return (secs < self.cutoff_s) & ~nulls, nulls
 
-    def split(self, rows: pa.Table) -> tuple[pa.Table, int, int]:
-        """(rows not expired, rows expired, rows with a NULL time field); ``rows`` are merged rows."""
-        expired, nulls = self.expired_mask(rows)
-        n = int(np.count_nonzero(expired))
-        kept = rows.filter(pa.array(~expired)) if n else rows
-        return kept, n, int(np.count_nonzero(nulls))
-
     def file_min_seconds(self, f: DataFileMeta, store: FileStore) -> int | None:
         """Minimum of the time field in ``f``'s value statistics, mapped by field id from the
         schema ``f`` was written with (None: unknown, or all NULL)."""
