@@ -53,7 +53,7 @@ from lake_core.paths import FileNamer, partition_dir
 from lake_core.read.scan import TableScan
 from lake_core.read.split import Split
 from lake_core.read.split_read import SplitRead
-from lake_core.result import OperationResult
+from lake_core.result import OperationResult, fact, human_bytes
 from lake_core.schema.change import SchemaChange
 from lake_core.schema.partition_selector import PartitionSelector, partition_text
 from lake_core.snapshot.snapshot import RESCALE_PROPERTY
@@ -120,21 +120,46 @@ class PartitionRescaleResult:
     rows_after: int = 0
     checksum_after: str = ""
 
+    def line(self) -> str:
+        """One line of the rescale's description: ``'dt=1: 2 → 4 buckets, 100 rows, 3 → 4 files'``."""
+        where = self.partition or "(unpartitioned)"
+        if self.skipped:
+            return f"{where}: skipped — {self.skipped}"
+        return (
+            f"{where}: {self.old_buckets} → {self.new_buckets} buckets, {self.rows} rows, "
+            f"{self.files_in} → {self.files_out} files ({human_bytes(self.bytes_in)} → {human_bytes(self.bytes_out)})"
+        )
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class RescaleResult(OperationResult):
-    bucket: int
-    previous_bucket: int
+    bucket: int = fact(hidden=True)  # in the headline
+    previous_bucket: int = fact(hidden=True)
     schema_id: int
-    partitions_rescaled: int
-    partitions_skipped: int
-    rows: int
-    files_in: int
-    files_out: int
-    bytes_in: int
-    bytes_out: int
-    snapshot_id: int | None = None  # the last snapshot the operation committed (None: nothing committed)
-    partitions: tuple[PartitionRescaleResult, ...] = ()
+    partitions_rescaled: int = fact(summary=True)
+    partitions_skipped: int = fact(summary=True)
+    rows: int = fact(summary=True)
+    files_in: int = fact(summary=True)
+    files_out: int = fact(summary=True)
+    bytes_in: int = fact(summary=True)
+    bytes_out: int = fact(summary=True)
+    # the last snapshot the operation committed (None: nothing committed)
+    snapshot_id: int | None = fact(None, summary=True, label="snapshot produced")
+    partitions: tuple[PartitionRescaleResult, ...] = fact((), item=lambda p: p.line())
+
+    def headline(self) -> str:
+        return f"rescale of {self.table} from {self.previous_bucket} to {self.bucket} buckets" + (
+            " (dry run)" if self.dry_run else ""
+        )
+
+    def did_something(self) -> bool:
+        return self.partitions_rescaled > 0
+
+    def noop_reason(self) -> str | None:
+        if self.did_something():
+            return None
+        reasons = sorted({p.skipped for p in self.partitions if p.skipped})
+        return "; ".join(reasons) if reasons else "no partition to rewrite"
 
 
 # ------------------------------------------------------------------------------------------------
