@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 from lake_core.bucket.assign import assign_buckets
 from lake_core.commit.file_store_commit import BATCH_IDENTIFIER, FileStoreCommit
 from lake_core.definition import commit_schema_changes
-from lake_core.distributed import DistributedJob, run_locally
+from lake_core.distributed import DistributedJob, Progress, run_locally
 from lake_core.errors import (
     CommitConflictError,
     CommitFailedError,
@@ -587,10 +587,15 @@ def set_bucket_option(table: FileStoreTable, bucket: int) -> FileStoreTable:
 
 
 def rescale(
-    table: FileStoreTable, *, bucket: int, partitions: Sequence[Mapping[str, Any]] | None = None, dry_run: bool = False
+    table: FileStoreTable,
+    *,
+    bucket: int,
+    partitions: Sequence[Mapping[str, Any]] | None = None,
+    dry_run: bool = False,
+    progress: Progress | None = None,
 ) -> RescaleResult:
     """Set ``bucket`` and rewrite the selected partitions (all when None) into it, one verified
-    OVERWRITE commit per partition. Stops at the first partition that fails (its error says
+    OVERWRITE commit per partition (``progress(done, total)`` after each). Stops at the first partition that fails (its error says
     why); partitions done before stay done and a re-run continues with the rest."""
     started = time.monotonic()
     bucket = _check_rescalable(table, bucket)
@@ -609,6 +614,8 @@ def rescale(
         table = set_bucket_option(table, bucket)
     job = RescaleJob(table, plan, previous_bucket=previous, dry_run=dry_run)
     results: list[PartitionRescaleResult] = []
+    if progress is not None:
+        progress(0, len(plan.units))
     for i, unit in enumerate(plan.units, 1):
         log.info(
             "rescale %s: partition %d/%d '%s' (%d files, %d bytes)",
@@ -621,6 +628,8 @@ def rescale(
         )
         # one job per partition, so each commits on its own: a later failure keeps the earlier ones
         results += run_locally(job.only(unit)).partitions
+        if progress is not None:
+            progress(i, len(plan.units))
     return _summary(
         table,
         bucket=bucket,
