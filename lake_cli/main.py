@@ -251,6 +251,8 @@ def _report(ctx: Context, result: OperationResult) -> int:
 
 
 def cmd_tables(ctx: Context) -> int:
+    if ctx.warehouse.startswith("file:") and not ctx.catalog.fileio.directory_exists(ctx.warehouse):
+        raise UsageError(f"warehouse {ctx.warehouse} does not exist")
     rows: list[dict[str, Any]] = []
     for db in ctx.catalog.list_databases():
         for name in ctx.catalog.list_tables(db):

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from typing import IO, Any
 
-from lake_core import FileStoreTable, OperationResult
+from lake_core import FileStoreTable, OperationResult, human_duration
 
 
 def jsonable(value: Any) -> Any:
@@ -144,7 +144,7 @@ def overview_text(o: dict[str, Any]) -> str:
         )
     )
     if "oldest_snapshot_age_s" in h:
-        lines.append(f"  oldest snapshot: {int(h['oldest_snapshot_age_s'])} s old")
+        lines.append(f"  oldest snapshot: {human_duration(h['oldest_snapshot_age_s'])} old")
     if "ttl_lag_s" in h:
-        lines.append(f"  record TTL lag: {h['ttl_lag_s']} s")
+        lines.append(f"  record TTL lag: {human_duration(h['ttl_lag_s'])}")
     return "\n".join(lines)

@@ -286,6 +286,9 @@ def test_no_warehouse_is_usage_error(tmp_path, monkeypatch, capsys):
     code = main(["tables"], environ={})
     err = capsys.readouterr().err
     assert code == 2 and "no warehouse: give --warehouse URI, set $LAKE_WAREHOUSE" in err
+    missing = tmp_path / "missing"
+    assert main(["tables", "--warehouse", str(missing)], environ={}) == 2
+    assert capsys.readouterr().err.strip() == f"lake tables: error: warehouse {missing.as_uri()} does not exist"
 
 
 def test_warehouse_from_the_environment_and_tables_yaml(tmp_path, table, warehouse, capsys, monkeypatch):
