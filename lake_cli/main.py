@@ -49,9 +49,14 @@ INPUT_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
+class _ParseError(UsageError):
+    def __init__(self, prog: str, message: str):
+        super().__init__(f"{prog}: error: {message} (see {prog} --help)")
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:
-        raise UsageError(f"{self.prog}: {message}")
+        raise _ParseError(self.prog, message)
 
 
 # -- argument helpers ------------------------------------------------------------------------------
@@ -528,7 +533,7 @@ def main(argv: Sequence[str] | None = None, *, environ: Mapping[str, str] | None
     try:
         args = parser.parse_args(argv)
     except UsageError as e:
-        print(f"lake: error: {e}", file=sys.stderr)
+        print(e, file=sys.stderr)
         return USAGE
     except SystemExit as e:  # --help
         return int(e.code or 0)
