@@ -30,6 +30,7 @@ def fact(
     unit: str | None = None,
     hidden: bool = False,
     item: Callable[[Any], str] | None = None,
+    size: str | None = None,
 ) -> Any:
     """A result field with how a person reads it.
 
@@ -38,8 +39,18 @@ def fact(
     facts are all empty did nothing (its ``skipped`` says why); ``counts=False``: a summary fact
     that is context (the earliest snapshot after an expiry), set whether or not anything was done. ``unit``: ``'bytes'`` or
     ``'seconds'`` or ``'epoch'`` (seconds since 1970; default from the name: ``bytes*``/``*_bytes*`` and ``*_s``). ``hidden``: kept
-    in ``as_metadata()`` but not in the texts. ``item``: how one element of a list reads."""
-    metadata = {"label": label, "summary": summary, "counts": counts, "unit": unit, "hidden": hidden, "item": item}
+    in ``as_metadata()`` but not in the texts. ``item``: how one element of a list reads.
+    ``size``: the field holding these files' bytes, shown with the count in the summary
+    (``'files read 15 (38.5 KiB)'``)."""
+    metadata = {
+        "label": label,
+        "summary": summary,
+        "counts": counts,
+        "unit": unit,
+        "hidden": hidden,
+        "item": item,
+        "size": size,
+    }
     if default_factory is not dataclasses.MISSING:
         return dataclasses.field(default_factory=default_factory, metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
@@ -94,12 +105,13 @@ class OperationResult:
     def summary(self) -> str:
         """One line: what was done (or, in a dry run, would be), the snapshot produced and the time;
         or why nothing was done."""
-        took = f" ({human_duration(self.duration_s)})" if self.duration_s else ""
+        took = f"; took {human_duration(self.duration_s)}" if self.duration_s else ""
         reason = self.noop_reason()
         if reason is not None:
             return f"{self.headline()}: nothing done — {reason}{took}"
         parts = [
             _fact_text(f, getattr(self, f.name), inline=True)
+            + (f" ({human_bytes(getattr(self, f.metadata['size']))})" if f.metadata.get("size") else "")
             for f in self._facts()
             if f.metadata.get("summary") and not _empty(getattr(self, f.name))
         ]

@@ -21,10 +21,10 @@ class CompactionResult(OperationResult):
     units_run: int = fact(0, summary=True)
     units_skipped: int = fact(0, summary=True)
     skipped: tuple[str, ...] = ()  # why each skipped unit was skipped
-    files_read: int = fact(0, summary=True)
-    bytes_read: int = fact(0, summary=True)
-    files_written: int = fact(0, summary=True)
-    bytes_written: int = fact(0, summary=True)
+    files_read: int = fact(0, summary=True, size="bytes_read")
+    bytes_read: int = 0
+    files_written: int = fact(0, summary=True, size="bytes_written")
+    bytes_written: int = 0
     files_upgraded: int = 0  # moved to a higher level without rewriting
     rows_in: int = 0
     rows_out: int = 0

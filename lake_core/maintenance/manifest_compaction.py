@@ -34,10 +34,10 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, kw_only=True)
 class CompactManifestResult(OperationResult):
-    manifests_before: int = fact(0, summary=True)
-    manifests_after: int = fact(0, summary=True)
-    manifest_bytes_before: int = fact(0, summary=True)
-    manifest_bytes_after: int = fact(0, summary=True)
+    manifests_before: int = fact(0, summary=True, size="manifest_bytes_before")
+    manifests_after: int = fact(0, summary=True, size="manifest_bytes_after")
+    manifest_bytes_before: int = 0
+    manifest_bytes_after: int = 0
     snapshot_id: int | None = fact(None, summary=True, counts=False, label="snapshot")
     skipped: str | None = None
 

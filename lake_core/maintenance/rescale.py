@@ -139,10 +139,10 @@ class RescaleResult(OperationResult):
     partitions_rescaled: int = fact(summary=True)
     partitions_skipped: int = fact(summary=True)
     rows: int = fact(summary=True)
-    files_in: int = fact(summary=True)
-    files_out: int = fact(summary=True)
-    bytes_in: int = fact(summary=True)
-    bytes_out: int = fact(summary=True)
+    files_in: int = fact(summary=True, size="bytes_in")
+    files_out: int = fact(summary=True, size="bytes_out")
+    bytes_in: int
+    bytes_out: int
     # the last snapshot the operation committed (None: nothing committed)
     snapshot_id: int | None = fact(None, summary=True, label="snapshot produced")
     partitions: tuple[PartitionRescaleResult, ...] = fact((), item=lambda p: p.line())

@@ -270,6 +270,6 @@ def test_retain_min_beyond_the_history_names_the_snapshots_it_keeps(warehouse):
     assert (
         not r.expired_snapshots and f"retain_min = 9 keeps all {len(ids)} snapshots ({ids[0]}..{ids[-1]})" in r.skipped
     )
-    assert r.summary().startswith(f"expire_snapshots on db.t: nothing done — {r.skipped} (")
+    assert r.summary().startswith(f"expire_snapshots on db.t: nothing done — {r.skipped}; took ")
     r = t.maintenance.expire_snapshots(retain_min=2, older_than=dt.timedelta(0), max_deletes=1)
     assert r.expired_snapshots == (ids[0],)

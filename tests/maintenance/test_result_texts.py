@@ -83,7 +83,7 @@ def test_long_lists_are_cut_and_ranges_read_as_ranges():
     )
     assert r.summary() == (
         "expire_snapshots on db.t: expired snapshots 3..70 (68); earliest snapshot now 71; data files 40; "
-        "metadata files 28; reclaimed 3.0 MiB (1.2 s)"
+        "metadata files 28; reclaimed 3.0 MiB; took 1.2 s"
     )
     lines = r.describe().splitlines()
     assert len(lines) <= 20 and "  files deleted (68):" in lines and lines[-1] == "    … and 63 more"
