@@ -190,7 +190,9 @@ def test_texts_a_person_reads(warehouse, table, capsys):
     code, out, _ = run(warehouse, "compact", "db.t", "--full", capsys=capsys)
     first = out.splitlines()[0]
     assert code == 0 and first.startswith("full compaction of db.t: snapshot produced 9; units planned 6; units run 6;")
-    assert re.search(r"; files read 15 \(\d+\.\d KiB\); files written 6 \(\d+\.\d KiB\); took [\d.]+ m?s$", first), first
+    assert re.search(r"; files read 15 \(\d+\.\d KiB\); files written 6 \(\d+\.\d KiB\); took [\d.]+ m?s$", first), (
+        first
+    )
     assert re.search(r"\n  bytes read \d+\.\d KiB\n", out)
     code, out, _ = run(warehouse, "compact", "db.t", "--full", capsys=capsys)
     assert code == 0 and out.startswith(
