@@ -42,7 +42,7 @@ from lake_core.read.predicate import Predicate, PredicateBuilder
 from lake_core.read.split import Split
 from lake_core.read.split_read import ROW_KIND
 from lake_core.read.stream_scan import StreamScan
-from lake_core.result import OperationResult
+from lake_core.result import OperationResult, human_bytes, human_duration
 from lake_core.schema.change import Move, SchemaChange
 from lake_core.schema.partition_selector import PartitionSelector
 from lake_core.snapshot.snapshot import CommitKind, Snapshot
@@ -70,6 +70,8 @@ __all__ = [
     "assign_buckets",
     "check_tag_name_format",
     "from_paimon_type",
+    "human_bytes",
+    "human_duration",
     "parse_duration_ms",
     "validate_options",
     "DistributedJob",

@@ -22,7 +22,7 @@ implement the protocol.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Protocol, TypeVar
 
@@ -58,13 +58,22 @@ class DistributedJob(Protocol[UnitT, OutcomeT, ResultT]):
         ...
 
 
-def run_units_locally(job: DistributedJob[UnitT, OutcomeT, ResultT], *, parallelism: int = 1) -> list[OutcomeT]:
+#: A progress callback: ``progress(done, total)`` after each finished unit (and ``(0, total)`` first).
+Progress = Callable[[int, int], None]
+
+
+def run_units_locally(
+    job: DistributedJob[UnitT, OutcomeT, ResultT], *, parallelism: int = 1, progress: Progress | None = None
+) -> list[OutcomeT]:
     """Every unit of ``job`` in a pool of ``parallelism`` threads; the outcomes in ``units``' order.
+    ``progress(done, total)`` is called in this thread as units finish (a command's progress bar).
     If a unit fails, the units not started are cancelled, the finished ones aborted, and its
     exception raised: nothing of the job is left behind. Parquet and zstd release the GIL, so
     threads use the cores."""
     units = list(job.units)
     outcomes: list[OutcomeT | None] = [None] * len(units)
+    if progress is not None:
+        progress(0, len(units))
     with ThreadPoolExecutor(max_workers=max(1, parallelism)) as pool:
         futures = {pool.submit(job.run_unit, unit): i for i, unit in enumerate(units)}
         for done, future in enumerate(as_completed(futures), 1):
@@ -80,10 +89,14 @@ def run_units_locally(job: DistributedJob[UnitT, OutcomeT, ResultT], *, parallel
                 )
                 raise
             log.info("%s: done (%d/%d unit(s))", job.describe_unit(units[i]), done, len(units))
+            if progress is not None:
+                progress(done, len(units))
     return outcomes  # type: ignore[return-value]
 
 
-def run_locally(job: DistributedJob[UnitT, OutcomeT, ResultT], *, parallelism: int = 1) -> ResultT:
-    """Run ``job`` in this process: its units in threads (:func:`run_units_locally`), then its
-    one commit. The in-process counterpart of ``jobs.tasks.run_job`` (Spark)."""
-    return job.commit(run_units_locally(job, parallelism=parallelism))
+def run_locally(
+    job: DistributedJob[UnitT, OutcomeT, ResultT], *, parallelism: int = 1, progress: Progress | None = None
+) -> ResultT:
+    """Run ``job`` in this process: its units in threads (:func:`run_units_locally`, which calls
+    ``progress``), then its one commit. The in-process counterpart of ``jobs.tasks.run_job`` (Spark)."""
+    return job.commit(run_units_locally(job, parallelism=parallelism, progress=progress))

@@ -49,6 +49,7 @@ from lake_core.read.predicate import Predicate, PredicateBuilder
 from lake_core.read.scan import TableScan
 from lake_core.read.split_read import SplitRead
 from lake_core.read.stream_scan import StreamScan
+from lake_core.result import shown
 from lake_core.schema.table_schema import TableSchema
 from lake_core.snapshot.snapshot import Snapshot
 from lake_core.store import FileStore
@@ -188,7 +189,7 @@ class FileStoreTable:
             not isinstance(time_retained, _dt.timedelta) or time_retained <= _dt.timedelta(0)
         ):
             raise InvalidOptionError(
-                f"time_retained = {time_retained!r} for tag '{name}' on {self.identifier} must be a positive timedelta"
+                f"time_retained = {shown(time_retained)} for tag '{name}' on {self.identifier} must be a positive timedelta"
             )
         snap = self.snapshot_manager.get(snapshot_id) if snapshot_id is not None else self.latest_snapshot()
         if snap is None:

@@ -29,7 +29,7 @@ from lake_core.compaction.plan import (
 )
 from lake_core.compaction.result import CompactionResult
 from lake_core.compaction.rewrite import UnitOutcome
-from lake_core.distributed import DistributedJob, run_locally
+from lake_core.distributed import DistributedJob, Progress, run_locally
 from lake_core.errors import CommitConflictError, CommitOutcomeUnknownError, LakeError, MaintenanceArgumentError
 from lake_core.schema.partition_selector import partition_text
 
@@ -115,8 +115,9 @@ def compact(
     now_ms: int | None = None,
     options: Mapping[str, str] | None = None,
     verify: bool = False,
+    progress: Progress | None = None,
 ) -> CompactionResult:
-    """Plan, execute and commit; ``now_ms`` fixes the clock of record-level expiry (default: now);
+    """Plan, execute and commit; ``progress(done, total)`` after each unit (``run_locally``); ``now_ms`` fixes the clock of record-level expiry (default: now);
     ``hooks``: what the commit calls above itself (the table's expiry after it lands);
     ``verify``: the units compute the figures ``result.check()`` compares (their written files read
     back: each unit takes about a third more CPU).
@@ -136,7 +137,7 @@ def compact(
         options=options,
         verify=verify,
     )
-    return run_locally(job, parallelism=parallelism)
+    return run_locally(job, parallelism=parallelism, progress=progress)
 
 
 def commit_compaction(

@@ -32,7 +32,13 @@ from typing import TYPE_CHECKING
 
 from lake_core.errors import MaintenanceAbortedError, MaintenanceArgumentError, SnapshotNotFoundError
 from lake_core.maintenance.consumers import ConsumerManager
-from lake_core.maintenance.expire_snapshots import ExpireConfig, changelog_config, delete_planned, resolve_config
+from lake_core.maintenance.expire_snapshots import (
+    ExpireConfig,
+    changelog_config,
+    delete_planned,
+    resolve_config,
+    retain_min_reason,
+)
 from lake_core.maintenance.expiry_lock import HOLDERS, expiry_lock
 from lake_core.maintenance.references import (
     PlannedFile,
@@ -45,7 +51,7 @@ from lake_core.maintenance.references import (
     unheld_data_files,
     unused_lists,
 )
-from lake_core.result import OperationResult
+from lake_core.result import OperationResult, fact
 from lake_core.snapshot.snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -75,26 +81,15 @@ class ExpireChangelogsPlan:
 
 @dataclass(frozen=True, kw_only=True)
 class ExpireChangelogsResult(OperationResult):
-    expired_changelogs: tuple[int, ...] = ()
-    earliest_changelog: int | None = None  # after the run (planned, in a dry run)
-    deleted_changelog_files: int = 0
-    deleted_data_files: int = 0
-    deleted_metadata_files: int = 0
-    bytes_reclaimed: int = 0
-    files: tuple[str, ...] = ()
+    expired_changelogs: tuple[int, ...] = fact((), summary=True)
+    # after the run (planned, in a dry run)
+    earliest_changelog: int | None = fact(None, summary=True, counts=False, label="earliest changelog now")
+    deleted_changelog_files: int = fact(0, summary=True, label="changelog files")
+    deleted_data_files: int = fact(0, summary=True, label="data files")
+    deleted_metadata_files: int = fact(0, summary=True, label="metadata files")
+    bytes_reclaimed: int = fact(0, summary=True, label="reclaimed")
+    files: tuple[str, ...] = fact((), label="files deleted")
     skipped: str | None = None
-
-    def describe(self) -> str:
-        """What a dry run would do (or what the run did), one file per line."""
-        if not self.expired_changelogs:
-            return f"expire_changelogs on {self.table}: nothing — {self.skipped}"
-        verb = "would expire" if self.dry_run else "expired"
-        head = (
-            f"expire_changelogs on {self.table} {verb} changelogs {self.expired_changelogs[0]}.."
-            f"{self.expired_changelogs[-1]} ({len(self.expired_changelogs)}); earliest changelog is now "
-            f"{self.earliest_changelog}; {len(self.files)} files, {self.bytes_reclaimed} bytes"
-        )
-        return "\n".join([head] + [f"  {p}" for p in self.files])
 
 
 def resolve_changelog_config(
@@ -133,7 +128,7 @@ def compute_range(table: FileStoreTable, cfg: ExpireConfig) -> _Range:
     lo = max(latest - cfg.retain_max + 1, first)
     end, reason = (
         latest - cfg.retain_min + 1,
-        f"retain_min = {cfg.retain_min} keeps changelogs from {latest - cfg.retain_min + 1}",
+        retain_min_reason(cfg.retain_min, first, latest, "changelog"),
     )
     floor = ConsumerManager(table).min_next_snapshot(strict=True)
     for bound, why in (

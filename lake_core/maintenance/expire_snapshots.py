@@ -46,7 +46,7 @@ from lake_core.maintenance.references import (
     unused_lists,
 )
 from lake_core.manifest.metadata import FileSource
-from lake_core.result import OperationResult
+from lake_core.result import OperationResult, fact, shown
 from lake_core.snapshot.snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -88,7 +88,7 @@ def cutoff_ms(table: FileStoreTable, name: str, value, now: int) -> int:
     timedelta meaning "older than this age". Never in the future."""
     if isinstance(value, _dt.timedelta):
         if value < _dt.timedelta(0):
-            raise MaintenanceArgumentError(f"{name} = {value!r} for table {table.identifier} must not be negative")
+            raise MaintenanceArgumentError(f"{name} = {shown(value)} for table {table.identifier} must not be negative")
         return now - int(value.total_seconds() * 1000)
     if isinstance(value, _dt.datetime):
         ms = int(value.timestamp() * 1000)
@@ -199,6 +199,16 @@ class ExpireRange:
         return self.earliest is None or self.end is None or self.end <= self.earliest
 
 
+def retain_min_reason(retain_min: int, earliest: int, latest: int, what: str) -> str:
+    """Why ``retain_min`` stops an expiry, with ids that exist: it keeps ``latest - retain_min + 1``
+    onwards, or (more than the table holds) every one of them, never "from -3"."""
+    first_kept = latest - retain_min + 1
+    if first_kept <= earliest:
+        count = latest - earliest + 1
+        return f"retain_min = {retain_min} keeps all {count} {what}{'s' if count != 1 else ''} ({earliest}..{latest})"
+    return f"retain_min = {retain_min} keeps {what}s {first_kept}..{latest}"
+
+
 def compute_range(table: FileStoreTable, cfg: ExpireConfig) -> ExpireRange:
     sm = table.snapshot_manager
     latest = sm.latest_id()
@@ -210,7 +220,7 @@ def compute_range(table: FileStoreTable, cfg: ExpireConfig) -> ExpireRange:
     lo = max(latest - cfg.retain_max + 1, earliest)
     end = latest - cfg.retain_min + 1
     floor = ConsumerManager(table).min_next_snapshot(strict=True)
-    reason = f"retain_min = {cfg.retain_min} keeps snapshots from {end}"
+    reason = retain_min_reason(cfg.retain_min, earliest, latest, "snapshot")
     if floor is not None and floor < end:
         end, reason = floor, f"a consumer or lease still needs snapshot {floor}"
     if earliest + cfg.max_deletes < end:
@@ -387,26 +397,15 @@ def _plan(table: FileStoreTable, cfg: ExpireConfig, tag_names: list[str]) -> Exp
 
 @dataclass(frozen=True, kw_only=True)
 class ExpireSnapshotsResult(OperationResult):
-    expired_snapshots: tuple[int, ...] = ()
-    earliest_snapshot: int | None = None  # after the run (planned, in a dry run)
-    deleted_data_files: int = 0
-    deleted_changelog_files: int = 0
-    deleted_metadata_files: int = 0
-    bytes_reclaimed: int = 0
-    files: tuple[str, ...] = ()
+    expired_snapshots: tuple[int, ...] = fact((), summary=True)
+    # after the run (planned, in a dry run)
+    earliest_snapshot: int | None = fact(None, summary=True, counts=False, label="earliest snapshot now")
+    deleted_data_files: int = fact(0, summary=True, label="data files")
+    deleted_changelog_files: int = fact(0, summary=True, label="changelog files")
+    deleted_metadata_files: int = fact(0, summary=True, label="metadata files")
+    bytes_reclaimed: int = fact(0, summary=True, label="reclaimed")
+    files: tuple[str, ...] = fact((), label="files deleted")
     skipped: str | None = None
-
-    def describe(self) -> str:
-        """What a dry run would do (or what the run did), one file per line."""
-        verb = "would expire" if self.dry_run else "expired"
-        if not self.expired_snapshots:
-            return f"expire_snapshots on {self.table}: nothing — {self.skipped}"
-        head = (
-            f"expire_snapshots on {self.table} {verb} snapshots {self.expired_snapshots[0]}.."
-            f"{self.expired_snapshots[-1]} ({len(self.expired_snapshots)}); earliest is now "
-            f"{self.earliest_snapshot}; {len(self.files)} files, {self.bytes_reclaimed} bytes"
-        )
-        return "\n".join([head] + [f"  {p}" for p in self.files])
 
 
 def _journal_payload(plan: ExpireSnapshotsPlan) -> bytes:

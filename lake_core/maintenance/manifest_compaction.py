@@ -24,7 +24,7 @@ from lake_core.errors import MaintenanceAbortedError, MaintenanceArgumentError, 
 from lake_core.manifest.merger import merge_manifests, try_full_compaction
 from lake_core.manifest.metadata import ManifestFileMeta
 from lake_core.paths import FileNamer
-from lake_core.result import OperationResult
+from lake_core.result import OperationResult, fact
 from lake_core.snapshot.publish import publish
 from lake_core.snapshot.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
 
@@ -34,11 +34,11 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, kw_only=True)
 class CompactManifestResult(OperationResult):
-    snapshot_id: int | None = None
-    manifests_before: int = 0
-    manifests_after: int = 0
+    manifests_before: int = fact(0, summary=True, size="manifest_bytes_before")
+    manifests_after: int = fact(0, summary=True, size="manifest_bytes_after")
     manifest_bytes_before: int = 0
     manifest_bytes_after: int = 0
+    snapshot_id: int | None = fact(None, summary=True, counts=False, label="snapshot")
     skipped: str | None = None
 
 

@@ -71,6 +71,7 @@ class TableMaintenance:
         parallelism: int = 2,
         options=None,
         verify: bool = False,
+        progress=None,
     ) -> CompactionResult:
         """Paimon's ``compact`` procedure for a primary-key table.
 
@@ -84,6 +85,7 @@ class TableMaintenance:
         ``verify=True``: each unit also computes the figures of the in-task check (what its merge
         read and dropped, and its written files read back), which ``result.check()`` compares
         without reading the table; off by default, as it makes each unit slower.
+        ``progress(done, total)``: called as units finish (a progress bar).
         Returns a :class:`lake_core.compaction.CompactionResult`."""
         return compact(
             self._table.store,
@@ -95,6 +97,7 @@ class TableMaintenance:
             parallelism=parallelism,
             options=options,
             verify=verify,
+            progress=progress,
         )
 
     def compaction_job(
@@ -329,11 +332,11 @@ class TableMaintenance:
         return rollback_to(self._table, snapshot_id=snapshot_id, tag=tag)
 
     # -- rescale (lake_core/maintenance/rescale.py) ------------------------------------------------
-    def rescale(self, *, bucket: int, partitions=None, dry_run: bool = False) -> RescaleResult:
+    def rescale(self, *, bucket: int, partitions=None, dry_run: bool = False, progress=None) -> RescaleResult:
         """Set the ``bucket`` option and rewrite the selected partitions (a list of
         ``{column: value}`` selectors; all when None) into ``bucket`` buckets, one verified
-        OVERWRITE per partition. Returns a ``RescaleResult``."""
-        return rescale(self._table, bucket=bucket, partitions=partitions, dry_run=dry_run)
+        OVERWRITE per partition (``progress(done, total)`` after each). Returns a ``RescaleResult``."""
+        return rescale(self._table, bucket=bucket, partitions=partitions, dry_run=dry_run, progress=progress)
 
     def plan_rescale(self, *, bucket: int, partitions=None) -> RescalePlan:
         """The partitions a rescale to ``bucket`` would rewrite (metadata only): a ``RescalePlan``."""

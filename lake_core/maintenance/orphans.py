@@ -44,7 +44,7 @@ from lake_core.maintenance.references import (
     tagged_snapshots,
 )
 from lake_core.paths import join_relative
-from lake_core.result import OperationResult
+from lake_core.result import OperationResult, fact, shown
 from lake_core.snapshot.snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -58,11 +58,11 @@ _METADATA_DIRS = ("schema", "snapshot", "tag", "consumer", "branch", "changelog"
 
 @dataclass(frozen=True, kw_only=True)
 class RemoveOrphanFilesResult(OperationResult):
-    deleted_files: int = 0
-    bytes_reclaimed: int = 0
-    files: tuple[str, ...] = ()
-    scanned_files: int = 0
-    referenced_names: int = 0
+    deleted_files: int = fact(0, summary=True, label="orphan files")
+    bytes_reclaimed: int = fact(0, summary=True, label="reclaimed")
+    files: tuple[str, ...] = fact((), label="orphan files")
+    scanned_files: int = fact(0, label="files scanned")
+    referenced_names: int = fact(0, label="files referenced")
     skipped: str | None = None
 
 
@@ -151,11 +151,11 @@ def remove_orphan_files(
         )
     if older_than < _dt.timedelta(0):
         raise MaintenanceArgumentError(
-            f"older_than = {older_than} for remove_orphan_files on {table.identifier} must not be negative"
+            f"older_than = {shown(older_than)} for remove_orphan_files on {table.identifier} must not be negative"
         )
     if older_than < MIN_FLOOR and not force:
         raise MaintenanceArgumentError(
-            f"older_than = {older_than} for remove_orphan_files on {table.identifier} is below one hour: files of "
+            f"older_than = {shown(older_than)} for remove_orphan_files on {table.identifier} is below one hour: files of "
             "commits in flight could be deleted; pass force=True only when no job writes to the table"
         )
     for name, v in (("dry_run", dry_run), ("force", force)):

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from lake_core.commit.file_store_commit import FileStoreCommit
 from lake_core.errors import MaintenanceArgumentError
 from lake_core.options import parse_duration_ms
-from lake_core.result import OperationResult
+from lake_core.result import OperationResult, fact, shown
 from lake_core.schema.partition_selector import partition_text
 
 if TYPE_CHECKING:
@@ -33,9 +33,9 @@ _DEFAULT_FORMATS = ("%Y-%m-%d %H:%M:%S", "%Y-%m-%d")
 
 @dataclass(frozen=True, kw_only=True)
 class ExpirePartitionsResult(OperationResult):
-    expired_partitions: tuple[str, ...] = ()
-    dropped_files: int = 0
-    snapshot_id: int | None = None
+    expired_partitions: tuple[str, ...] = fact((), summary=True)
+    dropped_files: int = fact(0, summary=True, label="files dropped")
+    snapshot_id: int | None = fact(None, summary=True, label="snapshot produced")
     unparseable_partitions: tuple[str, ...] = ()
     skipped: str | None = None
 
@@ -62,7 +62,9 @@ def _expiration_ms(table: FileStoreTable, value) -> int:
             f"expiration_time = {value!r} for table {table.identifier} must be a timedelta or a duration like '7 d'"
         )
     if ms <= 0:
-        raise MaintenanceArgumentError(f"expiration_time = {value!r} for table {table.identifier} must be positive")
+        raise MaintenanceArgumentError(
+            f"expiration_time = {shown(value)} for table {table.identifier} must be positive"
+        )
     return ms
 
 

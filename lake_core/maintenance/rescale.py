@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 from lake_core.bucket.assign import assign_buckets
 from lake_core.commit.file_store_commit import BATCH_IDENTIFIER, FileStoreCommit
 from lake_core.definition import commit_schema_changes
-from lake_core.distributed import DistributedJob, run_locally
+from lake_core.distributed import DistributedJob, Progress, run_locally
 from lake_core.errors import (
     CommitConflictError,
     CommitFailedError,
@@ -53,7 +53,7 @@ from lake_core.paths import FileNamer, partition_dir
 from lake_core.read.scan import TableScan
 from lake_core.read.split import Split
 from lake_core.read.split_read import SplitRead
-from lake_core.result import OperationResult
+from lake_core.result import OperationResult, fact, human_bytes
 from lake_core.schema.change import SchemaChange
 from lake_core.schema.partition_selector import PartitionSelector, partition_text
 from lake_core.snapshot.snapshot import RESCALE_PROPERTY
@@ -120,21 +120,46 @@ class PartitionRescaleResult:
     rows_after: int = 0
     checksum_after: str = ""
 
+    def line(self) -> str:
+        """One line of the rescale's description: ``'dt=1: 2 → 4 buckets, 100 rows, 3 → 4 files'``."""
+        where = self.partition or "(unpartitioned)"
+        if self.skipped:
+            return f"{where}: skipped — {self.skipped}"
+        return (
+            f"{where}: {self.old_buckets} → {self.new_buckets} buckets, {self.rows} rows, "
+            f"{self.files_in} → {self.files_out} files ({human_bytes(self.bytes_in)} → {human_bytes(self.bytes_out)})"
+        )
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class RescaleResult(OperationResult):
-    bucket: int
-    previous_bucket: int
+    bucket: int = fact(hidden=True)  # in the headline
+    previous_bucket: int = fact(hidden=True)
     schema_id: int
-    partitions_rescaled: int
-    partitions_skipped: int
-    rows: int
-    files_in: int
-    files_out: int
+    partitions_rescaled: int = fact(summary=True)
+    partitions_skipped: int = fact(summary=True)
+    rows: int = fact(summary=True)
+    files_in: int = fact(summary=True, size="bytes_in")
+    files_out: int = fact(summary=True, size="bytes_out")
     bytes_in: int
     bytes_out: int
-    snapshot_id: int | None = None  # the last snapshot the operation committed (None: nothing committed)
-    partitions: tuple[PartitionRescaleResult, ...] = ()
+    # the last snapshot the operation committed (None: nothing committed)
+    snapshot_id: int | None = fact(None, summary=True, label="snapshot produced")
+    partitions: tuple[PartitionRescaleResult, ...] = fact((), item=lambda p: p.line())
+
+    def headline(self) -> str:
+        return f"rescale of {self.table} from {self.previous_bucket} to {self.bucket} buckets" + (
+            " (dry run)" if self.dry_run else ""
+        )
+
+    def did_something(self) -> bool:
+        return self.partitions_rescaled > 0
+
+    def noop_reason(self) -> str | None:
+        if self.did_something():
+            return None
+        reasons = sorted({p.skipped for p in self.partitions if p.skipped})
+        return "; ".join(reasons) if reasons else "no partition to rewrite"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -562,10 +587,15 @@ def set_bucket_option(table: FileStoreTable, bucket: int) -> FileStoreTable:
 
 
 def rescale(
-    table: FileStoreTable, *, bucket: int, partitions: Sequence[Mapping[str, Any]] | None = None, dry_run: bool = False
+    table: FileStoreTable,
+    *,
+    bucket: int,
+    partitions: Sequence[Mapping[str, Any]] | None = None,
+    dry_run: bool = False,
+    progress: Progress | None = None,
 ) -> RescaleResult:
     """Set ``bucket`` and rewrite the selected partitions (all when None) into it, one verified
-    OVERWRITE commit per partition. Stops at the first partition that fails (its error says
+    OVERWRITE commit per partition (``progress(done, total)`` after each). Stops at the first partition that fails (its error says
     why); partitions done before stay done and a re-run continues with the rest."""
     started = time.monotonic()
     bucket = _check_rescalable(table, bucket)
@@ -584,6 +614,8 @@ def rescale(
         table = set_bucket_option(table, bucket)
     job = RescaleJob(table, plan, previous_bucket=previous, dry_run=dry_run)
     results: list[PartitionRescaleResult] = []
+    if progress is not None:
+        progress(0, len(plan.units))
     for i, unit in enumerate(plan.units, 1):
         log.info(
             "rescale %s: partition %d/%d '%s' (%d files, %d bytes)",
@@ -596,6 +628,8 @@ def rescale(
         )
         # one job per partition, so each commits on its own: a later failure keeps the earlier ones
         results += run_locally(job.only(unit)).partitions
+        if progress is not None:
+            progress(i, len(plan.units))
     return _summary(
         table,
         bucket=bucket,

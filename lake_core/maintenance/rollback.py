@@ -26,7 +26,7 @@ from lake_core.maintenance.expiry_lock import HOLDERS, expiry_lock
 from lake_core.maintenance.references import ReferencedNames, long_lived_changelogs, tagged_snapshots
 from lake_core.names import validate_tag_name
 from lake_core.paths import join_relative
-from lake_core.result import OperationResult
+from lake_core.result import OperationResult, fact
 
 if TYPE_CHECKING:
     from lake_core.snapshot.snapshot import Snapshot
@@ -35,11 +35,11 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, kw_only=True)
 class RollbackResult(OperationResult):
-    snapshot_id: int = 0
-    removed_snapshots: tuple[int, ...] = ()
-    removed_tags: tuple[str, ...] = ()
-    deleted_files: int = 0
-    bytes_reclaimed: int = 0
+    snapshot_id: int = fact(0, summary=True, label="latest snapshot now")
+    removed_snapshots: tuple[int, ...] = fact((), summary=True)
+    removed_tags: tuple[str, ...] = fact((), summary=True)
+    deleted_files: int = fact(0, summary=True, label="files deleted")
+    bytes_reclaimed: int = fact(0, summary=True, label="reclaimed")
 
 
 def _target(table: FileStoreTable, snapshot_id, tag) -> tuple[Snapshot, bool]:

@@ -38,7 +38,7 @@ from lake_core.maintenance.references import (
 )
 from lake_core.manifest.metadata import FileKind
 from lake_core.names import validate_tag_name
-from lake_core.result import OperationResult
+from lake_core.result import OperationResult, fact
 
 if TYPE_CHECKING:
     from lake_core.snapshot.snapshot import Snapshot
@@ -57,12 +57,14 @@ _ORDER = {
 
 @dataclass(frozen=True, kw_only=True)
 class DeleteTagResult(OperationResult):
-    tags: tuple[str, ...] = ()
-    deleted_files: int = 0
-    data_files: int = 0
-    bytes_reclaimed: int = 0
-    files: tuple[str, ...] = ()
-    skipped: str | None = None  # why files were kept (a live snapshot holds them, the lock was held)
+    tags: tuple[str, ...] = fact((), summary=True, label="tags deleted")
+    deleted_files: int = fact(0, summary=True, label="files deleted")
+    data_files: int = fact(0, label="of them data files")
+    bytes_reclaimed: int = fact(0, summary=True, label="reclaimed")
+    files: tuple[str, ...] = fact((), label="files deleted")
+    skipped: str | None = fact(
+        None, label="files kept"
+    )  # why files were kept (a live snapshot holds them, the lock was held)
 
 
 def _files_of(table: FileStoreTable, snap: Snapshot) -> tuple[list, list[PlannedFile]]:

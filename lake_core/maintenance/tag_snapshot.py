@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from lake_core.errors import LakeError, MaintenanceArgumentError
 from lake_core.maintenance.tags import _auto_tags as tags_of_format
 from lake_core.names import validate_tag_name
-from lake_core.result import OperationResult
+from lake_core.result import OperationResult, fact
 
 if TYPE_CHECKING:
     from lake_core.table import FileStoreTable
@@ -26,9 +26,10 @@ if TYPE_CHECKING:
 @dataclass(frozen=True, kw_only=True)
 class TagSnapshotResult(OperationResult):
     tag: str | None = None  # the tag of this period (created now, or found)
-    snapshot_id: int | None = None  # the snapshot it points at
-    created: bool = False
-    deleted_tags: tuple[str, ...] = ()  # tags of the pattern beyond num_retained, oldest first
+    snapshot_id: int | None = fact(None, label="on snapshot")  # the snapshot it points at
+    created: bool = fact(False, summary=True, label="tag created")
+    # tags of the pattern beyond num_retained, oldest first
+    deleted_tags: tuple[str, ...] = fact((), summary=True, label="tags deleted")
     skipped: str | None = None
 
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from lake_core.errors import LakeError, MaintenanceArgumentError, TagNotFoundError
 from lake_core.maintenance.tag_deletion import delete_tags
-from lake_core.result import OperationResult
+from lake_core.result import OperationResult, fact
 from lake_core.snapshot.snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -99,16 +99,10 @@ def tag_times(table: FileStoreTable, name: str) -> TagTimes:
 
 @dataclass(frozen=True, kw_only=True)
 class ExpireTagsResult(OperationResult):
-    expired_tags: tuple[str, ...] = ()
-    deleted_files: int = 0  # the files only those tags held
-    bytes_reclaimed: int = 0
+    expired_tags: tuple[str, ...] = fact((), summary=True)
+    deleted_files: int = fact(0, summary=True, label="files deleted")  # the files only those tags held
+    bytes_reclaimed: int = fact(0, summary=True, label="reclaimed")
     skipped: str | None = None
-
-    def describe(self) -> str:
-        verb = "would delete" if self.dry_run else "deleted"
-        if not self.expired_tags:
-            return f"expire_tags on {self.table}: nothing — {self.skipped}"
-        return f"expire_tags on {self.table} {verb} tags: " + ", ".join(self.expired_tags)
 
 
 def expire_tags(

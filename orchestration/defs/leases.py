@@ -43,11 +43,11 @@ def release_run_lease(catalog: Catalog, run: dg.DagsterRun) -> str | None:
     try:
         table = catalog.get_table(table_name)
     except LakeError as e:  # dropped meanwhile: its consumer files went with it
-        return f"lease {lease_id} of run {run.run_id[:8]}: {table_name} cannot be opened ({e}); nothing to release"
+        return f"{lease_id} of run {run.run_id[:8]}: {table_name} cannot be opened ({e}); nothing to release"
     released = table.maintenance.release_lease(consumer_id=lease_id)
     state = "released" if released else "already gone"
     return (
-        f"lease {lease_id} on snapshot {run.tags.get('lake/snapshot')} of {table_name} {state} "
+        f"{lease_id} on snapshot {run.tags.get('lake/snapshot')} of {table_name} {state} "
         f"(run {run.run_id[:8]} {run.status.value})"
     )
 
@@ -79,7 +79,7 @@ def sweep_leases(
             f"run {runs[0].run_id[:8]} is {runs[0].status.value}" if runs else f"no run carries it after {age_s:.0f} s"
         )
         if table.maintenance.release_lease(consumer_id=consumer.consumer_id):
-            notes.append(f"released lease {consumer.consumer_id} on snapshot {consumer.next_snapshot}: {why}")
+            notes.append(f"released {consumer.consumer_id} on snapshot {consumer.next_snapshot}: {why}")
     return notes
 
 

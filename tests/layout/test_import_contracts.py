@@ -89,11 +89,15 @@ def test_the_code_keeps_the_import_contracts():
         ("jobs/compact.py", "from orchestration.assets import x"),
         ("jobs/compact.py", "from lake_core.hashing import assign_buckets"),
         ("orchestration/assets.py", "import lake_core.catalog"),
+        ("lake_cli/main.py", "import orchestration.assets"),
+        ("lake_cli/main.py", "from lake_core.hashing import x"),
+        ("jobs/compact.py", "import lake_cli.main"),
+        ("orchestration/assets.py", "from lake_cli import main"),
     ],
 )
 def test_the_contracts_catch_a_violation(tmp_path, offender, line):
     """Same contracts, a throw-away tree with one forbidden import: lint-imports must fail."""
-    for pkg in ("lake_core", "orchestration", "jobs"):
+    for pkg in ("lake_core", "orchestration", "jobs", "lake_cli"):
         (tmp_path / pkg).mkdir()
         (tmp_path / pkg / "__init__.py").write_text("")
     for internal in ("hashing", "catalog", "errors"):
@@ -101,6 +105,7 @@ def test_the_contracts_catch_a_violation(tmp_path, offender, line):
     (tmp_path / "lake_core" / "__init__.py").write_text("from .hashing import x\nfrom .catalog import x\n")
     (tmp_path / "orchestration" / "assets.py").write_text("x = 1\n")
     (tmp_path / "jobs" / "compact.py").write_text("import lake_core\n")
+    (tmp_path / "lake_cli" / "main.py").write_text("import lake_core\n")
     (tmp_path / offender).write_text(
         textwrap.dedent(f"""\
         import lake_core
@@ -117,13 +122,16 @@ def test_the_contracts_catch_a_violation(tmp_path, offender, line):
 
 def test_the_public_api_passes(tmp_path):
     """The same tree importing only ``lake_core`` and ``lake_core.errors`` keeps every contract."""
-    for pkg in ("lake_core", "orchestration", "jobs"):
+    for pkg in ("lake_core", "orchestration", "jobs", "lake_cli"):
         (tmp_path / pkg).mkdir()
     for internal in ("hashing", "catalog", "errors"):
         (tmp_path / "lake_core" / f"{internal}.py").write_text("x = 1\n")
     (tmp_path / "lake_core" / "__init__.py").write_text("from .hashing import x\nfrom .catalog import x\n")
-    for pkg in ("orchestration", "jobs"):
+    for pkg in ("orchestration", "jobs", "lake_cli"):
         (tmp_path / pkg / "__init__.py").write_text("")
+    (tmp_path / "lake_cli" / "main.py").write_text(
+        "import jobs.write\nfrom lake_core import x\nfrom lake_core.errors import x\n"
+    )
     (tmp_path / "orchestration" / "assets.py").write_text("import lake_core\nfrom lake_core.errors import x\n")
     (tmp_path / "jobs" / "write.py").write_text("from lake_core import x\nimport lake_core.errors\n")
     _config_without_layers(tmp_path / "pyproject.toml")
@@ -162,7 +170,7 @@ def test_the_public_api_passes(tmp_path):
 def test_the_layers_contract_catches_an_upward_import(tmp_path, module, line, refusal):
     """A copy of lake_core with one forbidden import added: refused."""
     shutil.copytree(REPO_ROOT / "lake_core", tmp_path / "lake_core", ignore=shutil.ignore_patterns("__pycache__"))
-    for pkg in ("orchestration", "jobs"):
+    for pkg in ("orchestration", "jobs", "lake_cli"):
         (tmp_path / pkg).mkdir()
         (tmp_path / pkg / "__init__.py").write_text("")
     target = tmp_path / "lake_core" / module

@@ -130,7 +130,7 @@ def test_dry_run_returns_the_plan_and_changes_nothing(warehouse):
     dry = t.maintenance.expire_changelogs(older_than=NOW, dry_run=True)
     assert listing(t) == before
     assert dry.expired_changelogs and dry.deleted_changelog_files > 0
-    assert dry.describe().startswith("expire_changelogs on db.t would expire changelogs 1..")
+    assert dry.describe().startswith("expire_changelogs on db.t (dry run): expired changelogs 1..")
     real = t.maintenance.expire_changelogs(older_than=NOW)
     assert real.files == dry.files and real.expired_changelogs == dry.expired_changelogs
     gone = {p for p in before if not p.startswith("changelog/")} - set(listing(t))

@@ -45,7 +45,7 @@ def _check_retained(t, w):
         ({"max_deletes": 0}, "max_deletes = 0"),
         ({"retain_min": 1.5}, "must be an integer"),
         ({"older_than": FUTURE}, "is in the future"),
-        ({"older_than": dt.timedelta(hours=-1)}, "must not be negative"),
+        ({"older_than": dt.timedelta(hours=-1)}, "older_than = -1h for table db.t must not be negative"),
         ({"older_than": "yesterday"}, "datetime or a timedelta"),
         ({"dry_run": "yes"}, "dry_run"),
     ],
@@ -66,7 +66,11 @@ def test_dry_run_changes_nothing_and_equals_the_real_run(warehouse):
     dry = t.maintenance.expire_snapshots(retain_min=5, older_than=dt.timedelta(0), max_deletes=1000, dry_run=True)
     assert listing(t) == before
     text = dry.describe()
-    assert text.startswith("expire_snapshots on db.t would expire snapshots 1..") and all(p in text for p in dry.files)
+    n = len(w.models) - 5
+    assert text.startswith(f"expire_snapshots on db.t (dry run): expired snapshots 1..{n} ({n}); earliest snapshot now")
+    # a screen at most: a few of the files, then how many more
+    assert len(text.splitlines()) <= 20 and all(p in text for p in dry.files[:5]) and dry.files[5] not in text
+    assert f"… and {len(dry.files) - 5} more" in text
     assert dry.dry_run and dry.expired_snapshots == tuple(range(1, len(w.models) - 4))
     assert dry.deleted_data_files > 0 and dry.deleted_metadata_files > 0
     real = t.maintenance.expire_snapshots(retain_min=5, older_than=dt.timedelta(0), max_deletes=1000)
@@ -256,3 +260,16 @@ def test_expiry_after_commits_unless_write_only(warehouse):
 def test_bad_expiry_options_are_refused(warehouse, options, error, match):
     with pytest.raises(error, match=match):
         make_table(warehouse, **options)
+
+
+def test_retain_min_beyond_the_history_names_the_snapshots_it_keeps(warehouse):
+    # not "keeps snapshots from -3": the ids shown exist
+    t, _ = _history(warehouse, n=5)
+    r = t.maintenance.expire_snapshots(retain_min=9, older_than=dt.timedelta(0))
+    ids = t.snapshot_manager.list_ids()
+    assert (
+        not r.expired_snapshots and f"retain_min = 9 keeps all {len(ids)} snapshots ({ids[0]}..{ids[-1]})" in r.skipped
+    )
+    assert r.summary().startswith(f"expire_snapshots on db.t: nothing done — {r.skipped}; took ")
+    r = t.maintenance.expire_snapshots(retain_min=2, older_than=dt.timedelta(0), max_deletes=1)
+    assert r.expired_snapshots == (ids[0],)

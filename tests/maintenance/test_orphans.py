@@ -46,8 +46,8 @@ def _age_all(root, seconds):
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        ({"older_than": dt.timedelta(minutes=30)}, "below one hour"),
-        ({"older_than": dt.timedelta(hours=-2), "force": True}, "must not be negative"),
+        ({"older_than": dt.timedelta(minutes=30)}, "older_than = 30m .* below one hour"),
+        ({"older_than": dt.timedelta(hours=-2), "force": True}, "older_than = -2h .* must not be negative"),
         ({"older_than": 3600}, "must be a timedelta"),
         ({"dry_run": 1}, "dry_run"),
     ],

@@ -85,7 +85,7 @@ def test_partition_expiration_option_runs_after_commits(warehouse):
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        ({"expiration_time": dt.timedelta(days=-1)}, "must be positive"),
+        ({"expiration_time": dt.timedelta(days=-1)}, "expiration_time = -1d .* must be positive"),
         ({"expiration_time": 5}, "timedelta or a duration"),
         ({"expiration_time": "soon"}, "not a duration"),
         ({"expiration_time": "1 d", "timestamp_formatter": "yyyy-MM-dd EEE"}, "pattern letters"),

@@ -370,7 +370,7 @@ def test_a_pending_downstream_run_pins_its_snapshot_until_it_finishes(warehouse,
         assert table.to_arrow(snapshot_id=1).equals(expected)
         # The run finishes; its run-status sensor releases the lease; expiry may now delete snapshot 1.
         reason = _run_and_release(defs, instance, warehouse, request, fail=fail)
-        assert f"lease {lease_id} on snapshot 1 of {NAME} released" in reason.skip_message
+        assert f"{lease_id} on snapshot 1 of {NAME} released" in reason.skip_message
         assert table.maintenance.consumers.get(lease_id) is None
         assert 1 in table.maintenance.expire_snapshots(retain_min=1, older_than=dt.timedelta(0)).expired_snapshots
 
@@ -395,10 +395,10 @@ def test_leases_of_canceled_or_vanished_runs_are_swept(warehouse):
         ids = {vanished.tags[LEASE_TAG], canceled.tags[LEASE_TAG]}
         assert {c.consumer_id for c in table.maintenance.consumers.consumers()} == ids
         notes = sweep_leases(instance, table, ttl_s=12 * 3600)  # fresh: the vanished one may still appear
-        assert notes == [f"released lease {canceled.tags[LEASE_TAG]} on snapshot 2: run {run.run_id[:8]} is CANCELED"]
+        assert notes == [f"released {canceled.tags[LEASE_TAG]} on snapshot 2: run {run.run_id[:8]} is CANCELED"]
         later = int(time.time() * 1000) + 700_000
         (note,) = sweep_leases(instance, table, ttl_s=12 * 3600, now_ms=later)
-        assert note.startswith(f"released lease {vanished.tags[LEASE_TAG]} on snapshot 1: no run carries it after")
+        assert note.startswith(f"released {vanished.tags[LEASE_TAG]} on snapshot 1: no run carries it after")
         assert table.maintenance.consumers.consumers() == []
 
 
@@ -415,7 +415,7 @@ def test_another_dagster_instance_does_not_sweep_our_leases(warehouse):
         assert sweep_leases(theirs, table, ttl_s=12 * 3600, now_ms=later) == []
         assert table.maintenance.consumers.get(lease_id) == 1
         (note,) = sweep_leases(ours, table, ttl_s=12 * 3600, now_ms=later)
-        assert note.startswith(f"released lease {lease_id} on snapshot 1: no run carries it after")
+        assert note.startswith(f"released {lease_id} on snapshot 1: no run carries it after")
 
 
 @pytest.mark.s3

@@ -98,17 +98,19 @@ def expiry_skip_reason(table: TableConfig, lake_table: "FileStoreTable", options
 
 def empty_plan_reason(plan: Any, operation: str) -> str:
     """Why a plan has no unit, from the plan itself: what was looked at and what was not found."""
+    expiry = operation == RECORD_EXPIRY or plan.expire_records
+    nothing = "nothing to expire" if expiry else "nothing to compact"
     if plan.snapshot_id is None:
-        return "nothing to compact: the table has no snapshot yet; Spark was not started"
+        return f"{nothing}: the table has no snapshot yet; Spark was not started"
     looked = f"{len(plan.buckets)} selected bucket(s) at snapshot {plan.snapshot_id}"
-    if operation == RECORD_EXPIRY or plan.expire_records:
+    if expiry:
         why = "none holds records past the TTL"
     elif plan.full:
         why = "each is already one file at the top level"
     else:
         trigger = dict(plan.options).get("num-sorted-run.compaction-trigger")
         why = "none needs compaction" + (f" (num-sorted-run.compaction-trigger {trigger})" if trigger else "")
-    return f"nothing to compact: {why} among the {looked}; Spark was not started"
+    return f"{nothing}: {why} among the {looked}; Spark was not started"
 
 
 def result_metadata(result, source: dict[str, str]) -> dict[str, Any]:
@@ -249,7 +251,7 @@ def _operation(
             context.log.warning(f"{operation} of {table.name}: {reason}")
         skipped = None
         if result.snapshot_id is None:
-            skipped = empty or ("nothing to compact" if not result.units_planned else "every unit was skipped")
+            skipped = empty or result.noop_reason() or "every unit was skipped"
             check = dg.AssetCheckResult(
                 check_name=CHECKS[operation].name,
                 passed=True,
