@@ -167,7 +167,8 @@ def map_units(
 
     if not items:
         return []
-    batches = pack([unit_bytes(item) for item in items], max_tasks or cluster_parallelism(spark))
+    parallelism = max_tasks or cluster_parallelism(spark)
+    batches = pack([unit_bytes(item) for item in items], parallelism)
     rows = pa.table(
         {
             "task": pa.array(range(len(batches)), pa.int64()),
@@ -175,14 +176,18 @@ def map_units(
             "payload": pa.array([cloudpickle.dumps([(i, items[i]) for i in batch]) for batch in batches], pa.binary()),
         }
     )
-    # One batch per Spark partition: a range of exactly that many partitions, each batch's row joined
-    # to its task number through a broadcast (no shuffle, so the range's partitioning stays). DataFrame
-    # methods only: pyspark.sql.functions picks classic or Connect by a process-wide flag.
-    frame = (
-        spark.range(0, len(batches), 1, len(batches))
-        .withColumnRenamed("id", "task")
-        .join(spark.createDataFrame(rows).hint("broadcast"), "task")
-    )
+    # One batch per Spark partition. A local relation of at most the cluster's parallelism in rows is
+    # sliced one row per partition (Spark's LocalTableScan) with no extra job; more batches than that
+    # (an explicit max_tasks) take a range of exactly that many partitions, each batch joined to its
+    # task number through a broadcast (no shuffle), at 0.3-0.5 s more per job. DataFrame methods only,
+    # so classic and Connect alike.
+    frame = spark.createDataFrame(rows)
+    if max_tasks is not None:
+        frame = (
+            spark.range(0, len(batches), 1, len(batches))
+            .withColumnRenamed("id", "task")
+            .join(frame.hint("broadcast"), "task")
+        )
     run = partial(_run_batches, lake_core_version or _LAKE_CORE_VERSION, cloudpickle.dumps(fn))
     table = frame.mapInArrow(run, _RESULT_DDL).toArrow()
     results = [
