@@ -33,6 +33,14 @@ class SystemTableKind:
     description: str = ""
 
 
+@dataclass(frozen=True)
+class _Fixed:
+    schema: pa.Schema
+
+    def __call__(self, _table: FileStoreTable) -> pa.Schema:
+        return self.schema
+
+
 def fixed(schema: pa.Schema) -> Callable[[FileStoreTable], pa.Schema]:
-    """A schema that does not depend on the table."""
-    return lambda _table: schema
+    """A schema that does not depend on the table (picklable: Spark tasks carry the table)."""
+    return _Fixed(schema)
