@@ -1,7 +1,8 @@
 """A data file's statistics as Java's ``$files`` prints them: ``{column=value, ...}`` over the
 table's current columns (Java ``SimpleStatsEvolution``: a column is matched to the file's by field
-id; one the file lacks, or has no statistics for, is ``null``), and its key range as
-``Arrays.toString`` of the key."""
+id; one the file has no statistics for is ``null``, one added after the file was written is all
+nulls: ``null`` bounds, the file's row count as null count), and its key range as
+``Arrays.toString`` of the key. A column whose type changed since shows the file's values uncast."""
 
 from __future__ import annotations
 
@@ -54,11 +55,16 @@ class FileStatsText:
         maxs: list[Any] = deserialize_row(stats.max_values, types) if names else []
         nulls = list(stats.null_counts or ()) + [None] * len(names)
         by_id = {x.id: i for i, x in enumerate(file_fields)}
+        in_file = {x.id for x in schema.fields}
         null_items, min_items, max_items = [], [], []
         for field in self.current.fields:
             i = by_id.get(field.id)
             t: pa.DataType | None = field.type
-            null_items.append((field.name, None if i is None else nulls[i], None))
+            if i is not None:
+                null_count = nulls[i]
+            else:  # not in the file: all its rows are null; in the file without statistics: unknown
+                null_count = None if field.id in in_file else f.row_count
+            null_items.append((field.name, null_count, None))
             min_items.append((field.name, None if i is None else mins[i], t))
             max_items.append((field.name, None if i is None else maxs[i], t))
         return java_map_text(null_items), java_map_text(min_items), java_map_text(max_items)
