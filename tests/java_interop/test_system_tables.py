@@ -203,3 +203,37 @@ def test_tag_times_print_as_java(java_paimon, warehouse):
     assert kept["time_retained"] == "PT1M30S"
     assert isinstance(kept["create_time"], dt.datetime)
     assert next(r for r in ours if r["tag_name"] == "first")["create_time"] is None
+
+
+AUDIT_ENGINES = {
+    "deduplicate": {},
+    "aggregation": {"merge-engine": "aggregation", "fields.v.aggregate-function": "sum"},
+    "first-row": {"merge-engine": "first-row", "ignore-delete": "true"},
+    "deletion-vectors": {"deletion-vectors.enabled": "true"},
+    "lookup": {"changelog-producer": "lookup"},
+    "partial-update": pytest.param(
+        {"merge-engine": "partial-update", "partial-update.remove-record-on-delete": "true"},
+        marks=pytest.mark.xfail(
+            strict=True,
+            reason="Java 1.0 leaves out of $audit_log a key whose partial-update merge ended in a -D "
+            "that reset its row (partial-update.remove-record-on-delete, the key held a row before); "
+            "we show it as -D with the key and null values",
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("options", AUDIT_ENGINES.values(), ids=AUDIT_ENGINES.keys())
+def test_audit_log_per_merge_engine_as_java(java_paimon, warehouse, options):
+    """Retractions (-U, +U, -D) over a compacted level: the merged row of each key with its kind."""
+    schema = pa.schema([pa.field("k", pa.int32(), nullable=False), ("v", pa.int64())])
+    t = java_paimon.create_table(warehouse, "db.a", schema, primary_keys=["k"], options={"bucket": "1", **options})
+    java_paimon.write(t, pa.table({"k": [1, 2, 3, 4], "v": [10, 20, 30, 40]}, schema=schema))
+    java_paimon.compact(t)
+    java_paimon.write(
+        t,
+        pa.table({"k": [1, 1, 2, 3, 5], "v": [10, 11, 20, 7, 50]}, schema=schema),
+        kinds=["-U", "+U", "-D", "+I", "-D"],
+    )
+    ours = _ours(Catalog(warehouse), "audit_log", "db.a")
+    _same(_java(java_paimon, warehouse, "audit_log", "db.a"), ours, ordered=False)
