@@ -237,3 +237,26 @@ def test_audit_log_per_merge_engine_as_java(java_paimon, warehouse, options):
     )
     ours = _ours(Catalog(warehouse), "audit_log", "db.a")
     _same(_java(java_paimon, warehouse, "audit_log", "db.a"), ours, ordered=False)
+
+
+HIDDEN_LEVEL0 = {
+    "deletion-vectors": {"deletion-vectors.enabled": "true"},
+    "first-row": {"merge-engine": "first-row"},
+    "lookup": {"changelog-producer": "lookup"},
+}
+
+
+@pytest.mark.parametrize("options", HIDDEN_LEVEL0.values(), ids=HIDDEN_LEVEL0.keys())
+def test_files_partitions_buckets_where_batch_reads_hide_level_0(java_paimon, warehouse, options):
+    """A level-0 file left by a write-only commit over a compacted level: ``$files`` lists what
+    Java's batch scan plans (above level 0 where its reads hide level 0), the totals agree."""
+    schema = pa.schema([pa.field("k", pa.int32(), nullable=False), ("v", pa.int64())])
+    t = java_paimon.create_table(warehouse, "db.h", schema, primary_keys=["k"], options={"bucket": "1", **options})
+    java_paimon.write(t, pa.table({"k": [1, 2], "v": [10, 20]}, schema=schema))
+    java_paimon.compact(t)
+    java_paimon.write(t, pa.table({"k": [1, 3], "v": [11, 30]}, schema=schema), options={"write-only": "true"})
+    catalog = Catalog(warehouse)
+    files = _files_as_the_snapshot_prints_them(_ours(catalog, "files", "db.h"))
+    _same(_java(java_paimon, warehouse, "files", "db.h"), files, ordered=False)
+    for name in ("partitions", "buckets"):
+        _same(_java(java_paimon, warehouse, name, "db.h"), _ours(catalog, name, "db.h"), ordered=False)
