@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -56,16 +56,19 @@ class SystemTable:
     def arrow_schema(self) -> pa.Schema:
         return self.kind.schema(self.table)
 
-    def to_arrow(self, columns: Sequence[str] | None = None) -> pa.Table:
+    def to_arrow(self, *, columns: Sequence[str] | None = None) -> pa.Table:
         """Every row, now (the latest snapshot's metadata); ``columns``: only those, in that order."""
-        builder = self.new_read_builder()
-        if columns is not None:
-            builder = builder.with_projection(columns)
+        builder = self._builder(columns)
         return builder.new_read().to_arrow(builder.new_scan().plan().splits())
 
-    def to_arrow_batch_reader(self, columns: Sequence[str] | None = None) -> pa.RecordBatchReader:
-        rows = self.to_arrow(columns)
-        return pa.RecordBatchReader.from_batches(rows.schema, rows.to_batches())
+    def to_arrow_batch_reader(self, *, columns: Sequence[str] | None = None) -> pa.RecordBatchReader:
+        """The rows of :meth:`to_arrow` part by part (``$audit_log``: split by split)."""
+        builder = self._builder(columns)
+        return builder.new_read().to_arrow_batch_reader(builder.new_scan().plan().splits())
+
+    def _builder(self, columns: Sequence[str] | None) -> SystemReadBuilder:
+        builder = self.new_read_builder()
+        return builder if columns is None else builder.with_projection(columns)
 
     def new_read_builder(self) -> SystemReadBuilder:
         return SystemReadBuilder(table=self)
@@ -168,21 +171,25 @@ class SystemRead:
         schema = self.table.arrow_schema()
         return schema if self.projection is None else pa.schema([schema.field(c) for c in self.projection])
 
-    def to_arrow(self, splits: Sequence[SystemSplit]) -> pa.Table:
+    def read_split(self, split: SystemSplit) -> pa.Table:
+        if split.system_table != self.table.identifier:
+            raise InvalidOptionError(f"a split of {split.system_table} was handed to a read of {self.table.identifier}")
         data = self.table.table
-        parts = []
-        for split in splits:
-            if split.system_table != self.table.identifier:
-                raise InvalidOptionError(
-                    f"a split of {split.system_table} was handed to a read of {self.table.identifier}"
-                )
-            snapshot = None if split.snapshot_id is None else data.snapshot(split.snapshot_id)
-            rows = self.table.kind.rows(data, snapshot, split.part)
-            parts.append(rows if self.projection is None else rows.select(list(self.projection)))
+        snapshot = None if split.snapshot_id is None else data.snapshot(split.snapshot_id)
+        rows = self.table.kind.rows(data, snapshot, split.part)
+        return rows if self.projection is None else rows.select(list(self.projection))
+
+    def to_arrow(self, splits: Sequence[SystemSplit]) -> pa.Table:
+        parts = [self.read_split(s) for s in splits]
         if not parts:
             return self.output_schema().empty_table()
         return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
 
     def to_arrow_batch_reader(self, splits: Sequence[SystemSplit]) -> pa.RecordBatchReader:
-        rows = self.to_arrow(splits)
-        return pa.RecordBatchReader.from_batches(rows.schema, rows.to_batches())
+        """One split at a time: memory holds one part's rows (one data split's, for ``$audit_log``)."""
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            for split in splits:
+                yield from self.read_split(split).to_batches()
+
+        return pa.RecordBatchReader.from_batches(self.output_schema(), batches())

@@ -20,7 +20,7 @@ import pytest
 import zstandard
 
 from lake_core import Catalog, SystemTable
-from lake_core.errors import InvalidOptionError, ReadOnlyTableError, TableNotFoundError
+from lake_core.errors import InvalidOptionError, PredicateError, ReadOnlyTableError, TableNotFoundError
 from system_tables.history import IDENT, SYSTEM_TABLES, build
 
 S, I64, I32, TS = pa.string(), pa.int64(), pa.int32(), pa.timestamp("ms")
@@ -436,7 +436,7 @@ def test_no_time_travel_or_filter_on_a_system_table(history):
     with pytest.raises(InvalidOptionError, match="scan.snapshot-id"):
         rb.with_options({"scan.snapshot-id": "1"})
     assert rb.with_options({"warehouse": "x", "table": IDENT}) is rb
-    with pytest.raises(Exception, match="no filter"):
+    with pytest.raises(PredicateError, match="no filter"):
         rb.with_filter(object())
 
 
@@ -456,3 +456,16 @@ def test_the_metadata_tables_read_no_data_file(history, monkeypatch):
             catalog.get_table(f"{IDENT}${name}").to_arrow()
     assert time.perf_counter() - started < 30
     monkeypatch.setattr(pq, "ParquetFile", real)
+
+
+def test_batch_reader_and_projection(history):
+    catalog, _, _ = history
+    st = catalog.get_table(f"{IDENT}$audit_log")
+    whole = st.to_arrow()
+    reader = st.to_arrow_batch_reader()
+    assert reader.schema == st.arrow_schema()
+    assert reader.read_all().to_pylist() == whole.to_pylist()
+    files = catalog.get_table(f"{IDENT}$files").to_arrow(columns=["level", "file_path"])
+    assert files.column_names == ["level", "file_path"]
+    with pytest.raises(PredicateError, match="no column"):
+        catalog.get_table(f"{IDENT}$files").to_arrow(columns=["nope"])
