@@ -1,4 +1,4 @@
-"""The reliability figures of the README: fault injection at every step of every operation,
+"""The reliability figures (docs/reliability/figures.md): fault injection at every step of every operation,
 SIGKILLed processes, and a chaos run, with the invariants of tests/reliability checked throughout.
 
     PYTHONPATH=$PWD .venv/bin/python -m benchmarks.reliability --seed 1 --kills 12 --chaos-duration 60 [--s3]

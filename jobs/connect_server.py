@@ -1,6 +1,6 @@
 """A Spark Connect server on this machine, from the pyspark package's own ``sbin`` (no separate
 Spark install): what the tests and the benchmarks attach to, and a quick way to try the Connect
-mode (README: "Where Spark runs").
+mode (docs/deployment/spark.md).
 
 The server listens on 127.0.0.1 and a free port, runs ``--master local[2]`` (or the given master),
 and its Python workers use this interpreter with the checkout importable, so ``mapInArrow`` tasks

@@ -42,7 +42,7 @@ from lake_core.format.checksum import EMPTY, Checksum
 if TYPE_CHECKING:
     from lake_core.compaction.result import CompactionResult
 
-# What the in-task check compares, for the check's metadata and the README.
+# What the in-task check compares, for the check's metadata and the docs (service/compaction-on-spark.md).
 COMPARED = (
     "per unit (partition, bucket), computed in the task: the visible rows of its input merged by key minus the "
     "rows dropped by design (expired records, first-row keys stored elsewhere) against the rows of the files it "

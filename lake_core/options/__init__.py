@@ -3,7 +3,7 @@
 - :mod:`.table_options`: every option lake_core knows, one :class:`ConfigOption` each;
 - :mod:`.core_options`: :class:`CoreOptions`, typed access derived from them;
 - :mod:`.validation`: the checks a table's options pass when it is created, altered or opened;
-- :mod:`.reference`: the reference page ``docs/options.md`` (``python -m lake_core.options``).
+- :mod:`.reference`: the reference page ``docs/reference/options.md`` (``python -m lake_core.options``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The options reference page (``docs/options.md``), rendered from the declarations as Paimon's
+"""The options reference page (``docs/reference/options.md``), rendered from the declarations as Paimon's
 docs generator renders its ``ConfigOption`` fields."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from lake_core.options import table_options as o
 from lake_core.options.config_option import ConfigOption, Support
 
-PAGE = "docs/options.md"
+PAGE = "docs/reference/options.md"
 
 _INTRO = """\
 # Table options

@@ -3,7 +3,7 @@
 Each :class:`ConfigOption` gives the key, the kind of value (which parses and checks it), the
 default, what it does and whether lake_core implements it; :mod:`.core_options` reads them as
 typed attributes, :mod:`.validation` refuses what they do not allow, and ``python -m
-lake_core.options`` writes ``docs/options.md`` from them. To add an option: declare it here, list
+lake_core.options`` writes ``docs/reference/options.md`` from them. To add an option: declare it here, list
 it in :data:`SECTIONS`, add the attribute that reads it to ``CoreOptions``, regenerate the page.
 
 Paimon silently ignores options it does not know; lake_core refuses them, and names those of

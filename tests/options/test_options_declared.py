@@ -26,7 +26,8 @@ def test_the_reference_page_is_up_to_date():
 
 
 def test_the_check_command_fails_on_a_stale_page(tmp_path, capsys):
-    (tmp_path / "docs").mkdir()
+    assert PAGE == "docs/reference/options.md"  # the docs site's Reference section (mkdocs.yml)
+    (tmp_path / PAGE).parent.mkdir(parents=True)
     (tmp_path / PAGE).write_text(render().replace("Buckets", "Bukets"), encoding="utf-8")
     assert main(["--check", "--root", str(tmp_path)]) == 1
     assert "out of date" in capsys.readouterr().err

@@ -2,7 +2,7 @@
 
 See ``harness.py`` for the invariants checked after each fault. The default run samples a few
 steps of each kind (always the first and the last); ``-m reliability`` runs a denser sample;
-``python -m benchmarks.reliability`` runs every step and prints the figures of the README.
+``python -m benchmarks.reliability`` runs every step and prints the figures of docs/reliability/figures.md.
 """
 
 from __future__ import annotations
