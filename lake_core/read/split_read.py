@@ -325,7 +325,7 @@ class SplitRead:
         """For a large run with a few small ones: only the keys the small ones hold are merged (None:
         not for this table)."""
         key = self.sparse_key
-        if key is None:
+        if key is None or self.keep_deletes:  # it drops the large run's retractions
             return None
         return lambda parts: sparse_merge(parts, key, self._merge)
 

@@ -260,3 +260,19 @@ def test_files_partitions_buckets_where_batch_reads_hide_level_0(java_paimon, wa
     _same(_java(java_paimon, warehouse, "files", "db.h"), files, ordered=False)
     for name in ("partitions", "buckets"):
         _same(_java(java_paimon, warehouse, name, "db.h"), _ours(catalog, name, "db.h"), ordered=False)
+
+
+def test_audit_log_keeps_the_retractions_of_a_large_run_as_java(java_paimon, warehouse):
+    """A large run holding -D rows merged with a small newer one (our sparse merge's shape): the -D
+    rows of keys the small run does not touch stay, as in Java."""
+    catalog = Catalog(warehouse)
+    catalog.create_database("db")
+    schema = pa.schema([("k", pa.int64()), ("v", pa.int64()), ("op", pa.string())])
+    t = catalog.create_table("db.r", schema, primary_keys=["k"], options={"bucket": "1", "rowkind.field": "op"})
+    t.write_arrow(
+        pa.table({"k": list(range(100)), "v": list(range(100)), "op": ["+I"] * 90 + ["-D"] * 10}, schema=schema)
+    )
+    t.write_arrow(pa.table({"k": [5], "v": [55], "op": ["+U"]}, schema=schema))
+    ours = _ours(catalog, "audit_log", "db.r")
+    assert ours.num_rows == 100
+    _same(_java(java_paimon, warehouse, "audit_log", "db.r"), ours, ordered=False)

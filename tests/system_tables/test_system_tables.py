@@ -469,3 +469,21 @@ def test_batch_reader_and_projection(history):
     assert files.column_names == ["level", "file_path"]
     with pytest.raises(PredicateError, match="no column"):
         catalog.get_table(f"{IDENT}$files").to_arrow(columns=["nope"])
+
+
+def test_audit_log_keeps_the_retractions_of_a_large_run(warehouse):
+    """A large level-0 run holding -D rows and a small newer one: the merge of the keys only the
+    small run touches must keep the large run's other rows as they are, -D included (the read
+    that drops retractions skips them)."""
+    catalog = Catalog(warehouse)
+    catalog.create_database("db")
+    schema = pa.schema([("k", pa.int64()), ("v", pa.int64()), ("op", pa.string())])
+    t = catalog.create_table("db.r", schema, primary_keys=["k"], options={"bucket": "1", "rowkind.field": "op"})
+    kinds = ["+I"] * 90 + ["-D"] * 10
+    t.write_arrow(pa.table({"k": list(range(100)), "v": list(range(100)), "op": kinds}, schema=schema))
+    t.write_arrow(pa.table({"k": [5], "v": [55], "op": ["+U"]}, schema=schema))
+    audit = catalog.get_table("db.r$audit_log").to_arrow().sort_by("k")
+    expected = [("+U" if k == 5 else kinds[k], k) for k in range(100)]
+    assert list(zip(audit["rowkind"].to_pylist(), audit["k"].to_pylist())) == expected
+    assert audit["op"].to_pylist() == [kinds[k] if k != 5 else "+U" for k in range(100)]
+    assert t.to_arrow().num_rows == 90
