@@ -28,6 +28,11 @@ travel; without it, the table's current columns.
 With ``incremental-between`` (snapshot ids or tag names, Paimon's option) the DataFrame is the
 changes instead of a snapshot: one row per change with its kind in a ``_ROW_KIND`` column
 (``+I``, ``-U``, ``+U``, ``-D``), one input partition per (snapshot, partition, bucket).
+
+A system table (``.option("table", "db.t$snapshots")``, ``$files``, ``$audit_log``, ...; see
+docs/reference/system-tables.md) reads the table's latest metadata, one input partition (or, for
+``$audit_log``, one per split of the table); ``snapshot-id`` and ``incremental-between`` are refused
+for it when the scan is planned.
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ from jobs.storage import (
     require_credentials,
     s3_options_from_env,
 )
-from lake_core import ROW_KIND, Catalog
+from lake_core import ROW_KIND, Catalog, SystemTable
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -101,7 +106,7 @@ def storage_options_of(options: Mapping[str, str]) -> dict[str, Any]:
     return storage
 
 
-def _open_table(options: Mapping[str, str], storage: Mapping[str, Any]) -> FileStoreTable:
+def _open_table(options: Mapping[str, str], storage: Mapping[str, Any]) -> FileStoreTable | SystemTable:
     return Catalog(_need(options, "warehouse"), storage_options=dict(storage)).get_table(_need(options, "table"))
 
 
@@ -133,6 +138,8 @@ class PaimonDataSource(DataSource):
 
     def schema(self) -> StructType:
         table = _open_table(self.options, self.storage)
+        if isinstance(table, SystemTable):  # the latest metadata: time travel is refused at planning
+            return from_arrow_schema(table.arrow_schema(), prefer_timestamp_ntz=True)
         snapshot_id = None if _incremental(self.options) else _snapshot_id(self.options)
         if snapshot_id is not None:  # time travel: the snapshot's own columns
             table = table.at_snapshot(table.snapshot(snapshot_id))
@@ -177,7 +184,18 @@ class PaimonReader(DataSourceReader):
         # every column of the schema the split was planned in (a time-travel split: its snapshot's,
         # which the DataFrame has); the kind comes with a change split's rows
         data = table.new_read_builder().new_read().to_arrow([split])
+        if isinstance(table, SystemTable):
+            data = _microsecond_timestamps(data)  # Spark's TimestampNTZ; the system tables' are TIMESTAMP(3)
         yield from data.select(self.columns).to_batches(max_chunksize=65_536)
+
+
+def _microsecond_timestamps(data: pa.Table) -> pa.Table:
+    """``data`` with its millisecond timestamps as microseconds, the unit Spark expects back."""
+    fields = [
+        pa.field(f.name, pa.timestamp("us", f.type.tz), f.nullable) if pa.types.is_timestamp(f.type) else f
+        for f in data.schema
+    ]
+    return data.cast(pa.schema(fields))
 
 
 def register(spark: SparkSession) -> None:

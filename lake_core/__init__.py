@@ -46,6 +46,7 @@ from lake_core.result import OperationResult, human_bytes, human_duration
 from lake_core.schema.change import Move, SchemaChange
 from lake_core.schema.partition_selector import PartitionSelector
 from lake_core.snapshot.snapshot import CommitKind, Snapshot
+from lake_core.system import SystemTable
 from lake_core.table import FileStoreTable, ReadOptimizedTable
 from lake_core.type_parser import from_paimon_type
 
@@ -66,6 +67,7 @@ __all__ = [
     "Snapshot",
     "Split",
     "StreamScan",
+    "SystemTable",
     "TableHealth",
     "assign_buckets",
     "check_tag_name_format",

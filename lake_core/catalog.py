@@ -14,6 +14,7 @@ from lake_core.errors import (
     DatabaseAlreadyExistsError,
     DatabaseNotFoundError,
     PathEscapeError,
+    ReadOnlyTableError,
     TableAlreadyExistsError,
     TableNotFoundError,
 )
@@ -23,7 +24,11 @@ from lake_core.options import CoreOptions
 from lake_core.paths import TablePaths, join
 from lake_core.schema.change import SchemaChange
 from lake_core.schema.schema_manager import SchemaManager
+from lake_core.system import SYSTEM_TABLES, SystemTable
 from lake_core.table import FileStoreTable, ReadOptimizedTable
+
+#: Every suffix ``get_table`` takes after ``$``: the read-optimized table and the metadata tables.
+SYSTEM_TABLE_SUFFIXES = ("ro", *SYSTEM_TABLES)
 
 
 class Catalog:
@@ -112,7 +117,7 @@ class Catalog:
             )
         if self.table_exists(identifier):
             if ignore_if_exists:
-                return self.get_table(identifier)
+                return self._data_table(identifier)
             raise TableAlreadyExistsError(f"table {identifier} already exists in {self.warehouse}")
         table_schema = define_table(identifier, schema, primary_keys, partition_keys, options, comment)
         table = FileStoreTable(self.fileio, self.table_path(identifier), identifier, table_schema)
@@ -122,14 +127,20 @@ class Catalog:
             if not ignore_if_exists:
                 raise
             # Another creator won the exclusive create of schema-0 since the check above: theirs is the table.
-            return self.get_table(identifier)
+            return self._data_table(identifier)
         return table
 
-    def get_table(self, identifier: str) -> FileStoreTable:
-        """The table ``'db.t'``, or its read-optimized system table ``'db.t$ro'`` (Java
-        ``SystemTableLoader``: read-only, top-level files only, no merge)."""
+    def get_table(self, identifier: str) -> FileStoreTable | SystemTable:
+        """The table ``'db.t'``, or one of its read-only system tables (Java ``SystemTableLoader``):
+        ``'db.t$ro'`` (the read-optimized table: top-level files only, no merge) or a metadata
+        table, ``'db.t$snapshots'``, ``$schemas``, ``$options``, ``$files``, ``$manifests``,
+        ``$partitions``, ``$buckets``, ``$tags``, ``$consumers``, ``$audit_log``
+        (:class:`SystemTable`, docs/reference/system-tables.md)."""
         if isinstance(identifier, str) and "$" in identifier:
             return self._system_table(identifier)
+        return self._data_table(identifier)
+
+    def _data_table(self, identifier: str) -> FileStoreTable:
         db, _ = split_identifier(identifier)
         path = self.table_path(identifier)
         schema = SchemaManager(self.fileio, TablePaths(path)).latest()
@@ -139,24 +150,37 @@ class Catalog:
             raise TableNotFoundError(f"table {identifier} does not exist in {self.warehouse}")
         return FileStoreTable(self.fileio, path, identifier, schema)
 
-    def _system_table(self, identifier: str) -> FileStoreTable:
+    def _system_table(self, identifier: str) -> FileStoreTable | SystemTable:
         base, _, system = identifier.rpartition("$")
-        if system.lower() != "ro":
+        name = system.lower()
+        if name not in SYSTEM_TABLE_SUFFIXES:
             raise TableNotFoundError(
                 f"system table '{system}' of {base} ({identifier}) is not supported by lake_core; "
-                "supported: '$ro' (read-optimized)"
+                f"supported: {', '.join('$' + s for s in SYSTEM_TABLE_SUFFIXES)}"
             )
-        table = self.get_table(base)
-        return ReadOptimizedTable(table.fileio, table.paths.root, base + ReadOptimizedTable.SUFFIX, table.schema)
+        table = self._data_table(base)
+        if name == "ro":
+            return ReadOptimizedTable(table.fileio, table.paths.root, base + ReadOptimizedTable.SUFFIX, table.schema)
+        return SystemTable(table=table, kind=SYSTEM_TABLES[name])
+
+    @staticmethod
+    def _refuse_system_table(identifier: str, what: str) -> None:
+        if isinstance(identifier, str) and "$" in identifier:
+            raise ReadOnlyTableError(
+                f"{identifier} is a read-only system table: {what} is refused; "
+                f"{what} {identifier.rpartition('$')[0]} instead"
+            )
 
     def alter_table(self, identifier: str, changes) -> FileStoreTable:
         """Apply ``SchemaChange``s (one or a list) as the table's next ``schema-N``; returns the
         table with its new schema. Refused changes raise and leave the table unchanged."""
+        self._refuse_system_table(identifier, "alter_table")
         changes = [changes] if isinstance(changes, SchemaChange) else list(changes)
-        new = commit_schema_changes(self.get_table(identifier), changes)
+        new = commit_schema_changes(self._data_table(identifier), changes)
         return FileStoreTable(self.fileio, self.table_path(identifier), identifier, new)
 
     def drop_table(self, identifier: str, ignore_if_not_exists: bool = False) -> None:
+        self._refuse_system_table(identifier, "drop_table")
         if not self.table_exists(identifier):
             if ignore_if_not_exists:
                 return

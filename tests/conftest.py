@@ -22,7 +22,7 @@ Fixtures
 ``java_paimon`` (session)
     :class:`fixtures.java_paimon.JavaPaimon`: Java Paimon 1.0 in one JVM for the session
     (``create_table``, ``write``, ``read``, ``changes_between``, ``compact``,
-    ``expire_snapshots``, ``files``, ``snapshots``, ``schema``). Prepares ``.java-paimon/`` on
+    ``expire_snapshots``, ``files``, ``snapshots``, ``schema``, ``system_table``). Prepares ``.java-paimon/`` on
     first use if ``setup.sh`` has not. Every test using it gets the ``java`` marker.
 ``spark`` (session)
     The one local Spark session every Spark test shares (start-up costs 6–15 s; one JVM).

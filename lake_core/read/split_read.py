@@ -69,13 +69,17 @@ class SplitRead:
         predicate: Predicate | None = None,
         *,
         snapshot_id: int | None = None,
+        keep_deletes: bool = False,
     ):
         """``projection`` and ``predicate`` name columns of the schema the splits are read in:
         ``store``'s, or the one a split was planned in (``Split.schema_id``: a time-travel scan's
         snapshot's). A column that schema lacks is a ``PredicateError`` when its splits are read
         (a reader made before the scan cannot know which schema that is). ``snapshot_id``: this is a
-        time-travel read of that snapshot (for the errors)."""
+        time-travel read of that snapshot (for the errors). ``keep_deletes``: the merged rows keep
+        the keys whose merged row is a retraction (-U/-D), and every row carries its kind in
+        ``_ROW_KIND`` (Java's ``forceKeepDelete``, what ``$audit_log`` reads)."""
         self.store = store
+        self.keep_deletes = keep_deletes
         self.batch_rows = store.options.read_batch_rows
         schema = store.schema
         self.schema = schema
@@ -121,7 +125,7 @@ class SplitRead:
         if read is None:
             at_sid = self.store.with_schema(self.store.schema_manager.schema(sid))
             read = self._in_schema[sid] = SplitRead(
-                at_sid, self._requested, self.predicate, snapshot_id=split.snapshot_id
+                at_sid, self._requested, self.predicate, snapshot_id=split.snapshot_id, keep_deletes=self.keep_deletes
             )
         return read
 
@@ -210,12 +214,13 @@ class SplitRead:
         if split.before_files is not None:
             yield self._read_diff(split, split.before_files)
             return
-        for chunk in self._merged_chunks(split):
+        for chunk in self._merged_chunks(split, keep_kind=self.keep_deletes):
             if self.predicate is not None:
                 chunk = self.predicate.filter(chunk)
             if chunk.num_rows:
+                kinds = chunk[KIND] if self.keep_deletes else None
                 chunk = chunk.select(self.projection)
-                yield with_row_kind(chunk, None) if split.row_kind else chunk
+                yield with_row_kind(chunk, kinds) if split.row_kind or self.keep_deletes else chunk
 
     def _read_changes(self, split: Split) -> pa.Table:
         """A streaming split: its files' rows as they are, in file order, retractions kept, each
@@ -301,7 +306,7 @@ class SplitRead:
                     yield chunk.drop_columns([SEQ]) if keep_kind else chunk
             elif len(section) == 1 and engine.run_is_merged:
                 for chunk in chunks(section[0], True):  # one file holds each key once
-                    yield drop_retracts(chunk).drop_columns(drop)
+                    yield (chunk if self.keep_deletes else drop_retracts(chunk)).drop_columns(drop)
             else:
                 # oldest first, so each key's rows usually arrive in sequence order (cheap sort)
                 runs = sorted(section, key=lambda f: (f.min_sequence_number, f.file_name))
@@ -320,7 +325,7 @@ class SplitRead:
         """For a large run with a few small ones: only the keys the small ones hold are merged (None:
         not for this table)."""
         key = self.sparse_key
-        if key is None:
+        if key is None or self.keep_deletes:  # it drops the large run's retractions
             return None
         return lambda parts: sparse_merge(parts, key, self._merge)
 
@@ -333,7 +338,7 @@ class SplitRead:
             if keep is not None:
                 rows = rows.filter(pa.array(keep))
         assert self.engine is not None  # only a primary-key table's runs are merged
-        return self.engine.merge(rows, drop_deletes=True)
+        return self.engine.merge(rows, drop_deletes=not self.keep_deletes)
 
     @staticmethod
     def _deleted_masked(chunks: Iterator[pa.Table], dv: DeletionVector | None) -> Iterator[pa.Table]:
@@ -363,7 +368,9 @@ class SplitRead:
             return read.read_split(split)
         parts = list(self.iter_split(split))
         if not parts:
-            return self.output_schema(split.row_kind or split.streaming or split.before_files is not None).empty_table()
+            return self.output_schema(
+                split.row_kind or split.streaming or split.before_files is not None or self.keep_deletes
+            ).empty_table()
         return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
 
     # -- many splits ------------------------------------------------------------------------------
@@ -401,7 +408,7 @@ class SplitRead:
             reader.batch_rows = rows
         parts = list(reader.iter_batches(splits, ahead=None))
         if row_kind is None:
-            row_kind = any(s.row_kind for s in splits)
+            row_kind = self.keep_deletes or any(s.row_kind for s in splits)
         if not parts:
             return self.output_schema(row_kind).empty_table()
         return pa.concat_tables(parts)
@@ -413,7 +420,7 @@ class SplitRead:
         if reader is not self:
             return reader.to_arrow_batch_reader(splits, row_kind=row_kind)
         if row_kind is None:
-            row_kind = any(s.row_kind for s in splits)
+            row_kind = self.keep_deletes or any(s.row_kind for s in splits)
 
         def gen():
             for t in self.iter_batches(splits):

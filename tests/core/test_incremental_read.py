@@ -408,8 +408,8 @@ def test_read_optimized_append_table_and_refusals(warehouse):
         with pytest.raises(ReadOnlyTableError, match=r"db\.logs\$ro"):
             attempt()
     assert [s.id for s in t.snapshots()] == [1] and t.list_tags() == []
-    with pytest.raises(TableNotFoundError, match="system table 'audit_log'"):
-        cat.get_table("db.logs$audit_log")
+    with pytest.raises(TableNotFoundError, match="system table 'binlog'"):
+        cat.get_table("db.logs$binlog")
     with pytest.raises(TableNotFoundError):
         cat.get_table("db.nope$ro")
 

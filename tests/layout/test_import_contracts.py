@@ -261,7 +261,13 @@ def test_merge_engines_are_asked_not_named():
 # What sits above the stages: the table, its catalog and the package's exports, and maintenance
 # (the table's facade). Everything else takes the FileStore value, not the table (Java's
 # KeyValueFileStore).
-ABOVE_THE_STAGES = ("lake_core/__init__.py", "lake_core/catalog.py", "lake_core/table.py", "lake_core/maintenance/")
+ABOVE_THE_STAGES = (
+    "lake_core/__init__.py",
+    "lake_core/catalog.py",
+    "lake_core/system/",  # the system tables, between the catalog and the table
+    "lake_core/table.py",
+    "lake_core/maintenance/",
+)
 
 
 def test_lower_stages_take_the_file_store_not_the_table():

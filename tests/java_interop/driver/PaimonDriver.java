@@ -179,6 +179,8 @@ public final class PaimonDriver {
                 return fieldsJson(table(args).rowType().getFields());
             case "alter_table":
                 return alterTable(args);
+            case "system_table":
+                return systemTable(args);
             default:
                 throw new IllegalArgumentException("unknown op " + op);
         }
@@ -486,6 +488,25 @@ public final class PaimonDriver {
             });
         }
         return result;
+    }
+
+    /**
+     * A system table ("db.t$snapshots", ...) through Java's catalog ({@code Catalog.getTable}): its
+     * fields and every row of its plan, in Java's order.
+     */
+    private static JsonNode systemTable(JsonNode args) throws Exception {
+        try (Catalog catalog = CatalogFactory.createCatalog(CatalogContext.create(new Path(args.get("warehouse").asText())))) {
+            org.apache.paimon.table.Table table = catalog.getTable(Identifier.fromString(args.get("identifier").asText()));
+            RowType rowType = table.rowType();
+            ReadBuilder builder = table.newReadBuilder();
+            ObjectNode result = NODES.objectNode();
+            result.set("fields", fieldsJson(rowType.getFields()));
+            ArrayNode rows = result.putArray("rows");
+            try (RecordReader<InternalRow> reader = builder.newRead().createReader(builder.newScan().plan().splits())) {
+                reader.forEachRemaining(row -> rows.add(rowJson(row, rowType)));
+            }
+            return result;
+        }
     }
 
     private static Predicate predicate(JsonNode p, RowType rowType, PredicateBuilder b) {
