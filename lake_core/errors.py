@@ -192,6 +192,12 @@ class VerificationUnavailableError(LakeError):
     run without ``verify=True`` has no in-task figures); nothing is passed or failed."""
 
 
+class CompactionVerificationError(LakeError):
+    """A verified compaction (``verify=True``) whose units' in-task figures disagree: what a unit wrote
+    (read back) is not what its merge read minus what it dropped by design. Nothing is committed and
+    every file the job wrote is deleted; the message names each partition and bucket."""
+
+
 class LeaseError(LakeError):
     """A lease could not be taken (the snapshot no longer exists, or the holder name is invalid)."""
 

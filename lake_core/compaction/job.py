@@ -30,7 +30,13 @@ from lake_core.compaction.plan import (
 from lake_core.compaction.result import CompactionResult
 from lake_core.compaction.rewrite import UnitOutcome
 from lake_core.distributed import DistributedJob, Progress, run_locally
-from lake_core.errors import CommitConflictError, CommitOutcomeUnknownError, LakeError, MaintenanceArgumentError
+from lake_core.errors import (
+    CommitConflictError,
+    CommitOutcomeUnknownError,
+    CompactionVerificationError,
+    LakeError,
+    MaintenanceArgumentError,
+)
 from lake_core.schema.partition_selector import partition_text
 
 if TYPE_CHECKING:
@@ -183,6 +189,8 @@ def commit_compaction(
             f"compact of {store.identifier}: {len(outcomes)} outcome(s) for {len(plan.units)} planned "
             "unit(s); every unit must be executed (nothing was committed, their files were deleted)"
         )
+    if plan.verify:
+        _refuse_mismatched_units(store, plan, outcomes)
     committed, skipped, snapshot_id = commit_units(store, plan, list(outcomes), hooks=hooks)
     after_files = _files_after(before_files, [outcomes[i].message for i in committed])
     counts = [outcomes[i].counts for i in committed]
@@ -222,6 +230,25 @@ def commit_compaction(
             if (figures := outcomes[i].figures) is not None
         ),
     )
+
+
+def _refuse_mismatched_units(store: FileStore, plan: CompactionPlan, outcomes: Sequence[UnitOutcome]) -> None:
+    """A verified job commits only units whose figures agree, as rescale refuses before its commit:
+    a unit that lost or changed rows would otherwise be the table's content until someone reads the
+    check. All units are aborted (the job is one commit), each mismatch named."""
+    keys = list(store.schema.partition_keys)
+    problems = [
+        f"{BucketFigures(partition_text(keys, list(unit.partition_values)), unit.bucket, figures).describe()}: {p}"
+        for unit, outcome in zip(plan.units, outcomes, strict=True)
+        if (figures := outcome.figures) is not None
+        for p in figures.problems()
+    ]
+    if problems:
+        abort_compaction(store, outcomes)
+        raise CompactionVerificationError(
+            f"compact of {store.identifier}: the in-task check failed, nothing was committed and the "
+            f"written files were deleted: {'; '.join(problems)}"
+        )
 
 
 def abort_compaction(store: FileStore, outcomes: Sequence[UnitOutcome]) -> None:

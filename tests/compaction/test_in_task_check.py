@@ -1,6 +1,6 @@
 """The in-task check of a dedicated compaction (``result.check()``): the figures its units computed
 while merging and writing match an oracle (the table read before and after, checksummed), a unit
-whose written files lost a row fails the check naming its partition and bucket, and the check reads
+whose written files lost a row is refused at commit naming its partition and bucket, and the check reads
 no table file: it still passes once the snapshot before the compaction has been expired, which the
 deep check (``verify_compaction``) cannot. The figures are opt-in (``verify=True``, carried by the
 plan into each unit): without them no figure is computed and the check refuses to run."""
@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import pickle
 import time
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -17,7 +18,7 @@ import pytest
 
 from lake_core import Catalog, CompactionCheck, assign_buckets, run_locally
 from lake_core.compaction.job import compact
-from lake_core.errors import LakeError, VerificationUnavailableError
+from lake_core.errors import CompactionVerificationError, LakeError, VerificationUnavailableError
 from lake_core.format.checksum import table_checksum
 from lake_core.manifest.metadata import FileSource
 from lake_core.write import file_writer
@@ -114,10 +115,16 @@ def test_expired_records_are_counted_and_none_is_written(warehouse):
     assert (table_checksum(before) - table_checksum(expired)) == table_checksum(after)
 
 
-def test_a_unit_whose_file_lost_a_row_fails_the_check(warehouse, monkeypatch):
+def _files_on_disk(root: Path) -> set[str]:
+    return {str(p) for p in root.rglob("data-*")}
+
+
+def test_a_unit_whose_file_lost_a_row_is_never_committed(warehouse, warehouse_path, monkeypatch):
     """A writer that loses the last row of a compaction's output (injected here, in the test): the
-    task's read back sees it, the check names the partition and bucket."""
+    task's read back sees it, and the verified compaction refuses to commit, naming the partition and
+    bucket; the table is exactly as before (same snapshot, same rows, no file left behind)."""
     t = _filled(warehouse)
+    before, snapshot, files = t.to_arrow(), t.latest_snapshot().id, _files_on_disk(warehouse_path)
     real = file_writer.RollingFileWriter.write
     hit = []
 
@@ -128,34 +135,36 @@ def test_a_unit_whose_file_lost_a_row_fails_the_check(warehouse, monkeypatch):
         return real(self, rows)
 
     monkeypatch.setattr(file_writer.RollingFileWriter, "write", lossy)
-    r = t.maintenance.compact(full=True, parallelism=1, verify=True)
+    with pytest.raises(CompactionVerificationError) as e:
+        t.maintenance.compact(full=True, parallelism=1, verify=True)
     assert hit
-    check = r.check()
-    assert not check.passed
-    assert len(check.problems) == 1
-    assert check.problems[0].startswith("partition 'dt=") and " bucket " in check.problems[0]
-    assert "wrote" in check.problems[0] and check.rows_after == check.rows_expected - 1
-    # the deep check agrees
-    deep = t.maintenance.verify_compaction(before_snapshot_id=r.snapshot_id - 1, after_snapshot_id=r.snapshot_id)
-    assert not deep.passed
+    assert "compact of db.t: the in-task check failed, nothing was committed" in str(e.value)
+    assert "partition 'dt=" in str(e.value) and " bucket " in str(e.value) and "but wrote" in str(e.value)
+    assert t.latest_snapshot().id == snapshot and _files_on_disk(warehouse_path) == files
+    assert (
+        t.to_arrow()
+        .sort_by([("dt", "ascending"), ("id", "ascending")])
+        .equals(before.sort_by([("dt", "ascending"), ("id", "ascending")]))
+    )
 
 
-def test_a_tampered_outcome_fails_the_check(warehouse):
+def test_a_tampered_outcome_is_refused_naming_its_bucket(warehouse):
     """An outcome that came back from a task with figures that disagree (as a worker whose files
-    lost rows would report them) fails the check, naming its bucket."""
+    lost rows would report them) is refused at commit, naming its partition and bucket."""
     t = _filled(warehouse)
+    snapshot = t.latest_snapshot().id
     job = t.maintenance.compaction_job(full=True, verify=True)
     outcomes = [job.run_unit(u) for u in job.units]
     f = outcomes[1].figures
     assert f is not None and f.written.rows > 1
     lost = table_checksum(t.to_arrow().slice(0, 1))
     outcomes[1] = dataclasses.replace(outcomes[1], figures=dataclasses.replace(f, written=f.written - lost))
-    r = job.commit(outcomes)
-    check = r.check()
     unit = job.units[1]
-    assert check.problems and check.problems[0].startswith(
-        f"partition 'dt={unit.partition_values[0]}' bucket {unit.bucket}:"
-    )
+    with pytest.raises(
+        CompactionVerificationError, match=f"partition 'dt={unit.partition_values[0]}' bucket {unit.bucket}:"
+    ):
+        job.commit(outcomes)
+    assert t.latest_snapshot().id == snapshot
 
 
 def test_the_check_reads_no_table_file(warehouse):

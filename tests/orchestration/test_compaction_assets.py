@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from jobs.compact import PartitionSpecError, parse_partitions
-from lake_core import Catalog
+from lake_core import Catalog, CompactionVerificationError
 from lake_core.manifest.metadata import FileSource
 from lake_core.write import file_writer
 from orchestration.config import load_tables_config
@@ -242,9 +242,9 @@ def test_check_fails_when_the_content_changed(spark, tmp_path, warehouse):
     assert check.passed
 
 
-def test_in_task_check_fails_naming_the_bucket_whose_files_lost_a_row(warehouse, monkeypatch):
-    """The blocking check the asset runs by default, on a real compaction whose writer lost a row
-    (injected here): it fails, naming the partition and bucket, without reading the table."""
+def test_a_compaction_whose_files_lost_a_row_is_refused_naming_the_bucket(warehouse, monkeypatch):
+    """The blocking check the asset runs by default passes on a real compaction; one whose writer lost
+    a row (injected here) is refused before its commit, naming the partition and bucket."""
     table, _model = _filled(warehouse, commits=3)
     ok, _ = in_task_check(
         table.maintenance.compact(full=True, partitions={"dt": "2024-01-02"}, verify=True), COMPACTION
@@ -259,12 +259,12 @@ def test_in_task_check_fails_naming_the_bucket_whose_files_lost_a_row(warehouse,
         return real(self, rows)
 
     monkeypatch.setattr(file_writer.RollingFileWriter, "write", lossy)
-    result = table.maintenance.compact(full=True, partitions={"dt": "2024-01-01"}, parallelism=1, verify=True)
-    check, v = in_task_check(result, COMPACTION)
-    assert not check.passed and check.severity == dg.AssetCheckSeverity.ERROR
-    assert "partition 'dt=2024-01-01' bucket 0:" in check.description
-    assert "partition 'dt=2024-01-01' bucket 1:" in check.description
-    assert v.rows_after == v.rows_expected - 2
+    snapshot = table.latest_snapshot().id
+    with pytest.raises(CompactionVerificationError) as e:
+        table.maintenance.compact(full=True, partitions={"dt": "2024-01-01"}, parallelism=1, verify=True)
+    assert "partition 'dt=2024-01-01' bucket 0:" in str(e.value)
+    assert "partition 'dt=2024-01-01' bucket 1:" in str(e.value)
+    assert table.latest_snapshot().id == snapshot  # refused before the commit
 
 
 @pytest.mark.spark
