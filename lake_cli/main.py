@@ -20,9 +20,9 @@ from typing import Any
 
 from jobs.spark_target import SparkConfigError
 from jobs.storage import StorageCredentialsError
-from lake_cli.render import dumps, overview_text, progress_for, result_json, table_overview
+from lake_cli.render import dumps, overview_text, progress_for, result_json, rows_text, table_overview
 from lake_cli.settings import UsageError, add_location_arguments, resolve_location
-from lake_core import Catalog, FileStoreTable, OperationResult, PartitionSelector, parse_duration_ms
+from lake_core import Catalog, FileStoreTable, OperationResult, PartitionSelector, SystemTable, parse_duration_ms
 from lake_core.errors import (
     CatalogError,
     InvalidOptionError,
@@ -241,7 +241,12 @@ class Context:
         return self._catalog
 
     def table(self) -> FileStoreTable:
-        return self.catalog.get_table(self.args.table)
+        table = self.catalog.get_table(self.args.table)
+        if isinstance(table, SystemTable):  # read-only: only `lake show` reads one
+            raise UsageError(
+                f"{table.identifier} is a system table (read-only): `lake show {table.identifier}` reads it"
+            )
+        return table
 
     def print(self, text: str) -> None:
         print(text, file=self.out)
@@ -262,6 +267,7 @@ def cmd_tables(ctx: Context) -> int:
     for db in ctx.catalog.list_databases():
         for name in ctx.catalog.list_tables(db):
             table = ctx.catalog.get_table(f"{db}.{name}")
+            assert isinstance(table, FileStoreTable)  # a plain name is never a system table
             snap = table.latest_snapshot()
             rows.append(
                 {
@@ -288,6 +294,10 @@ def cmd_tables(ctx: Context) -> int:
 
 
 def cmd_show(ctx: Context) -> int:
+    if "$" in ctx.args.table:  # a system table ('db.t$snapshots'): its rows
+        rows = ctx.catalog.get_table(ctx.args.table).to_arrow()
+        ctx.print(dumps(rows.to_pylist()) if ctx.args.json else rows_text(rows))
+        return OK
     overview = table_overview(ctx.table())
     ctx.print(dumps(overview) if ctx.args.json else overview_text(overview))
     return OK
@@ -549,6 +559,9 @@ def main(argv: Sequence[str] | None = None, *, environ: Mapping[str, str] | None
     except KeyboardInterrupt:
         print(f"lake {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader left (`lake show ... | head`): not an error of the command
+        sys.stderr.close()
+        return OK
     except Exception as e:  # an unexpected error: one line, the type names it
         print(f"lake {args.command}: failed: {type(e).__name__}: {e}", file=sys.stderr)
         return FAILED

@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable
 from typing import IO, Any
 
+import pyarrow as pa
+
 from lake_core import FileStoreTable, OperationResult, human_duration
 
 
@@ -148,3 +150,22 @@ def overview_text(o: dict[str, Any]) -> str:
     if "ttl_lag_s" in h:
         lines.append(f"  record TTL lag: {human_duration(h['ttl_lag_s'])}")
     return "\n".join(lines)
+
+
+def rows_text(rows: pa.Table, *, limit: int = 50) -> str:
+    """A system table's rows as aligned columns (the first ``limit``, then how many more)."""
+    shown = [[_cell(v) for v in row.values()] for row in rows.slice(0, limit).to_pylist()]
+    names = rows.column_names
+    widths = [max([len(n)] + [len(r[i]) for r in shown]) for i, n in enumerate(names)]
+    lines = ["  ".join(n.ljust(w) for n, w in zip(names, widths, strict=True)).rstrip()]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in shown]
+    if rows.num_rows > limit:
+        lines.append(f"... and {rows.num_rows - limit} more row(s) (--json prints all)")
+    elif not rows.num_rows:
+        lines.append("(no rows)")
+    return "\n".join(lines)
+
+
+def _cell(value: Any) -> str:
+    text = "-" if value is None else str(value)
+    return text if len(text) <= 60 else text[:57] + "..."

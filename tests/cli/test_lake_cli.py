@@ -80,6 +80,22 @@ def test_tables_and_show(warehouse, table, capsys):
     assert shown["health"]["files"] == health.files == 15 and [s["id"] for s in shown["snapshots"]] == list(range(1, 9))
 
 
+def test_show_reads_a_system_table_and_maintenance_refuses_one(warehouse, table, capsys):
+    """`lake show db.t$snapshots` prints the system table's rows (its JSON equals `to_arrow()`); a
+    maintenance command on a system table exits 2 and names it, the table untouched."""
+    code, out, _ = run(warehouse, "show", "db.t$snapshots", capsys=capsys)
+    lines = out.splitlines()
+    assert code == 0 and lines[0].split()[:3] == ["snapshot_id", "schema_id", "commit_user"]
+    assert [line.split()[0] for line in lines[1:]] == [str(i) for i in range(1, 9)]
+    code, out, _ = run(warehouse, "show", "db.t$options", "--json", capsys=capsys)
+    expected = Catalog(warehouse).get_table("db.t$options").to_arrow().to_pylist()
+    assert code == 0 and json.loads(out) == expected and {"key": "bucket", "value": "2"} in expected
+    before = listing(Path(warehouse.removeprefix("file://")))
+    code, _, err = run(warehouse, "compact", "db.t$files", "--full", capsys=capsys)
+    assert code == 2 and "db.t$files is a system table (read-only)" in err
+    assert listing(Path(warehouse.removeprefix("file://"))) == before
+
+
 # (command line, the same call on the Python API); each is run as a dry run and for real
 CASES = {
     "compact": (["compact", "db.t", "--full"], lambda t, d: t.maintenance.compact(full=True, dry_run=d)),
