@@ -12,7 +12,7 @@ A task that raises would make Spark retry it and then fail the job, leaving the 
 tasks wrote behind. Here every unit returns ``ok`` or ``error`` as a row; the driver collects all of
 them (in the items' order), lets the caller delete the written files of the successful ones, and
 raises the first error (the original exception when it unpickles). Before touching any file, each
-task checks that it imported the driver's ``lake_core`` version (:class:`ExecutorVersionError`)."""
+task checks that it imported the driver's ``lake_core`` build, release and source digest (:class:`ExecutorVersionError`)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from lake_core import __version__ as _LAKE_CORE_VERSION
+from lake_core import build_id
 from lake_core.errors import LakeError
 
 if TYPE_CHECKING:
@@ -121,7 +121,7 @@ def _guarded(fn: Callable[[Any], Any], item: Any) -> tuple[str, Any]:
 def _run_batches(driver_version: str, fn_blob: bytes, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """The ``mapInArrow`` function (bound to its first two arguments): each input row is one batch
     ``(task, pickled [(index, item)])``. A module function, so it pickles by reference and
-    ``_LAKE_CORE_VERSION`` is the worker's own, not the driver's captured with a closure."""
+    ``build_id()`` is the worker's own, not the driver's captured with a closure."""
     from pyspark import TaskContext  # noqa: PLC0415 - in the Python worker only
 
     context = TaskContext.get()
@@ -131,8 +131,8 @@ def _run_batches(driver_version: str, fn_blob: bytes, batches: Iterator[pa.Recor
         for task, payload in zip(batch.column("task").to_pylist(), batch.column("payload").to_pylist()):
             items = pickle.loads(payload)
             rows: list[tuple[int, str, bytes]] = []
-            if _LAKE_CORE_VERSION != driver_version:  # before unpickling the job: no file is touched
-                rows = [(i, _VERSION, pickle.dumps(_LAKE_CORE_VERSION)) for i, _item in items]
+            if build_id() != driver_version:  # before unpickling the job: no file is touched
+                rows = [(i, _VERSION, pickle.dumps(build_id())) for i, _item in items]
             else:
                 if fn is None:
                     fn = pickle.loads(fn_blob)
@@ -188,7 +188,7 @@ def map_units(
             .withColumnRenamed("id", "task")
             .join(frame.hint("broadcast"), "task")
         )
-    run = partial(_run_batches, lake_core_version or _LAKE_CORE_VERSION, cloudpickle.dumps(fn))
+    run = partial(_run_batches, lake_core_version or build_id(), cloudpickle.dumps(fn))
     table = frame.mapInArrow(run, _RESULT_DDL).toArrow()
     results = [
         UnitResult(index=i, task=t, partition=p, status=s, value=pickle.loads(blob))
@@ -217,7 +217,7 @@ def run_tasks(
     if not items:  # no session needed (a re-run with nothing to do may have none)
         return []
     assert spark is not None, "Spark tasks need a Spark session"
-    driver_version = lake_core_version or _LAKE_CORE_VERSION
+    driver_version = lake_core_version or build_id()
     results = map_units(spark, items, fn, max_tasks=max_tasks, lake_core_version=driver_version)
     ok = [r.value for r in results if r.status == _OK]
     if len(ok) < len(results):
@@ -225,7 +225,8 @@ def run_tasks(
         mismatch = next((r for r in results if r.status == _VERSION), None)
         if mismatch is not None:
             raise ExecutorVersionError(
-                f"a Spark task imported lake_core {mismatch.value}, the driver lake_core {driver_version}: "
+                f"a Spark task imported lake_core {mismatch.value}, the driver lake_core {driver_version} "
+                "(release+source digest): "
                 "install the same lake_core on the cluster's Python workers (nothing was written or committed)"
             )
         blob, text, item = next(r.value for r in results if r.status == _ERROR)

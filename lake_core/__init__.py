@@ -3,6 +3,7 @@
 import warnings
 
 from lake_core.bucket.assign import assign_buckets
+from lake_core.build import __version__, build_id
 from lake_core.catalog import Catalog, validate_options
 from lake_core.commit.messages import CommitMessage
 from lake_core.compaction.figures import BucketFigures, CompactionCheck, UnitFigures, check_compaction
@@ -109,8 +110,9 @@ __all__ = [
     "RollbackResult",
     "TagSnapshotResult",
     "UnitOutcome",
+    "__version__",
+    "build_id",
 ]
-__version__ = "0.1.0"
 
 _DEPRECATED = {"CompactionUnit": ("BucketCompactionUnit", BucketCompactionUnit)}
 
