@@ -180,6 +180,21 @@ def test_compaction_asset_runs_on_spark_and_its_check_passes(spark, tmp_path, wa
 
 
 @pytest.mark.spark
+def test_deep_check_config_rereads_both_snapshots_instead_of_in_task_figures(spark, tmp_path, warehouse):
+    """``deep_check: true``: the units compute no figures (``verify`` off) and the blocking check
+    re-reads the table at the COMPACT snapshot and the one before it."""
+    _table, model = _filled(warehouse)
+    result = _materialize(_definitions(tmp_path, warehouse, {}), COMPACT_KEY, {"full": True, "deep_check": True})
+    meta = _metadata(result, COMPACT_KEY)
+    snapshot = meta["snapshot_id"].value
+    assert meta["verify"].value is False and _rows(warehouse) == model
+    check = _check(result)
+    assert check.passed and check.metadata["check"].value == "deep"
+    assert check.description.startswith(f"snapshot {snapshot} against {snapshot - 1}: rows, key and row checksums")
+    assert "checksum_expected" not in check.metadata  # the in-task figures were not what it compared
+
+
+@pytest.mark.spark
 @pytest.mark.slow
 def test_check_fails_when_the_content_changed(spark, tmp_path, warehouse):
     """The check the asset runs, on real snapshots with a real change between before and after."""

@@ -145,6 +145,7 @@ def verification_check(
         expired_must_be_gone=operation == RECORD_EXPIRY,
     )
     meta = {k: val for k, val in v.as_metadata().items() if val is not None}
+    meta["check"] = "deep"
     if v.passed:
         what = (
             "no expired record survives, no unexpired one was lost"
