@@ -324,28 +324,14 @@ def cmd_compact(ctx: Context) -> int:
     if a.parallelism < 1:
         raise UsageError(f"--parallelism {a.parallelism} must be at least 1")
     if a.spark and not a.dry_run:
-        from jobs.compact import compact_on_spark  # noqa: PLC0415 - jobs.compact's Spark path only with --spark
+        from jobs.compact import run_compaction  # noqa: PLC0415 - jobs.compact's Spark path only with --spark
 
-        # plan first: no Spark starts for a table with nothing to compact
+        # planned here, once: no Spark starts for a table with nothing to compact
         job = table.maintenance.compaction_job(
             full=a.full, partitions=partitions, expire_records=a.expire_records, options=options or None
         )
-        if not job.units:
-            from jobs.compact import run_compaction  # noqa: PLC0415 - as above
-
-            return _report(ctx, run_compaction(None, job))
-        spark = _spark_session(ctx, "lake-compact")
-        result = compact_on_spark(
-            spark,
-            ctx.warehouse,
-            table.identifier,
-            full=a.full,
-            partitions=partitions,
-            expire_records=a.expire_records,
-            options=options or None,
-            storage_options=ctx.storage_options,
-        )
-        return _report(ctx, result)
+        spark = _spark_session(ctx, "lake-compact") if job.units else None
+        return _report(ctx, run_compaction(spark, job))
     bar = progress_for("units", a)
     result = table.maintenance.compact(
         full=a.full,

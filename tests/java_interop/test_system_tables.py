@@ -119,15 +119,19 @@ def _files_as_the_snapshot_prints_them(ours: pa.Table) -> pa.Table:
     return ours.drop_columns([_FILES_SNAPSHOT_LACKS])
 
 
+def _history(catalog: Catalog, java_paimon, warehouse: str, who: str) -> str:
+    """The table whose system tables are compared: written by us (``ours``) or by Java (``javas``)."""
+    if who == "ours":
+        build(catalog)
+        return IDENT
+    _java_history(java_paimon, warehouse)
+    return "db.j"
+
+
 @pytest.mark.parametrize("who", ["ours", "javas"])
 def test_files_agree_with_java_but_the_columns_the_snapshot_lacks(java_paimon, warehouse, who):
     catalog = Catalog(warehouse)
-    if who == "ours":
-        build(catalog)
-        ident = IDENT
-    else:
-        _java_history(java_paimon, warehouse)
-        ident = "db.j"
+    ident = _history(catalog, java_paimon, warehouse, who)
     ours = _ours(catalog, "files", ident)
     root = lake_open(warehouse, ident).paths.root
     assert all(p.startswith(root + "/") for p in ours["file_path"].to_pylist())
@@ -149,12 +153,7 @@ def test_files_columns_are_javas(java_paimon, warehouse):
 @pytest.mark.parametrize("who", ["ours", "javas"])
 def test_manifests_agree_with_java_but_the_partition_stats(java_paimon, warehouse, who):
     catalog = Catalog(warehouse)
-    if who == "ours":
-        build(catalog)
-        ident = IDENT
-    else:
-        _java_history(java_paimon, warehouse)
-        ident = "db.j"
+    ident = _history(catalog, java_paimon, warehouse, who)
     ours = _ours(catalog, "manifests", ident)
     assert ours["min_partition_stats"].null_count == 0
     _same(
