@@ -387,9 +387,24 @@ class SparkSettings(_Strict):
         return SparkTarget(remote=self.remote, master=self.master)
 
 
+class ControlSettings(_Strict):
+    """The lake-wide sensors (one snapshot sensor, one health sensor, one partitions sensor for all
+    tables): how long one tick may take, and how often an unchanged table's health is read again."""
+
+    tick_budget: Duration = Field(
+        "20 s", description="a tick stops visiting tables after this long; the rest are carried to the next tick"
+    )
+    health_recheck: Duration = Field(
+        "10 min",
+        description="an unchanged table (same latest snapshot) is evaluated again by the health sensor after this "
+        "long (record TTL lag and snapshot age grow with time alone)",
+    )
+
+
 class TablesConfig(_Strict):
     warehouse: WarehouseConfig
     spark: SparkSettings = SparkSettings()
+    control: ControlSettings = ControlSettings()
     tables: list[TableConfig] = Field(min_length=1)
     downstream: list[DownstreamConfig] = []
 

@@ -46,17 +46,13 @@ def op_name(table_name: str) -> str:
     return table_asset_key(table_name).to_python_identifier()
 
 
-def snapshot_sensor_name(table_name: str) -> str:
-    return f"{identifier(table_name)}__snapshot_sensor"
+# The lake-wide sensors: one each for all tables (their number does not grow with the tables).
+SNAPSHOT_SENSOR = "lake__snapshot_sensor"
+HEALTH_SENSOR = "lake__health_sensor"
+PARTITIONS_SENSOR = "lake__partitions_sensor"
+AUTOMATION_SENSOR = "lake__maintenance_automation"
+LAKE_HEALTH_ASSET = dg.AssetKey(["lake", "lake_health"])
 
 
 def downstream_job_name(table_name: str) -> str:
     return f"{identifier(table_name)}__downstream"
-
-
-def health_sensor_name(table_name: str) -> str:
-    return f"{identifier(table_name)}__health_sensor"
-
-
-def maintenance_schedule_name(table_name: str) -> str:
-    return f"{identifier(table_name)}__maintenance_schedule"

@@ -23,7 +23,7 @@ from lake_core import Catalog, LakeError
 from orchestration.config import TableConfig, TablesConfig
 from orchestration.defs.health_sensor import evaluate_table
 from orchestration.defs.ledger import LEDGER_TABLE
-from orchestration.defs.naming import REASON_TAG, maintenance_asset_key
+from orchestration.defs.naming import PARTITIONS_SENSOR, REASON_TAG, maintenance_asset_key
 from orchestration.defs.policy import HEALTH_OPERATIONS, SCHEDULED_OPERATIONS
 
 LEASE_HOLDER = "demo-reader"
@@ -67,11 +67,9 @@ def _materialize(
 
 
 def _sync_partitions(defs: dg.Definitions, instance: dg.DagsterInstance, table: TableConfig, lake) -> None:
-    """One tick of the table's partitions sensor: the rescale asset's partitions follow the table's."""
+    """One tick of the lake's partitions sensor: the rescale assets' partitions follow the tables'."""
     for sensor in defs.sensors or ():
-        if sensor.name.endswith("__partitions_sensor") and sensor.name.startswith(
-            maintenance_asset_key(table.name, "rescale").path[0]
-        ):
+        if sensor.name == PARTITIONS_SENSOR:
             tick = sensor(dg.build_sensor_context(instance=instance, resources={"lake": lake}))
             for request in getattr(tick, "dynamic_partitions_requests", None) or ():
                 if isinstance(request, dg.AddDynamicPartitionsRequest):

@@ -29,7 +29,7 @@ pytestmark = pytest.mark.dagster
 
 RESCALE = dg.AssetKey(["db", "t", "rescale"])
 PARTITIONS = "db__t__partitions"
-SENSOR = "db__t__partitions_sensor"
+SENSOR = "lake__partitions_sensor"
 KEYS = [f"dt={p}" for p in PARTS]
 
 
@@ -213,12 +213,12 @@ def test_unpartitioned_table_rescales_as_a_whole(spark, tmp_path, warehouse):
 def test_partitions_sensor_adds_and_removes_partitions(tmp_path, warehouse):
     defs = _config(tmp_path, warehouse)
     with dg.DagsterInstance.ephemeral() as instance:
-        assert isinstance(_sync(defs, instance), dg.SkipReason)  # no table yet
+        assert "db.t does not exist yet" in _sync(defs, instance).skip_reason.skip_message  # no table yet
         catalog, model = _filled(warehouse)
         first = _sync(defs, instance)
         assert [r.partition_keys for r in first.dynamic_partitions_requests] == [KEYS]
         assert instance.get_dynamic_partitions(PARTITIONS) == KEYS
-        assert "already in sync" in _sync(defs, instance).skip_message
+        assert "already in sync" in _sync(defs, instance).skip_reason.skip_message
         # Drop the first partition (an overwrite with nothing) and write a new one.
         table = catalog.get_table("db.t")
         empty = model.batch(random.Random(1), 0)

@@ -14,7 +14,8 @@ puts into each table's group.
 - :mod:`.step_process`: the operations run in the step process (manifest compaction, snapshot
   expiry, partition expiry, orphan cleanup, tags), their run config in :mod:`.run_config`;
 - :mod:`.compaction`, :mod:`.rescale`: the operations run on Spark, each with its blocking check;
-  :mod:`.partitions`: the rescale asset's partitions and the sensor keeping them in sync.
+  :mod:`.partitions`: the rescale asset's partitions and the one sensor keeping every table's in
+  sync.
 """
 
 from __future__ import annotations
@@ -23,14 +24,14 @@ from collections.abc import Callable
 
 import dagster as dg
 
-from orchestration.config import TableConfig
+from orchestration.config import TableConfig, TablesConfig
 from orchestration.defs.maintenance import step_process
 from orchestration.defs.maintenance.compaction import build_compaction_asset, build_record_expiry_asset
 from orchestration.defs.maintenance.partitions import build_partitions_sensor
 from orchestration.defs.maintenance.rescale import build_rescale_asset
 
 MaintenanceAssetBuilder = Callable[[TableConfig], "dg.AssetsDefinition | None"]
-MaintenanceSensorBuilder = Callable[[TableConfig], "dg.SensorDefinition | None"]
+MaintenanceSensorBuilder = Callable[[TablesConfig], "dg.SensorDefinition | None"]
 
 # operation name → builder
 MAINTENANCE_ASSETS: dict[str, MaintenanceAssetBuilder] = {
@@ -40,7 +41,8 @@ MAINTENANCE_ASSETS: dict[str, MaintenanceAssetBuilder] = {
     "record_expiry": build_record_expiry_asset,
 }
 
-# name → builder of a sensor a maintenance asset needs (e.g. the one keeping partitions in sync)
+# name → builder of a lake-wide sensor a maintenance asset needs (e.g. the one keeping every table's
+# rescale partitions in sync): one sensor for all tables, however many there are
 MAINTENANCE_SENSORS: dict[str, MaintenanceSensorBuilder] = {
     "rescale_partitions": build_partitions_sensor,
 }
@@ -51,6 +53,6 @@ def maintenance_assets(table: TableConfig) -> list[dg.AssetsDefinition]:
     return [asset for asset in built if asset is not None]
 
 
-def maintenance_sensors(table: TableConfig) -> list[dg.SensorDefinition]:
-    built = (build(table) for build in MAINTENANCE_SENSORS.values())
+def maintenance_sensors(config: TablesConfig) -> list[dg.SensorDefinition]:
+    built = (build(config) for build in MAINTENANCE_SENSORS.values())
     return [sensor for sensor in built if sensor is not None]

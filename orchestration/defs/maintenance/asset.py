@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 import dagster as dg
 
 from orchestration.config import TableConfig
+from orchestration.defs.automation import scheduled_condition
 from orchestration.defs.naming import maintenance_asset_key, maintenance_pool, table_asset_key, table_group
 
 
@@ -48,7 +49,11 @@ class MaintenanceAsset:
 
     def define(self) -> Callable[[Callable[..., dg.MaterializeResult]], dg.AssetsDefinition]:
         """The ``@dg.asset`` decorator of this asset."""
-        partitioned = {"partitions_def": self.partitions_def, "backfill_policy": self.backfill_policy}
+        partitioned = {
+            "partitions_def": self.partitions_def,
+            "backfill_policy": self.backfill_policy,
+            "automation_condition": scheduled_condition(self.table, self.operation),
+        }
         return dg.asset(
             key=self.key,
             deps=[table_asset_key(self.table.name)],
