@@ -27,12 +27,10 @@ def config_path() -> Path:
 
 
 def build_definitions(config: TablesConfig) -> dg.Definitions:
-    tables = [table_definitions(table) for table in config.tables]
-    assets = [a for d in tables for a in (d.assets or ())]
     return dg.Definitions.merge(
         resource_definitions(config),
-        *tables,
-        lake_definitions(config, assets),
+        *(table_definitions(table) for table in config.tables),
+        lake_definitions(config),
         downstream_definitions(config),
     )
 

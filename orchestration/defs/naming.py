@@ -34,11 +34,21 @@ def table_pool(table_name: str) -> str:
     return "lake_table_" + identifier(table_name)
 
 
-def maintenance_pool(table_name: str) -> str:
-    """The pool of every maintenance asset of a table (compaction, expiry, orphan cleanup, rescale,
-    ...): one maintainer per table at a time. Writers are not in it, so maintenance never blocks a
-    write (only compaction's write stall rule does)."""
-    return "lake_maintenance_" + identifier(table_name)
+MAINTENANCE_POOL = "lake_maintenance"
+
+
+def maintenance_pool(table_name: str | None = None) -> str:
+    """The pool of every maintenance asset (compaction, expiry, orphan cleanup, rescale, ...) of
+    every table: an operation's assets of all tables are one op (docs/service/many-tables.md), and
+    a pool belongs to an op, so the pool is the lake's: with its limit of 1 (dagster.yaml), one
+    maintainer at a time, so never two on one table. Writers are not in it, so maintenance never
+    blocks a write (only compaction's write stall rule does)."""
+    return MAINTENANCE_POOL
+
+
+def maintenance_op_name(operation: str) -> str:
+    """The one op of an operation over all tables (what a run's config is keyed by)."""
+    return f"lake_maintenance__{operation}"
 
 
 def op_name(table_name: str) -> str:

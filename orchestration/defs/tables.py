@@ -1,10 +1,9 @@
-"""The per-table factory: everything Dagster knows about one configured table, in its own asset
-group — the table's asset (its write job), its maintenance assets and its checks. The sensors are
-lake-wide (:func:`lake_definitions`): their number does not grow with the tables."""
+"""Everything Dagster knows about the configured tables. Each table has its own asset group: the
+table's asset (its write job, :func:`table_definitions`), its maintenance assets and its checks.
+The maintenance assets and checks of all tables are built together (:func:`lake_definitions`): one
+op per operation, and a fixed number of sensors, however many tables."""
 
 from __future__ import annotations
-
-from collections.abc import Iterable
 
 import dagster as dg
 
@@ -17,16 +16,21 @@ from orchestration.defs.maintenance import maintenance_assets, maintenance_senso
 
 
 def table_definitions(table: TableConfig) -> dg.Definitions:
-    return dg.Definitions(
-        assets=[build_table_asset(table), *maintenance_assets(table)], asset_checks=table_checks(table)
-    )
+    """The table's own asset (its write job, or an external asset)."""
+    return dg.Definitions(assets=[build_table_asset(table)])
 
 
-def lake_definitions(config: TablesConfig, assets: Iterable[dg.AssetsDefinition | dg.AssetSpec]) -> dg.Definitions:
-    """The lake-wide sensors (health, automation, partitions) and the lake_health view; ``assets``:
-    every table's assets (the maintenance ones the sensors may request)."""
-    keys = [key for a in assets if isinstance(a, dg.AssetsDefinition) for key in a.keys]
+def lake_definitions(config: TablesConfig) -> dg.Definitions:
+    """What spans the tables: every table's maintenance assets (one op per operation) and checks
+    (one op per kind), the lake-wide sensors (health, automation, partitions) and the lake_health
+    view. A fixed number of ops and sensors, however many tables."""
+    maintenance = maintenance_assets(config.tables)
+    keys = [key for a in maintenance for key in a.keys]
     return dg.Definitions.merge(
-        dg.Definitions(assets=[build_lake_health_asset(config)], sensors=maintenance_sensors(config)),
+        dg.Definitions(
+            assets=[*maintenance, build_lake_health_asset(config)],
+            asset_checks=table_checks(config.tables),
+            sensors=maintenance_sensors(config),
+        ),
         health_definitions(config, keys),
     )

@@ -54,14 +54,16 @@ def _materialize(
     config: dict | None = None,
     tags: dict | None = None,
 ) -> tuple[dict, str]:
-    run_config = {**quiet, **({"ops": {key.to_python_identifier(): {"config": config}}} if config else {})}
+    op = defs.resolve_assets_def(key).node_def.name  # per operation, one op over all tables
+    run_config = {**quiet, **({"ops": {op: {"config": config}}} if config else {})}
     result = dg.materialize(
         [defs.resolve_assets_def(key)],
+        selection=[key],  # this table's asset of the operation's op
         instance=instance,
         run_config=run_config,
         tags={REASON_TAG: reason, **(tags or {})},
     )
-    events = result.asset_materializations_for_node(key.to_python_identifier())
+    events = [e for e in result.asset_materializations_for_node(op) if e.asset_key == key]
     meta = {k: v.value for k, v in events[-1].metadata.items()} if events else {}
     return meta, result.run_id
 

@@ -1,11 +1,11 @@
-"""The maintenance assets: one asset per maintenance operation per table, and the seam where each
-operation plugs in.
+"""The maintenance assets: one asset per maintenance operation per table (the assets of one
+operation over all tables are one op, :mod:`.asset`), and the seam where each operation plugs in.
 
 Each operation of ``table.maintenance`` (``compact``, ``compact_manifest``, ``expire_snapshots``,
 ``expire_partitions``, ``remove_orphan_files``, ``rescale``, ...) arrives as a builder registered in
 ``MAINTENANCE_ASSETS``: given a table's config it returns the operation's asset, or None when the
-table's policy disables it. :func:`maintenance_assets` is what :mod:`orchestration.defs.tables`
-puts into each table's group.
+table's policy disables it. :func:`maintenance_assets` builds them for all tables, each in its
+table's group.
 
 - :mod:`.asset`: what Dagster shows of a maintenance asset (key, group, pool, its blocking check);
 - :mod:`.run`: the one run every asset makes (reason, access check, table, operation, ledger row,
@@ -20,17 +20,20 @@ puts into each table's group.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import dagster as dg
 
 from orchestration.config import TableConfig, TablesConfig
 from orchestration.defs.maintenance import step_process
+from orchestration.defs.maintenance.asset import TableOperation, combine
 from orchestration.defs.maintenance.compaction import build_compaction_asset, build_record_expiry_asset
 from orchestration.defs.maintenance.partitions import build_partitions_sensor
 from orchestration.defs.maintenance.rescale import build_rescale_asset
 
-MaintenanceAssetBuilder = Callable[[TableConfig], "dg.AssetsDefinition | None"]
+# A builder returns, for one table, a TableOperation (joined with the other tables' into one op per
+# operation), a ready asset of that table, or None when the table's policy rules the operation out.
+MaintenanceAssetBuilder = Callable[[TableConfig], "dg.AssetsDefinition | TableOperation | None"]
 MaintenanceSensorBuilder = Callable[[TablesConfig], "dg.SensorDefinition | None"]
 
 # operation name → builder
@@ -48,9 +51,21 @@ MAINTENANCE_SENSORS: dict[str, MaintenanceSensorBuilder] = {
 }
 
 
-def maintenance_assets(table: TableConfig) -> list[dg.AssetsDefinition]:
-    built = (build(table) for build in MAINTENANCE_ASSETS.values())
-    return [asset for asset in built if asset is not None]
+def maintenance_assets(tables: Sequence[TableConfig]) -> list[dg.AssetsDefinition]:
+    """Every table's maintenance assets: per operation one op over the tables (:func:`.asset.combine`),
+    plus the assets a builder made for one table (a partitioned table's rescale)."""
+    out: list[dg.AssetsDefinition] = []
+    for operation, build in MAINTENANCE_ASSETS.items():
+        joined: list[TableOperation] = []
+        for table in tables:
+            built = build(table)
+            if isinstance(built, TableOperation):
+                joined.append(built)
+            elif built is not None:
+                out.append(built)
+        if joined:
+            out.append(combine(operation, joined))
+    return out
 
 
 def maintenance_sensors(config: TablesConfig) -> list[dg.SensorDefinition]:
