@@ -103,6 +103,84 @@ def bench_load(counts: list[int], runs: int) -> list[dict]:
     return rows
 
 
+def _tick(defs, sensor_name: str, instance, cursor: str | None):
+    import dagster as dg  # noqa: PLC0415 - the load benchmark imports dagster in fresh processes only
+
+    ctx = dg.build_sensor_context(instance=instance, cursor=cursor, resources={"lake": defs.resources["lake"]})
+    started = time.perf_counter()
+    result = defs.resolve_sensor_def(sensor_name)(ctx)
+    return result, time.perf_counter() - started
+
+
+def bench_tick(n: int, runs: int = 3) -> dict:
+    """One snapshot-sensor tick and one health-sensor tick over ``n`` unchanged local tables."""
+    import warnings  # noqa: PLC0415
+
+    import dagster as dg  # noqa: PLC0415
+
+    from lake_core import Catalog  # noqa: PLC0415
+    from orchestration.config import load_tables_config  # noqa: PLC0415
+    from orchestration.definitions import build_definitions  # noqa: PLC0415
+    from orchestration.defs.naming import HEALTH_SENSOR, SNAPSHOT_SENSOR  # noqa: PLC0415
+    from orchestration.demo.source import ORDERS_SCHEMA, orders  # noqa: PLC0415
+
+    warnings.filterwarnings("ignore")
+    out: dict = {"tables": n}
+    with tempfile.TemporaryDirectory() as tmp:
+        warehouse = (Path(tmp) / "lake").resolve()
+        warehouse.mkdir()
+        catalog = Catalog(warehouse.as_uri())
+        catalog.create_database("demo")
+        batch = orders(orders_per_batch=5).batch(0)
+        started = time.perf_counter()
+        for name in table_names(n):
+            table = catalog.create_table(
+                name,
+                schema=ORDERS_SCHEMA,
+                primary_keys=["dt", "order_id"],
+                partition_keys=["dt"],
+                options={"bucket": "2", "rowkind.field": "op"},
+            )
+            table.write_arrow(batch)
+        print(f"tick: {n} tables written in {time.perf_counter() - started:.1f} s", flush=True)
+        defs = build_definitions(load_tables_config(write_config(n, Path(tmp), warehouse.as_uri())))
+        with dg.DagsterInstance.ephemeral() as instance:
+            # Snapshot sensor: the first tick requests one run per table (and leases its snapshot); the
+            # runs "finish" (leases released), the next tick sweeps; then every table is unchanged.
+            first, seconds = _tick(defs, SNAPSHOT_SENSOR, instance, None)
+            out["snapshot_first_tick_s"] = seconds
+            for request in first.run_requests:
+                catalog.get_table(request.tags["lake/table"]).maintenance.release_lease(
+                    consumer_id=request.tags["lake/lease"]
+                )
+            swept, _ = _tick(defs, SNAPSHOT_SENSOR, instance, first.cursor)
+            cursor = swept.cursor
+            times = []
+            for _ in range(runs):
+                result, seconds = _tick(defs, SNAPSHOT_SENSOR, instance, cursor)
+                assert not result.run_requests
+                times.append(seconds)
+            out["snapshot_unchanged_tick_s"] = statistics.median(times)
+            out["snapshot_tick_says"] = result.skip_reason.skip_message if result.skip_reason else ""
+            # Health sensor: the first tick reads every table's health; then every table is unchanged.
+            first, seconds = _tick(defs, HEALTH_SENSOR, instance, None)
+            out["health_first_tick_s"] = seconds
+            times = []
+            for _ in range(runs):
+                result, seconds = _tick(defs, HEALTH_SENSOR, instance, first.cursor)
+                times.append(seconds)
+            out["health_unchanged_tick_s"] = statistics.median(times)
+            out["health_tick_says"] = result.skip_reason.skip_message if result.skip_reason else ""
+    print(
+        f"tick over {n} tables: snapshot sensor first {out['snapshot_first_tick_s']:.2f} s, unchanged "
+        f"{out['snapshot_unchanged_tick_s']:.3f} s; health sensor first {out['health_first_tick_s']:.2f} s, "
+        f"unchanged {out['health_unchanged_tick_s']:.3f} s",
+        flush=True,
+    )
+    print(f"  snapshot tick: {out['snapshot_tick_says']}\n  health tick: {out['health_tick_says'][-200:]}")
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tables", type=int, nargs="*", default=[10, 100, 500])
@@ -114,10 +192,7 @@ def main() -> None:
         first, last = rows[0], rows[-1]
         print(f"load({last['tables']}) / load({first['tables']}) = {last['total_s'] / first['total_s']:.1f}x")
     if args.tick:
-        from benchmarks.bench_control_plane_tick import bench_tick  # noqa: PLC0415 - only when asked
-
         bench_tick(args.tick)
-    _ = time  # keep the import for timers in callers
 
 
 if __name__ == "__main__":

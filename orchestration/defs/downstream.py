@@ -8,6 +8,7 @@ import dagster as dg
 from pydantic import Field
 
 from orchestration.config import DownstreamConfig, TablesConfig
+from orchestration.defs.cheap_assets import table_asset
 from orchestration.defs.leases import build_lease_release_sensors
 from orchestration.defs.metadata import write_materialization
 from orchestration.defs.naming import downstream_job_name, op_name, table_asset_key, table_group, table_pool
@@ -27,7 +28,7 @@ def downstream_run_config(downstream: list[DownstreamConfig], snapshot_id: int) 
 def build_downstream_asset(downstream: DownstreamConfig) -> dg.AssetsDefinition:
     """A derived table rebuilt from one exact snapshot of its source table."""
 
-    @dg.asset(
+    @table_asset(
         key=table_asset_key(downstream.name),
         deps=[table_asset_key(downstream.source_table)],
         group_name=table_group(downstream.name),

@@ -28,6 +28,7 @@ import dagster as dg
 
 from orchestration.config import TableConfig
 from orchestration.defs.automation import scheduled_condition
+from orchestration.defs.cheap_assets import table_asset
 from orchestration.defs.naming import (
     maintenance_asset_key,
     maintenance_op_name,
@@ -98,8 +99,7 @@ class MaintenanceAsset:
         partitions, the asset itself."""
         if self.partitions_def is None:
             return lambda fn: TableOperation(asset=self, fn=fn)
-        partitioned = {"partitions_def": self.partitions_def, "backfill_policy": self.backfill_policy}
-        return dg.asset(
+        return table_asset(  # dg.asset, or a copy of the first table's (cheap_assets)
             key=self.key,
             deps=[table_asset_key(self.table.name)],
             group_name=table_group(self.table.name),
@@ -107,10 +107,10 @@ class MaintenanceAsset:
             kinds=self.kinds,
             description=self.description,
             metadata=self.definition_metadata,
-            check_specs=self.check_specs() or None,
+            check_specs=self.check_specs(),
             automation_condition=scheduled_condition(self.table, self.operation),
-            # only when set: Dagster warns that backfill_policy is a beta parameter whenever it is passed
-            **{name: value for name, value in partitioned.items() if value is not None},
+            partitions_def=self.partitions_def,
+            backfill_policy=self.backfill_policy,
         )
 
 
