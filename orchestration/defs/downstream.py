@@ -13,7 +13,7 @@ from orchestration.defs.leases import build_lease_release_sensors
 from orchestration.defs.metadata import write_materialization
 from orchestration.defs.naming import downstream_job_name, op_name, table_asset_key, table_group, table_pool
 from orchestration.defs.resources import LakeCatalogResource, SparkResource
-from orchestration.defs.sensors import SnapshotTarget, build_snapshot_sensor
+from orchestration.defs.sensors import RANGE_TAG, SKIPPED_TAG, SnapshotTarget, build_snapshot_sensor
 
 
 class DownstreamRunConfig(dg.Config):
@@ -66,7 +66,17 @@ def build_downstream_asset(downstream: DownstreamConfig) -> dg.AssetsDefinition:
                 downstream.name,
                 result,
                 log_prefix=f"from {downstream.source_table}@{snapshot_id}: ",
-                extra={"source_table": downstream.source_table, "source_snapshot_id": snapshot_id},
+                extra={
+                    "source_table": downstream.source_table,
+                    "source_snapshot_id": snapshot_id,
+                    # the snapshot sensor's coalesced range: every snapshot this one run covers, and
+                    # the newer ones that changed no rows (COMPACT, a rescale's OVERWRITE) and why
+                    **{
+                        name: context.run.tags[tag]
+                        for name, tag in (("source_snapshots", RANGE_TAG), ("source_snapshots_skipped", SKIPPED_TAG))
+                        if tag in context.run.tags
+                    },
+                },
             )
 
     return derived_table
