@@ -56,7 +56,7 @@ from orchestration.defs.policy import (
 )
 from orchestration.defs.resources import LakeCatalogResource
 from orchestration.defs.sensors import identity_prefix, table_identity
-from orchestration.defs.ticks import LakeCursor, TickBudget, Visit, round_robin
+from orchestration.defs.ticks import LakeCursor, TickBudget, Visit, round_robin, table_failure
 
 if TYPE_CHECKING:
     from lake_core import Catalog, TableHealth
@@ -93,14 +93,6 @@ def evaluate_table(
     return HealthEvaluation(
         table.name, tuple(evaluate_policy(health, policy, operations)), health, table_identity(warehouse, lake_table)
     )
-
-
-def _evaluate(lake: LakeCatalogResource, table: TableConfig, operations: tuple[str, ...]) -> HealthEvaluation:
-    try:
-        return evaluate_table(lake.catalog(), lake.warehouse, table, operations)
-    except Exception:
-        lake.check_access()  # a storage problem becomes one line naming bucket, endpoint, variables
-        raise
 
 
 def health_run_key(table_name: str, operation: str, snapshot_id: int | None, identity: str) -> str:
@@ -243,6 +235,7 @@ class _TableTick:
 def _tick_table(
     context: dg.SensorEvaluationContext,
     lake: LakeCatalogResource,
+    catalog: Catalog,
     table: TableConfig,
     ours: frozenset[str],
     entry: dict | None,
@@ -256,10 +249,10 @@ def _tick_table(
         and not entry.get("due")
         and str(entry.get("table", "")).startswith(identity_prefix(lake.warehouse, table.name))
         and now - float(entry.get("at", 0)) < recheck_s
-        and lake.catalog().latest_snapshot_id(table.name) == entry.get("snapshot")
+        and catalog.latest_snapshot_id(table.name) == entry.get("snapshot")
     ):
         return _TableTick([], [], entry, False)  # unchanged since it was last read, nothing due then
-    evaluation = _evaluate(lake, table, HEALTH_OPERATIONS)
+    evaluation = evaluate_table(catalog, lake.warehouse, table, HEALTH_OPERATIONS)
     if evaluation.missing is not None:
         return _TableTick([], [evaluation.missing], None, False)
     for d in evaluation.decisions:
@@ -294,17 +287,26 @@ def build_health_sensor(
         cursor = LakeCursor.decode(context.cursor)
         budget, visit = TickBudget(budget_s), Visit(len(names))
         now = time.time()
+        catalog = lake.catalog()
         requests: list[dg.RunRequest] = []
         reasons: list[str] = []
-        read = disabled = 0
+        read = unchanged = disabled = 0
         for name in round_robin(names, cursor.next, budget, visit):
             table = tables[name]
             if not table.sensor.enabled:
                 disabled += 1
                 continue
-            tick = _tick_table(context, lake, table, ours[name], cursor.tables.get(name), recheck_s=recheck_s, now=now)
+            entry = cursor.tables.get(name)
+            try:
+                tick = _tick_table(context, lake, catalog, table, ours[name], entry, recheck_s=recheck_s, now=now)
+            except Exception as error:  # noqa: BLE001 - one broken table must not stop the others' ticks
+                failure = table_failure(lake, name, error)  # a storage problem fails the tick, in one line
+                context.log.error(failure)
+                reasons.append(failure)
+                continue
             requests += tick.requests
             read += tick.read
+            unchanged += tick.entry is entry and not tick.read
             if tick.skipped:
                 reasons.append("; ".join(tick.skipped))
             if tick.entry is None:
@@ -312,9 +314,8 @@ def build_health_sensor(
             else:
                 cursor.tables[name] = tick.entry
         cursor.next = visit.next
-        summary = (
-            f"{visit.summary(budget)}: {read} read, {visit.visited - read - disabled} unchanged, "
-            f"{len(requests)} run(s) requested" + (f", {disabled} with the sensor disabled" if disabled else "")
+        summary = f"{visit.summary(budget)}: {read} read, {unchanged} unchanged, {len(requests)} run(s) requested" + (
+            f", {disabled} with the sensor disabled" if disabled else ""
         )
         context.log.info(summary)
         events = _lake_health_events(lake, cursor, names) if lake_health and read else []

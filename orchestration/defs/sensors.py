@@ -38,7 +38,7 @@ from orchestration.config import TableConfig, TablesConfig, duration_seconds
 from orchestration.defs.leases import LEASE_TAG, lease_holder, sweep_leases
 from orchestration.defs.naming import SNAPSHOT_SENSOR
 from orchestration.defs.resources import LakeCatalogResource
-from orchestration.defs.ticks import LakeCursor, TickBudget, Visit, round_robin
+from orchestration.defs.ticks import LakeCursor, TickBudget, Visit, round_robin, table_failure
 
 if TYPE_CHECKING:
     from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
@@ -294,9 +294,12 @@ def build_snapshot_sensor(config: TablesConfig, targets: list[SnapshotTarget]) -
             entry = cursor.tables.get(name)
             try:
                 request, notes, skip = _visit(context, catalog, lake, target, entry, cursor)
-            except Exception:
-                lake.check_access()  # a storage problem becomes one line naming bucket, endpoint, variables
-                raise
+            except Exception as error:  # noqa: BLE001 - one broken table must not stop the others' ticks
+                failure = table_failure(lake, name, error)  # a storage problem fails the tick, in one line
+                context.log.error(failure)
+                tally.skipped += 1
+                reasons.append(failure)
+                continue
             for note in notes:
                 context.log.info(f"{name}: {note}")
             if request is not None:

@@ -90,6 +90,15 @@ class Visit:
         return text
 
 
+def table_failure(lake: Any, name: str, error: Exception) -> str:
+    """What a tick says of a table it could not visit, after making sure the storage itself is
+    reachable (``lake.check_access()`` raises a one-line error naming bucket, endpoint and
+    variables, which fails the tick). Any other problem is that table's: the tick goes on with the
+    other tables and says it here."""
+    lake.check_access()
+    return f"{name}: not visited, {type(error).__name__}: {error}"
+
+
 def round_robin(names: Sequence[str], start: int, budget: TickBudget, visit: Visit) -> Iterator[str]:
     """The names from ``start`` on (wrapping around) while the budget lasts; ``visit`` records how
     far it got. The first table is always visited, so every tick makes progress."""

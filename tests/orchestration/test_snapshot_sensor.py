@@ -280,3 +280,29 @@ def test_snapshots_that_change_no_rows_request_nothing(pipeline, warehouse):
         result, cursor = _tick(sensor, instance, lake, cursor)
         assert _snapshots(result) == [4] and result.run_requests[0].tags[RANGE_TAG] == "4"
         assert SKIPPED_TAG not in result.run_requests[0].tags
+
+
+def test_one_broken_table_does_not_stop_the_others(warehouse):
+    """A table whose snapshot cannot be read is named in the tick; the other tables get their runs."""
+    names = ["demo.a", "demo.b"]
+    raw = {
+        "warehouse": {"uri": warehouse},
+        "tables": [{**demo_orders_table(), "name": n} for n in names],
+        "downstream": [{**demo_orders_by_day(), "name": f"{n}_by_day", "source_table": n} for n in names],
+    }
+    defs = build_definitions(parse_tables_config(raw))
+    catalog = Catalog(warehouse)
+    catalog.create_database("demo")
+    for name in names:
+        catalog.create_table(
+            name, schema=ORDERS_SCHEMA, primary_keys=["dt", "order_id"], partition_keys=["dt"], options={"bucket": "2"}
+        ).write_arrow(orders(orders_per_batch=5).batch(0))
+    broken = catalog.get_table("demo.a").paths.snapshot(1).removeprefix("file://")
+    with open(broken, "w") as f:
+        f.write("{not json")
+    with dg.DagsterInstance.ephemeral() as instance:
+        ctx = dg.build_sensor_context(instance=instance, cursor=None, resources={"lake": defs.resources["lake"]})
+        result = defs.resolve_sensor_def(SENSOR)(ctx)
+    (request,) = result.run_requests
+    assert request.tags["lake/table"] == "demo.b"
+    assert set(LakeCursor.decode(result.cursor).tables) == {"demo.b"}  # demo.a is tried again next tick

@@ -12,10 +12,10 @@ import dagster as dg
 from orchestration.config import TableConfig, TablesConfig, duration_seconds
 from orchestration.defs.naming import PARTITIONS_SENSOR, identifier
 from orchestration.defs.resources import LakeCatalogResource
-from orchestration.defs.ticks import LakeCursor, TickBudget, Visit, round_robin
+from orchestration.defs.ticks import LakeCursor, TickBudget, Visit, round_robin, table_failure
 
 if TYPE_CHECKING:
-    from lake_core import FileStoreTable
+    from lake_core import Catalog, FileStoreTable
 
 
 def partitions_def_name(table_name: str) -> str:
@@ -47,10 +47,9 @@ def partitions_def(table_name: str) -> dg.DynamicPartitionsDefinition:
 
 
 def _sync_table(
-    context: dg.SensorEvaluationContext, lake: LakeCatalogResource, name: str, entry: dict | None
+    context: dg.SensorEvaluationContext, catalog: "Catalog", name: str, entry: dict | None
 ) -> tuple[list, str, dict | None]:
     """One table: (its partitions requests, what the tick says of it, its new cursor entry)."""
-    catalog = lake.catalog()
     latest = catalog.latest_snapshot_id(name)
     if entry is not None and latest is not None and entry.get("snapshot") == latest:
         return [], "unchanged", entry
@@ -92,10 +91,16 @@ def build_partitions_sensor(config: TablesConfig) -> dg.SensorDefinition | None:
     def sync_partitions(context: dg.SensorEvaluationContext, lake: LakeCatalogResource):
         cursor = LakeCursor.decode(context.cursor)
         budget, visit = TickBudget(budget_s), Visit(len(names))
+        catalog = lake.catalog()
         requests: list = []
         said: list[str] = []
         for name in round_robin(names, cursor.next, budget, visit):
-            found, text, entry = _sync_table(context, lake, name, cursor.tables.get(name))
+            try:
+                found, text, entry = _sync_table(context, catalog, name, cursor.tables.get(name))
+            except Exception as error:  # noqa: BLE001 - one broken table must not stop the others' ticks
+                said.append(table_failure(lake, name, error))  # a storage problem fails the tick, in one line
+                context.log.error(said[-1])
+                continue
             requests += found
             if text != "unchanged":
                 said.append(text)
