@@ -2,9 +2,10 @@
 merges them.
 
 - :mod:`.resources`: the ``lake`` catalog and ``spark`` resources (``resource_definitions``).
-- :mod:`.tables`: the per-table factory (``table_definitions``): one asset group per table holding
-  the table's asset (:mod:`.ingest`), its maintenance assets (:mod:`.maintenance`, the seam where
-  each operation plugs in) and its checks (:mod:`.checks`, :mod:`.drift`).
+- :mod:`.tables`: one asset group per table holding the table's asset (:mod:`.ingest`), its
+  maintenance assets (:mod:`.maintenance`, the seam where each operation plugs in; one op per
+  operation over all tables) and its checks (:mod:`.checks`, :mod:`.drift`); the per-table assets
+  are built cheaply (:mod:`.cheap_assets`). docs/service/many-tables.md says why.
   The lake-wide parts (``lake_definitions``): a fixed number of sensors for any number of tables.
 - :mod:`.downstream`: derived tables, their jobs, and the one snapshot sensor (:mod:`.sensors`)
   that requests them, one run per table covering its new snapshots, leasing the snapshot until

@@ -8,7 +8,7 @@ sensor keeps besides), and ``next`` the position in the table list where the nex
 
 A tick visits the tables from ``next`` on, wrapping around, until every table was visited or the
 budget is spent; the tables not reached are counted in the tick's log and visited first by the
-next tick.
+next tick. A table that cannot be read is named (:func:`table_failure`) and the tick goes on.
 """
 
 from __future__ import annotations
