@@ -290,7 +290,7 @@ def build_health_sensor(
         catalog = lake.catalog()
         requests: list[dg.RunRequest] = []
         reasons: list[str] = []
-        read = unchanged = disabled = 0
+        read = unchanged = changed = disabled = 0
         for name in round_robin(names, cursor.next, budget, visit):
             table = tables[name]
             if not table.sensor.enabled:
@@ -307,6 +307,7 @@ def build_health_sensor(
             requests += tick.requests
             read += tick.read
             unchanged += tick.entry is entry and not tick.read
+            changed += tick.read and _state(entry) != _state(tick.entry)
             if tick.skipped:
                 reasons.append("; ".join(tick.skipped))
             if tick.entry is None:
@@ -318,7 +319,11 @@ def build_health_sensor(
             f", {disabled} with the sensor disabled" if disabled else ""
         )
         context.log.info(summary)
-        events = _lake_health_events(lake, cursor, names) if lake_health and read else []
+        # the view is reported when a table moved (or never before), not on every re-read of a due table
+        report = lake_health and (changed or (read and not cursor.extra.get("lake_health_reported")))
+        events = _lake_health_events(lake, cursor, names) if report else []
+        if events:
+            cursor.extra["lake_health_reported"] = True
         if not requests:
             return dg.SensorResult(
                 skip_reason="; ".join([*reasons, summary]), cursor=cursor.encode(), asset_events=events
@@ -339,6 +344,11 @@ def build_health_sensor(
         "where it stopped. Reports the lake_health view when a table changed.",
         **kwargs,
     )(evaluate)
+
+
+def _state(entry: dict | None) -> tuple:
+    """What makes a table's row of the lake_health view change: its identity and latest snapshot."""
+    return (entry or {}).get("table"), (entry or {}).get("snapshot")
 
 
 def _lake_health_events(lake: LakeCatalogResource, cursor: LakeCursor, names: list[str]) -> list:

@@ -278,6 +278,11 @@ def test_the_health_sensor_reports_the_lake_health_view(warehouse, with_maintena
         # Unchanged: nothing read, nothing reported.
         quiet = _tick(defs, instance, cursor=result.cursor)
         assert not quiet.asset_events and "1 unchanged" in _skip_text(quiet)
+        # A new commit: the table is read again and the view reported with its new row.
+        table.write_arrow(orders(orders_per_batch=30).batch(1))
+        moved = _tick(defs, instance, cursor=quiet.cursor)
+        (event,) = moved.asset_events
+        assert event.metadata["tables"].value.records[0].data["snapshot"] == 4
         # The asset itself reads every table afresh, with the last maintenance from the ledger.
         from orchestration.defs import ledger
 
