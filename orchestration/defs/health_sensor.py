@@ -19,8 +19,8 @@ canceled) is requested again for the same state, as ``<key>#retry-N``, up to
 ``sensor.failed_run_retries`` times, after ``sensor.retry_backoff`` doubled per attempt; then the
 sensor waits for the table to change and says so.
 
-Whenever a tick read a changed table, it also reports the ``lake/lake_health`` view
-(:mod:`.lake_health`) from the figures it keeps per table in its cursor.
+Whenever a tick saw a table move (a new latest snapshot or identity), it also reports the
+``lake/lake_health`` view (:mod:`.lake_health`) from the figures it keeps per table in its cursor.
 
 The **time-driven operations** (:data:`policy.SCHEDULED_OPERATIONS`: snapshot and changelog expiry,
 partition expiry, orphan cleanup, tags) carry an ``AutomationCondition`` on the table's ``maintenance.cron``
