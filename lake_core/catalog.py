@@ -24,6 +24,7 @@ from lake_core.options import CoreOptions
 from lake_core.paths import TablePaths, join
 from lake_core.schema.change import SchemaChange
 from lake_core.schema.schema_manager import SchemaManager
+from lake_core.snapshot.snapshot_manager import SnapshotManager
 from lake_core.system import SYSTEM_TABLES, SystemTable
 from lake_core.table import FileStoreTable, ReadOptimizedTable
 
@@ -178,6 +179,13 @@ class Catalog:
         changes = [changes] if isinstance(changes, SchemaChange) else list(changes)
         new = commit_schema_changes(self._data_table(identifier), changes)
         return FileStoreTable(self.fileio, self.table_path(identifier), identifier, new)
+
+    def latest_snapshot_id(self, identifier: str) -> int | None:
+        """The id of the table's newest snapshot without opening the table (no schema read): the
+        ``LATEST`` hint, trusted as ``SnapshotManager`` trusts it (the hinted snapshot exists and the
+        next one does not; else the snapshot directory is listed). None when the table has no
+        snapshot or does not exist. What a poller compares with the id it last saw."""
+        return SnapshotManager(self.fileio, TablePaths(self.table_path(identifier))).latest_id()
 
     def drop_table(self, identifier: str, ignore_if_not_exists: bool = False) -> None:
         self._refuse_system_table(identifier, "drop_table")

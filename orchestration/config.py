@@ -251,6 +251,11 @@ def _source_schema(spec: str) -> pa.Schema:
     return load_source(spec).schema
 
 
+# (options, schema, primary keys, partition keys) that validate_options accepted (the check does not
+# depend on the table's name; its error message does, and errors are not kept)
+_VALID_OPTIONS: set[tuple] = set()
+
+
 class TableConfig(_Strict):
     name: str = Field(pattern=rf"^{_NAME}\.{_NAME}$", description="database.table")
     source: str | None = Field(None, description="'module:callable' returning a change source (.schema, .batch(i))")
@@ -290,16 +295,20 @@ class TableConfig(_Strict):
                 raise ValueError(f"{what} {missing} are not columns of the schema {columns}")
         if self.primary_keys and not set(self.partition_keys) <= set(self.primary_keys):
             raise ValueError(f"primary_keys {self.primary_keys} must include the partition keys {self.partition_keys}")
-        try:  # exactly the checks Catalog.create_table makes, so a bad option fails here, not in a Spark run
-            validate_options(
-                self.options,
-                schema=self.arrow_schema(),
-                primary_keys=self.primary_keys,
-                partition_keys=self.partition_keys,
-                table=self.name,
-            )
-        except LakeError as e:
-            raise ValueError(f"field 'options': {e}") from None
+        schema = self.arrow_schema()
+        checked = (tuple(sorted(self.options.items())), schema, tuple(self.primary_keys), tuple(self.partition_keys))
+        if checked not in _VALID_OPTIONS:  # many tables share a schema and options: checked once
+            try:  # exactly the checks Catalog.create_table makes, so a bad option fails here, not in a Spark run
+                validate_options(
+                    self.options,
+                    schema=schema,
+                    primary_keys=self.primary_keys,
+                    partition_keys=self.partition_keys,
+                    table=self.name,
+                )
+            except LakeError as e:
+                raise ValueError(f"field 'options': {e}") from None
+            _VALID_OPTIONS.add(checked)
         self._check_maintenance_columns(columns)
         return self
 
@@ -387,9 +396,24 @@ class SparkSettings(_Strict):
         return SparkTarget(remote=self.remote, master=self.master)
 
 
+class ControlSettings(_Strict):
+    """The lake-wide sensors (one snapshot sensor, one health sensor, one partitions sensor for all
+    tables): how long one tick may take, and how often an unchanged table's health is read again."""
+
+    tick_budget: Duration = Field(
+        "20 s", description="a tick stops visiting tables after this long; the rest are carried to the next tick"
+    )
+    health_recheck: Duration = Field(
+        "10 min",
+        description="an unchanged table (same latest snapshot) is evaluated again by the health sensor after this "
+        "long (record TTL lag and snapshot age grow with time alone)",
+    )
+
+
 class TablesConfig(_Strict):
     warehouse: WarehouseConfig
     spark: SparkSettings = SparkSettings()
+    control: ControlSettings = ControlSettings()
     tables: list[TableConfig] = Field(min_length=1)
     downstream: list[DownstreamConfig] = []
 
@@ -460,10 +484,14 @@ def parse_tables_config(raw: Any, *, source: str = "<config>", base_dir: Path | 
     return config
 
 
+# libyaml's safe loader when PyYAML has it (5-10x faster: 500 tables parse in 0.2 s, not 1.2 s)
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def load_tables_config(path: str | Path) -> TablesConfig:
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = yaml.load(path.read_text(), Loader=_SAFE_LOADER)
     except (OSError, yaml.YAMLError) as e:
         raise TablesConfigError(f"cannot read tables config {path}: {e}") from e
     return parse_tables_config(raw, source=str(path), base_dir=path.parent.resolve())

@@ -16,7 +16,7 @@ import dagster as dg
 from orchestration.config import TablesConfig, load_tables_config
 from orchestration.defs.downstream import downstream_definitions
 from orchestration.defs.resources import resource_definitions
-from orchestration.defs.tables import table_definitions
+from orchestration.defs.tables import lake_definitions, table_definitions
 
 CONFIG_ENV = "LAKE_TABLES_CONFIG"
 DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "tables.yaml"
@@ -30,6 +30,7 @@ def build_definitions(config: TablesConfig) -> dg.Definitions:
     return dg.Definitions.merge(
         resource_definitions(config),
         *(table_definitions(table) for table in config.tables),
+        lake_definitions(config),
         downstream_definitions(config),
     )
 

@@ -1,5 +1,6 @@
-"""Derived tables: each rebuilt from one exact snapshot of its source table, in a job that the
-source table's snapshot sensor requests once per new snapshot."""
+"""Derived tables: each rebuilt from one exact snapshot of its source table, in a job (one per
+source table) that the lake's snapshot sensor requests once per tick in which the source table
+brought new rows, covering every snapshot since the previous run."""
 
 from typing import Any
 
@@ -7,11 +8,12 @@ import dagster as dg
 from pydantic import Field
 
 from orchestration.config import DownstreamConfig, TablesConfig
+from orchestration.defs.cheap_assets import table_asset
 from orchestration.defs.leases import build_lease_release_sensors
 from orchestration.defs.metadata import write_materialization
 from orchestration.defs.naming import downstream_job_name, op_name, table_asset_key, table_group, table_pool
 from orchestration.defs.resources import LakeCatalogResource, SparkResource
-from orchestration.defs.sensors import build_snapshot_sensor
+from orchestration.defs.sensors import RANGE_TAG, SKIPPED_TAG, SnapshotTarget, build_snapshot_sensor
 
 
 class DownstreamRunConfig(dg.Config):
@@ -26,7 +28,7 @@ def downstream_run_config(downstream: list[DownstreamConfig], snapshot_id: int) 
 def build_downstream_asset(downstream: DownstreamConfig) -> dg.AssetsDefinition:
     """A derived table rebuilt from one exact snapshot of its source table."""
 
-    @dg.asset(
+    @table_asset(
         key=table_asset_key(downstream.name),
         deps=[table_asset_key(downstream.source_table)],
         group_name=table_group(downstream.name),
@@ -64,17 +66,27 @@ def build_downstream_asset(downstream: DownstreamConfig) -> dg.AssetsDefinition:
                 downstream.name,
                 result,
                 log_prefix=f"from {downstream.source_table}@{snapshot_id}: ",
-                extra={"source_table": downstream.source_table, "source_snapshot_id": snapshot_id},
+                extra={
+                    "source_table": downstream.source_table,
+                    "source_snapshot_id": snapshot_id,
+                    # the snapshot sensor's coalesced range: every snapshot this one run covers, and
+                    # the newer ones that changed no rows (COMPACT, a rescale's OVERWRITE) and why
+                    **{
+                        name: context.run.tags[tag]
+                        for name, tag in (("source_snapshots", RANGE_TAG), ("source_snapshots_skipped", SKIPPED_TAG))
+                        if tag in context.run.tags
+                    },
+                },
             )
 
     return derived_table
 
 
 def downstream_definitions(config: TablesConfig) -> dg.Definitions:
-    """Every derived table's asset, and per source table the job rebuilding its derived tables
-    plus the snapshot sensor requesting that job."""
+    """Every derived table's asset, per source table the job rebuilding its derived tables, and
+    the one snapshot sensor requesting those jobs."""
     assets = [build_downstream_asset(d) for d in config.downstream]
-    jobs, sensors = [], []
+    targets: list[SnapshotTarget] = []
     for table in config.tables:
         consumers = [d for d in config.downstream if d.source_table == table.name]
         if not consumers:
@@ -85,15 +97,16 @@ def downstream_definitions(config: TablesConfig) -> dg.Definitions:
             description=f"Rebuild the tables derived from {table.name} at one snapshot.",
             tags={"lake/table": table.name},
         )
-        jobs.append(job)
-        sensors.append(
-            build_snapshot_sensor(
+        targets.append(
+            SnapshotTarget(
                 table,
                 job,
                 lambda sid, consumers=consumers: downstream_run_config(consumers, sid),
-                description=f"Requests {', '.join(d.name for d in consumers)} for each new snapshot of {table.name}.",
+                tuple(d.name for d in consumers),
             )
         )
-    if jobs:
-        sensors += build_lease_release_sensors(jobs, prefix="downstream__")
+    if not targets:
+        return dg.Definitions(assets=assets)
+    jobs = [t.job for t in targets]
+    sensors = [build_snapshot_sensor(config, targets), *build_lease_release_sensors(jobs, prefix="downstream__")]
     return dg.Definitions(assets=assets, jobs=jobs, sensors=sensors)

@@ -1,10 +1,15 @@
-"""Automation from the ``maintenance:`` policy: a health sensor and a cron schedule per table.
+"""Automation from the ``maintenance:`` policy: one health sensor for all tables, and declarative
+automation (a cron condition on each table's time-driven maintenance assets).
 
-The **health sensor** reads the table's health from metadata only (``table.maintenance.health()``:
-snapshot hints, manifest list, manifests) and evaluates the figure-driven operations of the policy
+The **health sensor** visits the tables round-robin within the tick budget (``control.tick_budget``)
+and, per table, reads its health from metadata only (``table.maintenance.health()``: snapshot hints,
+manifest list, manifests) and evaluates the figure-driven operations of the policy
 (:data:`policy.HEALTH_OPERATIONS`). Each operation that is due becomes a run of its maintenance
 asset, with the reason in the run's tags (``lake/reason``) and in the tick's log; when nothing is
-due, the tick is skipped and its skip reason lists every operation's reason.
+due anywhere, the tick is skipped and its skip reason lists the reasons. A table whose ``LATEST``
+hint has not moved since its cursor entry, with nothing due then, is not read again until
+``control.health_recheck`` has passed (TTL lag and snapshot age grow with time alone): an unchanged
+table costs one hint read.
 
 Run keys are ``<table>:<operation>:<snapshot id>@<table identity digest>``: the same table state
 never requests the same operation twice once a run of it succeeded (a compaction that did nothing
@@ -14,9 +19,13 @@ canceled) is requested again for the same state, as ``<key>#retry-N``, up to
 ``sensor.failed_run_retries`` times, after ``sensor.retry_backoff`` doubled per attempt; then the
 sensor waits for the table to change and says so.
 
-The **schedule** (the policy's ``cron``) requests the time-driven operations
-(:data:`policy.SCHEDULED_OPERATIONS`: snapshot expiry, partition expiry, orphan cleanup) that the
-policy enables, with their reasons, and skips with the reasons otherwise.
+Whenever a tick saw a table move (a new latest snapshot or identity), it also reports the
+``lake/lake_health`` view (:mod:`.lake_health`) from the figures it keeps per table in its cursor.
+
+The **time-driven operations** (:data:`policy.SCHEDULED_OPERATIONS`: snapshot and changelog expiry,
+partition expiry, orphan cleanup, tags) carry an ``AutomationCondition`` on the table's ``maintenance.cron``
+(:mod:`.automation`): the UI shows it on each of those assets, and one automation sensor
+(``lake__maintenance_automation``) evaluates them all.
 """
 
 from __future__ import annotations
@@ -29,8 +38,15 @@ from typing import TYPE_CHECKING
 import dagster as dg
 
 from lake_core import LakeError, TableNotFoundError
-from orchestration.config import TableConfig, duration_seconds
-from orchestration.defs.naming import REASON_TAG, health_sensor_name, maintenance_asset_key, maintenance_schedule_name
+from orchestration.config import TableConfig, TablesConfig, duration_seconds
+from orchestration.defs.lake_health import lake_health_metadata, last_maintenance, summarize
+from orchestration.defs.naming import (
+    AUTOMATION_SENSOR,
+    HEALTH_SENSOR,
+    LAKE_HEALTH_ASSET,
+    REASON_TAG,
+    maintenance_asset_key,
+)
 from orchestration.defs.policy import (
     HEALTH_OPERATIONS,
     SCHEDULED_OPERATIONS,
@@ -39,7 +55,8 @@ from orchestration.defs.policy import (
     health_arguments,
 )
 from orchestration.defs.resources import LakeCatalogResource
-from orchestration.defs.sensors import table_identity
+from orchestration.defs.sensors import identity_prefix, table_identity
+from orchestration.defs.ticks import LakeCursor, TickBudget, Visit, round_robin, table_failure
 
 if TYPE_CHECKING:
     from lake_core import Catalog, TableHealth
@@ -76,14 +93,6 @@ def evaluate_table(
     return HealthEvaluation(
         table.name, tuple(evaluate_policy(health, policy, operations)), health, table_identity(warehouse, lake_table)
     )
-
-
-def _evaluate(lake: LakeCatalogResource, table: TableConfig, operations: tuple[str, ...]) -> HealthEvaluation:
-    try:
-        return evaluate_table(lake.catalog(), lake.warehouse, table, operations)
-    except Exception:
-        lake.check_access()  # a storage problem becomes one line naming bucket, endpoint, variables
-        raise
 
 
 def health_run_key(table_name: str, operation: str, snapshot_id: int | None, identity: str) -> str:
@@ -211,89 +220,183 @@ def plan_health_requests(
     return requests, skipped
 
 
-def _target(table: TableConfig, operations: frozenset[str]):
-    keys = [maintenance_asset_key(table.name, op) for op in sorted(operations)]
-    return dg.AssetSelection.assets(*keys) if keys else None
+def _health_keys(available: dict[str, frozenset[str]]) -> list[dg.AssetKey]:
+    return [maintenance_asset_key(name, op) for name in sorted(available) for op in sorted(available[name])]
 
 
-def build_health_sensor(table: TableConfig, available: frozenset[str]) -> dg.SensorDefinition:
-    """The table's health sensor; ``available``: operations whose maintenance asset exists."""
-    ours = available & frozenset(HEALTH_OPERATIONS)
+@dataclass
+class _TableTick:
+    requests: list[dg.RunRequest]
+    skipped: list[str]  # the reasons of what was not requested
+    entry: dict | None  # the table's new cursor entry (None: drop it)
+    read: bool  # the table's health was read in this tick
 
-    def evaluate(context: dg.SensorEvaluationContext, lake: LakeCatalogResource):
-        evaluation = _evaluate(lake, table, HEALTH_OPERATIONS)
-        if evaluation.missing is not None:
-            return dg.SkipReason(evaluation.missing)
-        for d in evaluation.decisions:
-            context.log.info(("request " if d.request else "skip ") + d.reason)
-        retry = RetryPolicy(table.sensor.failed_run_retries, duration_seconds(table.sensor.retry_backoff))
-        requests, skipped = plan_health_requests(
-            context.instance, evaluation, ours, max_requests=table.sensor.max_requests_per_tick, retry=retry
+
+def _tick_table(
+    context: dg.SensorEvaluationContext,
+    lake: LakeCatalogResource,
+    catalog: Catalog,
+    table: TableConfig,
+    ours: frozenset[str],
+    entry: dict | None,
+    *,
+    recheck_s: float,
+    now: float,
+) -> _TableTick:
+    """One table's part of a health tick."""
+    if (
+        entry
+        and not entry.get("due")
+        and str(entry.get("table", "")).startswith(identity_prefix(lake.warehouse, table.name))
+        and now - float(entry.get("at", 0)) < recheck_s
+        and catalog.latest_snapshot_id(table.name) == entry.get("snapshot")
+    ):
+        return _TableTick([], [], entry, False)  # unchanged since it was last read, nothing due then
+    evaluation = evaluate_table(catalog, lake.warehouse, table, HEALTH_OPERATIONS)
+    if evaluation.missing is not None:
+        return _TableTick([], [evaluation.missing], None, False)
+    for d in evaluation.decisions:
+        context.log.info(f"{table.name}: " + ("request " if d.request else "skip ") + d.reason)
+    retry = RetryPolicy(table.sensor.failed_run_retries, duration_seconds(table.sensor.retry_backoff))
+    requests, skipped = plan_health_requests(
+        context.instance, evaluation, ours, max_requests=table.sensor.max_requests_per_tick, retry=retry, now=now
+    )
+    assert evaluation.health is not None
+    new_entry = {
+        "table": evaluation.identity,
+        "snapshot": evaluation.health.snapshot_id,
+        "at": now,
+        "due": any(d.request for d in evaluation.decisions),
+        "health": summarize(evaluation.health, table),
+    }
+    return _TableTick(requests, skipped, new_entry, True)
+
+
+def build_health_sensor(
+    config: TablesConfig, available: dict[str, frozenset[str]], *, lake_health: bool = True
+) -> dg.SensorDefinition:
+    """The lake's health sensor; ``available``: per table, the operations whose maintenance asset
+    exists; ``lake_health``: report the lake-wide view (the asset exists)."""
+    tables = {t.name: t for t in config.tables}
+    names = sorted(tables)
+    ours = {name: available.get(name, frozenset()) & frozenset(HEALTH_OPERATIONS) for name in names}
+    budget_s = duration_seconds(config.control.tick_budget)
+    recheck_s = duration_seconds(config.control.health_recheck)
+
+    def evaluate(context: dg.SensorEvaluationContext, lake: LakeCatalogResource) -> dg.SensorResult:
+        cursor = LakeCursor.decode(context.cursor)
+        budget, visit = TickBudget(budget_s), Visit(len(names))
+        now = time.time()
+        catalog = lake.catalog()
+        requests: list[dg.RunRequest] = []
+        reasons: list[str] = []
+        read = unchanged = changed = disabled = 0
+        for name in round_robin(names, cursor.next, budget, visit):
+            table = tables[name]
+            if not table.sensor.enabled:
+                disabled += 1
+                continue
+            entry = cursor.tables.get(name)
+            try:
+                tick = _tick_table(context, lake, catalog, table, ours[name], entry, recheck_s=recheck_s, now=now)
+            except Exception as error:  # noqa: BLE001 - one broken table must not stop the others' ticks
+                failure = table_failure(lake, name, error)  # a storage problem fails the tick, in one line
+                context.log.error(failure)
+                reasons.append(failure)
+                continue
+            requests += tick.requests
+            read += tick.read
+            unchanged += tick.entry is entry and not tick.read
+            changed += tick.read and _state(entry) != _state(tick.entry)
+            if tick.skipped:
+                reasons.append("; ".join(tick.skipped))
+            if tick.entry is None:
+                cursor.tables.pop(name, None)
+            else:
+                cursor.tables[name] = tick.entry
+        cursor.next = visit.next
+        summary = f"{visit.summary(budget)}: {read} read, {unchanged} unchanged, {len(requests)} run(s) requested" + (
+            f", {disabled} with the sensor disabled" if disabled else ""
         )
+        context.log.info(summary)
+        # the view is reported when a table moved (or never before), not on every re-read of a due table
+        report = lake_health and (changed or (read and not cursor.extra.get("lake_health_reported")))
+        events = _lake_health_events(lake, cursor, names) if report else []
+        if events:
+            cursor.extra["lake_health_reported"] = True
         if not requests:
-            return dg.SkipReason("; ".join(skipped))
-        return dg.SensorResult(run_requests=requests)
+            return dg.SensorResult(
+                skip_reason="; ".join([*reasons, summary]), cursor=cursor.encode(), asset_events=events
+            )
+        return dg.SensorResult(run_requests=requests, cursor=cursor.encode(), asset_events=events)
 
-    kwargs = {"target": _target(table, ours)} if ours else {}
+    keys = _health_keys(ours)
+    kwargs = {"target": dg.AssetSelection.assets(*keys)} if keys else {}
+    enabled = any(t.sensor.enabled for t in config.tables)
     return dg.sensor(
-        name=health_sensor_name(table.name),
-        minimum_interval_seconds=table.sensor.minimum_interval_seconds,
-        default_status=dg.DefaultSensorStatus.RUNNING if table.sensor.enabled else dg.DefaultSensorStatus.STOPPED,
-        description=f"Reads the health of {table.name} (metadata only) and requests the maintenance its policy "
-        f"calls for ({', '.join(HEALTH_OPERATIONS)}); the reason is in each run's '{REASON_TAG}' tag, "
-        "or in the skip reason when nothing is due.",
+        name=HEALTH_SENSOR,
+        minimum_interval_seconds=min(t.sensor.minimum_interval_seconds for t in config.tables),
+        default_status=dg.DefaultSensorStatus.RUNNING if enabled else dg.DefaultSensorStatus.STOPPED,
+        description=f"Reads the health of each of the {len(names)} table(s) (metadata only; an unchanged table "
+        f"costs one LATEST-hint read) and requests the maintenance its policy calls for "
+        f"({', '.join(HEALTH_OPERATIONS)}); the reason is in each run's '{REASON_TAG}' tag, or in the skip "
+        f"reason when nothing is due. A tick stops after {config.control.tick_budget}; the next one carries on "
+        "where it stopped. Reports the lake_health view when a table changed.",
         **kwargs,
     )(evaluate)
 
 
-def build_maintenance_schedule(table: TableConfig, available: frozenset[str]) -> dg.ScheduleDefinition | None:
-    """The policy's cron schedule of the time-driven operations; None without a cron or assets."""
-    cron = table.maintenance.cron
-    ours = available & frozenset(SCHEDULED_OPERATIONS)
-    if cron is None or not ours:
+def _state(entry: dict | None) -> tuple:
+    """What makes a table's row of the lake_health view change: its identity and latest snapshot."""
+    return (entry or {}).get("table"), (entry or {}).get("snapshot")
+
+
+def _lake_health_events(lake: LakeCatalogResource, cursor: LakeCursor, names: list[str]) -> list:
+    """The lake_health view from the figures in the cursor, as a reported materialization."""
+    summaries: dict[str, dict | str] = {}
+    for name in names:
+        entry = cursor.tables.get(name)
+        summaries[name] = entry["health"] if entry and "health" in entry else "not read yet"
+    try:
+        last = last_maintenance(lake)
+    except (LakeError, OSError) as e:  # the view without the last runs beats no view
+        last = {}
+        summaries["(maintenance ledger)"] = f"unreadable: {e}"
+    return [dg.AssetMaterialization(asset_key=LAKE_HEALTH_ASSET, metadata=lake_health_metadata(summaries, last))]
+
+
+def build_automation_sensor(keys: list[dg.AssetKey]) -> dg.AutomationConditionSensorDefinition | None:
+    """The one sensor evaluating the cron conditions of every table's time-driven assets."""
+    if not keys:
         return None
-    operations = tuple(op for op in SCHEDULED_OPERATIONS if op in ours)
-
-    def evaluate(context: dg.ScheduleEvaluationContext, lake: LakeCatalogResource):
-        evaluation = _evaluate(lake, table, operations)
-        if evaluation.missing is not None:
-            return dg.SkipReason(evaluation.missing)
-        tick = context.scheduled_execution_time
-        stamp = tick.strftime("%Y-%m-%dT%H:%M") if tick is not None else "manual"
-        snapshot_id = evaluation.health.snapshot_id if evaluation.health else None
-        requests = [
-            dg.RunRequest(
-                run_key=f"{table.name}:{d.operation}:{stamp}",
-                asset_selection=[maintenance_asset_key(table.name, d.operation)],
-                tags=_tags(table.name, d, f"schedule {cron}", snapshot_id),
-            )
-            for d in evaluation.decisions
-            if d.request
-        ]
-        for d in evaluation.decisions:
-            context.log.info(("request " if d.request else "skip ") + d.reason)
-        if not requests:
-            return dg.SkipReason("; ".join(d.reason for d in evaluation.decisions))
-        return requests
-
-    return dg.schedule(
-        name=maintenance_schedule_name(table.name),
-        cron_schedule=cron,
-        target=_target(table, ours),
-        default_status=dg.DefaultScheduleStatus.RUNNING,
-        description=f"The maintenance policy's cron ({cron}) for {table.name}: {', '.join(operations)} when the "
-        "policy enables them; reasons in each run's tags.",
-    )(evaluate)
+    return dg.AutomationConditionSensorDefinition(
+        name=AUTOMATION_SENSOR,
+        target=dg.AssetSelection.assets(*keys),
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description="Evaluates the maintenance policy's cron (maintenance.cron) on each table's time-driven "
+        "maintenance assets (snapshot expiry, partition expiry, orphan cleanup, tags).",
+    )
 
 
-def health_definitions(table: TableConfig, maintenance_keys) -> dg.Definitions:
-    """The health sensor and the schedule of one table, targeting the maintenance assets in
-    ``maintenance_keys`` (the asset keys of the table's maintenance assets that exist)."""
+def health_definitions(config: TablesConfig, maintenance_keys, *, lake_health: bool = True) -> dg.Definitions:
+    """The lake's health sensor and automation sensor, targeting the maintenance assets in
+    ``maintenance_keys`` (the asset keys of the maintenance assets that exist)."""
     keys = set(maintenance_keys)
-    available = frozenset(
-        op for op in (*HEALTH_OPERATIONS, *SCHEDULED_OPERATIONS) if maintenance_asset_key(table.name, op) in keys
-    )
-    schedule = build_maintenance_schedule(table, available)
-    return dg.Definitions(
-        sensors=[build_health_sensor(table, available)], schedules=[schedule] if schedule is not None else []
-    )
+    available = {
+        t.name: frozenset(
+            op for op in (*HEALTH_OPERATIONS, *SCHEDULED_OPERATIONS) if maintenance_asset_key(t.name, op) in keys
+        )
+        for t in config.tables
+    }
+    scheduled = [
+        maintenance_asset_key(t.name, op)
+        for t in config.tables
+        if t.maintenance.cron is not None
+        for op in SCHEDULED_OPERATIONS
+        if op in available[t.name]
+    ]
+    automation = build_automation_sensor(scheduled)
+    sensors: list = [build_health_sensor(config, available, lake_health=lake_health)]
+    if automation is not None:
+        sensors.append(automation)
+    return dg.Definitions(sensors=sensors)

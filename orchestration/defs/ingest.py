@@ -7,6 +7,7 @@ from pydantic import Field
 from jobs.ingest import ingest
 from jobs.tables import TableSpec
 from orchestration.config import TableConfig
+from orchestration.defs.cheap_assets import table_asset
 from orchestration.defs.drift import config_drift
 from orchestration.defs.metadata import write_materialization
 from orchestration.defs.naming import table_asset_key, table_group, table_pool
@@ -42,7 +43,7 @@ def build_write_asset(table: TableConfig) -> dg.AssetsDefinition:
         options=dict(table.options),
     )
 
-    @dg.asset(
+    @table_asset(
         key=table_asset_key(table.name),
         group_name=table_group(table.name),
         kinds={"spark", "paimon"},

@@ -34,11 +34,21 @@ def table_pool(table_name: str) -> str:
     return "lake_table_" + identifier(table_name)
 
 
-def maintenance_pool(table_name: str) -> str:
-    """The pool of every maintenance asset of a table (compaction, expiry, orphan cleanup, rescale,
-    ...): one maintainer per table at a time. Writers are not in it, so maintenance never blocks a
-    write (only compaction's write stall rule does)."""
-    return "lake_maintenance_" + identifier(table_name)
+MAINTENANCE_POOL = "lake_maintenance"
+
+
+def maintenance_pool(table_name: str | None = None) -> str:
+    """The pool of every maintenance asset (compaction, expiry, orphan cleanup, rescale, ...) of
+    every table: an operation's assets of all tables are one op (docs/service/many-tables.md), and
+    a pool belongs to an op, so the pool is the lake's: with its limit of 1 (dagster.yaml), one
+    maintainer at a time, so never two on one table. Writers are not in it, so maintenance never
+    blocks a write (only compaction's write stall rule does)."""
+    return MAINTENANCE_POOL
+
+
+def maintenance_op_name(operation: str) -> str:
+    """The one op of an operation over all tables (what a run's config is keyed by)."""
+    return f"lake_maintenance__{operation}"
 
 
 def op_name(table_name: str) -> str:
@@ -46,17 +56,13 @@ def op_name(table_name: str) -> str:
     return table_asset_key(table_name).to_python_identifier()
 
 
-def snapshot_sensor_name(table_name: str) -> str:
-    return f"{identifier(table_name)}__snapshot_sensor"
+# The lake-wide sensors: one each for all tables (their number does not grow with the tables).
+SNAPSHOT_SENSOR = "lake__snapshot_sensor"
+HEALTH_SENSOR = "lake__health_sensor"
+PARTITIONS_SENSOR = "lake__partitions_sensor"
+AUTOMATION_SENSOR = "lake__maintenance_automation"
+LAKE_HEALTH_ASSET = dg.AssetKey(["lake", "lake_health"])
 
 
 def downstream_job_name(table_name: str) -> str:
     return f"{identifier(table_name)}__downstream"
-
-
-def health_sensor_name(table_name: str) -> str:
-    return f"{identifier(table_name)}__health_sensor"
-
-
-def maintenance_schedule_name(table_name: str) -> str:
-    return f"{identifier(table_name)}__maintenance_schedule"

@@ -2,7 +2,7 @@
 per operation, each with the human reason a user reads in the UI.
 
 Pure: no I/O, no Dagster. The health sensor (:mod:`.health_sensor`) requests the ``HEALTH_OPERATIONS``
-that are due; the policy's cron schedule requests the ``SCHEDULED_OPERATIONS`` that are due; the
+that are due; the ``SCHEDULED_OPERATIONS`` run on the policy's cron (:mod:`.automation`); the
 asset checks compare the same figures against the same thresholds (:func:`check_figures`).
 """
 

@@ -1,25 +1,36 @@
-"""The per-table factory: everything Dagster knows about one configured table, in its own asset
-group — the table's asset (its write job), its maintenance assets and its checks — and the
-health sensor and schedule that request those maintenance assets."""
+"""Everything Dagster knows about the configured tables. Each table has its own asset group: the
+table's asset (its write job, :func:`table_definitions`), its maintenance assets and its checks.
+The maintenance assets and checks of all tables are built together (:func:`lake_definitions`): one
+op per operation, and a fixed number of sensors, however many tables."""
 
 from __future__ import annotations
 
 import dagster as dg
 
-from orchestration.config import TableConfig
+from orchestration.config import TableConfig, TablesConfig
 from orchestration.defs.checks import table_checks
 from orchestration.defs.health_sensor import health_definitions
 from orchestration.defs.ingest import build_table_asset
+from orchestration.defs.lake_health import build_lake_health_asset
 from orchestration.defs.maintenance import maintenance_assets, maintenance_sensors
 
 
 def table_definitions(table: TableConfig) -> dg.Definitions:
-    maintenance = maintenance_assets(table)
+    """The table's own asset (its write job, or an external asset)."""
+    return dg.Definitions(assets=[build_table_asset(table)])
+
+
+def lake_definitions(config: TablesConfig) -> dg.Definitions:
+    """What spans the tables: every table's maintenance assets (one op per operation) and checks
+    (one op per kind), the lake-wide sensors (health, automation, partitions) and the lake_health
+    view. A fixed number of ops and sensors, however many tables."""
+    maintenance = maintenance_assets(config.tables)
+    keys = [key for a in maintenance for key in a.keys]
     return dg.Definitions.merge(
         dg.Definitions(
-            assets=[build_table_asset(table), *maintenance],
-            asset_checks=table_checks(table),
-            sensors=maintenance_sensors(table),
+            assets=[*maintenance, build_lake_health_asset(config)],
+            asset_checks=table_checks(config.tables),
+            sensors=maintenance_sensors(config),
         ),
-        health_definitions(table, [key for asset in maintenance for key in asset.keys]),
+        health_definitions(config, keys),
     )

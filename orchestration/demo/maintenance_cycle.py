@@ -23,7 +23,7 @@ from lake_core import Catalog, LakeError
 from orchestration.config import TableConfig, TablesConfig
 from orchestration.defs.health_sensor import evaluate_table
 from orchestration.defs.ledger import LEDGER_TABLE
-from orchestration.defs.naming import REASON_TAG, maintenance_asset_key
+from orchestration.defs.naming import PARTITIONS_SENSOR, REASON_TAG, maintenance_asset_key
 from orchestration.defs.policy import HEALTH_OPERATIONS, SCHEDULED_OPERATIONS
 
 LEASE_HOLDER = "demo-reader"
@@ -54,24 +54,24 @@ def _materialize(
     config: dict | None = None,
     tags: dict | None = None,
 ) -> tuple[dict, str]:
-    run_config = {**quiet, **({"ops": {key.to_python_identifier(): {"config": config}}} if config else {})}
+    op = defs.resolve_assets_def(key).node_def.name  # per operation, one op over all tables
+    run_config = {**quiet, **({"ops": {op: {"config": config}}} if config else {})}
     result = dg.materialize(
         [defs.resolve_assets_def(key)],
+        selection=[key],  # this table's asset of the operation's op
         instance=instance,
         run_config=run_config,
         tags={REASON_TAG: reason, **(tags or {})},
     )
-    events = result.asset_materializations_for_node(key.to_python_identifier())
+    events = [e for e in result.asset_materializations_for_node(op) if e.asset_key == key]
     meta = {k: v.value for k, v in events[-1].metadata.items()} if events else {}
     return meta, result.run_id
 
 
 def _sync_partitions(defs: dg.Definitions, instance: dg.DagsterInstance, table: TableConfig, lake) -> None:
-    """One tick of the table's partitions sensor: the rescale asset's partitions follow the table's."""
+    """One tick of the lake's partitions sensor: the rescale assets' partitions follow the tables'."""
     for sensor in defs.sensors or ():
-        if sensor.name.endswith("__partitions_sensor") and sensor.name.startswith(
-            maintenance_asset_key(table.name, "rescale").path[0]
-        ):
+        if sensor.name == PARTITIONS_SENSOR:
             tick = sensor(dg.build_sensor_context(instance=instance, resources={"lake": lake}))
             for request in getattr(tick, "dynamic_partitions_requests", None) or ():
                 if isinstance(request, dg.AddDynamicPartitionsRequest):

@@ -1,9 +1,10 @@
 """The demo pipeline on the embedded default: ``python -m orchestration.demo``.
 
 One run = ingest the next batches (three by default) of every configured source (the Spark write
-asset), one tick of each table's snapshot sensor, the downstream runs it requests (Spark reads that
-exact snapshot through ``spark.read.format("paimon")`` and writes the derived table), a maintenance
-cycle (:mod:`orchestration.demo.maintenance_cycle`; ``--no-maintenance`` skips it), then a summary. Runs are
+asset), one tick of the lake's snapshot sensor, the downstream run it requests per table (one run
+covering every new snapshot: Spark reads the newest through ``spark.read.format("paimon")`` and
+writes the derived table), a maintenance cycle (:mod:`orchestration.demo.maintenance_cycle`;
+``--no-maintenance`` skips it), then a summary. Runs are
 recorded in the same Dagster storage that ``dagster dev`` (started from the checkout) shows, and
 the downstream runs carry the sensor's run key and name: a snapshot the demo derived is never
 derived again by a running ``dagster dev`` (and one it derived is skipped here). Runs execute one
@@ -29,13 +30,14 @@ from dagster._core.storage.dagster_run import IN_PROGRESS_RUN_STATUSES
 from dagster._core.storage.tags import RUN_KEY_TAG, SENSOR_NAME_TAG
 
 from jobs.spark_target import SparkConfigError
-from lake_core import LakeError
+from lake_core import Catalog, LakeError
 from orchestration.config import TablesConfig, load_tables_config
 from orchestration.definitions import CONFIG_ENV, build_definitions, config_path
 from orchestration.defs.leases import LEASE_TAG, release_run_lease
-from orchestration.defs.naming import snapshot_sensor_name, table_asset_key
+from orchestration.defs.naming import SNAPSHOT_SENSOR, table_asset_key
 from orchestration.defs.resources import spark_resource
-from orchestration.defs.sensors import SensorCursor, table_identity
+from orchestration.defs.sensors import RANGE_TAG, SensorCursor, table_identity
+from orchestration.defs.ticks import LakeCursor
 from orchestration.demo.maintenance_cycle import CycleSummary, run_maintenance_cycle
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -82,6 +84,46 @@ def _wait_for_table(instance: dg.DagsterInstance, table_name: str, say: Callable
         time.sleep(2)
 
 
+def _run_downstream(
+    defs: dg.Definitions,
+    config: TablesConfig,
+    instance: dg.DagsterInstance,
+    catalog: Catalog,
+    sensor_name: str,
+    request: dg.RunRequest,
+    summary: DemoSummary,
+    say: Callable[[str], None],
+) -> None:
+    """Run one request of the snapshot sensor as the daemon would (unless a run already has its key)."""
+    table_name = request.tags["lake/table"]
+    job = defs.resolve_job_def(request.job_name or "")
+    key = request.run_key or ""
+    summary.requests.append(key)
+    done = _existing_run(instance, key, sensor_name)
+    if done is not None:
+        summary.skipped.append(key)
+        say(f"sensor   {sensor_name}: run_key {key} already has run {done.run_id[:8]} ({done.status.value})")
+        # no run will carry this request's snapshot lease: release it now
+        catalog.get_table(table_name).maintenance.release_lease(consumer_id=request.tags[LEASE_TAG])
+        return
+    say(f"sensor   {sensor_name}: run_key {key} → job {job.name} (snapshots {request.tags.get(RANGE_TAG)})")
+    started = time.monotonic()
+    _wait_for_table(instance, table_name, say)
+    tags = {**request.tags, RUN_KEY_TAG: key, SENSOR_NAME_TAG: sensor_name}
+    result = job.execute_in_process(run_config={**(request.run_config or {}), **_QUIET}, tags=tags, instance=instance)
+    released = release_run_lease(catalog, instance.get_run_by_id(result.run_id))  # what the run-status sensor does
+    if released:
+        say(f"lease    {released}")
+    for d in config.downstream:
+        if d.source_table == table_name:
+            meta = _metadata(result, table_asset_key(d.name))
+            summary.downstream[d.name] = meta
+            say(
+                f"derive   {d.name} from {table_name}@{meta.get('source_snapshot_id')} → snapshot "
+                f"{meta.get('snapshot_id')} ({meta.get('table_rows')} rows) in {time.monotonic() - started:.1f}s"
+            )
+
+
 def run_demo(
     config: TablesConfig,
     instance: dg.DagsterInstance,
@@ -98,15 +140,16 @@ def run_demo(
         catalog = res.lake.catalog()
         warehouse = res.lake.warehouse
 
-    def cursor_of(name: str) -> str | None:
-        """The sensor's cursor as it stood before this ingest (None: a first tick)."""
+    def entry_of(name: str) -> dict | None:
+        """The table's entry of the sensor's cursor as it stood before this ingest (None: a first tick)."""
         if not catalog.table_exists(name):
             return None
         table = catalog.get_table(name)
         snap = table.latest_snapshot()
-        return SensorCursor(table_identity(warehouse, table), snap.id).encode() if snap else None
+        return SensorCursor(table_identity(warehouse, table), snap.id).entry() if snap else None
 
-    cursors = {t.name: cursor_of(t.name) for t in config.tables}
+    entries = {t.name: entry_of(t.name) for t in config.tables}
+    cursor = LakeCursor({name: e for name, e in entries.items() if e is not None}).encode()
 
     for table in config.tables:
         if table.source is None:
@@ -124,50 +167,15 @@ def run_demo(
                 f"{meta.get('live_files')} files, {meta.get('total_bytes')} bytes) in {time.monotonic() - started:.1f}s"
             )
 
-    for table in config.tables:
-        name = snapshot_sensor_name(table.name)
-        if not defs.sensors or name not in {s.name for s in defs.sensors}:
-            continue
-        sensor = defs.resolve_sensor_def(name)
-        tick = sensor(
-            dg.build_sensor_context(instance=instance, cursor=cursors.get(table.name), resources={"lake": lake})
-        )
+    if defs.sensors and SNAPSHOT_SENSOR in {s.name for s in defs.sensors}:
+        sensor = defs.resolve_sensor_def(SNAPSHOT_SENSOR)
+        tick = sensor(dg.build_sensor_context(instance=instance, cursor=cursor, resources={"lake": lake}))
         assert isinstance(tick, dg.SensorResult)
         if not tick.run_requests:
             reason = tick.skip_reason.skip_message if tick.skip_reason else "nothing new"
             say(f"sensor   {sensor.name}: skipped ({reason})")
-            continue
-        job = defs.resolve_job_def(sensor.job_name or "")
         for request in tick.run_requests:
-            key = request.run_key or ""
-            summary.requests.append(key)
-            done = _existing_run(instance, key, sensor.name)
-            if done is not None:
-                summary.skipped.append(key)
-                say(f"sensor   {sensor.name}: run_key {key} already has run {done.run_id[:8]} ({done.status.value})")
-                # no run will carry this request's snapshot lease: release it now
-                catalog.get_table(table.name).maintenance.release_lease(consumer_id=request.tags[LEASE_TAG])
-                continue
-            say(f"sensor   {sensor.name}: run_key {key} → job {job.name}")
-            started = time.monotonic()
-            _wait_for_table(instance, table.name, say)
-            tags = {**request.tags, RUN_KEY_TAG: key, SENSOR_NAME_TAG: sensor.name}
-            result = job.execute_in_process(
-                run_config={**(request.run_config or {}), **_QUIET}, tags=tags, instance=instance
-            )
-            released = release_run_lease(
-                catalog, instance.get_run_by_id(result.run_id)
-            )  # what the run-status sensor does
-            if released:
-                say(f"lease    {released}")
-            for d in config.downstream:
-                if d.source_table == table.name:
-                    meta = _metadata(result, table_asset_key(d.name))
-                    summary.downstream[d.name] = meta
-                    say(
-                        f"derive   {d.name} from {table.name}@{meta.get('source_snapshot_id')} → snapshot "
-                        f"{meta.get('snapshot_id')} ({meta.get('table_rows')} rows) in {time.monotonic() - started:.1f}s"
-                    )
+            _run_downstream(defs, config, instance, catalog, sensor.name, request, summary, say)
 
     if maintenance:
         summary.maintenance = run_maintenance_cycle(config, defs, instance, catalog, warehouse, quiet=_QUIET, say=say)

@@ -20,6 +20,7 @@ from orchestration.config import load_tables_config
 from orchestration.definitions import build_definitions
 from orchestration.defs.ledger import read_ledger
 from orchestration.defs.maintenance.compaction import COMPACTION, RECORD_EXPIRY, in_task_check, verification_check
+from orchestration.defs.naming import maintenance_op_name
 
 pytestmark = pytest.mark.dagster
 
@@ -82,7 +83,8 @@ def _rows(warehouse: str, storage_options=None) -> dict:
 def _materialize(
     defs: dg.Definitions, key: dg.AssetKey, config: dict | None = None, tags: dict | None = None
 ) -> dg.ExecuteInProcessResult:
-    run_config = {"ops": {key.to_python_identifier(): {"config": config}}} if config is not None else None
+    op = defs.resolve_assets_def(key).node_def.name  # the operation's one op over all tables
+    run_config = {"ops": {op: {"config": config}}} if config is not None else None
     with dg.DagsterInstance.ephemeral() as instance:
         return dg.materialize([defs.resolve_assets_def(key)], instance=instance, run_config=run_config, tags=tags)
 
@@ -92,7 +94,9 @@ def _ledger(warehouse: str, storage_options=None) -> list[dict]:
 
 
 def _metadata(result: dg.ExecuteInProcessResult, key: dg.AssetKey) -> dict:
-    [event] = result.asset_materializations_for_node(key.to_python_identifier())
+    [event] = [
+        e for e in result.asset_materializations_for_node(maintenance_op_name(key.path[-1])) if e.asset_key == key
+    ]
     return {k: v for k, v in event.metadata.items()}
 
 
@@ -349,7 +353,7 @@ def test_a_bad_partition_fails_the_run_before_spark_and_is_in_the_ledger(tmp_pat
             [defs.resolve_assets_def(COMPACT_KEY)],
             instance=instance,
             raise_on_error=False,
-            run_config={"ops": {"db__t__compaction": {"config": {"partitions": ["day=1"]}}}},
+            run_config={"ops": {"lake_maintenance__compaction": {"config": {"partitions": ["day=1"]}}}},
         )
     assert not result.success
     [row] = _ledger(warehouse)

@@ -12,6 +12,7 @@ from lake_core import Catalog
 from orchestration.config import load_tables_config
 from orchestration.definitions import build_definitions
 from orchestration.definitions import defs as lazy_defs
+from orchestration.defs.naming import LAKE_HEALTH_ASSET
 from orchestration.defs.storage import StorageAccessError
 from orchestration.demo.source import orders
 
@@ -55,11 +56,13 @@ def _reference_by_day(snapshot_batches: int) -> dict:
 def test_the_code_location_loads():
     definitions = lazy_defs()
     dg.Definitions.validate_loadable(definitions)
-    assert set(definitions.resolve_all_asset_keys()) == {ORDERS, BY_DAY, *MAINTENANCE}
+    assert set(definitions.resolve_all_asset_keys()) == {ORDERS, BY_DAY, *MAINTENANCE, LAKE_HEALTH_ASSET}
+    # One sensor of each kind for all tables; the policy's cron is automation on the time-driven assets.
     assert {s.name for s in definitions.sensors} == {
-        "demo__orders__snapshot_sensor",
-        "demo__orders__partitions_sensor",
-        "demo__orders__health_sensor",
+        "lake__snapshot_sensor",
+        "lake__partitions_sensor",
+        "lake__health_sensor",
+        "lake__maintenance_automation",
         "downstream__lease_release_on_success",
         "downstream__lease_release_on_failure",
         "downstream__lease_release_on_canceled",
@@ -130,7 +133,7 @@ def test_a_rerun_of_the_same_run_does_not_commit_again(spark, warehouse, write_t
 def test_sensor_request_runs_the_downstream_on_exactly_that_snapshot(spark, warehouse, write_tables_config):
     definitions = build_definitions(load_tables_config(write_tables_config(warehouse)))
     write_asset = definitions.resolve_assets_def(ORDERS)
-    sensor = definitions.resolve_sensor_def("demo__orders__snapshot_sensor")
+    sensor = definitions.resolve_sensor_def("lake__snapshot_sensor")
     with dg.DagsterInstance.ephemeral() as instance:
         for _ in range(2):
             dg.materialize([write_asset], instance=instance)
@@ -140,7 +143,7 @@ def test_sensor_request_runs_the_downstream_on_exactly_that_snapshot(spark, ware
         dg.materialize([write_asset], instance=instance)  # snapshot 3 lands
 
         # The requested run, as the daemon would launch it: the downstream job with its run config.
-        job = definitions.resolve_job_def(sensor.job_name)
+        job = definitions.resolve_job_def(request.job_name)
         result = job.execute_in_process(run_config=request.run_config, tags=request.tags, instance=instance)
     meta = _metadata(result, BY_DAY)
     assert meta["source_snapshot_id"] == 2 and meta["snapshot_id"] == 1
@@ -188,8 +191,19 @@ def _causes(error: BaseException | None):
 
 
 def _drift_check(definitions: dg.Definitions):
-    [check] = [c for c in definitions.asset_checks if dg.AssetCheckKey(ORDERS, "config_drift") in set(c.check_keys)]
-    return check
+    """The config_drift check of demo.orders, run alone (its op holds every table's)."""
+    key = dg.AssetCheckKey(ORDERS, "config_drift")
+    [check] = [c for c in definitions.asset_checks if key in set(c.check_keys)]
+
+    def run(lake) -> dg.AssetCheckEvaluation:
+        with dg.DagsterInstance.ephemeral() as instance:
+            result = dg.materialize(
+                [check], instance=instance, resources={"lake": lake}, selection=dg.AssetSelection.checks(key)
+            )
+        [evaluation] = result.get_asset_check_evaluations()
+        return evaluation
+
+    return run
 
 
 @pytest.mark.dagster
@@ -257,7 +271,7 @@ def test_storage_errors_name_bucket_endpoint_and_variables_before_spark(s3_serve
         error = failure.step_failure_data.error
         assert error.cause.cls_name == "StorageAccessError" and f"bucket '{bucket}'" in error.cause.message
         if words == "cannot reach":  # a sensor tick that cannot read the table says why, too
-            sensor = definitions.resolve_sensor_def("demo__orders__snapshot_sensor")
+            sensor = definitions.resolve_sensor_def("lake__snapshot_sensor")
             with dg.DagsterInstance.ephemeral() as instance, pytest.raises(Exception) as tick:
                 sensor(dg.build_sensor_context(instance=instance, resources=definitions.resources))
             chain = list(_causes(tick.value))
@@ -286,7 +300,7 @@ def test_a_maintenance_operation_plugs_into_its_tables_group(warehouse, write_ta
     graph = build_definitions(load_tables_config(write_tables_config(warehouse))).resolve_asset_graph()
     node = graph.get(dg.AssetKey(["demo", "orders", "compaction"]))
     assert node.group_name == graph.get(ORDERS).group_name == "demo__orders"
-    # Maintainers share one pool per table; the writer is not in it (maintenance never blocks a write).
-    assert node.parent_keys == {ORDERS} and node.pools == {"lake_maintenance_demo__orders"}
+    # Maintainers share one pool (one at a time); the writer is not in it (maintenance never blocks a write).
+    assert node.parent_keys == {ORDERS} and node.pools == {"lake_maintenance"}
     assert not node.pools & graph.get(ORDERS).pools
     assert not graph.has(dg.AssetKey(["demo", "orders_by_day", "compaction"]))  # derived tables: not configured tables

@@ -64,6 +64,7 @@ def test_asset_graph_renders_the_table_assets(dagster_dev, tmp_path):
         ["demo", "orders"],
         *(["demo", "orders", op] for op in maintenance),
         ["demo", "orders_by_day"],
+        ["lake", "lake_health"],  # the whole lake at a glance
     ]
     # The global lineage shows one asset group per table (group nodes carry their name as a tooltip).
     html, shot = _render(chromium, tmp_path, f"{url}/asset-groups", "lineage")

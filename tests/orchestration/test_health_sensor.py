@@ -1,5 +1,6 @@
-"""Policies that explain themselves: the health sensor, the policy schedule, the health checks and the
-snapshot leases, on a real Dagster instance against real lake tables (local disk, one S3 case)."""
+"""Policies that explain themselves: the lake's health sensor, the policy's cron automation, the
+lake_health view, the health checks and the snapshot leases, on a real Dagster instance against real
+lake tables (local disk, one S3 case)."""
 
 from __future__ import annotations
 
@@ -19,16 +20,17 @@ from lake_core import Catalog
 from orchestration.config import parse_tables_config
 from orchestration.definitions import build_definitions
 from orchestration.defs import maintenance as maintenance_mod
+from orchestration.defs.automation import scheduled_condition
 from orchestration.defs.leases import LEASE_TAG, lease_holder, sweep_leases
-from orchestration.defs.naming import maintenance_asset_key, table_asset_key, table_group
+from orchestration.defs.naming import LAKE_HEALTH_ASSET, maintenance_asset_key, table_asset_key, table_group
 from orchestration.defs.resources import LakeCatalogResource
 from orchestration.demo.source import ORDERS_SCHEMA, orders
 
 pytestmark = pytest.mark.dagster
 
 NAME = "demo.orders"
-HEALTH = "demo__orders__health_sensor"
-SNAPSHOTS = "demo__orders__snapshot_sensor"
+HEALTH = "lake__health_sensor"
+SNAPSHOTS = "lake__snapshot_sensor"
 OPTIONS = {"bucket": "2", "rowkind.field": "op", "write-only": "true"}  # write-only: every write adds L0 files
 
 
@@ -39,6 +41,7 @@ def _op_asset(operation: str, run):
             key=maintenance_asset_key(table.name, operation),
             deps=[table_asset_key(table.name)],
             group_name=table_group(table.name),
+            automation_condition=scheduled_condition(table, operation),
         )
         def _asset(lake: LakeCatalogResource) -> dg.MaterializeResult:
             result = run(lake.catalog().get_table(table.name))
@@ -221,38 +224,73 @@ def test_manifest_compaction_requested_over_the_policy_limit(warehouse, with_mai
     assert manifests > 3 and request.tags["lake/reason"] == f"manifest_compaction: {manifests} manifests > 3"
 
 
-def test_schedule_requests_time_based_operations_with_reasons(warehouse, with_maintenance_assets):
+def test_time_based_operations_run_on_the_policy_cron(warehouse, with_maintenance_assets):
+    """The policy's cron is an automation condition on each time-driven asset of the table (what the
+    UI shows), evaluated by one automation sensor; a disabled operation gets none."""
     policy = {
         "cron": "0 3 * * *",
         "snapshot_expiry": {"retain_min": 2, "retain_max": 5},
         "orphan_cleanup": {"enabled": False},
     }
     defs = _definitions(warehouse, policy)
-    schedule = defs.resolve_schedule_def("demo__orders__maintenance_schedule")
-    assert schedule.cron_schedule == "0 3 * * *"
-    table = _table(warehouse)
-    when = dt.datetime(2026, 11, 24, 3, 0, tzinfo=dt.UTC)
+    graph = defs.resolve_asset_graph()
+    expiry = maintenance_asset_key(NAME, "snapshot_expiry")
+    assert graph.get(expiry).automation_condition.get_label() == "maintenance.cron 0 3 * * *"
+    assert graph.get(maintenance_asset_key(NAME, "orphan_cleanup")).automation_condition is None  # disabled
+    assert graph.get(maintenance_asset_key(NAME, "compaction")).automation_condition is None  # the health sensor's
+    sensor = defs.resolve_sensor_def("lake__maintenance_automation")
+    assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
+    assert not defs.schedules  # no schedule per table any more
+    _table(warehouse).write_arrow(orders(orders_per_batch=5).batch(0))
     with dg.DagsterInstance.ephemeral() as instance:
+        before = dt.datetime(2026, 11, 24, 2, 59, tzinfo=dt.UTC)
+        first = dg.evaluate_automation_conditions(defs=defs, instance=instance, evaluation_time=before)
+        assert first.total_requested == 0
+        after = dt.datetime(2026, 11, 24, 3, 1, tzinfo=dt.UTC)
+        tick = dg.evaluate_automation_conditions(
+            defs=defs, instance=instance, evaluation_time=after, cursor=first.cursor
+        )
+        assert tick.total_requested == 1 and tick.get_num_requested(expiry) == 1
+        later = dt.datetime(2026, 11, 24, 3, 2, tzinfo=dt.UTC)  # the same cron tick is handled once
+        again = dg.evaluate_automation_conditions(
+            defs=defs, instance=instance, evaluation_time=later, cursor=tick.cursor
+        )
+        assert again.total_requested == 0
 
-        def run_schedule():
-            ctx = dg.build_schedule_context(
-                instance=instance, scheduled_execution_time=when, resources={"lake": defs.resources["lake"]}
-            )
-            return schedule.evaluate_tick(ctx)
 
-        for b in range(3):
-            table.write_arrow(orders(orders_per_batch=5).batch(b))
-        data = run_schedule()
-        assert not data.run_requests
-        assert "snapshot_expiry: 3 snapshots, oldest" in data.skip_message
-        assert "orphan_cleanup: disabled in the policy" in data.skip_message
-        for b in range(3, 6):
-            table.write_arrow(orders(orders_per_batch=5).batch(b))
-        (request,) = run_schedule().run_requests
-    assert request.tags["lake/reason"] == "snapshot_expiry: 6 snapshots > retain_max 5"
-    assert request.tags["lake/trigger"] == "schedule 0 3 * * *"
-    assert request.run_key == f"{NAME}:snapshot_expiry:2026-11-24T03:00"
-    assert defs.resolve_sensor_def(HEALTH) is not None
+def test_the_health_sensor_reports_the_lake_health_view(warehouse, with_maintenance_assets):
+    """Every table's figures, its due operations and last maintenance in one table, plus lake-wide numbers."""
+    defs = _definitions(warehouse)
+    table = _table(warehouse)
+    for _ in range(3):
+        table.write_arrow(orders(orders_per_batch=30).batch(0))
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = _tick(defs, instance)
+        (event,) = result.asset_events
+        assert event.asset_key == LAKE_HEALTH_ASSET
+        meta = {k: v.value for k, v in event.metadata.items()}
+        (row,) = meta["tables"].records
+        health = table.maintenance.health()
+        assert row.data["table"] == NAME and row.data["snapshot"] == 3 and row.data["snapshots"] == 3
+        assert row.data["max_sorted_runs"] == health.max_sorted_runs == 3
+        assert row.data["oldest_snapshot"] == 1 and row.data["due"] == "-"
+        assert meta["table_count"] == 1 and meta["max_sorted_runs"] == 3 and meta["tables_needing_maintenance"] == 0
+        # Unchanged: nothing read, nothing reported.
+        quiet = _tick(defs, instance, cursor=result.cursor)
+        assert not quiet.asset_events and "1 unchanged" in _skip_text(quiet)
+        # A new commit: the table is read again and the view reported with its new row.
+        table.write_arrow(orders(orders_per_batch=30).batch(1))
+        moved = _tick(defs, instance, cursor=quiet.cursor)
+        (event,) = moved.asset_events
+        assert event.metadata["tables"].value.records[0].data["snapshot"] == 4
+        # The asset itself reads every table afresh, with the last maintenance from the ledger.
+        from orchestration.defs import ledger
+
+        ledger.record(defs.resources["lake"], table=NAME, operation="compaction", run_id="r1", skipped="nothing")
+        done = dg.materialize([defs.resolve_assets_def(LAKE_HEALTH_ASSET)], instance=instance)
+        (mat,) = done.asset_materializations_for_node("lake__lake_health")
+        (row,) = mat.metadata["tables"].value.records
+        assert row.data["last_maintenance"] == "compaction" and row.data["last_result"] == "skipped: nothing"
 
 
 def test_health_checks_warn_on_shaped_tables_and_pass_after_maintenance(warehouse, with_maintenance_assets):

@@ -26,7 +26,7 @@ from orchestration.config import TablesConfigError, load_tables_config
 from orchestration.definitions import build_definitions
 from orchestration.defs.ledger import LEDGER_TABLE, read_ledger
 from orchestration.defs.maintenance.run_config import MaintenanceConfigError
-from orchestration.defs.naming import REASON_TAG, maintenance_asset_key
+from orchestration.defs.naming import REASON_TAG, maintenance_asset_key, maintenance_op_name
 from orchestration.demo.source import orders
 
 TABLE = "demo.orders"
@@ -125,7 +125,7 @@ def materialize(
     """Run one maintenance asset as the UI's "Materialize" does (its own run)."""
     key = maintenance_asset_key(TABLE, operation)
     job = definitions.resolve_implicit_global_asset_job_def()
-    run_config = {"ops": {key.to_python_identifier(): {"config": config}}} if config else None
+    run_config = {"ops": {maintenance_op_name(operation): {"config": config}}} if config else None
     with dg.DagsterInstance.ephemeral() if instance is None else _keep(instance) as inst:
         return job.execute_in_process(
             asset_selection=[key],
@@ -143,7 +143,8 @@ def _keep(instance: dg.DagsterInstance):
 
 
 def metadata(result: dg.ExecuteInProcessResult, operation: str) -> dict:
-    [event] = result.asset_materializations_for_node(maintenance_asset_key(TABLE, operation).to_python_identifier())
+    key = maintenance_asset_key(TABLE, operation)
+    [event] = [e for e in result.asset_materializations_for_node(maintenance_op_name(operation)) if e.asset_key == key]
     return {k: v.value for k, v in event.metadata.items()}
 
 
@@ -163,7 +164,7 @@ def test_each_table_gets_its_maintenance_assets_in_its_group_and_maintenance_poo
     for op in OPERATIONS:
         node = graph.get(maintenance_asset_key(TABLE, op))
         assert node.group_name == "demo__orders" and node.parent_keys == {ORDERS}
-        assert node.pools == {"lake_maintenance_demo__orders"}  # one maintainer per table
+        assert node.pools == {"lake_maintenance"}  # one maintainer at a time (so one per table)
     assert graph.get(ORDERS).pools == {"lake_table_demo__orders"}  # the writer is not in that pool
     # no tags policy: no tags asset; an unpartitioned table: no partition expiry
     plain = lake.definitions(partition_keys=[], primary_keys=["order_id"]).resolve_asset_graph()
@@ -364,10 +365,11 @@ def test_run_config_errors_name_the_table_and_field(tmp_path):
         message = (error.cause or error).message
         assert "MaintenanceConfigError" in (error.cause or error).cls_name
         assert f"table 'demo.orders': {op} run config" in message and all(w in message for w in words), message
-    # a value outside Dagster's own config schema is refused before the run starts, naming the asset and field
+    # a value outside Dagster's own config schema is refused before the run starts, naming the operation
+    # (one op over all tables: the config applies to every table the run selects) and the field
     with pytest.raises(dg.DagsterInvalidConfigError) as info:
         materialize(definitions, "manifest_compaction", {"mode": "major"})
-    assert "demo__orders__manifest_compaction" in str(info.value) and "mode" in str(info.value)
+    assert "lake_maintenance__manifest_compaction" in str(info.value) and "mode" in str(info.value)
     assert MaintenanceConfigError.__mro__[1].__name__ == "LakeError"
 
 

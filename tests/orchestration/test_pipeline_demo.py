@@ -15,7 +15,7 @@ from orchestration.demo.source import orders
 
 pytestmark = [pytest.mark.spark, pytest.mark.dagster, pytest.mark.slow]
 
-SENSOR = "demo__orders__snapshot_sensor"
+SENSOR = "lake__snapshot_sensor"
 
 
 def test_demo_runs_the_whole_pipeline_twice(spark, warehouse, write_tables_config):
@@ -32,17 +32,20 @@ def test_demo_runs_the_whole_pipeline_twice(spark, warehouse, write_tables_confi
     keys = [run_key("demo.orders", sid, identity) for sid in (1, 2, 3)]
     assert first.ingested["demo.orders"]["snapshot_id"] == 1 and first.requests == keys[:1]
     assert second.ingested["demo.orders"]["snapshot_id"] == 3
-    assert second.requests == keys[1:]  # one downstream run per new snapshot
-    assert sorted(keyed) == sorted(keys) and all(r.tags[SENSOR_NAME_TAG] == SENSOR for r in keyed.values())
+    assert second.requests == keys[2:]  # one downstream run covering both new snapshots
+    assert keyed[keys[2]].tags["lake/snapshot-range"] == "2..3"
+    assert sorted(keyed) == sorted([keys[0], keys[2]]) and all(
+        r.tags[SENSOR_NAME_TAG] == SENSOR for r in keyed.values()
+    )
     assert second.downstream["demo.orders_by_day"]["source_snapshot_id"] == 3
     assert second.tables["demo.orders"] == orders().expected(3).num_rows
     assert second.ingested["demo.orders"]["table_rows"] == orders().expected(3).num_rows
     assert Catalog(warehouse).get_table("demo.orders_by_day").to_arrow().num_rows == 3  # three order days
-    assert len(runs) == 1 + 1 + 2 + 2 and all(r.is_success for r in runs)
+    assert len(runs) == 1 + 1 + 2 + 1 and all(r.is_success for r in runs)
     text = "\n".join(lines)
     assert f"run_key {keys[2]}" in text and "table    demo.orders_by_day: 3 rows" in text
     # each downstream run's snapshot lease was released once the run finished
-    assert text.count("lease    lease dagster-") == 0 and text.count(" released (run ") == 3
+    assert text.count("lease    lease dagster-") == 0 and text.count(" released (run ") == 2
     assert Catalog(warehouse).get_table("demo.orders").maintenance.consumers.consumers() == []
 
 

@@ -1,19 +1,21 @@
-"""The per-table snapshot sensor on a real Dagster instance against real lake tables."""
+"""The lake's snapshot sensor (one for all tables) on a real Dagster instance against real lake tables."""
 
 from __future__ import annotations
 
 import dagster as dg
 import pytest
 
+from fixtures.tables_config import demo_orders_by_day, demo_orders_table
 from lake_core import Catalog
-from orchestration.config import load_tables_config
+from orchestration.config import load_tables_config, parse_tables_config
 from orchestration.definitions import build_definitions
-from orchestration.defs.sensors import SensorCursor
+from orchestration.defs.sensors import COVERED_TAG, RANGE_TAG, SKIPPED_TAG, SensorCursor
+from orchestration.defs.ticks import LakeCursor
 from orchestration.demo.source import ORDERS_SCHEMA, orders
 
 pytestmark = pytest.mark.dagster
 
-SENSOR = "demo__orders__snapshot_sensor"
+SENSOR = "lake__snapshot_sensor"
 OP = "demo__orders_by_day"
 
 
@@ -30,8 +32,13 @@ def _tick(sensor, instance, lake, cursor):
     return result, result.cursor
 
 
+def _entry(cursor: str | None) -> SensorCursor | None:
+    """The table's entry of the lake-wide cursor."""
+    return SensorCursor.decode(LakeCursor.decode(cursor).tables.get("demo.orders"))
+
+
 def _seen(cursor: str | None) -> int | None:
-    decoded = SensorCursor.decode(cursor)
+    decoded = _entry(cursor)
     return decoded.snapshot_id if decoded else None
 
 
@@ -68,7 +75,7 @@ def test_skip_request_and_no_duplicate(pipeline, warehouse):
     with dg.DagsterInstance.ephemeral() as instance:
         # No table yet, then an empty table: skip, cursor unchanged.
         result, cursor = _tick(sensor, instance, lake, None)
-        assert not result.run_requests and "does not exist" in result.skip_reason.skip_message and cursor is None
+        assert not result.run_requests and "does not exist" in result.skip_reason.skip_message and _seen(cursor) is None
         table = _orders_table(warehouse)
         result, cursor = _tick(sensor, instance, lake, None)
         assert not result.run_requests and "no snapshot" in result.skip_reason.skip_message
@@ -84,12 +91,14 @@ def test_skip_request_and_no_duplicate(pipeline, warehouse):
         assert not result.run_requests and "no new snapshot of demo.orders since 1" in result.skip_reason.skip_message
         assert _seen(cursor) == 1
 
-        # Two new snapshots between ticks: one request per snapshot, oldest first, same identity.
+        # Two new snapshots between ticks: one run covers both (the newest holds the older one), same identity.
         table.write_arrow(source.batch(1))
         table.write_arrow(source.batch(2))
         result, cursor = _tick(sensor, instance, lake, cursor)
-        assert _snapshots(result) == [2, 3] and _seen(cursor) == 3
-        assert {r.run_key.split("@")[1] for r in result.run_requests} == {first_key.split("@")[1]}
+        assert _snapshots(result) == [3] and _seen(cursor) == 3
+        (request,) = result.run_requests
+        assert request.tags[RANGE_TAG] == "2..3" and request.tags[COVERED_TAG] == "2"
+        assert request.run_key.split("@")[1] == first_key.split("@")[1]
         result, cursor = _tick(sensor, instance, lake, cursor)
         assert not result.run_requests and _seen(cursor) == 3
 
@@ -168,13 +177,75 @@ def test_a_tick_reads_only_the_snapshots_after_its_cursor(pipeline, warehouse, m
 
     for method in ("read_bytes", "read_text"):
         monkeypatch.setattr(FileIO, method, counting(getattr(FileIO, method)))
-    cursor = SensorCursor.decode(_tick(sensor, dg.DagsterInstance.ephemeral(), defs.resources["lake"], None)[1])
+    cursor = _entry(_tick(sensor, dg.DagsterInstance.ephemeral(), defs.resources["lake"], None)[1])
     read.clear()
     with dg.DagsterInstance.ephemeral() as instance:
-        result, _ = _tick(sensor, instance, defs.resources["lake"], SensorCursor(cursor.identity, 9).encode())
-    assert _snapshots(result) == [10, 11, 12]
+        back = LakeCursor({"demo.orders": SensorCursor(cursor.identity, 9).entry()}).encode()
+        result, _ = _tick(sensor, instance, defs.resources["lake"], back)
+    assert _snapshots(result) == [12] and result.run_requests[0].tags[RANGE_TAG] == "10..12"
     opened = sorted({int(p.rsplit("snapshot-", 1)[1]) for p in read if "/snapshot/snapshot-" in p})
-    assert opened == [10, 11, 12], opened  # the ones after the cursor, none older
+    assert opened == [12], opened  # the newest one changed rows: it covers 10 and 11, none older is read
+
+
+def test_an_unchanged_table_costs_one_hint_read(pipeline, warehouse, monkeypatch):
+    """Once its run's lease is released, an unchanged table is skipped on its LATEST hint alone."""
+    from lake_core.io.fileio import FileIO
+
+    defs, sensor = pipeline
+    lake = defs.resources["lake"]
+    table = _orders_table(warehouse)
+    table.write_arrow(orders(orders_per_batch=5).batch(0))
+    with dg.DagsterInstance.ephemeral() as instance:
+        result, cursor = _tick(sensor, instance, lake, None)
+        (request,) = result.run_requests
+        table.maintenance.release_lease(consumer_id=request.tags["lake/lease"])
+        result, cursor = _tick(sensor, instance, lake, cursor)  # sees the lease gone
+        assert "leases" not in LakeCursor.decode(cursor).tables["demo.orders"]
+        read: list[str] = []
+
+        def counting(real):
+            def read_and_count(self, path, *args, **kwargs):
+                read.append(str(path))
+                return real(self, path, *args, **kwargs)
+
+            return read_and_count
+
+        for method in ("read_bytes", "read_text"):
+            monkeypatch.setattr(FileIO, method, counting(getattr(FileIO, method)))
+        result, _ = _tick(sensor, instance, lake, cursor)
+    assert not result.run_requests and "1 unchanged" in result.skip_reason.skip_message
+    assert {p.rsplit("/", 2)[-2] + "/" + p.rsplit("/", 1)[-1] for p in read} == {"snapshot/LATEST"}, read
+
+
+def test_a_tick_over_budget_carries_the_rest_round_robin(tmp_path, warehouse, monkeypatch):
+    """Tables not reached within the tick budget are visited first by the next tick, and the tick says so."""
+    from orchestration.defs import ticks
+
+    names = ["demo.a", "demo.b", "demo.c"]
+    raw = {
+        "warehouse": {"uri": warehouse},
+        "tables": [{**demo_orders_table(), "name": n} for n in names],
+        "downstream": [{**demo_orders_by_day(), "name": f"{n}_by_day", "source_table": n} for n in names],
+    }
+    defs = build_definitions(parse_tables_config(raw))
+    clock = iter(range(0, 1000, 15))  # every look at the clock: 15 s later (budget 20 s: two tables a tick)
+    monkeypatch.setattr(ticks.time, "monotonic", lambda: float(next(clock)))
+    sensor = defs.resolve_sensor_def(SENSOR)
+    with dg.DagsterInstance.ephemeral() as instance:
+        ctx = dg.build_sensor_context(instance=instance, cursor=None, resources={"lake": defs.resources["lake"]})
+        first = sensor(ctx)
+        assert "visited 2 of 3 table(s)" in first.skip_reason.skip_message
+        assert "1 not reached within the tick budget (20 s), carried to the next tick" in first.skip_reason.skip_message
+        assert set(LakeCursor.decode(first.cursor).tables) == set() and LakeCursor.decode(first.cursor).next == 2
+        ctx = dg.build_sensor_context(
+            instance=instance, cursor=first.cursor, resources={"lake": defs.resources["lake"]}
+        )
+        second = sensor(ctx)
+    text = second.skip_reason.skip_message
+    assert (
+        text.startswith("table demo.c cannot be opened yet") and "demo.a" in text
+    )  # it starts where the first stopped
+    assert LakeCursor.decode(second.cursor).next == 1
 
 
 def test_sensor_definition_metadata(pipeline):
@@ -201,6 +272,37 @@ def test_snapshots_that_change_no_rows_request_nothing(pipeline, warehouse):
         assert latest.id == 3 and latest.commit_kind.value == "OVERWRITE"
         result, cursor = _tick(sensor, instance, lake, cursor)
         assert not result.run_requests and _seen(cursor) == 3
+        text = result.skip_reason.skip_message
+        assert "snapshot 2: COMPACT (files reorganized, rows unchanged): requests nothing" in text, text
+        assert "snapshot 3: OVERWRITE of a bucket rescale (same rows in new buckets): requests nothing" in text
+        assert "snapshots up to 3 of demo.orders changed no rows" in text
         Catalog(warehouse).get_table("demo.orders").write_arrow(source.batch(1))
         result, cursor = _tick(sensor, instance, lake, cursor)
-        assert _snapshots(result) == [4]
+        assert _snapshots(result) == [4] and result.run_requests[0].tags[RANGE_TAG] == "4"
+        assert SKIPPED_TAG not in result.run_requests[0].tags
+
+
+def test_one_broken_table_does_not_stop_the_others(warehouse):
+    """A table whose snapshot cannot be read is named in the tick; the other tables get their runs."""
+    names = ["demo.a", "demo.b"]
+    raw = {
+        "warehouse": {"uri": warehouse},
+        "tables": [{**demo_orders_table(), "name": n} for n in names],
+        "downstream": [{**demo_orders_by_day(), "name": f"{n}_by_day", "source_table": n} for n in names],
+    }
+    defs = build_definitions(parse_tables_config(raw))
+    catalog = Catalog(warehouse)
+    catalog.create_database("demo")
+    for name in names:
+        catalog.create_table(
+            name, schema=ORDERS_SCHEMA, primary_keys=["dt", "order_id"], partition_keys=["dt"], options={"bucket": "2"}
+        ).write_arrow(orders(orders_per_batch=5).batch(0))
+    broken = catalog.get_table("demo.a").paths.snapshot(1).removeprefix("file://")
+    with open(broken, "w") as f:
+        f.write("{not json")
+    with dg.DagsterInstance.ephemeral() as instance:
+        ctx = dg.build_sensor_context(instance=instance, cursor=None, resources={"lake": defs.resources["lake"]})
+        result = defs.resolve_sensor_def(SENSOR)(ctx)
+    (request,) = result.run_requests
+    assert request.tags["lake/table"] == "demo.b"
+    assert set(LakeCursor.decode(result.cursor).tables) == {"demo.b"}  # demo.a is tried again next tick

@@ -42,10 +42,11 @@ SCRIPT = textwrap.dedent(
     out = {}
     for name, config in (("compaction", {"full": True}), ("rescale", None)):
         key = dg.AssetKey(["db", "t", name])
-        run_config = {"ops": {key.to_python_identifier(): {"config": config}}} if config else None
+        op = defs.resolve_assets_def(key).node_def.name
+        run_config = {"ops": {op: {"config": config}}} if config else None
         with dg.DagsterInstance.ephemeral() as instance:
             result = dg.materialize([defs.resolve_assets_def(key)], instance=instance, run_config=run_config)
-        [event] = result.asset_materializations_for_node(key.to_python_identifier())
+        [event] = [e for e in result.asset_materializations_for_node(op) if e.asset_key == key]
         out[name] = {
             "metadata": {k: v.value for k, v in event.metadata.items() if isinstance(v.value, (int, str))},
             "check": [c.passed for c in result.get_asset_check_evaluations()],

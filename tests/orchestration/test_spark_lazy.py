@@ -37,7 +37,8 @@ SCRIPT = textwrap.dedent(
         started = time.monotonic()
         with dg.DagsterInstance.ephemeral() as instance:
             result = dg.materialize([defs.resolve_assets_def(key)], instance=instance)
-        [event] = result.asset_materializations_for_node(key.to_python_identifier())
+        op = defs.resolve_assets_def(key).node_def.name
+        [event] = [e for e in result.asset_materializations_for_node(op) if e.asset_key == key]
         out[name] = {
             "seconds": time.monotonic() - started,
             "skipped": event.metadata["skipped"].value,

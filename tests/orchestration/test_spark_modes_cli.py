@@ -199,7 +199,7 @@ def test_spark_assets_through_the_dagster_cli(mode, request, s3_warehouse, tmp_p
     out = cli.materialize(
         "demo/orders/compaction",
         "--config-json",
-        json.dumps({"ops": {"demo__orders__compaction": {"config": {"full": True}}}}),
+        json.dumps({"ops": {"lake_maintenance__compaction": {"config": {"full": True}}}}),
     )
     compaction = out["demo/orders/compaction"]
     assert out["check:content_unchanged"] == {"passed": True}, out

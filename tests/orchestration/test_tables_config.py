@@ -361,18 +361,14 @@ def test_a_table_without_source_is_an_external_asset_with_a_sensor(tmp_path):
     raw = copy.deepcopy(BASE)
     raw["downstream"] = []
     definitions = build_definitions(parse_tables_config(raw, base_dir=tmp_path))
-    keys = {k for k in definitions.resolve_all_asset_keys() if len(k.path) == 2}  # tables, not maintenance
+    keys = {k for k in definitions.resolve_all_asset_keys() if len(k.path) == 2 and k.path[0] != "lake"}  # tables
     assert keys == {dg.AssetKey(["demo", "orders"]), dg.AssetKey(["shop", "users"])}
     users = definitions.resolve_asset_graph().get(dg.AssetKey(["shop", "users"]))
     assert not users.is_materializable  # written outside Dagster; its maintenance still applies
     assert definitions.resolve_asset_graph().get(dg.AssetKey(["shop", "users", "rescale"])).partitions_def is None
-    # No downstream table: no snapshot sensor. The partitioned table's rescale partitions have theirs;
-    # each table has its health sensor.
-    assert {s.name for s in definitions.sensors} == {
-        "demo__orders__partitions_sensor",
-        "demo__orders__health_sensor",
-        "shop__users__health_sensor",
-    }
+    # No downstream table: no snapshot sensor. One partitions sensor (demo.orders is partitioned) and
+    # one health sensor for both tables.
+    assert {s.name for s in definitions.sensors} == {"lake__partitions_sensor", "lake__health_sensor"}
 
 
 def test_the_demo_cli_reads_LAKE_TABLES_CONFIG_and_prints_a_config_error_alone(tmp_path):

@@ -1,11 +1,11 @@
-"""The maintenance assets: one asset per maintenance operation per table, and the seam where each
-operation plugs in.
+"""The maintenance assets: one asset per maintenance operation per table (the assets of one
+operation over all tables are one op, :mod:`.asset`), and the seam where each operation plugs in.
 
 Each operation of ``table.maintenance`` (``compact``, ``compact_manifest``, ``expire_snapshots``,
 ``expire_partitions``, ``remove_orphan_files``, ``rescale``, ...) arrives as a builder registered in
 ``MAINTENANCE_ASSETS``: given a table's config it returns the operation's asset, or None when the
-table's policy disables it. :func:`maintenance_assets` is what :mod:`orchestration.defs.tables`
-puts into each table's group.
+table's policy disables it. :func:`maintenance_assets` builds them for all tables, each in its
+table's group.
 
 - :mod:`.asset`: what Dagster shows of a maintenance asset (key, group, pool, its blocking check);
 - :mod:`.run`: the one run every asset makes (reason, access check, table, operation, ledger row,
@@ -14,23 +14,27 @@ puts into each table's group.
 - :mod:`.step_process`: the operations run in the step process (manifest compaction, snapshot
   expiry, partition expiry, orphan cleanup, tags), their run config in :mod:`.run_config`;
 - :mod:`.compaction`, :mod:`.rescale`: the operations run on Spark, each with its blocking check;
-  :mod:`.partitions`: the rescale asset's partitions and the sensor keeping them in sync.
+  :mod:`.partitions`: the rescale asset's partitions and the one sensor keeping every table's in
+  sync.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import dagster as dg
 
-from orchestration.config import TableConfig
+from orchestration.config import TableConfig, TablesConfig
 from orchestration.defs.maintenance import step_process
+from orchestration.defs.maintenance.asset import TableOperation, combine
 from orchestration.defs.maintenance.compaction import build_compaction_asset, build_record_expiry_asset
 from orchestration.defs.maintenance.partitions import build_partitions_sensor
 from orchestration.defs.maintenance.rescale import build_rescale_asset
 
-MaintenanceAssetBuilder = Callable[[TableConfig], "dg.AssetsDefinition | None"]
-MaintenanceSensorBuilder = Callable[[TableConfig], "dg.SensorDefinition | None"]
+# A builder returns, for one table, a TableOperation (joined with the other tables' into one op per
+# operation), a ready asset of that table, or None when the table's policy rules the operation out.
+MaintenanceAssetBuilder = Callable[[TableConfig], "dg.AssetsDefinition | TableOperation | None"]
+MaintenanceSensorBuilder = Callable[[TablesConfig], "dg.SensorDefinition | None"]
 
 # operation name → builder
 MAINTENANCE_ASSETS: dict[str, MaintenanceAssetBuilder] = {
@@ -40,17 +44,30 @@ MAINTENANCE_ASSETS: dict[str, MaintenanceAssetBuilder] = {
     "record_expiry": build_record_expiry_asset,
 }
 
-# name → builder of a sensor a maintenance asset needs (e.g. the one keeping partitions in sync)
+# name → builder of a lake-wide sensor a maintenance asset needs (e.g. the one keeping every table's
+# rescale partitions in sync): one sensor for all tables, however many there are
 MAINTENANCE_SENSORS: dict[str, MaintenanceSensorBuilder] = {
     "rescale_partitions": build_partitions_sensor,
 }
 
 
-def maintenance_assets(table: TableConfig) -> list[dg.AssetsDefinition]:
-    built = (build(table) for build in MAINTENANCE_ASSETS.values())
-    return [asset for asset in built if asset is not None]
+def maintenance_assets(tables: Sequence[TableConfig]) -> list[dg.AssetsDefinition]:
+    """Every table's maintenance assets: per operation one op over the tables (:func:`.asset.combine`),
+    plus the assets a builder made for one table (a partitioned table's rescale)."""
+    out: list[dg.AssetsDefinition] = []
+    for operation, build in MAINTENANCE_ASSETS.items():
+        joined: list[TableOperation] = []
+        for table in tables:
+            built = build(table)
+            if isinstance(built, TableOperation):
+                joined.append(built)
+            elif built is not None:
+                out.append(built)
+        if joined:
+            out.append(combine(operation, joined))
+    return out
 
 
-def maintenance_sensors(table: TableConfig) -> list[dg.SensorDefinition]:
-    built = (build(table) for build in MAINTENANCE_SENSORS.values())
+def maintenance_sensors(config: TablesConfig) -> list[dg.SensorDefinition]:
+    built = (build(config) for build in MAINTENANCE_SENSORS.values())
     return [sensor for sensor in built if sensor is not None]

@@ -30,7 +30,7 @@ from pydantic import Field
 
 from jobs.compact import parse_partitions, run_compaction
 from orchestration.config import TableConfig
-from orchestration.defs.maintenance.asset import BlockingCheck, MaintenanceAsset
+from orchestration.defs.maintenance.asset import BlockingCheck, MaintenanceAsset, TableOperation
 from orchestration.defs.maintenance.run import Operation, Outcome, Skip, result_outputs, run_maintenance
 from orchestration.defs.resources import LakeCatalogResource, SparkResource
 
@@ -300,7 +300,7 @@ def _asset(table: TableConfig, operation: str, description: str) -> MaintenanceA
     )
 
 
-def build_compaction_asset(table: TableConfig) -> dg.AssetsDefinition | None:
+def build_compaction_asset(table: TableConfig) -> dg.AssetsDefinition | TableOperation | None:
     """The table's ``compaction`` asset; None for an append table or when the policy disables it."""
     if not table.primary_keys or not table.maintenance.compaction.enabled:
         return None
@@ -334,7 +334,7 @@ def build_compaction_asset(table: TableConfig) -> dg.AssetsDefinition | None:
     return compaction
 
 
-def build_record_expiry_asset(table: TableConfig) -> dg.AssetsDefinition | None:
+def build_record_expiry_asset(table: TableConfig) -> dg.AssetsDefinition | TableOperation | None:
     """The table's ``record_expiry`` asset (targeted TTL compaction); None for an append table."""
     if not table.primary_keys:
         return None

@@ -23,7 +23,7 @@ import dagster as dg
 from jobs.rescale import rescale_partitions
 from lake_core import check_rescale
 from orchestration.config import TableConfig
-from orchestration.defs.maintenance.asset import BlockingCheck, MaintenanceAsset
+from orchestration.defs.maintenance.asset import BlockingCheck, MaintenanceAsset, TableOperation
 from orchestration.defs.maintenance.partitions import partitions_def_name, rescalable, table_partitions
 from orchestration.defs.maintenance.run import Operation, Outcome, Skip, result_outputs, run_maintenance
 from orchestration.defs.resources import LakeCatalogResource, SparkResource
@@ -169,7 +169,7 @@ def _operation(
     )
 
 
-def build_rescale_asset(table: TableConfig) -> dg.AssetsDefinition | None:
+def build_rescale_asset(table: TableConfig) -> dg.AssetsDefinition | TableOperation | None:
     """The table's ``rescale`` asset, or None for a table that is not fixed-bucket."""
     if not rescalable(table):
         return None

@@ -20,7 +20,7 @@ import dagster as dg
 from lake_core import FileStoreTable, OperationResult
 from orchestration.config import TableConfig, duration_seconds
 from orchestration.defs import ledger
-from orchestration.defs.maintenance.asset import MaintenanceAsset
+from orchestration.defs.maintenance.asset import MaintenanceAsset, TableOperation
 from orchestration.defs.maintenance.run import Operation, Outcome, result_outputs, run_maintenance
 from orchestration.defs.maintenance.run_config import (
     ManifestCompactionConfig,
@@ -102,7 +102,7 @@ def _disabled(table: TableConfig, section: str, enabled: bool) -> str | None:
 
 
 # -- the assets ------------------------------------------------------------------------------------------
-def build_manifest_compaction(table: TableConfig) -> dg.AssetsDefinition:
+def build_manifest_compaction(table: TableConfig) -> dg.AssetsDefinition | TableOperation:
     asset = _asset(table, "manifest_compaction", "Compacts the manifests of the latest snapshot")
     policy = table.maintenance.manifest_compaction
 
@@ -124,7 +124,7 @@ def build_manifest_compaction(table: TableConfig) -> dg.AssetsDefinition:
     return manifest_compaction
 
 
-def build_snapshot_expiry(table: TableConfig) -> dg.AssetsDefinition:
+def build_snapshot_expiry(table: TableConfig) -> dg.AssetsDefinition | TableOperation:
     asset = _asset(table, "snapshot_expiry", "Expires old snapshots, then long-lived changelogs")
 
     @asset.define()
@@ -172,7 +172,7 @@ def build_snapshot_expiry(table: TableConfig) -> dg.AssetsDefinition:
     return snapshot_expiry
 
 
-def build_partition_expiry(table: TableConfig) -> dg.AssetsDefinition | None:
+def build_partition_expiry(table: TableConfig) -> dg.AssetsDefinition | TableOperation | None:
     if not table.partition_keys:
         return None  # nothing to expire; the config refuses an expiration_time here anyway
     asset = _asset(table, "partition_expiry", "Drops partitions older than the policy's expiration_time")
@@ -210,7 +210,7 @@ def build_partition_expiry(table: TableConfig) -> dg.AssetsDefinition | None:
     return partition_expiry
 
 
-def build_orphan_cleanup(table: TableConfig) -> dg.AssetsDefinition:
+def build_orphan_cleanup(table: TableConfig) -> dg.AssetsDefinition | TableOperation:
     asset = _asset(
         table,
         "orphan_cleanup",
@@ -245,7 +245,7 @@ def build_orphan_cleanup(table: TableConfig) -> dg.AssetsDefinition:
     return orphan_cleanup
 
 
-def build_tags(table: TableConfig) -> dg.AssetsDefinition | None:
+def build_tags(table: TableConfig) -> dg.AssetsDefinition | TableOperation | None:
     policy = table.maintenance.tags
     if policy.name_format is None:
         return None  # the policy asks for no tags
