@@ -57,7 +57,7 @@ def main(argv=None) -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--updates", type=int, default=200_000)
-    ap.add_argument("--rescale-rows", type=int, default=2_000_000)
+    ap.add_argument("--rescale-rows", type=int, default=2_000_000, help="0: no rescale")
     ap.add_argument("--systems", default="current,before,pypaimon-native,pyarrow")
     args = ap.parse_args(argv)
     systems = args.systems.split(",")
@@ -79,7 +79,7 @@ def main(argv=None) -> None:
         results: dict[str, list[dict]] = {s: [] for s in systems}
         rescale_src: dict[str, Path] = {}
         for s in systems:  # one source table per lake_core tree, built by that tree (untimed)
-            if s in trees:
+            if s in trees and args.rescale_rows:
                 rescale_src[s] = tmp / f"rescale-src-{s}"
                 _run(py, trees[s], "lake_core", "rescale-build", rescale_src[s], args.rescale_rows)
         for i in range(args.runs):
@@ -88,10 +88,11 @@ def main(argv=None) -> None:
                 if s in trees:
                     out = _run(py, trees[s], "lake_core", "build", wh, args.rows, args.updates)
                     out.update(_run(py, trees[s], "lake_core", "read", wh, args.rows, args.updates))
-                    copy = tmp / f"rescale-{s}-{i}"
-                    shutil.copytree(rescale_src[s], copy)
-                    out.update(_run(py, trees[s], "lake_core", "rescale", copy))
-                    shutil.rmtree(copy, ignore_errors=True)
+                    if args.rescale_rows:
+                        copy = tmp / f"rescale-{s}-{i}"
+                        shutil.copytree(rescale_src[s], copy)
+                        out.update(_run(py, trees[s], "lake_core", "rescale", copy))
+                        shutil.rmtree(copy, ignore_errors=True)
                 elif s == "pypaimon-native":
                     out = _run(str(PYPAIMON_PY), ROOT, s, "build", wh, args.rows, args.updates)
                     out.update(_run(str(PYPAIMON_PY), ROOT, s, "read", wh, args.rows, args.updates))
