@@ -3,8 +3,10 @@ an update commit of 10%, so the read merges) rescaled from 2 to 8 buckets with
 ``table.maintenance.rescale``: read + merge, re-bucket, write, read back, verify, commit.
 
 Each run rescales a fresh copy of the table in a fresh process, which reports its wall time and
-its peak resident memory above the process's resident size just before the rescale (so imports
-and the interpreter are not counted). Prints the median of the runs.
+its CPU seconds (all threads) and its peak resident memory above the process's resident size just
+before the rescale (so imports and the interpreter are not counted; polars, which the checksums
+need, is imported before the clock as in bench_compaction). Prints the median of the runs, their
+range and the load average: the rescale streams, so the peak should not grow with ``--rows``.
 
     .venv/bin/python -m benchmarks.bench_rescale [--rows 2000000] [--runs 3] [--from-buckets 2] [--to-buckets 8]
 """
@@ -60,16 +62,21 @@ def build_table(warehouse: Path, rows: int, buckets: int) -> None:
 def worker(warehouse: str, to_buckets: int) -> dict:
     import resource
 
+    import polars  # noqa: F401 - before the clock, as bench_compaction: the checksums need it (~0.3 s to import)
+
     from lake_core import Catalog
 
     table = Catalog(warehouse).get_table("db.t")
     base = _rss_kib()
     started = time.perf_counter()
+    cpu = time.process_time()
     result = table.maintenance.rescale(bucket=to_buckets)
     elapsed = time.perf_counter() - started
+    cpu = time.process_time() - cpu
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     return {
         "seconds": elapsed,
+        "cpu_seconds": cpu,
         "rows": result.rows,
         "files_in": result.files_in,
         "files_out": result.files_out,
@@ -128,6 +135,7 @@ def main() -> None:
             runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
             shutil.rmtree(copy)
     secs = statistics.median(r["seconds"] for r in runs)
+    cpu = statistics.median(r["cpu_seconds"] for r in runs)
     peak = statistics.median(r["peak_mib"] for r in runs)
     r0 = runs[0]
     print(
@@ -136,9 +144,11 @@ def main() -> None:
     )
     each = ", ".join(f"{r['seconds']:.2f}s" for r in runs)
     print(
-        f"  median of {len(runs)} runs: {secs:.2f} s = {r0['rows'] / secs:,.0f} rows/s, "
-        f"peak memory +{peak:,.0f} MiB (runs: {each})"
+        f"  median of {len(runs)} runs: {secs:.2f} s = {r0['rows'] / secs:,.0f} rows/s "
+        f"(range {r0['rows'] / max(r['seconds'] for r in runs):,.0f}-{r0['rows'] / min(r['seconds'] for r in runs):,.0f}), "
+        f"CPU {cpu:.2f} s (all threads), peak memory +{peak:,.0f} MiB (runs: {each})"
     )
+    print(f"  load average {' '.join(Path('/proc/loadavg').read_text().split()[:3])}")
 
 
 if __name__ == "__main__":

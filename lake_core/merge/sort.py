@@ -97,6 +97,25 @@ def merge_order(
     return idx.to_numpy().astype(np.int64, copy=False) if n else np.zeros(0, np.int64)
 
 
+def _one_key_groups(rows: pa.Table, key_column: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """``merge_order`` and ``_boundaries`` of one NumPy-ordered key without user sequence fields,
+    the sorted key gathered once for both (None: the key needs Arrow's comparator)."""
+    key = numpy_key(rows[key_column])
+    if key is None:
+        return None
+    order = np.argsort(key, kind="stable")
+    ks = key[order]
+    new = np.empty(len(ks), dtype=bool)
+    new[0] = True
+    np.not_equal(ks[1:], ks[:-1], out=new[1:])
+    if not new.all():  # a key held more than once: its rows must be in sequence order
+        seq = rows[SEQ].to_numpy()
+        ss = seq[order]
+        if np.any(~new[1:] & (ss[1:] < ss[:-1])):
+            order = np.lexsort((seq, key))  # runs did not arrive oldest first
+    return order, new
+
+
 def _java_ordered_keys(sel: pa.Table, key_columns: tuple[str, ...]) -> pa.Table:
     """Float key columns replaced by integers in Java's ``Double.compare`` order."""
     for i, name in enumerate(sel.column_names):
@@ -139,8 +158,14 @@ def group_rows(
     sequence_descending: bool = False,
     rowkind_tiebreak: bool = False,
 ) -> Groups:
-    order = merge_order(rows, key_columns, sequence_fields, sequence_descending, rowkind_tiebreak)
-    new = _boundaries(rows, key_columns, order)
+    new = None
+    if not sequence_fields and len(key_columns) == 1 and rows.num_rows:
+        fast = _one_key_groups(rows, key_columns[0])
+        if fast is not None:
+            order, new = fast
+    if new is None:
+        order = merge_order(rows, key_columns, sequence_fields, sequence_descending, rowkind_tiebreak)
+        new = _boundaries(rows, key_columns, order)
     starts = np.flatnonzero(new).astype(np.int64)
     ends = np.empty_like(starts)
     if len(starts):

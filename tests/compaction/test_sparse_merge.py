@@ -40,7 +40,7 @@ def newest_per_key(rows: pa.Table) -> pa.Table:
 
 
 def _parts(data, values, key_type):
-    n_big = data.draw(st.integers(48, 80))  # the small runs hold at most 12 rows: a quarter of it
+    n_big = data.draw(st.integers(48, 80))  # the small runs hold at most 4 rows: a tenth of it
     big_keys = data.draw(st.lists(values, min_size=n_big, max_size=n_big, unique_by=lambda v: java_order_key((v,))))
     seq = iter(range(10_000))
     kinds = st.sampled_from([0, 0, 0, 2, 1, 3])
@@ -58,11 +58,11 @@ def _parts(data, values, key_type):
         run(
             data.draw(
                 st.lists(
-                    st.one_of(st.sampled_from(big_keys), values), max_size=4, unique_by=lambda v: java_order_key((v,))
+                    st.one_of(st.sampled_from(big_keys), values), max_size=2, unique_by=lambda v: java_order_key((v,))
                 )
             )
         )
-        for _ in range(data.draw(st.integers(1, 3)))
+        for _ in range(data.draw(st.integers(1, 2)))
     ]
     at = data.draw(st.integers(0, len(smalls)))  # the large run is usually the oldest, not always
     return smalls[:at] + [big] + smalls[at:]
@@ -73,7 +73,7 @@ def _parts(data, values, key_type):
 def test_sparse_merge_equals_the_full_merge_for_integer_keys(data):
     parts = _parts(data, st.integers(-50, 50), pa.int64())
     got = sparse_merge(parts, "k", newest_per_key)
-    assert got is not None  # a large run holding each key once, and small runs of <= a quarter of it
+    assert got is not None  # a large run holding each key once, and small runs of <= a tenth of it
     assert got.to_pylist() == newest_per_key(pa.concat_tables(parts)).to_pylist()
 
 

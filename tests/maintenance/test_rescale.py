@@ -172,12 +172,16 @@ def test_a_failed_verification_commits_nothing(warehouse, monkeypatch):
     rnd, catalog, table, model = filled(warehouse, 5, commits=2)
     from lake_core.maintenance import rescale as mod
 
-    real = mod._write_buckets
+    real = mod._write_bucket
 
-    def lossy(table, values, rows, buckets):
-        return real(table, values, rows.slice(1), buckets[1:])
+    def lossy(table, ppath, b, chunks, level):
+        def first_row_lost():
+            for i, chunk in enumerate(chunks):
+                yield chunk.slice(1) if i == 0 and b == 0 else chunk
 
-    monkeypatch.setattr(mod, "_write_buckets", lossy)
+        return real(table, ppath, b, first_row_lost(), level)
+
+    monkeypatch.setattr(mod, "_write_bucket", lossy)
     snap = table.latest_snapshot().id
     with pytest.raises(RescaleVerificationError, match=f"dt={PARTS[0]}.*nothing was committed"):
         table.maintenance.rescale_partition(partition={"dt": PARTS[0]}, bucket=3)
