@@ -30,6 +30,7 @@ from lake_core.compaction.record_expiry import RecordExpiry, expired_file_test
 from lake_core.compaction.rewrite import UnitOutcome, run_compact_unit
 from lake_core.deletion_vectors.maintainer import BucketDeletionVectors, bucket_dv_entries, needs_full_for_dv
 from lake_core.errors import InvalidOptionError, LakeError
+from lake_core.format.gc_pause import paused_gc
 from lake_core.lsm.levels import Levels, key_decoder
 from lake_core.manifest.metadata import DataFileMeta, IndexManifestEntry
 from lake_core.paths import FileNamer
@@ -175,6 +176,28 @@ def plan_compaction(
 ) -> CompactionPlan:
     """``options``: dynamic planning options for this job only (see :mod:`.planning_options`).
     ``verify``: the units compute the figures of the in-task check (``result.check()``)."""
+    with paused_gc():  # one unit per bucket, by the hundred thousand: see lake_core.format.gc_pause
+        return _plan_compaction(
+            store,
+            full=full,
+            partitions=partitions,
+            expire_records=expire_records,
+            now_ms=now_ms,
+            options=options,
+            verify=verify,
+        )
+
+
+def _plan_compaction(
+    store: FileStore,
+    *,
+    full: bool,
+    partitions,
+    expire_records: bool,
+    now_ms: int | None,
+    options: Mapping[str, str] | None,
+    verify: bool,
+) -> CompactionPlan:
     planned_at = time.time()
     store = with_planning_options(store, options)
     if not store.schema.primary_keys:
@@ -201,9 +224,10 @@ def plan_compaction(
     num_levels = store.options.num_levels
     dv_entries = bucket_dv_entries(store, snapshot) if store.options.deletion_vectors_enabled else None
     units, buckets = [], []
-    in_order = sorted(groups.items(), key=lambda kv: (repr(manifests.partition_values(kv[0][0])), kv[0][1]))
+    order = {p: repr(manifests.partition_values(p)) for p in {p for p, _b in groups}}
+    in_order = sorted(groups.items(), key=lambda kv: (order[kv[0][0]], kv[0][1]))
     for (partition, bucket), entries in in_order:
-        values = tuple(manifests.partition_values(partition))
+        values = manifests.partition_values(partition)
         if selector is not None and not selector.matches(values):
             continue
         files = tuple(e.file for e in entries)
@@ -246,6 +270,8 @@ def plan_compaction(
 
 
 def outside_unit(levels: Levels, unit: CompactUnit) -> tuple[DataFileMeta, ...]:
+    if len(unit.files) == levels.number_of_files:  # the unit's files are the bucket's: all of them
+        return ()
     inside = {(f.level, f.file_name) for f in unit.files}
     return tuple(f for f in levels.all_files() if (f.level, f.file_name) not in inside)
 

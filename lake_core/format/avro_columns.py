@@ -100,15 +100,21 @@ def optional_longs(values: Sequence[int | None]) -> list[Piece]:
     return [(branch, np.ones(n, dtype=np.int64)), (flat, lens)]
 
 
-def encoded_once(values: Sequence[Hashable], encode: Callable[[Any], bytes]) -> Piece:
+def encoded_once(values: list[Hashable], encode: Callable[[Any], bytes]) -> Piece:
     """Each record's value encoded by ``encode``, every distinct value once (values that repeat)."""
+    if values and values.count(values[0]) == len(values):  # one value throughout (often None or ())
+        return constant(encode(values[0]), len(values))
     cache: dict[Any, bytes] = {}
+    by_id: dict[int, bytes] = {}  # the same object again (files share their tuples): no hashing
     out: list[bytes] = []
     append = out.append
     for v in values:
-        b = cache.get(v)
+        b = by_id.get(id(v))
         if b is None:
-            b = cache[v] = encode(v)
+            b = cache.get(v)
+            if b is None:
+                b = cache[v] = encode(v)
+            by_id[id(v)] = b
         append(b)
     return raw(out)
 
