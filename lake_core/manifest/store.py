@@ -80,6 +80,21 @@ class ManifestStore:
             self._partitions[partition] = v
         return v
 
+    def partition_bounds(self, meta: ManifestFileMeta) -> tuple[tuple, tuple] | None:
+        """(lowest, highest) partition values of a manifest's partition statistics, per column;
+        None when unknown (no partition columns, unreadable statistics)."""
+        if not self.partition_types:
+            return None
+        stats = meta.partition_stats
+        try:
+            lows = tuple(deserialize_row(stats.min_values, self.partition_types))
+            highs = tuple(deserialize_row(stats.max_values, self.partition_types))
+        except Exception:  # statistics of another writer's making: no pruning
+            return None
+        if len(lows) != len(self.partition_types) or len(highs) != len(self.partition_types):
+            return None
+        return lows, highs
+
     # -- reads --------------------------------------------------------------------------------
     def read_manifest_list(self, name: str | None) -> list[ManifestFileMeta]:
         if not name:
@@ -118,6 +133,11 @@ class ManifestStore:
             return list(self.live_files(snapshot).values())
         merged = merge_entries(self.read_entries(metas))
         return [e for e in merged if e.kind == FileKind.ADD]
+
+    def has_live_files(self, snapshot: Snapshot) -> bool:
+        """Whether :meth:`live_files` of ``snapshot`` is at hand (merged already)."""
+        last = self._live
+        return last is not None and last[0] == (snapshot.base_manifest_list, snapshot.delta_manifest_list)
 
     def live_files(self, snapshot: Snapshot | None) -> Mapping[FileIdentifier, ManifestEntry]:
         """:meth:`live_entries` of the whole snapshot by file identifier. The last snapshot's is
