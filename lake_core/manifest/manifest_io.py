@@ -531,6 +531,12 @@ def decode_manifest_entries(data: bytes, *, columnar_min: int | None = None) -> 
         return _entries_from_records(reader.decode_plain(total, plain))
 
 
+def _shared(values: list[Any]) -> list[Any]:
+    """``values`` with one object per distinct value (a manifest's partitions repeat)."""
+    seen: dict[Any, Any] = {}
+    return [seen.setdefault(v, v) for v in values]
+
+
 def _entries_from_columns(schema: Any, plain: bytes) -> list[ManifestEntry] | None:
     """The entries of an uncompressed manifest container, decoded column-wise; None when the file
     is anything but plain (a top-level union, a missing required field, a null where none may
@@ -561,8 +567,13 @@ def _entries_from_columns(schema: Any, plain: bytes) -> list[ManifestEntry] | No
         def col(frame_: Any, name: str, default: Any = None) -> list[Any]:
             return frame_.get_column(name).to_list() if name in frame_.columns else [default] * n
 
-        def tuples(name: str) -> list[Any]:
-            return [None if v is None else tuple(v) for v in col(f, name)]
+        def tuples(name: str, values: list[Any] | None = None) -> list[Any]:
+            # one object per distinct value (column lists, null counts repeat from file to file)
+            shared: dict[tuple, tuple] = {}
+            return [
+                None if v is None else shared.setdefault(t := tuple(v), t)
+                for v in (col(f, name) if values is None else values)
+            ]
 
         def stats(name: str) -> list[SimpleStats] | None:
             if name not in f.columns:
@@ -576,7 +587,7 @@ def _entries_from_columns(schema: Any, plain: bytes) -> list[ManifestEntry] | No
             mins, maxs = parts.get_column("_MIN_VALUES"), parts.get_column("_MAX_VALUES")
             if mins.null_count() or maxs.null_count():
                 return None
-            nulls = [None if v is None else tuple(v) for v in col(parts, "_NULL_COUNTS")]
+            nulls = tuples("", col(parts, "_NULL_COUNTS"))
             return list(map(SimpleStats, mins.to_list(), maxs.to_list(), nulls))
 
         key_stats, value_stats = stats("_KEY_STATS"), stats("_VALUE_STATS")
@@ -596,7 +607,7 @@ def _entries_from_columns(schema: Any, plain: bytes) -> list[ManifestEntry] | No
             col(f, "_MAX_SEQUENCE_NUMBER"),
             col(f, "_SCHEMA_ID"),
             col(f, "_LEVEL"),
-            [() if not v else tuple(v) for v in col(f, "_EXTRA_FILES")],
+            [() if not v else v for v in tuples("_EXTRA_FILES")],
             col(f, "_CREATION_TIME"),
             col(f, "_DELETE_ROW_COUNT"),
             col(f, "_EMBEDDED_FILE_INDEX"),
@@ -612,7 +623,7 @@ def _entries_from_columns(schema: Any, plain: bytes) -> list[ManifestEntry] | No
             map(
                 ManifestEntry,
                 [_KINDS[k] for k in kinds.to_list()],
-                partitions.to_list(),
+                _shared(partitions.to_list()),
                 buckets.to_list(),
                 [-1] * n if total_buckets is None else total_buckets.fill_null(-1).to_list(),
                 metas,
