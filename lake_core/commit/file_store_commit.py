@@ -26,6 +26,7 @@ Safety rules beyond Java's ``FileStoreCommitImpl`` conflict checks:
 
 from __future__ import annotations
 
+import itertools
 import logging
 import random
 import threading
@@ -54,6 +55,7 @@ from lake_core.errors import (
 )
 from lake_core.format.binary_row.reader import deserialize_row
 from lake_core.format.float_order import java_order_key
+from lake_core.format.gc_pause import paused_gc
 from lake_core.manifest.merger import merge_manifests
 from lake_core.manifest.metadata import FileKind, IndexManifestEntry, ManifestEntry
 from lake_core.paths import FileNamer
@@ -149,6 +151,18 @@ class FileStoreCommit:
         landed before and no earlier snapshot needs reading. ``digest``: the content of the
         commit, stored in the snapshot; a landed (user, identifier) is the same commit when its
         digest matches (else when it holds the same files)."""
+        with paused_gc():  # large commits allocate entries by the hundred thousand, and free none
+            return self._commit(messages, identifier, overwrite, properties, new_identity, digest)
+
+    def _commit(
+        self,
+        messages: Sequence[CommitMessage],
+        identifier: int,
+        overwrite: bool | dict | Callable[[bytes], bool] | None,
+        properties: dict | None,
+        new_identity: bool,
+        digest: str | None,
+    ) -> list[Snapshot]:
         check_identity_arguments(self.store, self.commit_user, identifier)
         messages = [m for m in messages if not m.is_empty()]
         self.store.check_identity()
@@ -548,8 +562,8 @@ class FileStoreCommit:
 
     # -- conflicts (Java FileStoreCommitImpl.noConflictsOrFail) --------------------------------
     def _check_conflicts(self, latest: Snapshot | None, entries: list[ManifestEntry], kind: CommitKind) -> None:
-        live = self.manifests.live_entries(latest)
-        live_ids = {e.identifier() for e in live}
+        live_ids = self.manifests.live_files(latest)
+        live = list(live_ids.values())
         for e in entries:
             if e.kind == FileKind.DELETE and e.identifier() not in live_ids:
                 raise CommitConflictError(
@@ -679,11 +693,12 @@ class FileStoreCommit:
 
     def _check_lsm_overlap(self, live: list[ManifestEntry], entries: list[ManifestEntry]) -> None:
         touched = {(e.partition, e.bucket) for e in entries}
-        removed = {e.identifier() for e in entries if e.kind == FileKind.DELETE}
+        removed = {e.identifier() for e in entries if e.kind == FileKind.DELETE and e.file.level > 0}
         by_level: dict[tuple, list] = {}
-        for e in list(live) + [e for e in entries if e.kind == FileKind.ADD]:
-            if (e.partition, e.bucket) in touched and e.file.level > 0 and e.identifier() not in removed:
-                by_level.setdefault((e.partition, e.bucket, e.file.level), []).append(e.file)
+        for e in itertools.chain(live, (e for e in entries if e.kind == FileKind.ADD)):
+            f = e.file
+            if f.level > 0 and (e.partition, e.bucket) in touched and (not removed or e.identifier() not in removed):
+                by_level.setdefault((e.partition, e.bucket, f.level), []).append(f)
         key_types = self.store.key_types
         for (_partition, bucket, level), files in by_level.items():
             if len(files) < 2:
@@ -834,14 +849,17 @@ class _SequenceChecks:
         buckets: dict[tuple[bytes, int], _BucketSequences] = {}
         own: set[str] = set()
         for m in messages:
-            own.update(f.file_name for f in m.new_files + m.compact_after)
+            for f in m.new_files:
+                own.add(f.file_name)
+            for f in m.compact_after:
+                own.add(f.file_name)
             if m.base_snapshot_id is None:
                 continue  # another engine's writer: its numbering is unknown
-            new_min = min((f.min_sequence_number for f in m.new_files), default=None)
+            new_min = min([f.min_sequence_number for f in m.new_files]) if m.new_files else None
             # A full compaction drops -D rows (and what they delete); files numbered at or below
             # its inputs that land afterwards would lose their shadowing delete.
-            drops = any(f.delete_row_count is None or f.delete_row_count > 0 for f in m.compact_before)
-            dropped_max = max((f.max_sequence_number for f in m.compact_before), default=None) if drops else None
+            drops = any([f.delete_row_count is None or f.delete_row_count > 0 for f in m.compact_before])
+            dropped_max = max([f.max_sequence_number for f in m.compact_before]) if drops else None
             key = (m.partition, m.bucket)
             prev = buckets.get(key)
             if prev is not None:

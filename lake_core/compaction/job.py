@@ -12,11 +12,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lake_core.commit.file_store_commit import FileStoreCommit
-from lake_core.commit.messages import CommitMessage
+from lake_core.commit.messages import CommitMessage, with_base_snapshot
 from lake_core.commit.uncommitted import remove_uncommitted
 from lake_core.compaction.figures import BucketFigures
 from lake_core.compaction.plan import (
@@ -37,6 +37,7 @@ from lake_core.errors import (
     LakeError,
     MaintenanceArgumentError,
 )
+from lake_core.format.gc_pause import paused_gc
 from lake_core.schema.partition_selector import partition_text
 
 if TYPE_CHECKING:
@@ -152,6 +153,13 @@ def commit_compaction(
     """One COMPACT commit of ``outcomes`` (``outcomes[i]`` is the result of ``plan.units[i]``, run
     anywhere) and the job's result. Units made stale by a concurrent compaction are skipped, with
     their reason, and their files deleted. ``dry_run``: commit nothing, report the plan."""
+    with paused_gc():  # one message per bucket, by the hundred thousand: see lake_core.format.gc_pause
+        return _commit_compaction(store, plan, outcomes, hooks=hooks, dry_run=dry_run)
+
+
+def _commit_compaction(
+    store: FileStore, plan: CompactionPlan, outcomes: Sequence[UnitOutcome], *, hooks: TableHooks, dry_run: bool
+) -> CompactionResult:
     before_files = [f for b in plan.buckets for f in b.files]
     common: dict[str, Any] = dict(
         table=store.identifier,
@@ -292,7 +300,7 @@ def commit_units(store: FileStore, plan: CompactionPlan, outcomes: list[UnitOutc
             latest = store.snapshot_manager.latest()
             live = {
                 (e.partition, e.bucket, e.file.level, e.file.file_name)
-                for e in store.manifest_store.live_entries(latest)
+                for e in store.manifest_store.live_files(latest).values()
             }
             still = []
             for i in pending:
@@ -309,7 +317,7 @@ def commit_units(store: FileStore, plan: CompactionPlan, outcomes: list[UnitOutc
             try:
                 # base_snapshot_id: the commit refuses deletes dropped here that rows landed since still need
                 snaps = FileStoreCommit(store, hooks=hooks).commit(
-                    [replace(outcomes[i].message, base_snapshot_id=plan.snapshot_id) for i in pending]
+                    [with_base_snapshot(outcomes[i].message, plan.snapshot_id) for i in pending]
                 )
             except CommitConflictError:
                 # Someone compacted between our check and our commit: re-check and drop what went

@@ -29,13 +29,16 @@ from lake_core.compaction.planning_options import with_planning_options
 from lake_core.compaction.record_expiry import RecordExpiry, expired_file_test
 from lake_core.compaction.rewrite import UnitOutcome, run_compact_unit
 from lake_core.deletion_vectors.maintainer import BucketDeletionVectors, bucket_dv_entries, needs_full_for_dv
-from lake_core.errors import InvalidOptionError, LakeError
+from lake_core.errors import InvalidOptionError, LakeError, PartitionNotFoundError
+from lake_core.format.gc_pause import paused_gc
 from lake_core.lsm.levels import Levels, key_decoder
-from lake_core.manifest.metadata import DataFileMeta, IndexManifestEntry
+from lake_core.manifest.metadata import DataFileMeta, IndexManifestEntry, ManifestEntry
 from lake_core.paths import FileNamer
 from lake_core.schema.partition_selector import PartitionSelector
 
 if TYPE_CHECKING:
+    from lake_core.manifest.store import ManifestStore
+    from lake_core.snapshot.snapshot import Snapshot
     from lake_core.store import FileStore
 
 
@@ -175,6 +178,28 @@ def plan_compaction(
 ) -> CompactionPlan:
     """``options``: dynamic planning options for this job only (see :mod:`.planning_options`).
     ``verify``: the units compute the figures of the in-task check (``result.check()``)."""
+    with paused_gc():  # one unit per bucket, by the hundred thousand: see lake_core.format.gc_pause
+        return _plan_compaction(
+            store,
+            full=full,
+            partitions=partitions,
+            expire_records=expire_records,
+            now_ms=now_ms,
+            options=options,
+            verify=verify,
+        )
+
+
+def _plan_compaction(
+    store: FileStore,
+    *,
+    full: bool,
+    partitions,
+    expire_records: bool,
+    now_ms: int | None,
+    options: Mapping[str, str] | None,
+    verify: bool,
+) -> CompactionPlan:
     planned_at = time.time()
     store = with_planning_options(store, options)
     if not store.schema.primary_keys:
@@ -193,17 +218,24 @@ def plan_compaction(
     snapshot = store.snapshot_manager.latest()
     manifests = store.manifest_store
     groups: dict[tuple[bytes, int], list] = defaultdict(list)
-    for e in manifests.live_entries(snapshot):
+    for e in _live_entries(manifests, snapshot, selector):
         groups[(e.partition, e.bucket)].append(e)
     if selector is not None:  # a selector matching nothing is a typo, not "nothing to compact"
-        selector.check_matched(manifests.partition_values(p) for p in {p for p, _b in groups})
+        try:
+            selector.check_matched(manifests.partition_values(p) for p in {p for p, _b in groups})
+        except PartitionNotFoundError:  # name every partition with data in the message
+            selector.check_matched(
+                manifests.partition_values(p) for p in {e.partition for e in manifests.live_entries(snapshot)}
+            )
+            raise
     key_of = key_decoder(store.key_types)
     num_levels = store.options.num_levels
     dv_entries = bucket_dv_entries(store, snapshot) if store.options.deletion_vectors_enabled else None
     units, buckets = [], []
-    in_order = sorted(groups.items(), key=lambda kv: (repr(manifests.partition_values(kv[0][0])), kv[0][1]))
+    order = {p: repr(manifests.partition_values(p)) for p in {p for p, _b in groups}}
+    in_order = sorted(groups.items(), key=lambda kv: (order[kv[0][0]], kv[0][1]))
     for (partition, bucket), entries in in_order:
-        values = tuple(manifests.partition_values(partition))
+        values = manifests.partition_values(partition)
         if selector is not None and not selector.matches(values):
             continue
         files = tuple(e.file for e in entries)
@@ -245,7 +277,27 @@ def plan_compaction(
     )
 
 
+def _live_entries(
+    manifests: ManifestStore, snapshot: Snapshot | None, selector: PartitionSelector | None
+) -> list[ManifestEntry]:
+    """The live entries of the selected partitions: every one, or only those of the manifests
+    whose partition statistics admit a selected partition (a file's ADD and DELETE share its
+    partition, so they are read together) unless the whole snapshot is merged already."""
+    if selector is None or snapshot is None or manifests.has_live_files(snapshot):
+        return manifests.live_entries(snapshot)
+    metas = []
+    for m in manifests.data_manifests(snapshot):
+        bounds = manifests.partition_bounds(m)
+        if bounds is None or selector.may_match_range(*bounds):
+            metas.append(m)
+    return [
+        e for e in manifests.live_entries(snapshot, metas) if selector.matches(manifests.partition_values(e.partition))
+    ]
+
+
 def outside_unit(levels: Levels, unit: CompactUnit) -> tuple[DataFileMeta, ...]:
+    if len(unit.files) == levels.number_of_files:  # the unit's files are the bucket's: all of them
+        return ()
     inside = {(f.level, f.file_name) for f in unit.files}
     return tuple(f for f in levels.all_files() if (f.level, f.file_name) not in inside)
 

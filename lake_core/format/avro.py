@@ -30,6 +30,7 @@ import fastavro
 import zstandard
 
 from lake_core.errors import FormatError, LakeError
+from lake_core.format.avro_columns import block_bounds
 
 __all__ = [
     "CODEC_ALIASES",
@@ -180,7 +181,7 @@ def _read_blocks(inp: _Input, sync: bytes) -> Iterator[tuple[int, bytes]]:
         yield count, payload
 
 
-def _in_memory(data: Any) -> BytesIO:
+def in_memory(data: Any) -> BytesIO:
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise FormatError(f"expected the bytes of an Avro file, got {type(data).__name__}")
     return BytesIO(data)
@@ -188,7 +189,7 @@ def _in_memory(data: Any) -> BytesIO:
 
 def parse_container(data: bytes) -> tuple[dict[str, bytes], bytes, list[tuple[int, bytes]]]:
     """Split an Avro object container into (metadata, sync marker, [(record count, payload)])."""
-    inp = _Input(_in_memory(data))
+    inp = _Input(in_memory(data))
     meta, sync = _read_header(inp)
     return meta, sync, list(_read_blocks(inp, sync))
 
@@ -390,8 +391,24 @@ class RecordReader:
             if count:
                 yield count, payload
 
+    def _plain(self, total: int, parts: list[bytes]) -> bytes:
+        return build_container(self._schema_text, b"null", self._sync, [(total, b"".join(parts))] if total else [])
+
+    def plain_container(self) -> tuple[Any, int, bytes]:
+        """(the writer schema as JSON, logical types stripped as configured; the record count;
+        every record re-framed as one uncompressed container), for a columnar decoder."""
+        counts, parts = [], []
+        for count, payload in self._blocks():
+            counts.append(count)
+            parts.append(payload)
+        total = sum(counts)
+        return json.loads(self._schema_text), total, self._plain(total, parts)
+
     def _decode(self, total: int, parts: list[bytes]) -> list[Any]:
-        plain = build_container(self._schema_text, b"null", self._sync, [(total, b"".join(parts))] if total else [])
+        return self.decode_plain(total, self._plain(total, parts))
+
+    def decode_plain(self, total: int, plain: bytes) -> list[Any]:
+        """The records of :meth:`plain_container`'s container (fastavro's compiled reader)."""
         try:
             reader = fastavro.reader(BytesIO(plain))
             records = list(reader)
@@ -439,7 +456,7 @@ def read_records(data: bytes, what: str, *, logical_types: bool = True) -> tuple
     names the file in errors. Without ``logical_types`` dates, timestamps and decimals come back as
     the raw ints and bytes they are stored as."""
     try:
-        fo = _in_memory(data)
+        fo = in_memory(data)
     except FormatError as e:
         raise FormatError(f"{what}: {e}") from None
     reader = RecordReader(fo, what, logical_types=logical_types)
@@ -469,3 +486,23 @@ def write_records(
         os.urandom(16),
         [(count, compress(payload)) for count, payload in blocks],
     )
+
+
+def write_encoded(
+    encoded: bytes, record_lens: Any, schema_json: bytes, *, codec: str, zstd_level: int, what: str
+) -> bytes:
+    """An Avro container of records already encoded (``encoded``: their bytes one after the
+    other, ``record_lens`` each one's length), in the blocks fastavro's writer would cut."""
+    canonical = CODEC_ALIASES.get(str(codec).lower())
+    if canonical is None:
+        raise LakeError(f"unsupported Avro codec {codec!r} for {what}; use one of {sorted(set(CODEC_ALIASES))}")
+    compress = _compressor(canonical, zstd_level)
+    offsets = [0]
+    for n in record_lens.tolist():
+        offsets.append(offsets[-1] + n)
+    view = memoryview(encoded)
+    blocks = [
+        (end - start, compress(bytes(view[offsets[start] : offsets[end]])))
+        for start, end in block_bounds(record_lens, SYNC_INTERVAL)
+    ]
+    return build_container(schema_json, canonical.encode("ascii"), os.urandom(16), blocks)

@@ -38,6 +38,12 @@ def level0_order(f: DataFileMeta) -> tuple:
     return (-f.max_sequence_number, f.min_sequence_number, f.creation_time or 0, f.file_name)
 
 
+def _by_min_key(files: Sequence[DataFileMeta], key_of: KeyOf) -> tuple[DataFileMeta, ...]:
+    if len(files) < 2:
+        return tuple(files)
+    return tuple(sorted(files, key=lambda f: key_of(f.min_key)))
+
+
 @dataclass(frozen=True)
 class SortedRun:
     files: tuple[DataFileMeta, ...]
@@ -67,15 +73,20 @@ class Levels:
 
     @staticmethod
     def of(files: Iterable[DataFileMeta], num_levels: int, key_of: KeyOf) -> Levels:
-        files = list(files)
+        by_level: dict[int, list[DataFileMeta]] = {}
+        for f in files:
+            on = by_level.get(f.level)
+            if on is None:
+                by_level[f.level] = [f]
+            else:
+                on.append(f)
         # Java: a restored file on a level above num-levels widens the tree instead of failing.
-        top = max([num_levels - 1] + [f.level for f in files])
-        l0 = tuple(sorted((f for f in files if f.level == 0), key=level0_order))
-        higher = tuple(
-            tuple(sorted((f for f in files if f.level == lv), key=lambda f: key_of(f.min_key)))
-            for lv in range(1, top + 1)
-        )
-        return Levels(l0, higher, key_of)
+        top = max(num_levels - 1, max(by_level, default=0))
+        l0 = by_level.get(0, ())
+        if len(l0) > 1:
+            l0 = sorted(l0, key=level0_order)
+        higher = tuple(_by_min_key(by_level.get(lv, ()), key_of) for lv in range(1, top + 1))
+        return Levels(tuple(l0), higher, key_of)
 
     @property
     def number_of_levels(self) -> int:
@@ -101,6 +112,13 @@ class Levels:
         runs = [LevelSortedRun(0, SortedRun((f,))) for f in self.level0]
         runs += [LevelSortedRun(i + 1, SortedRun(files)) for i, files in enumerate(self.higher) if files]
         return runs
+
+    @property
+    def number_of_files(self) -> int:
+        n = len(self.level0)
+        for files in self.higher:
+            n += len(files)
+        return n
 
     @property
     def number_of_sorted_runs(self) -> int:

@@ -18,12 +18,31 @@ if TYPE_CHECKING:
     from lake_core.manifest.store import ManifestStore
 
 
+#: Besides Java's size trigger, a commit rewrites the manifests holding DELETE entries once there
+#: are at least this many deletes and the entries they cancel outnumber the live files (the commit
+#: after a large compaction: every later plan would decode the dead pairs again; see deletes_pay).
+FOLD_DELETES_MIN = 10_000
+
+
+def deletes_pay(metas: Sequence[ManifestFileMeta]) -> bool:
+    """Whether folding the DELETE entries of ``metas`` pays: at least :data:`FOLD_DELETES_MIN` of
+    them, and they and the ADDs they cancel (twice the deletes) at least as many as the live files
+    that remain. Rewriting costs about one encode of the live entries, once; not rewriting costs
+    every later plan the decoding of the dead pairs."""
+    deleted = sum(m.num_deleted_files for m in metas)
+    if deleted < FOLD_DELETES_MIN:
+        return False
+    live = sum(m.num_added_files for m in metas) - deleted
+    return 2 * deleted >= live
+
+
 def merge_manifests(
     store: ManifestStore, metas: Sequence[ManifestFileMeta], options: CoreOptions, schema_id: int, namer: FileNamer
 ) -> tuple[list[ManifestFileMeta], list[ManifestFileMeta]]:
     """Returns (new base list, manifests newly written). Groups consecutive manifests until their
     size reaches the target; a trailing group is merged only if it has >= merge-min-count files."""
-    full = try_full_compaction(store, metas, options, schema_id, namer)  # manifest.full-compaction-threshold-size
+    # manifest.full-compaction-threshold-size, or many deletes (deletes_pay)
+    full = try_full_compaction(store, metas, options, schema_id, namer, force=deletes_pay(metas))
     if full is not None:
         return full
     target = options.manifest_target_file_size

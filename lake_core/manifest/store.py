@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Generic, TypeVar
 
 import pyarrow as pa
 
 from lake_core.format.binary_row.reader import deserialize_row
 from lake_core.format.binary_row.writer import serialize_row
+from lake_core.format.gc_pause import paused_gc
 from lake_core.format.integrity import read_metadata
 from lake_core.io.fileio import FileIO
 from lake_core.manifest.manifest_io import (
@@ -25,12 +26,14 @@ from lake_core.manifest.manifest_io import (
     encode_manifest_list,
 )
 from lake_core.manifest.metadata import (
+    FileIdentifier,
     FileKind,
     IndexManifestEntry,
     ManifestEntry,
     ManifestFileMeta,
     SimpleStats,
     merge_entries,
+    merge_entries_by_id,
 )
 from lake_core.paths import FileNamer, TablePaths
 from lake_core.snapshot.snapshot import Snapshot
@@ -67,6 +70,7 @@ class ManifestStore:
         self._entries: _LRU[list[ManifestEntry]] = _LRU(512)
         self._lists: _LRU[list[ManifestFileMeta]] = _LRU(256)
         self._partitions: dict[bytes, tuple] = {}
+        self._live: tuple[tuple[str | None, str | None], dict[FileIdentifier, ManifestEntry]] | None = None
 
     # -- partitions ---------------------------------------------------------------------------
     def partition_values(self, partition: bytes) -> tuple:
@@ -75,6 +79,21 @@ class ManifestStore:
             v = tuple(deserialize_row(partition, self.partition_types)) if self.partition_types else ()
             self._partitions[partition] = v
         return v
+
+    def partition_bounds(self, meta: ManifestFileMeta) -> tuple[tuple, tuple] | None:
+        """(lowest, highest) partition values of a manifest's partition statistics, per column;
+        None when unknown (no partition columns, unreadable statistics)."""
+        if not self.partition_types:
+            return None
+        stats = meta.partition_stats
+        try:
+            lows = tuple(deserialize_row(stats.min_values, self.partition_types))
+            highs = tuple(deserialize_row(stats.max_values, self.partition_types))
+        except Exception:  # statistics of another writer's making: no pruning
+            return None
+        if len(lows) != len(self.partition_types) or len(highs) != len(self.partition_types):
+            return None
+        return lows, highs
 
     # -- reads --------------------------------------------------------------------------------
     def read_manifest_list(self, name: str | None) -> list[ManifestFileMeta]:
@@ -110,9 +129,31 @@ class ManifestStore:
         """ADD entries still live at ``snapshot`` (ADD and DELETE of one file cancel out)."""
         if snapshot is None:
             return []
-        metas = self.data_manifests(snapshot) if metas is None else metas
+        if metas is None:
+            return list(self.live_files(snapshot).values())
         merged = merge_entries(self.read_entries(metas))
         return [e for e in merged if e.kind == FileKind.ADD]
+
+    def has_live_files(self, snapshot: Snapshot) -> bool:
+        """Whether :meth:`live_files` of ``snapshot`` is at hand (merged already)."""
+        last = self._live
+        return last is not None and last[0] == (snapshot.base_manifest_list, snapshot.delta_manifest_list)
+
+    def live_files(self, snapshot: Snapshot | None) -> Mapping[FileIdentifier, ManifestEntry]:
+        """:meth:`live_entries` of the whole snapshot by file identifier. The last snapshot's is
+        kept (its manifest lists name it: they never change), so a plan and the commit after it,
+        and a commit's several checks, merge the table's entries once. Shared: never modify it."""
+        if snapshot is None:
+            return {}
+        key = (snapshot.base_manifest_list, snapshot.delta_manifest_list)
+        last = self._live
+        if last is not None and last[0] == key:
+            return last[1]
+        with paused_gc():
+            merged = merge_entries_by_id(self.read_entries(self.data_manifests(snapshot)))
+            live = {i: e for i, e in merged.items() if e.kind == FileKind.ADD}
+        self._live = (key, live)
+        return live
 
     def delta_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
         return self.read_entries(self.read_manifest_list(snapshot.delta_manifest_list))

@@ -300,7 +300,11 @@ MANIFEST_FULL_COMPACTION_THRESHOLD_SIZE = ConfigOption(
     key="manifest.full-compaction-threshold-size",
     type=MemorySize(0),
     default="16 mb",
-    description="Once small manifests and deletes add up to this, a commit rewrites them all.",
+    description=(
+        "Once small manifests and deletes add up to this, a commit rewrites them all. lake_core also "
+        "does when at least 10,000 deletes and the entries they cancel outnumber the live files (the "
+        "commit after a large compaction)."
+    ),
 )
 
 # -- compaction -------------------------------------------------------------------------------------

@@ -52,6 +52,24 @@ class PartitionSelector:
     def matches(self, values: Sequence[Any]) -> bool:
         return any(self._spec_matches(spec, values) for spec in self.specs)
 
+    def may_match_range(self, lows: Sequence[Any], highs: Sequence[Any]) -> bool:
+        """Whether a partition between ``lows`` and ``highs`` (per column, as a manifest's
+        partition statistics bound its partitions) may be selected; True when unsure."""
+        return any(self._spec_in_range(spec, lows, highs) for spec in self.specs)
+
+    def _spec_in_range(self, spec: tuple[tuple[str, Any], ...], lows: Sequence[Any], highs: Sequence[Any]) -> bool:
+        for k, v in spec:
+            i = self.names.index(k)
+            lo, hi = lows[i], highs[i]
+            if v is None or lo is None or hi is None:
+                continue  # nulls are not bounded by min/max
+            try:
+                if v < lo or v > hi:
+                    return False
+            except TypeError:
+                continue
+        return True
+
     def _spec_matches(self, spec: tuple[tuple[str, Any], ...], values: Sequence[Any]) -> bool:
         return all(values[self.names.index(k)] == v for k, v in spec)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import fastavro
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lake_core.errors import FormatError, LakeError
@@ -36,6 +36,19 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "manifest_io"
 # Partition row dt='2024-01-01' (a worked example of Java's bytes).
 DT_2024_01_01 = bytes.fromhex("0000000100000000000000000a00000010000000323032342d30312d3031000000000000")
 DT_2024_01_02 = DT_2024_01_01.replace(b"2024-01-01", b"2024-01-02")
+
+
+@pytest.fixture(autouse=True, params=["records", "columnar"])
+def codec_path(request, monkeypatch):
+    """Every test runs through both manifest-entry codecs: record by record (fastavro) and
+    column-wise (polars decoding, numpy encoding; large manifests take it), which must agree."""
+    if request.param == "columnar":
+        monkeypatch.setattr(mio, "COLUMNAR_MIN_ENTRIES", 0)
+        monkeypatch.setattr(mio, "COLUMNAR_ENCODE_MIN_ENTRIES", 0)
+    return request.param
+
+
+_ONE_PATH = HealthCheck.function_scoped_fixture  # codec_path is set once per test, for every example
 
 
 def _read(name: str) -> bytes:
@@ -678,19 +691,48 @@ _index_st = st.builds(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, suppress_health_check=[_ONE_PATH])
 @given(st.lists(_entry_st, max_size=5))
 def test_manifest_entries_round_trip_property(entries):
     assert mio.decode_manifest_entries(mio.encode_manifest_entries(entries)) == entries
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, suppress_health_check=[_ONE_PATH])
+@given(st.lists(_entry_st, max_size=12))
+def test_columnar_encoding_is_fastavros_byte_for_byte(entries):
+    def payloads(data):
+        meta, _sync, blocks = avro.parse_container(data)
+        return meta["avro.schema"], blocks
+
+    columnar = mio.encode_manifest_entries(entries, codec="null", columnar_min=0)
+    records = mio.encode_manifest_entries(entries, codec="null", columnar_min=2**62)
+    assert payloads(columnar) == payloads(records)
+    assert mio.decode_manifest_entries(columnar, columnar_min=0) == entries
+
+
+def test_columnar_blocks_are_fastavros():
+    """Past 64,000 bytes a block ends, where fastavro's writer ends it."""
+    entries = [dataclasses.replace(full_entry(), file=full_file(f"data-{i}.parquet")) for i in range(3_000)]
+    columnar = avro.parse_container(mio.encode_manifest_entries(entries, codec="null", columnar_min=0))[2]
+    records = avro.parse_container(mio.encode_manifest_entries(entries, codec="null", columnar_min=2**62))[2]
+    assert len(columnar) > 2 and columnar == records
+
+
+def test_columnar_encoder_leaves_odd_values_to_fastavro():
+    odd = dataclasses.replace(full_entry(), bucket=True)  # a bool: fastavro decides
+    assert mio._encode_entries_columnar([odd]) is None
+    bad = dataclasses.replace(full_entry(), bucket=None)
+    with pytest.raises(FormatError, match="cannot encode"):
+        mio.encode_manifest_entries([bad], columnar_min=0)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[_ONE_PATH])
 @given(st.lists(_meta_st, max_size=5))
 def test_manifest_list_round_trip_property(metas):
     assert mio.decode_manifest_list(mio.encode_manifest_list(metas)) == metas
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, suppress_health_check=[_ONE_PATH])
 @given(st.lists(_index_st, max_size=5))
 def test_index_manifest_round_trip_property(entries):
     assert mio.decode_index_manifest(mio.encode_index_manifest(entries)) == entries
