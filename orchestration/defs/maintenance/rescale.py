@@ -14,6 +14,9 @@ user picks, executed on Spark (:mod:`jobs.rescale`), verified by a blocking asse
 - An unpartitioned table gets the same asset without partitions: it rescales the whole table.
 - Each run is one maintenance run (:mod:`.run`): one row in the maintenance ledger, whose reason
   names the partitions ("backfill kvlhhtcl for 2 partition(s): dt=2024-01-02, dt=2024-01-03").
+- Each partition's materialization carries its own figures (:func:`partition_metadata`: rows,
+  files, bytes, buckets before and after, duration, the snapshot committed, or why it was skipped
+  and no snapshot); the run's totals are there too, as ``run.*``.
 """
 
 from typing import TYPE_CHECKING, Any
@@ -29,7 +32,7 @@ from orchestration.defs.maintenance.run import Operation, Outcome, Skip, result_
 from orchestration.defs.resources import LakeCatalogResource, SparkResource
 
 if TYPE_CHECKING:
-    from lake_core import FileStoreTable
+    from lake_core import FileStoreTable, PartitionRescaleResult
 
 OPERATION = "rescale"
 CHECK_NAME = "rescale_verified"
@@ -41,13 +44,12 @@ VERIFIED = BlockingCheck(
 )
 
 
-def _result_metadata(result, target: int) -> dict[str, Any]:
+def _result_metadata(result, target: int, *, prefix: str = "") -> dict[str, Any]:
     """The typed result as metadata: numbers stay numbers (plotted by Dagster), plus a per-partition
-    table."""
+    table. ``prefix``: ``run.`` in a partitioned asset's run, whose partitions have their own figures."""
     meta: dict[str, Any] = {k: v for k, v in result.as_metadata().items() if v is not None and k != "partitions.count"}
     for key in ("bytes_in", "bytes_out"):
         meta[key] = dg.MetadataValue.int(meta[key])
-    meta["target_buckets"] = target
     rows = ["| partition | buckets | rows | files | snapshot | skipped |", "|---|---|---|---|---|---|"]
     for p in result.partitions:
         rows.append(
@@ -55,7 +57,33 @@ def _result_metadata(result, target: int) -> dict[str, Any]:
             f"{p.files_in} → {p.files_out} | {p.snapshot_committed or ''} | {p.skipped or ''} |"
         )
     meta["partitions"] = dg.MetadataValue.md("\n".join(rows))
-    return meta
+    return {f"{prefix}{k}": v for k, v in meta.items()} | {"target_buckets": target}
+
+
+def partition_metadata(p: "PartitionRescaleResult", lake_table: "FileStoreTable") -> dict[str, Any]:
+    """One partition's own figures, for its materialization in a backfill run: what was done to
+    it (or why it was skipped: no snapshot then), not the run's totals."""
+    snapshot = p.snapshot_committed
+    return {
+        "partition": p.partition,
+        "buckets_before": p.old_buckets,
+        "buckets_after": p.old_buckets if p.skipped else p.new_buckets,
+        "rows": p.rows,
+        "files_in": p.files_in,
+        "files_out": p.files_out,
+        "bytes_in": dg.MetadataValue.int(p.bytes_in),
+        "bytes_out": dg.MetadataValue.int(p.bytes_out),
+        "duration_s": round(p.duration_s, 3),
+        "snapshot_read": p.snapshot_read,
+        "snapshot_id": snapshot,
+        "snapshot": None if snapshot is None else dg.MetadataValue.path(lake_table.paths.snapshot(snapshot)),
+        "skipped": p.skipped,
+    }
+
+
+def _gone_metadata(key: str, table: str) -> dict[str, Any]:
+    """A selected partition no longer in the table (expired meanwhile): nothing done to it."""
+    return {"partition": key, "rows": 0, "snapshot_id": None, "snapshot": None, "skipped": f"no longer in {table}"}
 
 
 def _check_result(result, target: int) -> dg.AssetCheckResult:
@@ -139,9 +167,16 @@ def _operation(
                     else f"{p.old_buckets} → {p.new_buckets} buckets, {p.rows} rows, snapshot {p.snapshot_committed}"
                 )
             )
-        meta = _result_metadata(result, target)
+        meta = _result_metadata(result, target, prefix="run." if partitioned else "")
         if gone:
             meta["partitions_gone"] = ", ".join(gone)
+        # each partition's materialization carries its own figures, a gone one why it was skipped
+        by_partition = (
+            {p.partition: partition_metadata(p, lake_table) for p in result.partitions}
+            | {k: _gone_metadata(k, table.name) for k in gone}
+            if partitioned
+            else {}
+        )
         skipped = (
             None
             if result.partitions_rescaled
@@ -156,6 +191,7 @@ def _operation(
             skipped=skipped,
             dry_run=result.dry_run,
             check=_check_result(result, target),
+            partition_metadata=by_partition,
         )
 
     return Operation(
@@ -164,7 +200,7 @@ def _operation(
         disabled=None
         if target is not None
         else (f"maintenance.rescale.target_buckets of {table.name} is not set in tables.yaml"),
-        skipped_metadata={"partitions_rescaled": 0},
+        skipped_metadata={"run.partitions_rescaled" if partitioned else "partitions_rescaled": 0},
         execute=rescale,
     )
 
