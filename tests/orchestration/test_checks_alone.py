@@ -129,3 +129,35 @@ def test_a_maintenance_check_alone_verifies_the_last_run_of_its_operation(tmp_pa
     assert f"snapshot {result.snapshot_id} against {result.snapshot_id - 1}" in (after.description or "")
     expiry = by_name["only_expired_records_dropped"]
     assert expiry.passed and "nothing to verify" in (expiry.description or "")
+
+
+def test_config_drift_compares_bucket_with_the_rescale_target(tmp_path, warehouse):
+    """tables.yaml: created with 2 buckets, rescale target 4. The table at 2 (rescale pending) or at 4
+    (rescaled, as Paimon's ALTER TABLE SET bucket + overwrite leaves it) agrees with the config; a
+    partial rescale is pending work, named; any other count is drift."""
+    definitions = _definitions(tmp_path, warehouse)
+    table = _written(definitions, warehouse)
+    key = dg.AssetCheckKey(ORDERS, "config_drift")
+
+    def drift() -> dg.AssetCheckEvaluation:
+        with dg.DagsterInstance.ephemeral() as instance:
+            [evaluation] = _alone(definitions, instance, key).get_asset_check_evaluations()
+        return evaluation
+
+    pending = drift()
+    assert pending.passed and pending.metadata["partitions_to_rescale"].value == 3
+    assert "rescale to maintenance.rescale.target_buckets (4) pending for 3 partition(s)" in (pending.description or "")
+    table.maintenance.set_bucket(bucket=4)
+    first = sorted(table.maintenance.plan_rescale(bucket=4).units, key=lambda u: repr(u.partition))[0]
+    Catalog(warehouse).get_table("demo.orders").maintenance.rescale_partition(partition=first.spec, bucket=4)
+    partial = drift()
+    assert partial.passed and partial.metadata["partitions_to_rescale"].value == 2
+    assert partial.metadata["needs_rescale"].value is True
+    Catalog(warehouse).get_table("demo.orders").maintenance.rescale(bucket=4)
+    done = drift()
+    assert done.passed and done.metadata["partitions_to_rescale"].value == 0
+    assert done.metadata["needs_rescale"].value is False and done.description == "the table matches tables.yaml"
+    Catalog(warehouse).get_table("demo.orders").maintenance.set_bucket(bucket=3)
+    other = drift()
+    assert not other.passed and other.metadata["needs_rescale"].value is True
+    assert "neither the creation count nor maintenance.rescale.target_buckets (4)" in (other.description or "")
