@@ -161,3 +161,45 @@ def test_config_drift_compares_bucket_with_the_rescale_target(tmp_path, warehous
     other = drift()
     assert not other.passed and other.metadata["needs_rescale"].value is True
     assert "neither the creation count nor maintenance.rescale.target_buckets (4)" in (other.description or "")
+
+
+def test_rescale_verified_alone_on_an_unpartitioned_table(tmp_path, warehouse):
+    """An unpartitioned table's rescale is in the operation's op: its check executed alone re-reads
+    the last rescale (from the ledger) at its snapshot and the one before it."""
+    import pyarrow as pa
+
+    table_config = {
+        "name": "db.u",
+        "schema": {"id": "BIGINT", "v": "BIGINT"},
+        "primary_keys": ["id"],
+        "options": {"bucket": 2},
+        "maintenance": {"rescale": {"target_buckets": 3}},
+    }
+    path = tmp_path / "tables.yaml"
+    path.write_text(yaml.safe_dump({"warehouse": {"uri": warehouse}, "tables": [table_config]}))
+    definitions = build_definitions(load_tables_config(path))
+    check = dg.AssetCheckKey(dg.AssetKey(["db", "u", "rescale"]), "rescale_verified")
+    catalog = Catalog(warehouse)
+    catalog.create_database("db")
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.int64())])
+    table = catalog.create_table("db.u", schema, primary_keys=["id"], options={"bucket": "2"})
+    table.write_arrow(pa.table({"id": list(range(50)), "v": list(range(50))}, schema=schema))
+    with dg.DagsterInstance.ephemeral() as instance:
+        [nothing] = _alone(definitions, instance, check).get_asset_check_evaluations()
+        assert nothing.passed and "nothing to verify" in (nothing.description or "")
+        result = catalog.get_table("db.u").maintenance.rescale(bucket=3)
+        ledger.record(
+            definitions.resources["lake"],
+            table="db.u",
+            operation="rescale",
+            run_id="run-rescale-1",
+            inputs={"partitions": [""], "target_buckets": 3},
+            outputs={"partitions_rescaled": result.partitions_rescaled},
+            snapshot_id=result.snapshot_id,
+        )
+        run = _alone(definitions, instance, check)
+        assert run.success and not run.get_asset_materialization_events()
+        [verified] = run.get_asset_check_evaluations()
+    assert verified.passed and verified.metadata["check"].value == "deep", verified.description
+    assert verified.metadata["partitions_verified"].value == 1
+    assert verified.metadata["snapshot_id"].value == result.snapshot_id

@@ -19,13 +19,15 @@ user picks, executed on Spark (:mod:`jobs.rescale`), verified by a blocking asse
   and no snapshot); the run's totals are there too, as ``run.*``.
 """
 
+import json
 from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
 from jobs.rescale import rescale_partitions
-from lake_core import check_rescale
+from lake_core import LakeError, check_rescale
 from orchestration.config import TableConfig
+from orchestration.defs.ledger import read_ledger
 from orchestration.defs.maintenance.asset import BlockingCheck, MaintenanceAsset, TableOperation
 from orchestration.defs.maintenance.partitions import partitions_def_name, rescalable, table_partitions
 from orchestration.defs.maintenance.run import Operation, Outcome, Skip, result_outputs, run_maintenance
@@ -40,8 +42,71 @@ VERIFIED = BlockingCheck(
     name=CHECK_NAME,
     nothing_done="nothing rescaled",
     description="per rescaled partition, from its task's figures: rows and checksum as read equal those of its "
-    "new files read back, written at the target bucket count",
+    "new files read back, written at the target bucket count; executed alone (an unpartitioned table's): "
+    "the last rescale's partitions re-read at its snapshot and the one before it",
+    alone=lambda lake, table: check_last_rescale(lake, table),
 )
+
+
+def check_last_rescale(lake: LakeCatalogResource, table: TableConfig) -> dg.AssetCheckResult:
+    """``rescale_verified`` executed on its own: the table's last rescale that committed a snapshot
+    (maintenance ledger), its partitions re-read at that snapshot and the one before it (lake_core's
+    ``verify_rescale``, the deep check); when one of them is expired, what its run recorded."""
+    catalog = lake.catalog()
+    if not catalog.table_exists(table.name):
+        return dg.AssetCheckResult(
+            check_name=CHECK_NAME, passed=True, description=f"{table.name} does not exist yet: nothing to verify"
+        )
+    runs = [
+        r
+        for r in read_ledger(lake, table=table.name, operation=OPERATION).to_pylist()
+        if r["status"] == "succeeded" and r["snapshot_id"] is not None
+    ]
+    if not runs:
+        return dg.AssetCheckResult(
+            check_name=CHECK_NAME,
+            passed=True,
+            metadata={"partitions_verified": 0},
+            description=f"no rescale of {table.name} has committed a snapshot: nothing to verify",
+        )
+    last = runs[-1]
+    after, run = int(last["snapshot_id"]), str(last["run_id"])
+    inputs, outputs = json.loads(last["inputs"] or "{}"), json.loads(last["outputs"] or "{}")
+    lake_table = catalog.get_table(table.name)
+    about = {"run_id": run, "snapshot_id": after}
+    if inputs.get("target_buckets") and all(_readable(lake_table, s) for s in (after - 1, after)):
+        check = check_result_from(
+            lake_table.maintenance.verify_rescale(
+                partitions={p: after - 1 for p in inputs.get("partitions") or [""]},
+                snapshot_id=after,
+                bucket=int(inputs["target_buckets"]),
+            )
+        )
+        return dg.AssetCheckResult(
+            check_name=CHECK_NAME,
+            passed=check.passed,
+            severity=check.severity,
+            metadata={**check.metadata, **about, "check": "deep"},
+            description=f"last rescale (run {run[:8]}): {check.description}",
+        )
+    recorded = outputs.get(f"check.{CHECK_NAME}")
+    return dg.AssetCheckResult(
+        check_name=CHECK_NAME,
+        passed=recorded is not False,
+        severity=dg.AssetCheckSeverity.ERROR,
+        metadata={**about, "check": "recorded"},
+        description=f"last rescale (run {run[:8]}, snapshot {after}): snapshot {after - 1} or {after} is expired, "
+        "so it cannot be re-read; its run's check "
+        + ("passed" if recorded else "failed" if recorded is False else "was not recorded"),
+    )
+
+
+def _readable(lake_table: "FileStoreTable", snapshot_id: int) -> bool:
+    try:
+        lake_table.snapshot(snapshot_id)
+    except LakeError:
+        return False
+    return True
 
 
 def _result_metadata(result, target: int, *, prefix: str = "") -> dict[str, Any]:
