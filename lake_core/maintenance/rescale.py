@@ -117,6 +117,7 @@ class PartitionRescaleResult:
     snapshot_read: int | None
     snapshot_committed: int | None
     skipped: str | None = None
+    # this partition's own time: its read, rewrite and check (in its task) plus the commit it is part of
     duration_s: float = 0.0
     # the new files read back in the task that wrote them (the in-task check compares them with
     # rows/checksum, read in the same task: lake_core.maintenance.rescale_verify.check_rescale)
@@ -470,8 +471,9 @@ class PreparedRescale:
     replaced: tuple[ManifestEntry, ...]  # the partition's live files at ``snapshot_read``
     new_files: tuple[tuple[int, DataFileMeta], ...]  # (bucket, file)
     checksum: Checksum  # of the partition's rows as read at ``snapshot_read``
-    started: float  # time.monotonic() when preparing began
+    started: float  # time.monotonic() when preparing began (in the process that prepared it)
     checksum_after: Checksum | None = None  # of the new files, read back in the task
+    prepare_s: float = 0.0  # how long preparing took (a duration: valid in any process)
 
 
 def _find_partition(table: FileStoreTable, partition: Any):
@@ -526,16 +528,17 @@ def prepare_rescale_partition(
     bucket = _check_rescalable(table, bucket)
     snap, part, entries, text = _find_partition(table, partition)
 
-    def skipped(why: str, old: int, rows: int = 0) -> PartitionRescaleResult:
+    def skipped(why: str, old: int, rows: int = 0, preview: bool = False) -> PartitionRescaleResult:
         log.info("rescale %s partition '%s': skipped, %s", table.identifier, text, why)
         return PartitionRescaleResult(
             partition=text,
             old_buckets=old,
             new_buckets=bucket,
             rows=rows,
-            files_in=len(entries),
+            # a dry run previews the files it would read; a partition skipped otherwise read none
+            files_in=len(entries) if preview else 0,
             files_out=0,
-            bytes_in=sum(e.file.file_size for e in entries),
+            bytes_in=sum(e.file.file_size for e in entries) if preview else 0,
             bytes_out=0,
             checksum="",
             skipped=why,
@@ -550,7 +553,7 @@ def prepare_rescale_partition(
     if {e.total_buckets for e in entries} == {bucket}:
         return skipped(f"already at {bucket} buckets", old)
     if dry_run:
-        return skipped("dry run", old, sum(e.file.row_count for e in entries))
+        return skipped("dry run", old, sum(e.file.row_count for e in entries), preview=True)
     values = table.manifest_store.partition_values(part)
     splits = [s for s in TableScan(table.store, snap, all_levels=True).splits() if s.partition == part]
     _check_reads_what_it_replaces(table, text, snap.id, splits, entries)
@@ -576,6 +579,7 @@ def prepare_rescale_partition(
         before,
         started,
         after,
+        time.monotonic() - started,
     )
 
 
@@ -629,6 +633,7 @@ def commit_rescale_partitions(
         for e in p.replaced
     ]
     entries += [ManifestEntry(FileKind.ADD, p.partition, b, p.new_buckets, f) for p in prepared for b, f in p.new_files]
+    commit_started = time.monotonic()
     properties = {
         RESCALE_PROPERTY: ",".join(p.partition_text for p in prepared),
         "rescale.buckets": ",".join(f"{p.old_buckets}->{p.new_buckets}" for p in prepared),
@@ -655,7 +660,7 @@ def commit_rescale_partitions(
             checksum=p.checksum.digest,
             snapshot_read=p.snapshot_read,
             snapshot_committed=committed.id,
-            duration_s=time.monotonic() - p.started,
+            duration_s=p.prepare_s + (time.monotonic() - commit_started),
             rows_after=p.checksum_after.rows if p.checksum_after is not None else 0,
             checksum_after=p.checksum_after.digest if p.checksum_after is not None else "",
         )
@@ -819,9 +824,10 @@ def commit_rescale(
     OVERWRITE snapshot, and summarize it with the skipped ones. ``previous_bucket`` is the
     table's ``bucket`` option before the rescale set it; ``started`` a ``time.monotonic()``."""
     prepared = [o for o in outcomes if isinstance(o, PreparedRescale)]
+    # prepared elsewhere (a Spark task), ``p.started`` is another process's clock: use the durations
+    first = time.monotonic() - max((p.prepare_s for p in prepared), default=0.0)
     committed = iter(commit_rescale_partitions(table, prepared, commit_user))
     results = [next(committed) if isinstance(o, PreparedRescale) else o for o in outcomes]
-    first = min((p.started for p in prepared), default=time.monotonic())
     return _summary(
         table,
         bucket=bucket,

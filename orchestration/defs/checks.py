@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 import dagster as dg
 
 from orchestration.config import TableConfig
-from orchestration.defs.drift import config_drift
+from orchestration.defs.drift import config_drift, pending_rescale
 from orchestration.defs.naming import table_asset_key
 from orchestration.defs.policy import check_figures, health_arguments
 from orchestration.defs.resources import LakeCatalogResource
@@ -41,17 +41,28 @@ def drift_result(lake: LakeCatalogResource, table: TableConfig) -> dg.AssetCheck
             metadata={"table_exists": False},
             description=f"{table.name} does not exist yet; the config will create it",
         )
-    drifts = config_drift(table, catalog.get_table(table.name))
+    lake_table = catalog.get_table(table.name)
+    drifts = config_drift(table, lake_table)
+    pending = pending_rescale(table, lake_table)
+    description = "\n".join(d.message(table.name) for d in drifts) or "the table matches tables.yaml"
+    if pending:
+        description += (
+            f"\nrescale to maintenance.rescale.target_buckets ({table.maintenance.rescale.target_buckets}) pending "
+            f"for {len(pending)} partition(s): {', '.join(pending[:10])}{' ...' if len(pending) > 10 else ''}; "
+            "launch the table's rescale backfill over them"
+        )
     return dg.AssetCheckResult(
         asset_key=key,
         check_name="config_drift",
         passed=not drifts,
         severity=dg.AssetCheckSeverity.WARN,
-        description="\n".join(d.message(table.name) for d in drifts) or "the table matches tables.yaml",
+        description=description,
         metadata={
             "drifted": ", ".join(d.what for d in drifts) or "none",
             **{f"{d.what}": f"config {d.config_value!r}, table {d.table_value!r}" for d in drifts},
-            "needs_rescale": any(d.what == "bucket" for d in drifts),
+            "table_bucket": lake_table.options.bucket,
+            "partitions_to_rescale": len(pending),
+            "needs_rescale": bool(pending) or any(d.what == "bucket" for d in drifts),
         },
     )
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import dagster as dg
+from dagster._core.storage.tags import RUN_KEY_TAG, SENSOR_NAME_TAG  # not exported at top level
 
 from lake_core import LakeError, SchemaError, SnapshotNotFoundError, TableNotFoundError
 from orchestration.config import TableConfig, TablesConfig, duration_seconds
@@ -114,6 +115,13 @@ def identity_prefix(warehouse: str, table_name: str) -> str:
 def run_key(table_name: str, snapshot_id: int, identity: str) -> str:
     digest = hashlib.sha1(identity.encode()).hexdigest()[:8]
     return f"{table_name}:{snapshot_id}@{digest}"
+
+
+def existing_run(instance: dg.DagsterInstance, key: str) -> dg.DagsterRun | None:
+    """The run of this sensor (the daemon's, or the demo's, which carries the same tags) for ``key``:
+    the one the daemon would match a request's run key with."""
+    runs = instance.get_runs(filters=dg.RunsFilter(tags={RUN_KEY_TAG: key, SENSOR_NAME_TAG: SNAPSHOT_SENSOR}), limit=1)
+    return runs[0] if runs else None
 
 
 def no_row_change_reason(snapshot: Any) -> str:
@@ -241,10 +249,15 @@ class _Tally:
 def _request(
     context: dg.SensorEvaluationContext, target: SnapshotTarget, plan: SnapshotPlan, lake_table: "FileStoreTable"
 ) -> tuple[dg.RunRequest | None, list[str]]:
-    """Lease the plan's snapshot, then the run request (None: it expired before the lease)."""
+    """Lease the plan's snapshot, then the run request (None: it expired before the lease, or a run
+    with its run key exists already: the demo's, or an earlier tick's)."""
     table = target.table
     assert plan.snapshot_id is not None and plan.identity is not None
     sid = plan.snapshot_id
+    key = run_key(table.name, sid, plan.identity)
+    done = existing_run(context.instance, key)
+    if done is not None:  # the daemon would drop the request; leasing for it would pin the snapshot for nothing
+        return None, [f"snapshot {sid} already has run {done.run_id[:8]} ({done.status.value}, run_key {key})"]
     ttl_s = duration_seconds(table.sensor.lease_ttl)
     try:
         lease = lake_table.maintenance.acquire_lease(snapshot_id=sid, holder=lease_holder(context.instance), ttl=ttl_s)
@@ -265,7 +278,7 @@ def _request(
         f"; snapshots {skipped} change no rows" if skipped else ""
     )
     request = dg.RunRequest(
-        run_key=run_key(table.name, sid, plan.identity),
+        run_key=key,
         job_name=target.job.name,
         run_config=target.run_config_for(sid),
         tags=tags,
@@ -368,7 +381,7 @@ def _visit(
         outstanding = _our_leases(context.instance, lake_table) if lake_table is not None else 0
         cursor.tables[name] = {**new_entry.entry(), **({"leases": outstanding} if outstanding else {})}
     if request is None and plan.skip_reason is None:
-        return None, notes, f"snapshot {plan.snapshot_id} expired before it could be leased"
+        return None, notes, f"snapshot {plan.snapshot_id}: nothing requested"
     return request, notes, plan.skip_reason
 
 

@@ -6,8 +6,11 @@ engineer would run them, through the same Dagster assets (and checks, pools and 
 2. A reader pins the current snapshot with a lease (as a queued downstream run does).
 3. ``compaction`` on Spark (full), with its blocking content check; ``manifest_compaction``;
    ``snapshot_expiry`` with a retention of one snapshot, which must keep the leased one; the lease
-   is released; ``record_expiry`` (the policy's TTL); ``rescale`` of two partitions as a
-   single-run backfill to the policy's target bucket count, with its blocking check.
+   is released; ``record_expiry`` (the policy's TTL); ``rescale`` of every partition as a
+   single-run backfill to the policy's target bucket count, with its blocking check (a partition
+   already there is skipped, with the reason in its own metadata). The service is left as the
+   config says: every partition at ``maintenance.rescale.target_buckets``, so ``config_drift``
+   passes and later ingests warn of nothing.
 4. The maintenance ledger: one row per run.
 """
 
@@ -27,7 +30,6 @@ from orchestration.defs.naming import PARTITIONS_SENSOR, REASON_TAG, maintenance
 from orchestration.defs.policy import HEALTH_OPERATIONS, SCHEDULED_OPERATIONS
 
 LEASE_HOLDER = "demo-reader"
-RESCALED_PARTITIONS = 2
 
 
 @dataclass
@@ -36,7 +38,7 @@ class CycleSummary:
     runs: dict[str, dict[str, dict]] = field(default_factory=dict)  # table → operation → metadata
     leased_snapshot: dict[str, int] = field(default_factory=dict)  # table → snapshot a reader pinned
     leased_snapshot_survived: dict[str, bool] = field(default_factory=dict)
-    rescaled: dict[str, list[str]] = field(default_factory=dict)  # table → partitions rescaled
+    rescaled: dict[str, list[str]] = field(default_factory=dict)  # table → partitions of the rescale backfill
     ledger: list[dict] = field(default_factory=list)  # the ledger's rows of this cycle
 
 
@@ -187,7 +189,7 @@ def run_maintenance_cycle(
         target = table.maintenance.rescale.target_buckets
         if has("rescale") and target:
             _sync_partitions(defs, instance, table, lake)
-            keys = instance.get_dynamic_partitions(_partitions_def_name(defs, table))[:RESCALED_PARTITIONS]
+            keys = instance.get_dynamic_partitions(_partitions_def_name(defs, table))  # every partition
             if keys:
                 tags = {"dagster/asset_partition_range_start": keys[0], "dagster/asset_partition_range_end": keys[-1]}
                 run(
@@ -195,12 +197,12 @@ def run_maintenance_cycle(
                     f"backfill of {', '.join(keys)} to {target} buckets",
                     tags=tags,
                     figures=(
-                        "partitions_rescaled",
-                        "partitions_skipped",
-                        "previous_bucket",
-                        "bucket",
-                        "rows",
-                        "snapshot_id",
+                        "run.partitions_rescaled",
+                        "run.partitions_skipped",
+                        "run.previous_bucket",
+                        "run.bucket",
+                        "run.rows",
+                        "run.snapshot_id",
                     ),
                 )
                 summary.rescaled[table.name] = list(keys)

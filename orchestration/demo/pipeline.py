@@ -7,7 +7,8 @@ writes the derived table), a maintenance cycle (:mod:`orchestration.demo.mainten
 ``--no-maintenance`` skips it), then a summary. Runs are
 recorded in the same Dagster storage that ``dagster dev`` (started from the checkout) shows, and
 the downstream runs carry the sensor's run key and name: a snapshot the demo derived is never
-derived again by a running ``dagster dev`` (and one it derived is skipped here). Runs execute one
+derived again by a running ``dagster dev`` (its sensor requests nothing for a run key that has a
+run, and its daemon would drop such a request), and one the daemon derived is skipped here. Runs execute one
 at a time, and wait while another run of the same table is in progress (the ``lake/table`` limit
 of one in ``dagster.yaml``).
 
@@ -36,7 +37,7 @@ from orchestration.definitions import CONFIG_ENV, build_definitions, config_path
 from orchestration.defs.leases import LEASE_TAG, release_run_lease
 from orchestration.defs.naming import SNAPSHOT_SENSOR, table_asset_key
 from orchestration.defs.resources import spark_resource
-from orchestration.defs.sensors import RANGE_TAG, SensorCursor, table_identity
+from orchestration.defs.sensors import RANGE_TAG, SensorCursor, existing_run, table_identity
 from orchestration.defs.ticks import LakeCursor
 from orchestration.demo.maintenance_cycle import CycleSummary, run_maintenance_cycle
 
@@ -61,12 +62,6 @@ _QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 def _metadata(result: dg.ExecuteInProcessResult, key: dg.AssetKey) -> dict:
     events = result.asset_materializations_for_node(key.to_python_identifier())
     return {k: v.value for k, v in events[-1].metadata.items()} if events else {}
-
-
-def _existing_run(instance: dg.DagsterInstance, run_key: str, sensor_name: str) -> dg.DagsterRun | None:
-    """A run the sensor (daemon or this demo) already made for ``run_key``: what the daemon checks."""
-    runs = instance.get_runs(filters=dg.RunsFilter(tags={RUN_KEY_TAG: run_key, SENSOR_NAME_TAG: sensor_name}), limit=1)
-    return runs[0] if runs else None
 
 
 def _wait_for_table(instance: dg.DagsterInstance, table_name: str, say: Callable[[str], None]) -> None:
@@ -99,7 +94,10 @@ def _run_downstream(
     job = defs.resolve_job_def(request.job_name or "")
     key = request.run_key or ""
     summary.requests.append(key)
-    done = _existing_run(instance, key, sensor_name)
+    _wait_for_table(instance, table_name, say)
+    # The tick requested nothing that had a run; a run the daemon made since (while this demo waited)
+    # has the key too: checked right before the run starts, as the daemon does before it launches.
+    done = existing_run(instance, key)
     if done is not None:
         summary.skipped.append(key)
         say(f"sensor   {sensor_name}: run_key {key} already has run {done.run_id[:8]} ({done.status.value})")
@@ -108,7 +106,6 @@ def _run_downstream(
         return
     say(f"sensor   {sensor_name}: run_key {key} → job {job.name} (snapshots {request.tags.get(RANGE_TAG)})")
     started = time.monotonic()
-    _wait_for_table(instance, table_name, say)
     tags = {**request.tags, RUN_KEY_TAG: key, SENSOR_NAME_TAG: sensor_name}
     result = job.execute_in_process(run_config={**(request.run_config or {}), **_QUIET}, tags=tags, instance=instance)
     released = release_run_lease(catalog, instance.get_run_by_id(result.run_id))  # what the run-status sensor does

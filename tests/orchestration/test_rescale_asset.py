@@ -138,12 +138,12 @@ def test_single_run_backfill_rescales_exactly_the_selected_partitions(spark, tmp
     assert rows(table.to_arrow()) == model.expected()
     assert_rows_in_their_buckets(table)
     # One Spark job, one commit for both partitions; its figures are numeric metadata.
-    assert table.latest_snapshot().id == before + 1 == meta["snapshot_id"]
-    assert (meta["partitions_rescaled"], meta["bucket"], meta["previous_bucket"]) == (2, 5, 2)
-    assert meta["rows"] == sum(1 for k in model.rows if k[0] != PARTS[0])
-    assert meta["files_out"] >= 2 and meta["bytes_out"] > 0
+    assert table.latest_snapshot().id == before + 1 == meta["run.snapshot_id"] == meta["snapshot_id"]
+    assert (meta["run.partitions_rescaled"], meta["run.bucket"], meta["run.previous_bucket"]) == (2, 5, 2)
+    assert meta["run.rows"] == sum(1 for k in model.rows if k[0] != PARTS[0])
+    assert meta["run.files_out"] >= 2 and meta["run.bytes_out"] > 0
     assert meta["snapshot"].endswith(f"snapshot/snapshot-{before + 1}")
-    assert f"dt={PARTS[1]}" in meta["partitions"] and f"dt={PARTS[0]}" not in meta["partitions"]
+    assert f"dt={PARTS[1]}" in meta["run.partitions"] and f"dt={PARTS[0]}" not in meta["run.partitions"]
     assert check.passed and check.blocking and check.check_name == "rescale_verified"
     assert check.metadata["partitions_verified"].value == 2
     # The maintenance ledger holds the run: what it did, why, and the snapshot it produced.
@@ -155,6 +155,49 @@ def test_single_run_backfill_rescales_exactly_the_selected_partitions(spark, tmp
 
 @pytest.mark.spark
 @pytest.mark.slow
+def test_each_partition_of_a_backfill_has_its_own_metadata(spark, tmp_path, warehouse):
+    """A single-run backfill over three partitions, the first already at the target: the
+    skipped partition shows no rows and no snapshot, with the reason; each rescaled one shows its
+    own rows, files, bytes, buckets and the snapshot; the run's totals are under ``run.``."""
+    defs = _config(tmp_path, warehouse)
+    catalog, model = _filled(warehouse)
+    table = catalog.get_table("db.t")
+    table.maintenance.set_bucket(bucket=5)
+    done = catalog.get_table("db.t").maintenance.rescale_partition(partition={"dt": PARTS[0]}, bucket=5)
+    assert done.skipped is None
+    expected_rows = {key: sum(1 for k in model.rows if f"dt={k[0]}" == key) for key in KEYS}
+    with dg.DagsterInstance.ephemeral() as instance:
+        _sync(defs, instance)
+        before = catalog.get_table("db.t").latest_snapshot().id
+        result = _materialize(defs, instance, **_range(KEYS[0], KEYS[2]))
+        assert result.success
+        by_partition = {
+            m.partition: {k: v.value for k, v in m.metadata.items()}
+            for m in result.asset_materializations_for_node("db__t__rescale")
+        }
+    assert sorted(by_partition) == KEYS
+    skipped, *rescaled = (by_partition[k] for k in KEYS)
+    assert skipped["partition"] == KEYS[0] and skipped["skipped"] == "already at 5 buckets"
+    assert (skipped["rows"], skipped["files_out"], skipped["bytes_out"]) == (0, 0, 0)
+    assert (skipped["buckets_before"], skipped["buckets_after"]) == (5, 5)
+    assert skipped["snapshot_id"] is None and skipped["snapshot"] is None
+    for key, meta in zip(KEYS[1:], rescaled):
+        assert meta["partition"] == key and meta["skipped"] is None
+        assert meta["rows"] == expected_rows[key] > 0
+        assert (meta["buckets_before"], meta["buckets_after"]) == (2, 5)
+        assert meta["files_in"] > 0 and meta["files_out"] >= 1 and meta["bytes_out"] > 0
+        assert meta["duration_s"] > 0
+        assert meta["snapshot_id"] == before + 1 and meta["snapshot"].endswith(f"snapshot-{before + 1}")
+    assert rescaled[0]["rows"] + rescaled[1]["rows"] == rescaled[0]["run.rows"]
+    # the run's figures, the same on every partition, are named as such
+    assert {m["run.partitions_rescaled"] for m in by_partition.values()} == {2}
+    assert {m["run.partitions_skipped"] for m in by_partition.values()} == {1}
+    assert bucket_counts(catalog.get_table("db.t")) == {p: {5} for p in PARTS}
+    assert rows(catalog.get_table("db.t").to_arrow()) == model.expected()
+
+
+@pytest.mark.spark
+@pytest.mark.slow
 def test_per_partition_runs_and_skips(spark, tmp_path, warehouse):
     defs = _config(tmp_path, warehouse, target=3, backfill="per_partition")
     catalog, model = _filled(warehouse)
@@ -162,13 +205,14 @@ def test_per_partition_runs_and_skips(spark, tmp_path, warehouse):
     with dg.DagsterInstance.ephemeral() as instance:
         _sync(defs, instance)
         first = _materialize(defs, instance, **{"dagster/partition": KEYS[0]})
-        assert first.success and _metadata(first)[0]["partitions_rescaled"] == 1
+        assert first.success and _metadata(first)[0]["run.partitions_rescaled"] == 1
         assert bucket_counts(catalog.get_table("db.t")) == {PARTS[0]: {3}, PARTS[1]: {2}, PARTS[2]: {2}}
         # The same partition again: already at the target, skipped with the reason, nothing committed.
         snap = catalog.get_table("db.t").latest_snapshot().id
         again = _materialize(defs, instance, **{"dagster/partition": KEYS[0]})
-        assert again.success and _metadata(again)[0]["partitions_rescaled"] == 0
-        assert "already at 3 buckets" in _metadata(again)[0]["partitions"]
+        assert again.success and _metadata(again)[0]["run.partitions_rescaled"] == 0
+        assert _metadata(again)[0]["skipped"] == "already at 3 buckets"
+        assert _metadata(again)[0]["snapshot_id"] is None and _metadata(again)[0]["rows"] == 0
         assert _check(again).passed and catalog.get_table("db.t").latest_snapshot().id == snap
     assert rows(catalog.get_table("db.t").to_arrow()) == model.expected()
     ledger = read_ledger(catalog, table="db.t", operation="rescale").to_pylist()

@@ -46,6 +46,9 @@ class BlockingCheck:
     name: str
     description: str
     nothing_done: str  # how the passing result of a skipped run begins: "nothing compacted"
+    # the check executed on its own (no run of the operation with it: "Execute" in the UI):
+    # ``(lake, table) -> result`` on the table as it is now; None: it runs only with the operation
+    alone: Callable[[Any, TableConfig], dg.AssetCheckResult] | None = None
 
     def skipped(self, why: str) -> dg.AssetCheckResult:
         return dg.AssetCheckResult(check_name=self.name, passed=True, description=f"{self.nothing_done}: {why}")
@@ -139,14 +142,40 @@ def _keyed(result: dg.MaterializeResult, key: dg.AssetKey) -> dg.MaterializeResu
     return dg.MaterializeResult(asset_key=key, metadata=result.metadata, check_results=checks or None)
 
 
+def _checks_alone(
+    context: dg.AssetExecutionContext, by_key: Mapping[dg.AssetKey, TableOperation], lake: Any
+) -> Iterator[dg.AssetCheckResult]:
+    """The selected checks whose asset the run does not materialize (a check-only run, "Execute"
+    in the UI): each evaluated on its table as it is now."""
+    for check_key in sorted(context.selected_asset_check_keys, key=lambda k: k.to_user_string()):
+        if check_key.asset_key in context.selected_asset_keys:
+            continue  # the operation's run yields it
+        item = by_key[check_key.asset_key]
+        check = item.asset.check
+        if check is None or check.alone is None:
+            continue
+        result = check.alone(lake, item.asset.table)
+        yield dg.AssetCheckResult(
+            asset_key=check_key.asset_key,
+            check_name=check_key.name,
+            passed=result.passed,
+            severity=result.severity,
+            metadata=result.metadata,
+            description=result.description,
+        )
+
+
 def combine(operation: str, items: Sequence[TableOperation]) -> dg.AssetsDefinition:
     """One ``multi_asset`` running ``operation`` for the selected tables, one after the other."""
     by_key = {item.asset.key: item for item in items}
     signature = inspect.signature(items[0].fn, eval_str=True)  # the same for every table of an operation
     order = {key: i for i, key in enumerate(by_key)}
 
-    def run_selected(context: dg.AssetExecutionContext, **kwargs: Any) -> Iterator[dg.MaterializeResult]:
+    def run_selected(
+        context: dg.AssetExecutionContext, **kwargs: Any
+    ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
         errors: list[BaseException] = []
+        yield from _checks_alone(context, by_key, kwargs.get("lake"))
         for key in sorted(context.selected_asset_keys, key=order.__getitem__):
             try:
                 result = by_key[key].fn(context, **kwargs)

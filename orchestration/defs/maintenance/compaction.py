@@ -23,13 +23,16 @@ blocking asset check.
   compares them by key (``verify_compaction``: 1.6-3x the compaction's own cost).
 """
 
+import json
 from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 from pydantic import Field
 
 from jobs.compact import parse_partitions, run_compaction
+from lake_core import LakeError
 from orchestration.config import TableConfig
+from orchestration.defs.ledger import read_ledger
 from orchestration.defs.maintenance.asset import BlockingCheck, MaintenanceAsset, TableOperation
 from orchestration.defs.maintenance.run import Operation, Outcome, Skip, result_outputs, run_maintenance
 from orchestration.defs.resources import LakeCatalogResource, SparkResource
@@ -43,13 +46,17 @@ CHECKS = {
         name="content_unchanged",
         nothing_done="nothing compacted",
         description="per unit (partition, bucket), from its task's figures: rows and checksum of its input merged "
-        "by key, minus what it dropped by design (expired records), equal those of its files read back",
+        "by key, minus what it dropped by design (expired records), equal those of its files read back; "
+        "executed alone: the last compaction's snapshot re-read against the one before it",
+        alone=lambda lake, table: check_last_run(lake, table, COMPACTION),
     ),
     RECORD_EXPIRY: BlockingCheck(
         name="only_expired_records_dropped",
         nothing_done="nothing compacted",
         description="per unit, from its task's figures: rows read minus the expired ones equal the rows written "
-        "(checksums too); every unit applied the TTL and wrote no expired record",
+        "(checksums too); every unit applied the TTL and wrote no expired record; executed alone: the last "
+        "record expiry's snapshot re-read against the one before it",
+        alone=lambda lake, table: check_last_run(lake, table, RECORD_EXPIRY),
     ),
 }
 _BYTES = ("bytes_read", "bytes_written")
@@ -167,6 +174,73 @@ def verification_check(
         metadata=meta,
         description=description,
     ), v
+
+
+def check_last_run(lake: LakeCatalogResource, table: TableConfig, operation: str) -> dg.AssetCheckResult:
+    """The blocking check executed on its own (a check-only run): the table's last ``operation``
+    that committed a snapshot (from the maintenance ledger), re-read at that snapshot and the one
+    before it (lake_core's ``verify_compaction``, the deep check); when one of them is expired,
+    the result the run itself recorded, saying so."""
+    name = CHECKS[operation].name
+    catalog = lake.catalog()
+    if not catalog.table_exists(table.name):
+        return dg.AssetCheckResult(
+            check_name=name,
+            passed=True,
+            metadata={"table_exists": False},
+            description=f"{table.name} does not exist yet: nothing to verify",
+        )
+    runs = [
+        r
+        for r in read_ledger(lake, table=table.name, operation=operation).to_pylist()
+        if r["status"] == "succeeded" and r["snapshot_id"] is not None
+    ]
+    if not runs:
+        return dg.AssetCheckResult(
+            check_name=name,
+            passed=True,
+            metadata={"runs_verified": 0},
+            description=f"no {operation} of {table.name} has committed a snapshot: nothing to verify",
+        )
+    last = runs[-1]
+    after, run = int(last["snapshot_id"]), str(last["run_id"])
+    outputs = json.loads(last["outputs"] or "{}")
+    lake_table = catalog.get_table(table.name)
+    about = {"run_id": run, "snapshot_id": after, "recorded_at": str(last["recorded_at"])}
+    if _readable(lake_table, after - 1) and _readable(lake_table, after):
+        check, _ = verification_check(
+            lake_table,
+            operation,
+            before_snapshot_id=after - 1,
+            after_snapshot_id=after,
+            expiry_field=outputs.get("expiry_field"),
+            expiry_cutoff_s=outputs.get("expiry_cutoff_s"),
+        )
+        return dg.AssetCheckResult(
+            check_name=name,
+            passed=check.passed,
+            severity=check.severity,
+            metadata={**check.metadata, **about},
+            description=f"last {operation} (run {run[:8]}): {check.description}",
+        )
+    recorded = outputs.get(f"check.{name}")
+    return dg.AssetCheckResult(
+        check_name=name,
+        passed=recorded is not False,
+        severity=dg.AssetCheckSeverity.ERROR,
+        metadata={**about, "check": "recorded"},
+        description=f"last {operation} (run {run[:8]}, snapshot {after}): snapshot {after - 1} or {after} is "
+        f"expired, so it cannot be re-read; its run's check "
+        + ("passed" if recorded else "failed" if recorded is False else "was not recorded"),
+    )
+
+
+def _readable(lake_table: "FileStoreTable", snapshot_id: int) -> bool:
+    try:
+        lake_table.snapshot(snapshot_id)
+    except LakeError:
+        return False
+    return True
 
 
 def in_task_check(result: "CompactionResult", operation: str) -> tuple[dg.AssetCheckResult, "CompactionCheck"]:

@@ -14,22 +14,27 @@ user picks, executed on Spark (:mod:`jobs.rescale`), verified by a blocking asse
 - An unpartitioned table gets the same asset without partitions: it rescales the whole table.
 - Each run is one maintenance run (:mod:`.run`): one row in the maintenance ledger, whose reason
   names the partitions ("backfill kvlhhtcl for 2 partition(s): dt=2024-01-02, dt=2024-01-03").
+- Each partition's materialization carries its own figures (:func:`partition_metadata`: rows,
+  files, bytes, buckets before and after, duration, the snapshot committed, or why it was skipped
+  and no snapshot); the run's totals are there too, as ``run.*``.
 """
 
+import json
 from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
 from jobs.rescale import rescale_partitions
-from lake_core import check_rescale
+from lake_core import LakeError, check_rescale
 from orchestration.config import TableConfig
+from orchestration.defs.ledger import read_ledger
 from orchestration.defs.maintenance.asset import BlockingCheck, MaintenanceAsset, TableOperation
 from orchestration.defs.maintenance.partitions import partitions_def_name, rescalable, table_partitions
 from orchestration.defs.maintenance.run import Operation, Outcome, Skip, result_outputs, run_maintenance
 from orchestration.defs.resources import LakeCatalogResource, SparkResource
 
 if TYPE_CHECKING:
-    from lake_core import FileStoreTable
+    from lake_core import FileStoreTable, PartitionRescaleResult
 
 OPERATION = "rescale"
 CHECK_NAME = "rescale_verified"
@@ -37,17 +42,79 @@ VERIFIED = BlockingCheck(
     name=CHECK_NAME,
     nothing_done="nothing rescaled",
     description="per rescaled partition, from its task's figures: rows and checksum as read equal those of its "
-    "new files read back, written at the target bucket count",
+    "new files read back, written at the target bucket count; executed alone (an unpartitioned table's): "
+    "the last rescale's partitions re-read at its snapshot and the one before it",
+    alone=lambda lake, table: check_last_rescale(lake, table),
 )
 
 
-def _result_metadata(result, target: int) -> dict[str, Any]:
+def check_last_rescale(lake: LakeCatalogResource, table: TableConfig) -> dg.AssetCheckResult:
+    """``rescale_verified`` executed on its own: the table's last rescale that committed a snapshot
+    (maintenance ledger), its partitions re-read at that snapshot and the one before it (lake_core's
+    ``verify_rescale``, the deep check); when one of them is expired, what its run recorded."""
+    catalog = lake.catalog()
+    if not catalog.table_exists(table.name):
+        return dg.AssetCheckResult(
+            check_name=CHECK_NAME, passed=True, description=f"{table.name} does not exist yet: nothing to verify"
+        )
+    runs = [
+        r
+        for r in read_ledger(lake, table=table.name, operation=OPERATION).to_pylist()
+        if r["status"] == "succeeded" and r["snapshot_id"] is not None
+    ]
+    if not runs:
+        return dg.AssetCheckResult(
+            check_name=CHECK_NAME,
+            passed=True,
+            metadata={"partitions_verified": 0},
+            description=f"no rescale of {table.name} has committed a snapshot: nothing to verify",
+        )
+    last = runs[-1]
+    after, run = int(last["snapshot_id"]), str(last["run_id"])
+    inputs, outputs = json.loads(last["inputs"] or "{}"), json.loads(last["outputs"] or "{}")
+    lake_table = catalog.get_table(table.name)
+    about = {"run_id": run, "snapshot_id": after}
+    if inputs.get("target_buckets") and all(_readable(lake_table, s) for s in (after - 1, after)):
+        check = check_result_from(
+            lake_table.maintenance.verify_rescale(
+                partitions={p: after - 1 for p in inputs.get("partitions") or [""]},
+                snapshot_id=after,
+                bucket=int(inputs["target_buckets"]),
+            )
+        )
+        return dg.AssetCheckResult(
+            check_name=CHECK_NAME,
+            passed=check.passed,
+            severity=check.severity,
+            metadata={**check.metadata, **about, "check": "deep"},
+            description=f"last rescale (run {run[:8]}): {check.description}",
+        )
+    recorded = outputs.get(f"check.{CHECK_NAME}")
+    return dg.AssetCheckResult(
+        check_name=CHECK_NAME,
+        passed=recorded is not False,
+        severity=dg.AssetCheckSeverity.ERROR,
+        metadata={**about, "check": "recorded"},
+        description=f"last rescale (run {run[:8]}, snapshot {after}): snapshot {after - 1} or {after} is expired, "
+        "so it cannot be re-read; its run's check "
+        + ("passed" if recorded else "failed" if recorded is False else "was not recorded"),
+    )
+
+
+def _readable(lake_table: "FileStoreTable", snapshot_id: int) -> bool:
+    try:
+        lake_table.snapshot(snapshot_id)
+    except LakeError:
+        return False
+    return True
+
+
+def _result_metadata(result, target: int, *, prefix: str = "") -> dict[str, Any]:
     """The typed result as metadata: numbers stay numbers (plotted by Dagster), plus a per-partition
-    table."""
+    table. ``prefix``: ``run.`` in a partitioned asset's run, whose partitions have their own figures."""
     meta: dict[str, Any] = {k: v for k, v in result.as_metadata().items() if v is not None and k != "partitions.count"}
     for key in ("bytes_in", "bytes_out"):
         meta[key] = dg.MetadataValue.int(meta[key])
-    meta["target_buckets"] = target
     rows = ["| partition | buckets | rows | files | snapshot | skipped |", "|---|---|---|---|---|---|"]
     for p in result.partitions:
         rows.append(
@@ -55,7 +122,33 @@ def _result_metadata(result, target: int) -> dict[str, Any]:
             f"{p.files_in} → {p.files_out} | {p.snapshot_committed or ''} | {p.skipped or ''} |"
         )
     meta["partitions"] = dg.MetadataValue.md("\n".join(rows))
-    return meta
+    return {f"{prefix}{k}": v for k, v in meta.items()} | {"target_buckets": target}
+
+
+def partition_metadata(p: "PartitionRescaleResult", lake_table: "FileStoreTable") -> dict[str, Any]:
+    """One partition's own figures, for its materialization in a backfill run: what was done to
+    it (or why it was skipped: no snapshot then), not the run's totals."""
+    snapshot = p.snapshot_committed
+    return {
+        "partition": p.partition,
+        "buckets_before": p.old_buckets,
+        "buckets_after": p.old_buckets if p.skipped else p.new_buckets,
+        "rows": p.rows,
+        "files_in": p.files_in,
+        "files_out": p.files_out,
+        "bytes_in": dg.MetadataValue.int(p.bytes_in),
+        "bytes_out": dg.MetadataValue.int(p.bytes_out),
+        "duration_s": round(p.duration_s, 3),
+        "snapshot_read": p.snapshot_read,
+        "snapshot_id": snapshot,
+        "snapshot": None if snapshot is None else dg.MetadataValue.path(lake_table.paths.snapshot(snapshot)),
+        "skipped": p.skipped,
+    }
+
+
+def _gone_metadata(key: str, table: str) -> dict[str, Any]:
+    """A selected partition no longer in the table (expired meanwhile): nothing done to it."""
+    return {"partition": key, "rows": 0, "snapshot_id": None, "snapshot": None, "skipped": f"no longer in {table}"}
 
 
 def _check_result(result, target: int) -> dg.AssetCheckResult:
@@ -139,9 +232,16 @@ def _operation(
                     else f"{p.old_buckets} → {p.new_buckets} buckets, {p.rows} rows, snapshot {p.snapshot_committed}"
                 )
             )
-        meta = _result_metadata(result, target)
+        meta = _result_metadata(result, target, prefix="run." if partitioned else "")
         if gone:
             meta["partitions_gone"] = ", ".join(gone)
+        # each partition's materialization carries its own figures, a gone one why it was skipped
+        by_partition = (
+            {p.partition: partition_metadata(p, lake_table) for p in result.partitions}
+            | {k: _gone_metadata(k, table.name) for k in gone}
+            if partitioned
+            else {}
+        )
         skipped = (
             None
             if result.partitions_rescaled
@@ -156,6 +256,7 @@ def _operation(
             skipped=skipped,
             dry_run=result.dry_run,
             check=_check_result(result, target),
+            partition_metadata=by_partition,
         )
 
     return Operation(
@@ -164,7 +265,7 @@ def _operation(
         disabled=None
         if target is not None
         else (f"maintenance.rescale.target_buckets of {table.name} is not set in tables.yaml"),
-        skipped_metadata={"partitions_rescaled": 0},
+        skipped_metadata={"run.partitions_rescaled" if partitioned else "partitions_rescaled": 0},
         execute=rescale,
     )
 

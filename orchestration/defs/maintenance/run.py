@@ -9,6 +9,7 @@
    or failed;
 6. the materialization metadata (table, reason, inputs, the operation's figures, a link to the
    snapshot it committed, why it skipped) and the result of the asset's blocking check, if any;
+   a run over several partitions gives each partition's materialization its own figures;
 7. one log line: what the run did, or why it skipped, and why it was requested.
 """
 
@@ -50,6 +51,9 @@ class Outcome:
     dry_run: bool = False
     bytes_reclaimed: int | None = None
     check: dg.AssetCheckResult | None = None  # the asset's blocking check on what it wrote
+    # a partitioned asset's run: each partition's own metadata, by partition key (its
+    # materialization shows these besides ``metadata``, which then holds only the run's figures)
+    partition_metadata: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -151,6 +155,9 @@ class _Run:
             metadata["snapshot"] = dg.MetadataValue.path(lake_table.paths.snapshot(outcome.snapshot_id))
         if outcome.skipped is not None:
             metadata["skipped"] = outcome.skipped
+        for partition, partition_metadata in outcome.partition_metadata.items():
+            # Dagster lays these over the run's metadata in that partition's materialization only
+            self.context.add_asset_metadata(dict(partition_metadata), partition_key=partition)
         return self._result(metadata, outcome.check)
 
     def failed(self, error: Exception) -> None:
