@@ -152,6 +152,15 @@ class Catalog:
         return FileStoreTable(self.fileio, path, identifier, schema)
 
     def _system_table(self, identifier: str) -> FileStoreTable | SystemTable:
+        base, name = self._system_suffix(identifier)
+        table = self._data_table(base)
+        if name == "ro":
+            return ReadOptimizedTable(table.fileio, table.paths.root, base + ReadOptimizedTable.SUFFIX, table.schema)
+        return SystemTable(table=table, kind=SYSTEM_TABLES[name])
+
+    @staticmethod
+    def _system_suffix(identifier: str) -> tuple[str, str]:
+        """``('db.t', 'snapshots')`` of ``'db.t$snapshots'``; an unknown suffix is a table we do not have."""
         base, _, system = identifier.rpartition("$")
         name = system.lower()
         if name not in SYSTEM_TABLE_SUFFIXES:
@@ -159,17 +168,14 @@ class Catalog:
                 f"system table '{system}' of {base} ({identifier}) is not supported by lake_core; "
                 f"supported: {', '.join('$' + s for s in SYSTEM_TABLE_SUFFIXES)}"
             )
-        table = self._data_table(base)
-        if name == "ro":
-            return ReadOptimizedTable(table.fileio, table.paths.root, base + ReadOptimizedTable.SUFFIX, table.schema)
-        return SystemTable(table=table, kind=SYSTEM_TABLES[name])
+        return base, name
 
-    @staticmethod
-    def _refuse_system_table(identifier: str, what: str) -> None:
+    @classmethod
+    def _refuse_system_table(cls, identifier: str, what: str) -> None:
         if isinstance(identifier, str) and "$" in identifier:
+            base, _name = cls._system_suffix(identifier)
             raise ReadOnlyTableError(
-                f"{identifier} is a read-only system table: {what} is refused; "
-                f"{what} {identifier.rpartition('$')[0]} instead"
+                f"{identifier} is a read-only system table: {what} is refused; {what} {base} instead"
             )
 
     def alter_table(self, identifier: str, changes) -> FileStoreTable:

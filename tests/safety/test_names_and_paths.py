@@ -148,7 +148,7 @@ def test_hostile_table_names_are_refused_and_touch_nothing(store):
         "db.",
         ".orders",
         "db.orders.x",
-        "db.orders$snapshots",
+        "db.orders$nosuch",
         "db.a\x00b",
         "db. ",
         "orders",
@@ -164,10 +164,15 @@ def test_hostile_table_names_are_refused_and_touch_nothing(store):
             try:
                 err = _assert_refused(store, before, call)
             except errors.TableNotFoundError as e:  # '$name' reads as a system table: one we do not have
-                assert "$" in identifier and "system table 'snapshots'" in str(e), e
+                assert "$" in identifier and "system table 'nosuch'" in str(e) and "supported: $ro" in str(e), e
                 assert store.tree() == before
                 continue
             assert err.kind in ("table name", "database name", "table identifier")
+    # a system table that exists is read-only: dropping or altering it names the table to use instead
+    for call in (lambda: cat.drop_table("db.orders$snapshots"), lambda: cat.alter_table("db.orders$files", [])):
+        with pytest.raises(errors.ReadOnlyTableError, match=r"read-only system table: .* db\.orders instead"):
+            call()
+        assert store.tree() == before
     again = cat.get_table("db.orders")
     assert _rows(again) == EXPECTED and [s.id for s in again.snapshots()] == [1, 2]
 
