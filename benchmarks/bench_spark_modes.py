@@ -58,7 +58,7 @@ def _dagster_config(warehouse: str, spark: dict) -> dict:
 def _materialize(config: Path, home: Path) -> dict:
     import dagster as dg
 
-    run_config = {"ops": {"db__t__compaction": {"config": {"full": True}}}}
+    run_config = {"ops": {"lake_maintenance__compaction": {"config": {"full": True}}}}
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LAKE_SPARK_", "DAGSTER_"))}
     env.update(LAKE_TABLES_CONFIG=str(config), DAGSTER_HOME=str(home), PYTHONPATH=str(REPO_ROOT))
     started = time.monotonic()
