@@ -183,3 +183,11 @@ def read_ledger(
         if value is not None:
             rows = rows.filter(pc.equal(rows[column], value))
     return rows.sort_by([("recorded_at", "ascending"), ("run_id", "ascending")])
+
+
+def last_committed_run(lake: LakeCatalogResource | Catalog, *, table: str, operation: str) -> dict[str, Any] | None:
+    """The ledger row of ``operation``'s newest succeeded run on ``table`` that committed a snapshot
+    (what a check run on its own verifies), or None."""
+    rows = read_ledger(lake, table=table, operation=operation)
+    rows = rows.filter(pc.and_(pc.equal(rows["status"], "succeeded"), pc.is_valid(rows["snapshot_id"])))
+    return rows.slice(rows.num_rows - 1).to_pylist()[0] if rows.num_rows else None

@@ -32,7 +32,7 @@ from pydantic import Field
 from jobs.compact import parse_partitions, run_compaction
 from lake_core import LakeError
 from orchestration.config import TableConfig
-from orchestration.defs.ledger import read_ledger
+from orchestration.defs.ledger import last_committed_run
 from orchestration.defs.maintenance.asset import BlockingCheck, MaintenanceAsset, TableOperation
 from orchestration.defs.maintenance.run import Operation, Outcome, Skip, result_outputs, run_maintenance
 from orchestration.defs.resources import LakeCatalogResource, SparkResource
@@ -190,19 +190,14 @@ def check_last_run(lake: LakeCatalogResource, table: TableConfig, operation: str
             metadata={"table_exists": False},
             description=f"{table.name} does not exist yet: nothing to verify",
         )
-    runs = [
-        r
-        for r in read_ledger(lake, table=table.name, operation=operation).to_pylist()
-        if r["status"] == "succeeded" and r["snapshot_id"] is not None
-    ]
-    if not runs:
+    last = last_committed_run(lake, table=table.name, operation=operation)
+    if last is None:
         return dg.AssetCheckResult(
             check_name=name,
             passed=True,
             metadata={"runs_verified": 0},
             description=f"no {operation} of {table.name} has committed a snapshot: nothing to verify",
         )
-    last = runs[-1]
     after, run = int(last["snapshot_id"]), str(last["run_id"])
     outputs = json.loads(last["outputs"] or "{}")
     lake_table = catalog.get_table(table.name)

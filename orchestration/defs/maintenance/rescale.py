@@ -27,7 +27,7 @@ import dagster as dg
 from jobs.rescale import rescale_partitions
 from lake_core import LakeError, check_rescale
 from orchestration.config import TableConfig
-from orchestration.defs.ledger import read_ledger
+from orchestration.defs.ledger import last_committed_run
 from orchestration.defs.maintenance.asset import BlockingCheck, MaintenanceAsset, TableOperation
 from orchestration.defs.maintenance.partitions import partitions_def_name, rescalable, table_partitions
 from orchestration.defs.maintenance.run import Operation, Outcome, Skip, result_outputs, run_maintenance
@@ -57,19 +57,14 @@ def check_last_rescale(lake: LakeCatalogResource, table: TableConfig) -> dg.Asse
         return dg.AssetCheckResult(
             check_name=CHECK_NAME, passed=True, description=f"{table.name} does not exist yet: nothing to verify"
         )
-    runs = [
-        r
-        for r in read_ledger(lake, table=table.name, operation=OPERATION).to_pylist()
-        if r["status"] == "succeeded" and r["snapshot_id"] is not None
-    ]
-    if not runs:
+    last = last_committed_run(lake, table=table.name, operation=OPERATION)
+    if last is None:
         return dg.AssetCheckResult(
             check_name=CHECK_NAME,
             passed=True,
             metadata={"partitions_verified": 0},
             description=f"no rescale of {table.name} has committed a snapshot: nothing to verify",
         )
-    last = runs[-1]
     after, run = int(last["snapshot_id"]), str(last["run_id"])
     inputs, outputs = json.loads(last["inputs"] or "{}"), json.loads(last["outputs"] or "{}")
     lake_table = catalog.get_table(table.name)
