@@ -13,6 +13,7 @@
 No assertions: figures only (docs/service/many-tables.md lists them).
 
     .venv/bin/python -m benchmarks.bench_control_plane [--tables 10 100 500] [--tick 500] [--runs 1]
+    .venv/bin/python -m benchmarks.bench_control_plane --tables --tick 0 --tick-s3 200 --tick-budget 2   # S3 (moto)
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import argparse
 import copy
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -60,8 +62,9 @@ def table_names(n: int) -> list[str]:
     return [f"demo.orders_{i:04d}" for i in range(n)]
 
 
-def write_config(n: int, directory: Path, warehouse: str | None = None) -> Path:
-    """``tables.yaml`` with ``n`` copies of the repository's demo table (and derived table)."""
+def write_config(n: int, directory: Path, warehouse: str | None = None, extra: dict | None = None) -> Path:
+    """``tables.yaml`` with ``n`` copies of the repository's demo table (and derived table);
+    ``extra``: top-level settings merged in (``control``) and warehouse settings (``s3``)."""
     raw = yaml.safe_load((ROOT / "tables.yaml").read_text())
     base, derived = raw["tables"][0], raw["downstream"][0]
     raw["tables"], raw["downstream"] = [], []
@@ -71,6 +74,11 @@ def write_config(n: int, directory: Path, warehouse: str | None = None) -> Path:
         raw["tables"].append(table)
         raw["downstream"].append({**derived, "name": f"{name}_by_day", "source_table": name})
     raw["warehouse"]["uri"] = warehouse or str(directory / "lake")
+    for key, value in (extra or {}).items():
+        if key == "s3":
+            raw["warehouse"]["s3"] = value
+        else:
+            raw[key] = value
     path = directory / "tables.yaml"
     path.write_text(yaml.safe_dump(raw, sort_keys=False))
     return path
@@ -122,7 +130,6 @@ def bench_tick(n: int, runs: int = 3) -> dict:
     from orchestration.config import load_tables_config  # noqa: PLC0415
     from orchestration.definitions import build_definitions  # noqa: PLC0415
     from orchestration.defs.naming import HEALTH_SENSOR, SNAPSHOT_SENSOR  # noqa: PLC0415
-    from orchestration.demo.source import ORDERS_SCHEMA, orders  # noqa: PLC0415
 
     warnings.filterwarnings("ignore")
     out: dict = {"tables": n}
@@ -130,18 +137,8 @@ def bench_tick(n: int, runs: int = 3) -> dict:
         warehouse = (Path(tmp) / "lake").resolve()
         warehouse.mkdir()
         catalog = Catalog(warehouse.as_uri())
-        catalog.create_database("demo")
-        batch = orders(orders_per_batch=5).batch(0)
         started = time.perf_counter()
-        for name in table_names(n):
-            table = catalog.create_table(
-                name,
-                schema=ORDERS_SCHEMA,
-                primary_keys=["dt", "order_id"],
-                partition_keys=["dt"],
-                options={"bucket": "2", "rowkind.field": "op"},
-            )
-            table.write_arrow(batch)
+        _write_tables(catalog, n)
         print(f"tick: {n} tables written in {time.perf_counter() - started:.1f} s", flush=True)
         defs = build_definitions(load_tables_config(write_config(n, Path(tmp), warehouse.as_uri())))
         with dg.DagsterInstance.ephemeral() as instance:
@@ -181,11 +178,112 @@ def bench_tick(n: int, runs: int = 3) -> dict:
     return out
 
 
+def _write_tables(catalog, n: int) -> None:
+    from orchestration.demo.source import ORDERS_SCHEMA, orders  # noqa: PLC0415
+
+    catalog.create_database("demo", ignore_if_exists=True)
+    batch = orders(orders_per_batch=5).batch(0)
+    for name in table_names(n):
+        table = catalog.create_table(
+            name,
+            schema=ORDERS_SCHEMA,
+            primary_keys=["dt", "order_id"],
+            partition_keys=["dt"],
+            options={"bucket": "2", "rowkind.field": "op"},
+        )
+        table.write_arrow(batch)
+
+
+def bench_tick_s3(n: int, budget_s: float) -> dict:
+    """Snapshot-sensor ticks over ``n`` tables on the S3 test server (moto) with a tick budget of
+    ``budget_s``: how many tables each tick reaches within it, and that the ones it did not reach are
+    visited first by the next tick, until every table has been seen; then an unchanged tick."""
+    import warnings  # noqa: PLC0415
+
+    import dagster as dg  # noqa: PLC0415
+
+    from lake_core import Catalog  # noqa: PLC0415
+    from orchestration.config import load_tables_config  # noqa: PLC0415
+    from orchestration.definitions import build_definitions  # noqa: PLC0415
+    from orchestration.defs.naming import SNAPSHOT_SENSOR  # noqa: PLC0415
+    from orchestration.defs.ticks import LakeCursor  # noqa: PLC0415
+    from tests.fixtures.s3 import start_s3_server  # noqa: PLC0415 - the test suite's moto server
+
+    warnings.filterwarnings("ignore")
+    server = start_s3_server()
+    try:
+        uri = f"s3://{server.create_bucket()}/lake"
+        options = server.storage_options()
+        os.environ.update(
+            BENCH_S3_ENDPOINT=options["endpoint_url"], BENCH_S3_KEY=options["key"], BENCH_S3_SECRET=options["secret"]
+        )
+        started = time.perf_counter()
+        catalog = Catalog(uri, storage_options=options)
+        _write_tables(catalog, n)
+        print(f"tick on S3: {n} tables written in {time.perf_counter() - started:.1f} s", flush=True)
+        extra = {
+            "control": {"tick_budget": f"{budget_s:g} s"},
+            "s3": {
+                "endpoint_url_env": "BENCH_S3_ENDPOINT",
+                "access_key_env": "BENCH_S3_KEY",
+                "secret_key_env": "BENCH_S3_SECRET",
+                "region": "us-east-1",
+                "path_style": True,
+            },
+        }
+        with tempfile.TemporaryDirectory() as tmp:
+            defs = build_definitions(load_tables_config(write_config(n, Path(tmp), uri, extra)))
+        out: dict = {"tables": n, "budget_s": budget_s, "ticks": []}
+        with dg.DagsterInstance.ephemeral() as instance:
+            cursor, seen = None, set()
+            for _ in range(50):  # until every table has been visited once
+                result, seconds = _tick(defs, SNAPSHOT_SENSOR, instance, cursor)
+                cursor = result.cursor
+                entries = LakeCursor.decode(cursor).tables if cursor else {}
+                seen |= set(entries)
+                for request in result.run_requests:  # the runs "finish": their leases are released
+                    catalog.get_table(request.tags["lake/table"]).maintenance.release_lease(
+                        consumer_id=request.tags["lake/lease"]
+                    )
+                out["ticks"].append(
+                    {"seconds": seconds, "requested": len(result.run_requests), "tables_known": len(entries)}
+                )
+                print(
+                    f"  tick {len(out['ticks'])}: {seconds:.2f} s, {len(result.run_requests)} run(s) requested, "
+                    f"{len(entries)} of {n} tables in the cursor",
+                    flush=True,
+                )
+                if len(entries) >= n:
+                    break
+            # the ticks after the runs: each sweeps its tables' released leases (a few reads more per
+            # table) within the budget; one full pass over the tables, then the timed unchanged tick
+            swept = sweeps = 0
+            while swept < n and sweeps < 200:
+                result, seconds = _tick(defs, SNAPSHOT_SENSOR, instance, cursor)
+                cursor, sweeps = result.cursor, sweeps + 1
+                says = result.skip_reason.skip_message if result.skip_reason else ""
+                swept += int(m.group(1)) if (m := re.search(r"visited (\d+) of", says)) else 0
+            result, seconds = _tick(defs, SNAPSHOT_SENSOR, instance, cursor)
+            says = result.skip_reason.skip_message if result.skip_reason else ""
+            visited = int(m.group(1)) if (m := re.search(r"visited (\d+) of", says)) else 0
+            out.update(sweep_ticks=sweeps, unchanged_tick_s=seconds, unchanged_visited=visited)
+            print(
+                f"  {sweeps} tick(s) swept the leases; an unchanged tick then took {seconds:.2f} s and visited "
+                f"{visited} of {n} tables ({1000 * seconds / max(visited, 1):.0f} ms each): {says[-170:]}",
+                flush=True,
+            )
+        return out
+    finally:
+        server.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tables", type=int, nargs="*", default=[10, 100, 500])
     parser.add_argument("--tick", type=int, default=500, help="tables of the sensor-tick benchmark (0: skip it)")
     parser.add_argument("--runs", type=int, default=1, help="fresh processes per table count (median)")
+    parser.add_argument("--tick-s3", type=int, default=0, help="tables of the S3 tick benchmark (0: skip it)")
+    parser.add_argument("--tick-budget", type=float, default=2.0, help="the S3 ticks' budget in seconds")
     args = parser.parse_args()
     rows = bench_load(args.tables, args.runs)
     if len(rows) > 1:
@@ -193,6 +291,8 @@ def main() -> None:
         print(f"load({last['tables']}) / load({first['tables']}) = {last['total_s'] / first['total_s']:.1f}x")
     if args.tick:
         bench_tick(args.tick)
+    if args.tick_s3:
+        bench_tick_s3(args.tick_s3, args.tick_budget)
 
 
 if __name__ == "__main__":
