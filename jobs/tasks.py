@@ -216,7 +216,11 @@ def run_tasks(
     ``lake_core_version`` (default: the driver's), :class:`ExecutorVersionError` naming both."""
     if not items:  # no session needed (a re-run with nothing to do may have none)
         return []
-    assert spark is not None, "Spark tasks need a Spark session"
+    if spark is None:  # only a job with no units may run without a session
+        raise LakeError(
+            f"{len(items)} unit(s) to run in Spark tasks but no Spark session was given: pass a session "
+            "(jobs.spark.spark_session(...)), or run the job in-process with lake_core.run_locally"
+        )
     driver_version = lake_core_version or build_id()
     results = map_units(spark, items, fn, max_tasks=max_tasks, lake_core_version=driver_version)
     ok = [r.value for r in results if r.status == _OK]

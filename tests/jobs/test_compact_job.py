@@ -16,7 +16,8 @@ import pyarrow as pa
 import pytest
 
 from jobs.compact import compact_on_spark, run_units
-from lake_core import Catalog
+from jobs.tasks import run_job
+from lake_core import Catalog, LakeError
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -280,3 +281,20 @@ def test_command_line_refuses_a_local_warehouse_with_a_cluster(warehouse, capsys
         assert main(["--warehouse", warehouse, "--table", "db.t", *where], environ={}) == 2
         out = capsys.readouterr().out
         assert "on a local filesystem but Spark runs elsewhere" in out and "shared_filesystem" in out, out
+
+
+def test_units_without_a_spark_session_fail_with_a_clear_error_and_write_nothing(tmp_path):
+    """``run_job(None, job)`` is allowed for an empty plan only; with units it says what to pass."""
+    catalog = Catalog(f"file://{tmp_path}/wh")
+    catalog.create_database("db")
+    table = catalog.create_table(
+        "db.t", schema=pa.schema([("id", pa.int64())]), primary_keys=["id"], options={"bucket": "1"}
+    )
+    table.write_arrow(pa.table({"id": [1, 2]}))
+    table.write_arrow(pa.table({"id": [2, 3]}))
+    before = table.latest_snapshot().id
+    job = table.maintenance.compaction_job(full=True)
+    assert job.units
+    with pytest.raises(LakeError, match=r"1 unit\(s\) to run in Spark tasks but no Spark session was given"):
+        run_job(None, job, error=LakeError)
+    assert catalog.get_table("db.t").latest_snapshot().id == before
