@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lake_core.compaction.kv_read import kv_schema
+from lake_core.compaction.kv_read import iter_kv_file, kv_schema
 from lake_core.compaction.lookup import LOOKUP_FILE, LOOKUP_POSITION, lookup_latest
 from lake_core.deletion_vectors.maintainer import BucketDeletionVectors
 from lake_core.manifest.metadata import DataFileMeta
@@ -38,24 +38,41 @@ class DvCompaction:
         # deduplicate by arrival order: the newer rows win whatever the old one held, so only its
         # position is needed, and a keys-only read is enough
         positions_only = not self.store.merge_engine().lookup_needs_old_value
+        found = self._mask_older(rows, with_rows=not positions_only)
+        if positions_only or found.num_rows == 0:
+            return rows
+        old = found.select(kv_schema(self.store).names).cast(rows.schema)
+        return pa.concat_tables([old, rows])
+
+    def absorb_upgraded(self, f: DataFileMeta, chunk_rows: int) -> None:
+        """``f``, a level-0 file moved up without a rewrite (no retractions, and the newest row of a
+        key wins whatever the older one held): the older stored row of each of its live keys is
+        marked deleted, as Java's lookup rewriter does when it upgrades a file (reading it, writing
+        nothing). Only the key columns are read."""
+        if not self.outside:
+            return
+        key_names = list(self.store.schema.trimmed_primary_keys)
+        deletion = self.vectors.vectors.get(f.file_name)
+        for keys in iter_kv_file(self.store, self.bucket_dir, f, chunk_rows, deletion=deletion, columns=key_names):
+            if keys.num_rows:
+                self._mask_older(keys, with_rows=False)
+
+    def _mask_older(self, keys: pa.Table, *, with_rows: bool) -> pa.Table:
+        """Look ``keys`` up in the files outside the unit and mark each found row deleted."""
         found = lookup_latest(
             self.store,
             bucket_dir=self.bucket_dir,
             files=self.outside,
-            keys=rows,
+            keys=keys,
             deletion_vectors=self.vectors.vectors,
-            with_rows=not positions_only,
+            with_rows=with_rows,
         )
-        if found.num_rows == 0:
-            return rows
-        files = found.column(LOOKUP_FILE)
-        positions = found.column(LOOKUP_POSITION).to_numpy()
-        for name in pc.unique(files).to_pylist():
-            self.vectors.delete(name, positions[pc.equal(files, name).to_numpy(zero_copy_only=False)])
-        if positions_only:
-            return rows
-        old = found.select(kv_schema(self.store).names).cast(rows.schema)
-        return pa.concat_tables([old, rows])
+        if found.num_rows:
+            files = found.column(LOOKUP_FILE)
+            positions = found.column(LOOKUP_POSITION).to_numpy()
+            for name in pc.unique(files).to_pylist():
+                self.vectors.delete(name, positions[pc.equal(files, name).to_numpy(zero_copy_only=False)])
+        return found
 
 
 def unit_vectors(vectors: BucketDeletionVectors | None, rewritten: Sequence[DataFileMeta]) -> None:

@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_core.compaction.kv_read import CHUNK_ROWS, POSITION, iter_kv_file, kv_schema
+from lake_core.compaction.lookup_cache import LOOKUP_KEYS
 from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.lsm.levels import key_decoder, level0_order
 from lake_core.manifest.metadata import DataFileMeta
@@ -74,6 +75,45 @@ def _range_filter(store: FileStore, key_names: Sequence[str], keys: pa.Table) ->
     return may_hold
 
 
+def _streamed_hits(store, bucket_dir, f, chunk_rows, deletion, key_names, pending) -> list[pa.Table]:
+    """The rows of ``f`` (every column, with positions) whose key is pending, the file streamed."""
+    hits = []
+    for chunk in iter_kv_file(store, bucket_dir, f, chunk_rows, deletion=deletion, with_position=True):
+        if chunk.num_rows == 0:
+            continue
+        probe = chunk.select(key_names).append_column("_ROW", pa.array(np.arange(chunk.num_rows, dtype=np.int64)))
+        matched = probe.join(pending, keys=key_names, join_type="inner", use_threads=False)
+        if matched.num_rows:
+            # join only the keys: Arrow's join cannot carry nested payload columns
+            hits.append(chunk.take(matched.column("_ROW")))
+    return hits
+
+
+def _cached_hits(store, bucket_dir, f, chunk_rows, deletion, key_names, pending, columns) -> pa.Table:
+    """The keys (and system columns, with positions) of ``f`` that are pending, probed in the file's
+    cached keys (read once per process, :mod:`.lookup_cache`); its current deletion vector applied."""
+    stored = LOOKUP_KEYS.get(
+        path=f.path_in(bucket_dir),
+        f=f,
+        schema_id=store.schema.id,
+        columns=columns,
+        read=lambda: _whole_file(store, bucket_dir, f, chunk_rows, columns),
+    )
+    if deletion is not None:
+        keep = deletion.keep_mask(0, stored.num_rows)
+        if keep is not None:
+            stored = stored.filter(pa.array(keep))
+    # keys and system columns are flat: the join carries them
+    return stored.join(pending, keys=key_names, join_type="inner", use_threads=False)
+
+
+def _whole_file(store, bucket_dir, f, chunk_rows, columns) -> pa.Table:
+    chunks = list(iter_kv_file(store, bucket_dir, f, chunk_rows, with_position=True, columns=columns))
+    if not chunks:
+        return pa.schema([*(kv_schema(store).field(c) for c in columns), pa.field(POSITION, pa.int64())]).empty_table()
+    return pa.concat_tables(chunks).combine_chunks()
+
+
 def lookup_latest(
     store: FileStore,
     *,
@@ -100,17 +140,11 @@ def lookup_latest(
             break
         if not may_hold(f):
             continue
-        hits = []
-        for chunk in iter_kv_file(
-            store, bucket_dir, f, chunk_rows, deletion=dvs.get(f.file_name), with_position=True, columns=columns
-        ):
-            if chunk.num_rows == 0:
-                continue
-            probe = chunk.select(key_names).append_column("_ROW", pa.array(np.arange(chunk.num_rows, dtype=np.int64)))
-            matched = probe.join(pending, keys=key_names, join_type="inner", use_threads=False)
-            if matched.num_rows:
-                # join only the keys: Arrow's join cannot carry nested payload columns
-                hits.append(chunk.take(matched.column("_ROW")))
+        if with_rows:
+            hits = _streamed_hits(store, bucket_dir, f, chunk_rows, dvs.get(f.file_name), key_names, pending)
+        else:
+            hits = [_cached_hits(store, bucket_dir, f, chunk_rows, dvs.get(f.file_name), key_names, pending, columns)]
+        hits = [h for h in hits if h.num_rows]
         if not hits:
             continue
         rows = pa.concat_tables(hits)

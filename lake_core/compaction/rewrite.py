@@ -107,6 +107,9 @@ def run_compact_unit(
         lookup_files=lookup_files,
         vectors=vectors,
     )
+    # deletion vectors: a level-0 file without retractions moves up in place and only its keys' older
+    # rows are masked (Java upgrades it too); an engine that merges a key's old values must rewrite
+    dv_rewrites_level0 = vectors is not None and engine.lookup_needs_old_value
     actions = unit_actions(
         unit,
         key_of=key_of,
@@ -114,7 +117,8 @@ def run_compact_unit(
         min_file_size=int(opts.target_file_size * opts.compaction_small_file_ratio),
         is_expired=is_expired,
         force_rewrite=opts.compaction_force_rewrite_all_files if force_rewrite is None else force_rewrite,
-        rewrite_level0=(engine.hides_level0 and bool(lookup_files)) or vectors is not None or producer is not None,
+        rewrite_level0=(engine.hides_level0 and bool(lookup_files)) or producer is not None or dv_rewrites_level0,
+        rewrite_level0_retractions=vectors is not None,
         # Java's ChangelogMergeTreeRewriter.upgrade: a file moved to the top level by a
         # full-compaction changelog producer is rewritten, to emit its changelog
         rewrite_upgrades=producer is not None and opts.changelog_producer == "full-compaction",
@@ -135,6 +139,8 @@ def run_compact_unit(
         for action in actions:
             if not isinstance(action, Rewrite):
                 f = action.file
+                if dv is not None and f.level == 0:
+                    dv.absorb_upgraded(f, opts.read_batch_rows)
                 before.append(f)
                 after.append(f.upgrade(unit.output_level))
                 c["files_upgraded"] += 1

@@ -36,14 +36,18 @@ def unit_actions(
     is_expired: Callable[[DataFileMeta], bool] = lambda f: False,
     force_rewrite: bool = False,
     rewrite_level0: bool = False,
+    rewrite_level0_retractions: bool = False,
     rewrite_upgrades: bool = False,
 ) -> list[Rewrite | Upgrade]:
     """The ordered actions of ``unit``. ``min_file_size`` is ``target-file-size`` x
     ``compaction.small-file-ratio``: smaller single files are rewritten with their neighbours,
     larger ones upgraded. Adjacent files are never skipped over, so the output stays ordered.
     ``rewrite_level0``: level-0 files are always rewritten (first-row's lookup drops keys that
-    other levels already hold, which a metadata-only upgrade could not). ``rewrite_upgrades``: no file
-    is upgraded by metadata (its changelog is produced by rewriting it)."""
+    other levels already hold, which a metadata-only upgrade could not). ``rewrite_level0_retractions``:
+    level-0 files that may hold retractions (or whose count is unknown) are rewritten, the others may
+    be upgraded (Java's ``LookupMergeTreeCompactRewriter`` with deletion vectors: a file read raw must
+    hold no retraction). ``rewrite_upgrades``: no file is upgraded by metadata (its changelog is
+    produced by rewriting it)."""
     out: list[Rewrite | Upgrade] = []
     candidate: list[tuple[DataFileMeta, ...]] = []
     level = unit.output_level
@@ -58,7 +62,10 @@ def unit_actions(
                 rewrite_file(f)
             return
         if level != max_level or f.delete_row_count == 0:
-            if force_rewrite or rewrite_upgrades or is_expired(f) or (rewrite_level0 and f.level == 0):
+            level0_rewrite = f.level == 0 and (
+                rewrite_level0 or (rewrite_level0_retractions and f.delete_row_count != 0)
+            )
+            if force_rewrite or rewrite_upgrades or is_expired(f) or level0_rewrite:
                 rewrite_file(f)
             else:
                 out.append(Upgrade(f))

@@ -196,3 +196,82 @@ def test_rescale_keeps_rows_and_drops_the_replaced_vectors(tmp_path):
     t.write_arrow(_rows([3], "c"))
     want[3] = "c3"
     assert {r["k"]: r["v"] for r in cat.get_table("db.t").to_arrow().to_pylist()} == want
+
+
+def test_a_level0_file_without_retractions_moves_up_unwritten_and_masks_the_older_rows(tmp_path):
+    """As Java's lookup rewriter upgrades a deletion-vector table's level-0 file that holds no
+    retraction: same file, higher level, and only the older rows of its keys are marked."""
+    cat, t = _table(tmp_path)
+    t.write_arrow(_rows(list(range(100)), "a"))
+    t = cat.get_table("db.t")
+    (first,) = [e.file for e in t.manifest_store.live_entries(t.latest_snapshot())]
+    assert first.level > 0 and first.delete_row_count == 0  # the first write's file, moved up as it is
+    files_before = set(os.listdir(tmp_path / "db.db" / "t" / "bucket-0"))
+    t.write_arrow(_rows([3, 50, 200], "b"))
+    t = cat.get_table("db.t")
+    live = {e.file.file_name: e.file for e in t.manifest_store.live_entries(t.latest_snapshot())}
+    assert first.file_name in live
+    new = [f for name, f in live.items() if name != first.file_name]
+    assert len(new) == 1 and new[0].level > 0 and new[0].row_count == 3  # upgraded, not merged into others
+    data_files_written = set(os.listdir(tmp_path / "db.db" / "t" / "bucket-0")) - files_before
+    assert {n for n in data_files_written if n.startswith("data-")} == {new[0].file_name}  # written once
+    ((name, dv),) = load_vectors(t, _dv_entries(t)).items()
+    assert name == first.file_name and dv.positions.tolist() == [3, 50]
+    want = {k: f"a{k}" for k in range(100)} | {3: "b3", 50: "b50", 200: "b200"}
+    assert {r["k"]: r["v"] for r in t.to_arrow().to_pylist()} == want
+
+
+def test_a_level0_file_with_retractions_is_rewritten_so_raw_reads_find_none(tmp_path):
+    schema = SCHEMA.append(pa.field("op", pa.string()))
+    cat, t = _table(tmp_path, schema=schema, **{"rowkind.field": "op"})
+    t.write_arrow(pa.table({"k": [1, 2, 3], "v": ["a", "b", "c"], "op": ["+I"] * 3}, schema=schema))
+    t.write_arrow(pa.table({"k": [2, 9], "v": [None, "z"], "op": ["-D", "+I"]}, schema=schema))
+    t = cat.get_table("db.t")
+    live = [e.file for e in t.manifest_store.live_entries(t.latest_snapshot())]
+    assert all(f.level > 0 and f.delete_row_count == 0 for f in live)  # the -D never left level 0
+    assert sorted(t.to_arrow()["k"].to_pylist()) == [1, 3, 9]
+
+
+def test_lookups_probe_cached_keys_and_see_each_commits_vectors(tmp_path):
+    """Later commits find their keys in the process's cache of file keys (no Parquet read of the
+    older files), and a row masked by an earlier commit is not found again."""
+    from lake_core.compaction.lookup_cache import LOOKUP_KEYS
+
+    LOOKUP_KEYS.clear()
+    cat, t = _table(tmp_path)
+    t.write_arrow(_rows(list(range(1000)), "a"))
+    t.write_arrow(_rows([10, 20], "b"))
+    assert LOOKUP_KEYS.cached_bytes > 0  # the first file's keys, read once
+    t.write_arrow(_rows([10, 30], "c"))  # 10 is masked in the first file: found in the second one
+    t = cat.get_table("db.t")
+    want = {k: f"a{k}" for k in range(1000)} | {10: "c10", 20: "b20", 30: "c30"}
+    assert {r["k"]: r["v"] for r in t.to_arrow().to_pylist()} == want
+    stored = sum(e.file.row_count for e in t.manifest_store.live_entries(t.latest_snapshot()))
+    masked = sum(dv.cardinality for dv in load_vectors(t, _dv_entries(t)).values())
+    assert stored - masked == 1000  # every key live exactly once
+    LOOKUP_KEYS.clear()
+    assert LOOKUP_KEYS.cached_bytes == 0
+
+
+def test_the_lookup_cache_stays_within_its_budget():
+    from lake_core.compaction.lookup_cache import LookupKeyCache
+    from lake_core.manifest.metadata import DataFileMeta
+
+    cache = LookupKeyCache(max_bytes=3 * 8 * 1000)
+    reads = []
+
+    def table(i):
+        def read():
+            reads.append(i)
+            return pa.table({"k": np.arange(1000, dtype=np.int64) + i})
+
+        return read
+
+    metas = [DataFileMeta.__new__(DataFileMeta) for _ in range(5)]
+    for i, m in enumerate(metas):
+        object.__setattr__(m, "file_size", 100 + i)
+        cache.get(path=f"f{i}", f=m, schema_id=0, columns=["k"], read=table(i))
+    assert cache.cached_bytes <= 3 * 8 * 1000
+    cache.get(path="f4", f=metas[4], schema_id=0, columns=["k"], read=table(4))  # recent: still cached
+    cache.get(path="f0", f=metas[0], schema_id=0, columns=["k"], read=table(0))  # evicted: read again
+    assert reads == [0, 1, 2, 3, 4, 0]
