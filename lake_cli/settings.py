@@ -27,7 +27,7 @@ from jobs.storage import (
 from lake_core.errors import LakeError
 
 WAREHOUSE_ENV = "LAKE_WAREHOUSE"
-CONFIG_ENV = "LAKE_CONFIG"
+CONFIG_ENV = "LAKE_TABLES_CONFIG"  # the same variable as the Dagster code location and the demo
 
 
 class UsageError(LakeError, ValueError):
@@ -98,7 +98,7 @@ def _explicit(args: argparse.Namespace, environ: Mapping[str, str]) -> bool:
 
 def resolve_location(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> tuple[str, dict[str, Any]]:
     """(warehouse URI, storage options): ``--warehouse`` > ``$LAKE_WAREHOUSE`` > ``tables.yaml``
-    (``--config``, ``$LAKE_CONFIG``, or ``./tables.yaml``); the S3 variable names and region from
+    (``--config``, ``$LAKE_TABLES_CONFIG``, or ``./tables.yaml``); the S3 variable names and region from
     the flags unless left at their defaults, then from the file's ``warehouse.s3``."""
     env = os.environ if environ is None else environ
     config = file_config(args, env)

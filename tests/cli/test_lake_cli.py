@@ -323,7 +323,9 @@ def test_warehouse_from_the_environment_and_tables_yaml(tmp_path, table, warehou
     out = io.StringIO()
     assert main(["tables", "--config", str(cfg)], environ={}, out=out) == 0 and out.getvalue().startswith("db.t")
     out = io.StringIO()
-    assert main(["tables"], environ={"LAKE_CONFIG": str(cfg)}, out=out) == 0 and out.getvalue().startswith("db.t")
+    assert main(["tables"], environ={"LAKE_TABLES_CONFIG": str(cfg)}, out=out) == 0 and out.getvalue().startswith(
+        "db.t"
+    )
     empty = tmp_path / "empty"
     empty.mkdir()
     out = io.StringIO()

@@ -387,3 +387,31 @@ def test_the_demo_cli_reads_LAKE_TABLES_CONFIG_and_prints_a_config_error_alone(t
         f"  {path}: table 'shop.users': field 'options': option 'merge-engine' = 'partial-updat' is invalid; "
         "choose one of deduplicate, partial-update, aggregation, first-row",
     ]
+
+
+def test_the_s3_example_is_the_shipped_config_on_s3(monkeypatch):
+    """docs/getting-started/s3.md: examples/s3-tables.yaml is tables.yaml but for the warehouse, and
+    the `lake` command finds the same warehouse through $LAKE_TABLES_CONFIG."""
+    from lake_cli.main import build_parser
+    from lake_cli.settings import resolve_location
+
+    example = REPO_ROOT / "examples" / "s3-tables.yaml"
+    shipped, on_s3 = (yaml.safe_load(p.read_text()) for p in (DEFAULT_CONFIG, example))
+    assert on_s3["warehouse"]["uri"] == "s3://lake/warehouse" and on_s3["warehouse"]["s3"]["path_style"] is True
+    assert {k: v for k, v in on_s3.items() if k != "warehouse"} == {
+        k: v for k, v in shipped.items() if k != "warehouse"
+    }
+    config = load_tables_config(example)
+    assert [t.name for t in config.tables] == [t.name for t in load_tables_config(DEFAULT_CONFIG).tables]
+    environ = {
+        "LAKE_TABLES_CONFIG": str(example),
+        "LAKE_S3_ENDPOINT": "http://127.0.0.1:9000",
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "testtest",
+    }
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    args = build_parser().parse_args(["tables"])
+    warehouse, options = resolve_location(args, environ)
+    assert warehouse == "s3://lake/warehouse"
+    assert "http://127.0.0.1:9000" in str(options)
