@@ -211,8 +211,9 @@ def expired_run_check(
         passed=recorded is not False,  # not recorded (a row of an older version): nothing says it failed
         severity=dg.AssetCheckSeverity.ERROR,
         metadata={"run_id": run, "snapshot_id": after, "recorded_at": str(last["recorded_at"]), "check": "recorded"},
-        description=f"last {last['operation']} (run {run[:8]}, snapshot {after}): snapshot "
-        f"{', '.join(map(str, expired))} is expired, so it cannot be re-read; its run's check "
+        description=f"last {last['operation']} (run {run[:8]}, snapshot {after}): "
+        + (f"snapshot {expired[0]} is" if len(expired) == 1 else f"snapshots {', '.join(map(str, expired))} are")
+        + " expired, so it cannot be re-read; its run's check "
         + ("passed" if recorded else "failed" if recorded is False else "was not recorded"),
     )
 

@@ -132,6 +132,15 @@ def test_a_maintenance_check_alone_verifies_the_last_run_of_its_operation(tmp_pa
     assert f"snapshot {result.snapshot_id} against {result.snapshot_id - 1}" in (after.description or "")
     expiry = by_name["only_expired_records_dropped"]
     assert expiry.passed and "nothing to verify" in (expiry.description or "")
+    # the snapshot before the compaction expired: it cannot be re-read, and the run recorded no check
+    Catalog(warehouse).get_table("demo.orders").maintenance.expire_snapshots(retain_max=1, retain_min=1)
+    with dg.DagsterInstance.ephemeral() as instance:
+        [recorded] = _alone(definitions, instance, COMPACTION_CHECK).get_asset_check_evaluations()
+    assert recorded.passed and recorded.metadata["check"].value == "recorded"
+    assert (
+        f"snapshot {result.snapshot_id - 1} is expired, so it cannot be re-read; its run's check was not recorded"
+        in (recorded.description or "")
+    )
 
 
 def test_config_drift_compares_bucket_with_the_rescale_target(tmp_path, warehouse):
@@ -257,4 +266,7 @@ def test_rescale_verified_alone_on_a_partitioned_table(tmp_path, warehouse):
     with dg.DagsterInstance.ephemeral() as instance:
         [recorded] = _alone(definitions, instance, RESCALE_CHECK).get_asset_check_evaluations()
     assert recorded.passed and recorded.metadata["check"].value == "recorded"
-    assert "is expired, so it cannot be re-read; its run's check passed" in (recorded.description or "")
+    read = sorted({p.snapshot_read for p in result.partitions})
+    assert f"snapshots {read[0]}, {read[1]} are expired, so it cannot be re-read; its run's check passed" in (
+        recorded.description or ""
+    )
