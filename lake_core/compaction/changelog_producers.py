@@ -289,10 +289,9 @@ def producer_for(
     vectors,
 ) -> ChangelogProducer | None:
     """The changelog producer of a unit writing to ``output_level``, or None (no changelog)."""
-    if not store.schema.primary_keys:
+    if not produces_changelog(store, output_level=output_level, max_level=max_level):
         return None
-    producer = store.options.changelog_producer
-    if producer == "lookup" and output_level > 0:
+    if store.options.changelog_producer == "lookup":
         if store.merge_engine().hides_level0:
             return FirstRowChangelog(store)
         dvs = vectors.vectors if vectors is not None else None
@@ -304,9 +303,16 @@ def producer_for(
             deletion_vectors=dvs,
             old_merged_in=vectors is not None and store.merge_engine().lookup_needs_old_value,
         )
-    if producer == "full-compaction" and output_level == max_level:
-        return FullCompactionChangelog(store, max_level)
-    return None
+    return FullCompactionChangelog(store, max_level)
+
+
+def produces_changelog(store: FileStore, *, output_level: int, max_level: int) -> bool:
+    """Whether a unit writing to ``output_level`` produces a changelog (:func:`producer_for` is not
+    None), from the options alone: what a plan needs to know without building the producer."""
+    if not store.schema.primary_keys:
+        return False
+    producer = store.options.changelog_producer
+    return (producer == "lookup" and output_level > 0) or (producer == "full-compaction" and output_level == max_level)
 
 
 __all__ = [
@@ -316,4 +322,5 @@ __all__ = [
     "FirstRowChangelog",
     "FullCompactionChangelog",
     "producer_for",
+    "produces_changelog",
 ]

@@ -24,6 +24,7 @@ from lake_core.compaction.plan import (
     CompactionPlan,
     level_counts,
     plan_compaction,
+    planned_files,
     run_unit,
     ttl_lag_s,
 )
@@ -182,11 +183,14 @@ def _commit_compaction(
                 f"compact of {store.identifier}: {len(outcomes)} executed unit(s) given to a "
                 f"{'dry run' if dry_run else 'plan without units'}; their files were deleted"
             )
+        # what the units would read and what they would only move up a level, as the run counts them
+        planned = planned_files(store, plan.units)
         return CompactionResult(
             **common,
-            files_read=sum(len(u.files) for u in plan.units),
-            bytes_read=sum(u.bytes for u in plan.units),
-            rows_in=sum(u.rows for u in plan.units),
+            files_read=len(planned.rewritten),
+            bytes_read=sum(f.file_size for f in planned.rewritten),
+            files_upgraded=len(planned.upgraded),
+            rows_in=sum(f.row_count for f in planned.rewritten),
             levels_after=common["levels_before"],
             ttl_lag_after_s=common["ttl_lag_before_s"],
             duration_s=_elapsed(plan),

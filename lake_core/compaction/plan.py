@@ -27,7 +27,8 @@ from lake_core.compaction.picker import (
 )
 from lake_core.compaction.planning_options import with_planning_options
 from lake_core.compaction.record_expiry import RecordExpiry, expired_file_test
-from lake_core.compaction.rewrite import UnitOutcome, run_compact_unit
+from lake_core.compaction.rewrite import UnitOutcome, compact_actions, run_compact_unit
+from lake_core.compaction.task import Rewrite
 from lake_core.deletion_vectors.maintainer import BucketDeletionVectors, bucket_dv_entries, needs_full_for_dv
 from lake_core.errors import InvalidOptionError, LakeError, PartitionNotFoundError
 from lake_core.format.gc_pause import paused_gc
@@ -124,6 +125,37 @@ def run_unit(store: FileStore, unit: BucketCompactionUnit) -> UnitOutcome:
         figures=unit.verify,
     )
     return with_vector_changes(store, out, vectors, FileNamer())
+
+
+@dataclass(frozen=True)
+class PlannedFiles:
+    """What running the units of a plan will do with their files, from metadata only: the files
+    rewritten (read, merged, written anew) and those upgraded (moved up a level, not read)."""
+
+    rewritten: tuple[DataFileMeta, ...]
+    upgraded: tuple[DataFileMeta, ...]
+
+
+def planned_files(store: FileStore, units: Sequence[BucketCompactionUnit]) -> PlannedFiles:
+    """The files ``units`` will rewrite and upgrade when run (:func:`run_unit`, the same decision)."""
+    rewritten: list[DataFileMeta] = []
+    upgraded: list[DataFileMeta] = []
+    for unit in units:
+        actions = compact_actions(
+            store,
+            CompactUnit(unit.output_level, unit.files, unit.reason),
+            drop_delete=unit.drop_delete,
+            max_level=unit.max_level,
+            expiry=unit.expiry,
+            lookup_files=unit.lookup_files,
+            vectors=unit.dv_index is not None,
+        )
+        for action in actions:
+            if isinstance(action, Rewrite):
+                rewritten += [f for section in action.sections for f in section]
+            else:
+                upgraded.append(action.file)
+    return PlannedFiles(tuple(rewritten), tuple(upgraded))
 
 
 def with_vector_changes(

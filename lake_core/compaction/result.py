@@ -25,7 +25,7 @@ class CompactionResult(OperationResult):
     bytes_read: int = 0
     files_written: int = fact(0, summary=True, size="bytes_written")
     bytes_written: int = 0
-    files_upgraded: int = 0  # moved to a higher level without rewriting
+    files_upgraded: int = fact(0, summary=True)  # moved to a higher level without rewriting (not read)
     rows_in: int = 0
     rows_out: int = 0
     rows_dropped_deletes: int = 0

@@ -13,13 +13,13 @@ import numpy as np
 import pyarrow as pa
 
 from lake_core.commit.messages import CommitMessage
-from lake_core.compaction.changelog_producers import ChangelogProducer, ChunkState, producer_for
+from lake_core.compaction.changelog_producers import ChangelogProducer, ChunkState, producer_for, produces_changelog
 from lake_core.compaction.dv import DvCompaction, unit_vectors
 from lake_core.compaction.figures import UnitFigures
 from lake_core.compaction.kv_read import CHUNK_ROWS, iter_kv_file, key_ranges, kv_schema  # noqa: F401 - re-exported
 from lake_core.compaction.picker import CompactUnit
 from lake_core.compaction.record_expiry import RecordExpiry, expired_file_test
-from lake_core.compaction.task import Rewrite, unit_actions
+from lake_core.compaction.task import Rewrite, Upgrade, unit_actions
 from lake_core.format.checksum import EMPTY, Checksum, hashes_checksum, row_hashes
 from lake_core.format.float_order import java_order_key
 from lake_core.kv import rowkind
@@ -55,6 +55,52 @@ class UnitOutcome:
     figures: UnitFigures | None = None  # rows and checksums for the in-task check (dedicated compaction)
 
 
+def _effective_drops(
+    unit: CompactUnit, drop_delete: bool, expiry: RecordExpiry | None, *, vectors: bool
+) -> tuple[bool, RecordExpiry | None]:
+    """Whether the unit drops retractions, and the record expiry it applies."""
+    if vectors:
+        # the replaced rows are masked in their files, so retractions have nothing left to cancel
+        drop_delete = drop_delete or unit.output_level > 0
+    # Expiry drops a key's merged row, which is sound only where the unit holds the key's whole
+    # history: exactly where a retraction may be dropped (see lake_core.compaction.record_expiry)
+    return drop_delete, expiry if drop_delete else None
+
+
+def compact_actions(
+    store: FileStore,
+    unit: CompactUnit,
+    *,
+    drop_delete: bool,
+    max_level: int,
+    expiry: RecordExpiry | None,
+    force_rewrite: bool | None = None,
+    lookup_files: Sequence[DataFileMeta] = (),
+    vectors: bool = False,
+) -> list[Rewrite | Upgrade]:
+    """What :func:`run_compact_unit` does with each of the unit's files (rewrite or upgrade), from
+    metadata only: the one decision, so a dry run reports the figures the run will have."""
+    opts = store.options
+    drop_delete, expiry = _effective_drops(unit, drop_delete, expiry, vectors=vectors)
+    changelog = produces_changelog(store, output_level=unit.output_level, max_level=max_level)
+    # deletion vectors: a level-0 file without retractions moves up in place and only its keys' older
+    # rows are masked (Java upgrades it too); an engine that merges a key's old values must rewrite
+    dv_rewrites_level0 = vectors and store.merge_engine().lookup_needs_old_value
+    return unit_actions(
+        unit,
+        key_of=key_decoder(store.key_types),
+        max_level=max_level,
+        min_file_size=int(opts.target_file_size * opts.compaction_small_file_ratio),
+        is_expired=expired_file_test(expiry, store),
+        force_rewrite=opts.compaction_force_rewrite_all_files if force_rewrite is None else force_rewrite,
+        rewrite_level0=(store.merge_engine().hides_level0 and bool(lookup_files)) or changelog or dv_rewrites_level0,
+        rewrite_level0_retractions=vectors,
+        # Java's ChangelogMergeTreeRewriter.upgrade: a file moved to the top level by a
+        # full-compaction changelog producer is rewritten, to emit its changelog
+        rewrite_upgrades=changelog and opts.changelog_producer == "full-compaction",
+    )
+
+
 def run_compact_unit(
     store: FileStore,
     partition: bytes,
@@ -82,13 +128,7 @@ def run_compact_unit(
     engine = store.merge_engine()
     key_of = key_decoder(store.key_types)
     schema = store.schema
-    if vectors is not None:
-        # the replaced rows are masked in their files, so retractions have nothing left to cancel
-        drop_delete = drop_delete or unit.output_level > 0
-    # Expiry drops a key's merged row, which is sound only where the unit holds the key's whole
-    # history: exactly where a retraction may be dropped (see lake_core.compaction.record_expiry)
-    expiry = expiry if drop_delete else None
-    is_expired = expired_file_test(expiry, store)
+    drop_delete, expiry = _effective_drops(unit, drop_delete, expiry, vectors=vectors is not None)
     ppath = store.partition_path(partition)
     bucket_dir = store.paths.bucket_dir(ppath, bucket)
     key_names = list(schema.trimmed_primary_keys)
@@ -107,21 +147,15 @@ def run_compact_unit(
         lookup_files=lookup_files,
         vectors=vectors,
     )
-    # deletion vectors: a level-0 file without retractions moves up in place and only its keys' older
-    # rows are masked (Java upgrades it too); an engine that merges a key's old values must rewrite
-    dv_rewrites_level0 = vectors is not None and engine.lookup_needs_old_value
-    actions = unit_actions(
+    actions = compact_actions(
+        store,
         unit,
-        key_of=key_of,
+        drop_delete=drop_delete,
         max_level=max_level,
-        min_file_size=int(opts.target_file_size * opts.compaction_small_file_ratio),
-        is_expired=is_expired,
-        force_rewrite=opts.compaction_force_rewrite_all_files if force_rewrite is None else force_rewrite,
-        rewrite_level0=(engine.hides_level0 and bool(lookup_files)) or producer is not None or dv_rewrites_level0,
-        rewrite_level0_retractions=vectors is not None,
-        # Java's ChangelogMergeTreeRewriter.upgrade: a file moved to the top level by a
-        # full-compaction changelog producer is rewritten, to emit its changelog
-        rewrite_upgrades=producer is not None and opts.changelog_producer == "full-compaction",
+        expiry=expiry,
+        force_rewrite=force_rewrite,
+        lookup_files=lookup_files,
+        vectors=vectors is not None,
     )
     lookup_merge = needs_lookup_merge(store)
     writer = DataFileWriter(store, ppath, bucket, namer or FileNamer())

@@ -8,10 +8,15 @@ same code with another closure, so the introspection's result is the same: the f
 definition is the template, and the next tables get a copy (op and asset definitions built
 directly, about 0.5 ms) with their own function, name, keys, dependencies, group, pool, partitions
 and descriptions. The copy is what ``@asset`` would have built: the tests run both kinds.
+
+``can_subset``: the asset's checks can run without it (a run of the checks only, "Execute" in the
+UI). ``@asset`` cannot say so, so the template is then a one-spec ``multi_asset`` whose function
+yields only what the run selected.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -36,18 +41,40 @@ def table_asset(
     partitions_def: dg.PartitionsDefinition | None = None,
     backfill_policy: dg.BackfillPolicy | None = None,
     automation_condition: dg.AutomationCondition | None = None,
+    can_subset: bool = False,
 ) -> Callable[[Callable[..., Any]], dg.AssetsDefinition]:
-    """``dg.asset`` with these arguments, built as a copy when a template of the same kind exists."""
+    """``dg.asset`` with these arguments (a one-spec ``dg.multi_asset`` when ``can_subset``), built
+    as a copy when a template of the same kind exists."""
 
     def decorate(fn: Callable[..., Any]) -> dg.AssetsDefinition:
         shape = (
-            fn.__code__,
+            inspect.unwrap(fn).__code__,  # a wrapper's (maintenance.asset._run_one): the code it wraps
             len(deps),
             tuple(c.name for c in check_specs),
             partitions_def is None,
             tuple(sorted(kinds)),
+            can_subset,
         )
         template = _TEMPLATES.get(shape)
+        if template is None and can_subset:
+            built = _subsettable(
+                fn,
+                spec=dg.AssetSpec(
+                    key=key,
+                    deps=list(deps),
+                    group_name=group_name,
+                    kinds=kinds,
+                    description=description,
+                    metadata=dict(metadata),
+                    automation_condition=automation_condition,
+                ),
+                pool=pool,
+                check_specs=check_specs,
+                partitions_def=partitions_def,
+                backfill_policy=backfill_policy,
+            )
+            _TEMPLATES[shape] = built
+            return built
         if template is None:
             optional = {"partitions_def": partitions_def, "backfill_policy": backfill_policy}
             built = dg.asset(
@@ -83,6 +110,30 @@ def table_asset(
     return decorate
 
 
+def _subsettable(
+    fn: Callable[..., Any],
+    *,
+    spec: dg.AssetSpec,
+    pool: str,
+    check_specs: Sequence[dg.AssetCheckSpec],
+    partitions_def: dg.PartitionsDefinition | None,
+    backfill_policy: dg.BackfillPolicy | None,
+) -> dg.AssetsDefinition:
+    """The template of a subsettable asset: a ``multi_asset`` of one spec, its op named as
+    ``@asset`` names it (the key as an identifier)."""
+    optional = {"partitions_def": partitions_def, "backfill_policy": backfill_policy}
+    return dg.multi_asset(
+        name=spec.key.to_python_identifier(),
+        specs=[spec],
+        check_specs=list(check_specs) or None,
+        can_subset=True,
+        pool=pool,
+        description=spec.description,
+        # only when set: Dagster warns that backfill_policy is a beta parameter whenever it is passed
+        **{name: value for name, value in optional.items() if value is not None},
+    )(fn)
+
+
 def _copy(
     template: dg.AssetsDefinition,
     fn: Callable[..., Any],
@@ -99,10 +150,12 @@ def _copy(
     automation_condition: dg.AutomationCondition | None,
 ) -> dg.AssetsDefinition:
     op = template.op
-    result_name = next(iter(template.keys_by_output_name))
+    template_result = next(iter(template.keys_by_output_name))
+    # @asset names its output "result", a multi_asset (the subsettable template) after the key
+    result_name = key.to_python_identifier() if template.can_subset else template_result
     template_checks = dict(template.check_specs_by_output_name)
     checks_by_output = {spec.get_python_identifier(): spec for spec in check_specs}
-    outs = {result_name: dg.Out.from_definition(op.output_dict[result_name])}
+    outs = {result_name: dg.Out.from_definition(op.output_dict[template_result])}
     check_out = next(iter(op.output_dict[name] for name in template_checks), None)
     for name in checks_by_output:
         assert check_out is not None
@@ -136,7 +189,7 @@ def _copy(
         keys_by_output_name={result_name: key},
         node_def=node,
         selected_asset_keys={key},
-        can_subset=False,
+        can_subset=template.can_subset,
         resource_defs=None,
         backfill_policy=backfill_policy,
         check_specs_by_output_name=checks_by_output or None,

@@ -18,14 +18,15 @@ import dataclasses
 import datetime as _dt
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
+import dagster as dg
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from jobs.tables import TableSpec, ensure_table
-from lake_core import Catalog, OperationResult
+from lake_core import Catalog, LakeError, OperationResult
 
 if TYPE_CHECKING:
     from lake_core import FileStoreTable
@@ -191,3 +192,35 @@ def last_committed_run(lake: LakeCatalogResource | Catalog, *, table: str, opera
     rows = read_ledger(lake, table=table, operation=operation)
     rows = rows.filter(pc.and_(pc.equal(rows["status"], "succeeded"), pc.is_valid(rows["snapshot_id"])))
     return rows.slice(rows.num_rows - 1).to_pylist()[0] if rows.num_rows else None
+
+
+def expired_run_check(
+    lake_table: FileStoreTable, last: Mapping[str, Any], *, check_name: str, snapshots: Collection[int]
+) -> dg.AssetCheckResult | None:
+    """A blocking check executed alone verifies its operation's last committed run (``last``, a
+    row of :func:`last_committed_run`) by re-reading ``snapshots`` (before and after it). When one
+    of them is expired, it cannot: the result is what the run's own check recorded in its
+    ``outputs`` (``check.<name>``), saying so. None: every snapshot is readable, re-read them."""
+    expired = sorted(s for s in set(snapshots) if not _readable(lake_table, s))
+    if not expired:
+        return None
+    run, after = str(last["run_id"]), int(last["snapshot_id"])
+    recorded = json.loads(last["outputs"] or "{}").get(f"check.{check_name}")
+    return dg.AssetCheckResult(
+        check_name=check_name,
+        passed=recorded is not False,  # not recorded (a row of an older version): nothing says it failed
+        severity=dg.AssetCheckSeverity.ERROR,
+        metadata={"run_id": run, "snapshot_id": after, "recorded_at": str(last["recorded_at"]), "check": "recorded"},
+        description=f"last {last['operation']} (run {run[:8]}, snapshot {after}): "
+        + (f"snapshot {expired[0]} is" if len(expired) == 1 else f"snapshots {', '.join(map(str, expired))} are")
+        + " expired, so it cannot be re-read; its run's check "
+        + ("passed" if recorded else "failed" if recorded is False else "was not recorded"),
+    )
+
+
+def _readable(lake_table: FileStoreTable, snapshot_id: int) -> bool:
+    try:
+        lake_table.snapshot(snapshot_id)
+    except LakeError:
+        return False
+    return True

@@ -21,6 +21,8 @@ ORDERS = dg.AssetKey(["demo", "orders"])
 HEALTH = {"sorted_runs", "small_files", "snapshot_count", "manifest_count", "ttl_lag", "bucket_skew"}
 COMPACTION_CHECK = dg.AssetCheckKey(dg.AssetKey(["demo", "orders", "compaction"]), "content_unchanged")
 EXPIRY_CHECK = dg.AssetCheckKey(dg.AssetKey(["demo", "orders", "record_expiry"]), "only_expired_records_dropped")
+# demo.orders is partitioned: its rescale is an asset of its own (with the table's partitions)
+RESCALE_CHECK = dg.AssetCheckKey(dg.AssetKey(["demo", "orders", "rescale"]), "rescale_verified")
 
 
 def _definitions(tmp_path, warehouse: str) -> dg.Definitions:
@@ -58,15 +60,16 @@ def _alone(definitions: dg.Definitions, instance, *keys: dg.AssetCheckKey) -> dg
 
 def test_the_ui_can_execute_every_check_of_the_table_alone(tmp_path, warehouse):
     """The UI offers Execute for a check that is its own execution unit (not tied to an asset's
-    materialization): every check on demo.orders and the subsettable maintenance ops' checks."""
+    materialization): every check on demo.orders and the maintenance assets' checks, the
+    partitioned rescale's included."""
     definitions = _definitions(tmp_path, warehouse)
     snap = RepositorySnap.from_def(definitions.get_repository_def())
     units = {(c.asset_key, c.name): c.execution_set_identifier for c in snap.asset_check_nodes}
     table_checks = {name for key, name in units if key == ORDERS}
     assert table_checks == HEALTH | {"config_drift"}
     assert all(units[(ORDERS, name)] is None for name in table_checks)
-    for check in (COMPACTION_CHECK, EXPIRY_CHECK):
-        assert units[(check.asset_key, check.name)] is None
+    for check in (COMPACTION_CHECK, EXPIRY_CHECK, RESCALE_CHECK):
+        assert units[(check.asset_key, check.name)] is None, check
 
 
 def test_each_check_alone_is_evaluated_on_the_table_as_it_is_now(tmp_path, warehouse):
@@ -129,6 +132,15 @@ def test_a_maintenance_check_alone_verifies_the_last_run_of_its_operation(tmp_pa
     assert f"snapshot {result.snapshot_id} against {result.snapshot_id - 1}" in (after.description or "")
     expiry = by_name["only_expired_records_dropped"]
     assert expiry.passed and "nothing to verify" in (expiry.description or "")
+    # the snapshot before the compaction expired: it cannot be re-read, and the run recorded no check
+    Catalog(warehouse).get_table("demo.orders").maintenance.expire_snapshots(retain_max=1, retain_min=1)
+    with dg.DagsterInstance.ephemeral() as instance:
+        [recorded] = _alone(definitions, instance, COMPACTION_CHECK).get_asset_check_evaluations()
+    assert recorded.passed and recorded.metadata["check"].value == "recorded"
+    assert (
+        f"snapshot {result.snapshot_id - 1} is expired, so it cannot be re-read; its run's check was not recorded"
+        in (recorded.description or "")
+    )
 
 
 def test_config_drift_compares_bucket_with_the_rescale_target(tmp_path, warehouse):
@@ -203,3 +215,58 @@ def test_rescale_verified_alone_on_an_unpartitioned_table(tmp_path, warehouse):
     assert verified.passed and verified.metadata["check"].value == "deep", verified.description
     assert verified.metadata["partitions_verified"].value == 1
     assert verified.metadata["snapshot_id"].value == result.snapshot_id
+
+
+def test_rescale_verified_alone_on_a_partitioned_table(tmp_path, warehouse):
+    """A partitioned table's rescale (an asset of its own, with partitions): its check executed alone
+    rescales nothing; it re-reads the last committed rescale (from the ledger), each partition at
+    the rescale's snapshot against the one it was read at, and falls back to the result the run
+    recorded once those snapshots are expired."""
+    from orchestration.defs.maintenance.rescale import ledger_outputs
+
+    definitions = _definitions(tmp_path, warehouse)
+    table = _written(definitions, warehouse)
+    lake = definitions.resources["lake"]
+    with dg.DagsterInstance.ephemeral() as instance:
+        [nothing] = _alone(definitions, instance, RESCALE_CHECK).get_asset_check_evaluations()
+        assert nothing.passed and "nothing to verify" in (nothing.description or "")
+        assert table.latest_snapshot().id == Catalog(warehouse).get_table("demo.orders").latest_snapshot().id
+        # two of the three partitions, one OVERWRITE each (two snapshots), as a backfill's run records them
+        parts = sorted(table.maintenance.plan_rescale(bucket=4).units, key=lambda u: repr(u.partition))[1:]
+        result = table.maintenance.rescale(bucket=4, partitions=[dict(u.partition) for u in parts])
+        assert result.partitions_rescaled == 2
+        ledger.record(
+            lake,
+            table="demo.orders",
+            operation="rescale",
+            run_id="run-rescale-1",
+            inputs={"partitions": [p.partition for p in result.partitions], "target_buckets": 4},
+            outputs={**ledger_outputs(result), "check.rescale_verified": True},  # as its run's check passed
+            snapshot_id=result.snapshot_id,
+        )
+        latest = Catalog(warehouse).get_table("demo.orders")
+        pending = len(latest.maintenance.plan_rescale(bucket=4).units)
+        run = _alone(definitions, instance, RESCALE_CHECK)
+        assert run.success and not run.get_asset_materialization_events()  # nothing rescaled
+        [verified] = run.get_asset_check_evaluations()
+        after = Catalog(warehouse).get_table("demo.orders")
+        assert after.latest_snapshot().id == result.snapshot_id
+        assert len(after.maintenance.plan_rescale(bucket=4).units) == pending == 1  # the third still at 2
+        record = instance.event_log_storage.get_latest_asset_check_execution_by_key([RESCALE_CHECK])[RESCALE_CHECK]
+        assert record.run_id == run.run_id  # the UI shows this evaluation, no longer "Not Evaluated"
+    assert verified.passed and verified.metadata["check"].value == "deep", verified.description
+    assert verified.metadata["partitions_verified"].value == 2
+    assert verified.metadata["snapshot_id"].value == result.snapshot_id
+    # the first partition was read two snapshots before the run's last: compared with that one
+    first = result.partitions[0]
+    assert first.snapshot_read == result.snapshot_id - 2
+    assert verified.metadata[f"{first.partition}.rows"].value == f"{first.rows} → {first.rows}"
+    # once the snapshots it read are expired: what the run's own check recorded, said so
+    after.maintenance.expire_snapshots(retain_max=1, retain_min=1)
+    with dg.DagsterInstance.ephemeral() as instance:
+        [recorded] = _alone(definitions, instance, RESCALE_CHECK).get_asset_check_evaluations()
+    assert recorded.passed and recorded.metadata["check"].value == "recorded"
+    read = sorted({p.snapshot_read for p in result.partitions})
+    assert f"snapshots {read[0]}, {read[1]} are expired, so it cannot be re-read; its run's check passed" in (
+        recorded.description or ""
+    )

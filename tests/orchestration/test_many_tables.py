@@ -123,3 +123,21 @@ def test_a_tables_copied_asset_is_what_the_decorator_builds(tmp_path):
         for attr in ("group_name", "description", "metadata", "kinds", "tags", "deps", "partitions_def"):
             assert getattr(sa, attr) == getattr(sb, attr), attr
         assert a.backfill_policy == b.backfill_policy
+        assert a.can_subset == b.can_subset == (key.path[-1] == "rescale")  # its check also runs alone
+
+
+def test_a_copied_rescale_check_runs_alone(tmp_path):
+    """The second table's rescale (a copy of the first's, with partitions): its check executed
+    alone is a run of that check only, evaluated on its table."""
+    warehouse = (tmp_path / "wh").resolve().as_uri()
+    definitions = _definitions(warehouse, 2)
+    key = dg.AssetCheckKey(maintenance_asset_key(_names(2)[1], "rescale"), "rescale_verified")
+    job = definitions.resolve_implicit_global_asset_job_def()
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = job.get_subset(asset_selection=set(), asset_check_selection={key}).execute_in_process(
+            instance=instance
+        )
+    [evaluation] = result.get_asset_check_evaluations()
+    assert (evaluation.asset_key, evaluation.passed) == (key.asset_key, True)
+    assert not result.get_asset_materialization_events()
+    assert "does not exist yet: nothing to verify" in (evaluation.description or "")

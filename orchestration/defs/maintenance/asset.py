@@ -14,14 +14,15 @@ milliseconds in Dagster's introspection, so the code location loads in time that
 the tables (docs/service/many-tables.md).
 
 An asset with partitions (a partitioned table's ``rescale``: its own dynamic partitions) stays an
-asset of its own.
+asset of its own, subsettable too: a run that selects only its check ("Execute" on the check in the
+UI) evaluates the check on the operation's last committed run and maintains nothing.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence, Set
 from typing import Any
 
 import dagster as dg
@@ -99,10 +100,10 @@ class MaintenanceAsset:
     def define(self) -> Callable[[Callable[..., dg.MaterializeResult]], dg.AssetsDefinition | TableOperation]:
         """The decorator of this asset's function: a :class:`TableOperation` that
         :func:`combine` joins with the other tables' (one op per operation), or, for an asset with
-        partitions, the asset itself."""
+        partitions, the asset itself (subsettable: its check also runs alone)."""
         if self.partitions_def is None:
             return lambda fn: TableOperation(asset=self, fn=fn)
-        return table_asset(  # dg.asset, or a copy of the first table's (cheap_assets)
+        decorate = table_asset(  # dg.multi_asset of one spec, or a copy of the first table's (cheap_assets)
             key=self.key,
             deps=[table_asset_key(self.table.name)],
             group_name=table_group(self.table.name),
@@ -114,7 +115,9 @@ class MaintenanceAsset:
             automation_condition=scheduled_condition(self.table, self.operation),
             partitions_def=self.partitions_def,
             backfill_policy=self.backfill_policy,
+            can_subset=True,
         )
+        return lambda fn: decorate(_run_one(TableOperation(asset=self, fn=fn)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,9 +129,10 @@ class TableOperation:
     fn: Callable[..., dg.MaterializeResult]
 
 
-def _keyed(result: dg.MaterializeResult, key: dg.AssetKey) -> dg.MaterializeResult:
-    """A table's result, addressed to its asset (and its check results to their check)."""
-    checks = [
+def _keyed(result: dg.MaterializeResult, key: dg.AssetKey, checks: Set[dg.AssetCheckKey]) -> dg.MaterializeResult:
+    """A table's result, addressed to its asset (and its check results to their check), with the
+    results of the checks the run selected (``checks``) only: Dagster rejects the others."""
+    results = [
         dg.AssetCheckResult(
             asset_key=key,
             check_name=c.check_name,
@@ -138,15 +142,17 @@ def _keyed(result: dg.MaterializeResult, key: dg.AssetKey) -> dg.MaterializeResu
             description=c.description,
         )
         for c in result.check_results or ()
+        if dg.AssetCheckKey(key, c.check_name) in checks
     ]
-    return dg.MaterializeResult(asset_key=key, metadata=result.metadata, check_results=checks or None)
+    return dg.MaterializeResult(asset_key=key, metadata=result.metadata, check_results=results or None)
 
 
 def _checks_alone(
     context: dg.AssetExecutionContext, by_key: Mapping[dg.AssetKey, TableOperation], lake: Any
 ) -> Iterator[dg.AssetCheckResult]:
     """The selected checks whose asset the run does not materialize (a check-only run, "Execute"
-    in the UI): each evaluated on its table as it is now."""
+    in the UI): each evaluated on its table as it is now (a maintenance check: on the operation's
+    last committed run, from the ledger), nothing maintained."""
     for check_key in sorted(context.selected_asset_check_keys, key=lambda k: k.to_user_string()):
         if check_key.asset_key in context.selected_asset_keys:
             continue  # the operation's run yields it
@@ -165,10 +171,35 @@ def _checks_alone(
         )
 
 
+def _signed(wrapper: Callable[..., Any], like: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """``wrapper`` with the parameters of ``like`` (Dagster reads the config and resources it
+    takes from them) and no return annotation (it yields results)."""
+    signature = inspect.signature(like, eval_str=True)
+    wrapper.__signature__ = signature.replace(return_annotation=inspect.Signature.empty)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {
+        n: p.annotation for n, p in signature.parameters.items() if p.annotation is not inspect.Parameter.empty
+    }
+    wrapper.__name__ = name
+    wrapper.__wrapped__ = like  # type: ignore[attr-defined] # what cheap_assets tells templates apart by
+    return wrapper
+
+
+def _run_one(item: TableOperation) -> Callable[..., Iterator[dg.MaterializeResult | dg.AssetCheckResult]]:
+    """An asset of its own (with partitions): the operation when the run selected the asset, and
+    only its check, on the last committed run, when the run selected the check alone."""
+    key = item.asset.key
+
+    def run_one(context: dg.AssetExecutionContext, **kwargs: Any) -> Iterator[Any]:
+        yield from _checks_alone(context, {key: item}, kwargs.get("lake"))
+        if key in context.selected_asset_keys:
+            yield _keyed(item.fn(context, **kwargs), key, context.selected_asset_check_keys)
+
+    return _signed(run_one, item.fn, item.fn.__name__)
+
+
 def combine(operation: str, items: Sequence[TableOperation]) -> dg.AssetsDefinition:
     """One ``multi_asset`` running ``operation`` for the selected tables, one after the other."""
     by_key = {item.asset.key: item for item in items}
-    signature = inspect.signature(items[0].fn, eval_str=True)  # the same for every table of an operation
     order = {key: i for i, key in enumerate(by_key)}
 
     def run_selected(
@@ -185,15 +216,12 @@ def combine(operation: str, items: Sequence[TableOperation]) -> dg.AssetsDefinit
                 context.log.error(f"{operation} of {by_key[key].asset.table.name} failed: {error}")
                 errors.append(error)
                 continue
-            yield _keyed(result, key)
+            yield _keyed(result, key, context.selected_asset_check_keys)
         if errors:
             raise errors[0]
 
-    run_selected.__signature__ = signature.replace(return_annotation=inspect.Signature.empty)  # type: ignore[attr-defined]
-    run_selected.__annotations__ = {
-        name: p.annotation for name, p in signature.parameters.items() if p.annotation is not inspect.Parameter.empty
-    }
-    run_selected.__name__ = maintenance_op_name(operation)
+    # the same parameters for every table of an operation
+    _signed(run_selected, items[0].fn, maintenance_op_name(operation))
     first = items[0].asset
     return dg.multi_asset(
         name=maintenance_op_name(operation),

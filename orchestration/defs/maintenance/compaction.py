@@ -30,9 +30,8 @@ import dagster as dg
 from pydantic import Field
 
 from jobs.compact import parse_partitions, run_compaction
-from lake_core import LakeError
 from orchestration.config import TableConfig
-from orchestration.defs.ledger import last_committed_run
+from orchestration.defs.ledger import expired_run_check, last_committed_run
 from orchestration.defs.maintenance.asset import BlockingCheck, MaintenanceAsset, TableOperation
 from orchestration.defs.maintenance.run import Operation, Outcome, Skip, result_outputs, run_maintenance
 from orchestration.defs.resources import LakeCatalogResource, SparkResource
@@ -199,43 +198,26 @@ def check_last_run(lake: LakeCatalogResource, table: TableConfig, operation: str
             description=f"no {operation} of {table.name} has committed a snapshot: nothing to verify",
         )
     after, run = int(last["snapshot_id"]), str(last["run_id"])
-    outputs = json.loads(last["outputs"] or "{}")
     lake_table = catalog.get_table(table.name)
-    about = {"run_id": run, "snapshot_id": after, "recorded_at": str(last["recorded_at"])}
-    if _readable(lake_table, after - 1) and _readable(lake_table, after):
-        check, _ = verification_check(
-            lake_table,
-            operation,
-            before_snapshot_id=after - 1,
-            after_snapshot_id=after,
-            expiry_field=outputs.get("expiry_field"),
-            expiry_cutoff_s=outputs.get("expiry_cutoff_s"),
-        )
-        return dg.AssetCheckResult(
-            check_name=name,
-            passed=check.passed,
-            severity=check.severity,
-            metadata={**check.metadata, **about},
-            description=f"last {operation} (run {run[:8]}): {check.description}",
-        )
-    recorded = outputs.get(f"check.{name}")
+    expired = expired_run_check(lake_table, last, check_name=name, snapshots=(after - 1, after))
+    if expired is not None:
+        return expired
+    outputs = json.loads(last["outputs"] or "{}")
+    check, _ = verification_check(
+        lake_table,
+        operation,
+        before_snapshot_id=after - 1,
+        after_snapshot_id=after,
+        expiry_field=outputs.get("expiry_field"),
+        expiry_cutoff_s=outputs.get("expiry_cutoff_s"),
+    )
     return dg.AssetCheckResult(
         check_name=name,
-        passed=recorded is not False,
-        severity=dg.AssetCheckSeverity.ERROR,
-        metadata={**about, "check": "recorded"},
-        description=f"last {operation} (run {run[:8]}, snapshot {after}): snapshot {after - 1} or {after} is "
-        f"expired, so it cannot be re-read; its run's check "
-        + ("passed" if recorded else "failed" if recorded is False else "was not recorded"),
+        passed=check.passed,
+        severity=check.severity,
+        metadata={**check.metadata, "run_id": run, "snapshot_id": after, "recorded_at": str(last["recorded_at"])},
+        description=f"last {operation} (run {run[:8]}): {check.description}",
     )
-
-
-def _readable(lake_table: "FileStoreTable", snapshot_id: int) -> bool:
-    try:
-        lake_table.snapshot(snapshot_id)
-    except LakeError:
-        return False
-    return True
 
 
 def in_task_check(result: "CompactionResult", operation: str) -> tuple[dg.AssetCheckResult, "CompactionCheck"]:

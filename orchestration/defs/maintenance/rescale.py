@@ -25,33 +25,36 @@ from typing import TYPE_CHECKING, Any
 import dagster as dg
 
 from jobs.rescale import rescale_partitions
-from lake_core import LakeError, check_rescale
+from lake_core import check_rescale
 from orchestration.config import TableConfig
-from orchestration.defs.ledger import last_committed_run
+from orchestration.defs.ledger import expired_run_check, last_committed_run
 from orchestration.defs.maintenance.asset import BlockingCheck, MaintenanceAsset, TableOperation
 from orchestration.defs.maintenance.partitions import partitions_def_name, rescalable, table_partitions
 from orchestration.defs.maintenance.run import Operation, Outcome, Skip, result_outputs, run_maintenance
 from orchestration.defs.resources import LakeCatalogResource, SparkResource
 
 if TYPE_CHECKING:
-    from lake_core import FileStoreTable, PartitionRescaleResult
+    from lake_core import FileStoreTable, PartitionRescaleResult, RescaleResult
 
 OPERATION = "rescale"
 CHECK_NAME = "rescale_verified"
+# the ledger's outputs: {partition: the snapshot its task read} of every partition a run rewrote
+READ_KEY = "partitions_read"
 VERIFIED = BlockingCheck(
     name=CHECK_NAME,
     nothing_done="nothing rescaled",
     description="per rescaled partition, from its task's figures: rows and checksum as read equal those of its "
-    "new files read back, written at the target bucket count; executed alone (an unpartitioned table's): "
-    "the last rescale's partitions re-read at its snapshot and the one before it",
+    "new files read back, written at the target bucket count; executed alone: the last rescale's partitions "
+    "re-read at its snapshot and at the one each was read from (nothing is rescaled)",
     alone=lambda lake, table: check_last_rescale(lake, table),
 )
 
 
 def check_last_rescale(lake: LakeCatalogResource, table: TableConfig) -> dg.AssetCheckResult:
     """``rescale_verified`` executed on its own: the table's last rescale that committed a snapshot
-    (maintenance ledger), its partitions re-read at that snapshot and the one before it (lake_core's
-    ``verify_rescale``, the deep check); when one of them is expired, what its run recorded."""
+    (maintenance ledger), each partition it rewrote re-read at that snapshot and at the one its task
+    read (lake_core's ``verify_rescale``, the deep check); when one of them is expired, what its run
+    recorded. Nothing is rescaled."""
     catalog = lake.catalog()
     if not catalog.table_exists(table.name):
         return dg.AssetCheckResult(
@@ -67,41 +70,32 @@ def check_last_rescale(lake: LakeCatalogResource, table: TableConfig) -> dg.Asse
         )
     after, run = int(last["snapshot_id"]), str(last["run_id"])
     inputs, outputs = json.loads(last["inputs"] or "{}"), json.loads(last["outputs"] or "{}")
+    # A run over partitions apart commits once per contiguous range: each partition against the
+    # snapshot its own task read (a row without them, from an older version: the one before the run's).
+    read = outputs.get(READ_KEY) or {p: after - 1 for p in inputs.get("partitions") or [""]}
     lake_table = catalog.get_table(table.name)
-    about = {"run_id": run, "snapshot_id": after}
-    if inputs.get("target_buckets") and all(_readable(lake_table, s) for s in (after - 1, after)):
-        check = check_result_from(
-            lake_table.maintenance.verify_rescale(
-                partitions={p: after - 1 for p in inputs.get("partitions") or [""]},
-                snapshot_id=after,
-                bucket=int(inputs["target_buckets"]),
-            )
-        )
-        return dg.AssetCheckResult(
-            check_name=CHECK_NAME,
-            passed=check.passed,
-            severity=check.severity,
-            metadata={**check.metadata, **about, "check": "deep"},
-            description=f"last rescale (run {run[:8]}): {check.description}",
-        )
-    recorded = outputs.get(f"check.{CHECK_NAME}")
+    expired = expired_run_check(lake_table, last, check_name=CHECK_NAME, snapshots={*read.values(), after})
+    if expired is not None:
+        return expired
+    check = check_result_from(
+        lake_table.maintenance.verify_rescale(partitions=read, snapshot_id=after, bucket=int(inputs["target_buckets"]))
+    )
     return dg.AssetCheckResult(
         check_name=CHECK_NAME,
-        passed=recorded is not False,
-        severity=dg.AssetCheckSeverity.ERROR,
-        metadata={**about, "check": "recorded"},
-        description=f"last rescale (run {run[:8]}, snapshot {after}): snapshot {after - 1} or {after} is expired, "
-        "so it cannot be re-read; its run's check "
-        + ("passed" if recorded else "failed" if recorded is False else "was not recorded"),
+        passed=check.passed,
+        severity=check.severity,
+        metadata={**check.metadata, "run_id": run, "snapshot_id": after, "check": "deep"},
+        description=f"last rescale (run {run[:8]}): {check.description}",
     )
 
 
-def _readable(lake_table: "FileStoreTable", snapshot_id: int) -> bool:
-    try:
-        lake_table.snapshot(snapshot_id)
-    except LakeError:
-        return False
-    return True
+def ledger_outputs(result: "RescaleResult") -> dict[str, Any]:
+    """A rescale's figures for the ledger, with the snapshot each rewritten partition was read at
+    (what ``rescale_verified`` executed alone compares it with)."""
+    read = {
+        p.partition: p.snapshot_read for p in result.partitions if p.skipped is None and p.snapshot_read is not None
+    }
+    return {**result_outputs(result), READ_KEY: read}
 
 
 def _result_metadata(result, target: int, *, prefix: str = "") -> dict[str, Any]:
@@ -246,7 +240,7 @@ def _operation(
             summary=f"{result.partitions_rescaled} partition(s) to {target} buckets, "
             f"{result.partitions_skipped} skipped, snapshot {result.snapshot_id}",
             metadata=meta,
-            outputs=result_outputs(result),
+            outputs=ledger_outputs(result),
             snapshot_id=result.snapshot_id,
             skipped=skipped,
             dry_run=result.dry_run,
