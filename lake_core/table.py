@@ -170,6 +170,10 @@ class FileStoreTable:
     def snapshots(self) -> list[Snapshot]:
         return list(self.snapshot_manager.snapshots())
 
+    def has_snapshot(self, snapshot_id: int) -> bool:
+        """Whether snapshot ``snapshot_id`` is still there to read (not expired, not yet written)."""
+        return self.snapshot_manager.exists(snapshot_id)
+
     def find_commit(self, *, commit_user: str, identifier: int | None = None) -> Snapshot | None:
         """The newest live snapshot committed by ``commit_user`` (with ``identifier`` if given),
         or None: how a retried writer learns that its commit already landed. The committer

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from jobs.tables import TableSpec, ensure_table
-from lake_core import Catalog, LakeError, OperationResult
+from lake_core import Catalog, OperationResult
 
 if TYPE_CHECKING:
     from lake_core import FileStoreTable
@@ -201,7 +201,7 @@ def expired_run_check(
     row of :func:`last_committed_run`) by re-reading ``snapshots`` (before and after it). When one
     of them is expired, it cannot: the result is what the run's own check recorded in its
     ``outputs`` (``check.<name>``), saying so. None: every snapshot is readable, re-read them."""
-    expired = sorted(s for s in set(snapshots) if not _readable(lake_table, s))
+    expired = sorted(s for s in set(snapshots) if not lake_table.has_snapshot(s))
     if not expired:
         return None
     run, after = str(last["run_id"]), int(last["snapshot_id"])
@@ -216,11 +216,3 @@ def expired_run_check(
         + " expired, so it cannot be re-read; its run's check "
         + ("passed" if recorded else "failed" if recorded is False else "was not recorded"),
     )
-
-
-def _readable(lake_table: FileStoreTable, snapshot_id: int) -> bool:
-    try:
-        lake_table.snapshot(snapshot_id)
-    except LakeError:
-        return False
-    return True

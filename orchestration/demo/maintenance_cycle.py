@@ -170,7 +170,7 @@ def run_maintenance_cycle(
                 ),
             )
             if pinned:
-                survived = _readable(lake_table, pinned.id)
+                survived = lake_table.has_snapshot(pinned.id)
                 summary.leased_snapshot_survived[table.name] = survived
                 say(
                     f"  lease    snapshot {pinned.id} {'still readable' if survived else 'WAS EXPIRED'}: "
@@ -221,14 +221,6 @@ def run_maintenance_cycle(
                 f"{(r['skipped'] or r['error'] or '')[:60]}"
             )
     return summary
-
-
-def _readable(table, snapshot_id: int) -> bool:
-    try:
-        table.snapshot(snapshot_id)
-        return True
-    except LakeError:
-        return False
 
 
 def _partitions_def_name(defs: dg.Definitions, table: TableConfig) -> str:
