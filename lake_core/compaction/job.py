@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -83,6 +83,7 @@ def compaction_job(
     hooks: TableHooks,
     full: bool = False,
     partitions=None,
+    buckets: Iterable[int] | None = None,
     expire_records: bool = False,
     dry_run: bool = False,
     now_ms: int | None = None,
@@ -95,6 +96,7 @@ def compaction_job(
         store,
         full=full,
         partitions=partitions,
+        buckets=buckets,
         expire_records=expire_records,
         now_ms=now_ms,
         options=options,
@@ -116,6 +118,7 @@ def compact(
     hooks: TableHooks,
     full: bool = False,
     partitions=None,
+    buckets: Iterable[int] | None = None,
     dry_run: bool = False,
     expire_records: bool = False,
     parallelism: int = 2,
@@ -138,6 +141,7 @@ def compact(
         hooks=hooks,
         full=full,
         partitions=partitions,
+        buckets=buckets,
         expire_records=expire_records,
         dry_run=dry_run,
         now_ms=now_ms,
