@@ -52,6 +52,7 @@ from lake_core.read.stream_scan import StreamScan
 from lake_core.result import OperationResult, human_bytes, human_duration
 from lake_core.schema.change import Move, SchemaChange
 from lake_core.schema.partition_selector import PartitionSelector
+from lake_core.snapshot.latest_ids import LatestSnapshotIds
 from lake_core.snapshot.snapshot import CommitKind, Snapshot
 from lake_core.system import SystemTable
 from lake_core.table import FileStoreTable, ReadOptimizedTable
@@ -108,6 +109,7 @@ __all__ = [
     "ExpireSnapshotsResult",
     "ExpireTagsResult",
     "Lease",
+    "LatestSnapshotIds",
     "PartitionRescaleResult",
     "PreparedRescale",
     "RemoveOrphanFilesResult",
