@@ -32,10 +32,11 @@ from typing import Any
 from lake_core.errors import InvalidOptionError
 
 ENV_VAR = "LAKE_MANIFEST_CACHE_ENTRIES"
-# Decoded entries held at most: a manifest entry with its file's statistics takes about 1 KB of
-# Python objects, so the default keeps about 500 MB at most: a table of 100 buckets x 1,000
-# partitions (100,000 live files) fits, with room for its manifest lists and a few smaller tables.
-DEFAULT_MAX_ENTRIES = 500_000
+# Decoded entries held at most. An entry with its file's statistics takes about 0.9 KB of Python
+# objects for a narrow table (measured: 10,000 entries of the scale benchmark's table), more with
+# many columns' statistics, so the default holds about 250 MB: a table of 100 buckets x 1,000
+# partitions (100,000 live files) fits twice over, or a lake of hundreds of small tables.
+DEFAULT_MAX_ENTRIES = 250_000
 
 
 @dataclass(frozen=True)

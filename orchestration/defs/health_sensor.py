@@ -233,6 +233,17 @@ class _TableTick:
     read: bool  # the table's health was read in this tick
 
 
+def _hint_decides(lake: LakeCatalogResource, name: str, entry: dict | None, *, recheck_s: float, now: float) -> bool:
+    """Whether the table's LATEST hint alone can tell it needs no reading: it was read recently as
+    this identity and nothing was due then (otherwise the tick reads its health anyway)."""
+    return bool(
+        entry
+        and not entry.get("due")
+        and str(entry.get("table", "")).startswith(identity_prefix(lake.warehouse, name))
+        and now - float(entry.get("at", 0)) < recheck_s
+    )
+
+
 def _tick_table(
     context: dg.SensorEvaluationContext,
     lake: LakeCatalogResource,
@@ -248,10 +259,8 @@ def _tick_table(
     """One table's part of a health tick; ``latest``: the table's LATEST hint (read ahead by the tick)."""
     if (
         entry
-        and not entry.get("due")
-        and str(entry.get("table", "")).startswith(identity_prefix(lake.warehouse, table.name))
-        and now - float(entry.get("at", 0)) < recheck_s
-        and latest(table.name) == entry.get("snapshot")
+        and _hint_decides(lake, table.name, entry, recheck_s=recheck_s, now=now)
+        and (latest(table.name) == entry.get("snapshot"))
     ):
         return _TableTick([], [], entry, False)  # unchanged since it was last read, nothing due then
     evaluation = evaluate_table(catalog, lake.warehouse, table, HEALTH_OPERATIONS)
@@ -293,7 +302,12 @@ def build_health_sensor(
         requests: list[dg.RunRequest] = []
         reasons: list[str] = []
         read = unchanged = changed = disabled = 0
-        polled = {n for n in names if tables[n].sensor.enabled}  # whose hints a tick reads
+        # the hints read ahead: those that decide alone (a table to be read anyway needs none)
+        polled = {
+            n
+            for n in names
+            if tables[n].sensor.enabled and _hint_decides(lake, n, cursor.tables.get(n), recheck_s=recheck_s, now=now)
+        }
         with latest_hints(catalog, names, cursor.next, polled) as hints:
             for name in round_robin(names, cursor.next, budget, visit):
                 table = tables[name]

@@ -299,7 +299,8 @@ def build_snapshot_sensor(config: TablesConfig, targets: list[SnapshotTarget]) -
         budget, visit, tally = TickBudget(budget_s), Visit(len(names)), _Tally()
         requests: list[dg.RunRequest] = []
         reasons: list[str] = []
-        polled = {n for n in names if by_name[n].table.sensor.enabled}  # whose hints a tick reads
+        # the hints read ahead: those that decide alone (new tables, leases: the visit reads more)
+        polled = {n for n in names if by_name[n].table.sensor.enabled and _hint_decides(lake, n, cursor.tables.get(n))}
         with latest_hints(catalog, names, cursor.next, polled) as hints:
             for name in round_robin(names, cursor.next, budget, visit):
                 target = by_name[name]
@@ -361,12 +362,7 @@ def _visit(
     ``latest``: the table's LATEST hint (read ahead by the tick)."""
     name = target.table.name
     previous = SensorCursor.decode(entry)
-    if (
-        previous is not None
-        and previous.identity.startswith(identity_prefix(lake.warehouse, name))
-        and not (entry or {}).get("leases")
-        and latest(name) == previous.snapshot_id
-    ):
+    if previous is not None and _hint_decides(lake, name, entry) and latest(name) == previous.snapshot_id:
         return None, [], "unchanged"
     plan = plan_snapshot_requests(catalog, lake.warehouse, name, entry)
     notes = list(plan.notes)
@@ -387,6 +383,17 @@ def _visit(
     if request is None and plan.skip_reason is None:
         return None, notes, f"snapshot {plan.snapshot_id}: nothing requested"
     return request, notes, plan.skip_reason
+
+
+def _hint_decides(lake: LakeCatalogResource, name: str, entry: dict[str, Any] | None) -> bool:
+    """Whether the table's LATEST hint alone can tell it is unchanged: it has an entry of this
+    table's identity and no lease of ours to sweep (otherwise the tick reads more anyway)."""
+    previous = SensorCursor.decode(entry)
+    return (
+        previous is not None
+        and previous.identity.startswith(identity_prefix(lake.warehouse, name))
+        and not (entry or {}).get("leases")
+    )
 
 
 def _our_leases(instance: dg.DagsterInstance, table: "FileStoreTable") -> int:
