@@ -132,6 +132,7 @@ def bench_tick(n: int, runs: int = 3) -> dict:
 
     import dagster as dg  # noqa: PLC0415
 
+    import lake_core  # noqa: PLC0415
     from lake_core import Catalog  # noqa: PLC0415
     from orchestration.config import load_tables_config  # noqa: PLC0415
     from orchestration.definitions import build_definitions  # noqa: PLC0415
@@ -179,8 +180,17 @@ def bench_tick(n: int, runs: int = 3) -> dict:
             started = time.perf_counter()
             subprocess.run([sys.executable, "-c", _WRITE_ONCE_MORE, warehouse.as_uri(), str(n)], check=True)
             print(f"tick: one more commit to each of {n} tables in {time.perf_counter() - started:.1f} s", flush=True)
+            stats = getattr(lake_core, "manifest_cache_stats", None)  # None: a lake_core without the cache
+            before = stats() if stats else None
             result, seconds = _tick(defs, HEALTH_SENSOR, instance, result.cursor)
             out["health_changed_tick_s"] = seconds
+            if stats and before:
+                after = stats()
+                print(
+                    f"tick: manifests and lists of the changed tables: {after.hits - before.hits} from the "
+                    f"process's cache, {after.misses - before.misses} read and decoded",
+                    flush=True,
+                )
             out["health_changed_says"] = result.skip_reason.skip_message if result.skip_reason else ""
     print(
         f"tick over {n} tables: snapshot sensor first {out['snapshot_first_tick_s']:.2f} s, unchanged "
