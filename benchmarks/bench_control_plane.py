@@ -8,7 +8,12 @@
    and the numbers of assets, asset checks, sensors and schedules.
 2. **Sensor tick** over N unchanged local tables (each written once): one tick of the snapshot
    sensor and one of the health sensor, after a first tick that brought every table's cursor up to
-   date, so the timed tick reads each table's ``LATEST`` hint and finds nothing new.
+   date, so the timed tick reads each table's ``LATEST`` hint and finds nothing new; then one more
+   commit to every table (from another process) and a health tick that re-reads them all.
+3. **Ticks on S3** (``--tick-s3 N``, moto): ticks bounded by ``--tick-budget``, the tables not
+   reached carried to the next tick; then the unchanged tick with the ``LATEST`` hints read one
+   after another and read ahead (``orchestration.defs.ticks.HINT_READS`` at a time), at moto's own
+   speed and with ``--s3-round-trip-ms`` (default 20) added to every request, as S3's round trips.
 
 No assertions: figures only (docs/service/many-tables.md lists them).
 
@@ -19,6 +24,7 @@ No assertions: figures only (docs/service/many-tables.md lists them).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import json
 import os
@@ -126,6 +132,7 @@ def bench_tick(n: int, runs: int = 3) -> dict:
 
     import dagster as dg  # noqa: PLC0415
 
+    import lake_core  # noqa: PLC0415
     from lake_core import Catalog  # noqa: PLC0415
     from orchestration.config import load_tables_config  # noqa: PLC0415
     from orchestration.definitions import build_definitions  # noqa: PLC0415
@@ -168,14 +175,44 @@ def bench_tick(n: int, runs: int = 3) -> dict:
                 times.append(seconds)
             out["health_unchanged_tick_s"] = statistics.median(times)
             out["health_tick_says"] = result.skip_reason.skip_message if result.skip_reason else ""
+            # Every table gets one more commit from another process (a writer's new manifests are
+            # not in this process's cache, its older ones are), then one health tick re-reads them all.
+            started = time.perf_counter()
+            subprocess.run([sys.executable, "-c", _WRITE_ONCE_MORE, warehouse.as_uri(), str(n)], check=True)
+            print(f"tick: one more commit to each of {n} tables in {time.perf_counter() - started:.1f} s", flush=True)
+            stats = getattr(lake_core, "manifest_cache_stats", None)  # None: a lake_core without the cache
+            before = stats() if stats else None
+            result, seconds = _tick(defs, HEALTH_SENSOR, instance, result.cursor)
+            out["health_changed_tick_s"] = seconds
+            if stats and before:
+                after = stats()
+                print(
+                    f"tick: manifests and lists of the changed tables: {after.hits - before.hits} from the "
+                    f"process's cache, {after.misses - before.misses} read and decoded",
+                    flush=True,
+                )
+            out["health_changed_says"] = result.skip_reason.skip_message if result.skip_reason else ""
     print(
         f"tick over {n} tables: snapshot sensor first {out['snapshot_first_tick_s']:.2f} s, unchanged "
         f"{out['snapshot_unchanged_tick_s']:.3f} s; health sensor first {out['health_first_tick_s']:.2f} s, "
-        f"unchanged {out['health_unchanged_tick_s']:.3f} s",
+        f"unchanged {out['health_unchanged_tick_s']:.3f} s, every table changed {out['health_changed_tick_s']:.2f} s",
         flush=True,
     )
+    print(f"  health tick after the commits: {out['health_changed_says'][-200:]}")
     print(f"  snapshot tick: {out['snapshot_tick_says']}\n  health tick: {out['health_tick_says'][-200:]}")
     return out
+
+
+_WRITE_ONCE_MORE = """
+import sys
+from lake_core import Catalog
+from benchmarks.bench_control_plane import table_names
+from orchestration.demo.source import orders
+catalog = Catalog(sys.argv[1])
+batch = orders(orders_per_batch=5).batch(1)
+for name in table_names(int(sys.argv[2])):
+    catalog.get_table(name).write_arrow(batch)
+"""
 
 
 def _write_tables(catalog, n: int) -> None:
@@ -194,10 +231,22 @@ def _write_tables(catalog, n: int) -> None:
         table.write_arrow(batch)
 
 
-def bench_tick_s3(n: int, budget_s: float) -> dict:
+@contextlib.contextmanager
+def _hint_reads(ticks, n: int):
+    """The ticks read ``n`` LATEST hints at a time (1: one after another)."""
+    saved, ticks.HINT_READS = ticks.HINT_READS, n
+    try:
+        yield
+    finally:
+        ticks.HINT_READS = saved
+
+
+def bench_tick_s3(n: int, budget_s: float, s3_round_trip_ms: float = 0.0) -> dict:
     """Snapshot-sensor ticks over ``n`` tables on the S3 test server (moto) with a tick budget of
     ``budget_s``: how many tables each tick reaches within it, and that the ones it did not reach are
-    visited first by the next tick, until every table has been seen; then an unchanged tick."""
+    visited first by the next tick, until every table has been seen; then an unchanged tick, with the
+    hints read one after another and read ahead, at moto's speed and with ``s3_round_trip_ms`` added
+    to every request."""
     import warnings  # noqa: PLC0415
 
     import dagster as dg  # noqa: PLC0415
@@ -205,6 +254,7 @@ def bench_tick_s3(n: int, budget_s: float) -> dict:
     from lake_core import Catalog  # noqa: PLC0415
     from orchestration.config import load_tables_config  # noqa: PLC0415
     from orchestration.definitions import build_definitions  # noqa: PLC0415
+    from orchestration.defs import ticks  # noqa: PLC0415
     from orchestration.defs.naming import SNAPSHOT_SENSOR  # noqa: PLC0415
     from orchestration.defs.ticks import LakeCursor  # noqa: PLC0415
     from tests.fixtures.s3 import start_s3_server  # noqa: PLC0415 - the test suite's moto server
@@ -263,15 +313,32 @@ def bench_tick_s3(n: int, budget_s: float) -> dict:
                 cursor, sweeps = result.cursor, sweeps + 1
                 says = result.skip_reason.skip_message if result.skip_reason else ""
                 swept += int(m.group(1)) if (m := re.search(r"visited (\d+) of", says)) else 0
-            result, seconds = _tick(defs, SNAPSHOT_SENSOR, instance, cursor)
-            says = result.skip_reason.skip_message if result.skip_reason else ""
-            visited = int(m.group(1)) if (m := re.search(r"visited (\d+) of", says)) else 0
-            out.update(sweep_ticks=sweeps, unchanged_tick_s=seconds, unchanged_visited=visited)
-            print(
-                f"  {sweeps} tick(s) swept the leases; an unchanged tick then took {seconds:.2f} s and visited "
-                f"{visited} of {n} tables ({1000 * seconds / max(visited, 1):.0f} ms each): {says[-170:]}",
-                flush=True,
-            )
+            print(f"  {sweeps} tick(s) swept the leases", flush=True)
+            out["unchanged"] = []
+            # The unchanged tick, from the same cursor, with the hints read one after another (as
+            # before they were read ahead) and read ahead; with moto's own speed and with a round trip
+            # added to every request (moto answers from this process in about a millisecond of CPU;
+            # S3 takes tens of ms, spent waiting).
+            for round_trip_ms in sorted({0.0, s3_round_trip_ms}):
+                server.round_trip.seconds = round_trip_ms / 1000
+                runs: dict[int, list[tuple[float, int]]] = {1: [], ticks.HINT_READS: []}
+                for _ in range(3):  # alternating, medians: the machine's load moves
+                    for hint_reads in runs:
+                        with _hint_reads(ticks, hint_reads):
+                            result, seconds = _tick(defs, SNAPSHOT_SENSOR, instance, cursor)
+                        says = result.skip_reason.skip_message if result.skip_reason else ""
+                        visited = int(m.group(1)) if (m := re.search(r"visited (\d+) of", says)) else 0
+                        runs[hint_reads].append((seconds, visited))
+                for hint_reads, samples in runs.items():
+                    per_table = statistics.median(1000 * s / max(v, 1) for s, v in samples)
+                    out["unchanged"].append({"round_trip_ms": round_trip_ms, "hint_reads": hint_reads, "runs": samples})
+                    print(
+                        f"  unchanged tick, round trip +{round_trip_ms:g} ms, hints {hint_reads} at a time: median "
+                        f"{per_table:.1f} ms a table; (s, tables visited): "
+                        + ", ".join(f"({s:.2f}, {v})" for s, v in samples),
+                        flush=True,
+                    )
+            server.round_trip.seconds = 0.0
         return out
     finally:
         server.stop()
@@ -284,6 +351,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1, help="fresh processes per table count (median)")
     parser.add_argument("--tick-s3", type=int, default=0, help="tables of the S3 tick benchmark (0: skip it)")
     parser.add_argument("--tick-budget", type=float, default=2.0, help="the S3 ticks' budget in seconds")
+    parser.add_argument(
+        "--s3-round-trip-ms", type=float, default=20.0, help="added to every S3 request in the unchanged ticks"
+    )
     args = parser.parse_args()
     rows = bench_load(args.tables, args.runs)
     if len(rows) > 1:
@@ -292,7 +362,7 @@ def main() -> None:
     if args.tick:
         bench_tick(args.tick)
     if args.tick_s3:
-        bench_tick_s3(args.tick_s3, args.tick_budget)
+        bench_tick_s3(args.tick_s3, args.tick_budget, args.s3_round_trip_ms)
 
 
 if __name__ == "__main__":

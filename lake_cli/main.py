@@ -159,6 +159,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("compact", "compact a primary-key table (Paimon's compact procedure)", maint)
     table_arg(p)
     partition_arg(p)
+    p.add_argument(
+        "--bucket",
+        type=int,
+        action="append",
+        metavar="N",
+        help="compact only bucket N of the selected partitions (repeatable; default: every bucket)",
+    )
     p.add_argument("--full", action="store_true", help="every selected bucket to one file at the top level")
     p.add_argument("--expire-records", action="store_true", help="rewrite only the buckets holding expired records")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="a dynamic option of this job")
@@ -328,7 +335,11 @@ def cmd_compact(ctx: Context) -> int:
 
         # planned here, once: no Spark starts for a table with nothing to compact
         job = table.maintenance.compaction_job(
-            full=a.full, partitions=partitions, expire_records=a.expire_records, options=options or None
+            full=a.full,
+            partitions=partitions,
+            buckets=a.bucket,
+            expire_records=a.expire_records,
+            options=options or None,
         )
         spark = _spark_session(ctx, "lake-compact") if job.units else None
         return _report(ctx, run_compaction(spark, job))
@@ -336,6 +347,7 @@ def cmd_compact(ctx: Context) -> int:
     result = table.maintenance.compact(
         full=a.full,
         partitions=partitions,
+        buckets=a.bucket,
         expire_records=a.expire_records,
         options=options or None,
         dry_run=a.dry_run,

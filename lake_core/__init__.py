@@ -38,6 +38,12 @@ from lake_core.maintenance.tag_deletion import DeleteTagResult
 from lake_core.maintenance.tag_snapshot import TagSnapshotResult
 from lake_core.maintenance.tag_snapshot import check_name_format as check_tag_name_format
 from lake_core.maintenance.tag_time import ExpireTagsResult
+from lake_core.manifest.cache import (
+    ManifestCacheStats,
+    clear_manifest_cache,
+    configure_manifest_cache,
+    manifest_cache_stats,
+)
 from lake_core.options import CoreOptions, parse_duration_ms
 from lake_core.read.predicate import Predicate, PredicateBuilder
 from lake_core.read.split import Split
@@ -46,6 +52,7 @@ from lake_core.read.stream_scan import StreamScan
 from lake_core.result import OperationResult, human_bytes, human_duration
 from lake_core.schema.change import Move, SchemaChange
 from lake_core.schema.partition_selector import PartitionSelector
+from lake_core.snapshot.latest_ids import LatestSnapshotIds
 from lake_core.snapshot.snapshot import CommitKind, Snapshot
 from lake_core.system import SystemTable
 from lake_core.table import FileStoreTable, ReadOptimizedTable
@@ -72,6 +79,10 @@ __all__ = [
     "TableHealth",
     "assign_buckets",
     "check_tag_name_format",
+    "clear_manifest_cache",
+    "configure_manifest_cache",
+    "manifest_cache_stats",
+    "ManifestCacheStats",
     "from_paimon_type",
     "human_bytes",
     "human_duration",
@@ -98,6 +109,7 @@ __all__ = [
     "ExpireSnapshotsResult",
     "ExpireTagsResult",
     "Lease",
+    "LatestSnapshotIds",
     "PartitionRescaleResult",
     "PreparedRescale",
     "RemoveOrphanFilesResult",

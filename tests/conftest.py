@@ -43,6 +43,9 @@ Markers: a test using ``spark`` or ``spark_cluster`` must be marked ``spark``, `
 ``dagster``; collection fails naming any test that is not (so ``-m "not spark"`` and the like
 select exactly what they say). ``--strict-markers`` rejects unknown markers.
 
+Autouse: ``fresh_manifest_cache`` empties lake_core's process-wide manifest cache before each test,
+so a test sees only what it read itself.
+
 Hypothesis profiles: ``dev`` (default) and ``ci`` (selected when the ``CI`` environment variable
 is set: derandomized, so a CI failure reproduces, and no deadline on a loaded machine). Tests'
 own ``@settings`` (e.g. ``max_examples``) still apply on top.
@@ -108,6 +111,13 @@ def pytest_collection_modifyitems(config, items):
             unmarked.append(f"{item.nodeid}: needs @pytest.mark.{', @pytest.mark.'.join(sorted(need - marks))}")
     if unmarked:
         raise pytest.UsageError("tests without the markers of what they need:\n  " + "\n  ".join(unmarked))
+
+
+@pytest.fixture(autouse=True)
+def fresh_manifest_cache() -> None:
+    from lake_core import clear_manifest_cache  # noqa: PLC0415 - after sys.path is set up above
+
+    clear_manifest_cache()
 
 
 @pytest.fixture

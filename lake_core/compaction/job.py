@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -84,6 +84,7 @@ def compaction_job(
     hooks: TableHooks,
     full: bool = False,
     partitions=None,
+    buckets: Iterable[int] | None = None,
     expire_records: bool = False,
     dry_run: bool = False,
     now_ms: int | None = None,
@@ -96,6 +97,7 @@ def compaction_job(
         store,
         full=full,
         partitions=partitions,
+        buckets=buckets,
         expire_records=expire_records,
         now_ms=now_ms,
         options=options,
@@ -117,6 +119,7 @@ def compact(
     hooks: TableHooks,
     full: bool = False,
     partitions=None,
+    buckets: Iterable[int] | None = None,
     dry_run: bool = False,
     expire_records: bool = False,
     parallelism: int = 2,
@@ -139,6 +142,7 @@ def compact(
         hooks=hooks,
         full=full,
         partitions=partitions,
+        buckets=buckets,
         expire_records=expire_records,
         dry_run=dry_run,
         now_ms=now_ms,

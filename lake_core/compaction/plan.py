@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from lake_core.bucket.selection import bucket_selection
 from lake_core.compaction.picker import (
     CompactUnit,
     Pick,
@@ -203,18 +204,21 @@ def plan_compaction(
     *,
     full: bool = False,
     partitions=None,
+    buckets: Iterable[int] | None = None,
     expire_records: bool = False,
     now_ms: int | None = None,
     options: Mapping[str, str] | None = None,
     verify: bool = False,
 ) -> CompactionPlan:
     """``options``: dynamic planning options for this job only (see :mod:`.planning_options`).
-    ``verify``: the units compute the figures of the in-task check (``result.check()``)."""
+    ``buckets``: plan only these buckets of the selected partitions (their manifest entries alone
+    are decoded). ``verify``: the units compute the figures of the in-task check (``result.check()``)."""
     with paused_gc():  # one unit per bucket, by the hundred thousand: see lake_core.format.gc_pause
         return _plan_compaction(
             store,
             full=full,
             partitions=partitions,
+            selected_buckets=buckets,
             expire_records=expire_records,
             now_ms=now_ms,
             options=options,
@@ -227,6 +231,7 @@ def _plan_compaction(
     *,
     full: bool,
     partitions,
+    selected_buckets: Iterable[int] | None,
     expire_records: bool,
     now_ms: int | None,
     options: Mapping[str, str] | None,
@@ -247,10 +252,11 @@ def _plan_compaction(
             "'record-level.expire-time' and 'record-level.time-field'"
         )
     selector = PartitionSelector.of(store.schema, partitions, table=store.identifier, operation="compact")
+    chosen = bucket_selection(selected_buckets, table=store.identifier, operation="compact")
     snapshot = store.snapshot_manager.latest()
     manifests = store.manifest_store
     groups: dict[tuple[bytes, int], list] = defaultdict(list)
-    for e in _live_entries(manifests, snapshot, selector):
+    for e in _live_entries(manifests, snapshot, selector, chosen):
         groups[(e.partition, e.bucket)].append(e)
     if selector is not None:  # a selector matching nothing is a typo, not "nothing to compact"
         try:
@@ -259,7 +265,9 @@ def _plan_compaction(
             selector.check_matched(
                 manifests.partition_values(p) for p in {e.partition for e in manifests.live_entries(snapshot)}
             )
-            raise
+            if chosen is None:
+                raise
+            # the partition has data, none of it in the selected buckets: nothing to compact
     key_of = key_decoder(store.key_types)
     num_levels = store.options.num_levels
     dv_entries = bucket_dv_entries(store, snapshot) if store.options.deletion_vectors_enabled else None
@@ -310,21 +318,24 @@ def _plan_compaction(
 
 
 def _live_entries(
-    manifests: ManifestStore, snapshot: Snapshot | None, selector: PartitionSelector | None
+    manifests: ManifestStore,
+    snapshot: Snapshot | None,
+    selector: PartitionSelector | None,
+    buckets: frozenset[int] | None,
 ) -> list[ManifestEntry]:
-    """The live entries of the selected partitions: every one, or only those of the manifests
-    whose partition statistics admit a selected partition (a file's ADD and DELETE share its
-    partition, so they are read together) unless the whole snapshot is merged already."""
-    if selector is None or snapshot is None or manifests.has_live_files(snapshot):
-        return manifests.live_entries(snapshot)
-    metas = []
-    for m in manifests.data_manifests(snapshot):
-        bounds = manifests.partition_bounds(m)
-        if bounds is None or selector.may_match_range(*bounds):
-            metas.append(m)
-    return [
-        e for e in manifests.live_entries(snapshot, metas) if selector.matches(manifests.partition_values(e.partition))
-    ]
+    """The live entries of the selected partitions and buckets: every one, or only those of the
+    manifests whose partition statistics admit a selected partition and whose bucket range admits
+    a selected bucket (a file's ADD and DELETE share its partition and bucket, so they are read
+    together), unless the whole snapshot is merged already."""
+    if snapshot is None or manifests.has_live_files(snapshot) or (selector is None and buckets is None):
+        return manifests.live_entries(snapshot, buckets=buckets)
+    metas = manifests.data_manifests(snapshot)
+    if selector is not None:
+        metas = [m for m in metas if (b := manifests.partition_bounds(m)) is None or selector.may_match_range(*b)]
+    entries = manifests.live_entries(snapshot, metas, buckets=buckets)
+    if selector is None:
+        return entries
+    return [e for e in entries if selector.matches(manifests.partition_values(e.partition))]
 
 
 def outside_unit(levels: Levels, unit: CompactUnit) -> tuple[DataFileMeta, ...]:

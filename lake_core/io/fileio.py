@@ -55,6 +55,17 @@ class FileIO:
         self._fs = None
 
     @property
+    def identity(self) -> str:
+        """Which storage this is, for caches keyed by path: the scheme, and for object stores the
+        endpoint (two S3 servers may both have a bucket of the same name). No credentials."""
+        if self.is_local:
+            return "file"
+        opts = self.storage_options
+        client = opts.get("client_kwargs") or {}
+        endpoint = opts.get("endpoint_url") or opts.get("endpoint") or client.get("endpoint_url") or ""
+        return f"{self.scheme}:{endpoint}"
+
+    @property
     def is_local(self) -> bool:
         return self.scheme == "file"
 

@@ -9,6 +9,7 @@ operation; the Dagster assets call exactly these names.
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from lake_core.compaction.job import CompactionJob, abort_compaction, commit_compaction, compact, compaction_job
@@ -66,6 +67,7 @@ class TableMaintenance:
         *,
         full: bool = False,
         partitions=None,
+        buckets: Iterable[int] | None = None,
         dry_run: bool = False,
         expire_records: bool = False,
         parallelism: int = 2,
@@ -77,7 +79,9 @@ class TableMaintenance:
 
         ``full=True`` compacts every selected bucket to the top level; otherwise the universal
         picker decides per bucket (nothing to do is a valid outcome). ``partitions``: a dict or a
-        list of dicts of partition values. ``expire_records=True`` rewrites exactly the buckets
+        list of dicts of partition values. ``buckets``: a list of bucket numbers, to plan only those
+        buckets of the selected partitions (the other buckets' manifest entries are never decoded).
+        ``expire_records=True`` rewrites exactly the buckets
         whose value statistics show records older than ``record-level.expire-time``. ``options``:
         dynamic options for this job only, as the procedure's ``options`` argument (planning
         options such as ``num-sorted-run.compaction-trigger`` and ``record-level.*``). One COMPACT
@@ -92,6 +96,7 @@ class TableMaintenance:
             hooks=self._table,
             full=full,
             partitions=partitions,
+            buckets=buckets,
             dry_run=dry_run,
             expire_records=expire_records,
             parallelism=parallelism,
@@ -105,6 +110,7 @@ class TableMaintenance:
         *,
         full: bool = False,
         partitions=None,
+        buckets: Iterable[int] | None = None,
         expire_records: bool = False,
         options=None,
         dry_run: bool = False,
@@ -119,6 +125,7 @@ class TableMaintenance:
             hooks=self._table,
             full=full,
             partitions=partitions,
+            buckets=buckets,
             expire_records=expire_records,
             options=options,
             dry_run=dry_run,
@@ -128,7 +135,14 @@ class TableMaintenance:
     # The parts of a distributed compaction one by one (``compaction_job`` holds them together):
     # the driver plans, each worker runs one unit, the driver commits every outcome once.
     def plan_compaction(
-        self, *, full: bool = False, partitions=None, expire_records: bool = False, options=None, verify: bool = False
+        self,
+        *,
+        full: bool = False,
+        partitions=None,
+        buckets: Iterable[int] | None = None,
+        expire_records: bool = False,
+        options=None,
+        verify: bool = False,
     ) -> CompactionPlan:
         """Metadata only: a frozen, picklable ``CompactionPlan`` whose ``units`` are the work
         (one per (partition, bucket)); arguments as ``compact`` (``verify`` travels in each unit)."""
@@ -136,6 +150,7 @@ class TableMaintenance:
             self._table.store,
             full=full,
             partitions=partitions,
+            buckets=buckets,
             expire_records=expire_records,
             options=options,
             verify=verify,

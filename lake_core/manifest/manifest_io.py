@@ -22,7 +22,7 @@ files; record encoding and decoding are fastavro's.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from io import BytesIO
 from operator import attrgetter
 from typing import Any, TypeVar
@@ -512,10 +512,14 @@ _FILE_REQUIRED = (
 )
 
 
-def decode_manifest_entries(data: bytes, *, columnar_min: int | None = None) -> list[ManifestEntry]:
+def decode_manifest_entries(
+    data: bytes, *, columnar_min: int | None = None, buckets: Collection[int] | None = None
+) -> list[ManifestEntry]:
     """Decode a Paimon manifest file (any writer: Java, pypaimon, lake_core). From
     ``columnar_min`` entries on (default :data:`COLUMNAR_MIN_ENTRIES`) column-wise, when the file's
-    layout allows (else, and for anything unusual, record by record: the same entries)."""
+    layout allows (else, and for anything unusual, record by record: the same entries).
+    ``buckets``: only the entries of these buckets, the others dropped before any object is built
+    for them (column-wise: a filter on the bucket column)."""
     what = "manifest file"
     try:
         fo = in_memory(data)
@@ -525,10 +529,19 @@ def decode_manifest_entries(data: bytes, *, columnar_min: int | None = None) -> 
         reader = RecordReader(fo, what, logical_types=False)
         schema, total, plain = reader.plain_container()
         if total >= (COLUMNAR_MIN_ENTRIES if columnar_min is None else columnar_min):
-            entries = _entries_from_columns(schema, plain)
+            entries = _entries_from_columns(schema, plain, buckets)
             if entries is not None:
                 return entries
-        return _entries_from_records(reader.decode_plain(total, plain))
+        records = reader.decode_plain(total, plain)
+        if buckets is not None:
+            records = [r for r in records if _of_buckets(r, buckets)]
+        return _entries_from_records(records)
+
+
+def _of_buckets(record: Any, buckets: Collection[int]) -> bool:
+    """Whether a decoded record is one of ``buckets``' or malformed (kept: the decoder names it)."""
+    bucket = record.get("_BUCKET") if isinstance(record, dict) else None
+    return not isinstance(bucket, int) or bucket in buckets
 
 
 def _shared(values: list[Any]) -> list[Any]:
@@ -537,7 +550,7 @@ def _shared(values: list[Any]) -> list[Any]:
     return [seen.setdefault(v, v) for v in values]
 
 
-def _entries_from_columns(schema: Any, plain: bytes) -> list[ManifestEntry] | None:
+def _entries_from_columns(schema: Any, plain: bytes, buckets: Collection[int] | None) -> list[ManifestEntry] | None:
     """The entries of an uncompressed manifest container, decoded column-wise; None when the file
     is anything but plain (a top-level union, a missing required field, a null where none may
     be, an unknown kind): the record-by-record decoder then decides, with its errors."""
@@ -553,6 +566,8 @@ def _entries_from_columns(schema: Any, plain: bytes) -> list[ManifestEntry] | No
         import polars as pl  # noqa: PLC0415 - heavy import, needed only for large manifests
 
         frame = pl.read_avro(BytesIO(plain))
+        if buckets is not None:  # before any column is turned into Python objects
+            frame = frame.filter(pl.col("_BUCKET").is_in(list(buckets)) | pl.col("_BUCKET").is_null())
         files = frame.get_column("_FILE")
         if files.null_count():
             return None

@@ -1,13 +1,15 @@
-"""Manifest lists and manifests of one table, read through a cache and written as new files.
+"""Manifest lists and manifests of one table, read through caches and written as new files.
 
-Manifests are immutable once written, so caching them by name is always safe.
+Manifests are immutable once written, so caching them by name is safe: a handle keeps the files it
+read (its own LRU), and the process keeps them for every later handle of the same storage
+(:mod:`lake_core.manifest.cache`, which checks a file is still there before serving it).
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Generic, TypeVar
 
 import pyarrow as pa
@@ -15,8 +17,9 @@ import pyarrow as pa
 from lake_core.format.binary_row.reader import deserialize_row
 from lake_core.format.binary_row.writer import serialize_row
 from lake_core.format.gc_pause import paused_gc
-from lake_core.format.integrity import read_metadata
+from lake_core.format.integrity import decode_metadata, read_metadata
 from lake_core.io.fileio import FileIO
+from lake_core.manifest.cache import manifest_cache
 from lake_core.manifest.manifest_io import (
     decode_index_manifest,
     decode_manifest_entries,
@@ -62,6 +65,13 @@ class _LRU(Generic[V]):
                 self.data.popitem(last=False)
 
 
+def may_hold_buckets(meta: ManifestFileMeta, buckets: Collection[int]) -> bool:
+    """Whether a manifest may hold entries of ``buckets``, from its bucket range (unknown: yes)."""
+    if meta.min_bucket is None or meta.max_bucket is None:
+        return True
+    return any(meta.min_bucket <= b <= meta.max_bucket for b in buckets)
+
+
 class ManifestStore:
     def __init__(self, fileio: FileIO, paths: TablePaths, partition_types: Sequence[pa.DataType]):
         self.fileio = fileio
@@ -99,39 +109,116 @@ class ManifestStore:
     def read_manifest_list(self, name: str | None) -> list[ManifestFileMeta]:
         if not name:
             return []
-        v = self._lists.get(name)
-        if v is None:
-            v = read_metadata(self.fileio, self.paths.manifest(name), "manifest list", decode_manifest_list)
-            self._lists.put(name, v)
+        found, missing = self._cached(self._lists, [name])
+        if missing:
+            return self._read_and_keep(self._lists, name, "manifest list", decode_manifest_list)
+        return found[name]
+
+    def read_manifest(self, name: str, *, buckets: Collection[int] | None = None) -> list[ManifestEntry]:
+        """The entries of one manifest; ``buckets``: only those of these buckets."""
+        return self._read_manifests([name], buckets)[0]
+
+    def _read_manifests(self, names: Sequence[str], buckets: Collection[int] | None) -> list[list[ManifestEntry]]:
+        found, missing = self._cached(self._entries, names)
+        for name in missing:
+            if buckets is None:
+                found[name] = self._read_and_keep(self._entries, name, "manifest file", decode_manifest_entries)
+            else:  # decoded for these buckets only, so not kept: a cached manifest is a whole one
+                found[name] = read_metadata(
+                    self.fileio,
+                    self.paths.manifest(name),
+                    "manifest file",
+                    lambda data: decode_manifest_entries(data, buckets=buckets),
+                )
+        if buckets is None:
+            return [found[n] for n in names]
+        decoded = set(missing)  # already of the buckets; the whole manifests at hand are filtered
+        return [found[n] if n in decoded else [e for e in found[n] if e.bucket in buckets] for n in names]
+
+    def _cached(self, local: _LRU[V], names: Sequence[str]) -> tuple[dict[str, V], list[str]]:
+        """(the files of ``names`` at hand, by name; the names to read). This handle's own cache
+        first, then the process's, whose files are served only if still there at the size they
+        were decoded at (one batch of ``stat``s or listings for all of them)."""
+        found: dict[str, V] = {}
+        rest = []
+        for name in dict.fromkeys(names):
+            v = local.get(name)
+            if v is None:
+                rest.append(name)
+            else:
+                found[name] = v
+        if not rest:
+            return found, []
+        shared = manifest_cache()
+        identity = self.fileio.identity
+        paths = {name: self.paths.manifest(name) for name in rest}
+        cached = shared.lookup([(identity, p) for p in paths.values()])
+        sizes = self.fileio.sizes([key[1] for key in cached]) if cached else {}
+        valid = []
+        for key, file in cached.items():
+            if sizes.get(key[1]) == file.size:
+                valid.append(key)
+            else:  # gone or rewritten since: read again, so the read fails or the file is named corrupt
+                shared.discard(key)
+        shared.touch(valid)
+        missing = []
+        for name in rest:
+            hit = cached.get((identity, paths[name]))
+            if hit is not None and sizes.get(paths[name]) == hit.size:
+                found[name] = hit.value
+                local.put(name, hit.value)
+            else:
+                missing.append(name)
+        shared.record(hits=len(rest) - len(missing), misses=len(missing))
+        return found, missing
+
+    def _read_and_keep(self, local: _LRU[V], name: str, what: str, decode: Callable[[bytes], V]) -> V:
+        path = self.paths.manifest(name)
+        data = self.fileio.read_bytes(path)
+        v = decode_metadata(path, what, decode, data)
+        self._keep(local, name, v, len(data))
         return v
 
-    def read_manifest(self, name: str) -> list[ManifestEntry]:
-        v = self._entries.get(name)
-        if v is None:
-            v = read_metadata(self.fileio, self.paths.manifest(name), "manifest file", decode_manifest_entries)
-            self._entries.put(name, v)
-        return v
+    def _keep(self, local: _LRU[V], name: str, value: V, size: int) -> None:
+        local.put(name, value)
+        weight = len(value) if isinstance(value, list) else 1
+        manifest_cache().put((self.fileio.identity, self.paths.manifest(name)), value, size=size, weight=max(1, weight))
 
     def data_manifests(self, snapshot: Snapshot) -> list[ManifestFileMeta]:
         return self.read_manifest_list(snapshot.base_manifest_list) + self.read_manifest_list(
             snapshot.delta_manifest_list
         )
 
-    def read_entries(self, metas: Iterable[ManifestFileMeta]) -> list[ManifestEntry]:
+    def read_entries(
+        self, metas: Iterable[ManifestFileMeta], *, buckets: Collection[int] | None = None
+    ) -> list[ManifestEntry]:
+        """The entries of ``metas``, in order; ``buckets``: only those of these buckets (manifests
+        whose bucket range holds none of them are not read at all)."""
+        if buckets is not None:
+            metas = [m for m in metas if may_hold_buckets(m, buckets)]
         out: list[ManifestEntry] = []
-        for m in metas:
-            out.extend(self.read_manifest(m.file_name))
+        for entries in self._read_manifests([m.file_name for m in metas], buckets):
+            out.extend(entries)
         return out
 
     def live_entries(
-        self, snapshot: Snapshot | None, metas: Iterable[ManifestFileMeta] | None = None
+        self,
+        snapshot: Snapshot | None,
+        metas: Iterable[ManifestFileMeta] | None = None,
+        *,
+        buckets: Collection[int] | None = None,
     ) -> list[ManifestEntry]:
-        """ADD entries still live at ``snapshot`` (ADD and DELETE of one file cancel out)."""
+        """ADD entries still live at ``snapshot`` (ADD and DELETE of one file cancel out), of
+        ``metas`` (default: all the snapshot's) and of ``buckets`` (default: all): a file's ADD and
+        DELETE share its bucket, so selecting buckets before merging is exact."""
         if snapshot is None:
             return []
+        if metas is None and (buckets is None or self.has_live_files(snapshot)):
+            live = self.live_files(snapshot).values()
+            return list(live) if buckets is None else [e for e in live if e.bucket in buckets]
         if metas is None:
-            return list(self.live_files(snapshot).values())
-        merged = merge_entries(self.read_entries(metas))
+            metas = self.data_manifests(snapshot)
+        merged = merge_entries(self.read_entries(metas, buckets=buckets))
         return [e for e in merged if e.kind == FileKind.ADD]
 
     def has_live_files(self, snapshot: Snapshot) -> bool:
@@ -191,7 +278,7 @@ class ManifestStore:
         name = namer.manifest()
         data = encode_manifest_entries(entries)
         self.fileio.write_bytes(self.paths.manifest(name), data)
-        self._entries.put(name, list(entries))
+        self._keep(self._entries, name, list(entries), len(data))
         buckets = [e.bucket for e in entries]
         levels = [e.file.level for e in entries]
         return ManifestFileMeta(
@@ -220,7 +307,7 @@ class ManifestStore:
         name = namer.manifest_list()
         data = encode_manifest_list(metas)
         self.fileio.write_bytes(self.paths.manifest(name), data)
-        self._lists.put(name, list(metas))
+        self._keep(self._lists, name, list(metas), len(data))
         return name, len(data)
 
     def write_index_manifest(self, entries: Sequence[IndexManifestEntry], namer: FileNamer) -> str:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -56,7 +57,7 @@ from orchestration.defs.policy import (
 )
 from orchestration.defs.resources import LakeCatalogResource
 from orchestration.defs.sensors import identity_prefix, table_identity
-from orchestration.defs.ticks import LakeCursor, TickBudget, Visit, round_robin, table_failure
+from orchestration.defs.ticks import LakeCursor, TickBudget, Visit, latest_hints, round_robin, table_failure
 
 if TYPE_CHECKING:
     from lake_core import Catalog, TableHealth
@@ -232,6 +233,17 @@ class _TableTick:
     read: bool  # the table's health was read in this tick
 
 
+def _hint_decides(lake: LakeCatalogResource, name: str, entry: dict | None, *, recheck_s: float, now: float) -> bool:
+    """Whether the table's LATEST hint alone can tell it needs no reading: it was read recently as
+    this identity and nothing was due then (otherwise the tick reads its health anyway)."""
+    return bool(
+        entry
+        and not entry.get("due")
+        and str(entry.get("table", "")).startswith(identity_prefix(lake.warehouse, name))
+        and now - float(entry.get("at", 0)) < recheck_s
+    )
+
+
 def _tick_table(
     context: dg.SensorEvaluationContext,
     lake: LakeCatalogResource,
@@ -240,16 +252,15 @@ def _tick_table(
     ours: frozenset[str],
     entry: dict | None,
     *,
+    latest: Callable[[str], int | None],
     recheck_s: float,
     now: float,
 ) -> _TableTick:
-    """One table's part of a health tick."""
+    """One table's part of a health tick; ``latest``: the table's LATEST hint (read ahead by the tick)."""
     if (
         entry
-        and not entry.get("due")
-        and str(entry.get("table", "")).startswith(identity_prefix(lake.warehouse, table.name))
-        and now - float(entry.get("at", 0)) < recheck_s
-        and catalog.latest_snapshot_id(table.name) == entry.get("snapshot")
+        and _hint_decides(lake, table.name, entry, recheck_s=recheck_s, now=now)
+        and (latest(table.name) == entry.get("snapshot"))
     ):
         return _TableTick([], [], entry, False)  # unchanged since it was last read, nothing due then
     evaluation = evaluate_table(catalog, lake.warehouse, table, HEALTH_OPERATIONS)
@@ -291,29 +302,38 @@ def build_health_sensor(
         requests: list[dg.RunRequest] = []
         reasons: list[str] = []
         read = unchanged = changed = disabled = 0
-        for name in round_robin(names, cursor.next, budget, visit):
-            table = tables[name]
-            if not table.sensor.enabled:
-                disabled += 1
-                continue
-            entry = cursor.tables.get(name)
-            try:
-                tick = _tick_table(context, lake, catalog, table, ours[name], entry, recheck_s=recheck_s, now=now)
-            except Exception as error:  # noqa: BLE001 - one broken table must not stop the others' ticks
-                failure = table_failure(lake, name, error)  # a storage problem fails the tick, in one line
-                context.log.error(failure)
-                reasons.append(failure)
-                continue
-            requests += tick.requests
-            read += tick.read
-            unchanged += tick.entry is entry and not tick.read
-            changed += tick.read and _state(entry) != _state(tick.entry)
-            if tick.skipped:
-                reasons.append("; ".join(tick.skipped))
-            if tick.entry is None:
-                cursor.tables.pop(name, None)
-            else:
-                cursor.tables[name] = tick.entry
+        # the hints read ahead: those that decide alone (a table to be read anyway needs none)
+        polled = {
+            n
+            for n in names
+            if tables[n].sensor.enabled and _hint_decides(lake, n, cursor.tables.get(n), recheck_s=recheck_s, now=now)
+        }
+        with latest_hints(catalog, names, cursor.next, polled) as hints:
+            for name in round_robin(names, cursor.next, budget, visit):
+                table = tables[name]
+                if not table.sensor.enabled:
+                    disabled += 1
+                    continue
+                entry = cursor.tables.get(name)
+                try:
+                    tick = _tick_table(
+                        context, lake, catalog, table, ours[name], entry, latest=hints.get, recheck_s=recheck_s, now=now
+                    )
+                except Exception as error:  # noqa: BLE001 - one broken table must not stop the others' ticks
+                    failure = table_failure(lake, name, error)  # a storage problem fails the tick, in one line
+                    context.log.error(failure)
+                    reasons.append(failure)
+                    continue
+                requests += tick.requests
+                read += tick.read
+                unchanged += tick.entry is entry and not tick.read
+                changed += tick.read and _state(entry) != _state(tick.entry)
+                if tick.skipped:
+                    reasons.append("; ".join(tick.skipped))
+                if tick.entry is None:
+                    cursor.tables.pop(name, None)
+                else:
+                    cursor.tables[name] = tick.entry
         cursor.next = visit.next
         summary = f"{visit.summary(budget)}: {read} read, {unchanged} unchanged, {len(requests)} run(s) requested" + (
             f", {disabled} with the sensor disabled" if disabled else ""

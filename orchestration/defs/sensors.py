@@ -39,7 +39,7 @@ from orchestration.config import TableConfig, TablesConfig, duration_seconds
 from orchestration.defs.leases import LEASE_TAG, lease_holder, sweep_leases
 from orchestration.defs.naming import SNAPSHOT_SENSOR
 from orchestration.defs.resources import LakeCatalogResource
-from orchestration.defs.ticks import LakeCursor, TickBudget, Visit, round_robin, table_failure
+from orchestration.defs.ticks import LakeCursor, TickBudget, Visit, latest_hints, round_robin, table_failure
 
 if TYPE_CHECKING:
     from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
@@ -299,30 +299,33 @@ def build_snapshot_sensor(config: TablesConfig, targets: list[SnapshotTarget]) -
         budget, visit, tally = TickBudget(budget_s), Visit(len(names)), _Tally()
         requests: list[dg.RunRequest] = []
         reasons: list[str] = []
-        for name in round_robin(names, cursor.next, budget, visit):
-            target = by_name[name]
-            if not target.table.sensor.enabled:
-                tally.disabled += 1
-                continue
-            entry = cursor.tables.get(name)
-            try:
-                request, notes, skip = _visit(context, catalog, lake, target, entry, cursor)
-            except Exception as error:  # noqa: BLE001 - one broken table must not stop the others' ticks
-                failure = table_failure(lake, name, error)  # a storage problem fails the tick, in one line
-                context.log.error(failure)
-                tally.skipped += 1
-                reasons.append(failure)
-                continue
-            for note in notes:
-                context.log.info(f"{name}: {note}")
-            if request is not None:
-                tally.requested += 1
-                requests.append(request)
-            elif skip == "unchanged":
-                tally.unchanged += 1
-            else:
-                tally.skipped += 1
-                reasons.append("; ".join([*notes, skip] if skip else notes))
+        # the hints read ahead: those that decide alone (new tables, leases: the visit reads more)
+        polled = {n for n in names if by_name[n].table.sensor.enabled and _hint_decides(lake, n, cursor.tables.get(n))}
+        with latest_hints(catalog, names, cursor.next, polled) as hints:
+            for name in round_robin(names, cursor.next, budget, visit):
+                target = by_name[name]
+                if not target.table.sensor.enabled:
+                    tally.disabled += 1
+                    continue
+                entry = cursor.tables.get(name)
+                try:
+                    request, notes, skip = _visit(context, catalog, lake, target, entry, cursor, hints.get)
+                except Exception as error:  # noqa: BLE001 - one broken table must not stop the others' ticks
+                    failure = table_failure(lake, name, error)  # a storage problem fails the tick, in one line
+                    context.log.error(failure)
+                    tally.skipped += 1
+                    reasons.append(failure)
+                    continue
+                for note in notes:
+                    context.log.info(f"{name}: {note}")
+                if request is not None:
+                    tally.requested += 1
+                    requests.append(request)
+                elif skip == "unchanged":
+                    tally.unchanged += 1
+                else:
+                    tally.skipped += 1
+                    reasons.append("; ".join([*notes, skip] if skip else notes))
         cursor.next = visit.next
         summary = f"{visit.summary(budget)}: {tally.text()}"
         context.log.info(summary)
@@ -353,16 +356,13 @@ def _visit(
     target: SnapshotTarget,
     entry: dict[str, Any] | None,
     cursor: LakeCursor,
+    latest: Callable[[str], int | None],
 ) -> tuple[dg.RunRequest | None, list[str], str | None]:
-    """One table's part of a tick: (request, notes for the log, why nothing was requested)."""
+    """One table's part of a tick: (request, notes for the log, why nothing was requested);
+    ``latest``: the table's LATEST hint (read ahead by the tick)."""
     name = target.table.name
     previous = SensorCursor.decode(entry)
-    if (
-        previous is not None
-        and previous.identity.startswith(identity_prefix(lake.warehouse, name))
-        and not (entry or {}).get("leases")
-        and catalog.latest_snapshot_id(name) == previous.snapshot_id
-    ):
+    if previous is not None and _hint_decides(lake, name, entry) and latest(name) == previous.snapshot_id:
         return None, [], "unchanged"
     plan = plan_snapshot_requests(catalog, lake.warehouse, name, entry)
     notes = list(plan.notes)
@@ -383,6 +383,17 @@ def _visit(
     if request is None and plan.skip_reason is None:
         return None, notes, f"snapshot {plan.snapshot_id}: nothing requested"
     return request, notes, plan.skip_reason
+
+
+def _hint_decides(lake: LakeCatalogResource, name: str, entry: dict[str, Any] | None) -> bool:
+    """Whether the table's LATEST hint alone can tell it is unchanged: it has an entry of this
+    table's identity and no lease of ours to sweep (otherwise the tick reads more anyway)."""
+    previous = SensorCursor.decode(entry)
+    return (
+        previous is not None
+        and previous.identity.startswith(identity_prefix(lake.warehouse, name))
+        and not (entry or {}).get("leases")
+    )
 
 
 def _our_leases(instance: dg.DagsterInstance, table: "FileStoreTable") -> int:

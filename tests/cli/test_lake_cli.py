@@ -103,6 +103,10 @@ CASES = {
         ["compact", "db.t", "--full", "--partition", "dt=2024-01-02"],
         lambda t, d: t.maintenance.compact(full=True, partitions=[{"dt": "2024-01-02"}], dry_run=d),
     ),
+    "compact-bucket": (
+        ["compact", "db.t", "--full", "--bucket", "0", "--bucket", "1"],
+        lambda t, d: t.maintenance.compact(full=True, buckets=[0, 1], dry_run=d),
+    ),
     "expire-snapshots": (
         ["expire-snapshots", "db.t", "--retain-min", "3", "--older-than", "0 s"],
         lambda t, d: t.maintenance.expire_snapshots(retain_min=3, older_than=dt.timedelta(0), dry_run=d),
@@ -285,6 +289,7 @@ BAD = {
     "no such partition": (["rescale", "db.t", "--bucket", "4", "--partition", "dt=1999-01-01"], "matches no partition"),
     "partition spec without =": (["compact", "db.t", "--partition", "2024-01-01"], "2024-01-01"),
     "bad option": (["compact", "db.t", "--option", "nonsense"], "--option 'nonsense' must look like key=value"),
+    "negative bucket": (["compact", "db.t", "--bucket", "-1"], "not a bucket: -1"),
     "bad retain": (["expire-snapshots", "db.t", "--retain-min", "0"], "retain_min = 0"),
     "bad duration": (["remove-orphans", "db.t", "--older-than", "soon"], "--older-than 'soon' is not a duration"),
     "orphans too young": (["remove-orphans", "db.t", "--older-than", "5 min"], "older_than = 5m"),

@@ -1,14 +1,15 @@
 """Planning a dedicated compaction reads only what it needs: the manifests whose partition
-statistics admit a selected partition, and the last snapshot's merged entries when at hand."""
+statistics (or bucket range) admit a selected partition (or bucket), and the last snapshot's merged
+entries when at hand."""
 
 from __future__ import annotations
 
 import pyarrow as pa
 import pytest
 
-from lake_core import Catalog
-from lake_core.errors import PartitionNotFoundError
-from lake_core.manifest.store import ManifestStore
+from lake_core import Catalog, assign_buckets, clear_manifest_cache
+from lake_core.errors import MaintenanceArgumentError, PartitionNotFoundError
+from lake_core.io.fileio import FileIO
 
 SCHEMA = pa.schema([("p", pa.int32()), ("id", pa.int64()), ("v", pa.int64())])
 
@@ -26,18 +27,22 @@ def _table(warehouse: str):
     for p in range(4):  # one commit, hence one manifest, per partition
         for _ in range(2):
             t.write_arrow(pa.table({"p": [p] * 4, "id": [1, 2, 3, 4], "v": [p] * 4}, schema=SCHEMA))
-    return Catalog(warehouse).get_table("db.t")  # a new handle: nothing cached
+    clear_manifest_cache()
+    return Catalog(warehouse).get_table("db.t")  # as a new process would: nothing cached
 
 
 def _reads(monkeypatch) -> list[str]:
+    """The names of the manifests (not lists) read from storage from now on."""
     read: list[str] = []
-    original = ManifestStore.read_manifest
+    original = FileIO.read_bytes
 
-    def spy(self, name):
-        read.append(name)
-        return original(self, name)
+    def spy(self, path):
+        name = path.rsplit("/", 1)[-1]
+        if name.startswith("manifest-") and not name.startswith("manifest-list-"):
+            read.append(name)
+        return original(self, path)
 
-    monkeypatch.setattr(ManifestStore, "read_manifest", spy)
+    monkeypatch.setattr(FileIO, "read_bytes", spy)
     return read
 
 
@@ -98,3 +103,56 @@ def test_few_deletes_are_left_to_javas_rules(warehouse):
     t.write_arrow(pa.table({"p": [0], "id": [9], "v": [9]}, schema=SCHEMA))
     base = t.manifest_store.read_manifest_list(t.latest_snapshot().base_manifest_list)
     assert sum(m.num_deleted_files for m in base) > 0  # 16 deletes: below FOLD_DELETES_MIN, under 16 MB
+
+
+def _units(plan) -> list[tuple]:
+    return [(u.partition_values, u.bucket, tuple(f.file_name for f in u.files), u.output_level) for u in plan.units]
+
+
+@pytest.mark.parametrize("full", [True, False])
+@pytest.mark.parametrize("buckets", [[0], [1], [0, 1], [1, 7]])
+def test_bucket_selection_is_the_full_plan_filtered(warehouse, full, buckets):
+    t = _table(warehouse)
+    t.write_arrow(pa.table({"p": [0] * 4, "id": [1, 2, 3, 4], "v": [7] * 4}, schema=SCHEMA))  # three runs in p=0
+    opts = {"num-sorted-run.compaction-trigger": "3"}  # the picker compacts p=0's buckets only
+    every = t.maintenance.plan_compaction(full=full, options=opts)
+    assert every.units  # the oracle: the plan of every bucket, filtered
+    expected = [u for u in _units(every) if u[1] in buckets]
+    clear_manifest_cache()
+    fresh = Catalog(warehouse).get_table("db.t")  # decoded for the buckets only
+    plan = fresh.maintenance.plan_compaction(full=full, buckets=buckets, options=opts)
+    assert _units(plan) == expected
+    assert {b.bucket for b in plan.buckets} <= set(buckets)
+    merged = t.maintenance.plan_compaction(full=full, buckets=buckets, options=opts)  # from the merged snapshot
+    assert _units(merged) == expected
+    with_partition = fresh.maintenance.plan_compaction(full=full, buckets=buckets, partitions={"p": 0}, options=opts)
+    assert _units(with_partition) == [u for u in expected if u[0] == (0,)]
+
+
+def test_bucket_selection_skips_manifests_of_other_buckets(warehouse, monkeypatch):
+    cat = Catalog(warehouse)
+    cat.create_database("db")
+    t = cat.create_table(
+        "db.t",
+        schema=SCHEMA,
+        primary_keys=["p", "id"],
+        partition_keys=["p"],
+        options={"bucket": "4", "write-only": "true", "manifest.merge-min-count": "1000"},
+    )
+    of = assign_buckets([pa.array(range(200), pa.int64())], [pa.int64()], 4)  # the bucket key: id
+    for bucket in range(4):  # one commit, hence one manifest, per bucket
+        ids = [i for i in range(200) if of[i] == bucket][:3]
+        t.write_arrow(pa.table({"p": [0] * 3, "id": ids, "v": ids}, schema=SCHEMA))
+    clear_manifest_cache()
+    fresh = Catalog(warehouse).get_table("db.t")
+    read = _reads(monkeypatch)
+    plan = fresh.maintenance.plan_compaction(full=True, buckets=[2])
+    assert [u.bucket for u in plan.units] == [2]
+    assert len(read) == 1  # the other buckets' manifests were not read
+
+
+def test_bucket_selection_is_checked(warehouse):
+    t = _table(warehouse)
+    for bad in ([], ["1"], [True], [-1], 3):
+        with pytest.raises(MaintenanceArgumentError, match="buckets"):
+            t.maintenance.plan_compaction(buckets=bad)

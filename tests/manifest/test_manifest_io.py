@@ -540,6 +540,15 @@ def test_multi_block_file():
     assert mio.decode_manifest_entries(data) == entries
 
 
+@pytest.mark.parametrize("buckets", [{0}, {1, 3}, {7}])
+def test_decoding_for_some_buckets_is_the_whole_decode_filtered(buckets):
+    entries = [
+        dataclasses.replace(full_entry(), bucket=i % 4, file=full_file(f"data-{i}.parquet")) for i in range(40)
+    ] + [dataclasses.replace(minimal_entry(), bucket=1)]
+    data = mio.encode_manifest_entries(entries)
+    assert mio.decode_manifest_entries(data, buckets=buckets) == [e for e in entries if e.bucket in buckets]
+
+
 def test_empty_files():
     for enc, dec in (
         (mio.encode_manifest_entries, mio.decode_manifest_entries),

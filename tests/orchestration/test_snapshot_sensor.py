@@ -306,3 +306,16 @@ def test_one_broken_table_does_not_stop_the_others(warehouse):
     (request,) = result.run_requests
     assert request.tags["lake/table"] == "demo.b"
     assert set(LakeCursor.decode(result.cursor).tables) == {"demo.b"}  # demo.a is tried again next tick
+
+
+def test_hints_are_read_ahead_in_the_ticks_order_for_the_tables_they_decide(warehouse):
+    """A tick asks for the hints in the order it visits the tables (from the cursor's start,
+    wrapping around), and only of the tables the hint alone decides."""
+    from orchestration.defs import ticks
+
+    catalog = Catalog(warehouse)
+    names = ["demo.a", "demo.b", "demo.c", "demo.d"]
+    with ticks.latest_hints(catalog, names, 2, {"demo.a", "demo.c", "demo.d"}) as hints:
+        assert hints._order == ["demo.c", "demo.d", "demo.a"]
+        assert hints.get("demo.b") is None  # not read ahead, still answered
+    assert ticks.rotation(names, 5) == ["demo.b", "demo.c", "demo.d", "demo.a"] and ticks.rotation([], 3) == []
