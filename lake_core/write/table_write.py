@@ -269,7 +269,10 @@ class TableWrite:
             buckets = np.zeros(data.num_rows, np.int64)  # bucket-unaware append table
         nb = max(self.num_buckets, int(buckets.max()) + 1 if len(buckets) else 1, 1)
         gid = pcode * nb + buckets
-        order = np.argsort(gid, kind="stable")  # stable: keeps input order inside a bucket
+        # stable: keeps input order inside a bucket; NumPy radix-sorts 8/16-bit integers (O(n))
+        groups = nb * len(pvalues)
+        small = np.uint8 if groups <= 1 << 8 else np.uint16 if groups <= 1 << 16 else None
+        order = np.argsort(gid if small is None else gid.astype(small), kind="stable")
         sorted_gid = gid[order]
         cuts = np.flatnonzero(np.diff(sorted_gid)) + 1
         starts = np.concatenate([[0], cuts])
