@@ -17,7 +17,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urlparse
 
-import fsspec
 import pyarrow as pa
 
 from lake_core.errors import LakeError
@@ -79,6 +78,8 @@ class FileIO:
     def fs(self) -> Any:  # an fsspec file system
         if self._fs is None:
             if self.is_local:
+                import fsspec  # noqa: PLC0415 - only when used: importing it costs ~0.3 s and tens of MB
+
                 self._fs = fsspec.filesystem("file")
             else:
                 self._fs = _make_s3fs(self.storage_options)

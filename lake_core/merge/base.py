@@ -96,6 +96,16 @@ class MergeEngine(ABC):
     def merge(self, rows: pa.Table, drop_deletes: bool) -> pa.Table:
         """Reduce every key group to its merged row (see module docstring)."""
 
+    #: the columns :meth:`pick` reads (None: this engine has no ``pick``)
+    def pick_columns(self) -> list[str] | None:
+        return None
+
+    def pick(self, rows: pa.Table, drop_deletes: bool) -> np.ndarray:
+        """For an engine whose merged row is one of the stored rows unchanged: the positions in
+        ``rows`` of the rows :meth:`merge` returns, in its order, so that a reader can gather only
+        the columns it returns. ``rows`` needs only :meth:`pick_columns`."""
+        raise NotImplementedError(f"merge engine {self.name!r} has no pick")
+
 
 def drop_retracts(rows: pa.Table) -> pa.Table:
     """Remove -U/-D rows (a fully merged view shows only live rows)."""

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 
 from lake_core.kv import rowkind
-from lake_core.merge.base import KIND, MergeEngine, take
+from lake_core.merge.base import KIND, SEQ, MergeEngine, take
+from lake_core.merge.sort import last_rows
 
 
 class DeduplicateEngine(MergeEngine):
@@ -21,8 +23,24 @@ class DeduplicateEngine(MergeEngine):
     def merge(self, rows: pa.Table, drop_deletes: bool) -> pa.Table:
         if rows.num_rows == 0:
             return rows
-        idx = self.groups(rows).last
+        return take(rows, self.pick(rows, drop_deletes))
+
+    def pick_columns(self) -> list[str]:
+        return list(dict.fromkeys([*self.ctx.key_columns, *self.ctx.sequence_fields, SEQ, KIND]))
+
+    def pick(self, rows: pa.Table, drop_deletes: bool) -> np.ndarray:
+        if rows.num_rows == 0:
+            return np.zeros(0, np.int64)
+        ctx = self.ctx
+        if not ctx.sequence_fields:
+            idx = last_rows(rows, ctx.key_columns)
+        else:
+            idx = self.groups(rows).last
         if drop_deletes:
-            kinds = rows[KIND].to_numpy()[idx]
-            idx = idx[~rowkind.is_retract(kinds)]
-        return take(rows, idx)
+            kinds = rows[KIND]
+            retract = rowkind.is_retract(
+                kinds.to_numpy() if kinds.num_chunks == 1 else kinds.combine_chunks().to_numpy()
+            )
+            if retract.any():
+                idx = idx[~retract[idx]]
+        return idx

@@ -25,7 +25,7 @@ from lake_core.kv.rowkind import SHORT_STRINGS
 from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.lsm.levels import Levels, key_decoder
 from lake_core.lsm.merge_stream import merge_sorted_runs
-from lake_core.lsm.sparse_merge import sparse_merge
+from lake_core.lsm.sparse_merge import sparse_merge, sparse_pick
 from lake_core.manifest.metadata import DataFileMeta, IndexManifestEntry
 from lake_core.merge.base import drop_retracts
 from lake_core.merge.lookup_merge import LEVEL, needs_lookup_merge, newest_high_level_mask, with_level
@@ -316,18 +316,41 @@ class SplitRead:
                     inputs = [chunks(f, True) for f in runs]
                 # a masked file yields fewer rows than it holds: its end is learnt from its reader
                 sizes = [None if f.file_name in vectors else f.row_count for f in runs]
-                for merged in merge_sorted_runs(
-                    inputs, self.key_names, self._merge, sizes, merge_parts=self._sparse_merger()
-                ):
-                    yield merged.drop_columns(drop)
+                columns = [*self.read_columns, KIND] if keep_kind else self.read_columns
+                merge, merge_parts = self._mergers(columns)
+                for merged in merge_sorted_runs(inputs, self.key_names, merge, sizes, merge_parts=merge_parts):
+                    yield merged.select(columns)
 
-    def _sparse_merger(self) -> Callable[[list[pa.Table]], pa.Table | None] | None:
-        """For a large run with a few small ones: only the keys the small ones hold are merged (None:
-        not for this table)."""
-        key = self.sparse_key
-        if key is None or self.keep_deletes:  # it drops the large run's retractions
-            return None
-        return lambda parts: sparse_merge(parts, key, self._merge)
+    def _mergers(
+        self, columns: list[str]
+    ) -> tuple[Callable[[pa.Table], pa.Table], Callable[[list[pa.Table]], pa.Table | None] | None]:
+        """The merge of a round's rows and of its parts (one per run, oldest first), returning at
+        least ``columns``. An engine whose merged row is a stored row (deduplicate) picks the
+        winning rows from the key, sequence and kind columns, and only ``columns`` are gathered."""
+        engine = self.engine
+        assert engine is not None  # only a primary-key table's runs are merged
+        pick_columns = None if self.lookup_merge else engine.pick_columns()
+        key = self.sparse_key if not self.keep_deletes else None  # it drops the large run's retractions
+        if pick_columns is None:
+            return self._merge, ((lambda parts: sparse_merge(parts, key, self._merge)) if key is not None else None)
+        drop_deletes = not self.keep_deletes
+
+        def pick(rows: pa.Table) -> np.ndarray:
+            return engine.pick(rows, drop_deletes)
+
+        def picked(parts: list[pa.Table]) -> pa.Table:
+            if len(parts) == 1:
+                narrow, wide = parts[0].select(pick_columns), parts[0].select(columns)
+            else:
+                narrow = pa.concat_tables([p.select(pick_columns) for p in parts])
+                wide = pa.concat_tables([p.select(columns) for p in parts])
+            return wide.take(pa.array(pick(narrow), pa.int64()))
+
+        def merge_parts(parts: list[pa.Table]) -> pa.Table:
+            out = sparse_pick(parts, key, pick, pick_columns, columns) if key is not None else None
+            return out if out is not None else picked(parts)
+
+        return (lambda rows: picked([rows])), merge_parts
 
     def _merge(self, rows: pa.Table) -> pa.Table:
         if LEVEL in rows.column_names:

@@ -173,10 +173,25 @@ class _LiveFiles:
 
 @dataclass
 class _BucketBuffer:
+    """One bucket's buffered rows: per write, the conformed batch (with ``_VALUE_KIND``) and the
+    positions of this bucket's rows in it (increasing). They are gathered when the bucket is
+    flushed, in the flush's thread."""
+
     partition: tuple
     bucket: int
-    batches: list[pa.Table] = field(default_factory=list)
+    batches: list[tuple[pa.Table, np.ndarray]] = field(default_factory=list)
     rows: int = 0
+
+    def gathered(self) -> pa.Table:
+        parts = [_take(t, positions) for t, positions in self.batches]
+        return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+
+
+def _take(table: pa.Table, positions: np.ndarray) -> pa.Table:
+    """``table``'s rows at the increasing ``positions``; ``table`` itself when they are all its rows."""
+    if len(positions) == table.num_rows:
+        return table
+    return table.take(pa.array(positions, pa.int64()))
 
 
 class TableWrite:
@@ -269,7 +284,10 @@ class TableWrite:
             buckets = np.zeros(data.num_rows, np.int64)  # bucket-unaware append table
         nb = max(self.num_buckets, int(buckets.max()) + 1 if len(buckets) else 1, 1)
         gid = pcode * nb + buckets
-        order = np.argsort(gid, kind="stable")  # stable: keeps input order inside a bucket
+        # stable: keeps input order inside a bucket; NumPy radix-sorts 8/16-bit integers (O(n))
+        groups = nb * len(pvalues)
+        small = np.uint8 if groups <= 1 << 8 else np.uint16 if groups <= 1 << 16 else None
+        order = np.argsort(gid if small is None else gid.astype(small), kind="stable")
         sorted_gid = gid[order]
         cuts = np.flatnonzero(np.diff(sorted_gid)) + 1
         starts = np.concatenate([[0], cuts])
@@ -280,9 +298,8 @@ class TableWrite:
             buf = self.buffers.get((pv, b))
             if buf is None:
                 buf = self.buffers[(pv, b)] = _BucketBuffer(pv, b)
-            part = data.take(pa.array(order[s:e]))
-            buf.batches.append(part)
-            buf.rows += part.num_rows
+            buf.batches.append((data, order[s:e]))
+            buf.rows += e - s
         self.rows_written += data.num_rows
 
     # -- fixed bucket mode: each partition keeps its own bucket count ------------------------------
@@ -411,7 +428,7 @@ class TableWrite:
 
     def _flush_bucket(self, buf: _BucketBuffer) -> CommitMessage:
         partition = serialize_row(list(buf.partition), self.partition_types)
-        rows = pa.concat_tables(buf.batches) if len(buf.batches) > 1 else buf.batches[0]
+        rows = buf.gathered()
         seqs = self._restore_sequences()
         start = seqs.get((partition, buf.bucket), 0)
         seqs[(partition, buf.bucket)] = start + rows.num_rows

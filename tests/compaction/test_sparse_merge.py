@@ -13,7 +13,7 @@ from lake_core import Catalog
 from lake_core.format.float_order import java_order_key
 from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.lsm import sparse_merge as sparse
-from lake_core.lsm.sparse_merge import sparse_merge
+from lake_core.lsm.sparse_merge import sparse_merge, sparse_pick
 
 
 def _run(keys, seqs, kinds, key_type) -> pa.Table:
@@ -77,6 +77,25 @@ def test_sparse_merge_equals_the_full_merge_for_integer_keys(data):
     assert got.to_pylist() == newest_per_key(pa.concat_tables(parts)).to_pylist()
 
 
+def newest_positions(rows: pa.Table) -> np.ndarray:
+    """The reference pick: the positions of :func:`newest_per_key`'s rows, in its order."""
+    best: dict = {}
+    for i, r in enumerate(rows.select(["k", SEQ, KIND]).to_pylist()):
+        k = java_order_key((r["k"],))
+        if k not in best or r[SEQ] > best[k][1]:
+            best[k] = (i, r[SEQ], r[KIND])
+    return np.array([best[k][0] for k in sorted(best) if best[k][2] not in (1, 3)], np.int64)
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_sparse_pick_gathers_the_rows_of_the_full_merge(data):
+    parts = _parts(data, st.integers(-50, 50), pa.int64())
+    got = sparse_pick(parts, "k", newest_positions, ["k", SEQ, KIND], ["k", "v"], small_share=0.1)
+    assert got is not None
+    assert got.to_pylist() == newest_per_key(pa.concat_tables(parts)).select(["k", "v"]).to_pylist()
+
+
 @settings(max_examples=100, deadline=None)
 @given(data=st.data())
 def test_sparse_merge_orders_float_keys_as_java(data):
@@ -107,14 +126,14 @@ def test_shapes_it_does_not_apply_to_are_left_to_the_full_merge():
 
 def test_a_table_between_compactions_reads_as_the_model_through_the_sparse_merge(warehouse, monkeypatch):
     used = []
-    original = sparse.sparse_merge
+    original = sparse.sparse_pick
 
-    def spy(parts, key, merge):
-        out = original(parts, key, merge)
+    def spy(parts, key, pick, pick_columns, columns):
+        out = original(parts, key, pick, pick_columns, columns)
         used.append(out is not None)
         return out
 
-    monkeypatch.setattr("lake_core.read.split_read.sparse_merge", spy)
+    monkeypatch.setattr("lake_core.read.split_read.sparse_pick", spy)
     schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.int64()), ("op", pa.string())])
     t = (
         Catalog(warehouse).create_table(
