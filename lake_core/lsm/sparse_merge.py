@@ -35,16 +35,16 @@ _SMALL_SHARE = 0.1
 _PICK_SMALL_SHARE = 0.03
 
 
-def sparse_merge(parts: Sequence[pa.Table], key: str, merge: Callable[[pa.Table], pa.Table]) -> pa.Table | None:
-    """The merged rows of ``parts`` (runs oldest first, each sorted by ``key``), as ``merge`` of
-    their concatenation would give them with retractions dropped; None when this shape does not
-    apply (the caller merges the whole chunk)."""
+def _probe(parts: Sequence[pa.Table], key: str, small_share: float) -> tuple[int, np.ndarray, np.ndarray] | None:
+    """(index of the largest run, its keys, its sorted distinct row positions whose key a smaller
+    run holds); None when the shape does not apply: one run, the small runs above ``small_share``
+    of the large one, keys not NumPy-ordered, or a key stored twice in the large run."""
     if len(parts) < 2:
         return None
     big_i = max(range(len(parts)), key=lambda i: parts[i].num_rows)
     big = parts[big_i]
     small = sum(p.num_rows for i, p in enumerate(parts) if i != big_i)
-    if small > _SMALL_SHARE * big.num_rows:
+    if small > small_share * big.num_rows:
         return None
     big_keys = numpy_key(big.column(key))
     if big_keys is None or (len(big_keys) > 1 and not np.all(big_keys[1:] > big_keys[:-1])):
@@ -55,7 +55,18 @@ def sparse_merge(parts: Sequence[pa.Table], key: str, merge: Callable[[pa.Table]
     probe = np.concatenate(small_keys) if small_keys else big_keys[:0]
     at = np.searchsorted(big_keys, probe)
     inside = at < len(big_keys)
-    hits = _distinct_sorted(at[inside][big_keys[at[inside]] == probe[inside]])
+    return big_i, big_keys, _distinct_sorted(at[inside][big_keys[at[inside]] == probe[inside]])
+
+
+def sparse_merge(parts: Sequence[pa.Table], key: str, merge: Callable[[pa.Table], pa.Table]) -> pa.Table | None:
+    """The merged rows of ``parts`` (runs oldest first, each sorted by ``key``), as ``merge`` of
+    their concatenation would give them with retractions dropped; None when this shape does not
+    apply (the caller merges the whole chunk)."""
+    probed = _probe(parts, key, _SMALL_SHARE)
+    if probed is None:
+        return None
+    big_i, big_keys, hits = probed
+    big = parts[big_i]
 
     # the keys several runs hold, merged by the engine (the large run's rows in its place, so the
     # runs stay oldest first)
@@ -94,23 +105,11 @@ def sparse_pick(
     the positions of the winning rows of a table of ``pick_columns``, retractions dropped): only
     the key, sequence and kind columns of the overlap are merged, and ``columns`` of the result
     are gathered from the runs in one ``take``. None when this shape does not apply."""
-    if len(parts) < 2:
+    probed = _probe(parts, key, small_share)
+    if probed is None:
         return None
-    big_i = max(range(len(parts)), key=lambda i: parts[i].num_rows)
+    big_i, big_keys, hits = probed
     big = parts[big_i]
-    small = sum(p.num_rows for i, p in enumerate(parts) if i != big_i)
-    if small > small_share * big.num_rows:
-        return None
-    big_keys = numpy_key(big.column(key))
-    if big_keys is None or (len(big_keys) > 1 and not np.all(big_keys[1:] > big_keys[:-1])):
-        return None  # not NumPy-ordered, or a key stored twice in the run
-    small_keys = [k for k in (numpy_key(p.column(key)) for i, p in enumerate(parts) if i != big_i) if k is not None]
-    if len(small_keys) != len(parts) - 1:
-        return None  # a small run's keys are not NumPy-comparable
-    probe = np.concatenate(small_keys) if small_keys else big_keys[:0]
-    at = np.searchsorted(big_keys, probe)
-    inside = at < len(big_keys)
-    hits = _distinct_sorted(at[inside][big_keys[at[inside]] == probe[inside]])
 
     # where each part's rows start in the concatenation of the parts
     starts = np.cumsum([0] + [p.num_rows for p in parts])[:-1]
