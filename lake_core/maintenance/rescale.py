@@ -53,6 +53,7 @@ from lake_core.manifest.metadata import DataFileMeta, FileKind, ManifestEntry
 from lake_core.merge.sort import merge_order
 from lake_core.options import CoreOptions
 from lake_core.paths import FileNamer, partition_dir
+from lake_core.read.read_ahead import read_ahead
 from lake_core.read.scan import TableScan
 from lake_core.read.split import Split
 from lake_core.read.split_read import SplitRead
@@ -441,36 +442,40 @@ def _rewrite_route(
     ppath: str,
     level: int,
     read_back: Callable[[int, Sequence[DataFileMeta]], Checksum],
+    pipelined: bool = False,
 ) -> tuple[Checksum, Checksum, dict[int, list[DataFileMeta]]]:
     """Read the old buckets of ``route`` merged (one k-way merge of their sorted streams when
     several feed one new bucket), write every row to its new bucket as it passes (one rolling
     writer per new bucket, the row group shared among them), then read the new files back.
-    Returns the checksums of the rows read and of the files read back, and the files per new
-    bucket; on failure deletes what it wrote."""
+    ``pipelined``: the read, merge and cut run in a thread of their own, two chunks ahead of the
+    writers (a route alone in its partition: both cores work). Returns the checksums of the rows
+    read and of the files read back, and the files per new bucket; on failure deletes what it
+    wrote."""
     reader = SplitRead(table.store)
-    before = [EMPTY]
+    if len(route.splits) > 1:
+        # k old buckets merge into one new bucket: each reads 1/k of ``read.batch-size`` per round,
+        # so a round holds about one batch whatever k is (as one old bucket cut into k does)
+        reader.batch_rows = max(1024, reader.batch_rows // len(route.splits))
+    before = [EMPTY]  # summed by the thread that reads
 
     def counted(split: Split) -> Iterator[pa.Table]:
         for rows in reader.iter_split(split):
             before[0] = before[0] + table_checksum(rows)
             yield rows
 
-    runs = [counted(s) for s in route.splits]
     key_names = list(table.schema.trimmed_primary_keys)
-    chunks: Iterator[pa.Table]
-    if len(runs) == 1:
-        chunks = runs[0]
-    elif key_names:
-        chunks = merge_sorted_runs(runs, key_names, _key_sorted(key_names))
-    else:  # an append table's bucket has no order
-        chunks = (c for run in runs for c in run)
     feeds = np.zeros(bucket, bool)
     feeds[list(route.targets)] = True
-    block = table.options.parquet_block_size or ROW_GROUP_BYTES
-    group_bytes = max(block // len(route.targets), min(block, 1 << 20))
-    writers: dict[int, _BucketRun] = {}
-    written: dict[int, list[DataFileMeta]] = {}
-    try:
+
+    def pieces(_route: _Route) -> Iterator[list[tuple[int, pa.Table]]]:
+        runs = [counted(s) for s in route.splits]
+        chunks: Iterator[pa.Table]
+        if len(runs) == 1:
+            chunks = runs[0]
+        elif key_names:
+            chunks = merge_sorted_runs(runs, key_names, _key_sorted(key_names))
+        else:  # an append table's bucket has no order
+            chunks = (c for run in runs for c in run)
         for rows in chunks:
             if not rows.num_rows:
                 continue
@@ -481,16 +486,29 @@ def _rewrite_route(
                     f"{stray} row(s) of old bucket(s) {[s.bucket for s in route.splits]} hash to new buckets "
                     f"outside {list(route.targets)}"
                 )
-            for b, piece in _cut(rows, buckets):
+            yield list(_cut(rows, buckets))
+
+    block = table.options.parquet_block_size or ROW_GROUP_BYTES
+    group_bytes = max(block // len(route.targets), min(block, 1 << 20))
+    writers: dict[int, _BucketRun] = {}
+    written: dict[int, list[DataFileMeta]] = {}
+    try:
+        for _r, cut in read_ahead([route], pieces, threads=1, ahead=2, background=pipelined):
+            for b, piece in cut:
                 w = writers.get(b)
                 if w is None:
                     w = writers[b] = _BucketRun(table, ppath, b, level, group_bytes)
                 w.write(piece)
         for b in sorted(writers):
             written[b] = writers.pop(b).close()
+        if pipelined and len(written) > 1:  # the files read back two at a time
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                sums = list(pool.map(lambda bf: read_back(*bf), written.items()))
+        else:
+            sums = [read_back(b, files) for b, files in written.items()]
         after = EMPTY
-        for b, files in written.items():
-            after = after + read_back(b, files)
+        for got in sums:
+            after = after + got
     except BaseException:
         for w in writers.values():
             w.abort()
@@ -525,7 +543,8 @@ def _rewrite_routed(
     written: dict[int, list[DataFileMeta]] = {}
     failed: BaseException | None = None
     with ThreadPoolExecutor(max_workers=min(2, len(routes))) as pool:
-        futures = [pool.submit(_rewrite_route, table, r, bucket, ppath, level, read_back) for r in routes]
+        alone = len(routes) == 1
+        futures = [pool.submit(_rewrite_route, table, r, bucket, ppath, level, read_back, alone) for r in routes]
         for fut in futures:
             try:
                 got_before, got_after, got = fut.result()
