@@ -161,3 +161,29 @@ def test_rows_outside_their_old_bucket_take_the_general_rewrite(warehouse, monke
     assert rows(table.to_arrow()) == model.expected()
     # nothing of the routed attempt is left: the files are those before (kept until expiry) and the new ones
     assert {p.name for p in _root(table).rglob("data-*")} == on_disk | set(_live_files(table))
+
+
+@pytest.mark.parametrize("function", ["mod", "hive"])
+def test_other_bucket_functions_route(warehouse, routed_only, function):
+    from lake_core.bucket.assign import assign_buckets
+
+    catalog = Catalog(warehouse)
+    catalog.create_database("db")
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string())])
+    table = catalog.create_table(
+        "db.m", schema, primary_keys=["k"], options={"bucket": "2", "bucket-function.type": function}
+    )
+    rnd = random.Random(17)
+    keys = rnd.sample(range(-(10**12), 10**12), 500) + [-(2**63), 2**63 - 1, -1, 0]
+    table.write_arrow(pa.table({"k": keys, "v": [str(k) for k in keys]}, schema=schema))
+    table.write_arrow(pa.table({"k": keys[::4], "v": ["u"] * len(keys[::4])}, schema=schema))
+    before = sorted(table.to_arrow().to_pylist(), key=lambda r: r["k"])
+    for to in (6, 3, 1, 4):
+        table.maintenance.rescale(bucket=to)
+        table = catalog.get_table("db.m")
+        assert sorted(table.to_arrow().to_pylist(), key=lambda r: r["k"]) == before
+        reader = table.new_read_builder().new_read()
+        for split in table.new_read_builder().new_scan().plan().splits():
+            t = reader.read_split(split)
+            assert (assign_buckets([t["k"]], [pa.int64()], to, function) == split.bucket).all()
+        assert_files_sorted(table, ["k"])
