@@ -5,7 +5,10 @@ selected partition into N buckets:
 
 1. read the partition's live rows at the latest snapshot S (merged, deletes dropped);
 2. re-bucket them with Paimon's bucket function and write them as top-level files, one sorted run
-   per new bucket;
+   per new bucket (compaction's rolling writer). When one count is a multiple of the other, each
+   new bucket's rows come from whole old buckets, whose merged rows arrive in key order: they are
+   cut by new bucket as they stream, or merged as sorted runs (:func:`_routes`); other ratios go
+   through sorted spill runs (:func:`_rewrite_streamed`);
 3. verify: row count and an order-independent checksum of all columns, before (at S) and after
    (read back from the new files), and that every row sits in the bucket its key hashes to;
 4. commit an OVERWRITE of exactly that partition: it deletes exactly the files read at S and
@@ -420,7 +423,9 @@ def _routes(splits: Sequence[Split], old: int, bucket: int) -> list[_Route] | No
 
 
 def _cut(rows: pa.Table, buckets: np.ndarray) -> Iterator[tuple[int, pa.Table]]:
-    """``rows`` cut into one piece per new bucket, each piece in the rows' order."""
+    """``rows`` cut into one piece per new bucket, each piece in the rows' order. Each piece is a
+    copy of its own rows (not a slice of one reordered chunk): a writer holding pieces of many
+    chunks until its row group fills then holds those rows, not every chunk they came from."""
     first = int(buckets[0])
     if not (buckets != first).any():
         yield first, rows
@@ -430,9 +435,8 @@ def _cut(rows: pa.Table, buckets: np.ndarray) -> Iterator[tuple[int, pa.Table]]:
     order = np.argsort(small, kind="stable")
     ordered = buckets[order]
     cuts = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
-    rows = rows.take(pa.array(order))
     for s, e in zip([0, *cuts.tolist()], [*cuts.tolist(), len(ordered)]):
-        yield int(ordered[s]), rows.slice(s, e - s)
+        yield int(ordered[s]), rows.take(pa.array(order[s:e]))
 
 
 def _rewrite_route(
