@@ -187,3 +187,35 @@ def test_other_bucket_functions_route(warehouse, routed_only, function):
             t = reader.read_split(split)
             assert (assign_buckets([t["k"]], [pa.int64()], to, function) == split.bucket).all()
         assert_files_sorted(table, ["k"])
+
+
+def test_a_read_failing_in_the_reading_thread_commits_nothing(warehouse, monkeypatch):
+    """A partition alone in its route (1 -> 4) is read in a thread of its own: a read that fails
+    there fails the rescale in the caller, and the files already written are removed."""
+    rnd = random.Random(14)
+    catalog, table = make_table(warehouse, bucket=1)
+    model = Model()
+    for _ in range(2):
+        table.write_arrow(model.batch(rnd, 150))
+    from lake_core.read.split_read import SplitRead
+
+    real = SplitRead.iter_split
+    calls = []
+
+    def failing(self, split):
+        for i, chunk in enumerate(real(self, split)):
+            if split.total_buckets == 1:  # the rescale's read of the old bucket, not its read-back
+                calls.append(i)
+                yield chunk.slice(0, chunk.num_rows // 2)
+                raise OSError("disk gone")
+            yield chunk
+
+    monkeypatch.setattr(SplitRead, "iter_split", failing)
+    monkeypatch.setattr(mod, "_rewrite_streamed", lambda *a: pytest.fail("the general rewrite ran"))
+    snap = table.latest_snapshot().id
+    with pytest.raises(OSError, match="disk gone"):
+        table.maintenance.rescale_partition(partition={"dt": PARTS[0]}, bucket=4)
+    monkeypatch.setattr(SplitRead, "iter_split", real)
+    assert calls and table.latest_snapshot().id == snap
+    assert rows(table.to_arrow()) == model.expected()
+    assert {p.name for p in _root(table).rglob("data-*")} == set(_live_files(table))
