@@ -532,8 +532,8 @@ def _rewrite_routed(
 ) -> tuple[Checksum, Checksum, dict[int, list[DataFileMeta]]]:
     """The routed rewrite (see :func:`_routes`): one route at a time, its read, merge and cut in a
     thread of their own and its writers in this one, its files read back two at a time. (Two
-    routes at once, each reading and writing in one thread, measured more CPU and wall: both
-    threads run the Python of a merge round and of a writer and contend for the GIL.) Memory: the
+    routes at once, each reading and writing in one thread, measured more CPU and wall, and more
+    memory.) Memory: the
     merge's chunks (``read.batch-size`` rows per file of a section), two chunks ahead and one row
     group, whatever the partition's size. Raises :class:`_NotRouted` (nothing left behind) when a
     row is not where its old bucket count puts it."""
