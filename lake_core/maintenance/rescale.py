@@ -5,7 +5,10 @@ selected partition into N buckets:
 
 1. read the partition's live rows at the latest snapshot S (merged, deletes dropped);
 2. re-bucket them with Paimon's bucket function and write them as top-level files, one sorted run
-   per new bucket;
+   per new bucket (compaction's rolling writer). When one count is a multiple of the other, each
+   new bucket's rows come from whole old buckets, whose merged rows arrive in key order: they are
+   cut by new bucket as they stream, or merged as sorted runs (:func:`_routes`); other ratios go
+   through sorted spill runs (:func:`_rewrite_streamed`);
 3. verify: row count and an order-independent checksum of all columns, before (at S) and after
    (read back from the new files), and that every row sits in the bucket its key hashes to;
 4. commit an OVERWRITE of exactly that partition: it deletes exactly the files read at S and
@@ -28,7 +31,7 @@ import os
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -53,6 +56,7 @@ from lake_core.manifest.metadata import DataFileMeta, FileKind, ManifestEntry
 from lake_core.merge.sort import merge_order
 from lake_core.options import CoreOptions
 from lake_core.paths import FileNamer, partition_dir
+from lake_core.read.read_ahead import read_ahead
 from lake_core.read.scan import TableScan
 from lake_core.read.split import Split
 from lake_core.read.split_read import SplitRead
@@ -60,7 +64,7 @@ from lake_core.result import OperationResult, fact, human_bytes
 from lake_core.schema.change import SchemaChange
 from lake_core.schema.partition_selector import PartitionSelector, partition_text
 from lake_core.snapshot.snapshot import RESCALE_PROPERTY
-from lake_core.write.file_writer import DataFileWriter
+from lake_core.write.file_writer import ROW_GROUP_BYTES, DataFileWriter
 
 if TYPE_CHECKING:
     from lake_core.table import FileStoreTable
@@ -319,29 +323,240 @@ def _key_sorted(key_names: Sequence[str]):
     return merge
 
 
+class _BucketRun:
+    """One new bucket's rows as one sorted run at ``level``, written as they arrive in final order
+    (the compaction writer: rolled at ``target-file-size``, one row group held), sequence numbers
+    from 0. ``group_bytes``: the Arrow bytes held per row group (a caller writing many new buckets
+    at once shares one row group's worth among them)."""
+
+    def __init__(self, table: FileStoreTable, ppath: str, b: int, level: int, group_bytes: int | None = None):
+        self.table, self.b = table, b
+        self.rolling = DataFileWriter(table.store, ppath, b, FileNamer()).rolling(level=level, group_bytes=group_bytes)
+        self.seq = 0
+
+    def write(self, rows: pa.Table) -> None:
+        n = rows.num_rows
+        if not n:
+            return
+        rows = rows.append_column(
+            pa.field(SEQ, pa.int64(), nullable=False), pa.array(np.arange(self.seq, self.seq + n, dtype=np.int64))
+        )
+        rows = rows.append_column(pa.field(KIND, pa.int8(), nullable=False), pa.array(np.zeros(n, np.int8)))
+        self.rolling.write(rows)
+        self.seq += n
+
+    def close(self) -> list[DataFileMeta]:
+        """Finish the last file; the files written (deleted again if finishing fails)."""
+        try:
+            self.rolling.close()
+        except BaseException:
+            self.abort()
+            raise
+        return [w.meta for w in self.rolling.written]
+
+    def abort(self) -> None:
+        """Drop the file being written and delete the finished ones."""
+        self.rolling.abort()
+        for w in self.rolling.written:
+            self.table.fileio.delete(w.path)
+
+
 def _write_bucket(
     table: FileStoreTable, ppath: str, b: int, chunks: Iterator[pa.Table], level: int
 ) -> tuple[int, list[DataFileMeta]]:
-    """One new bucket's rows, arriving in final order, as one sorted run (rolled at
-    ``target-file-size``), sequence numbers from 0."""
-    rolling = DataFileWriter(table.store, ppath, b, FileNamer()).rolling(level=level)
-    seq = 0
+    """One new bucket's rows, arriving in final order, as one sorted run (see :class:`_BucketRun`)."""
+    run = _BucketRun(table, ppath, b, level)
     try:
         for chunk in chunks:
-            n = chunk.num_rows
-            chunk = chunk.append_column(
-                pa.field(SEQ, pa.int64(), nullable=False), pa.array(np.arange(seq, seq + n, dtype=np.int64))
-            )
-            chunk = chunk.append_column(pa.field(KIND, pa.int8(), nullable=False), pa.array(np.zeros(n, np.int8)))
-            rolling.write(chunk)
-            seq += n
-        rolling.close()
+            run.write(chunk)
     except BaseException:
-        rolling.abort()
-        for w in rolling.written:
-            table.fileio.delete(w.path)
+        run.abort()
         raise
-    return b, [w.meta for w in rolling.written]
+    return b, run.close()
+
+
+# ------------------------------------------------------------------------------------------------
+# The routed rewrite: bucket counts that are multiples of each other
+# ------------------------------------------------------------------------------------------------
+
+
+class _NotRouted(Exception):  # noqa: N818 - internal signal, never raised out of this module
+    """A row of an old bucket hashes to a new bucket its old bucket does not feed: the partition's
+    files were not bucketed as this table buckets them, so the routed rewrite stops (deleting what
+    it wrote) and the general one runs."""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Route:
+    """Old buckets (their splits, read merged) that together feed exactly ``targets`` new buckets."""
+
+    splits: tuple[Split, ...]
+    targets: tuple[int, ...]
+
+
+def _routes(splits: Sequence[Split], old: int, bucket: int) -> list[_Route] | None:
+    """How each new bucket's rows come from whole old buckets: one old bucket fanned out (1 -> N)
+    or k old buckets merged into each new one (N -> N / k); None otherwise (the spill runs), or
+    when the partition's files are not one split per bucket of ``old``.
+
+    Paimon's bucket of a row is ``h mod n`` for a non-negative ``h`` that does not depend on ``n``
+    (``|hashCode|`` for ``default``, the key for ``mod``, ``hashCode & MAX_INT`` for ``hive``; see
+    :mod:`lake_core.bucket.assign`). So when ``bucket = k * old``, new bucket ``c`` holds only rows of
+    old bucket ``c mod old`` (``(h mod k*old) mod old = h mod old``): old bucket ``b`` fans out to
+    new buckets ``b, b + old, ..., b + (k-1) * old``. When ``old = k * bucket``, old bucket ``b``
+    goes whole to new bucket ``b mod bucket``. Each old bucket's merged rows arrive in key order,
+    so cutting them by new bucket keeps every piece in key order (no spill, no re-sort), and k
+    old buckets, their keys disjoint, merge into one new bucket as k sorted runs.
+    (tests/bucket/test_rescale_routing.py checks the property for the three functions.)"""
+    if not splits or len({s.bucket for s in splits}) != len(splits):
+        return None
+    if any(s.total_buckets != old or not 0 <= s.bucket < old for s in splits):
+        return None
+    if old == 1:
+        # (also k-fold growth of several old buckets is routable, e.g. 2 -> 8, but there the spill
+        # runs measured less CPU and wall: both old buckets are read at once in two threads, then
+        # two new buckets written at once, where routes alternate a reading and a writing thread)
+        return [_Route((s,), tuple(range(bucket))) for s in splits]
+    if old % bucket == 0:
+        groups: dict[int, list[Split]] = {}
+        for s in sorted(splits, key=lambda s: s.bucket):
+            groups.setdefault(s.bucket % bucket, []).append(s)
+        return [_Route(tuple(g), (c,)) for c, g in sorted(groups.items())]
+    return None
+
+
+def _cut(rows: pa.Table, buckets: np.ndarray) -> Iterator[tuple[int, pa.Table]]:
+    """``rows`` cut into one piece per new bucket, each piece in the rows' order. Each piece is a
+    copy of its own rows (not a slice of one reordered chunk): a writer holding pieces of many
+    chunks until its row group fills then holds those rows, not every chunk they came from."""
+    first = int(buckets[0])
+    if not (buckets != first).any():
+        yield first, rows
+        return
+    # a stable radix sort of small integers keeps every bucket's rows in key order
+    small = buckets.astype(np.int16) if int(buckets.max()) < 2**15 else buckets
+    order = np.argsort(small, kind="stable")
+    ordered = buckets[order]
+    cuts = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
+    for s, e in zip([0, *cuts.tolist()], [*cuts.tolist(), len(ordered)]):
+        yield int(ordered[s]), rows.take(pa.array(order[s:e]))
+
+
+def _rewrite_route(
+    table: FileStoreTable,
+    route: _Route,
+    bucket: int,
+    ppath: str,
+    level: int,
+    read_back: Callable[[int, Sequence[DataFileMeta]], Checksum],
+) -> tuple[Checksum, Checksum, dict[int, list[DataFileMeta]]]:
+    """Read the old buckets of ``route`` merged (one k-way merge of their sorted streams when
+    several feed one new bucket), write every row to its new bucket as it passes (one rolling
+    writer per new bucket, the row group shared among them), then read the new files back. The
+    read, merge and cut run in a thread of their own, two chunks ahead of the writers. Returns the
+    checksums of the rows read and of the files read back, and the files per new bucket; on
+    failure deletes what it wrote."""
+    reader = SplitRead(table.store)
+    if len(route.splits) > 1:
+        # k old buckets merge into one new bucket: each reads 1/k of ``read.batch-size`` per round,
+        # so a round holds about one batch whatever k is (as one old bucket cut into k does)
+        reader.batch_rows = max(1024, reader.batch_rows // len(route.splits))
+    before = [EMPTY]  # summed by the thread that reads
+
+    def counted(split: Split) -> Iterator[pa.Table]:
+        for rows in reader.iter_split(split):
+            before[0] = before[0] + table_checksum(rows)
+            yield rows
+
+    key_names = list(table.schema.trimmed_primary_keys)
+    feeds = np.zeros(bucket, bool)
+    feeds[list(route.targets)] = True
+
+    def pieces(_route: _Route) -> Iterator[list[tuple[int, pa.Table]]]:
+        runs = [counted(s) for s in route.splits]
+        chunks: Iterator[pa.Table]
+        if len(runs) == 1:
+            chunks = runs[0]
+        elif key_names:
+            chunks = merge_sorted_runs(runs, key_names, _key_sorted(key_names))
+        else:  # an append table's bucket has no order
+            chunks = (c for run in runs for c in run)
+        for rows in chunks:
+            if not rows.num_rows:
+                continue
+            buckets = _target_buckets(table, rows, bucket)
+            if not feeds[buckets].all():
+                stray = int(np.count_nonzero(~feeds[buckets]))
+                raise _NotRouted(
+                    f"{stray} row(s) of old bucket(s) {[s.bucket for s in route.splits]} hash to new buckets "
+                    f"outside {list(route.targets)}"
+                )
+            yield list(_cut(rows, buckets))
+
+    block = table.options.parquet_block_size or ROW_GROUP_BYTES
+    group_bytes = max(block // len(route.targets), min(block, 1 << 20))
+    writers: dict[int, _BucketRun] = {}
+    written: dict[int, list[DataFileMeta]] = {}
+    try:
+        for _r, cut in read_ahead([route], pieces, threads=1, ahead=2, background=True):
+            for b, piece in cut:
+                w = writers.get(b)
+                if w is None:
+                    w = writers[b] = _BucketRun(table, ppath, b, level, group_bytes)
+                w.write(piece)
+        for b in sorted(writers):
+            written[b] = writers.pop(b).close()
+        if len(written) > 1:  # the files read back two at a time
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                sums = list(pool.map(lambda bf: read_back(*bf), written.items()))
+        else:
+            sums = [read_back(b, files) for b, files in written.items()]
+        after = EMPTY
+        for got in sums:
+            after = after + got
+    except BaseException:
+        for w in writers.values():
+            w.abort()
+        _delete_files(table, route.splits[0].partition_values, written)
+        raise
+    return before[0], after, written
+
+
+def _rewrite_routed(
+    table: FileStoreTable,
+    snapshot_id: int,
+    partition: bytes,
+    partition_values: tuple,
+    routes: Sequence[_Route],
+    bucket: int,
+) -> tuple[Checksum, Checksum, dict[int, list[DataFileMeta]]]:
+    """The routed rewrite (see :func:`_routes`): one route at a time, its read, merge and cut in a
+    thread of their own and its writers in this one, its files read back two at a time. (Two
+    routes at once, each reading and writing in one thread, measured more CPU and wall, and more
+    memory.) Memory: the
+    merge's chunks (``read.batch-size`` rows per file of a section), two chunks ahead and one row
+    group, whatever the partition's size. Raises :class:`_NotRouted` (nothing left behind) when a
+    row is not where its old bucket count puts it."""
+    is_pk = bool(table.schema.primary_keys)
+    level = table.options.num_levels - 1 if is_pk else 0
+    ppath = partition_dir(
+        list(table.schema.partition_keys), list(partition_values), table.options.partition_default_name
+    )
+
+    def read_back(b: int, files: Sequence[DataFileMeta]) -> Checksum:
+        return _read_back_checksum(table, snapshot_id, partition, partition_values, bucket, b, files)
+
+    before = after = EMPTY
+    written: dict[int, list[DataFileMeta]] = {}
+    try:
+        for route in routes:
+            got_before, got_after, got = _rewrite_route(table, route, bucket, ppath, level, read_back)
+            before, after = before + got_before, after + got_after
+            written.update(got)
+    except BaseException:
+        _delete_files(table, partition_values, written)
+        raise
+    return before, after, dict(sorted(written.items()))
 
 
 def _rewrite_streamed(
@@ -410,6 +625,32 @@ def _rewrite_streamed(
             _delete_files(table, partition_values, written)
             raise failed
     return before, after, written
+
+
+def _rewrite(
+    table: FileStoreTable,
+    snapshot_id: int,
+    partition: bytes,
+    partition_values: tuple,
+    splits: Sequence[Split],
+    old: int,
+    bucket: int,
+    text: str,
+) -> tuple[Checksum, Checksum, dict[int, list[DataFileMeta]]]:
+    """The partition rewritten into ``bucket`` buckets: routed when the counts are multiples of
+    each other (:func:`_routes`), through sorted spill runs otherwise (:func:`_rewrite_streamed`)."""
+    routes = _routes(splits, old, bucket)
+    if routes is not None:
+        try:
+            return _rewrite_routed(table, snapshot_id, partition, partition_values, routes, bucket)
+        except _NotRouted as e:
+            log.warning(
+                "rescale %s partition '%s': %s; rewriting it through sorted spill runs instead",
+                table.identifier,
+                text,
+                e,
+            )
+    return _rewrite_streamed(table, snapshot_id, partition, partition_values, splits, bucket)
 
 
 def _read_back_checksum(
@@ -557,7 +798,7 @@ def prepare_rescale_partition(
     values = table.manifest_store.partition_values(part)
     splits = [s for s in TableScan(table.store, snap, all_levels=True).splits() if s.partition == part]
     _check_reads_what_it_replaces(table, text, snap.id, splits, entries)
-    before, after, written = _rewrite_streamed(table, snap.id, part, values, splits, bucket)
+    before, after, written = _rewrite(table, snap.id, part, values, splits, old, bucket, text)
     try:
         if after != before:
             raise RescaleVerificationError(

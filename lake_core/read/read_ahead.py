@@ -25,12 +25,19 @@ class _Failed:
 
 
 def read_ahead(
-    sources: Sequence[S], stream: Callable[[S], Iterator[T]], *, threads: int, ahead: int | None = 2
+    sources: Sequence[S],
+    stream: Callable[[S], Iterator[T]],
+    *,
+    threads: int,
+    ahead: int | None = 2,
+    background: bool = False,
 ) -> Iterator[tuple[S, T]]:
     """``(source, item)`` for every item of ``stream(source)``, sources in order. An error of a
     stream is raised in the consumer; closing the iterator early stops every thread. ``ahead=None``:
-    no bound, each thread runs its stream to the end (for a consumer that keeps every item anyway)."""
-    if threads <= 1 or len(sources) <= 1:
+    no bound, each thread runs its stream to the end (for a consumer that keeps every item anyway).
+    ``background``: a single source (or ``threads`` = 1) still runs in a thread of its own, so the
+    consumer's work overlaps the stream's (a pipeline of two stages)."""
+    if not background and (threads <= 1 or len(sources) <= 1):
         for s in sources:
             for item in stream(s):
                 yield s, item
@@ -73,7 +80,7 @@ def read_ahead(
             running.append((s, q))
             return
 
-    workers = min(threads, len(sources))
+    workers = min(max(threads, 1), len(sources))
     for _ in range(workers):
         # daemon: a reader dropped half-way must never keep the interpreter from exiting
         threading.Thread(target=work, daemon=True, name="lake-core-read-ahead").start()

@@ -79,9 +79,15 @@ class DataFileWriter:
             tuple(s.null_count for s in st),
         )
 
-    def rolling(self, *, level: int = 0, file_source: int = 0, changelog: bool = False) -> RollingFileWriter:
-        """A writer that takes rows in chunks and rolls files at ``target-file-size``."""
-        return RollingFileWriter(self, level=level, file_source=file_source, changelog=changelog)
+    def rolling(
+        self, *, level: int = 0, file_source: int = 0, changelog: bool = False, group_bytes: int | None = None
+    ) -> RollingFileWriter:
+        """A writer that takes rows in chunks and rolls files at ``target-file-size``; ``group_bytes``:
+        the Arrow bytes it gathers per row group (default: ``parquet.block.size`` or 16 MiB), for a
+        caller that keeps many writers open at once."""
+        return RollingFileWriter(
+            self, level=level, file_source=file_source, changelog=changelog, group_bytes=group_bytes
+        )
 
     def write(self, rows: pa.Table, level: int = 0, file_source: int = 0, changelog: bool = False) -> list[WrittenFile]:
         """``rows`` must already be in final order (sorted by key for PK data files)."""
@@ -124,12 +130,14 @@ class RollingFileWriter:
     row group's worth of rows is held; ``DataFileMeta`` (row count, key range, key and value
     statistics, sequence range, retract count) is gathered as the chunks pass."""
 
-    def __init__(self, writer: DataFileWriter, *, level: int, file_source: int, changelog: bool):
+    def __init__(
+        self, writer: DataFileWriter, *, level: int, file_source: int, changelog: bool, group_bytes: int | None = None
+    ):
         self.w = writer
         self.level, self.file_source, self.changelog = level, file_source, changelog
         self.target = writer.store.options.target_file_size
         # a row group never exceeds half the target, so a small target still rolls by size
-        block = writer.store.options.parquet_block_size or ROW_GROUP_BYTES
+        block = group_bytes or writer.store.options.parquet_block_size or ROW_GROUP_BYTES
         self.group_bytes = max(1, min(block, self.target // 2))
         self.written: list[WrittenFile] = []
         self._pending: list[pa.Table] = []
