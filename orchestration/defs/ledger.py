@@ -194,6 +194,31 @@ def last_committed_run(lake: LakeCatalogResource | Catalog, *, table: str, opera
     return rows.slice(rows.num_rows - 1).to_pylist()[0] if rows.num_rows else None
 
 
+def run_to_verify(
+    lake: LakeCatalogResource, *, table: str, operation: str, check_name: str, count_key: str
+) -> tuple[FileStoreTable, dict[str, Any]] | dg.AssetCheckResult:
+    """What a blocking check executed alone verifies: the table and ``operation``'s last committed
+    run on it (:func:`last_committed_run`); or, when there is nothing to verify (no table yet, no
+    such run), the passing result that says so (``count_key``: the check's count, 0)."""
+    catalog = lake.catalog()
+    if not catalog.table_exists(table):
+        return dg.AssetCheckResult(
+            check_name=check_name,
+            passed=True,
+            metadata={"table_exists": False},
+            description=f"{table} does not exist yet: nothing to verify",
+        )
+    last = last_committed_run(lake, table=table, operation=operation)
+    if last is None:
+        return dg.AssetCheckResult(
+            check_name=check_name,
+            passed=True,
+            metadata={count_key: 0},
+            description=f"no {operation} of {table} has committed a snapshot: nothing to verify",
+        )
+    return catalog.get_table(table), last
+
+
 def expired_run_check(
     lake_table: FileStoreTable, last: Mapping[str, Any], *, check_name: str, snapshots: Collection[int]
 ) -> dg.AssetCheckResult | None:

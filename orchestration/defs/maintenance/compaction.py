@@ -31,7 +31,7 @@ from pydantic import Field
 
 from jobs.compact import parse_partitions, run_compaction
 from orchestration.config import TableConfig
-from orchestration.defs.ledger import expired_run_check, last_committed_run
+from orchestration.defs.ledger import expired_run_check, run_to_verify
 from orchestration.defs.maintenance.asset import BlockingCheck, MaintenanceAsset, TableOperation
 from orchestration.defs.maintenance.run import Operation, Outcome, Skip, result_outputs, run_maintenance
 from orchestration.defs.resources import LakeCatalogResource, SparkResource
@@ -181,24 +181,11 @@ def check_last_run(lake: LakeCatalogResource, table: TableConfig, operation: str
     before it (lake_core's ``verify_compaction``, the deep check); when one of them is expired,
     the result the run itself recorded, saying so."""
     name = CHECKS[operation].name
-    catalog = lake.catalog()
-    if not catalog.table_exists(table.name):
-        return dg.AssetCheckResult(
-            check_name=name,
-            passed=True,
-            metadata={"table_exists": False},
-            description=f"{table.name} does not exist yet: nothing to verify",
-        )
-    last = last_committed_run(lake, table=table.name, operation=operation)
-    if last is None:
-        return dg.AssetCheckResult(
-            check_name=name,
-            passed=True,
-            metadata={"runs_verified": 0},
-            description=f"no {operation} of {table.name} has committed a snapshot: nothing to verify",
-        )
+    found = run_to_verify(lake, table=table.name, operation=operation, check_name=name, count_key="runs_verified")
+    if isinstance(found, dg.AssetCheckResult):
+        return found
+    lake_table, last = found
     after, run = int(last["snapshot_id"]), str(last["run_id"])
-    lake_table = catalog.get_table(table.name)
     expired = expired_run_check(lake_table, last, check_name=name, snapshots=(after - 1, after))
     if expired is not None:
         return expired

@@ -27,7 +27,7 @@ import dagster as dg
 from jobs.rescale import rescale_partitions
 from lake_core import check_rescale
 from orchestration.config import TableConfig
-from orchestration.defs.ledger import expired_run_check, last_committed_run
+from orchestration.defs.ledger import expired_run_check, run_to_verify
 from orchestration.defs.maintenance.asset import BlockingCheck, MaintenanceAsset, TableOperation
 from orchestration.defs.maintenance.partitions import partitions_def_name, rescalable, table_partitions
 from orchestration.defs.maintenance.run import Operation, Outcome, Skip, result_outputs, run_maintenance
@@ -55,25 +55,17 @@ def check_last_rescale(lake: LakeCatalogResource, table: TableConfig) -> dg.Asse
     (maintenance ledger), each partition it rewrote re-read at that snapshot and at the one its task
     read (lake_core's ``verify_rescale``, the deep check); when one of them is expired, what its run
     recorded. Nothing is rescaled."""
-    catalog = lake.catalog()
-    if not catalog.table_exists(table.name):
-        return dg.AssetCheckResult(
-            check_name=CHECK_NAME, passed=True, description=f"{table.name} does not exist yet: nothing to verify"
-        )
-    last = last_committed_run(lake, table=table.name, operation=OPERATION)
-    if last is None:
-        return dg.AssetCheckResult(
-            check_name=CHECK_NAME,
-            passed=True,
-            metadata={"partitions_verified": 0},
-            description=f"no rescale of {table.name} has committed a snapshot: nothing to verify",
-        )
+    found = run_to_verify(
+        lake, table=table.name, operation=OPERATION, check_name=CHECK_NAME, count_key="partitions_verified"
+    )
+    if isinstance(found, dg.AssetCheckResult):
+        return found
+    lake_table, last = found
     after, run = int(last["snapshot_id"]), str(last["run_id"])
     inputs, outputs = json.loads(last["inputs"] or "{}"), json.loads(last["outputs"] or "{}")
     # A run over partitions apart commits once per contiguous range: each partition against the
     # snapshot its own task read (a row without them, from an older version: the one before the run's).
     read = outputs.get(READ_KEY) or {p: after - 1 for p in inputs.get("partitions") or [""]}
-    lake_table = catalog.get_table(table.name)
     expired = expired_run_check(lake_table, last, check_name=CHECK_NAME, snapshots={*read.values(), after})
     if expired is not None:
         return expired
