@@ -157,15 +157,10 @@ def test_a_moved_warehouse_resets_the_cursor(pipeline, warehouse, tmp_path, writ
     assert _snapshots(result) == [1] and _seen(result.cursor) == 1  # not "no new snapshot since 2"
 
 
-def test_a_tick_reads_only_the_snapshots_after_its_cursor(pipeline, warehouse, monkeypatch):
-    """The LATEST hint and a walk back to the cursor: snapshot files before it are never opened."""
+def _count_reads(monkeypatch) -> list[str]:
+    """The paths every FileIO read opens from now on (real files, counted on the way)."""
     from lake_core.io.fileio import FileIO
 
-    defs, sensor = pipeline
-    table = _orders_table(warehouse)
-    source = orders(orders_per_batch=5)
-    for b in range(12):
-        table.write_arrow(source.batch(b))
     read: list[str] = []
 
     def counting(real):
@@ -177,6 +172,17 @@ def test_a_tick_reads_only_the_snapshots_after_its_cursor(pipeline, warehouse, m
 
     for method in ("read_bytes", "read_text"):
         monkeypatch.setattr(FileIO, method, counting(getattr(FileIO, method)))
+    return read
+
+
+def test_a_tick_reads_only_the_snapshots_after_its_cursor(pipeline, warehouse, monkeypatch):
+    """The LATEST hint and a walk back to the cursor: snapshot files before it are never opened."""
+    defs, sensor = pipeline
+    table = _orders_table(warehouse)
+    source = orders(orders_per_batch=5)
+    for b in range(12):
+        table.write_arrow(source.batch(b))
+    read = _count_reads(monkeypatch)
     cursor = _entry(_tick(sensor, dg.DagsterInstance.ephemeral(), defs.resources["lake"], None)[1])
     read.clear()
     with dg.DagsterInstance.ephemeral() as instance:
@@ -189,8 +195,6 @@ def test_a_tick_reads_only_the_snapshots_after_its_cursor(pipeline, warehouse, m
 
 def test_an_unchanged_table_costs_one_hint_read(pipeline, warehouse, monkeypatch):
     """Once its run's lease is released, an unchanged table is skipped on its LATEST hint alone."""
-    from lake_core.io.fileio import FileIO
-
     defs, sensor = pipeline
     lake = defs.resources["lake"]
     table = _orders_table(warehouse)
@@ -201,17 +205,7 @@ def test_an_unchanged_table_costs_one_hint_read(pipeline, warehouse, monkeypatch
         table.maintenance.release_lease(consumer_id=request.tags["lake/lease"])
         result, cursor = _tick(sensor, instance, lake, cursor)  # sees the lease gone
         assert "leases" not in LakeCursor.decode(cursor).tables["demo.orders"]
-        read: list[str] = []
-
-        def counting(real):
-            def read_and_count(self, path, *args, **kwargs):
-                read.append(str(path))
-                return real(self, path, *args, **kwargs)
-
-            return read_and_count
-
-        for method in ("read_bytes", "read_text"):
-            monkeypatch.setattr(FileIO, method, counting(getattr(FileIO, method)))
+        read = _count_reads(monkeypatch)
         result, _ = _tick(sensor, instance, lake, cursor)
     assert not result.run_requests and "1 unchanged" in result.skip_reason.skip_message
     assert {p.rsplit("/", 2)[-2] + "/" + p.rsplit("/", 1)[-1] for p in read} == {"snapshot/LATEST"}, read
