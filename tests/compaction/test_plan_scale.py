@@ -14,16 +14,21 @@ from lake_core.io.fileio import FileIO
 SCHEMA = pa.schema([("p", pa.int32()), ("id", pa.int64()), ("v", pa.int64())])
 
 
-def _table(warehouse: str):
+def _create(warehouse: str, buckets: int):
+    """A write-only table partitioned by p, whose manifests are never merged by a commit."""
     cat = Catalog(warehouse)
     cat.create_database("db")
-    t = cat.create_table(
+    return cat.create_table(
         "db.t",
         schema=SCHEMA,
         primary_keys=["p", "id"],
         partition_keys=["p"],
-        options={"bucket": "2", "write-only": "true", "manifest.merge-min-count": "1000"},
+        options={"bucket": str(buckets), "write-only": "true", "manifest.merge-min-count": "1000"},
     )
+
+
+def _table(warehouse: str):
+    t = _create(warehouse, 2)
     for p in range(4):  # one commit, hence one manifest, per partition
         for _ in range(2):
             t.write_arrow(pa.table({"p": [p] * 4, "id": [1, 2, 3, 4], "v": [p] * 4}, schema=SCHEMA))
@@ -130,15 +135,7 @@ def test_bucket_selection_is_the_full_plan_filtered(warehouse, full, buckets):
 
 
 def test_bucket_selection_skips_manifests_of_other_buckets(warehouse, monkeypatch):
-    cat = Catalog(warehouse)
-    cat.create_database("db")
-    t = cat.create_table(
-        "db.t",
-        schema=SCHEMA,
-        primary_keys=["p", "id"],
-        partition_keys=["p"],
-        options={"bucket": "4", "write-only": "true", "manifest.merge-min-count": "1000"},
-    )
+    t = _create(warehouse, 4)
     of = assign_buckets([pa.array(range(200), pa.int64())], [pa.int64()], 4)  # the bucket key: id
     for bucket in range(4):  # one commit, hence one manifest, per bucket
         ids = [i for i in range(200) if of[i] == bucket][:3]
