@@ -150,7 +150,7 @@ def lookup_latest(
         rows = pa.concat_tables(hits)
         n = rows.num_rows
         rows = (
-            rows.append_column(LOOKUP_FILE, pa.array([f.file_name] * n, pa.string()))
+            rows.append_column(LOOKUP_FILE, pa.repeat(pa.scalar(f.file_name, pa.string()), n))
             .append_column(LOOKUP_LEVEL, pa.array(np.full(n, f.level, np.int32)))
             .rename_columns(
                 [LOOKUP_POSITION if c == POSITION else c for c in rows.column_names] + [LOOKUP_FILE, LOOKUP_LEVEL]
