@@ -13,27 +13,21 @@ The cache is shared by the process (writers and compactions of any table), bound
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
 import pyarrow as pa
 
+from lake_core.io.lru import WeightedLru
 from lake_core.manifest.metadata import DataFileMeta
 
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
-
-_Key = tuple[str, int, int, tuple[str, ...]]
 
 
 class LookupKeyCache:
     """Least-recently-used tables of file keys, at most ``max_bytes`` in all."""
 
     def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
-        self.max_bytes = max_bytes
-        self._entries: OrderedDict[_Key, pa.Table] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
+        self._lru = WeightedLru(max_bytes)
 
     def get(
         self,
@@ -47,31 +41,19 @@ class LookupKeyCache:
         """The columns ``columns`` of the whole file ``f`` at ``path`` (no deletion vector applied),
         from memory when cached, else from ``read()`` (then cached if it fits)."""
         key = (path, f.file_size, schema_id, tuple(columns))
-        with self._lock:
-            hit = self._entries.get(key)
-            if hit is not None:
-                self._entries.move_to_end(key)
-                return hit
-        table = read()  # outside the lock: other threads look their own files up meanwhile
-        size = table.nbytes
-        if size <= self.max_bytes:
-            with self._lock:
-                if key not in self._entries:
-                    self._entries[key] = table
-                    self._bytes += size
-                while self._bytes > self.max_bytes:
-                    _, old = self._entries.popitem(last=False)
-                    self._bytes -= old.nbytes
+        hit = self._lru.get(key)
+        if hit is not None:
+            return hit
+        table = read()  # unlocked: other threads look their own files up meanwhile
+        self._lru.put(key, table, weight=table.nbytes)
         return table
 
     def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self._bytes = 0
+        self._lru.clear()
 
     @property
     def cached_bytes(self) -> int:
-        return self._bytes
+        return self._lru.weight
 
 
 #: the process's cache (lookups of every table share the budget)

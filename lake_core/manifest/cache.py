@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from lake_core.errors import InvalidOptionError
+from lake_core.io.lru import WeightedLru
 
 ENV_VAR = "LAKE_MANIFEST_CACHE_ENTRIES"
 # Decoded entries held at most. An entry with its file's statistics takes about 0.9 KB of Python
@@ -63,17 +63,18 @@ class ManifestCache:
     """An LRU of :class:`CachedFile` by (storage identity, path), bounded by total weight."""
 
     def __init__(self, max_entries: int):
-        self._data: OrderedDict[tuple[str, str], CachedFile] = OrderedDict()
-        self._lock = threading.Lock()
-        self._weight = 0
+        self._lru = WeightedLru(max_entries)
+        self._lock = threading.Lock()  # the hit counts
         self._hits = 0
         self._misses = 0
-        self.max_entries = max_entries
+
+    @property
+    def max_entries(self) -> int:
+        return self._lru.max_weight
 
     def lookup(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], CachedFile]:
         """The cached files among ``keys`` (not yet checked against the storage)."""
-        with self._lock:
-            return {k: v for k in keys if (v := self._data.get(k)) is not None}
+        return self._lru.peek(keys)  # type: ignore[return-value]
 
     def record(self, *, hits: int, misses: int) -> None:
         with self._lock:
@@ -81,46 +82,25 @@ class ManifestCache:
             self._misses += misses
 
     def touch(self, keys: Sequence[tuple[str, str]]) -> None:
-        with self._lock:
-            for k in keys:
-                if k in self._data:
-                    self._data.move_to_end(k)
+        self._lru.touch(keys)
 
     def put(self, key: tuple[str, str], value: Any, *, size: int, weight: int) -> None:
-        if weight > self.max_entries:  # bigger than the whole cache (or the cache is off)
-            return
-        with self._lock:
-            old = self._data.pop(key, None)
-            if old is not None:
-                self._weight -= old.weight
-            self._data[key] = CachedFile(value, size, weight)
-            self._weight += weight
-            self._evict()
+        self._lru.put(key, CachedFile(value, size, weight), weight=weight)
 
     def discard(self, key: tuple[str, str]) -> None:
-        with self._lock:
-            old = self._data.pop(key, None)
-            if old is not None:
-                self._weight -= old.weight
+        self._lru.discard(key)
 
     def resize(self, max_entries: int) -> None:
-        with self._lock:
-            self.max_entries = max_entries
-            self._evict()
+        self._lru.resize(max_entries)
 
     def clear(self) -> None:
+        self._lru.clear()
         with self._lock:
-            self._data.clear()
-            self._weight = self._hits = self._misses = 0
+            self._hits = self._misses = 0
 
     def stats(self) -> ManifestCacheStats:
         with self._lock:
-            return ManifestCacheStats(len(self._data), self._weight, self.max_entries, self._hits, self._misses)
-
-    def _evict(self) -> None:
-        while self._data and self._weight > self.max_entries:
-            _key, old = self._data.popitem(last=False)
-            self._weight -= old.weight
+            return ManifestCacheStats(len(self._lru), self._lru.weight, self.max_entries, self._hits, self._misses)
 
 
 def _max_entries_from_env() -> int:
