@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from lake_core.kv import rowkind
 from lake_core.kv.system_fields import KIND
-from lake_core.merge.sort import numpy_key
+from lake_core.merge.sort import numpy_column, numpy_key
 
 #: the small runs together hold at most this share of the large run's rows: above about 12% the
 #: full merge (a stable sort that merges the presorted runs, then one gather) costs less CPU than
@@ -134,7 +134,7 @@ def sparse_pick(
 
     alone = np.ones(big.num_rows, dtype=bool)
     alone[hits] = False
-    alone &= ~rowkind.is_retract(_numpy(big.column(KIND)))
+    alone &= ~rowkind.is_retract(numpy_column(big.column(KIND)))
     keep = np.flatnonzero(alone)
     # merged keys never equal a kept key (those are the hits), so where they go is unambiguous
     slots = np.searchsorted(big_keys[keep], merged_keys) + np.arange(len(merged_keys))
@@ -144,10 +144,6 @@ def sparse_pick(
     order[from_merged] = chosen
     order[~from_merged] = starts[big_i] + keep
     return pa.concat_tables([p.select(columns) for p in parts]).take(pa.array(order))
-
-
-def _numpy(col: pa.ChunkedArray) -> np.ndarray:
-    return col.to_numpy() if col.num_chunks == 1 else col.combine_chunks().to_numpy()
 
 
 def _distinct_sorted(positions: np.ndarray) -> np.ndarray:

@@ -504,6 +504,12 @@ def expire_snapshots(
         raise MaintenanceArgumentError(f"dry_run = {dry_run!r} for table {table.identifier} must be True or False")
     if dry_run:
         return _expire(table, cfg, dry_run, finish_journals, started)
+    if not finish_journals:
+        # the expiry after a commit: most find nothing to expire, which needs no lock (only the
+        # best-effort EARLIEST hint may be written)
+        plan = plan_expire(table, cfg)
+        if not plan.expired:
+            return _expire(table, cfg, dry_run, finish_journals, started, plan)
     with expiry_lock(table) as held:
         if not held:
             return ExpireSnapshotsResult(
@@ -518,11 +524,16 @@ def expire_snapshots(
 
 
 def _expire(
-    table: FileStoreTable, cfg: ExpireConfig, dry_run: bool, finish_journals: bool, started: float
+    table: FileStoreTable,
+    cfg: ExpireConfig,
+    dry_run: bool,
+    finish_journals: bool,
+    started: float,
+    plan: ExpireSnapshotsPlan | None = None,
 ) -> ExpireSnapshotsResult:
     if not dry_run and finish_journals:
         _finish_journals(table)
-    plan = plan_expire(table, cfg)
+    plan = plan if plan is not None else plan_expire(table, cfg)
 
     def result(**kw) -> ExpireSnapshotsResult:
         return ExpireSnapshotsResult(

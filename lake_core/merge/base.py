@@ -69,6 +69,13 @@ class MergeEngine(ABC):
         position (not when the newest row wins whatever the old one held)."""
         return True
 
+    @property
+    def newest_row_wins(self) -> bool:
+        """Whether a key's merged row is simply its newest stored row (no sequence field, no
+        combining): of runs whose sequence ranges do not interleave and that hold no retraction, a
+        read can then take each key's last row in run order without reading the system columns."""
+        return False
+
     def __init__(self, ctx: MergeContext):
         self.ctx = ctx
         self.validate()

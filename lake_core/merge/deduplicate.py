@@ -20,6 +20,10 @@ class DeduplicateEngine(MergeEngine):
     def lookup_needs_old_value(self) -> bool:
         return bool(self.ctx.sequence_fields)  # by arrival order the newest row simply wins
 
+    @property
+    def newest_row_wins(self) -> bool:
+        return not self.ctx.sequence_fields
+
     def merge(self, rows: pa.Table, drop_deletes: bool) -> pa.Table:
         if rows.num_rows == 0:
             return rows

@@ -38,6 +38,11 @@ class Groups:
         return len(self.starts)
 
 
+def numpy_column(col: pa.ChunkedArray) -> np.ndarray:
+    """A null-free primitive column as one NumPy array (zero-copy when it is one chunk)."""
+    return col.to_numpy() if col.num_chunks == 1 else col.combine_chunks().to_numpy()
+
+
 def numpy_key(col: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
     """NumPy view of a null-free primitive column, or None when it needs Arrow's comparator.
     Floats become integers ordered as Java's ``Double.compare`` (one NaN, -0.0 < 0.0)."""
@@ -163,6 +168,19 @@ def last_rows(rows: pa.Table, key_columns: tuple[str, ...]) -> np.ndarray:
             last[-1] = True
             return order[last]
     return group_rows(rows, key_columns).last
+
+
+def last_of_each_key(key: np.ndarray) -> np.ndarray:
+    """The index of each key's last row, in key order, for rows that are sorted runs one after
+    another (a stable sort merges them; a key's rows keep their run order)."""
+    if len(key) == 0:
+        return np.zeros(0, np.int64)
+    order = stable_argsort(key)
+    ks = key[order]
+    last = np.empty(len(ks), dtype=bool)
+    last[-1] = True
+    np.not_equal(ks[1:], ks[:-1], out=last[:-1])
+    return order[last]
 
 
 def _java_ordered_keys(sel: pa.Table, key_columns: tuple[str, ...]) -> pa.Table:

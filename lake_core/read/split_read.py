@@ -21,6 +21,7 @@ from lake_core.deletion_vectors.maintainer import load_vectors, needs_full_for_d
 from lake_core.errors import PredicateError, SchemaMismatchError
 from lake_core.format.binary_row.reader import deserialize_row
 from lake_core.format.float_order import java_order_key
+from lake_core.kv import rowkind
 from lake_core.kv.rowkind import SHORT_STRINGS
 from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.lsm.levels import Levels, key_decoder
@@ -29,6 +30,7 @@ from lake_core.lsm.sparse_merge import sparse_merge, sparse_pick
 from lake_core.manifest.metadata import DataFileMeta, IndexManifestEntry
 from lake_core.merge.base import drop_retracts
 from lake_core.merge.lookup_merge import LEVEL, needs_lookup_merge, newest_high_level_mask, with_level
+from lake_core.merge.sort import last_of_each_key, numpy_column, numpy_key
 from lake_core.read.columns import check_read_columns
 from lake_core.read.diff import diff_rows
 from lake_core.read.evolution import iter_evolved, read_evolved
@@ -59,6 +61,18 @@ def with_row_kind(rows: pa.Table, kinds: pa.ChunkedArray | pa.Array | None) -> p
 
 
 _KIND_STRINGS = pa.array(SHORT_STRINGS, pa.string())
+
+
+def _numpy_ordered(t: pa.DataType) -> bool:
+    """Key types :func:`numpy_key` maps to NumPy values in Java's order (keys hold no nulls)."""
+    return (
+        pa.types.is_integer(t)
+        or pa.types.is_boolean(t)
+        or pa.types.is_floating(t)
+        or pa.types.is_date(t)
+        or pa.types.is_timestamp(t)
+        or pa.types.is_time(t)
+    ) and not pa.types.is_float16(t)
 
 
 class SplitRead:
@@ -114,6 +128,16 @@ class SplitRead:
             else None
         )
 
+        # one key column NumPy orders as Java does, for reads where the newest row simply wins
+        self._order_key = (
+            self.key_names[0]
+            if engine is not None
+            and engine.newest_row_wins
+            and len(self.key_names) == 1
+            and _numpy_ordered(schema.arrow_schema().field(self.key_names[0]).type)
+            else None
+        )
+
     # -- the schema a split is read in ------------------------------------------------------------
     def in_schema_of(self, split: Split) -> SplitRead:
         """This read in the schema ``split`` was planned in (a time-travel split: its snapshot's),
@@ -146,23 +170,25 @@ class SplitRead:
 
     # -- files -----------------------------------------------------------------------------------
     def _file_args(
-        self, split: Split, f: DataFileMeta, with_system: bool
+        self, split: Split, f: DataFileMeta, with_system: bool, kind_only: bool = False
     ) -> tuple[str, DataFileMeta, str, list[str], pa.Schema]:
-        cols = list(self.read_columns) + ([SEQ, KIND] if with_system else [])
+        """``with_system``: with ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND``; ``kind_only``: the latter."""
+        system = [SEQ, KIND] if with_system else [KIND] if kind_only else []
+        cols = list(self.read_columns) + system
         schema = self.read_schema
-        if with_system:
-            schema = schema.append(pa.field(SEQ, pa.int64(), nullable=False)).append(
-                pa.field(KIND, pa.int8(), nullable=False)
-            )
+        for name in system:
+            schema = schema.append(pa.field(name, pa.int64() if name == SEQ else pa.int8(), nullable=False))
         fmt = f.file_name.rsplit(".", 1)[-1] if "." in f.file_name else self.store.options.file_format
         return split.file_path(f), f, fmt, cols, schema
 
     def _read_file(self, split: Split, f: DataFileMeta, with_system: bool) -> pa.Table:
         return read_evolved(self.store, *self._file_args(split, f, with_system))
 
-    def _file_chunks(self, split: Split, f: DataFileMeta, with_system: bool) -> Iterator[pa.Table]:
+    def _file_chunks(
+        self, split: Split, f: DataFileMeta, with_system: bool, kind_only: bool = False
+    ) -> Iterator[pa.Table]:
         """The rows of one file, ``read.batch-size`` at a time; the file is opened on first use."""
-        return iter_evolved(self.store, *self._file_args(split, f, with_system), self.batch_rows)
+        return iter_evolved(self.store, *self._file_args(split, f, with_system, kind_only), self.batch_rows)
 
     def _sections(self, files: Sequence[DataFileMeta]) -> list[list[DataFileMeta]]:
         """Group files whose key ranges overlap (Java IntervalPartition)."""
@@ -292,13 +318,10 @@ class SplitRead:
         # level-0 files merge over it like any newer run.
         vectors = vectors or {}
 
-        def chunks(f: DataFileMeta, with_system: bool) -> Iterator[pa.Table]:
+        def chunks(f: DataFileMeta, with_system: bool, kind_only: bool = False) -> Iterator[pa.Table]:
             dv = vectors.get(f.file_name)
-            return (
-                self._file_chunks(split, f, with_system)
-                if dv is None
-                else self._deleted_masked(self._file_chunks(split, f, with_system), dv)
-            )
+            rows = self._file_chunks(split, f, with_system, kind_only)
+            return rows if dv is None else self._deleted_masked(rows, dv)
 
         for section in self._sections(split.files):
             if len(section) == 1 and section[0].delete_row_count == 0:
@@ -310,6 +333,16 @@ class SplitRead:
             else:
                 # oldest first, so each key's rows usually arrive in sequence order (cheap sort)
                 runs = sorted(section, key=lambda f: (f.min_sequence_number, f.file_name))
+                if not keep_kind and self._newest_by_run_order(runs):
+                    # sequence numbers are not read: each key's last row in run order wins
+                    yield from merge_sorted_runs(
+                        [chunks(f, False, kind_only=True) for f in runs],
+                        self.key_names,
+                        self._last_rows,
+                        [None if f.file_name in vectors else f.row_count for f in runs],
+                        merge_parts=self._last_rows_of_parts,
+                    )
+                    continue
                 if self.lookup_merge:
                     inputs = [with_level(chunks(f, True), f.level) for f in runs]
                 else:
@@ -320,6 +353,35 @@ class SplitRead:
                 merge, merge_parts = self._mergers(columns)
                 for merged in merge_sorted_runs(inputs, self.key_names, merge, sizes, merge_parts=merge_parts):
                     yield merged.select(columns)
+
+    def _newest_by_run_order(self, runs: Sequence[DataFileMeta]) -> bool:
+        """Whether each key's newest row is its last in ``runs`` (oldest first, each sorted by key,
+        then sequence): the engine keeps the newest row and the runs' sequence ranges follow one
+        another."""
+        return (
+            self._order_key is not None
+            and not self.lookup_merge
+            and all(a.max_sequence_number < b.min_sequence_number for a, b in zip(runs, runs[1:]))
+        )
+
+    def _last_rows(self, rows: pa.Table) -> pa.Table:
+        return self._last_rows_of_parts([rows])
+
+    def _last_rows_of_parts(self, parts: list[pa.Table]) -> pa.Table:
+        """Each key's last row of ``parts`` (one per run, oldest first), unless it is a retraction."""
+        key = self._order_key
+        assert key is not None  # only called when _newest_by_run_order holds
+        keys = []
+        for p in parts:
+            k = numpy_key(p.column(key))
+            assert k is not None  # a key column of a NumPy-ordered type holds no nulls
+            keys.append(k)
+        rows = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+        last = last_of_each_key(np.concatenate(keys))
+        retract = rowkind.is_retract(numpy_column(rows.column(KIND)))[last]
+        if retract.any():
+            last = last[~retract]
+        return rows.select(self.read_columns).take(pa.array(last, pa.int64()))
 
     def _mergers(
         self, columns: list[str]

@@ -171,6 +171,10 @@ class _LiveFiles:
         return _LiveFiles(snapshot.id if snapshot is not None else None, by_bucket, partition_buckets)
 
 
+#: a row's position in the buffered batches, carried through a merge that picks rows
+_POSITION = "__lake_core_position"
+
+
 @dataclass
 class _BucketBuffer:
     """One bucket's buffered rows: per write, the conformed batch (with ``_VALUE_KIND``) and the
@@ -426,26 +430,50 @@ class TableWrite:
             }
         return self._next_seq
 
+    def _picked_rows(self, buf: _BucketBuffer, start: int) -> pa.Table:
+        """The bucket's rows numbered from ``start`` and merged by an engine that picks stored rows
+        (deduplicate): the pick runs on the key, sequence and kind columns, and the wide rows are
+        gathered once, in merged order (instead of gathered, then gathered again by the merge)."""
+        engine = self.engine
+        assert engine is not None  # a primary-key table
+        tables = [t for t, _ in buf.batches]
+        whole = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+        offsets = np.cumsum([0] + [t.num_rows for t in tables[:-1]])
+        where = np.concatenate([positions + o for (_, positions), o in zip(buf.batches, offsets)])
+        narrow = _take(whole.select([c for c in engine.pick_columns() or () if c != SEQ]), where)
+        narrow = narrow.append_column(
+            pa.field(SEQ, pa.int64(), nullable=False), pa.array(np.arange(start, start + len(where), dtype=np.int64))
+        ).append_column(_POSITION, pa.array(where, pa.int64()))
+        narrow = engine.prepare_input(narrow)  # drops ignored retractions by their kind
+        chosen = pa.array(engine.pick(narrow, drop_deletes=False), pa.int64())
+        rows = whole.take(narrow[_POSITION].take(chosen))
+        return rows.append_column(pa.field(SEQ, pa.int64(), nullable=False), narrow[SEQ].take(chosen))
+
     def _flush_bucket(self, buf: _BucketBuffer) -> CommitMessage:
         partition = serialize_row(list(buf.partition), self.partition_types)
-        rows = buf.gathered()
         seqs = self._restore_sequences()
         start = seqs.get((partition, buf.bucket), 0)
-        seqs[(partition, buf.bucket)] = start + rows.num_rows
-        rows = rows.append_column(
-            pa.field(SEQ, pa.int64(), nullable=False), pa.array(np.arange(start, start + rows.num_rows, dtype=np.int64))
-        )
+        seqs[(partition, buf.bucket)] = start + buf.rows
         ppath = partition_dir(self.partition_names, buf.partition, self.store.options.partition_default_name)
         writer = DataFileWriter(self.store, ppath, buf.bucket, self.namer)
         changelog = []
         engine = self.engine
-        if engine is not None:  # a primary-key table
-            rows = engine.prepare_input(rows)
-            if rows.num_rows == 0:
-                return CommitMessage(partition, buf.bucket, self._total_buckets(buf.partition))
-            if self.store.options.changelog_producer == "input":
-                changelog = [w.meta for w in writer.write(rows, level=0, changelog=True)]
-            rows = engine.merge(rows, drop_deletes=False)
+        picks = engine is not None and engine.pick_columns() is not None
+        if picks and self.store.options.changelog_producer != "input":
+            rows = self._picked_rows(buf, start)  # merged before the wide columns are gathered
+        else:
+            rows = buf.gathered()
+            rows = rows.append_column(
+                pa.field(SEQ, pa.int64(), nullable=False),
+                pa.array(np.arange(start, start + rows.num_rows, dtype=np.int64)),
+            )
+            if engine is not None:  # a primary-key table
+                rows = engine.prepare_input(rows)
+                if self.store.options.changelog_producer == "input" and rows.num_rows:
+                    changelog = [w.meta for w in writer.write(rows, level=0, changelog=True)]
+                rows = engine.merge(rows, drop_deletes=False)
+        if engine is not None and rows.num_rows == 0:
+            return CommitMessage(partition, buf.bucket, self._total_buckets(buf.partition))
         files = [w.meta for w in writer.write(rows, level=0)]
         if self.is_pk:
             # Inline compaction, as Java's batch writer: the bucket's picker runs now and its result

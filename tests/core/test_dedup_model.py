@@ -46,3 +46,47 @@ def test_dedup_matches_dictionary_model(tmp_path_factory, commits, buckets):
                 model[k] = (s, v, op)
         got = {r["k"]: (r["s"], r["v"], r["op"]) for r in t.to_arrow().to_pylist()}
         assert got == model
+
+
+upsert = st.tuples(st.integers(-40, 40), st.one_of(st.none(), st.text(max_size=6)), st.integers(0, 9))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    commits=st.lists(st.lists(st.lists(upsert, max_size=30), min_size=1, max_size=3), min_size=2, max_size=6),
+    key_type=st.sampled_from([pa.int64(), pa.float64(), pa.date32()]),
+    batch=st.sampled_from([3, 64]),
+)
+def test_upserts_read_as_the_newest_row_of_each_key(tmp_path_factory, commits, key_type, batch):
+    """Commits without retractions: a read of overlapping files (the newest row of each key taken by
+    run order, without the system columns) returns what the dictionary model holds, whole and in
+    batches of a few rows."""
+    import datetime
+
+    def key(k):
+        return datetime.date(2024, 1, 1) + datetime.timedelta(days=k) if key_type == pa.date32() else k
+
+    schema = pa.schema([pa.field("k", key_type, nullable=False), ("s", pa.string()), ("v", pa.int64())])
+    cat = Catalog(f"file://{tmp_path_factory.mktemp('wh')}")
+    cat.create_database("db")
+    t = cat.create_table(
+        "db.t",
+        schema=schema,
+        primary_keys=["k"],
+        options={"bucket": "2", "num-sorted-run.compaction-trigger": "20", "read.batch-size": str(batch)},
+    )
+    model: dict = {}
+    for writes in commits:
+        commit_batches(
+            t,
+            writes,
+            lambda b: pa.table(
+                {"k": [key(r[0]) for r in b], "s": [r[1] for r in b], "v": [r[2] for r in b]}, schema=schema
+            ),
+        )
+        model.update({key(k): (s, v) for batch_ in writes for k, s, v in batch_})
+        whole = t.to_arrow()
+        assert {r["k"]: (r["s"], r["v"]) for r in whole.to_pylist()} == model
+        assert whole.num_rows == len(model)
+        batches = t.to_arrow_batch_reader().read_all()
+        assert batches.sort_by("k").equals(whole.sort_by("k"))
