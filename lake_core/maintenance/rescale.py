@@ -32,7 +32,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -412,11 +412,8 @@ def _routes(splits: Sequence[Split], old: int, bucket: int) -> list[_Route] | No
         return None
     if any(s.total_buckets != old or not 0 <= s.bucket < old for s in splits):
         return None
-    if old == 1:
-        # (also k-fold growth of several old buckets is routable, e.g. 2 -> 8, but there the spill
-        # runs measured less CPU and wall: both old buckets are read at once in two threads, then
-        # two new buckets written at once, where routes alternate a reading and a writing thread)
-        return [_Route((s,), tuple(range(bucket))) for s in splits]
+    if bucket % old == 0:
+        return [_Route((s,), tuple(range(s.bucket, bucket, old))) for s in splits]
     if old % bucket == 0:
         groups: dict[int, list[Split]] = {}
         for s in sorted(splits, key=lambda s: s.bucket):
@@ -497,28 +494,41 @@ def _rewrite_route(
     group_bytes = max(block // len(route.targets), min(block, 1 << 20))
     writers: dict[int, _BucketRun] = {}
     written: dict[int, list[DataFileMeta]] = {}
+    pending: dict[int, Future] = {}
+
+    def finish(b: int) -> Checksum:
+        written[b] = writers.pop(b).close()  # a writer that fails to close drops its files
+        return read_back(b, written[b])
+
+    # several new buckets are encoded in two threads (the read, merge and cut run in a third): a
+    # bucket's pieces one at a time and in order, so each stays one sorted run
+    pool = ThreadPoolExecutor(max_workers=2)
     try:
         for _r, cut in read_ahead([route], pieces, threads=1, ahead=2, background=True):
             for b, piece in cut:
                 w = writers.get(b)
                 if w is None:
                     w = writers[b] = _BucketRun(table, ppath, b, level, group_bytes)
-                w.write(piece)
-        for b in sorted(writers):
-            written[b] = writers.pop(b).close()
-        if len(written) > 1:  # the files read back two at a time
-            with ThreadPoolExecutor(max_workers=2) as pool:
-                sums = list(pool.map(lambda bf: read_back(*bf), written.items()))
-        else:
-            sums = [read_back(b, files) for b, files in written.items()]
+                if len(route.targets) == 1:  # one new bucket: written here, as it arrives
+                    w.write(piece)
+                    continue
+                prev = pending.get(b)
+                if prev is not None:
+                    prev.result()
+                pending[b] = pool.submit(w.write, piece)
+        for fut in pending.values():
+            fut.result()
         after = EMPTY
-        for got in sums:
+        for got in pool.map(finish, sorted(writers)):
             after = after + got
     except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)  # nothing writes while the files are dropped
         for w in writers.values():
             w.abort()
         _delete_files(table, route.splits[0].partition_values, written)
         raise
+    finally:
+        pool.shutdown(wait=True)
     return before[0], after, written
 
 
