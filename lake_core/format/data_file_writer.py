@@ -22,7 +22,12 @@ from lake_core.format.avro_file import write_avro
 from lake_core.format.conform import as_arrow_fields, conform_table
 from lake_core.format.file_format import check_format
 from lake_core.format.orc_file import write_orc
-from lake_core.format.parquet_file import declare_int96_options, parquet_row_group_rows, parquet_write_options
+from lake_core.format.parquet_file import (
+    DictionaryChoice,
+    declare_int96_options,
+    parquet_row_group_rows,
+    parquet_write_options,
+)
 from lake_core.format.parquet_int96 import to_int96_columns, write_declaring_int96
 
 #: Arrow bytes per encoded-byte guess for formats encoded at close (zstd on typical tables).
@@ -45,12 +50,14 @@ class DataFileStreamWriter:
         *,
         compression: str = "zstd",
         options: Mapping[str, str] = {},
+        dictionary: DictionaryChoice | None = None,
     ):
         self.fmt = check_format(fmt)
         self._fields = as_arrow_fields(fields)
         self._sink = sink
         self._compression = compression
         self._options = dict(options or {})
+        self._dictionary = dictionary  # Parquet: dictionary columns shared with the write's other files
         self._row_group_rows = parquet_row_group_rows(self._options) if self.fmt == "parquet" else None
         self._pq: pq.ParquetWriter | None = None  # opened on the first chunk
         self._int96_paths: set[str] = set()
@@ -86,7 +93,7 @@ class DataFileStreamWriter:
         return self._pq
 
     def _open_parquet(self, first: pa.Table, int96_paths: set[str]) -> None:
-        kw = parquet_write_options(first, self._compression, self._options)
+        kw = parquet_write_options(first, self._compression, self._options, self._dictionary)
         sink = self._sink
         if int96_paths:
             # TIMESTAMP(7..9): the footer is rewritten at close, so the file is encoded into memory

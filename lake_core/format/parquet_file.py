@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import os
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 
 import pyarrow as pa
@@ -28,6 +29,7 @@ from lake_core.option_values import LONG_RANGE, parse_bool, parse_int, parse_mem
 from lake_core.types import is_nested
 
 __all__ = [
+    "DictionaryChoice",
     "parquet_write_options",
     "declare_int96_options",
     "parquet_row_group_rows",
@@ -101,8 +103,34 @@ def _stored_key_of(name: str, names: set[str]) -> str | None:
     return value if value in names else None
 
 
-def parquet_write_options(table: pa.Table, compression: str = "zstd", options: Mapping[str, str] = {}) -> dict:
-    """The keyword arguments lake_core passes to ``pyarrow.parquet.ParquetWriter``."""
+class DictionaryChoice:
+    """Which columns get dictionary pages, sampled from the first file's rows and kept for the
+    other files of one write: the buckets of a write share their data's shape, and sampling each
+    small file's columns again measured about 6 ms of a 200k-row, 4-bucket write's 50 ms (the
+    sampling holds the interpreter while the other bucket encodes)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._chosen: dict[tuple[str, ...], list[str]] = {}  # by the file's column names
+
+    def columns(self, table: pa.Table) -> list[str]:
+        names = tuple(table.schema.names)
+        with self._lock:
+            chosen = self._chosen.get(names)
+            if chosen is None:
+                chosen = self._chosen[names] = _dictionary_columns(table)
+            return chosen
+
+
+def parquet_write_options(
+    table: pa.Table,
+    compression: str = "zstd",
+    options: Mapping[str, str] = {},
+    dictionary: DictionaryChoice | None = None,
+) -> dict:
+    """The keyword arguments lake_core passes to ``pyarrow.parquet.ParquetWriter``; ``dictionary``:
+    the choice of dictionary columns shared by the files of one write (default: sampled from
+    ``table``)."""
     options = options or {}
     codec, level = choose_codec("parquet", compression, options)
     page_key = "parquet.page.size" if "parquet.page.size" in options else "page-size"
@@ -113,7 +141,7 @@ def parquet_write_options(table: pa.Table, compression: str = "zstd", options: M
     if dict_opt is not None and not parse_bool("parquet.enable.dictionary", dict_opt):
         use_dict = False
     else:
-        use_dict = _dictionary_columns(table)
+        use_dict = dictionary.columns(table) if dictionary is not None else _dictionary_columns(table)
         if not use_dict:
             use_dict = False
     kw = dict(

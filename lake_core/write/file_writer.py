@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 
 from lake_core.format.binary_row.writer import EMPTY_ROW, serialize_row
 from lake_core.format.data_file_writer import DataFileStreamWriter
+from lake_core.format.parquet_file import DictionaryChoice
 from lake_core.format.stats import StatsAccumulator, parse_stats_mode
 from lake_core.kv import rowkind
 from lake_core.kv.system_fields import KIND, SEQ
@@ -40,8 +41,18 @@ class WrittenFile:
 class DataFileWriter:
     """Writes files for one (partition, bucket) of one table."""
 
-    def __init__(self, store: FileStore, partition_path: str, bucket: int, namer: FileNamer):
+    def __init__(
+        self,
+        store: FileStore,
+        partition_path: str,
+        bucket: int,
+        namer: FileNamer,
+        *,
+        dictionary: DictionaryChoice | None = None,
+    ):
+        """``dictionary``: the Parquet dictionary columns shared by the files of one write."""
         self.store = store
+        self.dictionary = dictionary
         self.bucket_dir = store.paths.bucket_dir(partition_path, bucket)
         self.namer = namer
         schema = store.schema
@@ -113,7 +124,12 @@ class _OpenFile:
         self.name, self.path = name, path
         self.out = w.store.fileio.open_output(path)
         self.encoder = DataFileStreamWriter(
-            w.file_fields, w.fmt, self.out.stream, compression=opts.file_compression, options=opts.raw
+            w.file_fields,
+            w.fmt,
+            self.out.stream,
+            compression=opts.file_compression,
+            options=opts.raw,
+            dictionary=w.dictionary,
         )
         self.key_stats = StatsAccumulator(w.key_names, w.key_modes)
         self.value_stats = StatsAccumulator(w.stats_cols, w.value_modes)

@@ -17,6 +17,7 @@ from lake_core.bucket.dynamic import DynamicBucketAssigner
 from lake_core.commit.messages import CommitMessage
 from lake_core.errors import InvalidDataError, InvalidOptionError, SchemaMismatchError
 from lake_core.format.binary_row.writer import serialize_row
+from lake_core.format.parquet_file import DictionaryChoice
 from lake_core.kv import rowkind
 from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.manifest.metadata import DataFileMeta
@@ -239,6 +240,7 @@ class TableWrite:
         self._base: Snapshot | None = None
         self._live: _LiveFiles | None = None  # at the first base: sequence numbers and bucket counts
         self._live_now: _LiveFiles | None = None  # at the base once it moved: what inline compaction sees
+        self._dictionary: DictionaryChoice | None = None  # Parquet dictionary columns of this commit's files
 
     # -- input ----------------------------------------------------------------------------------
     def write_arrow(self, data: Any) -> None:
@@ -455,7 +457,7 @@ class TableWrite:
         start = seqs.get((partition, buf.bucket), 0)
         seqs[(partition, buf.bucket)] = start + buf.rows
         ppath = partition_dir(self.partition_names, buf.partition, self.store.options.partition_default_name)
-        writer = DataFileWriter(self.store, ppath, buf.bucket, self.namer)
+        writer = DataFileWriter(self.store, ppath, buf.bucket, self.namer, dictionary=self._dictionary)
         changelog = []
         engine = self.engine
         picks = engine is not None and engine.pick_columns() is not None
@@ -523,6 +525,7 @@ class TableWrite:
         # Parquet encoding and zstd release the GIL: two threads use both cores. HASH index files
         # (dynamic mode) are written alongside, with their own file namer.
         index_changes = None
+        self._dictionary = DictionaryChoice()  # the buckets of this commit share one sampling
         with ThreadPoolExecutor(max_workers=min(2, len(buffers) + (self._dynamic is not None))) as pool:
             if self._dynamic is not None:
                 index_changes = pool.submit(self._dynamic.prepare_commit, FileNamer())
