@@ -170,8 +170,12 @@ def hash_rows(columns: Sequence[Any], types: Sequence[pa.DataType]) -> np.ndarra
 def bucket_of_hashes(hashes: np.ndarray, num_buckets: int) -> np.ndarray:
     """Java ``Math.abs(hash % numBuckets)`` (``%`` truncates toward zero) as int32."""
     _check_num_buckets(num_buckets)
-    h = np.asarray(hashes, dtype=np.int32).astype(np.int64)
-    return np.abs(np.fmod(h, num_buckets)).astype(np.int32)
+    # |h % n| = |h| % n; |h| as unsigned 32 bits, so |INT_MIN| (which wraps to INT_MIN) reads 2**31,
+    # and the unsigned remainder (a mask for a power of two) costs a tenth of a signed 64-bit fmod
+    magnitude = np.abs(np.asarray(hashes, dtype=np.int32)).view(np.uint32)
+    n = np.uint32(num_buckets)
+    rest = magnitude & (n - np.uint32(1)) if num_buckets & (num_buckets - 1) == 0 else magnitude % n
+    return rest.view(np.int32)
 
 
 def _check_num_buckets(num_buckets: int) -> None:

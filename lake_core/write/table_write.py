@@ -294,12 +294,18 @@ class TableWrite:
         groups = nb * len(pvalues)
         small = np.uint8 if groups <= 1 << 8 else np.uint16 if groups <= 1 << 16 else None
         order = np.argsort(gid if small is None else gid.astype(small), kind="stable")
-        sorted_gid = gid[order]
-        cuts = np.flatnonzero(np.diff(sorted_gid)) + 1
-        starts = np.concatenate([[0], cuts])
-        ends = np.concatenate([cuts, [len(order)]])
-        for s, e in zip(starts.tolist(), ends.tolist()):
-            g = int(sorted_gid[s])
+        # each group's rows are one slice of ``order``: its bounds from the group sizes
+        if small is not None:
+            counts = np.bincount(gid, minlength=groups)
+            present = np.flatnonzero(counts)
+            sizes = counts[present]
+        else:  # too many groups to count them all: from the sorted group ids
+            sorted_gid = gid[order]
+            firsts = np.flatnonzero(np.concatenate([[True], sorted_gid[1:] != sorted_gid[:-1]]))
+            present = sorted_gid[firsts]
+            sizes = np.diff(np.append(firsts, len(order)))
+        ends = np.cumsum(sizes)
+        for g, s, e in zip(present.tolist(), (ends - sizes).tolist(), ends.tolist()):
             pv, b = pvalues[g // nb], g % nb
             buf = self.buffers.get((pv, b))
             if buf is None:

@@ -90,6 +90,16 @@ def test_bucket_of_hashes_java_semantics():
     assert bucket_of_hashes(hashes, 3).dtype == np.int32
 
 
+@given(
+    hashes=st.lists(st.integers(I32_MIN, I32_MAX), min_size=1, max_size=50),
+    n=st.one_of(st.integers(1, 64), st.integers(1, I32_MAX), st.sampled_from([2**k for k in range(31)])),
+)
+def test_bucket_of_hashes_is_javas_abs_of_the_truncated_remainder(hashes, n):
+    quotients = [-(-h // n) if h < 0 else h // n for h in hashes]  # Java's / truncates toward zero
+    java = [abs(h - n * q) for h, q in zip(hashes, quotients)]
+    assert bucket_of_hashes(np.array(hashes, np.int32), n).tolist() == java
+
+
 @pytest.mark.parametrize("n", [0, -1, 2**31, 1.5, True])
 def test_invalid_bucket_count(n):
     with pytest.raises(InvalidOptionError, match="bucket"):
