@@ -2,7 +2,7 @@
 shape of a bucket read between compactions: a top level, and the recent commits above it).
 
 Only the keys the small runs hold can have more than one row. So the large run's rows with those
-keys are merged with the small runs' rows through the merge engine; every other row of the large
+keys are picked among the small runs' rows by the merge engine; every other row of the large
 run is the only row of its key and stays as it is (an engine whose run is already merged,
 ``run_is_merged``), retractions dropped. Both sequences are sorted by key, so they are interleaved
 by binary search, and the result is gathered in one ``take``: no sort of the large run, and no
@@ -24,14 +24,10 @@ from lake_core.kv import rowkind
 from lake_core.kv.system_fields import KIND
 from lake_core.merge.sort import numpy_column, numpy_key
 
-#: the small runs together hold at most this share of the large run's rows: above about 12% the
-#: full merge (a stable sort that merges the presorted runs, then one gather) costs less CPU than
-#: the probe, the merge of the overlap and the gather of the large run together (measured with one
-#: and with four small runs beside a 250k-row run)
-_SMALL_SHARE = 0.1
-#: the same for :func:`sparse_pick`, whose full merge (a pick on the key, sequence and kind columns
-#: only, then one gather) is cheaper: the probe pays off below about 4% (measured beside a
-#: 250k-row run: 5.9 against 7.2 ms CPU at 0.5%, 7.4 against 6.8 at 5%, 12.5 against 8.1 at 10%)
+#: the small runs together hold at most this share of the large run's rows: above, the full merge (a
+#: pick on the key, sequence and kind columns only, then one gather) costs less; the probe pays off
+#: below about 4% (measured beside a 250k-row run: 5.9 against 7.2 ms CPU at 0.5%, 7.4 against 6.8
+#: at 5%, 12.5 against 8.1 at 10%)
 _PICK_SMALL_SHARE = 0.03
 
 
@@ -56,41 +52,6 @@ def _probe(parts: Sequence[pa.Table], key: str, small_share: float) -> tuple[int
     at = np.searchsorted(big_keys, probe)
     inside = at < len(big_keys)
     return big_i, big_keys, _distinct_sorted(at[inside][big_keys[at[inside]] == probe[inside]])
-
-
-def sparse_merge(parts: Sequence[pa.Table], key: str, merge: Callable[[pa.Table], pa.Table]) -> pa.Table | None:
-    """The merged rows of ``parts`` (runs oldest first, each sorted by ``key``), as ``merge`` of
-    their concatenation would give them with retractions dropped; None when this shape does not
-    apply (the caller merges the whole chunk)."""
-    probed = _probe(parts, key, _SMALL_SHARE)
-    if probed is None:
-        return None
-    big_i, big_keys, hits = probed
-    big = parts[big_i]
-
-    # the keys several runs hold, merged by the engine (the large run's rows in its place, so the
-    # runs stay oldest first)
-    overlap = [big.take(pa.array(hits)) if i == big_i else p for i, p in enumerate(parts)]
-    merged = merge(pa.concat_tables(overlap))
-    merged_keys = numpy_key(merged.column(key)) if merged.num_rows else big_keys[:0]
-    if merged_keys is None:
-        return None
-
-    alone = np.ones(big.num_rows, dtype=bool)
-    alone[hits] = False
-    alone &= ~rowkind.is_retract(big.column(KIND).to_numpy())
-    keep = np.flatnonzero(alone)
-    # merged keys never equal a kept key (those are the hits), so where they go is unambiguous
-    slots = np.searchsorted(big_keys[keep], merged_keys) + np.arange(len(merged_keys))
-    from_merged = np.zeros(len(keep) + len(merged_keys), dtype=bool)
-    from_merged[slots] = True
-    order = np.empty(len(from_merged), dtype=np.int64)
-    order[from_merged] = big.num_rows + np.arange(len(merged_keys))
-    order[~from_merged] = keep
-    if merged.schema != big.schema:
-        merged = merged.select(big.column_names).cast(big.schema)
-    both = pa.concat_tables([big, merged])
-    return both.take(pa.array(order))
 
 
 def sparse_pick(
@@ -158,4 +119,4 @@ def _distinct_sorted(positions: np.ndarray) -> np.ndarray:
     return positions[keep]
 
 
-__all__ = ["sparse_merge", "sparse_pick"]
+__all__ = ["sparse_pick"]

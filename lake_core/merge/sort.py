@@ -60,6 +60,19 @@ def numpy_key(col: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
     return None
 
 
+def numpy_orderable(t: pa.DataType) -> bool:
+    """Whether :func:`numpy_key` maps a null-free column of type ``t`` to NumPy values in Java's
+    order (the types a key column's order can be taken from without Arrow's comparator)."""
+    return (
+        pa.types.is_integer(t)
+        or pa.types.is_boolean(t)
+        or (pa.types.is_floating(t) and t.bit_width in (32, 64))
+        or pa.types.is_date(t)
+        or pa.types.is_timestamp(t)
+        or pa.types.is_time(t)
+    )
+
+
 #: below this many rows the sort is cheap whatever it does
 _RADIX_MIN_ROWS = 4096
 #: an integer key spanning fewer bits is sorted by 16-bit digits (at most three passes; a fourth

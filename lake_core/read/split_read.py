@@ -26,11 +26,11 @@ from lake_core.kv.rowkind import SHORT_STRINGS
 from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.lsm.levels import Levels, key_decoder
 from lake_core.lsm.merge_stream import merge_sorted_runs
-from lake_core.lsm.sparse_merge import sparse_merge, sparse_pick
+from lake_core.lsm.sparse_merge import sparse_pick
 from lake_core.manifest.metadata import DataFileMeta, IndexManifestEntry
 from lake_core.merge.base import drop_retracts
 from lake_core.merge.lookup_merge import LEVEL, needs_lookup_merge, newest_high_level_mask, with_level
-from lake_core.merge.sort import last_of_each_key, numpy_column, numpy_key
+from lake_core.merge.sort import last_of_each_key, numpy_column, numpy_key, numpy_orderable
 from lake_core.read.columns import check_read_columns
 from lake_core.read.diff import diff_rows
 from lake_core.read.evolution import iter_evolved, read_evolved
@@ -61,18 +61,6 @@ def with_row_kind(rows: pa.Table, kinds: pa.ChunkedArray | pa.Array | None) -> p
 
 
 _KIND_STRINGS = pa.array(SHORT_STRINGS, pa.string())
-
-
-def _numpy_ordered(t: pa.DataType) -> bool:
-    """Key types :func:`numpy_key` maps to NumPy values in Java's order (keys hold no nulls)."""
-    return (
-        pa.types.is_integer(t)
-        or pa.types.is_boolean(t)
-        or pa.types.is_floating(t)
-        or pa.types.is_date(t)
-        or pa.types.is_timestamp(t)
-        or pa.types.is_time(t)
-    ) and not pa.types.is_float16(t)
 
 
 class SplitRead:
@@ -134,7 +122,7 @@ class SplitRead:
             if engine is not None
             and engine.newest_row_wins
             and len(self.key_names) == 1
-            and _numpy_ordered(schema.arrow_schema().field(self.key_names[0]).type)
+            and numpy_orderable(schema.arrow_schema().field(self.key_names[0]).type)
             else None
         )
 
@@ -393,8 +381,8 @@ class SplitRead:
         assert engine is not None  # only a primary-key table's runs are merged
         pick_columns = None if self.lookup_merge else engine.pick_columns()
         key = self.sparse_key if not self.keep_deletes else None  # it drops the large run's retractions
-        if pick_columns is None:
-            return self._merge, ((lambda parts: sparse_merge(parts, key, self._merge)) if key is not None else None)
+        if pick_columns is None:  # an engine that combines rows, or a lookup merge
+            return self._merge, None
         drop_deletes = not self.keep_deletes
 
         def pick(rows: pa.Table) -> np.ndarray:

@@ -1,5 +1,5 @@
-"""A large sorted run merged with a few small ones touches only the keys the small runs hold: the
-rows equal a full merge (the newest row of each key, retractions dropped, in key order), for any
+"""A large sorted run merged with a few small ones touches only the keys the small runs hold (the
+sparse pick of reads that keep row kinds): the rows equal a full merge (the newest row of each key, retractions dropped, in key order), for any
 retractions, new keys, keys repeated across the small runs, and float keys in Java's order."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from lake_core import Catalog
 from lake_core.format.float_order import java_order_key
 from lake_core.kv.system_fields import KIND, SEQ
-from lake_core.lsm.sparse_merge import sparse_merge, sparse_pick
+from lake_core.lsm.sparse_merge import sparse_pick
 from lake_core.read.split_read import SplitRead
 
 
@@ -68,15 +68,6 @@ def _parts(data, values, key_type):
     return smalls[:at] + [big] + smalls[at:]
 
 
-@settings(max_examples=150, deadline=None)
-@given(data=st.data())
-def test_sparse_merge_equals_the_full_merge_for_integer_keys(data):
-    parts = _parts(data, st.integers(-50, 50), pa.int64())
-    got = sparse_merge(parts, "k", newest_per_key)
-    assert got is not None  # a large run holding each key once, and small runs of <= a tenth of it
-    assert got.to_pylist() == newest_per_key(pa.concat_tables(parts)).to_pylist()
-
-
 def newest_positions(rows: pa.Table) -> np.ndarray:
     """The reference pick: the positions of :func:`newest_per_key`'s rows, in its order."""
     best: dict = {}
@@ -98,30 +89,33 @@ def test_sparse_pick_gathers_the_rows_of_the_full_merge(data):
 
 @settings(max_examples=100, deadline=None)
 @given(data=st.data())
-def test_sparse_merge_orders_float_keys_as_java(data):
+def test_sparse_pick_orders_float_keys_as_java(data):
     # -0.0 and 0.0 are two keys, every NaN one key that sorts last
     values = st.one_of(
         st.sampled_from([-0.0, 0.0, float("nan"), float("inf"), float("-inf")]), st.floats(-100, 100, allow_nan=False)
     )
     parts = _parts(data, values, pa.float64())
-    got = sparse_merge(parts, "k", newest_per_key)
+    got = sparse_pick(parts, "k", newest_positions, ["k", SEQ, KIND], ["k", "v"], small_share=0.1)
     assert got is not None
-    want = newest_per_key(pa.concat_tables(parts))
+    want = newest_per_key(pa.concat_tables(parts)).select(["k", "v"])
     assert [java_order_key((v,)) for v in got["k"].to_pylist()] == [java_order_key((v,)) for v in want["k"].to_pylist()]
     assert got.drop_columns(["k"]).to_pylist() == want.drop_columns(["k"]).to_pylist()
 
 
 def test_shapes_it_does_not_apply_to_are_left_to_the_full_merge():
+    def pick(parts):
+        return sparse_pick(parts, "k", newest_positions, ["k", SEQ, KIND], ["k"], small_share=0.1)
+
     big = _run(list(range(40)), list(range(40)), [0] * 40, pa.int64())
-    assert sparse_merge([big], "k", newest_per_key) is None  # nothing to merge with
+    assert pick([big]) is None  # nothing to merge with
     half = _run(list(range(0, 40, 2)), list(range(100, 120)), [0] * 20, pa.int64())
-    assert sparse_merge([big, half], "k", newest_per_key) is None  # the small runs are not small
+    assert pick([big, half]) is None  # the small runs are not small
     twice = _run([1, 1] + list(range(2, 40)), list(range(40)), [0] * 40, pa.int64())
-    assert sparse_merge([twice, half.slice(0, 2)], "k", newest_per_key) is None  # a key stored twice
+    assert pick([twice, half.slice(0, 2)]) is None  # a key stored twice
     strings = pa.table(
         {"k": [str(i) for i in range(40)], SEQ: pa.array(range(40), pa.int64()), KIND: pa.array([0] * 40, pa.int8())}
     )
-    assert sparse_merge([strings, strings.slice(0, 2)], "k", newest_per_key) is None  # not NumPy-ordered
+    assert pick([strings, strings.slice(0, 2)]) is None  # not NumPy-ordered
 
 
 def test_a_table_between_compactions_reads_as_the_model_through_the_run_order_merge(warehouse, monkeypatch):
