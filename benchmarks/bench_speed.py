@@ -1,8 +1,9 @@
 """The speed guard (issue 28): write, update, cold merged read and rescale of this checkout beside
 "the commit before" (a git ref, run from a temporary worktree), pypaimon 2.1 native, and pyarrow
 alone (the Parquet write/read ceiling of the same rows on the same two threads). Every step runs in
-a fresh process (``benchmarks/speed_worker.py``); the systems alternate run by run, so load on a
-shared machine falls on all of them alike. Prints medians, ranges and ratios, and the load average.
+a fresh process (``benchmarks/speed_worker.py``); the systems alternate run by run, a different one
+first each round, so load on a shared machine falls on all of them alike. Prints medians, ranges
+and ratios, the CPU seconds of each step (user + system, every thread), and the load average.
 Nothing here asserts a time.
 
 Workloads: 1M rows (``id BIGINT`` key + 4 values, bucket 4) then 200k updates, then the first
@@ -83,7 +84,8 @@ def main(argv=None) -> None:
                 rescale_src[s] = tmp / f"rescale-src-{s}"
                 _run(py, trees[s], "lake_core", "rescale-build", rescale_src[s], args.rescale_rows)
         for i in range(args.runs):
-            for s in systems:
+            # a different system first each round: the first of a round measured slower at times
+            for s in systems[i % len(systems) :] + systems[: i % len(systems)]:
                 wh = tmp / f"{s}-{i}"
                 if s in trees:
                     out = _run(py, trees[s], "lake_core", "build", wh, args.rows, args.updates)
@@ -148,6 +150,14 @@ def _report(results: dict[str, list[dict]], args) -> None:
                 continue
             med[s][p] = statistics.median(vals)
             cells.append(f"{f'{med[s][p] / 1e6:.2f}M ({min(vals) / 1e6:.2f}-{max(vals) / 1e6:.2f})':>36}")
+        print(f"{s:<17}" + "".join(cells))
+    print()
+    print(f"{'CPU s (median)':<17}" + "".join(f"{p:>12}" for p, _ in PHASES))
+    for s, runs in results.items():
+        cells = []
+        for p, _ in PHASES:
+            vals = [o["cpu_" + p] for o in runs if "cpu_" + p in o]
+            cells.append(f"{statistics.median(vals):>12.3f}" if vals else f"{'n/a':>12}")
         print(f"{s:<17}" + "".join(cells))
     cur = med.get("current", {})
     for other in ("before", "pypaimon-native", "pyarrow"):

@@ -16,10 +16,31 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import resource
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class _Step:
+    """Times one step: its wall seconds under ``name`` and the process's CPU seconds (user +
+    system, every thread) under ``cpu_<name>``."""
+
+    def __init__(self, out: dict, name: str):
+        self.out, self.name = out, name
+
+    def __enter__(self):
+        self.cpu, self.wall = _cpu(), time.perf_counter()
+
+    def __exit__(self, *exc):
+        self.out[self.name] = time.perf_counter() - self.wall
+        self.out["cpu_" + self.name] = _cpu() - self.cpu
+
+
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 
 
 def _workload():
@@ -41,15 +62,17 @@ def lake_core(step: str, wh: str, rows: int, updates: int) -> dict:
         cat = Catalog(f"file://{wh}")
         cat.create_database("db")
         t = cat.create_table("db.t", schema=w.SCHEMA, primary_keys=["id"], options={"bucket": "4"})
-        t0 = time.perf_counter()
-        t.write_arrow(data)
-        t1 = time.perf_counter()
-        t.write_arrow(upd)
-        return {"write": t1 - t0, "update": time.perf_counter() - t1}
+        out: dict = {}
+        with _Step(out, "write"):
+            t.write_arrow(data)
+        with _Step(out, "update"):
+            t.write_arrow(upd)
+        return out
     if step == "read":
-        t0 = time.perf_counter()
-        n = Catalog(f"file://{wh}").get_table("db.t").to_arrow().num_rows
-        return {"read": time.perf_counter() - t0, "read_rows": n}
+        out = {}
+        with _Step(out, "read"):
+            out["read_rows"] = Catalog(f"file://{wh}").get_table("db.t").to_arrow().num_rows
+        return out
     if step == "rescale-build":
         import numpy as np
 
@@ -81,9 +104,10 @@ def lake_core(step: str, wh: str, rows: int, updates: int) -> dict:
         import polars  # noqa: F401 - before the clock: the rescale's checksums need it (~0.3 s to import)
 
         t = Catalog(f"file://{wh}").get_table("db.t")
-        t0 = time.perf_counter()
-        r = t.maintenance.rescale(bucket=8)
-        return {"rescale": time.perf_counter() - t0, "rescale_rows": r.rows}
+        out = {}
+        with _Step(out, "rescale"):
+            out["rescale_rows"] = t.maintenance.rescale(bucket=8).rows
+        return out
     raise SystemExit(f"unknown step {step}")
 
 
@@ -107,21 +131,21 @@ def pypaimon(step: str, wh: str, rows: int, updates: int) -> dict:
         t = cat.get_table("db.t")
         out = {}
         for phase, batch in (("write", data), ("update", upd)):
-            t0 = time.perf_counter()
-            wb = t.new_batch_write_builder()
-            wr = wb.new_write()
-            wr.write_arrow(batch)
-            c = wb.new_commit()
-            c.commit(wr.prepare_commit())
-            wr.close()
-            c.close()
-            out[phase] = time.perf_counter() - t0
+            with _Step(out, phase):
+                wb = t.new_batch_write_builder()
+                wr = wb.new_write()
+                wr.write_arrow(batch)
+                c = wb.new_commit()
+                c.commit(wr.prepare_commit())
+                wr.close()
+                c.close()
         return out
     if step == "read":
-        t0 = time.perf_counter()
-        rb = cat.get_table("db.t").new_read_builder()
-        n = rb.new_read().to_arrow(rb.new_scan().plan().splits()).num_rows
-        return {"read": time.perf_counter() - t0, "read_rows": n}
+        out = {}
+        with _Step(out, "read"):
+            rb = cat.get_table("db.t").new_read_builder()
+            out["read_rows"] = rb.new_read().to_arrow(rb.new_scan().plan().splits()).num_rows
+        return out
     return {}  # no rescale in pypaimon
 
 
@@ -144,16 +168,16 @@ def pyarrow_alone(step: str, wh: str, rows: int, updates: int) -> dict:
         def write(i: int) -> None:
             pq.write_table(parts[i], paths[i], compression="zstd", compression_level=1)
 
-        t0 = time.perf_counter()
-        with ThreadPoolExecutor(2) as pool:
+        out: dict = {}
+        with _Step(out, "write"), ThreadPoolExecutor(2) as pool:
             list(pool.map(write, range(4)))
-        return {"write": time.perf_counter() - t0}
+        return out
     if step == "read":
         pa.array([0])  # before the clock, as in the lake_core worker: pyarrow's first array imports pandas
-        t0 = time.perf_counter()
-        with ThreadPoolExecutor(2) as pool:
-            n = sum(t.num_rows for t in pool.map(pq.read_table, paths))
-        return {"read": time.perf_counter() - t0, "read_rows": n}
+        out = {}
+        with _Step(out, "read"), ThreadPoolExecutor(2) as pool:
+            out["read_rows"] = sum(t.num_rows for t in pool.map(pq.read_table, paths))
+        return out
     return {}
 
 
