@@ -531,7 +531,8 @@ class TableWrite:
         # Parquet encoding and zstd release the GIL: two threads use both cores. HASH index files
         # (dynamic mode) are written alongside, with their own file namer.
         index_changes = None
-        self._dictionary = DictionaryChoice()  # the buckets of this commit share one sampling
+        # the buckets of this commit share one sampling, of the first rows buffered
+        self._dictionary = DictionaryChoice(buffers[0].batches[0][0])
         with ThreadPoolExecutor(max_workers=min(2, len(buffers) + (self._dynamic is not None))) as pool:
             if self._dynamic is not None:
                 index_changes = pool.submit(self._dynamic.prepare_commit, FileNamer())

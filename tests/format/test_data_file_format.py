@@ -562,8 +562,9 @@ def test_damaged_avro_block_fails_the_stream_naming_the_file(damage, tmp_path):
 
 
 def test_the_files_of_one_write_share_one_dictionary_choice():
-    """The buckets of one write are sampled once: a later file keeps the first file's choice
-    (an encoding choice only: its rows read back the same)."""
+    """The files of one write follow one sampling, of the write's rows: a file whose own rows
+    would not get a dictionary still gets one (an encoding choice only: its rows read back the
+    same)."""
     from lake_core.format.parquet_file import DictionaryChoice
 
     n = 20_000
@@ -571,7 +572,7 @@ def test_the_files_of_one_write_share_one_dictionary_choice():
     distinct = pa.table({"s": pa.array([f"name-{i}" for i in range(n)]), "v": pa.array(range(n), pa.int64())})
     from lake_core.format.data_file_writer import DataFileStreamWriter
 
-    choice = DictionaryChoice()
+    choice = DictionaryChoice(repeated)
 
     def write(t: pa.Table) -> bytes:
         sink = io.BytesIO()
@@ -583,7 +584,7 @@ def test_the_files_of_one_write_share_one_dictionary_choice():
     raws = [write(t) for t in (repeated, distinct)]
     for raw, t in zip(raws, (repeated, distinct)):
         f = pq.ParquetFile(io.BytesIO(raw))
-        assert f.metadata.row_group(0).column(0).has_dictionary_page  # "s": as the first file decided
+        assert f.metadata.row_group(0).column(0).has_dictionary_page  # "s": as the sample decided
         assert f.read().equals(t)
     alone = pq.ParquetFile(io.BytesIO(_write(distinct, list(distinct.schema), "parquet"))).metadata.row_group(0)
     assert not alone.column(0).has_dictionary_page  # sampled by itself, it gets plain pages
