@@ -25,6 +25,17 @@ NATIVE = {
 }
 
 
+def write_commit(table, data) -> None:
+    """One batch write and commit of ``data`` through pypaimon's builder API."""
+    wb = table.new_batch_write_builder()
+    w = wb.new_write()
+    w.write_arrow(data)
+    c = wb.new_commit()
+    c.commit(w.prepare_commit())
+    w.close()
+    c.close()
+
+
 def one_run(base: str, rows, upd, native: bool, i: int) -> dict:
     wh = os.path.join(base, f"wh{i}")
     catalog = CatalogFactory.create({"warehouse": f"file://{wh}"})
@@ -35,13 +46,7 @@ def one_run(base: str, rows, upd, native: bool, i: int) -> dict:
     out = {}
     for phase, data in (("write", rows), ("update", upd)):
         t0 = time.perf_counter()
-        wb = table.new_batch_write_builder()
-        w = wb.new_write()
-        w.write_arrow(data)
-        c = wb.new_commit()
-        c.commit(w.prepare_commit())
-        w.close()
-        c.close()
+        write_commit(table, data)
         out[phase] = time.perf_counter() - t0
     t0 = time.perf_counter()
     rb = table.new_read_builder()

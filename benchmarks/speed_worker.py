@@ -114,31 +114,20 @@ def lake_core(step: str, wh: str, rows: int, updates: int) -> dict:
 def pypaimon(step: str, wh: str, rows: int, updates: int) -> dict:
     import pypaimon_rust  # noqa: F401 - the native engine must be there: without it pypaimon silently runs pure Python
     from pypaimon import CatalogFactory, Schema
+    from pypaimon_worker import NATIVE, write_commit  # the worker beside this file, in the same venv
 
-    native = {
-        "write.native.enabled": "true",
-        "read.native.enabled": "true",
-        "commit.native.enabled": "true",
-        "scan.native-plan.enabled": "true",
-    }
     cat = CatalogFactory.create({"warehouse": f"file://{wh}"})
     if step == "build":
         w = _workload()
         data, upd = w.initial(rows), w.updates(rows, updates)
         cat.create_database("db", True)
-        opts = {"bucket": "4", **native}
+        opts = {"bucket": "4", **NATIVE}
         cat.create_table("db.t", Schema.from_pyarrow_schema(w.SCHEMA, primary_keys=["id"], options=opts), False)
         t = cat.get_table("db.t")
         out = {}
         for phase, batch in (("write", data), ("update", upd)):
             with _Step(out, phase):
-                wb = t.new_batch_write_builder()
-                wr = wb.new_write()
-                wr.write_arrow(batch)
-                c = wb.new_commit()
-                c.commit(wr.prepare_commit())
-                wr.close()
-                c.close()
+                write_commit(t, batch)
         return out
     if step == "read":
         out = {}
