@@ -26,7 +26,7 @@ import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from lake_core.errors import InvalidOptionError
 from lake_core.io.lru import WeightedLru
@@ -74,7 +74,7 @@ class ManifestCache:
 
     def lookup(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], CachedFile]:
         """The cached files among ``keys`` (not yet checked against the storage)."""
-        return self._lru.peek(keys)  # type: ignore[return-value]
+        return cast("dict[tuple[str, str], CachedFile]", self._lru.peek(keys))
 
     def record(self, *, hits: int, misses: int) -> None:
         with self._lock:

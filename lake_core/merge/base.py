@@ -72,8 +72,9 @@ class MergeEngine(ABC):
     @property
     def newest_row_wins(self) -> bool:
         """Whether a key's merged row is simply its newest stored row (no sequence field, no
-        combining): of runs whose sequence ranges do not interleave and that hold no retraction, a
-        read can then take each key's last row in run order without reading the system columns."""
+        combining): of runs whose sequence ranges do not interleave, a read can then take each
+        key's last row in run order (dropped if it is a retraction) without reading
+        ``_SEQUENCE_NUMBER``."""
         return False
 
     def __init__(self, ctx: MergeContext):

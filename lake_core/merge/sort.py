@@ -154,11 +154,7 @@ def _one_key_groups(rows: pa.Table, key_column: str) -> tuple[np.ndarray, np.nda
     key = numpy_key(rows[key_column])
     if key is None:
         return None
-    order = stable_argsort(key)
-    ks = key[order]
-    new = np.empty(len(ks), dtype=bool)
-    new[0] = True
-    np.not_equal(ks[1:], ks[:-1], out=new[1:])
+    order, new = _key_groups(key)
     repeat = np.flatnonzero(~new[1:])  # sorted row i + 1 has the key of sorted row i
     if len(repeat):  # a key held more than once: its rows must be in sequence order
         # only the repeated rows' sequence numbers are gathered, not the column
@@ -175,11 +171,7 @@ def last_rows(rows: pa.Table, key_columns: tuple[str, ...]) -> np.ndarray:
     if len(key_columns) == 1 and rows.num_rows:
         fast = _one_key_groups(rows, key_columns[0])
         if fast is not None:
-            order, new = fast
-            last = np.empty_like(new)
-            last[:-1] = new[1:]
-            last[-1] = True
-            return order[last]
+            return _group_lasts(*fast)
     return group_rows(rows, key_columns).last
 
 
@@ -188,11 +180,24 @@ def last_of_each_key(key: np.ndarray) -> np.ndarray:
     another (a stable sort merges them; a key's rows keep their run order)."""
     if len(key) == 0:
         return np.zeros(0, np.int64)
+    return _group_lasts(*_key_groups(key))
+
+
+def _key_groups(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(stable order of the non-empty ``key``, True at each sorted position where a new key starts)."""
     order = stable_argsort(key)
     ks = key[order]
-    last = np.empty(len(ks), dtype=bool)
+    new = np.empty(len(ks), dtype=bool)
+    new[0] = True
+    np.not_equal(ks[1:], ks[:-1], out=new[1:])
+    return order, new
+
+
+def _group_lasts(order: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """The input index of each group's last row, from :func:`_key_groups`'s two arrays."""
+    last = np.empty_like(new)
+    last[:-1] = new[1:]
     last[-1] = True
-    np.not_equal(ks[1:], ks[:-1], out=last[:-1])
     return order[last]
 
 
