@@ -49,8 +49,18 @@ class Checksum:
 EMPTY = Checksum(0, "0" * 32)  # of no rows; the neutral element of ``+``
 
 
-def _plain(t: pa.DataType) -> bool:
-    return not pa.types.is_map(t)
+def _polars_ready(c: pa.ChunkedArray) -> pa.ChunkedArray:
+    """``c`` in the layout polars takes without converting: strings and binaries as views (Arrow's
+    cast to views costs a third of polars' own conversion, which then is zero-copy; the hashes are
+    the same); a map as its list of key/value structs (polars has no MAP type; same values)."""
+    t = c.type
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return c.cast(pa.string_view())
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return c.cast(pa.binary_view())
+    if pa.types.is_map(t):
+        return pa.chunked_array([ch.cast(pa.list_(pa.struct([t.key_field, t.item_field]))) for ch in c.chunks])
+    return c
 
 
 def row_hashes(table: pa.Table) -> np.ndarray:
@@ -58,13 +68,7 @@ def row_hashes(table: pa.Table) -> np.ndarray:
     sums them; a caller splitting rows by a mask sums the parts of one hashing (no filtered copies)."""
     import polars as pl  # noqa: PLC0415 - polars (about 0.3 s and 35 MB to import) only where a checksum or diff is computed, not in every process importing lake_core
 
-    # polars has no MAP type: hash a map as its list of key/value structs (same values).
-    cols = [
-        c
-        if _plain(c.type)
-        else pa.chunked_array([ch.cast(pa.list_(pa.struct([c.type.key_field, c.type.item_field]))) for ch in c.chunks])
-        for c in table.columns
-    ]
+    cols = [_polars_ready(c) for c in table.columns]
     # from_arrow without rechunk: hash_rows hashes chunk by chunk, and concatenating the chunks
     # (what the DataFrame constructor does) cost as much as the hashing.
     df = pl.from_arrow(pa.Table.from_arrays(cols, names=[f"c{i}" for i in range(len(cols))]), rechunk=False)
