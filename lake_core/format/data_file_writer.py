@@ -27,6 +27,7 @@ from lake_core.format.parquet_file import (
     declare_int96_options,
     parquet_row_group_rows,
     parquet_write_options,
+    parquet_writer_schema,
 )
 from lake_core.format.parquet_int96 import to_int96_columns, write_declaring_int96
 
@@ -100,7 +101,7 @@ class DataFileStreamWriter:
             kw = declare_int96_options(kw, first.schema, int96_paths)
             self._int96_paths = int96_paths
             self._int96_buf = sink = pa.BufferOutputStream()
-        self._pq = pq.ParquetWriter(sink, first.schema, **kw)
+        self._pq = pq.ParquetWriter(sink, parquet_writer_schema(first.schema, kw), **kw)
 
     def close(self) -> int:
         """Finish the file (footer); returns its size in bytes. The sink stays open."""

@@ -11,6 +11,7 @@ dictionary encoding only for columns whose sampled distinct ratio is low. Reads 
 from __future__ import annotations
 
 import io
+import json
 import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -32,6 +33,7 @@ from lake_core.types import is_nested
 __all__ = [
     "DictionaryChoice",
     "parquet_write_options",
+    "parquet_writer_schema",
     "declare_int96_options",
     "parquet_row_group_rows",
     "write_parquet",
@@ -47,6 +49,11 @@ _DICT_MAX_RATIO = 0.5  # distinct / sampled rows at or below which dictionary en
 #: pays up to a higher ratio (measured at 50k and 250k rows: 0.75 writes in 79% and 61% of the
 #: plain time and reads faster; 0.87 already costs more at 50k rows)
 _DICT_MAX_RATIO_BINARY = 0.8
+#: footer key listing the columns lake_core wrote with dictionary pages throughout (a JSON list)
+DICTIONARY_COLUMNS_KEY = b"lake_core.dictionary-columns"
+#: the dictionary page limit of those columns: past it a writer falls back to plain pages (pyarrow's
+#: default is 1 MiB; a column chosen by its sample rarely comes near this)
+_DICTIONARY_PAGE_LIMIT = 16 << 20
 #: a fixed-width column zstd shrinks by less than this on a sample is stored uncompressed
 _MIN_ZSTD_SAVING = 0.1
 _ZSTD_SAMPLE = 6144  # rows of a file sampled for that (three slices)
@@ -55,10 +62,7 @@ _STREAM_BUFFER = 64 * 1024  # bytes of a column chunk read at a time by the stre
 
 def _low_cardinality(col: pa.ChunkedArray) -> bool:
     t = col.type
-    binary = (
-        pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t)
-    )
-    max_ratio = _DICT_MAX_RATIO_BINARY if binary else _DICT_MAX_RATIO
+    max_ratio = _DICT_MAX_RATIO_BINARY if _is_stringish(t) else _DICT_MAX_RATIO
     n = len(col)
     if n == 0:
         return False
@@ -176,6 +180,8 @@ def parquet_write_options(
         use_compliant_nested_type=True,
         write_statistics=True,
     )
+    if use_dict:
+        kw["dictionary_pagesize_limit"] = _DICTIONARY_PAGE_LIMIT
     if level is not None and codec == "zstd":
         kw["compression_level"] = level
         plain = _incompressible_columns(table, use_dict or [], level)
@@ -184,6 +190,45 @@ def parquet_write_options(
             kw["compression"] = {p: "none" if raw else codec for p, raw in leaves}
             kw["compression_level"] = {p: level for p, raw in leaves if not raw}
     return kw
+
+
+def parquet_writer_schema(schema: pa.Schema, kw: Mapping[str, Any]) -> pa.Schema:
+    """The schema a ParquetWriter with options ``kw`` is opened with: with the footer key naming
+    the columns written with dictionary pages (:data:`DICTIONARY_COLUMNS_KEY`; readers other than
+    lake_core ignore it)."""
+    use_dict = kw.get("use_dictionary")
+    if not isinstance(use_dict, list) or not use_dict:
+        return schema
+    return schema.with_metadata({**(schema.metadata or {}), DICTIONARY_COLUMNS_KEY: json.dumps(use_dict).encode()})
+
+
+def _dictionary_reads(pf: pq.ParquetFile, read_cols: Sequence[str]) -> list[str]:
+    """The string and binary columns of ``read_cols`` that lake_core wrote with dictionary pages
+    throughout (its footer key says so): read as dictionaries and then decoded, they cost half of
+    Arrow's direct decode of dictionary pages to strings. Other files' dictionary columns may fall
+    back to plain pages part-way, which read as a dictionary cost four times as much: they are
+    decoded directly."""
+    marked = (pf.metadata.metadata or {}).get(DICTIONARY_COLUMNS_KEY)
+    if marked is None:
+        return []
+    try:
+        names = json.loads(marked)
+    except ValueError:
+        names = None
+    if not isinstance(names, list):
+        return []  # not ours after all: read as any file
+    schema = pf.schema_arrow
+    return [n for n in read_cols if n in names and _is_stringish(schema.field(n).type)]
+
+
+def _is_stringish(t: pa.DataType) -> bool:
+    """Strings and binaries of Arrow's offset layouts (what Parquet stores as BYTE_ARRAY)."""
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t)
+
+
+def _decoded(col):
+    """A column read as a dictionary, as its plain type."""
+    return col.cast(col.type.value_type) if pa.types.is_dictionary(col.type) else col
 
 
 def _incompressible_columns(table: pa.Table, dictionary: bool | list[str], level: int) -> set[str]:
@@ -239,12 +284,12 @@ def write_parquet(table: pa.Table, sink, compression: str, options: Mapping[str,
     row_group_size = parquet_row_group_rows(options)
     table, int96_paths = to_int96_columns(table)
     if not int96_paths:
-        with pq.ParquetWriter(sink, table.schema, **kw) as w:
+        with pq.ParquetWriter(sink, parquet_writer_schema(table.schema, kw), **kw) as w:
             w.write_table(table, row_group_size=row_group_size)
         return
     kw = declare_int96_options(kw, table.schema, int96_paths)
     buf = io.BytesIO()
-    with pq.ParquetWriter(buf, table.schema, **kw) as w:
+    with pq.ParquetWriter(buf, parquet_writer_schema(table.schema, kw), **kw) as w:
         w.write_table(table, row_group_size=row_group_size)
     if isinstance(sink, (str, os.PathLike)):
         with open(sink, "wb") as f:
@@ -259,10 +304,13 @@ def read_parquet(source, columns, arrow_schema) -> pa.Table:
         pf = pq.ParquetFile(source)
         file_names = pf.schema_arrow.names
         read_cols = columns_to_read(columns, arrow_schema, file_names)
+        dictionaries = _dictionary_reads(pf, read_cols)
+        if dictionaries:
+            pf = pq.ParquetFile(source, metadata=pf.metadata, read_dictionary=dictionaries)
         t = pf.read(columns=read_cols, use_threads=True)
     except (pa.ArrowInvalid, OSError) as e:
         raise FormatError(f"Cannot read Parquet data file {source_name(source)}: {e}") from e
-    available = {n: t.column(n) for n in t.column_names}
+    available = {n: _decoded(t.column(n)) for n in t.column_names}
     return assemble_columns(
         available, t.num_rows if read_cols else pf.metadata.num_rows, columns, arrow_schema, file_names
     )
@@ -281,8 +329,11 @@ def iter_parquet(
         pf = _streaming_parquet_file(source)
         file_names = pf.schema_arrow.names
         read_cols = columns_to_read(columns, arrow_schema, file_names)
+        dictionaries = _dictionary_reads(pf, read_cols)
+        if dictionaries:
+            pf = _streaming_parquet_file(source, pf.metadata, dictionaries)
         for batch in pf.iter_batches(batch_size=batch_rows, columns=read_cols, use_threads=True, row_groups=row_groups):
-            available = {n: batch.column(n) for n in batch.schema.names}
+            available = {n: _decoded(batch.column(n)) for n in batch.schema.names}
             yield assemble_columns(available, batch.num_rows, columns, arrow_schema, file_names)
     except (pa.ArrowInvalid, OSError) as e:
         raise FormatError(f"Cannot read Parquet data file {source_name(source)}: {e}") from e
@@ -318,9 +369,11 @@ def parquet_row_group_ranges(
     return out
 
 
-def _streaming_parquet_file(source):
+def _streaming_parquet_file(source, metadata=None, read_dictionary=None):
     """A ParquetFile that reads a column chunk a buffer at a time as batches are decoded. By default
     a row group's column chunks are read whole first (``pre_buffer``): memory would grow with the
     row group, i.e. with the file, instead of with the batch."""
 
-    return pq.ParquetFile(source, buffer_size=_STREAM_BUFFER, pre_buffer=False)
+    return pq.ParquetFile(
+        source, metadata=metadata, read_dictionary=read_dictionary, buffer_size=_STREAM_BUFFER, pre_buffer=False
+    )
