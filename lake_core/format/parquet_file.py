@@ -6,7 +6,8 @@ FIXED_LEN_BYTE_ARRAY(min bytes); TINYINT/SMALLINT as INT32 Int(8/16); NOT NULL c
 ``key_value{key,value}``; TIMESTAMP(0..3) INT64 MILLIS, (4..6) INT64 MICROS, tz-aware with
 isAdjustedToUTC=true; TIMESTAMP(7..9) INT96 as Java writes it (see lake_core.format.parquet_int96).
 zstd level 1 (fixed-width columns it barely shrinks are stored uncompressed), 64 KiB data pages,
-dictionary encoding only for columns whose sampled distinct ratio is low. Reads take only the requested columns, whole or streamed a batch at a time."""
+dictionary encoding only for columns whose sampled distinct ratio is low, named in the footer.
+Reads take only the requested columns, whole or streamed a batch at a time."""
 
 from __future__ import annotations
 
@@ -163,17 +164,13 @@ def parquet_write_options(
     page_key = "parquet.page.size" if "parquet.page.size" in options else "page-size"
     page = options.get(page_key)
     page_size = parse_memory_size(page_key, page) if page is not None else _DEFAULT_PAGE_SIZE
-    use_dict: bool | list[str]
+    use_dict: list[str] = []
     dict_opt = options.get("parquet.enable.dictionary")
-    if dict_opt is not None and not parse_bool("parquet.enable.dictionary", dict_opt):
-        use_dict = False
-    else:
+    if dict_opt is None or parse_bool("parquet.enable.dictionary", dict_opt):
         use_dict = dictionary.columns(table) if dictionary is not None else _dictionary_columns(table)
-        if not use_dict:
-            use_dict = False
     kw: dict[str, Any] = dict(
         compression=codec,
-        use_dictionary=use_dict,
+        use_dictionary=use_dict or False,
         data_page_size=page_size,
         version="2.6",
         store_decimal_as_integer=True,
@@ -184,7 +181,7 @@ def parquet_write_options(
         kw["dictionary_pagesize_limit"] = _DICTIONARY_PAGE_LIMIT
     if level is not None and codec == "zstd":
         kw["compression_level"] = level
-        plain = _incompressible_columns(table, use_dict or [], level)
+        plain = _incompressible_columns(table, use_dict, level)
         if plain:  # per leaf: a column missing from the dict would be written uncompressed
             leaves = [(p, f.name in plain) for f in table.schema for p in leaf_paths(f.name, f.type)]
             kw["compression"] = {p: "none" if raw else codec for p, raw in leaves}
@@ -231,7 +228,7 @@ def _decoded(col):
     return col.cast(col.type.value_type) if pa.types.is_dictionary(col.type) else col
 
 
-def _incompressible_columns(table: pa.Table, dictionary: bool | list[str], level: int) -> set[str]:
+def _incompressible_columns(table: pa.Table, dictionary: Sequence[str], level: int) -> set[str]:
     """Fixed-width columns (not dictionary-encoded) that zstd shrinks by less than
     ``_MIN_ZSTD_SAVING`` on a sample of the file's rows (random floats, hashes): stored
     uncompressed, they decode about 3.5x faster (zstd's entropy stage is most of their read) for
@@ -241,7 +238,7 @@ def _incompressible_columns(table: pa.Table, dictionary: bool | list[str], level
     n = table.num_rows
     if n < _ZSTD_SAMPLE:
         return set()
-    dict_columns = set(table.schema.names) if dictionary is True else set(dictionary or ())
+    dict_columns = set(dictionary)
     zstd = pa.Codec("zstd", compression_level=level)
     plain = set()
     for f in table.schema:

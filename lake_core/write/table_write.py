@@ -274,6 +274,7 @@ class TableWrite:
         self._live: _LiveFiles | None = None  # at the first base: sequence numbers and bucket counts
         self._live_now: _LiveFiles | None = None  # at the base once it moved: what inline compaction sees
         self._dictionary: DictionaryChoice | None = None  # Parquet dictionary columns of this commit's files
+        self._writes_parquet = self.store.options.file_format == "parquet"  # only Parquet files take it
 
     # -- input ----------------------------------------------------------------------------------
     def write_arrow(self, data: Any) -> None:
@@ -305,7 +306,7 @@ class TableWrite:
         if self.static_partition:
             self._check_static_partition(data, self.static_partition)
         data = data.append_column(pa.field(KIND, pa.int8(), nullable=False), pa.array(kinds, pa.int8()))
-        if not self.buffers and self.mode != "cross-partition":
+        if not self.buffers and self.mode != "cross-partition" and self._writes_parquet:
             # the commit's first buffered rows: sampled for the dictionary choice while the
             # buckets are assigned (a cross-partition write may drop rows: it samples at commit)
             self._dictionary = DictionaryChoice(data, background=True)
@@ -554,7 +555,7 @@ class TableWrite:
         index_changes = None
         # the buckets of this commit share one sampling, of the first rows buffered
         first = buffers[0].batches[0][0]
-        if self._dictionary is None or self._dictionary.sample is not first:
+        if self._writes_parquet and (self._dictionary is None or self._dictionary.sample is not first):
             self._dictionary = DictionaryChoice(first)
         with ThreadPoolExecutor(max_workers=min(2, len(buffers) + (self._dynamic is not None))) as pool:
             if self._dynamic is not None:
