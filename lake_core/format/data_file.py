@@ -59,18 +59,21 @@ def read_data_file(
     fmt: str,
     columns: Sequence[str] | None = None,
     arrow_schema: pa.Schema | None = None,
+    *,
+    keep_dictionaries: bool = False,
 ) -> pa.Table:
     """Decode a data file. ``source``: a local path or a readable, seekable binary file-like.
 
     Only ``columns`` are read (default: ``arrow_schema``'s names, or every column of the file);
     columns are matched by name; requested columns absent from the file come back all-null (with
     ``arrow_schema``'s type, else type null). With ``arrow_schema``, each column is cast to its
-    type there and gets that field (nullability, metadata)."""
+    type there and gets that field (nullability, metadata). ``keep_dictionaries``: a Parquet file's
+    dictionary columns stay dictionaries (see :func:`iter_parquet`)."""
     fmt = check_format(fmt)
     if columns is not None:
         columns = list(columns)
     if fmt == "parquet":
-        return read_parquet(source, columns, arrow_schema)
+        return read_parquet(source, columns, arrow_schema, keep_dictionaries=keep_dictionaries)
     if fmt == "orc":
         return read_orc(source, columns, arrow_schema)
     return read_avro(source, columns, arrow_schema)
@@ -83,6 +86,8 @@ def iter_data_file(
     arrow_schema: pa.Schema,
     batch_rows: int,
     row_groups: Sequence[int] | None = None,
+    *,
+    keep_dictionaries: bool = False,
 ) -> Iterator[pa.Table]:
     """Decode a data file in chunks of at most ``batch_rows`` rows, none empty, each with the schema
     :func:`read_data_file` gives (same column rules), a chunk decoded only when it is asked for:
@@ -93,7 +98,9 @@ def iter_data_file(
     if row_groups is not None and fmt != "parquet":
         raise ValueError(f"row groups are a Parquet notion, not {fmt}'s")
     if fmt == "parquet":
-        yield from iter_parquet(source, columns, arrow_schema, batch_rows, row_groups)
+        yield from iter_parquet(
+            source, columns, arrow_schema, batch_rows, row_groups, keep_dictionaries=keep_dictionaries
+        )
     elif fmt == "orc":
         yield from iter_orc(source, columns, arrow_schema, batch_rows)
     else:

@@ -91,12 +91,13 @@ def read_checked_data_file(
     schema: pa.Schema,
     *,
     missing: Callable[[], Exception] | None = None,
+    keep_dictionaries: bool = False,
 ) -> pa.Table:
     """The rows of one data file, after checking its size and row count against ``meta``.
     ``missing``: the error to raise when the file does not exist (default: a
-    :class:`CorruptFileError`)."""
+    :class:`CorruptFileError`); ``keep_dictionaries``: see :func:`read_data_file`."""
     with _checked_source(fileio, path, meta, missing) as src:
-        table = read_data_file(src, fmt, columns, schema)
+        table = read_data_file(src, fmt, columns, schema, keep_dictionaries=keep_dictionaries)
     _check_rows(path, meta, table.num_rows)
     return table
 
@@ -112,23 +113,26 @@ def iter_checked_data_file(
     *,
     missing: Callable[[], Exception] | None = None,
     row_groups: Sequence[int] | None = None,
+    keep_dictionaries: bool = False,
 ) -> Iterator[pa.Table]:
     """:func:`read_checked_data_file` in chunks of about ``batch_rows`` rows. The file is opened on
     the first ``next()``; its size is checked before the first chunk, its row count after the last
     (a reader that stops early never learns it). ``missing``: as for :func:`read_checked_data_file`.
-    ``row_groups``: only these Parquet row groups (the row count is then not checked)."""
+    ``row_groups``: only these Parquet row groups (the row count is then not checked).
+    ``keep_dictionaries``: see :func:`read_data_file`."""
+    keep = keep_dictionaries
     if row_groups is not None:
         with _checked_source(fileio, path, meta, missing) as src:
-            yield from iter_data_file(src, fmt, columns, schema, batch_rows, row_groups)
+            yield from iter_data_file(src, fmt, columns, schema, batch_rows, row_groups, keep_dictionaries=keep)
         return
     if meta.row_count <= batch_rows:
         # one chunk anyway: read it whole and close the file, rather than holding a reader (and its
         # buffers per column) open while a merge works through the other files
-        yield read_checked_data_file(fileio, path, meta, fmt, columns, schema, missing=missing)
+        yield read_checked_data_file(fileio, path, meta, fmt, columns, schema, missing=missing, keep_dictionaries=keep)
         return
     rows = 0
     with _checked_source(fileio, path, meta, missing) as src:
-        for chunk in iter_data_file(src, fmt, columns, schema, batch_rows):
+        for chunk in iter_data_file(src, fmt, columns, schema, batch_rows, keep_dictionaries=keep):
             rows += chunk.num_rows
             yield chunk
     _check_rows(path, meta, rows)

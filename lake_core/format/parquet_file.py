@@ -40,6 +40,7 @@ __all__ = [
     "write_parquet",
     "read_parquet",
     "iter_parquet",
+    "decode_dictionaries",
     "parquet_row_group_ranges",
 ]
 
@@ -295,8 +296,8 @@ def write_parquet(table: pa.Table, sink, compression: str, options: Mapping[str,
         write_declaring_int96(buf.getbuffer(), int96_paths, sink)
 
 
-def read_parquet(source, columns, arrow_schema) -> pa.Table:
-
+def read_parquet(source, columns, arrow_schema, *, keep_dictionaries: bool = False) -> pa.Table:
+    """``keep_dictionaries``: see :func:`iter_parquet`."""
     try:
         pf = pq.ParquetFile(source)
         file_names = pf.schema_arrow.names
@@ -307,9 +308,14 @@ def read_parquet(source, columns, arrow_schema) -> pa.Table:
         t = pf.read(columns=read_cols, use_threads=True)
     except (pa.ArrowInvalid, OSError) as e:
         raise FormatError(f"Cannot read Parquet data file {source_name(source)}: {e}") from e
-    available = {n: _decoded(t.column(n)) for n in t.column_names}
+    kept = _kept_dictionaries(pf, dictionaries, arrow_schema) if keep_dictionaries else ()
+    available = {n: t.column(n) if n in kept else _decoded(t.column(n)) for n in t.column_names}
     return assemble_columns(
-        available, t.num_rows if read_cols else pf.metadata.num_rows, columns, arrow_schema, file_names
+        available,
+        t.num_rows if read_cols else pf.metadata.num_rows,
+        columns,
+        _as_dictionaries(arrow_schema, kept),
+        file_names,
     )
 
 
@@ -319,9 +325,13 @@ def iter_parquet(
     arrow_schema: pa.Schema | None,
     batch_rows: int,
     row_groups: Sequence[int] | None = None,
+    *,
+    keep_dictionaries: bool = False,
 ) -> Iterator[pa.Table]:
     """A Parquet data file (only ``row_groups``, if given) as tables of about ``batch_rows`` rows,
-    decoded a batch at a time."""
+    decoded a batch at a time. ``keep_dictionaries``: the string and binary columns lake_core wrote
+    as dictionaries (and stored as ``arrow_schema`` types them) come back as dictionary arrays of
+    that type, for a merge that gathers the indices and decodes only the rows it keeps."""
     try:
         pf = _streaming_parquet_file(source)
         file_names = pf.schema_arrow.names
@@ -329,11 +339,48 @@ def iter_parquet(
         dictionaries = _dictionary_reads(pf, read_cols)
         if dictionaries:
             pf = _streaming_parquet_file(source, pf.metadata, dictionaries)
+        kept = _kept_dictionaries(pf, dictionaries, arrow_schema) if keep_dictionaries else ()
+        schema = _as_dictionaries(arrow_schema, kept)
         for batch in pf.iter_batches(batch_size=batch_rows, columns=read_cols, use_threads=True, row_groups=row_groups):
-            available = {n: _decoded(batch.column(n)) for n in batch.schema.names}
-            yield assemble_columns(available, batch.num_rows, columns, arrow_schema, file_names)
+            available = {n: batch.column(n) if n in kept else _decoded(batch.column(n)) for n in batch.schema.names}
+            yield assemble_columns(available, batch.num_rows, columns, schema, file_names)
     except (pa.ArrowInvalid, OSError) as e:
         raise FormatError(f"Cannot read Parquet data file {source_name(source)}: {e}") from e
+
+
+def _kept_dictionaries(pf: pq.ParquetFile, dictionaries: Sequence[str], arrow_schema: pa.Schema | None) -> set[str]:
+    """The columns read as dictionaries whose stored type is the one asked for (others are decoded
+    and cast as usual)."""
+    if arrow_schema is None:
+        return set()
+    stored = pf.schema_arrow  # opened with ``read_dictionary``: those columns typed as dictionaries
+    kept = set()
+    for n in dictionaries:
+        t = stored.field(n).type
+        t = t.value_type if pa.types.is_dictionary(t) else t
+        if arrow_schema.get_field_index(n) >= 0 and t.equals(arrow_schema.field(n).type):
+            kept.add(n)
+    return kept
+
+
+def _as_dictionaries(schema: pa.Schema | None, names: set[str] | tuple[()]) -> pa.Schema | None:
+    """``schema`` with the ``names`` fields typed as the dictionaries Arrow reads them as."""
+    if schema is None or not names:
+        return schema
+    for n in names:
+        i = schema.get_field_index(n)
+        f = schema.field(i)
+        schema = schema.set(i, f.with_type(pa.dictionary(pa.int32(), f.type)))
+    return schema
+
+
+def decode_dictionaries(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` (read with ``keep_dictionaries``) with its dictionary columns decoded to
+    ``schema``'s types, where ``schema`` has plain ones."""
+    for i, f in enumerate(table.schema):
+        if pa.types.is_dictionary(f.type) and not pa.types.is_dictionary(schema.field(f.name).type):
+            table = table.set_column(i, schema.field(f.name), _decoded(table.column(i)))
+    return table
 
 
 def _ranged(t: pa.DataType) -> bool:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lake_core.kv import rowkind
 from lake_core.kv.system_fields import KIND, SEQ
@@ -123,7 +124,9 @@ def drop_retracts(rows: pa.Table) -> pa.Table:
 
 
 def take(rows: pa.Table, indices: np.ndarray) -> pa.Table:
-    return rows.take(pa.array(indices, type=pa.int64()))
+    """The rows at ``indices``, positions a merge computed from ``rows`` itself: Arrow's bounds
+    check (a tenth of a gather's time) is skipped."""
+    return pc.take(rows, pa.array(indices, type=pa.int64()), boundscheck=False)
 
 
 __all__ = ["MergeContext", "MergeEngine", "drop_retracts", "take", "SEQ", "KIND"]

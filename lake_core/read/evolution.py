@@ -57,12 +57,23 @@ def iter_evolved(
     *,
     missing: Callable[[], Exception] | None = None,
     row_groups: Sequence[int] | None = None,
+    keep_dictionaries: bool = False,
 ) -> Iterator[pa.Table]:
     """:func:`read_evolved` in chunks of about ``batch_rows`` rows, read as they are consumed
-    (``missing``, ``row_groups``: see :func:`iter_checked_data_file`)."""
+    (``missing``, ``row_groups``, ``keep_dictionaries``: see :func:`iter_checked_data_file`; a file
+    of an older schema is always decoded, as its columns are cast)."""
     if meta.schema_id == store.schema.id:
         yield from iter_checked_data_file(
-            store.fileio, path, meta, fmt, columns, arrow_schema, batch_rows, missing=missing, row_groups=row_groups
+            store.fileio,
+            path,
+            meta,
+            fmt,
+            columns,
+            arrow_schema,
+            batch_rows,
+            missing=missing,
+            row_groups=row_groups,
+            keep_dictionaries=keep_dictionaries,
         )
         return
     mapping = _Mapping.of(store, meta, columns, arrow_schema)

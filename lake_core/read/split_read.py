@@ -21,6 +21,7 @@ from lake_core.deletion_vectors.maintainer import load_vectors, needs_full_for_d
 from lake_core.errors import PredicateError, SchemaMismatchError
 from lake_core.format.binary_row.reader import deserialize_row
 from lake_core.format.float_order import java_order_key
+from lake_core.format.parquet_file import decode_dictionaries
 from lake_core.kv import rowkind
 from lake_core.kv.rowkind import SHORT_STRINGS
 from lake_core.kv.system_fields import KIND, SEQ
@@ -28,7 +29,7 @@ from lake_core.lsm.levels import Levels, key_decoder
 from lake_core.lsm.merge_stream import merge_sorted_runs
 from lake_core.lsm.sparse_merge import sparse_pick
 from lake_core.manifest.metadata import DataFileMeta, IndexManifestEntry
-from lake_core.merge.base import drop_retracts
+from lake_core.merge.base import drop_retracts, take
 from lake_core.merge.lookup_merge import LEVEL, needs_lookup_merge, newest_high_level_mask, with_level
 from lake_core.merge.sort import last_of_each_key, numpy_column, numpy_key, numpy_orderable
 from lake_core.read.columns import check_read_columns
@@ -173,10 +174,17 @@ class SplitRead:
         return read_evolved(self.store, *self._file_args(split, f, with_system))
 
     def _file_chunks(
-        self, split: Split, f: DataFileMeta, with_system: bool, kind_only: bool = False
+        self, split: Split, f: DataFileMeta, with_system: bool, kind_only: bool = False, dictionaries: bool = False
     ) -> Iterator[pa.Table]:
-        """The rows of one file, ``read.batch-size`` at a time; the file is opened on first use."""
-        return iter_evolved(self.store, *self._file_args(split, f, with_system, kind_only), self.batch_rows)
+        """The rows of one file, ``read.batch-size`` at a time; the file is opened on first use.
+        ``dictionaries``: the columns lake_core wrote as dictionaries stay dictionaries (for a merge
+        that gathers before it decodes)."""
+        return iter_evolved(
+            self.store,
+            *self._file_args(split, f, with_system, kind_only),
+            self.batch_rows,
+            keep_dictionaries=dictionaries,
+        )
 
     def _sections(self, files: Sequence[DataFileMeta]) -> list[list[DataFileMeta]]:
         """Group files whose key ranges overlap (Java IntervalPartition)."""
@@ -306,9 +314,11 @@ class SplitRead:
         # level-0 files merge over it like any newer run.
         vectors = vectors or {}
 
-        def chunks(f: DataFileMeta, with_system: bool, kind_only: bool = False) -> Iterator[pa.Table]:
+        def chunks(
+            f: DataFileMeta, with_system: bool, kind_only: bool = False, dictionaries: bool = False
+        ) -> Iterator[pa.Table]:
             dv = vectors.get(f.file_name)
-            rows = self._file_chunks(split, f, with_system, kind_only)
+            rows = self._file_chunks(split, f, with_system, kind_only, dictionaries)
             return rows if dv is None else self._deleted_masked(rows, dv)
 
         for section in self._sections(split.files):
@@ -322,9 +332,10 @@ class SplitRead:
                 # oldest first, so each key's rows usually arrive in sequence order (cheap sort)
                 runs = sorted(section, key=lambda f: (f.min_sequence_number, f.file_name))
                 if not keep_kind and self._newest_by_run_order(runs):
-                    # sequence numbers are not read: each key's last row in run order wins
+                    # sequence numbers are not read: each key's last row in run order wins; string
+                    # columns stay dictionaries until the winners are gathered
                     yield from merge_sorted_runs(
-                        [chunks(f, False, kind_only=True) for f in runs],
+                        [chunks(f, False, kind_only=True, dictionaries=True) for f in runs],
                         self.key_names,
                         self._last_rows,
                         [None if f.file_name in vectors else f.row_count for f in runs],
@@ -356,7 +367,8 @@ class SplitRead:
         return self._last_rows_of_parts([rows])
 
     def _last_rows_of_parts(self, parts: list[pa.Table]) -> pa.Table:
-        """Each key's last row of ``parts`` (one per run, oldest first), unless it is a retraction."""
+        """Each key's last row of ``parts`` (one per run, oldest first), unless it is a retraction;
+        dictionary columns of the parts (see :meth:`_file_chunks`) decoded."""
         key = self._order_key
         assert key is not None  # only called when _newest_by_run_order holds
         keys = []
@@ -364,12 +376,15 @@ class SplitRead:
             k = numpy_key(p.column(key))
             assert k is not None  # a key column of a NumPy-ordered type holds no nulls
             keys.append(k)
+        if len(parts) > 1 and any(not p.schema.equals(parts[0].schema) for p in parts[1:]):
+            # a column is a dictionary in some files only (each file chooses): all decoded
+            parts = [decode_dictionaries(p, self.read_schema) for p in parts]
         rows = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
         last = last_of_each_key(np.concatenate(keys))
         retract = rowkind.is_retract(numpy_column(rows.column(KIND)))[last]
         if retract.any():
             last = last[~retract]
-        return rows.select(self.read_columns).take(pa.array(last, pa.int64()))
+        return decode_dictionaries(take(rows.select(self.read_columns), last), self.read_schema)
 
     def _mergers(
         self, columns: list[str]

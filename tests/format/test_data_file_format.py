@@ -287,9 +287,10 @@ def test_dictionary_columns_are_read_as_dictionaries_only_in_our_files():
     """lake_core's footer names the columns it wrote with dictionary pages throughout; their
     strings are decoded through the dictionary (half the work), and come back as plain strings
     whole or streamed. A file without that key (pyarrow's, Java's: their dictionary pages may fall
-    back to plain ones, which read four times slower as a dictionary) is decoded directly."""
+    back to plain ones, which read four times slower as a dictionary) is decoded directly. A merge
+    may ask to keep them as dictionaries, of the types they are stored as."""
     from lake_core.format import parquet_file
-    from lake_core.format.parquet_file import DICTIONARY_COLUMNS_KEY
+    from lake_core.format.parquet_file import DICTIONARY_COLUMNS_KEY, decode_dictionaries
 
     n = 20_000
     t = pa.table(
@@ -323,6 +324,26 @@ def test_dictionary_columns_are_read_as_dictionaries_only_in_our_files():
     assert asked == [["city", "tag"], ["city", "tag"], ["city"], []]
     assert whole.equals(t) and streamed.equals(t) and theirs.equals(t)
     assert projected.equals(t.select(["note", "city"]))
+    # asked to keep them (a merge that gathers before decoding): dictionaries of the stored types
+    kept = read_data_file(io.BytesIO(raw), "parquet", t.column_names, t.schema, keep_dictionaries=True)
+    assert [str(f.type) for f in kept.schema] == [
+        "int64",
+        "dictionary<values=string, indices=int32, ordered=0>",
+        "dictionary<values=binary, indices=int32, ordered=0>",
+        "string",
+    ]
+    assert decode_dictionaries(kept, t.schema).equals(t)
+    chunks = list(iter_data_file(io.BytesIO(raw), "parquet", t.column_names, t.schema, 3000, keep_dictionaries=True))
+    assert all(c.schema.equals(kept.schema) for c in chunks)
+    assert decode_dictionaries(pa.concat_tables(chunks), t.schema).equals(t)
+    # asked as another type, or a file that is not ours: decoded as always
+    wide = t.schema.set(1, pa.field("city", pa.large_string()))
+    as_wide = read_data_file(io.BytesIO(raw), "parquet", t.column_names, wide, keep_dictionaries=True)
+    assert as_wide.schema.field("city").type == pa.large_string() and pa.types.is_dictionary(
+        as_wide.schema.field("tag").type
+    )
+    theirs = read_data_file(io.BytesIO(foreign.getvalue()), "parquet", t.column_names, t.schema, keep_dictionaries=True)
+    assert theirs.equals(t)
     # a footer key that is not ours (not a JSON list of names) is ignored
     for value in (b"{not json", b"7"):
         odd = io.BytesIO()
