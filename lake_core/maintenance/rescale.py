@@ -53,6 +53,7 @@ from lake_core.format.checksum import EMPTY, Checksum, table_checksum
 from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.lsm.merge_stream import merge_sorted_runs
 from lake_core.manifest.metadata import DataFileMeta, FileKind, ManifestEntry
+from lake_core.merge.base import take
 from lake_core.merge.sort import merge_order
 from lake_core.options import CoreOptions
 from lake_core.paths import FileNamer, partition_dir
@@ -273,7 +274,7 @@ class _Spill:
         ordered = buckets[order]
         cuts = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
         starts, ends = np.concatenate([[0], cuts]), np.concatenate([cuts, [len(ordered)]])
-        rows = rows.take(pa.array(order)) if len(starts) > 1 else rows
+        rows = take(rows, order) if len(starts) > 1 else rows
         for s, e in zip(starts.tolist(), ends.tolist()):
             self._writer(source, int(ordered[s]), rows.schema).write_table(rows.slice(s, e - s))
 
@@ -318,7 +319,7 @@ def _key_sorted(key_names: Sequence[str]):
 
     def merge(rows: pa.Table) -> pa.Table:
         with_seq = rows.append_column(SEQ, pa.array(np.zeros(rows.num_rows, np.int64)))
-        return rows.take(pa.array(merge_order(with_seq, tuple(key_names))))
+        return take(rows, merge_order(with_seq, tuple(key_names)))
 
     return merge
 
@@ -436,7 +437,7 @@ def _cut(rows: pa.Table, buckets: np.ndarray) -> Iterator[tuple[int, pa.Table]]:
     ordered = buckets[order]
     cuts = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
     for s, e in zip([0, *cuts.tolist()], [*cuts.tolist(), len(ordered)]):
-        yield int(ordered[s]), rows.take(pa.array(order[s:e]))
+        yield int(ordered[s]), take(rows, order[s:e])
 
 
 def _rewrite_route(

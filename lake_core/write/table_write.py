@@ -22,6 +22,7 @@ from lake_core.format.parquet_file import DictionaryChoice
 from lake_core.kv import rowkind
 from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.manifest.metadata import DataFileMeta
+from lake_core.merge.base import take
 from lake_core.paths import FileNamer, check_new_partition_dir, partition_dir
 from lake_core.schema.partition_selector import PartitionSelector
 from lake_core.snapshot.snapshot import CommitKind, Snapshot
@@ -229,7 +230,7 @@ def _take(table: pa.Table, positions: np.ndarray) -> pa.Table:
     """``table``'s rows at the increasing ``positions``; ``table`` itself when they are all its rows."""
     if len(positions) == table.num_rows:
         return table
-    return table.take(pa.array(positions, pa.int64()))
+    return take(table, positions)
 
 
 class TableWrite:
@@ -476,7 +477,7 @@ class TableWrite:
         ).append_column(_POSITION, pa.array(where, pa.int64()))
         narrow = engine.prepare_input(narrow)  # drops ignored retractions by their kind
         chosen = pa.array(engine.pick(narrow, drop_deletes=False), pa.int64())
-        rows = whole.take(narrow[_POSITION].take(chosen))
+        rows = take(whole, narrow[_POSITION].take(chosen).to_numpy())
         return rows.append_column(pa.field(SEQ, pa.int64(), nullable=False), narrow[SEQ].take(chosen))
 
     def _flush_bucket(self, buf: _BucketBuffer) -> CommitMessage:

@@ -690,3 +690,33 @@ def test_the_files_of_one_write_share_one_dictionary_choice():
         assert f.read().equals(t)
     alone = pq.ParquetFile(io.BytesIO(_write(distinct, list(distinct.schema), "parquet"))).metadata.row_group(0)
     assert not alone.column(0).has_dictionary_page  # sampled by itself, it gets plain pages
+
+
+def test_a_local_file_read_whole_is_mapped_but_its_rows_are_copies(tmp_path):
+    """A local Parquet file read whole is memory-mapped (its bytes are the page cache's, not a copy
+    into fresh memory); the rows it gives own their memory: a file overwritten in place afterwards
+    (as no writer of ours does: data files are immutable) does not change them. The columns cover
+    every page layout a decoder might hand out as a slice of the file: uncompressed fixed-width
+    (random doubles are stored uncompressed), uncompressed strings, dictionaries and nulls."""
+    rng = np.random.default_rng(5)
+    n = 30_000
+    t = pa.table(
+        {
+            "k": pa.array(np.arange(n), pa.int64()),
+            "d": pa.array(rng.random(n)),
+            "s": pa.array([f"v{i}" for i in range(n)]),
+            "c": pa.array([f"city-{i % 7}" for i in range(n)]),
+            "o": pa.array([None if i % 3 else i for i in range(n)], pa.int32()),
+        }
+    )
+    path = tmp_path / "f.parquet"
+    path.write_bytes(_write(t, list(t.schema), "parquet", compression="none"))
+    size = path.stat().st_size
+    pf = pq.ParquetFile(path)
+    assert {pf.metadata.row_group(0).column(i).compression for i in range(5)} == {"UNCOMPRESSED"}
+    back = read_data_file(str(path), "parquet", t.column_names, t.schema)
+    assert back.equals(t)
+    with open(path, "r+b") as f:  # same size, every byte changed, in place
+        f.write(bytes(b ^ 0xFF for b in path.read_bytes()))
+    assert path.stat().st_size == size
+    assert back.equals(t)
