@@ -18,6 +18,7 @@ from lake_core.format.stats import (
     FULL,
     NONE,
     ColumnStats,
+    StatsAccumulator,
     StatsMode,
     column_stats,
     parse_stats_mode,
@@ -213,6 +214,30 @@ def test_floats_match_oracle(values):
     exp = _oracle(values)
     assert got.null_count == exp.null_count
     assert got.min == exp.min and got.max == exp.max  # -0.0 == 0.0
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    chunks=st.lists(
+        st.lists(st.one_of(st.none(), st.floats(width=32), st.sampled_from([0.0, -0.0])), max_size=20),
+        min_size=1,
+        max_size=4,
+    ),
+    width=st.sampled_from([pa.float32(), pa.float64()]),
+)
+def test_float_stats_of_a_file_in_chunks_match_the_whole(chunks, width):
+    """A file's float stats (accumulated chunk by chunk: NumPy's min/max for null-free chunks,
+    Arrow's otherwise) are those of the whole column: no stats when a NaN is in, zeros widened
+    to -0.0 / 0.0 whichever zero a chunk held."""
+    acc = StatsAccumulator(["f"], {"f": FULL})
+    for values in chunks:
+        acc.add(pa.table({"f": pa.array(values, width)}))
+    (got,) = acc.result()
+    whole = column_stats(pa.chunked_array([pa.array(v, width) for v in chunks], width), FULL)
+    assert got.null_count == whole.null_count
+    same = (got.min, got.max) == (whole.min, whole.max)
+    signs = [math.copysign(1, x) for x in (got.min, got.max, whole.min, whole.max) if x is not None]
+    assert same and signs[: len(signs) // 2] == signs[len(signs) // 2 :]
 
 
 _text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=30)
