@@ -11,7 +11,7 @@ back with lake_core's types.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -60,15 +60,16 @@ def read_data_file(
     columns: Sequence[str] | None = None,
     arrow_schema: pa.Schema | None = None,
     *,
-    keep_dictionaries: bool = False,
+    keep_dictionaries: Collection[str] = (),
 ) -> pa.Table:
     """Decode a data file. ``source``: a local path or a readable, seekable binary file-like.
 
     Only ``columns`` are read (default: ``arrow_schema``'s names, or every column of the file);
     columns are matched by name; requested columns absent from the file come back all-null (with
     ``arrow_schema``'s type, else type null). With ``arrow_schema``, each column is cast to its
-    type there and gets that field (nullability, metadata). ``keep_dictionaries``: a Parquet file's
-    dictionary columns stay dictionaries (see :func:`iter_parquet`)."""
+    type there and gets that field (nullability, metadata). ``keep_dictionaries``: those of these
+    columns a Parquet file of lake_core's stores as dictionaries stay dictionaries (see
+    :func:`iter_parquet`)."""
     fmt = check_format(fmt)
     if columns is not None:
         columns = list(columns)
@@ -87,7 +88,7 @@ def iter_data_file(
     batch_rows: int,
     row_groups: Sequence[int] | None = None,
     *,
-    keep_dictionaries: bool = False,
+    keep_dictionaries: Collection[str] = (),
 ) -> Iterator[pa.Table]:
     """Decode a data file in chunks of at most ``batch_rows`` rows, none empty, each with the schema
     :func:`read_data_file` gives (same column rules), a chunk decoded only when it is asked for:

@@ -11,7 +11,7 @@ nothing (S3 learns it when the file is opened), the row count comes with the row
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -91,7 +91,7 @@ def read_checked_data_file(
     schema: pa.Schema,
     *,
     missing: Callable[[], Exception] | None = None,
-    keep_dictionaries: bool = False,
+    keep_dictionaries: Collection[str] = (),
 ) -> pa.Table:
     """The rows of one data file, after checking its size and row count against ``meta``.
     ``missing``: the error to raise when the file does not exist (default: a
@@ -113,7 +113,7 @@ def iter_checked_data_file(
     *,
     missing: Callable[[], Exception] | None = None,
     row_groups: Sequence[int] | None = None,
-    keep_dictionaries: bool = False,
+    keep_dictionaries: Collection[str] = (),
 ) -> Iterator[pa.Table]:
     """:func:`read_checked_data_file` in chunks of about ``batch_rows`` rows. The file is opened on
     the first ``next()``; its size is checked before the first chunk, its row count after the last

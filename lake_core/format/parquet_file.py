@@ -15,7 +15,7 @@ import io
 import json
 import os
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -296,7 +296,7 @@ def write_parquet(table: pa.Table, sink, compression: str, options: Mapping[str,
         write_declaring_int96(buf.getbuffer(), int96_paths, sink)
 
 
-def read_parquet(source, columns, arrow_schema, *, keep_dictionaries: bool = False) -> pa.Table:
+def read_parquet(source, columns, arrow_schema, *, keep_dictionaries: Collection[str] = ()) -> pa.Table:
     """``keep_dictionaries``: see :func:`iter_parquet`."""
     try:
         mm = _mappable(source)
@@ -309,7 +309,7 @@ def read_parquet(source, columns, arrow_schema, *, keep_dictionaries: bool = Fal
         t = pf.read(columns=read_cols, use_threads=True)
     except (pa.ArrowInvalid, OSError) as e:
         raise FormatError(f"Cannot read Parquet data file {source_name(source)}: {e}") from e
-    kept = _kept_dictionaries(pf, dictionaries, arrow_schema) if keep_dictionaries else ()
+    kept = _kept_dictionaries(pf, dictionaries, arrow_schema, keep_dictionaries)
     available = {n: t.column(n) if n in kept else _decoded(t.column(n)) for n in t.column_names}
     return assemble_columns(
         available,
@@ -327,12 +327,13 @@ def iter_parquet(
     batch_rows: int,
     row_groups: Sequence[int] | None = None,
     *,
-    keep_dictionaries: bool = False,
+    keep_dictionaries: Collection[str] = (),
 ) -> Iterator[pa.Table]:
     """A Parquet data file (only ``row_groups``, if given) as tables of about ``batch_rows`` rows,
-    decoded a batch at a time. ``keep_dictionaries``: the string and binary columns lake_core wrote
-    as dictionaries (and stored as ``arrow_schema`` types them) come back as dictionary arrays of
-    that type, for a merge that gathers the indices and decodes only the rows it keeps."""
+    decoded a batch at a time. ``keep_dictionaries``: those of these columns that lake_core wrote as
+    dictionaries (strings and binaries stored as ``arrow_schema`` types them) come back as
+    dictionary arrays of that type, for a merge that gathers the indices and decodes only the rows
+    it keeps."""
     try:
         pf = _streaming_parquet_file(source)
         file_names = pf.schema_arrow.names
@@ -340,7 +341,7 @@ def iter_parquet(
         dictionaries = _dictionary_reads(pf, read_cols)
         if dictionaries:
             pf = _streaming_parquet_file(source, pf.metadata, dictionaries)
-        kept = _kept_dictionaries(pf, dictionaries, arrow_schema) if keep_dictionaries else ()
+        kept = _kept_dictionaries(pf, dictionaries, arrow_schema, keep_dictionaries)
         schema = _as_dictionaries(arrow_schema, kept)
         for batch in pf.iter_batches(batch_size=batch_rows, columns=read_cols, use_threads=True, row_groups=row_groups):
             available = {n: batch.column(n) if n in kept else _decoded(batch.column(n)) for n in batch.schema.names}
@@ -349,14 +350,18 @@ def iter_parquet(
         raise FormatError(f"Cannot read Parquet data file {source_name(source)}: {e}") from e
 
 
-def _kept_dictionaries(pf: pq.ParquetFile, dictionaries: Sequence[str], arrow_schema: pa.Schema | None) -> set[str]:
-    """The columns read as dictionaries whose stored type is the one asked for (others are decoded
-    and cast as usual)."""
-    if arrow_schema is None:
+def _kept_dictionaries(
+    pf: pq.ParquetFile, dictionaries: Sequence[str], arrow_schema: pa.Schema | None, wanted: Collection[str]
+) -> set[str]:
+    """The ``wanted`` columns read as dictionaries whose stored type is the one asked for (others
+    are decoded and cast as usual)."""
+    if arrow_schema is None or not wanted:
         return set()
     stored = pf.schema_arrow  # opened with ``read_dictionary``: those columns typed as dictionaries
     kept = set()
     for n in dictionaries:
+        if n not in wanted:
+            continue
         t = stored.field(n).type
         t = t.value_type if pa.types.is_dictionary(t) else t
         if arrow_schema.get_field_index(n) >= 0 and t.equals(arrow_schema.field(n).type):
@@ -364,7 +369,7 @@ def _kept_dictionaries(pf: pq.ParquetFile, dictionaries: Sequence[str], arrow_sc
     return kept
 
 
-def _as_dictionaries(schema: pa.Schema | None, names: set[str] | tuple[()]) -> pa.Schema | None:
+def _as_dictionaries(schema: pa.Schema | None, names: set[str]) -> pa.Schema | None:
     """``schema`` with the ``names`` fields typed as the dictionaries Arrow reads them as."""
     if schema is None or not names:
         return schema

@@ -11,7 +11,7 @@ across schema versions: a column the file predates is all NULL in that file.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -40,9 +40,9 @@ def read_evolved(
     """Read ``columns`` (current names, plus ``_SEQUENCE_NUMBER``/``_VALUE_KIND``) of the data file
     ``meta`` at ``path``, typed as ``arrow_schema`` (current types); the file is checked against
     its manifest entry (size, row count) first."""
-    if meta.schema_id == store.schema.id:
+    mapping = None if meta.schema_id == store.schema.id else _Mapping.of(store, meta, columns, arrow_schema)
+    if mapping is None or mapping.identity:
         return read_checked_data_file(store.fileio, path, meta, fmt, columns, arrow_schema)
-    mapping = _Mapping.of(store, meta, columns, arrow_schema)
     return mapping.apply(read_checked_data_file(store.fileio, path, meta, fmt, mapping.file_cols, mapping.file_schema))
 
 
@@ -57,12 +57,13 @@ def iter_evolved(
     *,
     missing: Callable[[], Exception] | None = None,
     row_groups: Sequence[int] | None = None,
-    keep_dictionaries: bool = False,
+    keep_dictionaries: Collection[str] = (),
 ) -> Iterator[pa.Table]:
     """:func:`read_evolved` in chunks of about ``batch_rows`` rows, read as they are consumed
     (``missing``, ``row_groups``, ``keep_dictionaries``: see :func:`iter_checked_data_file`; a file
     of an older schema is always decoded, as its columns are cast)."""
-    if meta.schema_id == store.schema.id:
+    mapping = None if meta.schema_id == store.schema.id else _Mapping.of(store, meta, columns, arrow_schema)
+    if mapping is None or mapping.identity:
         yield from iter_checked_data_file(
             store.fileio,
             path,
@@ -76,7 +77,6 @@ def iter_evolved(
             keep_dictionaries=keep_dictionaries,
         )
         return
-    mapping = _Mapping.of(store, meta, columns, arrow_schema)
     for chunk in iter_checked_data_file(
         store.fileio,
         path,
@@ -126,6 +126,14 @@ class _Mapping:
             file_cols.append(first.name)
             file_fields.append(pa.field(first.name, first.type, True))
         return _Mapping(tuple(file_cols), pa.schema(file_fields), source_of, tuple(columns), arrow_schema)
+
+    @property
+    def identity(self) -> bool:
+        """Whether the file stores every requested column under its current name and type (an
+        older schema that differs in options or in other columns only): read as a current file."""
+        return all(self.source_of.get(n) == n for n in self.columns) and all(
+            self.file_schema.field(n).type.equals(self.arrow_schema.field(n).type) for n in self.columns
+        )
 
     def apply(self, raw: pa.Table) -> pa.Table:
         arrays = []

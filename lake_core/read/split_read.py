@@ -117,6 +117,10 @@ class SplitRead:
             else None
         )
 
+        # value columns a merge that picks stored rows may gather as dictionaries (it compares keys
+        # and sequence fields only, and decodes what it gathered)
+        compared = set(schema.primary_keys) | set(schema.partition_keys) | set(store.options.sequence_fields)
+        self._dictionary_columns = frozenset(n for n in self.read_columns if n not in compared)
         # one key column NumPy orders as Java does, for reads where the newest row simply wins
         self._order_key = (
             self.key_names[0]
@@ -183,7 +187,7 @@ class SplitRead:
             self.store,
             *self._file_args(split, f, with_system, kind_only),
             self.batch_rows,
-            keep_dictionaries=dictionaries,
+            keep_dictionaries=self._dictionary_columns if dictionaries else (),
         )
 
     def _sections(self, files: Sequence[DataFileMeta]) -> list[list[DataFileMeta]]:
@@ -342,14 +346,15 @@ class SplitRead:
                         merge_parts=self._last_rows_of_parts,
                     )
                     continue
+                columns = [*self.read_columns, KIND] if keep_kind else self.read_columns
+                merge, merge_parts = self._mergers(columns)
+                picks = merge_parts is not None  # gathers stored rows: dictionaries until then
                 if self.lookup_merge:
                     inputs = [with_level(chunks(f, True), f.level) for f in runs]
                 else:
-                    inputs = [chunks(f, True) for f in runs]
+                    inputs = [chunks(f, True, dictionaries=picks) for f in runs]
                 # a masked file yields fewer rows than it holds: its end is learnt from its reader
                 sizes = [None if f.file_name in vectors else f.row_count for f in runs]
-                columns = [*self.read_columns, KIND] if keep_kind else self.read_columns
-                merge, merge_parts = self._mergers(columns)
                 for merged in merge_sorted_runs(inputs, self.key_names, merge, sizes, merge_parts=merge_parts):
                     yield merged.select(columns)
 
@@ -376,15 +381,24 @@ class SplitRead:
             k = numpy_key(p.column(key))
             assert k is not None  # a key column of a NumPy-ordered type holds no nulls
             keys.append(k)
-        if len(parts) > 1 and any(not p.schema.equals(parts[0].schema) for p in parts[1:]):
-            # a column is a dictionary in some files only (each file chooses): all decoded
-            parts = [decode_dictionaries(p, self.read_schema) for p in parts]
+        parts = self._alike(parts)
         rows = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
         last = last_of_each_key(np.concatenate(keys))
         retract = rowkind.is_retract(numpy_column(rows.column(KIND)))[last]
         if retract.any():
             last = last[~retract]
-        return decode_dictionaries(take(rows.select(self.read_columns), last), self.read_schema)
+        return self._decoded(take(rows.select(self.read_columns), last))
+
+    def _alike(self, parts: list[pa.Table]) -> list[pa.Table]:
+        """``parts`` with one schema: a column read as a dictionary in some files only (each file
+        chooses its dictionary columns) is decoded in all."""
+        if len(parts) > 1 and any(not p.schema.equals(parts[0].schema) for p in parts[1:]):
+            return [self._decoded(p) for p in parts]
+        return parts
+
+    def _decoded(self, rows: pa.Table) -> pa.Table:
+        """``rows`` with the columns read as dictionaries decoded to the table's types."""
+        return decode_dictionaries(rows, self.read_schema)
 
     def _mergers(
         self, columns: list[str]
@@ -409,11 +423,12 @@ class SplitRead:
             else:
                 narrow = pa.concat_tables([p.select(pick_columns) for p in parts])
                 wide = pa.concat_tables([p.select(columns) for p in parts])
-            return wide.take(pa.array(pick(narrow), pa.int64()))
+            return self._decoded(take(wide, pick(narrow)))
 
         def merge_parts(parts: list[pa.Table]) -> pa.Table:
+            parts = self._alike(parts)
             out = sparse_pick(parts, key, pick, pick_columns, columns) if key is not None else None
-            return out if out is not None else picked(parts)
+            return self._decoded(out) if out is not None else picked(parts)
 
         return (lambda rows: picked([rows])), merge_parts
 

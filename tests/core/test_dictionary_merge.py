@@ -1,6 +1,8 @@
 """A merge-on-read keeps the string columns lake_core wrote as dictionaries encoded until it has
 gathered each key's newest row: files whose dictionaries differ, or where one file stored the
-column plain, still read as the newest row of each key, as plain strings."""
+column plain, or that an option change left under an older schema, still read as the newest row
+of each key, as plain strings. Both gathers are covered: the newest row by run order (one NumPy
+key) and the engine's pick (a two-column key)."""
 
 from __future__ import annotations
 
@@ -8,10 +10,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lake_core import Catalog
+import pytest
+
+from lake_core import Catalog, SchemaChange
 from lake_core.format.parquet_file import DICTIONARY_COLUMNS_KEY
 
-SCHEMA = pa.schema([("id", pa.int64()), ("city", pa.string()), ("tag", pa.binary()), ("v", pa.int64())])
+SCHEMA = pa.schema(
+    [("id", pa.int64()), ("g", pa.int32()), ("city", pa.string()), ("tag", pa.binary()), ("v", pa.int64())]
+)
 
 
 def _rows(ids: np.ndarray, cities: list[str], seed: int) -> pa.Table:
@@ -20,6 +26,7 @@ def _rows(ids: np.ndarray, cities: list[str], seed: int) -> pa.Table:
     return pa.table(
         {
             "id": pa.array(ids, pa.int64()),
+            "g": pa.array(np.asarray(ids) % 3, pa.int32()),
             "city": pa.array(
                 [cities[i] for i in rng.integers(0, len(cities), n)] if cities else [f"unique-{i}" for i in range(n)]
             ),
@@ -30,10 +37,12 @@ def _rows(ids: np.ndarray, cities: list[str], seed: int) -> pa.Table:
     )
 
 
-def test_merge_gathers_dictionaries_of_differing_files(tmp_path):
+@pytest.mark.parametrize("keys", [["id"], ["id", "g"]])
+def test_merge_gathers_dictionaries_of_differing_files(tmp_path, keys):
     cat = Catalog(f"file://{tmp_path}")
     cat.create_database("db")
-    t = cat.create_table("db.t", schema=SCHEMA, primary_keys=["id"], options={"bucket": "1", "read.batch-size": "700"})
+    opts = {"bucket": "1", "read.batch-size": "700"}
+    t = cat.create_table("db.t", schema=SCHEMA, primary_keys=keys, options=opts)
     rng = np.random.default_rng(0)
     model: dict[int, dict] = {}
     commits = [
@@ -41,9 +50,11 @@ def test_merge_gathers_dictionaries_of_differing_files(tmp_path):
         _rows(rng.choice(6000, 900, replace=False), [], 2),  # plain: every value distinct
         _rows(rng.choice(6000, 2500, replace=False), [f"town-{i}" for i in range(12)], 3),  # another dictionary
     ]
-    for rows in commits:
+    for i, rows in enumerate(commits):
         t.write_arrow(rows)
         model.update((r["id"], r) for r in rows.to_pylist())
+        if i == 0:  # the first file stays under the table's first schema
+            t = cat.alter_table("db.t", [SchemaChange.set_option("snapshot.num-retained.min", 5)])
     files = sorted((tmp_path / "db.db" / "t" / "bucket-0").glob("*.parquet"), key=lambda p: p.stat().st_mtime_ns)
     marked = [pq.ParquetFile(f).metadata.metadata.get(DICTIONARY_COLUMNS_KEY, b"[]") for f in files]
     assert [b'"city"' in m for m in marked] == [True, False, True]  # the case this test is about

@@ -325,7 +325,7 @@ def test_dictionary_columns_are_read_as_dictionaries_only_in_our_files():
     assert whole.equals(t) and streamed.equals(t) and theirs.equals(t)
     assert projected.equals(t.select(["note", "city"]))
     # asked to keep them (a merge that gathers before decoding): dictionaries of the stored types
-    kept = read_data_file(io.BytesIO(raw), "parquet", t.column_names, t.schema, keep_dictionaries=True)
+    kept = read_data_file(io.BytesIO(raw), "parquet", t.column_names, t.schema, keep_dictionaries=t.column_names)
     assert [str(f.type) for f in kept.schema] == [
         "int64",
         "dictionary<values=string, indices=int32, ordered=0>",
@@ -333,16 +333,23 @@ def test_dictionary_columns_are_read_as_dictionaries_only_in_our_files():
         "string",
     ]
     assert decode_dictionaries(kept, t.schema).equals(t)
-    chunks = list(iter_data_file(io.BytesIO(raw), "parquet", t.column_names, t.schema, 3000, keep_dictionaries=True))
+    chunks = list(
+        iter_data_file(io.BytesIO(raw), "parquet", t.column_names, t.schema, 3000, keep_dictionaries=["city", "tag"])
+    )
     assert all(c.schema.equals(kept.schema) for c in chunks)
     assert decode_dictionaries(pa.concat_tables(chunks), t.schema).equals(t)
+    # only the columns asked to stay dictionaries do
+    city_only = read_data_file(io.BytesIO(raw), "parquet", t.column_names, t.schema, keep_dictionaries=["city"])
+    assert [pa.types.is_dictionary(f.type) for f in city_only.schema] == [False, True, False, False]
     # asked as another type, or a file that is not ours: decoded as always
     wide = t.schema.set(1, pa.field("city", pa.large_string()))
-    as_wide = read_data_file(io.BytesIO(raw), "parquet", t.column_names, wide, keep_dictionaries=True)
+    as_wide = read_data_file(io.BytesIO(raw), "parquet", t.column_names, wide, keep_dictionaries=["city", "tag"])
     assert as_wide.schema.field("city").type == pa.large_string() and pa.types.is_dictionary(
         as_wide.schema.field("tag").type
     )
-    theirs = read_data_file(io.BytesIO(foreign.getvalue()), "parquet", t.column_names, t.schema, keep_dictionaries=True)
+    theirs = read_data_file(
+        io.BytesIO(foreign.getvalue()), "parquet", t.column_names, t.schema, keep_dictionaries=["city", "tag"]
+    )
     assert theirs.equals(t)
     # a footer key that is not ours (not a JSON list of names) is ignored
     for value in (b"{not json", b"7"):
