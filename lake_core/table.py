@@ -98,10 +98,12 @@ class FileStoreTable:
         after_commit(self)
 
     def compact_written_bucket(
-        self, partition: bytes, bucket: int, total_buckets: int, live, new_files, namer
+        self, partition: bytes, bucket: int, total_buckets: int, live, new_files, namer, *, dictionary=None
     ) -> CommitMessage | None:
         """A writer's inline compaction of one bucket after it wrote ``new_files``."""
-        return compact_written_bucket(self.store, partition, bucket, total_buckets, live, new_files, namer)
+        return compact_written_bucket(
+            self.store, partition, bucket, total_buckets, live, new_files, namer, dictionary=dictionary
+        )
 
     def recompact_buckets(self, snapshot: Snapshot | None, buckets) -> list[CommitMessage]:
         """Full compactions of ``buckets`` at ``snapshot`` (a first-row commit whose compaction lost)."""

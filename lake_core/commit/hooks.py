@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from lake_core.commit.messages import CommitMessage
+    from lake_core.format.parquet_file import DictionaryChoice
     from lake_core.manifest.metadata import DataFileMeta
     from lake_core.paths import FileNamer
     from lake_core.snapshot.snapshot import Snapshot
@@ -37,6 +38,9 @@ class TableHooks(Protocol):
         live: Sequence[DataFileMeta],
         new_files: Sequence[DataFileMeta],
         namer: FileNamer,
+        *,
+        dictionary: DictionaryChoice | None = None,
     ) -> CommitMessage | None:
         """A writer's inline compaction of one bucket after it wrote ``new_files`` over ``live``
-        (None: nothing to compact); writes files, commits nothing."""
+        (None: nothing to compact); writes files, commits nothing. ``dictionary``: the write's
+        Parquet dictionary columns, for the files the compaction writes too."""

@@ -38,6 +38,7 @@ from lake_core.manifest.metadata import DataFileMeta
 from lake_core.paths import FileNamer, data_file_in
 
 if TYPE_CHECKING:
+    from lake_core.format.parquet_file import DictionaryChoice
     from lake_core.store import FileStore
 
 _MAX_ROUNDS = 8
@@ -73,9 +74,13 @@ def compact_written_bucket(
     live: Sequence[DataFileMeta],
     new_files: Sequence[DataFileMeta],
     namer: FileNamer,
+    *,
+    dictionary: DictionaryChoice | None = None,
 ) -> CommitMessage | None:
     """The compaction of one bucket after a write (None: nothing to compact). The message carries
-    only compact_before/compact_after; the caller merges it with the bucket's new files."""
+    only compact_before/compact_after; the caller merges it with the bucket's new files.
+    ``dictionary``: the write's Parquet dictionary columns, kept for the compacted files (sampling
+    them again per file cost a tenth of a deletion-vector table's write)."""
     opts = store.options
     if opts.write_only or not new_files:
         return None
@@ -112,6 +117,7 @@ def compact_written_bucket(
             namer=namer,
             lookup_files=outside_unit(levels, p.unit),
             vectors=vectors,
+            dictionary=dictionary,
         ).message
         changelog += out.compact_changelog
         upgraded = {f.file_name for f in out.compact_before}

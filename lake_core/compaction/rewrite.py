@@ -35,6 +35,7 @@ from lake_core.write.file_writer import DataFileWriter, RollingFileWriter
 if TYPE_CHECKING:
     from lake_core.compaction.record_expiry import RecordExpiry
     from lake_core.deletion_vectors.maintainer import BucketDeletionVectors
+    from lake_core.format.parquet_file import DictionaryChoice
     from lake_core.store import FileStore
 
 
@@ -117,13 +118,16 @@ def run_compact_unit(
     lookup_files: Sequence[DataFileMeta] = (),
     vectors: BucketDeletionVectors | None = None,
     figures: bool = False,
+    dictionary: DictionaryChoice | None = None,
 ) -> UnitOutcome:
     """Execute ``unit`` of one bucket. ``extra_new_files`` are files written by the same commit
     (inline compaction): they are reported as new files of the message. ``vectors``: the bucket's
     deletion vectors (``deletion-vectors.enabled``), applied to the inputs and updated in place with
     the rows this compaction replaces; the caller writes them (:meth:`BucketDeletionVectors.changes`).
     ``figures``: also compute the unit's :class:`UnitFigures` (its written files read back), for
-    the in-task check of a dedicated compaction; a writer's inline compaction does without."""
+    the in-task check of a dedicated compaction; a writer's inline compaction does without.
+    ``dictionary``: the Parquet dictionary columns of the files written (default: sampled from
+    each file's first rows)."""
     opts = store.options
     engine = store.merge_engine()
     key_of = key_decoder(store.key_types)
@@ -158,7 +162,7 @@ def run_compact_unit(
         vectors=vectors is not None,
     )
     lookup_merge = needs_lookup_merge(store)
-    writer = DataFileWriter(store, ppath, bucket, namer or FileNamer())
+    writer = DataFileWriter(store, ppath, bucket, namer or FileNamer(), dictionary=dictionary)
     with_levels = producer is not None or lookup_merge
     changelog_files: list[DataFileMeta] = []
     # Java writes the changelog of a compaction at its output level (createRollingChangelogFileWriter)

@@ -516,7 +516,13 @@ class TableWrite:
                 [] if self.static_partition is not None else self._current_live_files().get((partition, buf.bucket), [])
             )
             msg = compact_written_bucket(
-                partition, buf.bucket, self._total_buckets(buf.partition), live, files, self.namer
+                partition,
+                buf.bucket,
+                self._total_buckets(buf.partition),
+                live,
+                files,
+                self.namer,
+                dictionary=self._dictionary,  # the compacted files have this write's columns too
             )
             if msg is not None:
                 return CommitMessage(

@@ -9,7 +9,6 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-
 import pytest
 
 from lake_core import Catalog, SchemaChange
