@@ -61,7 +61,7 @@ def iter_evolved(
 ) -> Iterator[pa.Table]:
     """:func:`read_evolved` in chunks of about ``batch_rows`` rows, read as they are consumed
     (``missing``, ``row_groups``, ``keep_dictionaries``: see :func:`iter_checked_data_file`; a file
-    of an older schema is always decoded, as its columns are cast)."""
+    whose columns an older schema named, typed or lacked differently is decoded, as they are cast)."""
     mapping = None if meta.schema_id == store.schema.id else _Mapping.of(store, meta, columns, arrow_schema)
     if mapping is None or mapping.identity:
         yield from iter_checked_data_file(
