@@ -54,8 +54,10 @@ def test_merge_gathers_dictionaries_of_differing_files(tmp_path, keys):
         model.update((r["id"], r) for r in rows.to_pylist())
         if i == 0:  # the first file stays under the table's first schema
             t = cat.alter_table("db.t", [SchemaChange.set_option("snapshot.num-retained.min", 5)])
-    files = sorted((tmp_path / "db.db" / "t" / "bucket-0").glob("*.parquet"), key=lambda p: p.stat().st_mtime_ns)
-    marked = [pq.ParquetFile(f).metadata.metadata.get(DICTIONARY_COLUMNS_KEY, b"[]") for f in files]
+    (split,) = t.new_read_builder().new_scan().plan().splits()
+    files = sorted(split.files, key=lambda f: f.min_sequence_number)  # in commit order
+    paths = [split.file_path(f).removeprefix("file://") for f in files]
+    marked = [pq.ParquetFile(p).metadata.metadata.get(DICTIONARY_COLUMNS_KEY, b"[]") for p in paths]
     assert [b'"city"' in m for m in marked] == [True, False, True]  # the case this test is about
 
     expected = sorted(model.values(), key=lambda r: r["id"])
