@@ -27,6 +27,7 @@ from lake_core.compaction.lookup_cache import LOOKUP_KEYS
 from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.lsm.levels import key_decoder, level0_order
 from lake_core.manifest.metadata import DataFileMeta
+from lake_core.merge.sort import numpy_key, numpy_orderable
 
 if TYPE_CHECKING:
     from lake_core.deletion_vectors.vector import DeletionVector
@@ -114,6 +115,24 @@ def _whole_file(store, bucket_dir, f, chunk_rows, columns) -> pa.Table:
     return pa.concat_tables(chunks).combine_chunks()
 
 
+def _distinct_keys(keys: pa.Table) -> pa.Table:
+    """Each key of ``keys`` once. The keys a compaction looks up usually arrive in key order (its
+    merge rounds, a data file): one key column whose NumPy order is Java's then needs one
+    comparison of neighbours (0.1 ms for 30k keys, against 1.7 ms for Arrow's group-by, which
+    the other cases take)."""
+    if keys.num_rows < 2:
+        return keys
+    if keys.num_columns == 1 and numpy_orderable(keys.schema.field(0).type):
+        k = numpy_key(keys.column(0))
+        if k is not None:
+            if bool((k[1:] >= k[:-1]).all()):  # ascending: a key's repeats are neighbours
+                new = np.empty(len(k), dtype=bool)
+                new[0] = True
+                np.not_equal(k[1:], k[:-1], out=new[1:])
+                return keys if new.all() else keys.filter(pa.array(new))
+    return keys.group_by(list(keys.column_names)).aggregate([])
+
+
 def lookup_latest(
     store: FileStore,
     *,
@@ -131,7 +150,7 @@ def lookup_latest(
     key_names = list(store.schema.trimmed_primary_keys)
     schema = result_schema(store, with_rows)
     columns = None if with_rows else [n for n in schema.names if n in kv_schema(store).names]
-    pending = keys.select(key_names).group_by(key_names).aggregate([]) if keys.num_rows else keys.select(key_names)
+    pending = _distinct_keys(keys.select(key_names))
     may_hold = _range_filter(store, key_names, pending)
     dvs = deletion_vectors or {}
     found: list[pa.Table] = []

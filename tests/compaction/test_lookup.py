@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from lake_core import Catalog
 from lake_core.compaction.lookup import LOOKUP_FILE, LOOKUP_LEVEL, LOOKUP_POSITION, lookup_latest
@@ -95,3 +96,31 @@ def test_keys_only_lookup_reads_no_value_columns(tmp_path):
     assert "v" not in thin.column_names and "tags" not in thin.column_names
     cols = ["k", "_SEQUENCE_NUMBER", LOOKUP_FILE, LOOKUP_POSITION]
     assert thin.select(cols).to_pylist() == full.select(cols).to_pylist()
+
+
+@pytest.mark.parametrize("with_rows", [True, False])
+@pytest.mark.parametrize(
+    "keys",
+    [[1, 1, 2, 3, 3, 3, 9], [3, 1, 3, 2, 9, 1, 2], [2, 2], [9, 9, 9]],
+    ids=["ascending-repeats", "unordered-repeats", "one-key-twice", "only-missing"],
+)
+def test_each_key_is_answered_once_whatever_the_order_of_its_repeats(tmp_path, keys, with_rows):
+    """A compaction looks up the keys of its unmerged rows (a key's rows are neighbours there);
+    ascending keys are made distinct by comparing neighbours, other orders by a group-by: both
+    answer every stored key once, with its newest row (dict model)."""
+    t = _table(tmp_path)
+    schema = t.schema.arrow_schema()
+    t.write_arrow(pa.table({"k": [1, 2, 3], "v": ["a", "b", "c"], "tags": [None, None, None]}, schema=schema))
+    t.write_arrow(pa.table({"k": [2], "v": ["b2"], "tags": [None]}, schema=schema))
+    model = {1: "a", 2: "b2", 3: "c"}
+    sequences = {1: 0, 2: 3, 3: 2}  # the bucket numbers the rows of its commits on: 0-2, then 3
+    files = _files(t)
+    from lake_core.read.scan import TableScan
+
+    bucket_dir = TableScan(t.store, t.latest_snapshot()).splits()[0].bucket_path
+    got = lookup_latest(t.store, bucket_dir=bucket_dir, files=files, keys=pa.table({"k": keys}), with_rows=with_rows)
+    found = got.column("k").to_pylist()
+    assert sorted(found) == sorted({k for k in keys if k in model})  # once each, missing keys absent
+    if with_rows:
+        assert {r["k"]: r["v"] for r in got.to_pylist()} == {k: model[k] for k in found}
+    assert {r["k"]: r["_SEQUENCE_NUMBER"] for r in got.to_pylist()} == {k: sequences[k] for k in found}
