@@ -61,6 +61,7 @@ class DataFileStreamWriter:
         self._dictionary = dictionary  # Parquet: dictionary columns shared with the write's other files
         self._row_group_rows = parquet_row_group_rows(self._options) if self.fmt == "parquet" else None
         self._pq: pq.ParquetWriter | None = None  # opened on the first chunk
+        self._footer: list[pq.FileMetaData] = []  # the Parquet footer, once closed
         self._int96_paths: set[str] = set()
         self._int96_buf: pa.BufferOutputStream | None = None
         self._held: list[pa.Table] = []  # ORC / Avro: conformed chunks, encoded at close
@@ -101,7 +102,35 @@ class DataFileStreamWriter:
             kw = declare_int96_options(kw, first.schema, int96_paths)
             self._int96_paths = int96_paths
             self._int96_buf = sink = pa.BufferOutputStream()
-        self._pq = pq.ParquetWriter(sink, parquet_writer_schema(first.schema, kw), **kw)
+        self._pq = pq.ParquetWriter(
+            sink, parquet_writer_schema(first.schema, kw), metadata_collector=self._footer, **kw
+        )
+
+    def footer_extremes(self, columns: Sequence[str]) -> dict[str, tuple[bytes, bytes] | None]:
+        """After :meth:`close` of a Parquet file: each top-level string column's raw min / max over
+        the file's row groups, as its footer holds them (None where a row group with values has
+        none: Arrow leaves out values longer than its statistics limit). Empty for other formats."""
+        if not self._footer:
+            return {}
+        metadata = self._footer[0]
+        index = {metadata.schema.column(i).path: i for i in range(metadata.num_columns)}
+        out: dict[str, tuple[bytes, bytes] | None] = {}
+        for name in columns:
+            i = index.get(name)
+            lo = hi = None
+            known = i is not None
+            for g in range(metadata.num_row_groups if known else 0):
+                rg = metadata.row_group(g)
+                st = rg.column(i).statistics
+                if st is not None and st.has_min_max:
+                    a, b = st.min_raw, st.max_raw
+                    lo = a if lo is None or a < lo else lo
+                    hi = b if hi is None or b > hi else hi
+                elif st is None or st.null_count != rg.num_rows:
+                    known = False
+                    break
+            out[name] = (lo, hi) if known and lo is not None and hi is not None else None
+        return out
 
     def close(self) -> int:
         """Finish the file (footer); returns its size in bytes. The sink stays open."""

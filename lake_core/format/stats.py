@@ -31,7 +31,7 @@ from __future__ import annotations
 import datetime
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -281,11 +281,17 @@ class StatsAccumulator:
     min / max; :meth:`result` takes the min / max of those and applies the mode (truncation,
     zero widening) once."""
 
-    def __init__(self, columns: Sequence[str], modes: Mapping[str, StatsMode | str]):
+    def __init__(
+        self, columns: Sequence[str], modes: Mapping[str, StatsMode | str], *, from_footer: Collection[str] = ()
+    ):
+        """``from_footer``: string columns whose min / max the file's own footer gives (Parquet
+        writes them anyway, as Java's stats extractor reads them): :meth:`add` counts their nulls
+        only, and :meth:`result` takes their extremes from ``footer``."""
         self.columns = list(columns)
         self._modes = [
             parse_stats_mode(modes.get(c, DEFAULT_STATS_MODE), f"fields.{c}.stats-mode") for c in self.columns
         ]
+        self._footer = [c in from_footer for c in self.columns]
         self._nulls = [0] * len(self.columns)
         self._nan = [False] * len(self.columns)
         self._extremes: list[list[pa.Array]] = [[] for _ in self.columns]
@@ -302,6 +308,8 @@ class StatsAccumulator:
             t = arr.type
             if mode.kind == "counts" or self._nan[i] or is_nested(t) or pa.types.is_null(t) or len(arr) == nulls:
                 continue
+            if self._footer[i] and _is_stringish(t):
+                continue
             if mode.kind == "truncate" and _is_binaryish(t):
                 continue
             extremes = _float_extremes(arr)
@@ -317,9 +325,17 @@ class StatsAccumulator:
             mm = pc.min_max(arr)
             self._extremes[i].append(pa.array([mm["min"], mm["max"]], type=t))
 
-    def result(self) -> list[ColumnStats]:
+    def result(self, footer: Mapping[str, tuple[bytes, bytes] | None] | None = None) -> list[ColumnStats]:
+        """The statistics of everything added; ``footer``: the raw (UTF-8) min / max of the
+        ``from_footer`` columns as the file's footer holds them (None: the footer has none, so
+        neither does the file's metadata)."""
         out = []
         for i, mode in enumerate(self._modes):
+            t = self._types[i]
+            if self._footer[i] and t is not None and _is_stringish(t) and not self._extremes[i]:
+                raw = (footer or {}).get(self.columns[i])
+                if raw is not None:
+                    self._extremes[i].append(pa.array([raw[0].decode(), raw[1].decode()], type=t))
             if mode.kind == "none":
                 out.append(_EMPTY)
             elif mode.kind == "counts" or self._nan[i] or not self._extremes[i]:

@@ -80,10 +80,10 @@ class DataFileWriter:
         cols = [rows[k] for k in self.key_names] + [rows[SEQ], rows[KIND]] + [rows[n] for n in self.value_names]
         return pa.Table.from_arrays(cols, schema=pa.schema(self.file_fields))
 
-    def _stats(self, acc: StatsAccumulator, types) -> SimpleStats:
+    def _stats(self, acc: StatsAccumulator, types, footer=None) -> SimpleStats:
         if not acc.columns:
             return EMPTY_STATS
-        st = acc.result()
+        st = acc.result(footer)
         return SimpleStats(
             serialize_row([s.min for s in st], types),
             serialize_row([s.max for s in st], types),
@@ -131,8 +131,10 @@ class _OpenFile:
             options=opts.raw,
             dictionary=w.dictionary,
         )
-        self.key_stats = StatsAccumulator(w.key_names, w.key_modes)
-        self.value_stats = StatsAccumulator(w.stats_cols, w.value_modes)
+        # string min / max from the Parquet footer: its writer computes them anyway
+        footer = (*w.key_names, *w.stats_cols) if w.fmt == "parquet" else ()
+        self.key_stats = StatsAccumulator(w.key_names, w.key_modes, from_footer=footer)
+        self.value_stats = StatsAccumulator(w.stats_cols, w.value_modes, from_footer=footer)
         self.min_key = min_key  # key of the first row
         self.max_key = min_key  # key of the last row so far
         self.min_seq: int | None = None
@@ -209,14 +211,15 @@ class RollingFileWriter:
         f.out.commit()
         self._file = None  # only now: a failed close or commit is still aborted by abort()
         w = self.w
+        footer = f.encoder.footer_extremes(list(dict.fromkeys([*w.key_names, *w.stats_cols])))
         if w.is_pk:
             min_key = serialize_row(f.min_key, w.key_types)
             max_key = serialize_row(f.max_key, w.key_types)
-            key_stats = w._stats(f.key_stats, w.key_types)
+            key_stats = w._stats(f.key_stats, w.key_types, footer)
         else:
             min_key = max_key = EMPTY_ROW
             key_stats = EMPTY_STATS
-        value_stats = w._stats(f.value_stats, [w.schema.field(n).type for n in w.stats_cols])
+        value_stats = w._stats(f.value_stats, [w.schema.field(n).type for n in w.stats_cols], footer)
         meta = DataFileMeta(
             file_name=f.name,
             file_size=size,
