@@ -240,13 +240,14 @@ def _incompressible_columns(table: pa.Table, dictionary: Sequence[str], level: i
     if n < _ZSTD_SAMPLE:
         return set()
     dict_columns = set(dictionary)
+    names = set(table.schema.names)
     zstd = pa.Codec("zstd", compression_level=level)
     plain = set()
     for f in table.schema:
         t = f.type
         fixed = pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_temporal(t)
-        if not fixed or f.name in dict_columns or t.bit_width < 32:
-            continue
+        if not fixed or f.name in dict_columns or t.bit_width < 32 or _stored_key_of(f.name, names):
+            continue  # a key's _KEY_ copy holds the same values: it follows its value column (below)
         col = table.column(f.name)
         mid = n // 2 - _ZSTD_SAMPLE // 6
         parts = [col.slice(0, _ZSTD_SAMPLE // 3), col.slice(mid, _ZSTD_SAMPLE // 3), col.slice(n - _ZSTD_SAMPLE // 3)]
@@ -255,7 +256,7 @@ def _incompressible_columns(table: pa.Table, dictionary: Sequence[str], level: i
         assert values is not None  # a fixed-width array has a values buffer
         if zstd.compress(values).size > (1 - _MIN_ZSTD_SAVING) * values.size:
             plain.add(f.name)
-    return plain
+    return plain | {n for n in names if _stored_key_of(n, names) in plain}
 
 
 def declare_int96_options(kw: dict, schema: pa.Schema, int96_paths: set[str]) -> dict:

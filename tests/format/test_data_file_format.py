@@ -277,6 +277,15 @@ def test_columns_zstd_barely_shrinks_are_stored_uncompressed():
         raw = _write(t, list(t.schema), "parquet", options=options)
         assert codecs(raw) == {**zstd, "price": "UNCOMPRESSED", "hash": "UNCOMPRESSED"}
         assert read_data_file(io.BytesIO(raw), "parquet").equals(t)
+    # a key's _KEY_ copy holds its value column's values: it gets the same codec, unsampled
+    keyed = t.add_column(0, "_KEY_hash", t["hash"]).add_column(0, "_KEY_id", t["id"])
+    assert codecs(_write(keyed, list(keyed.schema), "parquet")) == {
+        **zstd,
+        "_KEY_id": "ZSTD",
+        "price": "UNCOMPRESSED",
+        "hash": "UNCOMPRESSED",
+        "_KEY_hash": "UNCOMPRESSED",
+    }
     small = t.slice(0, 2000)  # too few rows to sample
     assert set(codecs(_write(small, list(t.schema), "parquet")).values()) == {"ZSTD"}
     snappy = _write(t, list(t.schema), "parquet", options={"file.compression": "snappy"})
