@@ -107,9 +107,10 @@ class DataFileStreamWriter:
         )
 
     def footer_extremes(self, columns: Sequence[str]) -> dict[str, tuple[bytes, bytes] | None]:
-        """After :meth:`close` of a Parquet file: each top-level string column's raw min / max over
-        the file's row groups, as its footer holds them (None where a row group with values has
-        none: Arrow leaves out values longer than its statistics limit). Empty for other formats."""
+        """After :meth:`close` of a Parquet file: the raw min / max of each top-level column named,
+        over the file's row groups, as its footer holds them (None where a row group with values
+        has none: Arrow leaves out values longer than its statistics limit). Empty for other
+        formats."""
         if not self._footer:
             return {}
         metadata = self._footer[0]

@@ -68,6 +68,11 @@ class DataFileWriter:
         self.stats_cols = [n for n in self.value_names if modes[n].kind != "none"]
         self.value_modes = modes
         self.key_modes = {k: parse_stats_mode("full") for k in self.key_names}
+        # string columns whose min / max a Parquet file's own footer gives (its writer computes them)
+        stats_names = dict.fromkeys([*self.key_names, *self.stats_cols])
+        self.footer_stats = (
+            [n for n in stats_names if pa.types.is_string(schema.field(n).type)] if self.fmt == "parquet" else []
+        )
         if self.is_pk:
             self.file_fields = list(schema.kv_arrow_schema())
         else:
@@ -131,10 +136,8 @@ class _OpenFile:
             options=opts.raw,
             dictionary=w.dictionary,
         )
-        # string min / max from the Parquet footer: its writer computes them anyway
-        footer = (*w.key_names, *w.stats_cols) if w.fmt == "parquet" else ()
-        self.key_stats = StatsAccumulator(w.key_names, w.key_modes, from_footer=footer)
-        self.value_stats = StatsAccumulator(w.stats_cols, w.value_modes, from_footer=footer)
+        self.key_stats = StatsAccumulator(w.key_names, w.key_modes, from_footer=w.footer_stats)
+        self.value_stats = StatsAccumulator(w.stats_cols, w.value_modes, from_footer=w.footer_stats)
         self.min_key = min_key  # key of the first row
         self.max_key = min_key  # key of the last row so far
         self.min_seq: int | None = None
@@ -211,7 +214,7 @@ class RollingFileWriter:
         f.out.commit()
         self._file = None  # only now: a failed close or commit is still aborted by abort()
         w = self.w
-        footer = f.encoder.footer_extremes(list(dict.fromkeys([*w.key_names, *w.stats_cols])))
+        footer = f.encoder.footer_extremes(w.footer_stats)
         if w.is_pk:
             min_key = serialize_row(f.min_key, w.key_types)
             max_key = serialize_row(f.max_key, w.key_types)
