@@ -25,6 +25,7 @@ from lake_core.format.orc_file import write_orc
 from lake_core.format.parquet_file import (
     DictionaryChoice,
     declare_int96_options,
+    parquet_footer_extremes,
     parquet_row_group_rows,
     parquet_write_options,
     parquet_writer_schema,
@@ -107,31 +108,9 @@ class DataFileStreamWriter:
         )
 
     def footer_extremes(self, columns: Sequence[str]) -> dict[str, tuple[bytes, bytes] | None]:
-        """After :meth:`close` of a Parquet file: the raw min / max of each top-level column named,
-        over the file's row groups, as its footer holds them (None where a row group with values
-        has none: Arrow leaves out values longer than its statistics limit). Empty for other
-        formats."""
-        if not self._footer:
-            return {}
-        metadata = self._footer[0]
-        index = {metadata.schema.column(i).path: i for i in range(metadata.num_columns)}
-        out: dict[str, tuple[bytes, bytes] | None] = {}
-        for name in columns:
-            i = index.get(name)
-            lo = hi = None
-            known = i is not None
-            for g in range(metadata.num_row_groups if known else 0):
-                rg = metadata.row_group(g)
-                st = rg.column(i).statistics
-                if st is not None and st.has_min_max:
-                    a, b = st.min_raw, st.max_raw
-                    lo = a if lo is None or a < lo else lo
-                    hi = b if hi is None or b > hi else hi
-                elif st is None or st.null_count != rg.num_rows:
-                    known = False
-                    break
-            out[name] = (lo, hi) if known and lo is not None and hi is not None else None
-        return out
+        """After :meth:`close` of a Parquet file: :func:`parquet_footer_extremes` of its footer;
+        empty for other formats."""
+        return parquet_footer_extremes(self._footer[0], columns) if self._footer else {}
 
     def close(self) -> int:
         """Finish the file (footer); returns its size in bytes. The sink stays open."""

@@ -42,6 +42,7 @@ __all__ = [
     "iter_parquet",
     "decode_dictionaries",
     "parquet_row_group_ranges",
+    "parquet_footer_extremes",
 ]
 
 _DEFAULT_PAGE_SIZE = 64 * 1024
@@ -407,17 +408,47 @@ def parquet_row_group_ranges(
         md = pq.ParquetFile(source).metadata
     except (pa.ArrowInvalid, OSError) as e:
         raise FormatError(f"Cannot read Parquet data file {source_name(source)}: {e}") from e
+    groups = _row_group_statistics(md, columns)
+    if groups is None:
+        return None
+    out = []
+    for rows, stats in groups:
+        if any(s is None or not s.has_min_max for s in stats):
+            return None
+        out.append((rows, tuple(s.min for s in stats), tuple(s.max for s in stats)))
+    return out
+
+
+def parquet_footer_extremes(md: pq.FileMetaData, columns: Sequence[str]) -> dict[str, tuple[bytes, bytes] | None]:
+    """The raw min / max of each top-level column of ``columns`` over all row groups of a file
+    whose footer is ``md`` (row groups of nulls only count for nothing); None for a column that
+    has values in a row group without them (Arrow leaves out values over its statistics limit)."""
+    out: dict[str, tuple[bytes, bytes] | None] = {}
+    for name in columns:
+        groups = _row_group_statistics(md, [name])
+        lo = hi = None
+        for rows, (st,) in groups or ():
+            if st is not None and st.has_min_max:
+                lo = st.min_raw if lo is None or st.min_raw < lo else lo
+                hi = st.max_raw if hi is None or st.max_raw > hi else hi
+            elif st is None or st.null_count != rows:
+                groups = None
+                break
+        out[name] = (lo, hi) if groups is not None and lo is not None and hi is not None else None
+    return out
+
+
+def _row_group_statistics(md: pq.FileMetaData, columns: Sequence[str]) -> list[tuple[int, list]] | None:
+    """Per row group of the footer ``md``: (rows, the statistics of each top-level column of
+    ``columns``, None where it has none); None when a column is not in the file."""
     index = {md.schema.column(i).path: i for i in range(md.num_columns)}
     if not all(c in index for c in columns):
         return None
-    out = []
+    groups = []
     for g in range(md.num_row_groups):
         rg = md.row_group(g)
-        stats = [rg.column(index[c]).statistics for c in columns]
-        if any(s is None or not s.has_min_max for s in stats):
-            return None
-        out.append((rg.num_rows, tuple(s.min for s in stats), tuple(s.max for s in stats)))
-    return out
+        groups.append((rg.num_rows, [rg.column(index[c]).statistics for c in columns]))
+    return groups
 
 
 def _mappable(source) -> bool:

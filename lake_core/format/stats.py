@@ -332,15 +332,15 @@ class StatsAccumulator:
         out = []
         for i, mode in enumerate(self._modes):
             t = self._types[i]
-            if self._footer[i] and t is not None and _is_stringish(t) and not self._extremes[i]:
+            extremes = self._extremes[i]
+            if self._footer[i] and t is not None and _is_stringish(t):  # add() left them to the footer
                 raw = (footer or {}).get(self.columns[i])
-                if raw is not None:
-                    self._extremes[i].append(pa.array([raw[0].decode(), raw[1].decode()], type=t))
+                extremes = [] if raw is None else [pa.array([raw[0].decode(), raw[1].decode()], type=t)]
             if mode.kind == "none":
                 out.append(_EMPTY)
-            elif mode.kind == "counts" or self._nan[i] or not self._extremes[i]:
+            elif mode.kind == "counts" or self._nan[i] or not extremes:
                 out.append(ColumnStats(None, None, self._nulls[i]))
             else:
-                s = column_stats(pa.chunked_array(self._extremes[i], type=self._types[i]), mode)
+                s = column_stats(pa.chunked_array(extremes, type=t), mode)
                 out.append(ColumnStats(s.min, s.max, self._nulls[i]))
         return out
