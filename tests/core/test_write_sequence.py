@@ -29,7 +29,7 @@ def test_each_file_numbers_its_rows_in_key_order_above_older_files(tmp_path):
     t = _table(tmp_path)
     rng = np.random.default_rng(5)
     model: dict[int, int] = {}
-    for commit in range(3):
+    for _ in range(3):
         keys = rng.integers(0, 400, 1500)  # repeats inside one write: its last row wins
         values = rng.integers(0, 10**6, len(keys))
         t.write_arrow(pa.table({"k": keys, "v": values, "ts": values}, schema=SCHEMA))
