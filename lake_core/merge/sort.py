@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lake_core import arrow_memory
 from lake_core.format.float_order import sortable_array, sortable_bits
 from lake_core.kv.system_fields import KIND, SEQ
 
@@ -186,8 +187,8 @@ def last_of_each_key(key: np.ndarray) -> np.ndarray:
 def _key_groups(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(stable order of the non-empty ``key``, True at each sorted position where a new key starts)."""
     order = stable_argsort(key)
-    ks = key[order]
-    new = np.empty(len(ks), dtype=bool)
+    ks = arrow_memory.take(key, order)
+    new = arrow_memory.empty(len(ks), bool)
     new[0] = True
     np.not_equal(ks[1:], ks[:-1], out=new[1:])
     return order, new
@@ -195,10 +196,10 @@ def _key_groups(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _group_lasts(order: np.ndarray, new: np.ndarray) -> np.ndarray:
     """The input index of each group's last row, from :func:`_key_groups`'s two arrays."""
-    last = np.empty_like(new)
+    last = arrow_memory.empty(len(new), bool)
     last[:-1] = new[1:]
     last[-1] = True
-    return order[last]
+    return arrow_memory.compress(last, order)
 
 
 def _java_ordered_keys(sel: pa.Table, key_columns: tuple[str, ...]) -> pa.Table:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
+from lake_core import arrow_memory
 from lake_core.deletion_vectors.maintainer import load_vectors, needs_full_for_dv
 from lake_core.errors import PredicateError, SchemaMismatchError
 from lake_core.format.binary_row.reader import deserialize_row
@@ -383,8 +384,8 @@ class SplitRead:
             keys.append(k)
         parts = self._alike(parts)
         rows = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
-        last = last_of_each_key(np.concatenate(keys))
-        retract = rowkind.is_retract(numpy_column(rows.column(KIND)))[last]
+        last = last_of_each_key(arrow_memory.concatenate(keys))
+        retract = rowkind.is_retract(arrow_memory.take(numpy_column(rows.column(KIND)), last))
         if retract.any():
             last = last[~retract]
         return self._decoded(take(rows.select(self.read_columns), last))

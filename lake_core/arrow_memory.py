@@ -1,0 +1,44 @@
+"""NumPy arrays in Arrow's memory pool, for the large temporaries of hot paths (a merge's keys,
+orders and positions).
+
+NumPy takes its memory from the C library's allocator, which maps an array of a few MB fresh and
+unmaps it when freed: each such array costs one page fault per 4 KiB page it touches, every time
+(a cold merged read of the benchmark table took ~8,000 of them, most of its system time). Arrow's
+pool keeps freed memory for the next allocation and maps large pages, so the same arrays there
+fault a handful of times. The arrays returned here own their memory (an Arrow buffer) and are
+ordinary writable NumPy arrays otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+
+def empty(n: int, dtype: np.dtype | type) -> np.ndarray:
+    """An uninitialised array of ``n`` values of ``dtype``."""
+    dt = np.dtype(dtype)
+    return np.frombuffer(pa.allocate_buffer(n * dt.itemsize), dt, count=n)
+
+
+def concatenate(arrays: Sequence[np.ndarray]) -> np.ndarray:
+    """``np.concatenate(arrays)`` of one-dimensional arrays of one dtype."""
+    if len(arrays) == 1:
+        return arrays[0]
+    return np.concatenate(arrays, out=empty(sum(len(a) for a in arrays), arrays[0].dtype))
+
+
+def take(values: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """``values[positions]`` for positions known to be within ``values`` (computed from it)."""
+    # mode="clip": with an ``out``, NumPy's default bounds mode first gathers into a buffer of its own
+    return np.take(values, positions, out=empty(len(positions), values.dtype), mode="clip")
+
+
+def compress(mask: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``values[mask]`` (read-only) for a boolean ``mask`` as long as one-dimensional ``values`` of
+    a fixed-width type."""
+    # Arrow's filter: NumPy's (also np.compress) first lists the kept positions in memory of its own
+    return pc.filter(pa.array(values), pa.array(mask)).to_numpy()
