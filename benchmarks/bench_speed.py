@@ -101,7 +101,7 @@ def main(argv=None) -> None:
                     out = _run(str(PYPAIMON_PY), ROOT, s, "build", wh, args.rows, args.updates)
                     out.update(_run(str(PYPAIMON_PY), ROOT, s, "read", wh, args.rows, args.updates))
                 else:
-                    out = _run(py, ROOT, "pyarrow", "build", wh, args.rows)
+                    out = _run(py, ROOT, "pyarrow", "build", wh, args.rows, args.updates)
                     out.update(_run(py, ROOT, "pyarrow", "read", wh, args.rows))
                 shutil.rmtree(wh, ignore_errors=True)
                 results[s].append(out)

@@ -143,7 +143,9 @@ def pypaimon(step: str, wh: str, rows: int, updates: int) -> dict:
 
 def pyarrow_alone(step: str, wh: str, rows: int, updates: int) -> dict:
     """The ceiling: the same 1M rows as 4 zstd Parquet files (one per bucket, as lake_core writes
-    them: sorted by key), written and read by pyarrow on two threads, as lake_core uses two."""
+    them: sorted by key), written and read by pyarrow on two threads, as lake_core uses two; and,
+    in the same process after them, the 200k updates as 4 more such files (the update's ceiling:
+    it writes those rows and reads nothing)."""
     from concurrent.futures import ThreadPoolExecutor
 
     import pyarrow as pa
@@ -152,17 +154,18 @@ def pyarrow_alone(step: str, wh: str, rows: int, updates: int) -> dict:
     paths = [os.path.join(wh, f"part-{i}.parquet") for i in range(4)]
     if step == "build":
         os.makedirs(wh, exist_ok=True)
-        data = _workload().initial(rows)
-        ids = data["id"].to_numpy()
-        parts = [data.filter(pa.array(ids % 4 == i)) for i in range(4)]
-        parts = [p.sort_by("id") for p in parts]
-
-        def write(i: int) -> None:
-            pq.write_table(parts[i], paths[i], compression="zstd", compression_level=1)
-
+        w = _workload()
         out: dict = {}
-        with _Step(out, "write"), ThreadPoolExecutor(2) as pool:
-            list(pool.map(write, range(4)))
+        for phase, data in (("write", w.initial(rows)), ("update", w.updates(rows, updates))):
+            ids = data["id"].to_numpy()
+            parts = [data.filter(pa.array(ids % 4 == i)).sort_by("id") for i in range(4)]
+            targets = paths if phase == "write" else [p.replace("part-", "update-") for p in paths]
+
+            def write(i: int, parts=parts, targets=targets) -> None:
+                pq.write_table(parts[i], targets[i], compression="zstd", compression_level=1)
+
+            with _Step(out, phase), ThreadPoolExecutor(2) as pool:
+                list(pool.map(write, range(4)))
         return out
     if step == "read":
         pa.array([0])  # before the clock, as in the lake_core worker: pyarrow's first array imports pandas

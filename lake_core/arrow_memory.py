@@ -24,6 +24,23 @@ def empty(n: int, dtype: np.dtype | type) -> np.ndarray:
     return np.frombuffer(pa.allocate_buffer(n * dt.itemsize), dt, count=n)
 
 
+#: rows of the ascending block :func:`arange` adds its start to, a slice at a time
+_IOTA_ROWS = 1 << 16
+_iota: np.ndarray | None = None
+
+
+def arange(start: int, count: int) -> np.ndarray:
+    """``np.arange(start, start + count, dtype=np.int64)``."""
+    global _iota
+    if _iota is None:
+        _iota = np.arange(_IOTA_ROWS, dtype=np.int64)  # built once (any thread; all build the same)
+    out = empty(count, np.int64)
+    for i in range(0, count, _IOTA_ROWS):
+        m = min(_IOTA_ROWS, count - i)
+        np.add(_iota[:m], start + i, out=out[i : i + m])
+    return out
+
+
 def concatenate(arrays: Sequence[np.ndarray]) -> np.ndarray:
     """``np.concatenate(arrays)`` of one-dimensional arrays of one dtype."""
     if len(arrays) == 1:

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from lake_core import arrow_memory
 from lake_core.errors import FormatError, InvalidOptionError
 from lake_core.format.binary_row.arrow_buffers import as_array, bytes_layout, fixed_values, null_mask, ragged_index
 from lake_core.format.binary_row.column_encoder import encode_column, encode_rows_and_nulls
@@ -87,10 +88,11 @@ def _seed_after_zero_words(count: int) -> int:
     return h
 
 
-def _mix(h: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """One MurmurHash3 body step on uint32 arrays (in place; ``k`` is clobbered)."""
+def _mix(h: np.ndarray, k: np.ndarray, t: np.ndarray | None = None) -> np.ndarray:
+    """One MurmurHash3 body step on uint32 arrays (in place; ``k`` is clobbered; ``t``: scratch
+    of the same length, clobbered too)."""
     k *= _C1
-    t = k >> 17
+    t = np.right_shift(k, 17, out=t)
     k <<= 15
     k |= t
     k *= _C2
@@ -103,13 +105,14 @@ def _mix(h: np.ndarray, k: np.ndarray) -> np.ndarray:
     return h
 
 
-def _fmix(h: np.ndarray, lengths: Any) -> np.ndarray:
+def _fmix(h: np.ndarray, lengths: Any, t: np.ndarray | None = None) -> np.ndarray:
+    """MurmurHash3's finalizer, in place on ``h`` (``t``: scratch of its length)."""
     h ^= np.asarray(lengths).astype(np.uint32)
-    h ^= h >> 16
-    h *= _F1
-    h ^= h >> 13
-    h *= _F2
-    h ^= h >> 16
+    for shift, factor in ((16, _F1), (13, _F2), (16, None)):
+        t = np.right_shift(h, shift, out=t)
+        h ^= t
+        if factor is not None:
+            h *= factor
     return h.view(np.int32)
 
 
@@ -144,15 +147,23 @@ def _fast_single_int(columns: Sequence[Any], types: Sequence[pa.DataType]):
     arr = as_array(columns[0], types[0])
     if arr.null_count:
         return None
-    h = np.full(len(arr), _seed_after_zero_words(2), np.uint32)
+    # the three working arrays in Arrow's pool (see lake_core.arrow_memory): a write's hashing
+    # otherwise maps and faults in a dozen fresh arrays of 4 bytes a row
+    n = len(arr)
+    h, k, t = (arrow_memory.empty(n, np.uint32) for _ in range(3))
+    h.fill(_seed_after_zero_words(2))
     if f.width == 8:
         words = fixed_values(arr, "<u8", None)
-        h = _mix(h, (words & np.uint64(_U32)).astype(np.uint32))
-        h = _mix(h, (words >> np.uint64(32)).astype(np.uint32))
+        np.bitwise_and(words, np.uint64(_U32), out=k, casting="unsafe")
+        h = _mix(h, k, t)
+        np.right_shift(words, np.uint64(32), out=k, casting="unsafe")
+        h = _mix(h, k, t)
     else:
-        h = _mix(h, fixed_values(arr, "<u4", None).copy())
-        h = _mix(h, np.zeros(len(arr), np.uint32))
-    return _fmix(h, 16)
+        np.copyto(k, fixed_values(arr, "<u4", None))
+        h = _mix(h, k, t)
+        k.fill(0)
+        h = _mix(h, k, t)
+    return _fmix(h, 16, t)
 
 
 def hash_rows(columns: Sequence[Any], types: Sequence[pa.DataType]) -> np.ndarray:
@@ -172,10 +183,14 @@ def bucket_of_hashes(hashes: np.ndarray, num_buckets: int) -> np.ndarray:
     _check_num_buckets(num_buckets)
     # |h % n| = |h| % n; |h| as unsigned 32 bits, so |INT_MIN| (which wraps to INT_MIN) reads 2**31,
     # and the unsigned remainder (a mask for a power of two) costs a tenth of a signed 64-bit fmod
-    magnitude = np.abs(np.asarray(hashes, dtype=np.int32)).view(np.uint32)
+    hashes = np.asarray(hashes, dtype=np.int32)
+    magnitude = np.abs(hashes, out=arrow_memory.empty(len(hashes), np.int32)).view(np.uint32)
     n = np.uint32(num_buckets)
-    rest = magnitude & (n - np.uint32(1)) if num_buckets & (num_buckets - 1) == 0 else magnitude % n
-    return rest.view(np.int32)
+    if num_buckets & (num_buckets - 1) == 0:
+        np.bitwise_and(magnitude, n - np.uint32(1), out=magnitude)
+    else:
+        np.remainder(magnitude, n, out=magnitude)
+    return magnitude.view(np.int32)
 
 
 def _check_num_buckets(num_buckets: int) -> None:

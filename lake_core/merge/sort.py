@@ -76,33 +76,42 @@ def numpy_orderable(t: pa.DataType) -> bool:
 
 #: below this many rows the sort is cheap whatever it does
 _RADIX_MIN_ROWS = 4096
-#: an integer key spanning fewer bits is sorted by 16-bit digits (at most three passes; a fourth
-#: costs about what one comparison sort does)
+#: an integer key spanning fewer bits is sorted digit by digit (at most four passes; a comparison
+#: sort of a write batch costs about what eight do)
 _RADIX_MAX_BITS = 48
+#: bits per digit: Arrow's sort counts values spanning at most 4,096 (one pass, 0.7 ms for 250k
+#: rows), and compares beyond that (20 ms); NumPy radix-sorts 16-bit digits in 2.4 ms
+_DIGIT_BITS = 12
 
 
 def stable_argsort(key: np.ndarray) -> np.ndarray:
     """``np.argsort(key, kind="stable")``, faster on unsorted integer keys of a bounded span: NumPy's
     stable sort of 64-bit integers is a timsort, which merges presorted runs (the runs of a
     merge-on-read) in linear time but costs n log n on a write batch in arrival order; there an
-    LSD radix sort over 16-bit digits (NumPy radix-sorts 16-bit integers) is 5x faster."""
+    LSD radix sort over 12-bit digits, each a stable counting sort by Arrow, is ~10x faster. The
+    result may be read-only."""
     n = len(key)
     if n < _RADIX_MIN_ROWS or key.dtype.kind not in "iu" or key.dtype.itemsize < 4:
         return np.argsort(key, kind="stable")
-    if np.count_nonzero(key[1:] < key[:-1]) * 64 < n:  # a few long runs: timsort merges them
+    descents = np.less(key[1:], key[:-1], out=arrow_memory.empty(n - 1, bool))
+    if np.count_nonzero(descents) * 64 < n:  # a few long runs: timsort merges them
         return np.argsort(key, kind="stable")
     lo, hi = int(key.min()), int(key.max())
     span = hi - lo
     if span >= 1 << _RADIX_MAX_BITS:
         return np.argsort(key, kind="stable")
-    # key - lo is within [0, span]: no overflow in the key's own width, unsigned keys stay unsigned
-    wide = key.astype(np.int64) if key.dtype.itemsize < 8 else key
-    offset = wide - wide.dtype.type(lo)
+    # key - lo is within [0, span]: no overflow in the key's own width, unsigned keys stay unsigned.
+    # The working arrays and the digits' orders live in Arrow's pool (lake_core.arrow_memory).
+    dtype = np.dtype(np.int64) if key.dtype.itemsize < 8 else key.dtype
+    offset = np.subtract(key, dtype.type(lo), out=arrow_memory.empty(n, dtype), dtype=dtype)
+    digits = arrow_memory.empty(n, np.uint16)
     order: np.ndarray | None = None
-    for shift in range(0, max(span.bit_length(), 1), 16):
-        digits = (offset if order is None else offset[order]) >> shift
-        step = np.argsort(digits.astype(np.uint16), kind="stable")  # keeps the low 16 bits: the digit
-        order = step if order is None else order[step]
+    for shift in range(0, max(span.bit_length(), 1), _DIGIT_BITS):
+        source = offset if order is None else arrow_memory.take(offset, order)
+        np.right_shift(source, shift, out=digits, casting="unsafe")  # the low 16 bits of it
+        np.bitwise_and(digits, (1 << _DIGIT_BITS) - 1, out=digits)
+        step = pc.array_sort_indices(pa.array(digits)).to_numpy().view(np.int64)  # stable
+        order = step if order is None else arrow_memory.take(order, step)
     assert order is not None
     return order
 
@@ -156,6 +165,8 @@ def _one_key_groups(rows: pa.Table, key_column: str) -> tuple[np.ndarray, np.nda
     if key is None:
         return None
     order, new = _key_groups(key)
+    if new.all():  # each key once (a write batch of distinct keys): no sequence order to check
+        return order, new
     repeat = np.flatnonzero(~new[1:])  # sorted row i + 1 has the key of sorted row i
     if len(repeat):  # a key held more than once: its rows must be in sequence order
         # only the repeated rows' sequence numbers are gathered, not the column
