@@ -42,7 +42,8 @@ def arange(start: int, count: int) -> np.ndarray:
 
 
 def concatenate(arrays: Sequence[np.ndarray]) -> np.ndarray:
-    """``np.concatenate(arrays)`` of one-dimensional arrays of one dtype."""
+    """``np.concatenate(arrays)`` of one-dimensional arrays of one dtype (a single array is
+    returned as it is, not copied)."""
     if len(arrays) == 1:
         return arrays[0]
     return np.concatenate(arrays, out=empty(sum(len(a) for a in arrays), arrays[0].dtype))

@@ -84,6 +84,12 @@ _RADIX_MAX_BITS = 48
 _DIGIT_BITS = 12
 
 
+def counted_order(values: np.ndarray) -> np.ndarray:
+    """The stable order (int64 positions, read-only) of non-negative integers below 4,096: Arrow
+    sorts values of so small a span by counting them into place, in one pass."""
+    return pc.array_sort_indices(pa.array(values)).to_numpy().view(np.int64)
+
+
 def stable_argsort(key: np.ndarray) -> np.ndarray:
     """``np.argsort(key, kind="stable")``, faster on unsorted integer keys of a bounded span: NumPy's
     stable sort of 64-bit integers is a timsort, which merges presorted runs (the runs of a
@@ -110,7 +116,7 @@ def stable_argsort(key: np.ndarray) -> np.ndarray:
         source = offset if order is None else arrow_memory.take(offset, order)
         np.right_shift(source, shift, out=digits, casting="unsafe")  # the low 16 bits of it
         np.bitwise_and(digits, (1 << _DIGIT_BITS) - 1, out=digits)
-        step = pc.array_sort_indices(pa.array(digits)).to_numpy().view(np.int64)  # stable
+        step = counted_order(digits)
         order = step if order is None else arrow_memory.take(order, step)
     assert order is not None
     return order

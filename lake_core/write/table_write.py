@@ -24,6 +24,7 @@ from lake_core.kv import rowkind
 from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.manifest.metadata import DataFileMeta
 from lake_core.merge.base import take
+from lake_core.merge.sort import counted_order
 from lake_core.paths import FileNamer, check_new_partition_dir, partition_dir
 from lake_core.schema.partition_selector import PartitionSelector
 from lake_core.snapshot.snapshot import CommitKind, Snapshot
@@ -212,7 +213,7 @@ def _group_positions(gid: np.ndarray, groups: int) -> Iterator[tuple[int, np.nda
         return
     if hi - lo < _COUNTED_SPAN:
         digits = np.subtract(gid, lo, out=arrow_memory.empty(len(gid), np.uint16), casting="unsafe")
-        order = pc.array_sort_indices(pa.array(digits)).to_numpy().view(np.int64)  # stable
+        order = counted_order(digits)
         ordered = arrow_memory.take(digits, order)
         bounds = np.searchsorted(ordered, np.arange(hi - lo + 2, dtype=np.uint16))
         for d in range(hi - lo + 1):
