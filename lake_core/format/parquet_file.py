@@ -14,7 +14,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import threading
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -119,37 +118,17 @@ class DictionaryChoice:
     batch) and kept for every file of that write: the buckets of a write share their data's shape,
     and sampling each small file's columns again measured about 6 ms of a 200k-row, 4-bucket
     write's 50 ms (the sampling holds the interpreter while the other bucket encodes). Decided
-    before any file is written, so the same rows always give the same files."""
+    before any file is written, so the same rows always give the same files. (Sampled in a thread
+    of its own while the write assigned buckets, it measured no faster: the two threads took
+    turns with the interpreter.)"""
 
-    def __init__(self, sample: pa.Table, *, background: bool = False) -> None:
-        """``background``: sampled in a thread of its own (the write goes on assigning buckets
-        meanwhile, on the other core); :meth:`columns` waits for it."""
-        self.sample = sample
-        self._chosen: frozenset[str] | None = None
-        self._error: BaseException | None = None
-        self._thread: threading.Thread | None = None
-        if background:
-            self._thread = threading.Thread(target=self._choose, name="lake-core-dictionary-choice", daemon=True)
-            self._thread.start()
-        else:
-            self._choose()
-
-    def _choose(self) -> None:
-        try:
-            self._chosen = frozenset(_dictionary_columns(self.sample))
-        except BaseException as e:  # noqa: BLE001 - raised in the thread that asks for the columns
-            self._error = e
+    def __init__(self, sample: pa.Table) -> None:
+        self._chosen = frozenset(_dictionary_columns(sample))
 
     def columns(self, table: pa.Table) -> list[str]:
         """The columns of ``table`` (a file's, with a key's ``_KEY_`` copies) that get a dictionary."""
-        if self._thread is not None:
-            self._thread.join()
-        if self._error is not None:
-            raise self._error
-        chosen = self._chosen
-        assert chosen is not None  # set by _choose, or _error is
         names = set(table.schema.names)
-        return [n for n in table.schema.names if n in chosen or _stored_key_of(n, names) in chosen]
+        return [n for n in table.schema.names if n in self._chosen or _stored_key_of(n, names) in self._chosen]
 
 
 def parquet_write_options(

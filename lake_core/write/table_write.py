@@ -319,10 +319,6 @@ class TableWrite:
         if self.static_partition:
             self._check_static_partition(data, self.static_partition)
         data = data.append_column(pa.field(KIND, pa.int8(), nullable=False), pa.array(kinds, pa.int8()))
-        if not self.buffers and self.mode != "cross-partition" and self._writes_parquet:
-            # the commit's first buffered rows: sampled for the dictionary choice while the
-            # buckets are assigned (a cross-partition write may drop rows: it samples at commit)
-            self._dictionary = DictionaryChoice(data, background=True)
         pcode, pvalues = partition_codes(data, self.partition_names)
         for pv in pvalues:  # per partition, before any file is written
             check_new_partition_dir(
@@ -583,7 +579,7 @@ class TableWrite:
         index_changes = None
         # the buckets of this commit share one sampling, of the first rows buffered
         first = buffers[0].batches[0][0]
-        if self._writes_parquet and (self._dictionary is None or self._dictionary.sample is not first):
+        if self._writes_parquet:
             self._dictionary = DictionaryChoice(first)
         with ThreadPoolExecutor(max_workers=min(2, len(buffers) + (self._dynamic is not None))) as pool:
             if self._dynamic is not None:
