@@ -54,7 +54,7 @@ from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.lsm.merge_stream import merge_sorted_runs
 from lake_core.manifest.metadata import DataFileMeta, FileKind, ManifestEntry
 from lake_core.merge.base import take
-from lake_core.merge.sort import merge_order
+from lake_core.merge.sort import group_positions, merge_order
 from lake_core.options import CoreOptions
 from lake_core.paths import FileNamer, partition_dir
 from lake_core.read.read_ahead import read_ahead
@@ -427,17 +427,9 @@ def _cut(rows: pa.Table, buckets: np.ndarray) -> Iterator[tuple[int, pa.Table]]:
     """``rows`` cut into one piece per new bucket, each piece in the rows' order. Each piece is a
     copy of its own rows (not a slice of one reordered chunk): a writer holding pieces of many
     chunks until its row group fills then holds those rows, not every chunk they came from."""
-    first = int(buckets[0])
-    if not (buckets != first).any():
-        yield first, rows
-        return
-    # a stable radix sort of small integers keeps every bucket's rows in key order
-    small = buckets.astype(np.int16) if int(buckets.max()) < 2**15 else buckets
-    order = np.argsort(small, kind="stable")
-    ordered = buckets[order]
-    cuts = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
-    for s, e in zip([0, *cuts.tolist()], [*cuts.tolist(), len(ordered)]):
-        yield int(ordered[s]), take(rows, order[s:e])
+    # the write's grouping: a stable order keeps every bucket's rows in key order
+    for b, positions in group_positions(buckets, int(buckets.max()) + 1):
+        yield b, rows if len(positions) == rows.num_rows else take(rows, positions)
 
 
 def _rewrite_route(

@@ -6,6 +6,7 @@ Rows of several sorted runs (or one unsorted write batch) are ordered by
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -120,6 +121,48 @@ def stable_argsort(key: np.ndarray) -> np.ndarray:
         order = step if order is None else arrow_memory.take(order, step)
     assert order is not None
     return order
+
+
+#: group ids spanning at most this many values are counted into place by Arrow's stable sort
+#: (0.8 ms for 4 buckets of 200k rows, against 0.9 ms for a comparison pass per group), in
+#: memory of Arrow's pool (see lake_core.arrow_memory)
+_COUNTED_SPAN = 4096
+
+
+def group_positions(gid: np.ndarray, groups: int) -> Iterator[tuple[int, np.ndarray]]:
+    """``(group, the increasing positions of its rows)`` for each group id in ``gid`` (each in
+    ``range(groups)``), in group order. The positions may be read-only."""
+    if not len(gid):
+        return
+    lo, hi = int(gid.min()), int(gid.max())
+    if lo == hi:
+        yield lo, arrow_memory.arange(0, len(gid))
+        return
+    if hi - lo < _COUNTED_SPAN:
+        digits = np.subtract(gid, lo, out=arrow_memory.empty(len(gid), np.uint16), casting="unsafe")
+        order = counted_order(digits)
+        ordered = arrow_memory.take(digits, order)
+        bounds = np.searchsorted(ordered, np.arange(hi - lo + 2, dtype=np.uint16))
+        for d in range(hi - lo + 1):
+            s, e = int(bounds[d]), int(bounds[d + 1])
+            if e > s:
+                yield lo + d, order[s:e]
+        return
+    if groups <= 1 << 16:
+        # stable: keeps input order inside a group; NumPy radix-sorts 8/16-bit integers (O(n))
+        counts = np.bincount(gid, minlength=groups)
+        present = np.flatnonzero(counts)
+        order = np.argsort(gid.astype(np.uint8 if groups <= 1 << 8 else np.uint16), kind="stable")
+        sizes = counts[present]
+    else:  # too many groups to count them all: from the sorted group ids
+        order = np.argsort(gid, kind="stable")
+        sorted_gid = gid[order]
+        firsts = np.flatnonzero(np.concatenate([[True], sorted_gid[1:] != sorted_gid[:-1]]))
+        present = sorted_gid[firsts]
+        sizes = np.diff(np.append(firsts, len(order)))
+    ends = np.cumsum(sizes)
+    for g, s, e in zip(present.tolist(), (ends - sizes).tolist(), ends.tolist()):
+        yield g, order[s:e]
 
 
 def merge_order(

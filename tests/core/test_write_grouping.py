@@ -1,6 +1,6 @@
-"""A write's rows are split by (partition, bucket) with their input order kept: the same groups,
-whichever way they are found (comparison passes for a few groups, a radix sort for more, a full
-sort beyond 16-bit group ids)."""
+"""A write's rows are split by (partition, bucket), and a rescale's by new bucket, with their input
+order kept: the same groups, whichever way they are found (counted by Arrow for ids spanning up to
+4,096 values, a radix sort for more, a full sort beyond 16-bit group ids)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lake_core.write.table_write import _group_positions
+from lake_core.merge.sort import group_positions
 
 
 @settings(max_examples=150, deadline=None)
@@ -22,6 +22,6 @@ def test_groups_hold_their_rows_in_input_order(groups, present, rows, seed):
     rng = np.random.default_rng(seed)
     ids = rng.choice(groups, size=min(present, groups), replace=False)
     gid = ids[rng.integers(0, len(ids), rows)].astype(np.int64)
-    found = [(g, p.tolist()) for g, p in _group_positions(gid, groups)]
+    found = [(g, p.tolist()) for g, p in group_positions(gid, groups)]
     expected = [(int(g), np.flatnonzero(gid == g).tolist()) for g in sorted(set(gid.tolist()))]
     assert found == expected
