@@ -86,41 +86,68 @@ _DIGIT_BITS = 12
 
 
 def counted_order(values: np.ndarray) -> np.ndarray:
-    """The stable order (int64 positions, read-only) of non-negative integers below 4,096: Arrow
-    sorts values of so small a span by counting them into place, in one pass."""
-    return pc.array_sort_indices(pa.array(values)).to_numpy().view(np.int64)
+    """The stable order (int64 positions) of non-negative integers below 4,096: Arrow sorts values
+    of so small a span by counting them into place, in one pass."""
+    return arrow_memory.computed(pc.array_sort_indices(pa.array(values))).view(np.int64)
 
 
-def stable_argsort(key: np.ndarray) -> np.ndarray:
-    """``np.argsort(key, kind="stable")``, faster on unsorted integer keys of a bounded span: NumPy's
-    stable sort of 64-bit integers is a timsort, which merges presorted runs (the runs of a
-    merge-on-read) in linear time but costs n log n on a write batch in arrival order; there an
-    LSD radix sort over 12-bit digits, each a stable counting sort by Arrow, is ~10x faster. The
-    result may be read-only."""
+def sorted_order(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(np.argsort(key, kind="stable"), key in that order)``, faster on integer keys:
+
+    - a few presorted runs (the runs of a merge-on-read): NumPy's timsort merges them in linear
+      time, but hands back a fresh array of its own allocator, faulted in page by page on every
+      read; when the key's span leaves room, each key is packed with its position into one
+      unsigned integer of Arrow's pool and those are sorted in place (the same timsort; distinct
+      values, so any order of them is the stable one), and the order and the sorted key are
+      unpacked from it;
+    - a write batch in arrival order: NumPy's timsort of 64-bit integers costs n log n; an LSD radix
+      sort over 12-bit digits, each a stable counting sort by Arrow, is ~10x faster."""
     n = len(key)
     if n < _RADIX_MIN_ROWS or key.dtype.kind not in "iu" or key.dtype.itemsize < 4:
-        return np.argsort(key, kind="stable")
+        order = np.argsort(key, kind="stable")
+        return order, key[order]
     descents = np.less(key[1:], key[:-1], out=arrow_memory.empty(n - 1, bool))
-    if np.count_nonzero(descents) * 64 < n:  # a few long runs: timsort merges them
-        return np.argsort(key, kind="stable")
     lo, hi = int(key.min()), int(key.max())
     span = hi - lo
-    if span >= 1 << _RADIX_MAX_BITS:
-        return np.argsort(key, kind="stable")
     # key - lo is within [0, span]: no overflow in the key's own width, unsigned keys stay unsigned.
-    # The working arrays and the digits' orders live in Arrow's pool (lake_core.arrow_memory).
     dtype = np.dtype(np.int64) if key.dtype.itemsize < 8 else key.dtype
+    if np.count_nonzero(descents) * 64 < n:  # a few long runs: timsort merges them
+        bits = (n - 1).bit_length()
+        if span >> (64 - bits):
+            order = np.argsort(key, kind="stable")
+            return order, arrow_memory.take(key, order)
+        return _packed_sort(key, lo, dtype, bits)
+    if span >= 1 << _RADIX_MAX_BITS:
+        order = np.argsort(key, kind="stable")
+        return order, arrow_memory.take(key, order)
+    # The working arrays and the digits' orders live in Arrow's pool (lake_core.arrow_memory).
     offset = np.subtract(key, dtype.type(lo), out=arrow_memory.empty(n, dtype), dtype=dtype)
     digits = arrow_memory.empty(n, np.uint16)
-    order: np.ndarray | None = None
+    radix: np.ndarray | None = None
     for shift in range(0, max(span.bit_length(), 1), _DIGIT_BITS):
-        source = offset if order is None else arrow_memory.take(offset, order)
+        source = offset if radix is None else arrow_memory.take(offset, radix)
         np.right_shift(source, shift, out=digits, casting="unsafe")  # the low 16 bits of it
         np.bitwise_and(digits, (1 << _DIGIT_BITS) - 1, out=digits)
         step = counted_order(digits)
-        order = step if order is None else arrow_memory.take(order, step)
-    assert order is not None
-    return order
+        radix = step if radix is None else arrow_memory.take(radix, step)
+    assert radix is not None
+    return radix, arrow_memory.take(key, radix)
+
+
+def _packed_sort(key: np.ndarray, lo: int, dtype: np.dtype, bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`sorted_order` of ``key`` (minimum ``lo``) whose span fits ``64 - bits`` bits, the
+    positions ``bits``: ``(key - lo) << bits | position`` sorted in place."""
+    n = len(key)
+    packed = np.subtract(key, dtype.type(lo), out=arrow_memory.empty(n, dtype), dtype=dtype).view(np.uint64)
+    np.left_shift(packed, np.uint64(bits), out=packed)
+    np.bitwise_or(packed, arrow_memory.arange(0, n).view(np.uint64), out=packed)
+    packed.sort(kind="stable")
+    ordered = np.right_shift(packed, np.uint64(bits), out=arrow_memory.empty(n, np.uint64)).view(dtype)
+    np.add(ordered, dtype.type(lo), out=ordered)
+    if ordered.dtype != key.dtype:
+        ordered = ordered.astype(key.dtype)  # a 32-bit key, offset in 64 bits
+    np.bitwise_and(packed, np.uint64((1 << bits) - 1), out=packed)
+    return packed.view(np.int64), ordered
 
 
 #: group ids spanning at most this many values are counted into place by Arrow's stable sort
@@ -131,7 +158,7 @@ _COUNTED_SPAN = 4096
 
 def group_positions(gid: np.ndarray, groups: int) -> Iterator[tuple[int, np.ndarray]]:
     """``(group, the increasing positions of its rows)`` for each group id in ``gid`` (each in
-    ``range(groups)``), in group order. The positions may be read-only."""
+    ``range(groups)``), in group order."""
     if not len(gid):
         return
     lo, hi = int(gid.min()), int(gid.max())
@@ -183,8 +210,8 @@ def merge_order(
         if key is not None:
             # Runs arrive oldest -> newest, so a stable sort on the key alone usually leaves each
             # group in sequence order; verify cheaply and fall back to a full lexsort if not.
-            order = stable_argsort(key)
-            ks, ss = key[order], seq[order]
+            order, ks = sorted_order(key)
+            ss = seq[order]
             same = ks[1:] == ks[:-1]
             if not np.any(same & (ss[1:] < ss[:-1])):
                 return order
@@ -246,8 +273,7 @@ def last_of_each_key(key: np.ndarray) -> np.ndarray:
 
 def _key_groups(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(stable order of the non-empty ``key``, True at each sorted position where a new key starts)."""
-    order = stable_argsort(key)
-    ks = arrow_memory.take(key, order)
+    order, ks = sorted_order(key)
     new = arrow_memory.empty(len(ks), bool)
     new[0] = True
     np.not_equal(ks[1:], ks[:-1], out=new[1:])

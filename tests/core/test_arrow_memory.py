@@ -4,13 +4,16 @@ pool accounts for (and gets back when the array goes)."""
 from __future__ import annotations
 
 import gc
+import tracemalloc
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lake_core import arrow_memory
+from lake_core.merge.sort import counted_order
 
 dtypes = st.sampled_from([np.int64, np.int32, np.uint16, np.float64, np.int8])
 
@@ -48,3 +51,33 @@ def test_arrays_live_in_the_pool_and_give_it_back():
     del arrays
     gc.collect()
     assert pa.total_allocated_bytes() - before < 1 << 20
+
+
+def test_positions_arrow_computed_are_gathered_without_a_copy():
+    """np.take copies read-only positions (Arrow's to_numpy) into NumPy's own memory before each
+    gather: positions from compress and the counting sort are writable views instead, so a gather
+    with them allocates nothing outside the pool."""
+    values = np.arange(1 << 20, dtype=np.int64)
+    kept = arrow_memory.compress(values % 3 != 0, values)
+    order = counted_order((values % 4096).astype(np.uint16))
+    assert kept.flags.writeable and order.flags.writeable
+    assert np.array_equal(kept, values[values % 3 != 0])
+    assert np.array_equal(order, np.argsort(values % 4096, kind="stable"))
+    tracemalloc.start()
+    try:
+        arrow_memory.take(values, kept)
+        arrow_memory.take(values, order)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20  # a copy of either would be 5-8 MB
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(0, 200), start=st.integers(0, 50), nulls=st.booleans())
+def test_computed_views_hold_the_arrays_values(n, start, nulls):
+    values = pa.array([None if nulls and i % 7 == 0 else i * 3 for i in range(n + start)], pa.int64())
+    array = pc.filter(values, pa.array([i % 2 == 0 for i in range(len(values))], pa.bool_())).slice(min(start, n))
+    view = arrow_memory.computed(array) if not array.null_count else None
+    if view is not None:
+        assert view.dtype == np.int64 and view.tolist() == array.to_pylist()
