@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from lake_core import arrow_memory
+
 _SEED = 0x9E3779B9
 _MOD = 2**64
 
@@ -81,8 +83,11 @@ def hashes_checksum(h: np.ndarray) -> Checksum:
     if not len(h):
         return EMPTY
     # Two order-independent sums (wrapping modulo 2**64 by design): of the hashes and of a
-    # mixed copy of them, so that two changes cancelling out in one sum rarely do in both.
-    mixed = (h ^ (h >> np.uint64(31))) * np.uint64(0x9E3779B97F4A7C15)
+    # mixed copy of them, so that two changes cancelling out in one sum rarely do in both. The
+    # copy is mixed in place, in Arrow's pool (a rewrite checksums every chunk it streams).
+    mixed = np.right_shift(h, np.uint64(31), out=arrow_memory.empty(len(h), np.uint64))
+    np.bitwise_xor(mixed, h, out=mixed)
+    np.multiply(mixed, np.uint64(0x9E3779B97F4A7C15), out=mixed)
     parts = (int(h.sum(dtype=np.uint64)), int(mixed.sum(dtype=np.uint64)))
     return Checksum(len(h), "".join(f"{p:016x}" for p in parts))
 
