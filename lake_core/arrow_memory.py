@@ -62,6 +62,14 @@ def compress(mask: np.ndarray, values: np.ndarray) -> np.ndarray:
     return computed(pc.filter(pa.array(values), pa.array(mask)))
 
 
+def one_array(column: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """``column`` as one Arrow array: a chunked column's only chunk as it is (Arrow's
+    ``combine_chunks`` copies even a single chunk), several chunks concatenated."""
+    if isinstance(column, pa.ChunkedArray):
+        return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+    return column
+
+
 def computed(array: pa.Array) -> np.ndarray:
     """A writable NumPy view of ``array``, a null-free array of a fixed-width numeric type that an
     Arrow kernel has just returned (its memory is held by nothing else). Arrow's own ``to_numpy``

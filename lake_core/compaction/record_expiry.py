@@ -48,6 +48,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lake_core import arrow_memory
 from lake_core.manifest.metadata import DataFileMeta
 from lake_core.read.evolution import evolved_value_stats
 
@@ -92,8 +93,7 @@ class RecordExpiry:
 
     def seconds(self, col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
         """(seconds as int64, null mask) of a time-field column, vectorized."""
-        if isinstance(col, pa.ChunkedArray):
-            col = col.combine_chunks()
+        col = arrow_memory.one_array(col)
         nulls = col.is_null().to_numpy(zero_copy_only=False) if col.null_count else np.zeros(len(col), bool)
         if pa.types.is_timestamp(self.type):
             unit = {"s": 1, "ms": 1000, "us": 1_000_000, "ns": 1_000_000_000}[self.type.unit]

@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from lake_core import arrow_memory
+
 
 def sortable_bits(values: np.ndarray) -> np.ndarray:
     """int32/int64 per float32/float64 value, ordered and equal as ``Double.compare``."""
@@ -25,8 +27,7 @@ def sortable_bits(values: np.ndarray) -> np.ndarray:
 
 def sortable_array(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
     """``sortable_bits`` of a float Arrow array, keeping its NULLs."""
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
+    arr = arrow_memory.one_array(arr)
     values = arr.fill_null(0).to_numpy(zero_copy_only=False) if arr.null_count else arr.to_numpy(zero_copy_only=False)
     mask = arr.is_null().to_numpy(zero_copy_only=False) if arr.null_count else None
     return pa.array(sortable_bits(values), mask=mask)

@@ -48,8 +48,7 @@ def numpy_column(col: pa.ChunkedArray) -> np.ndarray:
 def numpy_key(col: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
     """NumPy view of a null-free primitive column, or None when it needs Arrow's comparator.
     Floats become integers ordered as Java's ``Double.compare`` (one NaN, -0.0 < 0.0)."""
-    if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks()
+    col = arrow_memory.one_array(col)
     t = col.type
     if col.null_count:
         return None

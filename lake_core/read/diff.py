@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lake_core import arrow_memory
 from lake_core.errors import FormatError
 from lake_core.kv import rowkind
 from lake_core.kv.system_fields import KIND, SEQ
@@ -36,7 +37,7 @@ def diff_rows(before: pa.Table, after: pa.Table, key_columns: Sequence[str], col
     old, new = first[pairs], last[pairs]
     same = np.ones(len(old), dtype=bool)
     for c in columns:
-        col = both[c].combine_chunks() if isinstance(both[c], pa.ChunkedArray) else both[c]
+        col = arrow_memory.one_array(both[c])
         same &= values_equal(col.take(pa.array(old)), col.take(pa.array(new)))
     changed = new[~same]
     take = np.concatenate([removed, added, changed])

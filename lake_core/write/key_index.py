@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lake_core import arrow_memory
 from lake_core.bucket.assign import _hash_word_matrix, hash_rows
 from lake_core.format.binary_row.column_encoder import encode_rows
 from lake_core.format.binary_row.layout import field_layout
@@ -43,8 +44,7 @@ class KeyEncoder:
     def encode(self, columns: Sequence[Any]) -> tuple[np.ndarray, pa.Array | None]:
         if self.exact:
             col = columns[0]
-            if isinstance(col, pa.ChunkedArray):
-                col = col.combine_chunks()
+            col = arrow_memory.one_array(col)
             if pa.types.is_date(col.type):
                 col = col.cast(pa.int32())
             return col.to_numpy(zero_copy_only=False).astype(np.int64), None

@@ -81,3 +81,14 @@ def test_computed_views_hold_the_arrays_values(n, start, nulls):
     view = arrow_memory.computed(array) if not array.null_count else None
     if view is not None:
         assert view.dtype == np.int64 and view.tolist() == array.to_pylist()
+
+
+def test_one_array_keeps_a_single_chunk_as_it_is():
+    chunk = pa.array(np.arange(1000, dtype=np.int64)).slice(10, 500)
+    single = arrow_memory.one_array(pa.chunked_array([chunk]))
+    assert single.buffers()[1].address == chunk.buffers()[1].address  # no copy
+    assert single.to_pylist() == chunk.to_pylist()
+    several = arrow_memory.one_array(pa.chunked_array([chunk, chunk.slice(3, 4)]))
+    assert several.to_pylist() == chunk.to_pylist() + chunk.slice(3, 4).to_pylist()
+    assert arrow_memory.one_array(pa.chunked_array([], pa.int32())).to_pylist() == []
+    assert arrow_memory.one_array(chunk) is chunk

@@ -8,12 +8,13 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from lake_core import arrow_memory
 from lake_core.errors import SchemaMismatchError
 
 
 def as_array(col: Any, t: pa.DataType) -> pa.Array:
     if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks()
+        col = arrow_memory.one_array(col)
     elif not isinstance(col, pa.Array):
         col = pa.array(col, type=t)
     if pa.types.is_dictionary(col.type):
