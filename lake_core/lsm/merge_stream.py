@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lake_core import arrow_memory
 from lake_core.format.float_order import java_order_key, sortable_array, sortable_scalar
 
 
@@ -77,9 +78,7 @@ def count_below(buf: pa.Table, keys: Sequence[str], bound: tuple) -> int:
     if len(cols) == 1:
         col = cols[0]
         if pa.types.is_integer(col.type) and col.null_count == 0:
-            arr = (
-                col.to_numpy() if isinstance(col, pa.Array) or col.num_chunks == 1 else col.combine_chunks().to_numpy()
-            )
+            arr = arrow_memory.one_array(col).to_numpy()
             return int(np.searchsorted(arr, bounds[0], side="left"))
     lt = None
     eq_prefix = None  # all earlier key columns equal to the bound

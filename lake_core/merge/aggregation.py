@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from lake_core import arrow_memory
 from lake_core.errors import InvalidDataError
 from lake_core.kv import rowkind
 from lake_core.merge.aggregate.base import ADD, ADD_REVERSED, RETRACT, SKIP, AggFunction, retract_error
@@ -28,10 +29,7 @@ from lake_core.merge.sequence import validate_common
 
 
 def _col(rows: pa.Table, name: str) -> pa.Array:
-    c = rows.column(name)
-    if isinstance(c, pa.ChunkedArray):
-        return c.chunk(0) if c.num_chunks == 1 else c.combine_chunks()
-    return c
+    return arrow_memory.one_array(rows.column(name))
 
 
 def key_like_columns(schema) -> set[str]:

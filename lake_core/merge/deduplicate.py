@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from lake_core import arrow_memory
 from lake_core.kv import rowkind
 from lake_core.merge.base import KIND, SEQ, MergeEngine, take
 from lake_core.merge.sort import last_rows
@@ -42,9 +43,7 @@ class DeduplicateEngine(MergeEngine):
             idx = self.groups(rows).last
         if drop_deletes:
             kinds = rows[KIND]
-            retract = rowkind.is_retract(
-                kinds.to_numpy() if kinds.num_chunks == 1 else kinds.combine_chunks().to_numpy()
-            )
+            retract = rowkind.is_retract(arrow_memory.one_array(kinds).to_numpy())
             if retract.any():
                 idx = idx[~retract[idx]]
         return idx

@@ -42,7 +42,7 @@ class Groups:
 
 def numpy_column(col: pa.ChunkedArray) -> np.ndarray:
     """A null-free primitive column as one NumPy array (zero-copy when it is one chunk)."""
-    return col.to_numpy() if col.num_chunks == 1 else col.combine_chunks().to_numpy()
+    return arrow_memory.one_array(col).to_numpy()
 
 
 def numpy_key(col: pa.ChunkedArray | pa.Array) -> np.ndarray | None:

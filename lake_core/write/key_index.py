@@ -124,14 +124,11 @@ class _Store:
     @staticmethod
     def from_table(t: pa.Table) -> _Store:
         def np_col(name):
-            c = t.column(name)
-            c = c.chunk(0) if c.num_chunks == 1 else c.combine_chunks()
-            return c.to_numpy(zero_copy_only=False)
+            return arrow_memory.one_array(t.column(name)).to_numpy(zero_copy_only=False)
 
         kb = None
         if "kb" in t.column_names:
-            c = t.column("kb")
-            kb = c.chunk(0) if c.num_chunks == 1 else c.combine_chunks()
+            kb = arrow_memory.one_array(t.column("kb"))
         return _Store(np_col("sk"), kb, np_col("part"), np_col("bucket"))
 
     def lookup(self, qsk, qkb):
