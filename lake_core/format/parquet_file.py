@@ -309,12 +309,14 @@ def iter_parquet(
     row_groups: Sequence[int] | None = None,
     *,
     keep_dictionaries: Collection[str] = (),
+    decode_threads: bool = True,
 ) -> Iterator[pa.Table]:
     """A Parquet data file (only ``row_groups``, if given) as tables of about ``batch_rows`` rows,
     decoded a batch at a time. ``keep_dictionaries``: those of these columns that lake_core wrote as
     dictionaries (strings and binaries stored as ``arrow_schema`` types them) come back as
     dictionary arrays of that type, for a merge that gathers the indices and decodes only the rows
-    it keeps."""
+    it keeps. ``decode_threads``: a batch's columns are decoded in Arrow's threads (False: in the
+    calling thread, for a reader that runs beside others which already keep the cores busy)."""
     try:
         pf = _streaming_parquet_file(source)
         file_names = pf.schema_arrow.names
@@ -324,7 +326,10 @@ def iter_parquet(
             pf = _streaming_parquet_file(source, pf.metadata, dictionaries)
         kept = _kept_dictionaries(pf, dictionaries, arrow_schema, keep_dictionaries)
         schema = _as_dictionaries(arrow_schema, kept)
-        for batch in pf.iter_batches(batch_size=batch_rows, columns=read_cols, use_threads=True, row_groups=row_groups):
+        batches = pf.iter_batches(
+            batch_size=batch_rows, columns=read_cols, use_threads=decode_threads, row_groups=row_groups
+        )
+        for batch in batches:
             available = {n: batch.column(n) if n in kept else _decoded(batch.column(n)) for n in batch.schema.names}
             yield assemble_columns(available, batch.num_rows, columns, schema, file_names)
     except (pa.ArrowInvalid, OSError) as e:

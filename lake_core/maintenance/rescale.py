@@ -450,7 +450,10 @@ def _rewrite_route(
     threads; otherwise (routes run side by side) all of it runs in the caller's thread. Returns the
     checksums of the rows read and of the files read back, and the files per new bucket; on
     failure deletes what it wrote."""
-    reader = SplitRead(table.store)
+    # the rows are checksummed and cut by new bucket before their string values are decoded: a
+    # dictionary's checksum gathers views, and its cut gathers indices, not characters
+    # (decoded in this thread: routes and read-backs run two at a time, or beside the encoders)
+    reader = SplitRead(table.store, dictionaries=True, decode_threads=False)
     if len(route.splits) > 1:
         # k old buckets merge into one new bucket: each reads 1/k of ``read.batch-size`` per round,
         # so a round holds about one batch whatever k is (as one old bucket cut into k does)
@@ -460,7 +463,9 @@ def _rewrite_route(
     def counted(split: Split) -> Iterator[pa.Table]:
         for rows in reader.iter_split(split):
             before[0] = before[0] + table_checksum(rows)
-            yield rows
+            # runs merged into one new bucket: each file chooses its dictionary columns, so the
+            # runs' chunks are decoded to one schema first
+            yield reader.decoded(rows) if len(route.splits) > 1 else rows
 
     key_names = list(table.schema.trimmed_primary_keys)
     feeds = np.zeros(bucket, bool)
@@ -485,7 +490,7 @@ def _rewrite_route(
                     f"{stray} row(s) of old bucket(s) {[s.bucket for s in route.splits]} hash to new buckets "
                     f"outside {list(route.targets)}"
                 )
-            yield list(_cut(rows, buckets))
+            yield [(b, reader.decoded(piece)) for b, piece in _cut(rows, buckets)]
 
     block = table.options.parquet_block_size or ROW_GROUP_BYTES
     group_bytes = max(block // len(route.targets), min(block, 1 << 20))
@@ -706,7 +711,9 @@ def _read_back_checksum(
         bucket_path=table.paths.bucket_dir(ppath, b),
         files=tuple(files),
     )
-    reader = SplitRead(table.store)
+    # checksummed as they are read (dictionaries gather views), decoded in this thread (read-backs
+    # run two at a time)
+    reader = SplitRead(table.store, dictionaries=True, decode_threads=False)
     after = EMPTY
     for t in reader.iter_split(split):
         got = _target_buckets(table, t, bucket)

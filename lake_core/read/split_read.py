@@ -74,6 +74,8 @@ class SplitRead:
         *,
         snapshot_id: int | None = None,
         keep_deletes: bool = False,
+        dictionaries: bool = False,
+        decode_threads: bool = True,
     ):
         """``projection`` and ``predicate`` name columns of the schema the splits are read in:
         ``store``'s, or the one a split was planned in (``Split.schema_id``: a time-travel scan's
@@ -81,9 +83,15 @@ class SplitRead:
         (a reader made before the scan cannot know which schema that is). ``snapshot_id``: this is a
         time-travel read of that snapshot (for the errors). ``keep_deletes``: the merged rows keep
         the keys whose merged row is a retraction (-U/-D), and every row carries its kind in
-        ``_ROW_KIND`` (Java's ``forceKeepDelete``, what ``$audit_log`` reads)."""
+        ``_ROW_KIND`` (Java's ``forceKeepDelete``, what ``$audit_log`` reads). ``dictionaries``: the
+        merged chunks keep the value columns lake_core wrote as dictionaries as dictionary arrays,
+        for a consumer that gathers or checksums rows before it decodes them (:meth:`decoded`).
+        ``decode_threads``: Parquet batches are decoded in Arrow's threads (False: in the reading
+        thread, for a read that runs beside others, as a rescale's old buckets do)."""
         self.store = store
         self.keep_deletes = keep_deletes
+        self.dictionaries = dictionaries
+        self.decode_threads = decode_threads
         self.batch_rows = store.options.read_batch_rows
         schema = store.schema
         self.schema = schema
@@ -143,7 +151,13 @@ class SplitRead:
         if read is None:
             at_sid = self.store.with_schema(self.store.schema_manager.schema(sid))
             read = self._in_schema[sid] = SplitRead(
-                at_sid, self._requested, self.predicate, snapshot_id=split.snapshot_id, keep_deletes=self.keep_deletes
+                at_sid,
+                self._requested,
+                self.predicate,
+                snapshot_id=split.snapshot_id,
+                keep_deletes=self.keep_deletes,
+                dictionaries=self.dictionaries,
+                decode_threads=self.decode_threads,
             )
         return read
 
@@ -189,6 +203,7 @@ class SplitRead:
             *self._file_args(split, f, with_system, kind_only),
             self.batch_rows,
             keep_dictionaries=self._dictionary_columns if dictionaries else (),
+            decode_threads=self.decode_threads,
         )
 
     def _sections(self, files: Sequence[DataFileMeta]) -> list[list[DataFileMeta]]:
@@ -243,7 +258,8 @@ class SplitRead:
             return
         for chunk in self._merged_chunks(split, keep_kind=self.keep_deletes):
             if self.predicate is not None:
-                chunk = self.predicate.filter(chunk)
+                # a filter compares values, not a dictionary's indices
+                chunk = self.predicate.filter(self.decoded(chunk) if self.dictionaries else chunk)
             if chunk.num_rows:
                 kinds = chunk[KIND] if self.keep_deletes else None
                 chunk = chunk.select(self.projection)
@@ -299,7 +315,7 @@ class SplitRead:
         engine = self.engine
         if engine is None:  # an append table
             for f in split.files:
-                for chunk in self._file_chunks(split, f, False):
+                for chunk in self._file_chunks(split, f, False, dictionaries=self.dictionaries):
                     yield (
                         chunk.append_column(
                             pa.field(KIND, pa.int8(), nullable=False), pa.array(np.zeros(chunk.num_rows, np.int8))
@@ -311,7 +327,8 @@ class SplitRead:
         vectors = self._dv_vectors(split, split.dv_index) if split.dv_index is not None else None
         if vectors is not None and not any(f.level == 0 for f in split.files):
             for f in split.files:
-                for chunk in self._deleted_masked(self._file_chunks(split, f, keep_kind), vectors.get(f.file_name)):
+                rows = self._file_chunks(split, f, keep_kind, dictionaries=self.dictionaries)
+                for chunk in self._deleted_masked(rows, vectors.get(f.file_name)):
                     yield chunk.drop_columns([SEQ]) if keep_kind else chunk
             return
         # Merge-on-read; with vectors (an all-levels read of a deletion-vector table), each file's
@@ -328,10 +345,11 @@ class SplitRead:
 
         for section in self._sections(split.files):
             if len(section) == 1 and section[0].delete_row_count == 0:
-                for chunk in chunks(section[0], keep_kind):
+                for chunk in chunks(section[0], keep_kind, dictionaries=self.dictionaries):
                     yield chunk.drop_columns([SEQ]) if keep_kind else chunk
             elif len(section) == 1 and engine.run_is_merged:
-                for chunk in chunks(section[0], True):  # one file holds each key once
+                # one file holds each key once
+                for chunk in chunks(section[0], True, dictionaries=self.dictionaries):
                     yield (chunk if self.keep_deletes else drop_retracts(chunk)).drop_columns(drop)
             else:
                 # oldest first, so each key's rows usually arrive in sequence order (cheap sort)
@@ -388,18 +406,22 @@ class SplitRead:
         retract = rowkind.is_retract(arrow_memory.take(numpy_column(rows.column(KIND)), last))
         if retract.any():
             last = last[~retract]
-        return self._decoded(take(rows.select(self.read_columns), last))
+        return self._output(take(rows.select(self.read_columns), last))
 
     def _alike(self, parts: list[pa.Table]) -> list[pa.Table]:
         """``parts`` with one schema: a column read as a dictionary in some files only (each file
         chooses its dictionary columns) is decoded in all."""
         if len(parts) > 1 and any(not p.schema.equals(parts[0].schema) for p in parts[1:]):
-            return [self._decoded(p) for p in parts]
+            return [self.decoded(p) for p in parts]
         return parts
 
-    def _decoded(self, rows: pa.Table) -> pa.Table:
-        """``rows`` with the columns read as dictionaries decoded to the table's types."""
+    def decoded(self, rows: pa.Table) -> pa.Table:
+        """``rows`` (of this read) with the columns read as dictionaries decoded to the table's types."""
         return decode_dictionaries(rows, self.read_schema)
+
+    def _output(self, rows: pa.Table) -> pa.Table:
+        """A merge's gathered rows as this read returns them (dictionaries decoded, unless kept)."""
+        return rows if self.dictionaries else self.decoded(rows)
 
     def _mergers(
         self, columns: list[str]
@@ -424,12 +446,12 @@ class SplitRead:
             else:
                 narrow = pa.concat_tables([p.select(pick_columns) for p in parts])
                 wide = pa.concat_tables([p.select(columns) for p in parts])
-            return self._decoded(take(wide, pick(narrow)))
+            return self._output(take(wide, pick(narrow)))
 
         def merge_parts(parts: list[pa.Table]) -> pa.Table:
             parts = self._alike(parts)
             out = sparse_pick(parts, key, pick, pick_columns, columns) if key is not None else None
-            return self._decoded(out) if out is not None else picked(parts)
+            return self._output(out) if out is not None else picked(parts)
 
         return (lambda rows: picked([rows])), merge_parts
 

@@ -53,3 +53,28 @@ def test_the_two_sums_modulo_two_to_the_64(rows):
     got = hashes_checksum(h)
     assert got.rows == len(rows) and got.digest == f"{plain:016x}{mixed:016x}"
     assert hashes_checksum(h[:0]) == EMPTY
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    values=st.lists(st.one_of(st.none(), st.text(max_size=30)), min_size=1, max_size=80),
+    value_type=st.sampled_from([pa.string(), pa.large_string(), pa.binary(), pa.large_binary()]),
+    data=st.data(),
+)
+def test_dictionary_columns_hash_as_their_values(values, value_type, data):
+    """A dictionary column (a read that keeps them: a rescale's) hashes row by row as its decoded
+    values, whatever its chunks, their dictionaries and offsets, and nulls in indices or values."""
+    binary = pa.types.is_binary(value_type) or pa.types.is_large_binary(value_type)
+    plain = pa.array([v.encode() if binary and v is not None else v for v in values], value_type)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(values)), max_size=3)))
+    chunks = []
+    for lo, hi in zip([0, *cuts], [*cuts, len(values)]):
+        # nulls as null indices ("mask") or as a null in the dictionary ("encode")
+        nulls = data.draw(st.sampled_from(["mask", "encode"]))
+        start = data.draw(st.integers(0, lo))  # encoded from ``start``, sliced at ``lo``: an offset
+        encoded = plain.slice(start, hi - start).dictionary_encode(null_encoding=nulls)
+        chunks.append(encoded.slice(lo - start))
+    as_plain = pa.table({"id": pa.array(range(len(values)), pa.int64()), "s": plain})
+    as_dictionary = as_plain.set_column(1, "s", pa.chunked_array(chunks, type=chunks[0].type))
+    assert row_hashes(as_dictionary).tolist() == row_hashes(as_plain).tolist()
+    assert table_checksum(as_dictionary) == table_checksum(as_plain)
