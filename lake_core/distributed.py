@@ -26,6 +26,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Protocol, TypeVar
 
+from lake_core.decode_threads import one_of_several_workers
+
 log = logging.getLogger(__name__)
 
 UnitT = TypeVar("UnitT")
@@ -74,8 +76,14 @@ def run_units_locally(
     outcomes: list[OutcomeT | None] = [None] * len(units)
     if progress is not None:
         progress(0, len(units))
+    several = parallelism > 1 and len(units) > 1
+
+    def run(unit: UnitT) -> OutcomeT:
+        with one_of_several_workers(several):  # units side by side decode in their own threads
+            return job.run_unit(unit)
+
     with ThreadPoolExecutor(max_workers=max(1, parallelism)) as pool:
-        futures = {pool.submit(job.run_unit, unit): i for i, unit in enumerate(units)}
+        futures = {pool.submit(run, unit): i for i, unit in enumerate(units)}
         for done, future in enumerate(as_completed(futures), 1):
             i = futures[future]
             try:

@@ -89,25 +89,18 @@ def iter_data_file(
     row_groups: Sequence[int] | None = None,
     *,
     keep_dictionaries: Collection[str] = (),
-    decode_threads: bool = True,
 ) -> Iterator[pa.Table]:
     """Decode a data file in chunks of at most ``batch_rows`` rows, none empty, each with the schema
     :func:`read_data_file` gives (same column rules), a chunk decoded only when it is asked for:
     Parquet a record batch at a time (of ``row_groups`` only, if given), ORC a stripe at a time
-    (then cut), Avro a few container blocks at a time. ``decode_threads``: see :func:`iter_parquet`."""
+    (then cut), Avro a few container blocks at a time."""
     fmt = check_format(fmt)
     columns = list(columns)
     if row_groups is not None and fmt != "parquet":
         raise ValueError(f"row groups are a Parquet notion, not {fmt}'s")
     if fmt == "parquet":
         yield from iter_parquet(
-            source,
-            columns,
-            arrow_schema,
-            batch_rows,
-            row_groups,
-            keep_dictionaries=keep_dictionaries,
-            decode_threads=decode_threads,
+            source, columns, arrow_schema, batch_rows, row_groups, keep_dictionaries=keep_dictionaries
         )
     elif fmt == "orc":
         yield from iter_orc(source, columns, arrow_schema, batch_rows)

@@ -114,20 +114,16 @@ def iter_checked_data_file(
     missing: Callable[[], Exception] | None = None,
     row_groups: Sequence[int] | None = None,
     keep_dictionaries: Collection[str] = (),
-    decode_threads: bool = True,
 ) -> Iterator[pa.Table]:
     """:func:`read_checked_data_file` in chunks of about ``batch_rows`` rows. The file is opened on
     the first ``next()``; its size is checked before the first chunk, its row count after the last
     (a reader that stops early never learns it). ``missing``: as for :func:`read_checked_data_file`.
     ``row_groups``: only these Parquet row groups (the row count is then not checked).
-    ``keep_dictionaries``: see :func:`read_data_file`; ``decode_threads``: see :func:`iter_data_file`
-    (a file of one chunk is read whole, in Arrow's threads)."""
-    keep, threads = keep_dictionaries, decode_threads
+    ``keep_dictionaries``: see :func:`read_data_file`."""
+    keep = keep_dictionaries
     if row_groups is not None:
         with _checked_source(fileio, path, meta, missing) as src:
-            yield from iter_data_file(
-                src, fmt, columns, schema, batch_rows, row_groups, keep_dictionaries=keep, decode_threads=threads
-            )
+            yield from iter_data_file(src, fmt, columns, schema, batch_rows, row_groups, keep_dictionaries=keep)
         return
     if meta.row_count <= batch_rows:
         # one chunk anyway: read it whole and close the file, rather than holding a reader (and its
@@ -136,9 +132,7 @@ def iter_checked_data_file(
         return
     rows = 0
     with _checked_source(fileio, path, meta, missing) as src:
-        for chunk in iter_data_file(
-            src, fmt, columns, schema, batch_rows, keep_dictionaries=keep, decode_threads=threads
-        ):
+        for chunk in iter_data_file(src, fmt, columns, schema, batch_rows, keep_dictionaries=keep):
             rows += chunk.num_rows
             yield chunk
     _check_rows(path, meta, rows)

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from lake_core.decode_threads import arrow_decode_threads
 from lake_core.errors import FormatError
 from lake_core.format.conform import assemble_columns, columns_to_read
 from lake_core.format.file_format import choose_codec
@@ -287,7 +288,7 @@ def read_parquet(source, columns, arrow_schema, *, keep_dictionaries: Collection
         dictionaries = _dictionary_reads(pf, read_cols)
         if dictionaries:
             pf = pq.ParquetFile(source, metadata=pf.metadata, read_dictionary=dictionaries, memory_map=mm)
-        t = pf.read(columns=read_cols, use_threads=True)
+        t = pf.read(columns=read_cols, use_threads=arrow_decode_threads())
     except (pa.ArrowInvalid, OSError) as e:
         raise FormatError(f"Cannot read Parquet data file {source_name(source)}: {e}") from e
     kept = _kept_dictionaries(pf, dictionaries, arrow_schema, keep_dictionaries)
@@ -309,14 +310,13 @@ def iter_parquet(
     row_groups: Sequence[int] | None = None,
     *,
     keep_dictionaries: Collection[str] = (),
-    decode_threads: bool = True,
 ) -> Iterator[pa.Table]:
     """A Parquet data file (only ``row_groups``, if given) as tables of about ``batch_rows`` rows,
     decoded a batch at a time. ``keep_dictionaries``: those of these columns that lake_core wrote as
     dictionaries (strings and binaries stored as ``arrow_schema`` types them) come back as
     dictionary arrays of that type, for a merge that gathers the indices and decodes only the rows
-    it keeps. ``decode_threads``: a batch's columns are decoded in Arrow's threads (False: in the
-    calling thread, for a reader that runs beside others which already keep the cores busy)."""
+    it keeps. A batch's columns are decoded in Arrow's threads, unless this thread is one of several
+    workers (:func:`~lake_core.decode_threads.one_of_several_workers`)."""
     try:
         pf = _streaming_parquet_file(source)
         file_names = pf.schema_arrow.names
@@ -327,7 +327,7 @@ def iter_parquet(
         kept = _kept_dictionaries(pf, dictionaries, arrow_schema, keep_dictionaries)
         schema = _as_dictionaries(arrow_schema, kept)
         batches = pf.iter_batches(
-            batch_size=batch_rows, columns=read_cols, use_threads=decode_threads, row_groups=row_groups
+            batch_size=batch_rows, columns=read_cols, use_threads=arrow_decode_threads(), row_groups=row_groups
         )
         for batch in batches:
             available = {n: batch.column(n) if n in kept else _decoded(batch.column(n)) for n in batch.schema.names}

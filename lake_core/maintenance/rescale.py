@@ -40,6 +40,7 @@ import pyarrow as pa
 
 from lake_core.bucket.assign import assign_buckets
 from lake_core.commit.file_store_commit import BATCH_IDENTIFIER, FileStoreCommit
+from lake_core.decode_threads import one_of_several_workers
 from lake_core.definition import commit_schema_changes
 from lake_core.distributed import DistributedJob, Progress, run_locally
 from lake_core.errors import (
@@ -452,8 +453,7 @@ def _rewrite_route(
     failure deletes what it wrote."""
     # the rows are checksummed and cut by new bucket before their string values are decoded: a
     # dictionary's checksum gathers views, and its cut gathers indices, not characters
-    # (decoded in this thread: routes and read-backs run two at a time, or beside the encoders)
-    reader = SplitRead(table.store, dictionaries=True, decode_threads=False)
+    reader = SplitRead(table.store, dictionaries=True)
     if len(route.splits) > 1:
         # k old buckets merge into one new bucket: each reads 1/k of ``read.batch-size`` per round,
         # so a round holds about one batch whatever k is (as one old bucket cut into k does)
@@ -560,7 +560,9 @@ def _rewrite_routed(
         return _read_back_checksum(table, snapshot_id, partition, partition_values, bucket, b, files)
 
     def run(route: _Route, alone: bool) -> tuple[Checksum, Checksum, dict[int, list[DataFileMeta]]]:
-        return _rewrite_route(table, route, bucket, ppath, level, read_back, alone=alone)
+        # routes side by side read in this thread; a lone route reads in a thread of its own
+        with one_of_several_workers(not alone):
+            return _rewrite_route(table, route, bucket, ppath, level, read_back, alone=alone)
 
     before = after = EMPTY
     written: dict[int, list[DataFileMeta]] = {}
@@ -711,18 +713,17 @@ def _read_back_checksum(
         bucket_path=table.paths.bucket_dir(ppath, b),
         files=tuple(files),
     )
-    # checksummed as they are read (dictionaries gather views), decoded in this thread (read-backs
-    # run two at a time)
-    reader = SplitRead(table.store, dictionaries=True, decode_threads=False)
+    reader = SplitRead(table.store, dictionaries=True)  # checksummed as read (a dictionary gathers views)
     after = EMPTY
-    for t in reader.iter_split(split):
-        got = _target_buckets(table, t, bucket)
-        if len(got) and not np.all(got == b):
-            raise RescaleVerificationError(
-                f"rescale of {table.identifier}: bucket {b} of the rewritten partition holds "
-                f"{int(np.count_nonzero(got != b))} row(s) of other buckets; nothing was committed"
-            )
-        after = after + table_checksum(t)
+    with one_of_several_workers():  # read-backs run two at a time
+        for t in reader.iter_split(split):
+            got = _target_buckets(table, t, bucket)
+            if len(got) and not np.all(got == b):
+                raise RescaleVerificationError(
+                    f"rescale of {table.identifier}: bucket {b} of the rewritten partition holds "
+                    f"{int(np.count_nonzero(got != b))} row(s) of other buckets; nothing was committed"
+                )
+            after = after + table_checksum(t)
     return after
 
 

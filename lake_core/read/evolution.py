@@ -58,11 +58,9 @@ def iter_evolved(
     missing: Callable[[], Exception] | None = None,
     row_groups: Sequence[int] | None = None,
     keep_dictionaries: Collection[str] = (),
-    decode_threads: bool = True,
 ) -> Iterator[pa.Table]:
     """:func:`read_evolved` in chunks of about ``batch_rows`` rows, read as they are consumed
-    (``missing``, ``row_groups``, ``keep_dictionaries``, ``decode_threads``: see
-    :func:`iter_checked_data_file`; a file
+    (``missing``, ``row_groups``, ``keep_dictionaries``: see :func:`iter_checked_data_file`; a file
     whose columns an older schema named, typed or lacked differently is decoded, as they are cast)."""
     mapping = None if meta.schema_id == store.schema.id else _Mapping.of(store, meta, columns, arrow_schema)
     if mapping is None or mapping.identity:
@@ -77,7 +75,6 @@ def iter_evolved(
             missing=missing,
             row_groups=row_groups,
             keep_dictionaries=keep_dictionaries,
-            decode_threads=decode_threads,
         )
         return
     for chunk in iter_checked_data_file(
@@ -90,7 +87,6 @@ def iter_evolved(
         batch_rows,
         missing=missing,
         row_groups=row_groups,
-        decode_threads=decode_threads,
     ):
         yield mapping.apply(chunk)
 

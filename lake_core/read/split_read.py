@@ -75,7 +75,6 @@ class SplitRead:
         snapshot_id: int | None = None,
         keep_deletes: bool = False,
         dictionaries: bool = False,
-        decode_threads: bool = True,
     ):
         """``projection`` and ``predicate`` name columns of the schema the splits are read in:
         ``store``'s, or the one a split was planned in (``Split.schema_id``: a time-travel scan's
@@ -85,13 +84,10 @@ class SplitRead:
         the keys whose merged row is a retraction (-U/-D), and every row carries its kind in
         ``_ROW_KIND`` (Java's ``forceKeepDelete``, what ``$audit_log`` reads). ``dictionaries``: the
         merged chunks keep the value columns lake_core wrote as dictionaries as dictionary arrays,
-        for a consumer that gathers or checksums rows before it decodes them (:meth:`decoded`).
-        ``decode_threads``: Parquet batches are decoded in Arrow's threads (False: in the reading
-        thread, for a read that runs beside others, as a rescale's old buckets do)."""
+        for a consumer that gathers or checksums rows before it decodes them (:meth:`decoded`)."""
         self.store = store
         self.keep_deletes = keep_deletes
         self.dictionaries = dictionaries
-        self.decode_threads = decode_threads
         self.batch_rows = store.options.read_batch_rows
         schema = store.schema
         self.schema = schema
@@ -157,7 +153,6 @@ class SplitRead:
                 snapshot_id=split.snapshot_id,
                 keep_deletes=self.keep_deletes,
                 dictionaries=self.dictionaries,
-                decode_threads=self.decode_threads,
             )
         return read
 
@@ -203,7 +198,6 @@ class SplitRead:
             *self._file_args(split, f, with_system, kind_only),
             self.batch_rows,
             keep_dictionaries=self._dictionary_columns if dictionaries else (),
-            decode_threads=self.decode_threads,
         )
 
     def _sections(self, files: Sequence[DataFileMeta]) -> list[list[DataFileMeta]]:

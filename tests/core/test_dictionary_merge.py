@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from lake_core import Catalog, SchemaChange
+from lake_core.decode_threads import one_of_several_workers
 from lake_core.format.checksum import EMPTY, table_checksum
 from lake_core.format.parquet_file import DICTIONARY_COLUMNS_KEY
 from lake_core.read.split_read import SplitRead
@@ -89,8 +90,9 @@ def test_a_read_that_keeps_dictionaries(tmp_path, keys, plain_second):
     (A round with a file that stored the column plain is decoded whole.)"""
     t, expected = _three_files(tmp_path, keys, plain_second)
     (split,) = t.new_read_builder().new_scan().plan().splits()
-    reader = SplitRead(t.store, dictionaries=True, decode_threads=False)
-    chunks = list(reader.iter_split(split))
+    reader = SplitRead(t.store, dictionaries=True)
+    with one_of_several_workers():  # decoded in this thread
+        chunks = list(reader.iter_split(split))
     assert any(pa.types.is_dictionary(c.schema.field("city").type) for c in chunks) == (not plain_second)
     decoded = [reader.decoded(c) for c in chunks]
     assert all(c.schema.types == SCHEMA.types for c in decoded)
