@@ -4,9 +4,9 @@ Arrow decodes the columns of a batch in its own thread pool (one thread per core
 lone reader use every core. A worker that is one of several running side by side (a compaction's
 buckets two at a time, a rescale's routes and read-backs) already keeps the cores busy: there the
 pool only adds hand-offs between threads, and each worker waits for its batch while its columns
-queue behind the other workers'. Decoding in the worker's own thread measured 9-10% less wall
-time for a full compaction (1M rows + 200k updates, 4 buckets, two at a time: 20 alternating
-pairs, faster in 15-16) and 8% for a 2 -> 8 rescale (30 pairs, faster in 24); a lone read (a
+queue behind the other workers'. Decoding in the worker's own thread measured 9-14% less wall
+time for a full compaction (1M rows + 200k updates, 4 buckets, two at a time: 16-20 alternating
+pairs, faster in 13-16 of them) and 8% for a 2 -> 8 rescale (30 pairs, faster in 24); a lone read (a
 table's ``to_arrow``, whose two read-ahead threads leave the last split alone at the end) keeps
 Arrow's threads: it was 9% slower without them.
 """
