@@ -38,16 +38,16 @@ def test_the_setting_is_per_thread_and_restored():
 
 @pytest.fixture
 def decodes(monkeypatch):
-    """``(thread name, use_threads)`` of every Parquet batch read and whole-file read."""
-    calls: list[tuple[str, bool]] = []
+    """``use_threads`` of every Parquet batch read and whole-file read."""
+    calls: list[bool] = []
     iter_batches, read = pq.ParquetFile.iter_batches, pq.ParquetFile.read
 
     def recorded_iter(self, *args, **kwargs):
-        calls.append((threading.current_thread().name, kwargs.get("use_threads", True)))
+        calls.append(kwargs.get("use_threads", True))
         return iter_batches(self, *args, **kwargs)
 
     def recorded_read(self, *args, **kwargs):
-        calls.append((threading.current_thread().name, kwargs.get("use_threads", True)))
+        calls.append(kwargs.get("use_threads", True))
         return read(self, *args, **kwargs)
 
     monkeypatch.setattr(pq.ParquetFile, "iter_batches", recorded_iter)
@@ -77,16 +77,16 @@ def test_units_side_by_side_decode_in_their_own_threads(tmp_path, decodes):
     t, model = _table(tmp_path, bucket=4)
     decodes.clear()
     assert _rows(t) == model
-    assert decodes and all(threads for _name, threads in decodes)  # a lone read: Arrow's threads
+    assert decodes and all(decodes)  # a lone read: Arrow's threads
 
     decodes.clear()
     t.maintenance.compact(full=True)  # four buckets, two at a time
-    assert decodes and not any(threads for _name, threads in decodes)
+    assert decodes and not any(decodes)
     assert _rows(t) == model
 
     decodes.clear()
     t.maintenance.rescale(bucket=8)  # two routes side by side, each read back
-    assert decodes and not any(threads for _name, threads in decodes)
+    assert decodes and not any(decodes)
     assert _rows(t) == model
 
 
@@ -94,5 +94,5 @@ def test_a_lone_unit_keeps_arrows_threads(tmp_path, decodes):
     t, model = _table(tmp_path, bucket=1)
     decodes.clear()
     t.maintenance.compact(full=True)  # one bucket: nothing beside it
-    assert decodes and all(threads for _name, threads in decodes)
+    assert decodes and all(decodes)
     assert _rows(t) == model
