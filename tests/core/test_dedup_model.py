@@ -21,14 +21,15 @@ commit = st.lists(st.lists(row, min_size=0, max_size=25), min_size=1, max_size=3
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(commits=st.lists(commit, min_size=1, max_size=5), buckets=st.sampled_from([1, 3]))
-def test_dedup_matches_dictionary_model(tmp_path_factory, commits, buckets):
+@given(commits=st.lists(commit, min_size=1, max_size=5), buckets=st.sampled_from([1, 3]), ignore=st.booleans())
+def test_dedup_matches_dictionary_model(tmp_path_factory, commits, buckets, ignore):
+    """With ``ignore-delete`` the write drops -U/-D rows before its merge picks each key's row (the
+    picked positions then point into what it kept)."""
     wh = tmp_path_factory.mktemp("wh")
     cat = Catalog(f"file://{wh}")
     cat.create_database("db")
-    t = cat.create_table(
-        "db.t", schema=SCHEMA, primary_keys=["k"], options={"bucket": str(buckets), "rowkind.field": "op"}
-    )
+    options = {"bucket": str(buckets), "rowkind.field": "op", **({"ignore-delete": "true"} if ignore else {})}
+    t = cat.create_table("db.t", schema=SCHEMA, primary_keys=["k"], options=options)
     model: dict[int, tuple] = {}
     for writes in commits:
         commit_batches(
@@ -41,7 +42,8 @@ def test_dedup_matches_dictionary_model(tmp_path_factory, commits, buckets):
         )
         for k, s, v, op in (r for batch in writes for r in batch):
             if op in ("-U", "-D"):
-                model.pop(k, None)
+                if not ignore:
+                    model.pop(k, None)
             else:
                 model[k] = (s, v, op)
         got = {r["k"]: (r["s"], r["v"], r["op"]) for r in t.to_arrow().to_pylist()}
