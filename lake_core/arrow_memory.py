@@ -24,6 +24,13 @@ def empty(n: int, dtype: np.dtype | type) -> np.ndarray:
     return np.frombuffer(pa.allocate_buffer(n * dt.itemsize), dt, count=n)
 
 
+def filled(count: int, value: int) -> np.ndarray:
+    """``np.full(count, value, dtype=np.int64)``."""
+    out = empty(count, np.int64)
+    out.fill(value)
+    return out
+
+
 #: rows of the ascending block :func:`arange` adds its start to, a slice at a time
 _IOTA_ROWS = 1 << 16
 _iota: np.ndarray | None = None

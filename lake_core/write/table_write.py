@@ -437,10 +437,10 @@ class TableWrite:
         in key order straight from the whole batch jumps across all of it (strings included) and
         misses the cache at almost every row, a third slower in all than the two gathers.
 
-        The merged rows are numbered again, in key order, from ``start``: each key appears once in
-        the file, and its number stays above every older file's, which is all a later merge
-        compares. A file's sequence column then ascends (zstd stores it in a third of the bytes
-        that input-order numbers take, and encodes it faster)."""
+        Every merged row then carries the number ``start``: each key appears once in the file, and
+        its number stays above every older file's, which is all a later merge (Java's too)
+        compares. A constant column costs nothing to store and a third of the time to encode and
+        decode that distinct numbers take (0.4 against 1.3 ms, 0.25 against 0.7 ms per 50k rows)."""
         engine = self.engine
         assert engine is not None  # a primary-key table
         rows = buf.gathered()
@@ -454,7 +454,7 @@ class TableWrite:
         if narrow.num_rows != n:  # positions in what prepare_input kept
             chosen = narrow[_POSITION].take(pa.array(chosen, pa.int64())).to_numpy()
         rows = take(rows, chosen)
-        seq = arrow_memory.arange(start, len(chosen))
+        seq = arrow_memory.filled(len(chosen), start)
         return rows.append_column(pa.field(SEQ, pa.int64(), nullable=False), pa.array(seq))
 
     def _flush_bucket(self, buf: _BucketBuffer) -> CommitMessage:

@@ -113,7 +113,7 @@ def test_each_key_is_answered_once_whatever_the_order_of_its_repeats(tmp_path, k
     t.write_arrow(pa.table({"k": [1, 2, 3], "v": ["a", "b", "c"], "tags": [None, None, None]}, schema=schema))
     t.write_arrow(pa.table({"k": [2], "v": ["b2"], "tags": [None]}, schema=schema))
     model = {1: "a", 2: "b2", 3: "c"}
-    sequences = {1: 0, 2: 3, 3: 2}  # the bucket numbers the rows of its commits on: 0-2, then 3
+    sequences = {1: 0, 2: 1, 3: 0}  # each commit numbers its rows with the bucket's next number: 0, then 1
     files = _files(t)
     from lake_core.read.scan import TableScan
 
