@@ -1,7 +1,7 @@
 """The one parser for option values: memory sizes, durations, booleans, integers and ratios.
 
 Every layer that reads an option (``options`` for table options, ``format.data_file`` for the
-writer's ``page-size`` / ``parquet.*`` keys) parses it here, so a value means the same thing
+writer's ``parquet.*`` keys) parses it here, so a value means the same thing
 everywhere and a bad one fails with the same :class:`InvalidOptionError` naming option and value.
 The grammars follow Paimon's ``MemorySize.parse``, ``TimeUtils.parseDuration`` and
 ``OptionsUtils.convertToBoolean`` / ``Integer.parseInt``.

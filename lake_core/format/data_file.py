@@ -40,8 +40,8 @@ def write_data_file(
     selected by name and cast to the field types.
 
     Options honoured: ``file.compression`` (overrides ``compression``),
-    ``file.compression.zstd-level``, ``parquet.enable.dictionary``, ``parquet.page.size``
-    (alias ``page-size``), ``parquet.row-group.rows``."""
+    ``file.compression.zstd-level``, ``parquet.enable.dictionary``, ``parquet.page.size``,
+    ``parquet.row-group.rows``."""
     fmt = check_format(fmt)
     options = options or {}
     afields = as_arrow_fields(fields)

@@ -45,7 +45,10 @@ __all__ = [
     "parquet_footer_extremes",
 ]
 
-_DEFAULT_PAGE_SIZE = 64 * 1024
+#: Java's Parquet writer's default data page size (``parquet.page.size``; Paimon's ``page-size`` is
+#: its write buffer's memory page, not a Parquet setting): against 64 KiB pages, a 50k-row file
+#: writes ~5% and reads ~4% faster (fewer page headers, statistics and zstd frames)
+_DEFAULT_PAGE_SIZE = 1 << 20
 _DICT_SAMPLE = 2048  # rows per sampled slice
 _DICT_MAX_RATIO = 0.5  # distinct / sampled rows at or below which dictionary encoding pays
 #: the same for strings and binaries: a dictionary saves the compression of every repeat, so it
@@ -143,9 +146,8 @@ def parquet_write_options(
     ``table``)."""
     options = options or {}
     codec, level = choose_codec("parquet", compression, options)
-    page_key = "parquet.page.size" if "parquet.page.size" in options else "page-size"
-    page = options.get(page_key)
-    page_size = parse_memory_size(page_key, page) if page is not None else _DEFAULT_PAGE_SIZE
+    page = options.get("parquet.page.size")
+    page_size = parse_memory_size("parquet.page.size", page) if page is not None else _DEFAULT_PAGE_SIZE
     use_dict: list[str] = []
     dict_opt = options.get("parquet.enable.dictionary")
     if dict_opt is None or parse_bool("parquet.enable.dictionary", dict_opt):

@@ -236,6 +236,14 @@ PARQUET_BLOCK_SIZE = ConfigOption(
     description="Parquet's row-group size (Java's `ParquetOutputFormat.BLOCK_SIZE`); smaller groups make "
     "first-row's key probe finer.",
 )
+PARQUET_PAGE_SIZE = ConfigOption(
+    key="parquet.page.size",
+    type=MemorySize(),
+    default=None,
+    unset="1 MiB, as Java's Parquet writer",
+    description="Parquet's data page size (Java's `ParquetOutputFormat.PAGE_SIZE`): the unit a reader "
+    "decompresses and decodes.",
+)
 ORC_STRIPE_SIZE = ConfigOption(
     key="orc.stripe.size",
     type=MemorySize(),
@@ -244,7 +252,12 @@ ORC_STRIPE_SIZE = ConfigOption(
     description="ORC's stripe size (Java's `OrcConf.STRIPE_SIZE`): a reader decodes a stripe at a time.",
 )
 PAGE_SIZE = ConfigOption(
-    key="page-size", type=MemorySize(), default="64 kb", description="The data page size of Parquet files."
+    key="page-size",
+    type=MemorySize(),
+    default="64 kb",
+    description="Paimon's memory page size (the pages of Java's write buffer and spill files); lake_core "
+    "buffers Arrow tables and does not use it. A Parquet file's data page size is `parquet.page.size` "
+    "(default 1 MiB, as Java's Parquet writer).",
 )
 WRITE_BUFFER_SIZE = ConfigOption(
     key="write-buffer-size",
@@ -662,6 +675,7 @@ SECTIONS: tuple[tuple[str, tuple[ConfigOption, ...]], ...] = (
             METADATA_STATS_MODE,
             TARGET_FILE_SIZE,
             PARQUET_BLOCK_SIZE,
+            PARQUET_PAGE_SIZE,
             ORC_STRIPE_SIZE,
             PAGE_SIZE,
             WRITE_BUFFER_SIZE,

@@ -174,11 +174,13 @@ def test_page_size_accepted_by_the_table_is_honoured_by_the_writer(local_store, 
 
     cat = local_store.catalog()
     cat.create_database("db")
-    t = cat.create_table("db.t", SCHEMA, primary_keys=["k"], options={"bucket": "1", "page-size": spelling})
+    options = {"bucket": "1", "page-size": spelling, "parquet.page.size": spelling}
+    t = cat.create_table("db.t", SCHEMA, primary_keys=["k"], options=options)
     t.write_arrow(ROWS)  # the old writer refused '64kib' here, after the table had accepted it
     assert {r["k"]: r["v"] for r in t.to_arrow().to_pylist()} == {1: "c", 2: "b"}
-    for key in ("page-size", "parquet.page.size"):
-        assert parquet_write_options(ROWS, options={key: spelling})["data_page_size"] == 64 * 1024
+    assert parquet_write_options(ROWS, options={"parquet.page.size": spelling})["data_page_size"] == 64 * 1024
+    # Paimon's 'page-size' is its write buffer's memory page: Parquet pages keep Java's 1 MiB
+    assert parquet_write_options(ROWS, options={"page-size": spelling})["data_page_size"] == 1 << 20
 
 
 @pytest.mark.parametrize(
