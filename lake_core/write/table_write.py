@@ -4,7 +4,7 @@ sort + fold in the merge engine → level-0 data files → CommitMessages."""
 from __future__ import annotations
 
 import logging
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -243,7 +243,8 @@ class TableWrite:
         self._base: Snapshot | None = None
         self._live: _LiveFiles | None = None  # at the first base: sequence numbers and bucket counts
         self._live_now: _LiveFiles | None = None  # at the base once it moved: what inline compaction sees
-        self._dictionary: DictionaryChoice | None = None  # Parquet dictionary columns of this commit's files
+        # Parquet dictionary columns of this commit's files, sampled in the flush pool
+        self._dictionary: Future[DictionaryChoice] | None = None
         self._writes_parquet = self.store.options.file_format == "parquet"  # only Parquet files take it
 
     # -- input ----------------------------------------------------------------------------------
@@ -457,19 +458,24 @@ class TableWrite:
         seq = arrow_memory.filled(len(chosen), start)
         return rows.append_column(pa.field(SEQ, pa.int64(), nullable=False), pa.array(seq))
 
+    def _file_writer(self, partition_path: str, bucket: int) -> DataFileWriter:
+        dictionary = self._dictionary.result() if self._dictionary is not None else None
+        return DataFileWriter(self.store, partition_path, bucket, self.namer, dictionary=dictionary)
+
     def _flush_bucket(self, buf: _BucketBuffer) -> CommitMessage:
         partition = serialize_row(list(buf.partition), self.partition_types)
         seqs = self._restore_sequences()
         start = seqs.get((partition, buf.bucket), 0)
         seqs[(partition, buf.bucket)] = start + buf.rows
         ppath = partition_dir(self.partition_names, buf.partition, self.store.options.partition_default_name)
-        writer = DataFileWriter(self.store, ppath, buf.bucket, self.namer, dictionary=self._dictionary)
         changelog = []
         engine = self.engine
         picks = engine is not None and engine.pick_columns() is not None
         if picks and self.store.options.changelog_producer != "input":
             rows = self._picked_rows(buf, start)  # merged before the wide columns are gathered
+            writer = self._file_writer(ppath, buf.bucket)  # after the pick: the sampling ran beside it
         else:
+            writer = self._file_writer(ppath, buf.bucket)
             rows = buf.gathered()
             rows = rows.append_column(
                 pa.field(SEQ, pa.int64(), nullable=False), pa.array(arrow_memory.arange(start, rows.num_rows))
@@ -498,7 +504,7 @@ class TableWrite:
                 live,
                 files,
                 self.namer,
-                dictionary=self._dictionary,  # the compacted files have this write's columns too
+                dictionary=writer.dictionary,  # the compacted files have this write's columns too
             )
             if msg is not None:
                 return CommitMessage(
@@ -536,11 +542,13 @@ class TableWrite:
         # Parquet encoding and zstd release the GIL: two threads use both cores. HASH index files
         # (dynamic mode) are written alongside, with their own file namer.
         index_changes = None
-        # the buckets of this commit share one sampling, of the first rows buffered
         first = buffers[0].batches[0][0]
-        if self._writes_parquet:
-            self._dictionary = DictionaryChoice(first)
         with ThreadPoolExecutor(max_workers=min(2, len(buffers) + (self._dynamic is not None))) as pool:
+            if self._writes_parquet:
+                # The buckets of this commit share one sampling, of the first rows buffered; the
+                # first worker samples while the other picks its bucket's rows (the files wait
+                # for it, so the same rows still give the same files).
+                self._dictionary = pool.submit(DictionaryChoice, first)
             if self._dynamic is not None:
                 index_changes = pool.submit(self._dynamic.prepare_commit, FileNamer())
             messages = list(pool.map(self._flush_bucket, buffers))
