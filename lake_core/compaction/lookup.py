@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lake_core import arrow_memory
 from lake_core.compaction.kv_read import CHUNK_ROWS, POSITION, iter_kv_file, kv_schema
 from lake_core.compaction.lookup_cache import LOOKUP_KEYS
 from lake_core.kv.system_fields import KIND, SEQ
@@ -90,9 +91,12 @@ def _streamed_hits(store, bucket_dir, f, chunk_rows, deletion, key_names, pendin
     return hits
 
 
-def _cached_hits(store, bucket_dir, f, chunk_rows, deletion, key_names, pending, columns) -> pa.Table:
+def _cached_hits(
+    store, bucket_dir, f, chunk_rows, deletion, key_names, pending, columns
+) -> tuple[pa.Table, np.ndarray | None]:
     """The keys (and system columns, with positions) of ``f`` that are pending, probed in the file's
-    cached keys (read once per process, :mod:`.lookup_cache`); its current deletion vector applied."""
+    cached keys (read once per process, :mod:`.lookup_cache`); its current deletion vector applied.
+    With them, which pending keys were found (None: the caller finds out by a join)."""
     stored = LOOKUP_KEYS.get(
         path=f.path_in(bucket_dir),
         f=f,
@@ -100,12 +104,37 @@ def _cached_hits(store, bucket_dir, f, chunk_rows, deletion, key_names, pending,
         columns=columns,
         read=lambda: _whole_file(store, bucket_dir, f, chunk_rows, columns),
     )
+    probed = _sorted_probe(stored, key_names, pending, deletion)
+    if probed is not None:
+        return probed
     if deletion is not None:
         keep = deletion.keep_mask(0, stored.num_rows)
         if keep is not None:
             stored = stored.filter(pa.array(keep))
     # keys and system columns are flat: the join carries them
-    return stored.join(pending, keys=key_names, join_type="inner", use_threads=False)
+    return stored.join(pending, keys=key_names, join_type="inner", use_threads=False), None
+
+
+def _sorted_probe(
+    stored: pa.Table, key_names: Sequence[str], pending: pa.Table, deletion: DeletionVector | None
+) -> tuple[pa.Table, np.ndarray] | None:
+    """A data file holds each key once, in key order: one key column whose NumPy order is Java's is
+    probed by binary search (0.1 ms for 6k keys in 125k, where Arrow's hash join and the filter of
+    the deleted rows before it took ~4 ms). ``(hits, found)``, ``found`` a mask over ``pending``;
+    None when the key is not one such column or the file's keys are not strictly ascending."""
+    if len(key_names) != 1 or stored.num_rows == 0:
+        return None
+    name = key_names[0]
+    keys, wanted = numpy_key(stored[name]), numpy_key(pending[name])
+    if keys is None or wanted is None or not bool((keys[1:] > keys[:-1]).all()):
+        return None
+    at = np.searchsorted(keys, wanted)
+    np.minimum(at, len(keys) - 1, out=at)
+    found = keys[at] == wanted
+    if deletion is not None and deletion.cardinality:
+        positions = arrow_memory.one_array(stored[POSITION]).to_numpy()[at[found]]
+        found[found] = ~deletion.contains(positions)
+    return stored.take(pa.array(at[found])), found
 
 
 def _whole_file(store, bucket_dir, f, chunk_rows, columns) -> pa.Table:
@@ -159,10 +188,14 @@ def lookup_latest(
             break
         if not may_hold(f):
             continue
+        found_keys = None
         if with_rows:
             hits = _streamed_hits(store, bucket_dir, f, chunk_rows, dvs.get(f.file_name), key_names, pending)
         else:
-            hits = [_cached_hits(store, bucket_dir, f, chunk_rows, dvs.get(f.file_name), key_names, pending, columns)]
+            hit, found_keys = _cached_hits(
+                store, bucket_dir, f, chunk_rows, dvs.get(f.file_name), key_names, pending, columns
+            )
+            hits = [hit]
         hits = [h for h in hits if h.num_rows]
         if not hits:
             continue
@@ -176,5 +209,8 @@ def lookup_latest(
             )
         )
         found.append(rows.select(schema.names).cast(schema))
-        pending = pending.join(rows.select(key_names), keys=key_names, join_type="left anti", use_threads=False)
+        if found_keys is not None:
+            pending = pending.filter(pa.array(~found_keys))
+        else:
+            pending = pending.join(rows.select(key_names), keys=key_names, join_type="left anti", use_threads=False)
     return pa.concat_tables(found) if found else schema.empty_table()

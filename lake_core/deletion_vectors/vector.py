@@ -37,6 +37,15 @@ class DeletionVector:
             np.concatenate([self.positions, np.asarray(positions, dtype=np.uint64)]), bitmap64=self.bitmap64
         )
 
+    def contains(self, positions: np.ndarray) -> np.ndarray:
+        """Whether each of ``positions`` (any order) is deleted."""
+        p = self.positions
+        if not len(p):
+            return np.zeros(len(positions), dtype=bool)
+        where = np.asarray(positions, dtype=np.uint64)
+        at = np.minimum(np.searchsorted(p, where), len(p) - 1)
+        return p[at] == where
+
     def keep_mask(self, start: int, n: int) -> np.ndarray | None:
         """Boolean mask of the rows ``[start, start + n)`` that are NOT deleted (None: all kept)."""
         p = self.positions

@@ -6,6 +6,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from lake_core import Catalog
 from lake_core.compaction.lookup import LOOKUP_FILE, LOOKUP_LEVEL, LOOKUP_POSITION, lookup_latest
@@ -124,3 +126,47 @@ def test_each_key_is_answered_once_whatever_the_order_of_its_repeats(tmp_path, k
     if with_rows:
         assert {r["k"]: r["v"] for r in got.to_pylist()} == {k: model[k] for k in found}
     assert {r["k"]: r["_SEQUENCE_NUMBER"] for r in got.to_pylist()} == {k: sequences[k] for k in found}
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    writes=st.lists(st.lists(st.integers(-30, 30), min_size=1, max_size=40), min_size=2, max_size=4),
+    probe=st.lists(st.integers(-35, 35), max_size=20),
+    deleted=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 45)), min_size=1, max_size=20),
+    key_type=st.sampled_from([pa.int64(), pa.float64(), pa.string()]),
+)
+def test_keys_only_lookup_answers_as_the_row_lookup(tmp_path_factory, writes, probe, deleted, key_type):
+    """A keys-only lookup probes each file's cached keys (a binary search for one numeric key, a
+    join otherwise); it answers every key from the same file and position as the full-row lookup,
+    which streams the files and joins, deletion vectors included (a key deleted in a newer file is
+    answered by an older one)."""
+    cat = Catalog(f"file://{tmp_path_factory.mktemp('wh')}")
+    cat.create_database("db")
+    schema = pa.schema([pa.field("k", key_type, nullable=False), ("v", pa.int64())])
+    t = cat.create_table("db.t", schema=schema, primary_keys=["k"], options={"bucket": "1", "write-only": "true"})
+
+    def keys(values):
+        return pa.array([str(v) if key_type == pa.string() else v for v in values]).cast(key_type)
+
+    for i, ks in enumerate(writes):
+        t.write_arrow(pa.table({"k": keys(ks), "v": pa.array([i] * len(ks), pa.int64())}, schema=schema))
+    files = _files(t)
+    from lake_core.read.scan import TableScan
+
+    bucket_dir = TableScan(t.store, t.latest_snapshot()).splits()[0].bucket_path
+    vectors = {}
+    for i, position in deleted:
+        f = files[i % len(files)]
+        if position < f.row_count:
+            vectors[f.file_name] = DeletionVector.of(
+                [*vectors.get(f.file_name, DeletionVector.of([])).positions, position]
+            )
+    wanted = pa.table({"k": keys([*range(-35, 36), *probe])})  # every key, some twice
+    answers = []
+    for with_rows in (False, True):
+        got = lookup_latest(
+            t.store, bucket_dir=bucket_dir, files=files, keys=wanted, deletion_vectors=vectors, with_rows=with_rows
+        )
+        cols = ["k", "_SEQUENCE_NUMBER", LOOKUP_FILE, LOOKUP_POSITION, LOOKUP_LEVEL]
+        answers.append(sorted(tuple(r.values()) for r in got.select(cols).to_pylist()))
+    assert answers[0] == answers[1]
