@@ -240,7 +240,7 @@ PARQUET_PAGE_SIZE = ConfigOption(
     key="parquet.page.size",
     type=MemorySize(),
     default=None,
-    unset="1 MiB, as Java's Parquet writer",
+    unset="64 KiB (Java's Parquet writer: 1 MiB)",
     description="Parquet's data page size (Java's `ParquetOutputFormat.PAGE_SIZE`): the unit a reader "
     "decompresses and decodes.",
 )
@@ -257,7 +257,7 @@ PAGE_SIZE = ConfigOption(
     default="64 kb",
     description="Paimon's memory page size (the pages of Java's write buffer and spill files); lake_core "
     "buffers Arrow tables and does not use it. A Parquet file's data page size is `parquet.page.size` "
-    "(default 1 MiB, as Java's Parquet writer).",
+    "(default 64 KiB).",
 )
 WRITE_BUFFER_SIZE = ConfigOption(
     key="write-buffer-size",
