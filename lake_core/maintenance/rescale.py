@@ -331,8 +331,8 @@ class _BucketRun:
     (the compaction writer: rolled at ``target-file-size``, one row group held), every row numbered
     0: no key is in the run twice, so no merge compares two of its numbers, and the next write of
     the bucket numbers above it (a constant column also costs a third of the time to encode and
-    decode that distinct numbers take). ``group_bytes``: the Arrow bytes held per row group (a caller writing many new buckets
-    at once shares one row group's worth among them)."""
+    decode that distinct numbers take). ``group_bytes``: the Arrow bytes held per row group (a
+    caller writing many new buckets at once shares one row group's worth among them)."""
 
     def __init__(self, table: FileStoreTable, ppath: str, b: int, level: int, group_bytes: int | None = None):
         self.table, self.b = table, b
