@@ -28,7 +28,7 @@ from lake_core.compaction.lookup_cache import LOOKUP_KEYS
 from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.lsm.levels import key_decoder, level0_order
 from lake_core.manifest.metadata import DataFileMeta
-from lake_core.merge.sort import numpy_key, numpy_orderable
+from lake_core.merge.sort import numpy_key, numpy_orderable, sorted_find
 
 if TYPE_CHECKING:
     from lake_core.deletion_vectors.vector import DeletionVector
@@ -119,8 +119,9 @@ def _sorted_probe(
     stored: pa.Table, key_names: Sequence[str], pending: pa.Table, deletion: DeletionVector | None
 ) -> tuple[pa.Table, np.ndarray] | None:
     """A data file holds each key once, in key order: one key column whose NumPy order is Java's is
-    probed by binary search (0.1 ms for 6k keys in 125k, where Arrow's hash join and the filter of
-    the deleted rows before it took ~4 ms). ``(hits, found)``, ``found`` a mask over ``pending``;
+    probed by binary search, the deletion vector checked at the found positions only (1.1 ms a
+    probe of 6k keys in a 125k-row file, where filtering the file by its vector and two hash joins
+    took 3.2 ms). ``(hits, found)``, ``found`` a mask over ``pending``;
     None when the key is not one such column or the file's keys are not strictly ascending."""
     if len(key_names) != 1 or stored.num_rows == 0:
         return None
@@ -128,9 +129,7 @@ def _sorted_probe(
     keys, wanted = numpy_key(stored[name]), numpy_key(pending[name])
     if keys is None or wanted is None or not bool((keys[1:] > keys[:-1]).all()):
         return None
-    at = np.searchsorted(keys, wanted)
-    np.minimum(at, len(keys) - 1, out=at)
-    found = keys[at] == wanted
+    at, found = sorted_find(keys, wanted)
     if deletion is not None and deletion.cardinality:
         positions = arrow_memory.one_array(stored[POSITION]).to_numpy()[at[found]]
         found[found] = ~deletion.contains(positions)

@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from lake_core.deletion_vectors.roaring import deserialize32, deserialize64, serialize32, serialize64
 from lake_core.errors import FormatError
+from lake_core.merge.sort import sorted_find
 
 MAGIC_32 = 1581511376
 MAGIC_64 = 1681511377
@@ -39,12 +40,7 @@ class DeletionVector:
 
     def contains(self, positions: np.ndarray) -> np.ndarray:
         """Whether each of ``positions`` (any order) is deleted."""
-        p = self.positions
-        if not len(p):
-            return np.zeros(len(positions), dtype=bool)
-        where = np.asarray(positions, dtype=np.uint64)
-        at = np.minimum(np.searchsorted(p, where), len(p) - 1)
-        return p[at] == where
+        return sorted_find(self.positions, np.asarray(positions, dtype=np.uint64))[1]
 
     def keep_mask(self, start: int, n: int) -> np.ndarray | None:
         """Boolean mask of the rows ``[start, start + n)`` that are NOT deleted (None: all kept)."""

@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from lake_core.kv import rowkind
 from lake_core.kv.system_fields import KIND
-from lake_core.merge.sort import numpy_column, numpy_key
+from lake_core.merge.sort import numpy_column, numpy_key, sorted_find
 
 #: the small runs together hold at most this share of the large run's rows: above, the full merge (a
 #: pick on the key, sequence and kind columns only, then one gather) costs less; the probe pays off
@@ -49,9 +49,8 @@ def _probe(parts: Sequence[pa.Table], key: str, small_share: float) -> tuple[int
     if len(small_keys) != len(parts) - 1:
         return None  # a small run's keys are not NumPy-comparable
     probe = np.concatenate(small_keys) if small_keys else big_keys[:0]
-    at = np.searchsorted(big_keys, probe)
-    inside = at < len(big_keys)
-    return big_i, big_keys, _distinct_sorted(at[inside][big_keys[at[inside]] == probe[inside]])
+    at, found = sorted_find(big_keys, probe)
+    return big_i, big_keys, _distinct_sorted(at[found])
 
 
 def sparse_pick(

@@ -84,6 +84,16 @@ _RADIX_MAX_BITS = 48
 _DIGIT_BITS = 12
 
 
+def sorted_find(ascending: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each of ``wanted`` (any order) is in ``ascending`` (sorted, each value once), by binary
+    search: ``(at, found)``, ``at`` a position (meaningful where ``found``)."""
+    at = np.searchsorted(ascending, wanted)
+    if not len(ascending):
+        return at, np.zeros(len(wanted), dtype=bool)
+    np.minimum(at, len(ascending) - 1, out=at)
+    return at, ascending[at] == wanted
+
+
 def counted_order(values: np.ndarray) -> np.ndarray:
     """The stable order (int64 positions) of non-negative integers below 4,096: Arrow sorts values
     of so small a span by counting them into place, in one pass."""
