@@ -179,7 +179,8 @@ def test_page_size_accepted_by_the_table_is_honoured_by_the_writer(local_store, 
     t.write_arrow(ROWS)  # the old writer refused '64kib' here, after the table had accepted it
     assert {r["k"]: r["v"] for r in t.to_arrow().to_pylist()} == {1: "c", 2: "b"}
     assert parquet_write_options(ROWS, options={"parquet.page.size": spelling})["data_page_size"] == 64 * 1024
-    # Paimon's 'page-size' is its write buffer's memory page: Parquet pages keep their default
+    # Paimon's 'page-size' is its write buffer's memory page: it sizes no Parquet page
+    assert parquet_write_options(ROWS, options={"page-size": "1 kib"})["data_page_size"] == 64 * 1024
     kib = parquet_write_options(ROWS, options={"page-size": spelling, "parquet.page.size": "1 kib"})
     assert kib["data_page_size"] == 1024
 
