@@ -107,7 +107,7 @@ class DataFileStreamWriter:
             sink, parquet_writer_schema(first.schema, kw), metadata_collector=self._footer, **kw
         )
 
-    def footer_extremes(self, columns: Sequence[str]) -> dict[str, tuple[bytes, bytes] | None]:
+    def footer_extremes(self, columns: Sequence[str]) -> dict[str, tuple[bytes | int, bytes | int] | None]:
         """After :meth:`close` of a Parquet file: :func:`parquet_footer_extremes` of its footer;
         empty for other formats."""
         return parquet_footer_extremes(self._footer[0], columns) if self._footer else {}

@@ -275,6 +275,18 @@ def table_stats(
     return out
 
 
+def footer_gives_extremes(t: pa.DataType) -> bool:
+    """Whether a Parquet footer's raw min / max of a column of type ``t`` are its values as
+    :func:`column_stats` finds them: UTF-8 strings (bytes) and signed integers (Parquet INT32 /
+    INT64, any width; the writer skips nulls alike). Floats are not: the footer skips NaNs,
+    which void a column's statistics here."""
+    return pa.types.is_string(t) or pa.types.is_signed_integer(t)
+
+
+def _footer_value(raw: bytes | int) -> str | int:
+    return raw.decode() if isinstance(raw, bytes) else raw
+
+
 class StatsAccumulator:
     """Statistics of ``columns`` over a file written in chunks, equal to :func:`table_stats` of the
     whole file: each chunk contributes its null count, a NaN flag and its raw (untruncated)
@@ -284,9 +296,10 @@ class StatsAccumulator:
     def __init__(
         self, columns: Sequence[str], modes: Mapping[str, StatsMode | str], *, from_footer: Collection[str] = ()
     ):
-        """``from_footer``: string columns whose min / max the file's own footer gives (Parquet
-        writes them anyway, as Java's stats extractor reads them): :meth:`add` counts their nulls
-        only, and :meth:`result` takes their extremes from ``footer``."""
+        """``from_footer``: string and signed integer columns whose min / max the file's own footer
+        gives (Parquet writes them anyway, as Java's stats extractor reads them; the same values
+        a ``min_max`` pass over each chunk finds): :meth:`add` counts their nulls only, and
+        :meth:`result` takes their extremes from ``footer``."""
         self.columns = list(columns)
         self._modes = [
             parse_stats_mode(modes.get(c, DEFAULT_STATS_MODE), f"fields.{c}.stats-mode") for c in self.columns
@@ -308,7 +321,7 @@ class StatsAccumulator:
             t = arr.type
             if mode.kind == "counts" or self._nan[i] or is_nested(t) or pa.types.is_null(t) or len(arr) == nulls:
                 continue
-            if self._footer[i] and _is_stringish(t):
+            if self._footer[i] and footer_gives_extremes(t):
                 continue
             if mode.kind == "truncate" and _is_binaryish(t):
                 continue
@@ -325,17 +338,17 @@ class StatsAccumulator:
             mm = pc.min_max(arr)
             self._extremes[i].append(pa.array([mm["min"], mm["max"]], type=t))
 
-    def result(self, footer: Mapping[str, tuple[bytes, bytes] | None] | None = None) -> list[ColumnStats]:
-        """The statistics of everything added; ``footer``: the raw (UTF-8) min / max of the
-        ``from_footer`` columns as the file's footer holds them (None: the footer has none, so
-        neither does the file's metadata)."""
+    def result(self, footer: Mapping[str, tuple[bytes | int, bytes | int] | None] | None = None) -> list[ColumnStats]:
+        """The statistics of everything added; ``footer``: the raw min / max of the ``from_footer``
+        columns as the file's footer holds them (UTF-8 bytes, or ints; None: the footer has none,
+        so neither does the file's metadata)."""
         out = []
         for i, mode in enumerate(self._modes):
             t = self._types[i]
             extremes = self._extremes[i]
-            if self._footer[i] and t is not None and _is_stringish(t):  # add() left them to the footer
+            if self._footer[i] and t is not None and footer_gives_extremes(t):  # add() left them to the footer
                 raw = (footer or {}).get(self.columns[i])
-                extremes = [] if raw is None else [pa.array([raw[0].decode(), raw[1].decode()], type=t)]
+                extremes = [] if raw is None else [pa.array([_footer_value(v) for v in raw], type=t)]
             if mode.kind == "none":
                 out.append(_EMPTY)
             elif mode.kind == "counts" or self._nan[i] or not extremes:

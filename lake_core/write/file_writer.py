@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 from lake_core.format.binary_row.writer import EMPTY_ROW, serialize_row
 from lake_core.format.data_file_writer import DataFileStreamWriter
 from lake_core.format.parquet_file import DictionaryChoice
-from lake_core.format.stats import StatsAccumulator, parse_stats_mode
+from lake_core.format.stats import StatsAccumulator, footer_gives_extremes, parse_stats_mode
 from lake_core.kv import rowkind
 from lake_core.kv.system_fields import KIND, SEQ
 from lake_core.manifest.metadata import DataFileMeta, SimpleStats
@@ -68,10 +68,10 @@ class DataFileWriter:
         self.stats_cols = [n for n in self.value_names if modes[n].kind != "none"]
         self.value_modes = modes
         self.key_modes = {k: parse_stats_mode("full") for k in self.key_names}
-        # string columns whose min / max a Parquet file's own footer gives (its writer computes them)
+        # columns whose min / max a Parquet file's own footer gives (its writer computes them)
         stats_names = dict.fromkeys([*self.key_names, *self.stats_cols])
         self.footer_stats = (
-            [n for n in stats_names if pa.types.is_string(schema.field(n).type)] if self.fmt == "parquet" else []
+            [n for n in stats_names if footer_gives_extremes(schema.field(n).type)] if self.fmt == "parquet" else []
         )
         if self.is_pk:
             self.file_fields = list(schema.kv_arrow_schema())
