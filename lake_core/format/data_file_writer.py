@@ -31,6 +31,7 @@ from lake_core.format.parquet_file import (
     parquet_writer_schema,
 )
 from lake_core.format.parquet_int96 import to_int96_columns, write_declaring_int96
+from lake_core.format.stats import RawExtremes
 
 #: Arrow bytes per encoded-byte guess for formats encoded at close (zstd on typical tables).
 _ARROW_PER_ENCODED_BYTE = 3
@@ -107,7 +108,7 @@ class DataFileStreamWriter:
             sink, parquet_writer_schema(first.schema, kw), metadata_collector=self._footer, **kw
         )
 
-    def footer_extremes(self, columns: Sequence[str]) -> dict[str, tuple[bytes | int, bytes | int] | None]:
+    def footer_extremes(self, columns: Sequence[str]) -> dict[str, RawExtremes | None]:
         """After :meth:`close` of a Parquet file: :func:`parquet_footer_extremes` of its footer;
         empty for other formats."""
         return parquet_footer_extremes(self._footer[0], columns) if self._footer else {}

@@ -27,6 +27,7 @@ from lake_core.format.conform import assemble_columns, columns_to_read
 from lake_core.format.file_format import choose_codec
 from lake_core.format.file_source import source_name
 from lake_core.format.parquet_int96 import leaf_paths, to_int96_columns, write_declaring_int96
+from lake_core.format.stats import RawExtremes
 from lake_core.kv.system_fields import KEY_FIELD_PREFIX, SEQUENCE_NUMBER
 from lake_core.option_values import LONG_RANGE, parse_bool, parse_int, parse_memory_size
 from lake_core.types import is_nested
@@ -411,13 +412,11 @@ def parquet_row_group_ranges(
     return out
 
 
-def parquet_footer_extremes(
-    md: pq.FileMetaData, columns: Sequence[str]
-) -> dict[str, tuple[bytes | int, bytes | int] | None]:
+def parquet_footer_extremes(md: pq.FileMetaData, columns: Sequence[str]) -> dict[str, RawExtremes | None]:
     """The raw min / max of each top-level column of ``columns`` over all row groups of a file
     whose footer is ``md`` (row groups of nulls only count for nothing); None for a column that
     has values in a row group without them (Arrow leaves out values over its statistics limit)."""
-    out: dict[str, tuple[bytes | int, bytes | int] | None] = {}
+    out: dict[str, RawExtremes | None] = {}
     for name in columns:
         groups = _row_group_statistics(md, [name])
         lo = hi = None

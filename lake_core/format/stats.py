@@ -275,6 +275,10 @@ def table_stats(
     return out
 
 
+#: a column's raw min / max as a Parquet footer holds them (UTF-8 bytes for strings, ints for integers)
+RawExtremes = tuple[bytes | int, bytes | int]
+
+
 def footer_gives_extremes(t: pa.DataType) -> bool:
     """Whether a Parquet footer's raw min / max of a column of type ``t`` are its values as
     :func:`column_stats` finds them: UTF-8 strings (bytes) and signed integers (Parquet INT32 /
@@ -338,7 +342,7 @@ class StatsAccumulator:
             mm = pc.min_max(arr)
             self._extremes[i].append(pa.array([mm["min"], mm["max"]], type=t))
 
-    def result(self, footer: Mapping[str, tuple[bytes | int, bytes | int] | None] | None = None) -> list[ColumnStats]:
+    def result(self, footer: Mapping[str, RawExtremes | None] | None = None) -> list[ColumnStats]:
         """The statistics of everything added; ``footer``: the raw min / max of the ``from_footer``
         columns as the file's footer holds them (UTF-8 bytes, or ints; None: the footer has none,
         so neither does the file's metadata)."""
