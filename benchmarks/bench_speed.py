@@ -180,6 +180,35 @@ def _report(results: dict[str, list[dict]], args) -> None:
                 + (", ".join(ratios) or "n/a")
                 + f" (by user CPU: {', '.join(by_user) or 'n/a'})"
             )
+    print()
+    for line in _verdicts(med):
+        print(line)
+
+
+RESCALE_TARGET = 3e6  # rows/s, a 2M-row partition from 2 to 8 buckets in process
+
+
+def _verdicts(med: dict[str, dict[str, float]]) -> list[str]:
+    """Issue 28's targets against this sitting's medians: write, update and cold read at ≥ 3×
+    pypaimon native, or at ≥ 90% of pyarrow alone where that ceiling is below 3× native (this
+    machine cannot go faster than writing or reading the Parquet itself); rescale at ≥ 3M rows/s."""
+    cur, native, ceiling = med.get("current", {}), med.get("pypaimon-native", {}), med.get("pyarrow", {})
+    lines = []
+    for phase in ("write", "update", "read"):
+        if phase not in cur or phase not in native:
+            continue
+        target, why = 3 * native[phase], "3x native"
+        if phase in ceiling and ceiling[phase] < target:
+            target, why = 0.9 * ceiling[phase], "90% of pyarrow alone, below 3x native"
+        lines.append(_verdict(phase, cur[phase], target, why))
+    if "rescale" in cur:
+        lines.append(_verdict("rescale", cur["rescale"], RESCALE_TARGET, "3M rows/s"))
+    return lines
+
+
+def _verdict(phase: str, rate: float, target: float, why: str) -> str:
+    state = "met" if rate >= target else f"short ({rate / target:.0%} of it)"
+    return f"target {phase}: {rate / 1e6:.2f}M rows/s against {target / 1e6:.2f}M ({why}): {state}"
 
 
 if __name__ == "__main__":
