@@ -25,7 +25,8 @@ Fixtures
     ``expire_snapshots``, ``files``, ``snapshots``, ``schema``, ``system_table``). Prepares ``.java-paimon/`` on
     first use if ``setup.sh`` has not. Every test using it gets the ``java`` marker.
 ``spark`` (session)
-    The one local Spark session every Spark test shares (start-up costs 6–15 s; one JVM).
+    The one local Spark session every Spark test of a worker process shares (start-up costs 6–15 s;
+    one JVM per process: the suite runs in two, ``-n 2`` in pyproject.toml's addopts).
 ``spark_cluster`` (session)
     :class:`fixtures.spark_standalone.StandaloneCluster`: a Spark standalone master and two
     one-core workers on loopback, from the pyspark package's ``sbin`` (``.master_url``,
@@ -111,6 +112,28 @@ def pytest_collection_modifyitems(config, items):
             unmarked.append(f"{item.nodeid}: needs @pytest.mark.{', @pytest.mark.'.join(sorted(need - marks))}")
     if unmarked:
         raise pytest.UsageError("tests without the markers of what they need:\n  " + "\n  ".join(unmarked))
+    _heaviest_files_first(items)
+
+
+def _heaviest_files_first(items) -> None:
+    """Files whose tests drive the browser or are slow Spark runs under Dagster (minutes each) run
+    first, then other Spark tests under Dagster, then files with Spark, slow or reliability tests,
+    then the rest, each group in its collected order. The two worker processes (``-n 2 --dist
+    loadfile``) take whole files in this order, so the long ones do not run alone at the end."""
+
+    def rank(marks: set[str]) -> int:
+        if "browser" in marks or {"spark", "dagster", "slow"} <= marks:
+            return 0
+        if {"spark", "dagster"} <= marks:
+            return 1
+        return 2 if marks & {"spark", "slow", "reliability"} else 3
+
+    by_file: dict[str, int] = {}
+    for item in items:
+        marks = {m.name for m in item.iter_markers()}
+        path = item.nodeid.split("::", 1)[0]
+        by_file[path] = min(by_file.get(path, 3), rank(marks))
+    items.sort(key=lambda item: by_file[item.nodeid.split("::", 1)[0]])  # stable: keeps the order within
 
 
 @pytest.fixture(autouse=True)
