@@ -116,23 +116,26 @@ def pytest_collection_modifyitems(config, items):
 
 
 def _heaviest_files_first(items) -> None:
-    """Files whose tests drive the browser or are slow Spark runs under Dagster (minutes each) run
-    first, then other Spark tests under Dagster, then files with Spark, slow or reliability tests,
-    then the rest, each group in its collected order. The two worker processes (``-n 2 --dist
-    loadfile``) take whole files in this order, so the long ones do not run alone at the end."""
+    """Files with slow Spark runs under Dagster (minutes each) run first, then those that drive the
+    browser, then other Spark tests under Dagster, then files with Spark, slow or reliability
+    tests, then the rest, each group in its collected order. The two worker processes (``-n 2
+    --dist loadfile --no-loadscope-reorder``) take whole files in this order, so the long ones do
+    not run alone at the end."""
 
     def rank(marks: set[str]) -> int:
-        if "browser" in marks or {"spark", "dagster", "slow"} <= marks:
+        if {"spark", "dagster", "slow"} <= marks:
             return 0
-        if {"spark", "dagster"} <= marks:
+        if "browser" in marks:
             return 1
-        return 2 if marks & {"spark", "slow", "reliability"} else 3
+        if {"spark", "dagster"} <= marks:
+            return 2
+        return 3 if marks & {"spark", "slow", "reliability"} else 4
 
     by_file: dict[str, int] = {}
     for item in items:
         marks = {m.name for m in item.iter_markers()}
         path = item.nodeid.split("::", 1)[0]
-        by_file[path] = min(by_file.get(path, 3), rank(marks))
+        by_file[path] = min(by_file.get(path, 4), rank(marks))
     items.sort(key=lambda item: by_file[item.nodeid.split("::", 1)[0]])  # stable: keeps the order within
 
 
