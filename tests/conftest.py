@@ -26,7 +26,7 @@ Fixtures
     first use if ``setup.sh`` has not. Every test using it gets the ``java`` marker.
 ``spark`` (session)
     The one local Spark session every Spark test of a worker process shares (start-up costs 6–15 s;
-    one JVM per process: the suite runs in two, ``-n 2`` in pyproject.toml's addopts).
+    one JVM per process: one by default, two with ``-n 2``).
 ``spark_cluster`` (session)
     :class:`fixtures.spark_standalone.StandaloneCluster`: a Spark standalone master and two
     one-core workers on loopback, from the pyspark package's ``sbin`` (``.master_url``,
@@ -118,9 +118,9 @@ def pytest_collection_modifyitems(config, items):
 def _heaviest_files_first(items) -> None:
     """Files with slow Spark runs under Dagster (minutes each) run first, then those that drive the
     browser, then other Spark tests under Dagster, then files with Spark, slow or reliability
-    tests, then the rest, each group in its collected order. The two worker processes (``-n 2
-    --dist loadfile --no-loadscope-reorder``) take whole files in this order, so the long ones do
-    not run alone at the end."""
+    tests, then the rest, each group in its collected order. With ``-n 2 --dist loadfile
+    --no-loadscope-reorder`` the two worker processes take whole files in this order, so the long
+    ones do not run alone at the end."""
 
     def rank(marks: set[str]) -> int:
         if {"spark", "dagster", "slow"} <= marks:
