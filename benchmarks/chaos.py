@@ -50,13 +50,14 @@ ORPHAN_FLOOR_S = 10.0  # above the longest write-to-commit time of this run: fil
 
 # -- the data every writer writes: a pure function of (writer, commit number) ---------------------
 COLD = "cold"  # the partition the rescaler rewrites: writer 0 touches it every fifth commit only
+COLD_COMMIT = 2  # writer 0's first commit into it (then every fifth)
 _MAINTAINERS = ("compactor", "expirer", "orphans", "rescaler")
-GRACE_S = 120.0  # how long past the end a maintenance role that has not acted yet may still try
+GRACE_S = 120.0  # how long past the end a role that has not acted yet may still try
 
 
 def batch_keys(writer: int, i: int) -> list[int]:
     base = writer * KEYS_PER_WRITER
-    if writer == 0 and i % 5 == 2:
+    if writer == 0 and i % 5 == COLD_COMMIT:
         return list(range(base + 500, base + 510))
     rng = random.Random(writer * 1_000_003 + i)
     return sorted(rng.sample(range(base, base + 200), BATCH_ROWS))
@@ -133,8 +134,11 @@ def worker(
     cat = _catalog(uri, storage)
     log("ready")
     n = start
-    acted = False  # a maintenance role acts at least once, however slowly a loaded machine started it
-    while time.time() < until or (role in _MAINTAINERS and not acted and time.time() < until + GRACE_S):
+    # a maintenance role acts at least once, however slowly a loaded machine started it; writer 0
+    # writes the cold partition at least once (the rescaler has nothing to rewrite before that)
+    must_act = role in _MAINTAINERS or (role == "writer" and index == 0)
+    acted = False
+    while time.time() < until or (must_act and not acted and time.time() < until + GRACE_S):
         try:
             table = cat.get_table(IDENT)  # fresh each round: a rescale changes the schema
             if role == "writer":
@@ -144,6 +148,7 @@ def worker(
                     log("gaveup", n)
                     return
                 log("done", n, snap)
+                acted = n >= COLD_COMMIT
                 n += 1
             elif role == "compactor":
                 r = table.maintenance.compact(full=n % 3 == 0, parallelism=1)
