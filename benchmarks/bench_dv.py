@@ -5,15 +5,18 @@
   parquet  the ceiling: pyarrow reading the DV table's live Parquet files, nothing applied
 
 The data: ``--rows`` initial rows, then ``--rounds`` commits each updating ``--update-pct`` percent of
-random keys (bucket 4). Reads are timed best of ``--runs``; write/compaction time is printed too.
+random keys (bucket 4). Reads are timed best of ``--runs``. The writes and compactions are timed
+over ``--builds`` builds of each table, DV and merge-on-read alternating (the one first swaps each
+round): median, range and the ratio of the medians.
 
-    .venv/bin/python -m benchmarks.bench_dv [--rows 500000] [--rounds 5] [--update-pct 5] [--runs 3]
+    .venv/bin/python -m benchmarks.bench_dv [--rows 500000] [--rounds 5] [--update-pct 5] [--runs 3] [--builds 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import shutil
+import statistics
 import tempfile
 import time
 
@@ -64,6 +67,7 @@ def main(argv=None) -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--update-pct", type=float, default=5.0)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--builds", type=int, default=3, help="builds of each table, alternating, for the write times")
     a = ap.parse_args(argv)
     from lake_core.deletion_vectors.maintainer import bucket_dv_entries, load_vectors
 
@@ -74,8 +78,16 @@ def main(argv=None) -> None:
         # took 1.25x merge-on-read's time, built second 1.08x)
         for kind in (True, False):
             _build(f"{tmp}/warm-{kind}", kind, 10_000, 1, a.update_pct)
-        dv, dv_write = _build(f"{tmp}/dv", True, a.rows, a.rounds, a.update_pct)
-        mor, mor_write = _build(f"{tmp}/mor", False, a.rows, a.rounds, a.update_pct)
+        seconds: dict[bool, list[float]] = {True: [], False: []}
+        built: dict[bool, object] = {}
+        for i in range(max(1, a.builds)):
+            for kind in (True, False) if i % 2 == 0 else (False, True):
+                path = f"{tmp}/{'dv' if kind else 'mor'}-{i}"
+                built[kind], took = _build(path, kind, a.rows, a.rounds, a.update_pct)
+                seconds[kind].append(took)
+                if i < a.builds - 1:
+                    shutil.rmtree(path)
+        dv, mor = built[True], built[False]
         masked = sum(
             v.cardinality
             for es in bucket_dv_entries(dv, dv.latest_snapshot()).values()
@@ -91,7 +103,12 @@ def main(argv=None) -> None:
             f"{a.rows:,} rows + {a.rounds} commits of {a.update_pct:g}% updates, bucket 4; "
             f"{masked:,} rows masked by deletion vectors"
         )
-        print(f"write+compaction  dv {dv_write:6.2f} s   mor {mor_write:6.2f} s")
+        dv_write, mor_write = statistics.median(seconds[True]), statistics.median(seconds[False])
+        print(
+            f"write+compaction, median of {len(seconds[True])} builds each: dv {dv_write:.2f} s "
+            f"({min(seconds[True]):.2f}-{max(seconds[True]):.2f}), mor {mor_write:.2f} s "
+            f"({min(seconds[False]):.2f}-{max(seconds[False]):.2f}); dv / mor x{dv_write / mor_write:.2f}"
+        )
         print(f"{'read':10} {'rows':>10} {'seconds':>8} {'rows/s':>12}")
         for name, (sec, n) in results.items():
             print(f"{name:10} {n:>10,} {sec:8.3f} {n / sec:>12,.0f}")

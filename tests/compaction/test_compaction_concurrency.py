@@ -9,6 +9,7 @@ import multiprocessing as mp
 import pyarrow as pa
 import pytest
 
+from fixtures.process_end import end_worker
 from lake_core import Catalog
 from lake_core.errors import CommitConflictError, CommitFailedError
 
@@ -25,6 +26,7 @@ def _writer(warehouse, storage_options, rounds, started, done):
             t.write_arrow(pa.table({"id": ids, "round": [r] * len(ids)}, schema=SCHEMA))
     finally:
         done.set()
+    end_worker()
 
 
 def _compactor(warehouse, storage_options, started, done, out):
@@ -40,6 +42,7 @@ def _compactor(warehouse, storage_options, started, done, out):
             failed += 1
         i += 1
     out.put((landed, failed))
+    end_worker(out)
 
 
 def _run(warehouse, storage_options, rounds):

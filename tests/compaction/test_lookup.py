@@ -108,8 +108,9 @@ def test_keys_only_lookup_reads_no_value_columns(tmp_path):
 )
 def test_each_key_is_answered_once_whatever_the_order_of_its_repeats(tmp_path, keys, with_rows):
     """A compaction looks up the keys of its unmerged rows (a key's rows are neighbours there);
-    ascending keys are made distinct by comparing neighbours, other orders by a group-by: both
-    answer every stored key once, with its newest row (dict model)."""
+    ascending keys are made distinct by comparing neighbours, other orders by a NumPy sort (one
+    integer key, as here; strings take a group-by): each answers every stored key once, with its
+    newest row (dict model)."""
     t = _table(tmp_path)
     schema = t.schema.arrow_schema()
     t.write_arrow(pa.table({"k": [1, 2, 3], "v": ["a", "b", "c"], "tags": [None, None, None]}, schema=schema))

@@ -7,6 +7,7 @@ import multiprocessing as mp
 import pyarrow as pa
 import pytest
 
+from fixtures.process_end import end_worker
 from lake_core import Catalog
 from lake_core.errors import CommitConflictError
 
@@ -18,6 +19,7 @@ def _writer(warehouse, storage_options, writer_id, commits):
     for i in range(commits):
         key = writer_id * 1000 + i
         t.write_arrow(pa.table({"id": [key], "writer": [writer_id]}, schema=SCHEMA))
+    end_worker()
 
 
 def _run_writers(warehouse, storage_options, writers=3, commits=8):

@@ -9,6 +9,7 @@ import pyarrow as pa
 import pytest
 
 from fixtures.commits import prepared_write
+from fixtures.process_end import end_worker
 from lake_core import Catalog
 from lake_core.errors import CommitConflictError
 
@@ -114,6 +115,7 @@ def _racer(warehouse, cross, worker, rounds, result, go):
             except CommitConflictError:
                 conflicts += 1
     result.put((worker, conflicts))
+    end_worker(result)
 
 
 @pytest.mark.parametrize("cross", [False, True])

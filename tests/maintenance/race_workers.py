@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import random
-import sys
 import time
 
 import pyarrow as pa
 
+from fixtures.process_end import end_worker
 from lake_core import Catalog
 from lake_core.errors import LakeError
 
@@ -31,14 +30,10 @@ def _start(t, go):
 
 
 def _report(path, obj):
-    """Write the report, then end the process at once: the work is done and reported, and Arrow's
-    thread pools can abort an interpreter's teardown ("terminate called without an active
-    exception", apache/arrow#34314), which once failed the test with exit code -6 after a clean run."""
+    """Write the report, then end the process (see :func:`~fixtures.process_end.end_worker`)."""
     with open(path, "w") as f:
         json.dump(obj, f)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    end_worker()
 
 
 def writer(wh, so, wid, go, out):

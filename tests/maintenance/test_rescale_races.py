@@ -11,6 +11,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import random
 
+from fixtures.process_end import end_worker
 from lake_core import Catalog, LakeError
 
 from .rescale_helpers import PARTS, SCHEMA, Model, assert_rows_in_their_buckets, bucket_counts, make_table, rows
@@ -33,6 +34,7 @@ def _writer(warehouse, storage_options, batches, barrier, queue):
         queue.put(("writer", "ok", ""))
     except LakeError as e:
         queue.put(("writer", "error", f"{type(e).__name__}: {e}"))
+    end_worker(queue)
 
 
 def _rescaler(warehouse, storage_options, partition, bucket, barrier, queue):
@@ -47,6 +49,7 @@ def _rescaler(warehouse, storage_options, partition, bucket, barrier, queue):
         queue.put(("rescale", "ok", res.rows))
     except LakeError as e:
         queue.put(("rescale", "error", f"{type(e).__name__}: {e}"))
+    end_worker(queue)
 
 
 def _race(warehouse, storage_options, batches, partition, bucket) -> dict:

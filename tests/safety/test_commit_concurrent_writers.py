@@ -9,6 +9,7 @@ import os
 
 import pytest
 
+from fixtures.process_end import end_worker
 from lake_core import Catalog
 
 from .helpers import kv, new_table
@@ -30,6 +31,7 @@ def _writer(uri, storage_options, writer_id, commits, out_dir, barrier):
         log.append({"snapshot": snap.id, "keys": keys, "value": value})
     with open(os.path.join(out_dir, f"{writer_id}.json"), "w") as f:
         json.dump(log, f)
+    end_worker()
 
 
 def _run(uri, storage_options, tmp_path, writers, commits):
