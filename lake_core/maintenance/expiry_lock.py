@@ -7,7 +7,9 @@ the work) and says so. Tag deletion and rollback take it too, and orphan removal
 which snapshots are retained (while an expiry holds the lock, a snapshot it deleted may still be
 written back for a lease). A crashed holder's lock is taken over: at once when the holder ran on
 this host and its process is gone (or it is this process and no run of it holds the lock: a
-release that failed), else once the lock is older than its TTL. A takeover first creates
+release that failed), else once its expiry has passed. A holder renews that expiry every quarter of
+the TTL while it runs, so a long expiry on another host keeps its lock: only a holder that stopped
+(crashed, or stalled for most of a TTL) loses it. A takeover first creates
 ``.expire-lock.takeover-<owner>`` exclusively, so of several processes finding the same dead lock
 exactly one replaces it (a plain delete-and-create would let a late one delete the winner's lock).
 """
@@ -15,6 +17,7 @@ exactly one replaces it (a plain delete-and-create would let a late one delete t
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import threading
@@ -28,6 +31,8 @@ if TYPE_CHECKING:
     from lake_core.table import FileStoreTable
 
 LOCK_TTL_S = 600.0
+RENEW_EVERY = 0.25  # of the TTL: how often a holder pushes its lock's expiry forward
+log = logging.getLogger(__name__)
 # Who may hold the lock, for the messages of those that find it held.
 HOLDERS = "another expiry, tag deletion, rollback or orphan removal"
 _HELD: set[str] = set()  # owner tokens of the locks this process holds right now
@@ -92,14 +97,45 @@ def _take_over(fio, path: str, dead: dict, body: bytes, ttl_s: float) -> bool:
     return False
 
 
-@contextmanager
-def expiry_lock(table: FileStoreTable, ttl_s: float = LOCK_TTL_S) -> Iterator[bool]:
-    """Yields True while this process holds the lock, False if another run holds it."""
-    fio, path = table.fileio, _lock_path(table)
-    token = uuid.uuid4().hex
-    body = json.dumps(
+def _body(token: str, ttl_s: float) -> bytes:
+    return json.dumps(
         {"owner": token, "expires": time.time() + ttl_s, "host": socket.gethostname(), "pid": os.getpid()}
     ).encode("utf-8")
+
+
+class _Renewal:
+    """Pushes the lock's expiry forward every ``RENEW_EVERY`` of the TTL, in a thread, until
+    stopped. A lock that is no longer ours (taken over after a stall) is left alone; a failed
+    renewal is tried again at the next beat, three of them before the lock could expire."""
+
+    def __init__(self, fio, path: str, token: str, ttl_s: float) -> None:
+        self._fio, self._path, self._token, self._ttl_s = fio, path, token, ttl_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="expiry-lock-renewal", daemon=True)
+        self._thread.start()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self._ttl_s * RENEW_EVERY):
+            try:
+                lock = _read_lock(self._fio, self._path)
+                if not lock or lock.get("owner") != self._token:
+                    return
+                self._fio.write_bytes(self._path, _body(self._token, self._ttl_s))  # replaced whole
+            except Exception as e:  # noqa: BLE001 - storage trouble: the next beat tries again
+                log.warning("could not renew %s: %s", self._path, e)
+
+    def stop(self) -> None:
+        """Stop and wait: no renewal may write the lock again once it is released."""
+        self._stop.set()
+        self._thread.join()
+
+
+@contextmanager
+def expiry_lock(table: FileStoreTable, ttl_s: float = LOCK_TTL_S) -> Iterator[bool]:
+    """Yields True while this process holds the lock (renewing it), False if another run holds it."""
+    fio, path = table.fileio, _lock_path(table)
+    token = uuid.uuid4().hex
+    body = _body(token, ttl_s)
     with _HELD_GUARD:
         _HELD.add(token)  # before the lock exists: no thread of this process may take it as left over
     try:
@@ -112,9 +148,12 @@ def expiry_lock(table: FileStoreTable, ttl_s: float = LOCK_TTL_S) -> Iterator[bo
             elif lock.get("expires", 0) < time.time() or _holder_is_gone(lock):
                 held = _take_over(fio, path, lock, body, ttl_s)
                 replaced = lock
+        renewal = _Renewal(fio, path, token, ttl_s) if held else None
         try:
             yield held
         finally:
+            if renewal is not None:
+                renewal.stop()
             if held:
                 lock = _read_lock(fio, path)
                 if lock and lock.get("owner") == token:

@@ -338,3 +338,39 @@ def test_a_lock_this_process_left_behind_is_taken_over_but_one_it_holds_is_not(w
     )
     assert t.maintenance.expire_snapshots(retain_min=2, older_than=NOW).expired_snapshots
     assert not t.fileio.exists(lock) and not t.fileio.exists(f"{lock}.takeover-release-failed")
+
+
+def test_a_run_longer_than_the_ttl_keeps_its_lock_and_a_lock_taken_from_it_is_left_alone(warehouse):
+    """A holder pushes its lock's expiry forward while it runs (every quarter of the TTL): a run
+    three TTLs long still holds it, where without renewal another run (here: a second thread,
+    whose only way in is an expired lock) would take it over. After the release nothing writes the
+    lock again; a lock that is no longer the holder's (taken over after a stall) is not renewed or
+    deleted by it."""
+    import json
+    import time as _time
+
+    from lake_core.maintenance.expiry_lock import expiry_lock
+
+    t, _ = _history(warehouse, n=2)
+    lock = f"{t.paths.snapshot_dir}/.expire-lock"
+    ttl = 0.8
+    with expiry_lock(t, ttl_s=ttl) as held:
+        assert held
+        mine = json.loads(t.fileio.read_text(lock))
+        _time.sleep(3 * ttl)
+        with expiry_lock(t, ttl_s=ttl) as other:
+            assert not other  # not expired: renewed
+        now = json.loads(t.fileio.read_text(lock))
+        assert now["owner"] == mine["owner"] and now["expires"] > _time.time() > mine["expires"]
+    _time.sleep(ttl)  # a renewal after the release would create the lock again
+    assert not t.fileio.exists(lock)
+
+    with expiry_lock(t, ttl_s=ttl) as held:
+        assert held
+        foreign = json.dumps({"owner": "taker", "expires": _time.time() + 600}).encode()
+        t.fileio.delete(lock)
+        assert t.fileio.try_create(lock, foreign)  # what a takeover after a stall leaves
+        _time.sleep(ttl)
+        assert t.fileio.read_bytes(lock) == foreign
+    assert t.fileio.read_bytes(lock) == foreign  # the release deletes only its own lock
+    t.fileio.delete(lock)
