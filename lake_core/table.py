@@ -98,11 +98,11 @@ class FileStoreTable:
         after_commit(self)
 
     def compact_written_bucket(
-        self, partition: bytes, bucket: int, total_buckets: int, live, new_files, namer, *, dictionary=None
+        self, partition: bytes, bucket: int, total_buckets: int, live, new_files, namer, *, dictionary=None, latest=None
     ) -> CommitMessage | None:
         """A writer's inline compaction of one bucket after it wrote ``new_files``."""
         return compact_written_bucket(
-            self.store, partition, bucket, total_buckets, live, new_files, namer, dictionary=dictionary
+            self.store, partition, bucket, total_buckets, live, new_files, namer, dictionary=dictionary, latest=latest
         )
 
     def recompact_buckets(self, snapshot: Snapshot | None, buckets) -> list[CommitMessage]:

@@ -40,7 +40,9 @@ class TableHooks(Protocol):
         namer: FileNamer,
         *,
         dictionary: DictionaryChoice | None = None,
+        latest: Snapshot | None = None,
     ) -> CommitMessage | None:
         """A writer's inline compaction of one bucket after it wrote ``new_files`` over ``live``
         (None: nothing to compact); writes files, commits nothing. ``dictionary``: the write's
-        Parquet dictionary columns, for the files the compaction writes too."""
+        Parquet dictionary columns, for the files the compaction writes too. ``latest``: the
+        table's latest snapshot, read once for all the buckets of a commit (its deletion vectors)."""

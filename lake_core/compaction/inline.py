@@ -39,6 +39,7 @@ from lake_core.paths import FileNamer, data_file_in
 
 if TYPE_CHECKING:
     from lake_core.format.parquet_file import DictionaryChoice
+    from lake_core.snapshot.snapshot import Snapshot
     from lake_core.store import FileStore
 
 _MAX_ROUNDS = 8
@@ -76,11 +77,14 @@ def compact_written_bucket(
     namer: FileNamer,
     *,
     dictionary: DictionaryChoice | None = None,
+    latest: Snapshot | None = None,
 ) -> CommitMessage | None:
     """The compaction of one bucket after a write (None: nothing to compact). The message carries
     only compact_before/compact_after; the caller merges it with the bucket's new files.
     ``dictionary``: the write's Parquet dictionary columns, kept for the compacted files (sampling
-    them again per file cost a tenth of a deletion-vector table's write)."""
+    them again per file cost a tenth of a deletion-vector table's write). ``latest``: the table's
+    latest snapshot, whose deletion vectors the compaction extends (read here when not given; the
+    commit fails if a vector it replaces is no longer live)."""
     opts = store.options
     if opts.write_only or not new_files:
         return None
@@ -94,9 +98,9 @@ def compact_written_bucket(
     vectors = None
     if opts.deletion_vectors_enabled:
         # no live files (a new bucket, or an overwrite replacing them): no vectors can matter
-        dv_index = (
-            bucket_dv_entries(store, store.snapshot_manager.latest()).get((partition, bucket), []) if live else []
-        )
+        if live and latest is None:
+            latest = store.snapshot_manager.latest()
+        dv_index = bucket_dv_entries(store, latest).get((partition, bucket), []) if live else []
         vectors = BucketDeletionVectors.load(store, partition, bucket, dv_index)
     for round_ in range(_MAX_ROUNDS):
         stalled = round_ > 0

@@ -79,6 +79,9 @@ class ManifestStore:
         self.partition_types = list(partition_types)
         self._entries: _LRU[list[ManifestEntry]] = _LRU(512)
         self._lists: _LRU[list[ManifestFileMeta]] = _LRU(256)
+        # a DV table's commit reads its snapshot's index manifest once per bucket compacted and
+        # again in the commit's checks: read once (its name is unique, the file never changes)
+        self._index: _LRU[list[IndexManifestEntry]] = _LRU(16)
         self._partitions: dict[bytes, tuple] = {}
         self._live: tuple[tuple[str | None, str | None], dict[FileIdentifier, ManifestEntry]] | None = None
 
@@ -251,9 +254,12 @@ class ManifestStore:
     def index_entries(self, snapshot: Snapshot | None) -> list[IndexManifestEntry]:
         if snapshot is None or not snapshot.index_manifest:
             return []
-        return read_metadata(
-            self.fileio, self.paths.manifest(snapshot.index_manifest), "index manifest", decode_index_manifest
-        )
+        name = snapshot.index_manifest
+        entries = self._index.get(name)
+        if entries is None:
+            entries = read_metadata(self.fileio, self.paths.manifest(name), "index manifest", decode_index_manifest)
+            self._index.put(name, entries)
+        return list(entries)  # the caller's own list
 
     # -- writes -------------------------------------------------------------------------------
     def _partition_stats(self, partitions: Iterable[bytes]) -> SimpleStats:

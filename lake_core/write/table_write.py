@@ -245,6 +245,7 @@ class TableWrite:
         self._live_now: _LiveFiles | None = None  # at the base once it moved: what inline compaction sees
         # Parquet dictionary columns of this commit's files, sampled in the flush pool
         self._dictionary: Future[DictionaryChoice] | None = None
+        self._dv_latest: Snapshot | None = None  # set per prepare_commit (deletion-vector tables)
         self._writes_parquet = self.store.options.file_format == "parquet"  # only Parquet files take it
 
     # -- input ----------------------------------------------------------------------------------
@@ -505,6 +506,7 @@ class TableWrite:
                 files,
                 self.namer,
                 dictionary=writer.dictionary,  # the compacted files have this write's columns too
+                latest=self._dv_latest,
             )
             if msg is not None:
                 return CommitMessage(
@@ -539,6 +541,13 @@ class TableWrite:
         if self.is_pk and self._base_read:
             self._advance_base_past_own_commits()  # inline compaction works on what this writer left
         self._restore_sequences()
+        # the deletion vectors every bucket's inline compaction extends: one read of the latest
+        # snapshot for all of them (on object storage each read is a round trip)
+        self._dv_latest = (
+            self.store.snapshot_manager.latest()
+            if self.is_pk and self.store.options.deletion_vectors_enabled and not self.store.options.write_only
+            else None
+        )
         # Parquet encoding and zstd release the GIL: two threads use both cores. HASH index files
         # (dynamic mode) are written alongside, with their own file namer.
         index_changes = None
