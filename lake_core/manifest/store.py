@@ -82,6 +82,7 @@ class ManifestStore:
         # a DV table's commit reads its snapshot's index manifest once per bucket compacted and
         # again in the commit's checks: read once (its name is unique, the file never changes)
         self._index: _LRU[list[IndexManifestEntry]] = _LRU(16)
+        self._index_load = threading.Lock()  # the buckets' threads ask at once: one reads, the rest wait
         self._partitions: dict[bytes, tuple] = {}
         self._live: tuple[tuple[str | None, str | None], dict[FileIdentifier, ManifestEntry]] | None = None
 
@@ -257,8 +258,12 @@ class ManifestStore:
         name = snapshot.index_manifest
         entries = self._index.get(name)
         if entries is None:
-            entries = read_metadata(self.fileio, self.paths.manifest(name), "index manifest", decode_index_manifest)
-            self._index.put(name, entries)
+            with self._index_load:
+                entries = self._index.get(name)
+                if entries is None:
+                    path = self.paths.manifest(name)
+                    entries = read_metadata(self.fileio, path, "index manifest", decode_index_manifest)
+                    self._index.put(name, entries)
         return list(entries)  # the caller's own list
 
     # -- writes -------------------------------------------------------------------------------

@@ -275,3 +275,46 @@ def test_the_lookup_cache_stays_within_its_budget():
     cache.get(path="f4", f=metas[4], schema_id=0, columns=["k"], read=table(4))  # recent: still cached
     cache.get(path="f0", f=metas[0], schema_id=0, columns=["k"], read=table(0))  # evicted: read again
     assert reads == [0, 1, 2, 3, 4, 0]
+
+
+def _reads_per_commit(path, buckets: int, monkeypatch) -> list[tuple[int, int]]:
+    """(index manifest reads, snapshot hint reads) of each of three update commits to a DV table
+    of ``buckets`` buckets, every bucket written (and compacted) each time; checks the rows."""
+    from lake_core.io.fileio import FileIO
+
+    cat = Catalog(f"file://{path}")
+    cat.create_database("db")
+    t = cat.create_table(
+        "db.t", schema=SCHEMA, primary_keys=["k"], options={"bucket": str(buckets), "deletion-vectors.enabled": "true"}
+    )
+    model = {k: "a" for k in range(400)}
+    t.write_arrow(pa.table({"k": list(model), "v": list(model.values())}, schema=SCHEMA))
+    reads: list[str] = []
+    real = FileIO.read_bytes
+    monkeypatch.setattr(FileIO, "read_bytes", lambda self, p, *a, **k: reads.append(p) or real(self, p, *a, **k))
+    out = []
+    for i in range(3):
+        keys = list(range(i, 400, 3))
+        t.write_arrow(pa.table({"k": keys, "v": [f"u{i}"] * len(keys)}, schema=SCHEMA))
+        model.update({k: f"u{i}" for k in keys})
+        out.append(
+            (
+                sum("/manifest/index-manifest-" in p for p in reads),
+                sum(p.endswith("/snapshot/LATEST") for p in reads),
+            )
+        )
+        reads.clear()
+    monkeypatch.undo()
+    assert len({m.bucket for m in t.manifest_store.delta_entries(t.latest_snapshot())}) == buckets
+    assert {r["k"]: r["v"] for r in t.to_arrow().to_pylist()} == model
+    return out
+
+
+def test_a_commit_reads_the_latest_snapshot_and_its_index_manifest_once_for_all_buckets(tmp_path, monkeypatch):
+    """Each bucket's inline compaction extends the deletion vectors of the latest snapshot: one read
+    of the snapshot hint and of the index manifest serves every bucket of the commit (on object
+    storage each is a round trip), so eight buckets cost the reads of one."""
+    one = _reads_per_commit(tmp_path / "one", 1, monkeypatch)
+    eight = _reads_per_commit(tmp_path / "eight", 8, monkeypatch)
+    assert [hints for _m, hints in eight] == [hints for _m, hints in one], (one, eight)
+    assert all(manifests <= 1 for manifests, _hints in one + eight), (one, eight)  # at most once
