@@ -394,12 +394,16 @@ class FileStoreCommit:
         timeout = opts.commit_timeout_ms
         started = time.monotonic()
         # Only a caller-chosen identity can have landed before this call: look back for it once.
+        # The first attempt's latest snapshot is where that look starts (one read, not two: each
+        # is a round trip or two on object storage).
+        latest = self.snapshots.latest()
         checked_up_to: int | None = (
-            (self.snapshots.latest_id() or 0) if (not self.explicit_user or ctx.new_identity) else None
+            (latest.id if latest else 0) if (not self.explicit_user or ctx.new_identity) else None
         )
         attempt = 0
         while True:
-            latest = self.snapshots.latest()
+            if attempt:
+                latest = self.snapshots.latest()
             done = self._already_committed(ctx, kind, latest, checked_up_to, fingerprint)
             if done is not None:
                 log.info(
